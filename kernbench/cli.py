@@ -1,0 +1,76 @@
+"""The ``kernbench`` command line.
+
+Every user error is a :class:`~kernbench.errors.KernBenchError`; the CLI prints
+its message (no traceback) and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from kernbench import __version__
+from kernbench.errors import KernBenchError
+
+__all__ = ["main", "cli"]
+
+SET_HELP = "Override a topology key, e.g. --set system.sips.count=4 (repeatable)."
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kernbench")
+def cli() -> None:
+    """KernBench: simulate AI-accelerator machines described in YAML.
+
+    Describe a machine in a topology YAML, run bench scripts written like
+    PyTorch distributed programs on it, and get values and simulated time.
+    """
+
+
+@cli.group()
+def topo() -> None:
+    """Inspect topology files."""
+
+
+@topo.command("show")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
+def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
+    """Print a machine: counts, memory per level, links, diameter, bisection bandwidth."""
+    from kernbench.topology import build_graph, load_topology
+    from kernbench.topology.summary import format_summary, summarize
+
+    topology = load_topology(path, overrides)
+    summary = summarize(topology, build_graph(topology))
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+    else:
+        click.echo(format_summary(summary))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, turning user errors into one line and exit status 2."""
+    try:
+        cli.main(args=argv, prog_name="kernbench", standalone_mode=False)
+    except KernBenchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+def entry() -> None:
+    """Console-script wrapper: exit with :func:`main`'s status."""
+    sys.exit(main())

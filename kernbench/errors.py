@@ -1,0 +1,84 @@
+"""User-facing error types.
+
+Every error a user can cause (bad YAML, a bad unit, a placement that does not
+divide, out of memory, an out-of-bounds kernel access, mismatched collectives)
+is a :class:`KernBenchError` subclass.  Its message names the offending key,
+tensor or rank and says what would be valid.  The CLI prints the message
+without a traceback and exits with status 2.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KernBenchError",
+    "ConfigError",
+    "UnitError",
+    "TopologyError",
+    "RouteError",
+    "PlacementError",
+    "OutOfMemoryError",
+    "AllocationError",
+    "MemoryFaultError",
+    "TensorError",
+    "KernelError",
+    "SimulationError",
+]
+
+
+class KernBenchError(Exception):
+    """Base class of every error a user of KernBench can cause."""
+
+
+class ConfigError(KernBenchError):
+    """A configuration file or override is invalid.
+
+    ``key_path`` is the dotted path of the offending key (``""`` when the whole
+    document is at fault); ``source`` names the file or override it came from.
+    """
+
+    def __init__(self, message: str, *, key_path: str = "", source: str = "") -> None:
+        self.key_path = key_path
+        self.source = source
+        where = f"{source}: " if source else ""
+        at = f"{key_path}: " if key_path else ""
+        super().__init__(f"{where}{at}{message}")
+
+
+class UnitError(ConfigError):
+    """A quantity is missing its unit, has an unknown unit, or is out of range."""
+
+
+class TopologyError(ConfigError):
+    """A topology is well-formed YAML but describes an impossible machine."""
+
+
+class RouteError(KernBenchError):
+    """No route exists between two named endpoints, or a name is unknown."""
+
+
+class PlacementError(KernBenchError):
+    """A DP placement does not fit the tensor shape or the machine."""
+
+
+class OutOfMemoryError(KernBenchError):
+    """An allocation does not fit in the memory it must live in."""
+
+
+class AllocationError(KernBenchError):
+    """Misuse of an allocator: double free, freeing an unknown address."""
+
+
+class MemoryFaultError(KernBenchError):
+    """An access to an unmapped virtual address or outside an allocation."""
+
+
+class TensorError(KernBenchError):
+    """Misuse of a tensor: use after free, wrong dtype, shape mismatch."""
+
+
+class KernelError(KernBenchError):
+    """A kernel is malformed or misbehaves (bad grid, out-of-bounds access)."""
+
+
+class SimulationError(KernBenchError):
+    """The simulation cannot proceed (a wait that can never complete)."""

@@ -1,0 +1,33 @@
+"""Hardware layer: the SimPy engine, components, links and messages."""
+
+from kernbench.fabric.engine import Fabric, Handle
+from kernbench.fabric.flows import FlowNetwork, RouteCost
+from kernbench.fabric.messages import (
+    Completion,
+    Compute,
+    Delay,
+    MemoryRead,
+    MemoryWrite,
+    Message,
+    MmuMap,
+    MmuUnmap,
+    TraceRow,
+    Transfer,
+)
+
+__all__ = [
+    "Completion",
+    "Compute",
+    "Delay",
+    "Fabric",
+    "FlowNetwork",
+    "Handle",
+    "MemoryRead",
+    "MemoryWrite",
+    "Message",
+    "MmuMap",
+    "MmuUnmap",
+    "RouteCost",
+    "TraceRow",
+    "Transfer",
+]

@@ -1,0 +1,193 @@
+"""Links and routes as a fluid flow network with max-min fair sharing.
+
+A transfer of ``S`` bytes over a route becomes a *flow* that occupies every
+link of the route at once.  Flows that share a link share its bandwidth
+max-min fairly (progressive filling), so congestion is real and costs only
+events at flow start and end, not per packet.  When its last byte has been
+pushed, the flow still pays the route's latency and the store-and-forward
+fill of its first packet on every hop but the bottleneck one:
+
+    t = sum(L_i) + S / B_bottleneck + sum(p / B_i) - p / B_bottleneck,
+    p = min(packet_bytes, S)
+
+which for an idle route of h equal hops is h·L + S/B + (h-1)·p/B, the cost of
+a route pipelined at packet granularity (ADR 0004).  Rates are recomputed only
+for the flows connected to the one that started or ended.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import simpy
+
+from kernbench.topology.graph import Edge
+from kernbench.units import PS_PER_S
+
+__all__ = ["FlowNetwork", "RouteCost"]
+
+# Completion times are rounded up to whole picoseconds; a rate computed from
+# exact integer bandwidths may land a hair above an integer, which must not
+# cost an extra picosecond.
+_ROUNDING_SLACK = 1e-6
+
+
+class RouteCost:
+    """The static part of a route's cost, computed once per (route, size class)."""
+
+    __slots__ = ("edges", "latency_ps", "bottleneck", "fill_ps_per_byte")
+
+    def __init__(self, edges: Sequence[Edge]) -> None:
+        self.edges = tuple(e.index for e in edges)
+        self.latency_ps = sum(e.latency_ps for e in edges)
+        self.bottleneck = min((e.bandwidth for e in edges), default=0)
+        # ps per byte of the first packet, summed over the non-bottleneck hops.
+        per_byte = sum(PS_PER_S / e.bandwidth for e in edges)
+        self.fill_ps_per_byte = per_byte - (PS_PER_S / self.bottleneck if edges else 0.0)
+
+    def idle_ps(self, nbytes: int, packet_bytes: int) -> int:
+        """Time on an otherwise idle network (what the closed forms assume)."""
+        if not self.edges:
+            return 0
+        stream = -(-nbytes * PS_PER_S // self.bottleneck) if nbytes else 0
+        return self.latency_ps + stream + self.tail_fill_ps(nbytes, packet_bytes)
+
+    def tail_fill_ps(self, nbytes: int, packet_bytes: int) -> int:
+        first_packet = min(nbytes, packet_bytes)
+        return math.ceil(first_packet * self.fill_ps_per_byte - _ROUNDING_SLACK)
+
+
+class _Flow:
+    __slots__ = ("fid", "edges", "remaining", "rate", "updated", "version", "done", "start")
+
+    def __init__(self, fid: int, edges: tuple[int, ...], nbytes: int, now: int) -> None:
+        self.fid = fid
+        self.edges = edges
+        self.remaining = float(nbytes)
+        self.rate = 0.0  # bytes per second
+        self.updated = now
+        self.version = 0
+        self.done: simpy.Event | None = None
+        self.start = now
+
+
+class FlowNetwork:
+    """Bandwidth sharing over a fixed set of directed links."""
+
+    def __init__(self, env: simpy.Environment, edges: Sequence[Edge], packet_bytes: int) -> None:
+        self.env = env
+        self.edges = edges
+        self.packet_bytes = packet_bytes
+        self.capacity = [float(e.bandwidth) for e in edges]
+        # Insertion-ordered dicts keep every iteration deterministic.
+        self.active: list[dict[int, _Flow]] = [{} for _ in edges]
+        self.bytes_carried = [0] * len(edges)
+        self._next_fid = 0
+        self.flows_started = 0
+        self._route_costs: dict[tuple[int, ...], RouteCost] = {}
+
+    def route_cost(self, route: tuple[int, ...]) -> RouteCost:
+        cost = self._route_costs.get(route)
+        if cost is None:
+            cost = RouteCost([self.edges[i] for i in route])
+            self._route_costs[route] = cost
+        return cost
+
+    def transfer(self, route: tuple[int, ...], nbytes: int) -> simpy.Event:
+        """An event that fires when the last byte has arrived at the route's end."""
+        env = self.env
+        cost = self.route_cost(route)
+        delivered = env.event()
+        if not route:
+            delivered.succeed()
+            return delivered
+        tail = cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
+        if nbytes <= 0:
+            env.timeout(tail).callbacks.append(lambda _ev: delivered.succeed())
+            return delivered
+        self.flows_started += 1
+        flow = _Flow(self._next_fid, route, nbytes, env.now)
+        self._next_fid += 1
+        flow_done = env.event()
+        flow.done = flow_done
+        flow_done.callbacks.append(
+            lambda _ev: env.timeout(tail).callbacks.append(lambda _e: delivered.succeed())
+        )
+        for e in route:
+            self.active[e][flow.fid] = flow
+            self.bytes_carried[e] += nbytes
+        self._rebalance(route)
+        return delivered
+
+    # -- rate allocation ---------------------------------------------------------
+    def _component(self, seed_edges: tuple[int, ...]) -> tuple[list[_Flow], list[int]]:
+        """Flows and links transitively connected to ``seed_edges`` through shared links."""
+        flows: dict[int, _Flow] = {}
+        links: dict[int, None] = {}
+        pending = list(seed_edges)
+        while pending:
+            e = pending.pop()
+            if e in links:
+                continue
+            links[e] = None
+            for fid, flow in self.active[e].items():
+                if fid not in flows:
+                    flows[fid] = flow
+                    pending.extend(flow.edges)
+        return sorted(flows.values(), key=lambda f: f.fid), sorted(links)
+
+    def _rebalance(self, seed_edges: tuple[int, ...]) -> None:
+        now = self.env.now
+        flows, links = self._component(seed_edges)
+        if not flows:
+            return
+        for flow in flows:  # bank progress made at the old rates
+            if flow.rate:
+                flow.remaining -= flow.rate * (now - flow.updated) / PS_PER_S
+            flow.updated = now
+        new_rate = self._max_min(flows, links)
+        for flow in flows:
+            rate = new_rate[flow.fid]
+            if rate != flow.rate or flow.version == 0:
+                flow.rate = rate
+                self._schedule(flow)
+
+    def _max_min(self, flows: list[_Flow], links: list[int]) -> dict[int, float]:
+        if len(flows) == 1:
+            flow = flows[0]
+            return {flow.fid: min(self.capacity[e] for e in flow.edges)}
+        residual = {e: self.capacity[e] for e in links}
+        unfrozen = {e: [f for f in self.active[e].values()] for e in links}
+        rate: dict[int, float] = {}
+        while len(rate) < len(flows):
+            best_link, best_share = -1, math.inf
+            for e in links:
+                count = sum(1 for f in unfrozen[e] if f.fid not in rate)
+                if count:
+                    share = residual[e] / count
+                    if share < best_share:
+                        best_link, best_share = e, share
+            for flow in unfrozen[best_link]:
+                if flow.fid in rate:
+                    continue
+                rate[flow.fid] = best_share
+                for e in flow.edges:
+                    residual[e] -= best_share
+        return rate
+
+    def _schedule(self, flow: _Flow) -> None:
+        flow.version += 1
+        version = flow.version
+        delay = max(0, math.ceil(flow.remaining * PS_PER_S / flow.rate - _ROUNDING_SLACK))
+        timer = self.env.timeout(delay)
+        timer.callbacks.append(lambda _ev: self._finish(flow, version))
+
+    def _finish(self, flow: _Flow, version: int) -> None:
+        if version != flow.version or flow.done is None:
+            return  # superseded by a later rate change
+        for e in flow.edges:
+            del self.active[e][flow.fid]
+        done, flow.done = flow.done, None
+        done.succeed()
+        self._rebalance(flow.edges)

@@ -1,0 +1,23 @@
+"""Configuration layer: topology YAML -> validated spec -> graph of named nodes and links."""
+
+from kernbench.topology.graph import Edge, MachineGraph, build_graph
+from kernbench.topology.loader import (
+    apply_overrides,
+    document_digest,
+    load_topology,
+    load_topology_document,
+    validate_topology,
+)
+from kernbench.topology.schema import Topology
+
+__all__ = [
+    "Edge",
+    "MachineGraph",
+    "Topology",
+    "apply_overrides",
+    "build_graph",
+    "document_digest",
+    "load_topology",
+    "load_topology_document",
+    "validate_topology",
+]

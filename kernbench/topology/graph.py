@@ -1,0 +1,338 @@
+"""Expand a validated :class:`Topology` into named nodes, links and routes.
+
+Nodes are the places bytes come from or go to (PEs, TCMs, HBM slices, cube
+SRAM, M_CPUs, cube routers, the host, a switch).  Links are directed (each
+direction of a full-duplex link is its own :class:`Edge`).  Routes are
+deterministic: dimension-order (X then Y) inside a SIP's cube mesh, the
+shorter way round an inter-SIP ring (ties go to increasing SIP index), through
+the switch, or direct on a fully connected system.  Inter-SIP and host
+traffic enters and leaves a SIP at its ``attach_cube``.  See ADR 0004.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernbench.errors import RouteError
+from kernbench.topology.schema import Topology
+
+__all__ = ["Edge", "MachineGraph", "build_graph"]
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One direction of a link: a bandwidth, a latency, a class for reports."""
+
+    index: int
+    name: str
+    src: str
+    dst: str
+    bandwidth: int  # bytes per second
+    latency_ps: int
+    link_class: str
+
+
+def pe_name(sip: int, cube: int, pe: int) -> str:
+    return f"sip{sip}.cube{cube}.pe{pe}"
+
+
+def router_name(sip: int, cube: int) -> str:
+    return f"sip{sip}.cube{cube}.noc"
+
+
+class MachineGraph:
+    """The machine as a graph.  Built once; read-only while the clock runs."""
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        mesh = topology.sip.cube_mesh
+        self.mesh_w, self.mesh_h, self.torus = mesh.w, mesh.h, mesh.torus
+        self.num_sips = topology.num_sips
+        self.cubes_per_sip = topology.cubes_per_sip
+        self.pes_per_cube = topology.pes_per_cube
+        self.hbm_slices = topology.cube.memory_map.hbm_slices_per_cube
+        self.attach_cube = topology.system.interconnect.attach_cube
+        self.interconnect = topology.system.interconnect.kind
+        self.edges: list[Edge] = []
+        self._edge_by_ends: dict[tuple[str, str], int] = {}
+        self._route_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._build()
+
+    # -- construction -------------------------------------------------------
+    def _add_link(self, a: str, b: str, bandwidth: int, latency_ps: int, link_class: str,
+                  a_label: str | None = None, b_label: str | None = None) -> None:
+        for src, dst, src_label, dst_label in ((a, b, a_label, b_label), (b, a, b_label, a_label)):
+            index = len(self.edges)
+            name = f"link:{src_label or src}->{dst_label or dst}"
+            self.edges.append(Edge(index, name, src, dst, bandwidth, latency_ps, link_class))
+            self._edge_by_ends[(src, dst)] = index
+
+    def _build(self) -> None:
+        topo = self.topology
+        cube = topo.cube
+        components = cube.pe_template.components
+        noc, hbm, sram = cube.noc, cube.hbm, cube.sram
+        tcm = components.pe_tcm.attrs
+        for s in range(self.num_sips):
+            for c in range(self.cubes_per_sip):
+                router = router_name(s, c)
+                prefix = f"sip{s}.cube{c}"
+                self._add_link(router, f"{prefix}.m_cpu", noc.bandwidth, noc.latency, "mcpu_port")
+                self._add_link(router, f"{prefix}.sram", sram.bandwidth, sram.latency, "sram_port")
+                for k in range(self.hbm_slices):
+                    self._add_link(
+                        router, f"{prefix}.hbm{k}", hbm.slice_bandwidth, hbm.latency, "hbm_port"
+                    )
+                for p in range(self.pes_per_cube):
+                    pe = pe_name(s, c, p)
+                    self._add_link(pe, router, noc.bandwidth, noc.latency, "pe_port")
+                    self._add_link(pe, f"{pe}.tcm", tcm.bandwidth, tcm.latency, "tcm_port")
+            self._build_mesh(s)
+        self._build_interconnect()
+        host = topo.system.host_link
+        for s in range(self.num_sips):
+            self._add_link(
+                "host", router_name(s, self.attach_cube), host.bandwidth, host.latency,
+                "host_link", b_label=f"sip{s}",
+            )
+
+    def _build_mesh(self, s: int) -> None:
+        link = self.topology.sip.cube_mesh.link
+        w, h = self.mesh_w, self.mesh_h
+        seen: set[tuple[int, int]] = set()
+        for y in range(h):
+            for x in range(w):
+                here = y * w + x
+                neighbours = []
+                if x + 1 < w or (self.torus and w > 2):
+                    neighbours.append(y * w + (x + 1) % w)
+                if y + 1 < h or (self.torus and h > 2):
+                    neighbours.append(((y + 1) % h) * w + x)
+                for there in neighbours:
+                    pair = (min(here, there), max(here, there))
+                    if here == there or pair in seen:
+                        continue
+                    seen.add(pair)
+                    self._add_link(
+                        router_name(s, here), router_name(s, there), link.bandwidth,
+                        link.latency, "cube_link", f"sip{s}.cube{here}", f"sip{s}.cube{there}",
+                    )
+
+    def _build_interconnect(self) -> None:
+        spec = self.topology.system.interconnect
+        n = self.num_sips
+        if n == 1:
+            return
+        bw, lat = spec.link.bandwidth, spec.link.latency
+
+        def attach(s: int) -> str:
+            return router_name(s, self.attach_cube)
+
+        if spec.kind == "switch":
+            for s in range(n):
+                self._add_link(attach(s), "switch", bw, lat + spec.switch_latency, "sip_link",
+                               f"sip{s}", "switch")
+        elif spec.kind == "fully_connected":
+            for a in range(n):
+                for b in range(a + 1, n):
+                    self._add_link(attach(a), attach(b), bw, lat, "sip_link", f"sip{a}", f"sip{b}")
+        else:
+            pairs = {(min(s, (s + 1) % n), max(s, (s + 1) % n)) for s in range(n)}
+            for a, b in sorted(pairs):
+                self._add_link(attach(a), attach(b), bw, lat, "sip_link", f"sip{a}", f"sip{b}")
+
+    # -- naming ---------------------------------------------------------------
+    def pe_names(self) -> list[str]:
+        return [
+            pe_name(s, c, p)
+            for s in range(self.num_sips)
+            for c in range(self.cubes_per_sip)
+            for p in range(self.pes_per_cube)
+        ]
+
+    def _parse(self, name: str) -> tuple[str, int, int, int, int]:
+        """(kind, sip, cube, pe, index) for a node name; raises on unknown names."""
+        if name in ("host", "switch") and (name == "host" or self.interconnect == "switch"):
+            return name, -1, -1, -1, -1
+        parts = name.split(".")
+        try:
+            if len(parts) >= 3 and parts[0].startswith("sip") and parts[1].startswith("cube"):
+                s, c = int(parts[0][3:]), int(parts[1][4:])
+                if not (0 <= s < self.num_sips and 0 <= c < self.cubes_per_sip):
+                    raise ValueError
+                leaf = parts[2]
+                if leaf.startswith("pe"):
+                    p = int(leaf[2:])
+                    if not 0 <= p < self.pes_per_cube:
+                        raise ValueError
+                    if len(parts) == 3:
+                        return "pe", s, c, p, -1
+                    if len(parts) == 4 and parts[3] == "tcm":
+                        return "tcm", s, c, p, -1
+                elif leaf.startswith("hbm") and len(parts) == 3:
+                    k = int(leaf[3:])
+                    if 0 <= k < self.hbm_slices:
+                        return "hbm", s, c, -1, k
+                elif leaf in ("noc", "sram", "m_cpu") and len(parts) == 3:
+                    return leaf, s, c, -1, -1
+        except ValueError:
+            pass
+        raise RouteError(
+            f"unknown endpoint {name!r}; valid names look like 'sip0.cube0.pe0', "
+            f"'sip0.cube0.pe0.tcm', 'sip0.cube0.hbm0', 'sip0.cube0.sram', 'sip0.cube0.m_cpu', "
+            f"'host' (this machine: {self.num_sips} SIPs x {self.cubes_per_sip} cubes x "
+            f"{self.pes_per_cube} PEs, {self.hbm_slices} HBM slices per cube)"
+        )
+
+    # -- routing --------------------------------------------------------------
+    def route(self, src: str, dst: str) -> tuple[int, ...]:
+        """Edge indices from ``src`` to ``dst`` (cached)."""
+        key = (src, dst)
+        cached = self._route_cache.get(key)
+        if cached is not None:
+            return cached
+        nodes = self._route_nodes(src, dst)
+        try:
+            path = tuple(self._edge_by_ends[(a, b)] for a, b in zip(nodes, nodes[1:], strict=False))
+        except KeyError as exc:  # pragma: no cover - a bug in the router, not the user
+            raise RouteError(f"no link {exc.args[0]} on the route {src} -> {dst}") from None
+        self._route_cache[key] = path
+        return path
+
+    def _uplink(self, name: str) -> tuple[list[str], tuple[int, int] | None]:
+        """Nodes from ``name`` up to its cube router, and that router's (sip, cube)."""
+        kind, s, c, p, _ = self._parse(name)
+        if kind == "host":
+            return ["host"], None
+        if kind == "switch":
+            return ["switch"], None
+        router = router_name(s, c)
+        if kind == "noc":
+            return [router], (s, c)
+        if kind == "tcm":
+            return [name, pe_name(s, c, p), router], (s, c)
+        return [name, router], (s, c)
+
+    def _route_nodes(self, src: str, dst: str) -> list[str]:
+        if src == dst:
+            self._parse(src)
+            return [src]
+        src_kind = self._parse(src)
+        dst_kind = self._parse(dst)
+        # A PE reaches its own TCM directly, not through the router.
+        if src_kind[0] == "tcm" and dst_kind[0] == "pe" and src_kind[1:4] == dst_kind[1:4]:
+            return [src, dst]
+        if dst_kind[0] == "tcm" and src_kind[0] == "pe" and src_kind[1:4] == dst_kind[1:4]:
+            return [src, dst]
+        up, src_router = self._uplink(src)
+        down, dst_router = self._uplink(dst)
+        middle = self._router_path(src, src_router, dst, dst_router)
+        nodes = up[:-1] + middle + list(reversed(down))[1:]
+        return nodes
+
+    def _router_path(self, src: str, a: tuple[int, int] | None, dst: str,
+                     b: tuple[int, int] | None) -> list[str]:
+        if a is None and b is None:
+            raise RouteError(f"no route between {src!r} and {dst!r}")
+        if a is None:  # from the host or the switch
+            entry = self._entry(src, b[0])
+            return entry + self._mesh_path(b[0], self.attach_cube, b[1])[1:]
+        if b is None:
+            exit_ = list(reversed(self._entry(dst, a[0])))
+            return self._mesh_path(a[0], a[1], self.attach_cube) + exit_[1:]
+        if a[0] == b[0]:
+            return self._mesh_path(a[0], a[1], b[1])
+        return (
+            self._mesh_path(a[0], a[1], self.attach_cube)
+            + self._sip_path(a[0], b[0])[1:-1]
+            + self._mesh_path(b[0], self.attach_cube, b[1])
+        )
+
+    def _entry(self, outside: str, sip: int) -> list[str]:
+        """Nodes from the host or switch to ``sip``'s attach router."""
+        if outside == "host":
+            return ["host", router_name(sip, self.attach_cube)]
+        return ["switch", router_name(sip, self.attach_cube)]
+
+    def _sip_path(self, a: int, b: int) -> list[str]:
+        def attach(s: int) -> str:
+            return router_name(s, self.attach_cube)
+
+        if self.interconnect == "switch":
+            return [attach(a), "switch", attach(b)]
+        if self.interconnect == "fully_connected":
+            return [attach(a), attach(b)]
+        n = self.num_sips
+        forward = (b - a) % n
+        step = 1 if forward <= n - forward else -1
+        path, s = [attach(a)], a
+        while s != b:
+            s = (s + step) % n
+            path.append(attach(s))
+        return path
+
+    def _mesh_path(self, s: int, c1: int, c2: int) -> list[str]:
+        w, h = self.mesh_w, self.mesh_h
+        x, y = c1 % w, c1 // w
+        x2, y2 = c2 % w, c2 // w
+        path = [router_name(s, c1)]
+        for size, axis in ((w, 0), (h, 1)):
+            here, goal = (x, x2) if axis == 0 else (y, y2)
+            step = 1 if goal >= here else -1
+            if self.torus and size > 2:
+                forward = (goal - here) % size
+                step = 1 if forward <= size - forward else -1
+            while here != goal:
+                here = (here + step) % size if self.torus and size > 2 else here + step
+                if axis == 0:
+                    x = here
+                else:
+                    y = here
+                path.append(router_name(s, y * w + x))
+        return path
+
+    # -- metrics ----------------------------------------------------------------
+    def diameter_hops(self) -> int:
+        """Longest PE-to-PE route, in links (routes as the machine takes them)."""
+        routers = [(s, c) for s in range(self.num_sips) for c in range(self.cubes_per_sip)]
+        longest = 0
+        for a in routers:
+            for b in routers:
+                if a < b:
+                    hops = len(self._router_path("", a, "", b)) - 1
+                    longest = max(longest, hops)
+        return longest + 2
+
+    def bisection_bandwidth(self) -> dict[str, int]:
+        """Bytes/s across the narrowest cut that halves the machine, each direction.
+
+        ``sip_mesh``: the cut across one SIP's cube mesh (perpendicular to its
+        longer side); ``system``: the cut that halves the SIPs (when there are
+        more than one); ``machine``: the smaller of what applies.
+        """
+        mesh = self.topology.sip.cube_mesh
+        w, h = mesh.w, mesh.h
+        long_side, short_side = (w, h) if w >= h else (h, w)
+        result: dict[str, int] = {}
+        if long_side > 1:
+            links = short_side * (2 if self.torus and long_side > 2 else 1)
+            result["sip_mesh"] = links * mesh.link.bandwidth
+        n = self.num_sips
+        spec = self.topology.system.interconnect
+        if n > 1:
+            half = n // 2
+            if spec.kind == "ring":
+                links = 1 if n == 2 else 2
+            elif spec.kind == "switch":
+                links = half
+            else:
+                links = half * (n - half)
+            result["system"] = links * spec.link.bandwidth
+            result["machine"] = result["system"]
+        else:
+            result["machine"] = result.get("sip_mesh", 0)
+        return result
+
+
+def build_graph(topology: Topology) -> MachineGraph:
+    return MachineGraph(topology)
