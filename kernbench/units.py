@@ -141,4 +141,6 @@ def format_size(nbytes: int | float) -> str:
 
 def format_bandwidth(bytes_per_s: int | float) -> str:
     """Human form of a bandwidth, decimal prefixes: ``'50GB/s'``."""
-    return _scaled(bytes_per_s, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"), (1, "B/s")])
+    return _scaled(
+        bytes_per_s, [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "KB/s"), (1, "B/s")]
+    )

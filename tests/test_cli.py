@@ -48,9 +48,18 @@ def test_set_overrides_apply(capsys) -> None:
 
 def test_user_error_is_one_line_without_traceback_and_exit_2() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "kernbench.cli", "topo", "show", "topologies/default.yaml",
-         "--set", "sip.cube_mesh.w=0"],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kernbench.cli",
+            "topo",
+            "show",
+            "topologies/default.yaml",
+            "--set",
+            "sip.cube_mesh.w=0",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

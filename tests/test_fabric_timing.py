@@ -33,7 +33,10 @@ def test_one_idle_link_costs_latency_plus_size_over_bandwidth(ring8: Fabric) -> 
     assert row.end_ps == RING8_LAT + stream_ps(MiB, RING8_BW) == 21_471_520
     assert completion.end_ps == row.end_ps
     assert (row.kind, row.src, row.dst, row.nbytes) == (
-        "transfer", "sip0.cube0.noc", "sip1.cube0.noc", MiB,
+        "transfer",
+        "sip0.cube0.noc",
+        "sip1.cube0.noc",
+        MiB,
     )
 
 
@@ -138,7 +141,9 @@ def test_compute_serialises_on_an_engine_and_engines_run_in_parallel() -> None:
     one = stream_ps(flops, core.matrix_flops_per_cycle * core.clock)
     a = fabric.submit(Compute(src="host", dst="sip0.cube0.pe0", engine="matrix", flops=flops))
     b = fabric.submit(Compute(src="host", dst="sip0.cube0.pe0", engine="matrix", flops=flops))
-    other_pe = fabric.submit(Compute(src="host", dst="sip0.cube0.pe1", engine="matrix", flops=flops))
+    other_pe = fabric.submit(
+        Compute(src="host", dst="sip0.cube0.pe1", engine="matrix", flops=flops)
+    )
     vec = fabric.submit(Compute(src="host", dst="sip0.cube0.pe0", engine="vector", flops=flops))
     fabric.wait_all([a, b, other_pe, vec])
     assert (a.trace.end_ps, b.trace.end_ps, other_pe.trace.end_ps) == (one, 2 * one, one)
@@ -149,8 +154,13 @@ def test_same_requests_give_the_same_trace() -> None:
     def run() -> list:
         fabric = Fabric(load_topology("topologies/default.yaml"))
         handles = [
-            fabric.submit(MemoryWrite(src=f"sip0.cube{c}.pe{p}", dst=f"sip0.cube{15 - c}.hbm{p}",
-                                      nbytes=(c + 1) * 10_000))
+            fabric.submit(
+                MemoryWrite(
+                    src=f"sip0.cube{c}.pe{p}",
+                    dst=f"sip0.cube{15 - c}.hbm{p}",
+                    nbytes=(c + 1) * 10_000,
+                )
+            )
             for c in range(16)
             for p in range(8)
         ]

@@ -73,9 +73,7 @@ class Fabric:
         self.topology = topology
         self.graph = graph or build_graph(topology)
         self.env = env or simpy.Environment()
-        self.network = FlowNetwork(
-            self.env, self.graph.edges, topology.fabric.packet_bytes
-        )
+        self.network = FlowNetwork(self.env, self.graph.edges, topology.fabric.packet_bytes)
         self.store = store
         self._pes: dict[str, PeUnit] = {}
         self.trace: list[TraceRow] = []
@@ -171,7 +169,13 @@ class Fabric:
         end = self.env.now
         handle.completion = Completion(handle.request_id, end, data)
         handle.trace = TraceRow(
-            handle.request_id, msg.kind, msg.src, msg.dst, handle.start_ps, end, msg.nbytes,
+            handle.request_id,
+            msg.kind,
+            msg.src,
+            msg.dst,
+            handle.start_ps,
+            end,
+            msg.nbytes,
             msg.tag,
         )
         self.trace.append(handle.trace)
@@ -206,8 +210,7 @@ class Fabric:
         page_size = cube.pe_template.components.pe_mmu.attrs.page_size
         pages = sum(-(-entry[-1] // page_size) for entry in msg.entries)
         installs = [
-            self.env.process(self._install(msg, target, pages * per_page))
-            for target in msg.targets
+            self.env.process(self._install(msg, target, pages * per_page)) for target in msg.targets
         ]
         yield self.env.all_of(installs)
         for process in installs:  # surface a fault from any target

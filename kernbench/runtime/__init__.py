@@ -1,1 +1,15 @@
-"""runtime layer."""
+"""Runtime layer: the context that puts tensors on the simulated machine."""
+
+from kernbench.runtime.context import RuntimeContext
+from kernbench.runtime.dtypes import DTYPES, DType, as_dtype
+from kernbench.runtime.tensor import DeviceTensor, HostTensor, ShardPlacement
+
+__all__ = [
+    "DTYPES",
+    "DType",
+    "DeviceTensor",
+    "HostTensor",
+    "RuntimeContext",
+    "ShardPlacement",
+    "as_dtype",
+]

@@ -59,8 +59,16 @@ class MachineGraph:
         self._build()
 
     # -- construction -------------------------------------------------------
-    def _add_link(self, a: str, b: str, bandwidth: int, latency_ps: int, link_class: str,
-                  a_label: str | None = None, b_label: str | None = None) -> None:
+    def _add_link(
+        self,
+        a: str,
+        b: str,
+        bandwidth: int,
+        latency_ps: int,
+        link_class: str,
+        a_label: str | None = None,
+        b_label: str | None = None,
+    ) -> None:
         for src, dst, src_label, dst_label in ((a, b, a_label, b_label), (b, a, b_label, a_label)):
             index = len(self.edges)
             name = f"link:{src_label or src}->{dst_label or dst}"
@@ -92,8 +100,12 @@ class MachineGraph:
         host = topo.system.host_link
         for s in range(self.num_sips):
             self._add_link(
-                "host", router_name(s, self.attach_cube), host.bandwidth, host.latency,
-                "host_link", b_label=f"sip{s}",
+                "host",
+                router_name(s, self.attach_cube),
+                host.bandwidth,
+                host.latency,
+                "host_link",
+                b_label=f"sip{s}",
             )
 
     def _build_mesh(self, s: int) -> None:
@@ -114,8 +126,13 @@ class MachineGraph:
                         continue
                     seen.add(pair)
                     self._add_link(
-                        router_name(s, here), router_name(s, there), link.bandwidth,
-                        link.latency, "cube_link", f"sip{s}.cube{here}", f"sip{s}.cube{there}",
+                        router_name(s, here),
+                        router_name(s, there),
+                        link.bandwidth,
+                        link.latency,
+                        "cube_link",
+                        f"sip{s}.cube{here}",
+                        f"sip{s}.cube{there}",
                     )
 
     def _build_interconnect(self) -> None:
@@ -130,8 +147,15 @@ class MachineGraph:
 
         if spec.kind == "switch":
             for s in range(n):
-                self._add_link(attach(s), "switch", bw, lat + spec.switch_latency, "sip_link",
-                               f"sip{s}", "switch")
+                self._add_link(
+                    attach(s),
+                    "switch",
+                    bw,
+                    lat + spec.switch_latency,
+                    "sip_link",
+                    f"sip{s}",
+                    "switch",
+                )
         elif spec.kind == "fully_connected":
             for a in range(n):
                 for b in range(a + 1, n):
@@ -230,8 +254,9 @@ class MachineGraph:
         nodes = up[:-1] + middle + list(reversed(down))[1:]
         return nodes
 
-    def _router_path(self, src: str, a: tuple[int, int] | None, dst: str,
-                     b: tuple[int, int] | None) -> list[str]:
+    def _router_path(
+        self, src: str, a: tuple[int, int] | None, dst: str, b: tuple[int, int] | None
+    ) -> list[str]:
         if a is None and b is None:
             raise RouteError(f"no route between {src!r} and {dst!r}")
         if a is None:  # from the host or the switch

@@ -26,8 +26,11 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
     for edge in graph.edges:
         entry = link_classes.setdefault(
             edge.link_class,
-            {"directed_links": counts[edge.link_class], "bandwidth_Bps": edge.bandwidth,
-             "latency_ps": edge.latency_ps},
+            {
+                "directed_links": counts[edge.link_class],
+                "bandwidth_Bps": edge.bandwidth,
+                "latency_ps": edge.latency_ps,
+            },
         )
         if entry["bandwidth_Bps"] != edge.bandwidth or entry["latency_ps"] != edge.latency_ps:
             entry["mixed"] = True

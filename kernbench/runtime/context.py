@@ -1,0 +1,419 @@
+"""The runtime context: tensors on the simulated machine, and the engine handles.
+
+``RuntimeContext`` owns the fabric, the allocators, the virtual address space
+and the memory store.  Creating a tensor resolves its DP placement, allocates
+each shard in its PE's HBM partition, maps it (host -> M_CPU -> every PE of the
+cube) through the fabric and, for ``zeros``, writes it; ``copy_`` scatters host
+data into the shards and ``numpy`` gathers them back, all as timed messages.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from greenlet import getcurrent
+
+from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
+from kernbench.fabric import Fabric, Handle, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
+from kernbench.fabric.engine import MMU_ENTRY_BYTES
+from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
+from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
+from kernbench.runtime.dtypes import DType, as_dtype
+from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
+from kernbench.topology import Topology, load_topology
+
+__all__ = ["RuntimeContext"]
+
+_LEVELS = ("sip", "cube", "pe")
+
+
+class RuntimeContext:
+    """Tensors, launches and requests on one simulated machine."""
+
+    def __init__(
+        self,
+        topology: Topology | str | Path,
+        *,
+        timing_only: bool = False,
+        overrides: Iterable[str] = (),
+        fabric: Fabric | None = None,
+    ) -> None:
+        if not isinstance(topology, Topology):
+            topology = load_topology(topology, overrides)
+        self.topology = topology
+        self.timing_only = timing_only
+        self.store = NullStore() if timing_only else MemoryStore()
+        self.fabric = fabric or Fabric(topology)
+        self.fabric.store = self.store
+        cube = topology.cube
+        components = cube.pe_template.components
+        self.memory = MachineMemory(
+            sips=topology.num_sips,
+            cubes_per_sip=topology.cubes_per_sip,
+            pes_per_cube=topology.pes_per_cube,
+            hbm_bytes_per_cube=cube.memory_map.hbm_total_gb_per_cube,
+            hbm_slices_per_cube=cube.memory_map.hbm_slices_per_cube,
+            sram_bytes_per_cube=cube.sram.size,
+            tcm_bytes_per_pe=components.pe_tcm.attrs.size_mb,
+        )
+        self.page_size = components.pe_mmu.attrs.page_size
+        self.va = VirtualAllocator(self.page_size)
+        self._devices: dict[Any, int] = {}
+        self._tensor_count = 0
+        self._live: dict[int, Allocation] = {}
+        self._pending_release: list[Allocation] = []
+        self._handles: list[Handle] = []
+
+    # -- clock and requests --------------------------------------------------------
+    @property
+    def now(self) -> int:
+        """The simulated clock, in picoseconds."""
+        return self.fabric.now
+
+    def submit(self, msg: Message) -> Handle:
+        handle = self.fabric.submit(msg)
+        self._handles.append(handle)
+        return handle
+
+    def wait(self, handle: Handle):
+        return self.fabric.wait(handle)
+
+    def wait_all(self, handles: Sequence[Handle] | None = None) -> list:
+        pending = list(self._handles if handles is None else handles)
+        if handles is None:
+            self._handles = []
+        return [self.fabric.wait(h) for h in pending]
+
+    # -- devices ---------------------------------------------------------------------
+    @property
+    def num_devices(self) -> int:
+        level = self.topology.system.device_level
+        return {
+            "sip": self.topology.num_sips,
+            "cube": self.topology.num_cubes,
+            "pe": self.topology.num_pes,
+        }[level]
+
+    def set_device(self, device: int) -> None:
+        """Bind the calling rank (greenlet) to a device; new tensors live there."""
+        if isinstance(device, bool) or not isinstance(device, int):
+            raise PlacementError(f"device must be an int index (got {device!r})")
+        if not 0 <= device < self.num_devices:
+            level = self.topology.system.device_level
+            raise PlacementError(
+                f"device {device} does not exist: this machine has {self.num_devices} "
+                f"devices at level {level!r} (valid: 0..{self.num_devices - 1})"
+            )
+        self._devices[getcurrent()] = device
+
+    def current_device(self) -> int | None:
+        return self._devices.get(getcurrent())
+
+    def device_coords(self, device: int) -> tuple[int, int | None, int | None]:
+        """(sip, cube or None, pe or None) of a device at the topology's device level."""
+        level = self.topology.system.device_level
+        cps, ppc = self.topology.cubes_per_sip, self.topology.pes_per_cube
+        if level == "sip":
+            return device, None, None
+        if level == "cube":
+            return device // cps, device % cps, None
+        return device // (cps * ppc), (device // ppc) % cps, device % ppc
+
+    def _scope(self, dp: DPPolicy | None) -> tuple[DPPolicy, dict[str, int]]:
+        """The policy and base coordinates a tensor is resolved with.
+
+        No policy: the whole tensor on the first PE of the current device.  A
+        policy whose levels down to the device level are plain ``replicate``
+        stays inside the current device; otherwise it spans the machine.
+        """
+        device = self.current_device()
+        coords = self.device_coords(device) if device is not None else (0, 0, 0)
+        bases = {"sip": 0, "cube": 0, "pe": 0}
+        if dp is None:
+            policy = DPPolicy(num_sips=1, num_cubes=1, num_pes=1)
+            for level, coord in zip(_LEVELS, coords, strict=True):
+                bases[level] = coord or 0
+            return policy, bases
+        if not isinstance(dp, DPPolicy):
+            raise PlacementError(f"dp must be a DPPolicy (got {type(dp).__name__})")
+        if device is None:
+            return dp, bases
+        changes: dict[str, int] = {}
+        for level, coord in zip(_LEVELS, coords, strict=True):
+            if coord is None:
+                break
+            count_key = f"num_{level}s"
+            if getattr(dp, level) == "replicate" and getattr(dp, count_key) is None:
+                changes[count_key] = 1
+                bases[level] = coord
+        return dataclasses.replace(dp, **changes), bases
+
+    # -- tensor creation -------------------------------------------------------------
+    def zeros(
+        self,
+        shape: Sequence[int] | int,
+        dtype: Any = "float32",
+        *,
+        dp: DPPolicy | None = None,
+        name: str | None = None,
+    ) -> DeviceTensor:
+        """A tensor of zeros, written to its HBM through the fabric (costs time)."""
+        tensor = self._create(shape, dtype, dp, name)
+        self._write_shards(tensor, pieces=None)
+        return tensor
+
+    def empty(
+        self,
+        shape: Sequence[int] | int,
+        dtype: Any = "float32",
+        *,
+        dp: DPPolicy | None = None,
+        name: str | None = None,
+    ) -> DeviceTensor:
+        """A tensor whose memory is allocated and mapped but not written."""
+        return self._create(shape, dtype, dp, name)
+
+    def from_numpy(self, array: np.ndarray, dtype: Any = None) -> HostTensor:
+        """A host tensor holding ``array`` (converted to ``dtype`` if given)."""
+        array = np.asarray(array)
+        return HostTensor(array, as_dtype(array.dtype if dtype is None else dtype))
+
+    def _create(
+        self, shape: Sequence[int] | int, dtype: Any, dp: DPPolicy | None, name: str | None
+    ) -> DeviceTensor:
+        self._drain_releases()
+        shape = _normalise_shape(shape)
+        dtype = as_dtype(dtype)
+        self._tensor_count += 1
+        name = name or f"t{self._tensor_count}"
+        policy, bases = self._scope(dp)
+        topo = self.topology
+        shards = resolve(
+            policy,
+            shape,
+            dtype.itemsize,
+            num_sips=topo.num_sips,
+            cubes_per_sip=topo.cubes_per_sip,
+            pes_per_cube=topo.pes_per_cube,
+            sip_base=bases["sip"],
+            cube_base=bases["cube"],
+            pe_base=bases["pe"],
+        )
+        allocation = self._allocate(name, shape, dtype, shards)
+        self._map(allocation)
+        tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
+        tensor._finalizer = weakref.finalize(tensor, self._pending_release.append, allocation)
+        self._live[id(allocation)] = allocation
+        return tensor
+
+    def _allocate(
+        self, name: str, shape: tuple[int, ...], dtype: DType, shards: list
+    ) -> Allocation:
+        placements: list[ShardPlacement] = []
+        page = self.page_size
+        try:
+            for shard in shards:
+                pa = None
+                node = f"sip{shard.sip}.cube{shard.cube}.hbm0"
+                if shard.nbytes:
+                    pa = self.memory.alloc(
+                        MemoryKind.HBM, shard.sip, shard.cube, shard.pe, shard.nbytes, owner=name
+                    )
+                    node = f"sip{shard.sip}.cube{shard.cube}.hbm{self.memory.hbm_slice_of(pa)}"
+                placements.append(ShardPlacement(shard, pa, 0, node))
+        except OutOfMemoryError as exc:
+            for placement in placements:
+                if placement.pa is not None:
+                    self.memory.free(placement.pa)
+            raise OutOfMemoryError(
+                f"tensor {name!r} (shape {shape}, {dtype.name}) does not fit: {exc}"
+            ) from None
+        va_bytes = sum(-(-p.shard.nbytes // page) * page for p in placements)
+        va_base = self.va.alloc(va_bytes, owner=name) if va_bytes else 0
+        offset = 0
+        for i, placement in enumerate(placements):
+            placements[i] = dataclasses.replace(placement, va=va_base + offset)
+            offset += -(-placement.shard.nbytes // page) * page
+            if placement.pa is not None:
+                self.store.create(
+                    placement.pa, placement.shard.nbytes, label=f"{name}@{placement.pe_name}"
+                )
+        return Allocation(name, va_base, va_bytes, placements)
+
+    def _by_cube(self, allocation: Allocation) -> dict[tuple[int, int], list[ShardPlacement]]:
+        groups: dict[tuple[int, int], list[ShardPlacement]] = defaultdict(list)
+        for p in allocation.placements:
+            if p.pa is not None:
+                groups[(p.shard.sip, p.shard.cube)].append(p)
+        return groups
+
+    def _cube_pes(self, sip: int, cube: int) -> tuple[str, ...]:
+        return tuple(f"sip{sip}.cube{cube}.pe{p}" for p in range(self.topology.pes_per_cube))
+
+    def _map(self, allocation: Allocation) -> None:
+        handles = []
+        for (sip, cube), group in self._by_cube(allocation).items():
+            entries = tuple((p.va, p.pa, p.shard.nbytes) for p in group)
+            handles.append(
+                self.fabric.submit(
+                    MmuMap(
+                        src="host",
+                        dst=f"sip{sip}.cube{cube}.m_cpu",
+                        nbytes=MMU_ENTRY_BYTES * len(entries),
+                        targets=self._cube_pes(sip, cube),
+                        entries=entries,
+                        tag=allocation.name,
+                    )
+                )
+            )
+        self.fabric.wait_all(handles)
+
+    # -- data movement ---------------------------------------------------------------
+    def _write_shards(self, tensor: DeviceTensor, pieces: dict | None) -> None:
+        handles = []
+        for p in tensor.placements:
+            if p.pa is None:
+                continue
+            data = None if pieces is None else pieces[p.shard.coord]
+            handles.append(
+                self.fabric.submit(
+                    MemoryWrite(
+                        src="host",
+                        dst=p.memory_node,
+                        nbytes=p.shard.nbytes,
+                        addr=p.pa,
+                        data=data,
+                        tag=tensor.name,
+                    )
+                )
+            )
+        self.fabric.wait_all(handles)
+
+    def _copy_in(self, tensor: DeviceTensor, src: Any) -> None:
+        tensor._live()
+        if isinstance(src, DeviceTensor):
+            # Staged through the host: a device-side copy kernel is the faster path.
+            self._check_copy_shape(tensor, src.shape)
+            if self.timing_only:
+                self._read_regions(src)
+                self._write_shards(tensor, pieces=None)
+                return
+            src = self.from_numpy(src.numpy(), src.dtype)
+        if isinstance(src, HostTensor):
+            values = src if src.dtype == tensor.dtype else HostTensor(src.numpy(), tensor.dtype)
+        else:
+            values = HostTensor(np.asarray(src), tensor.dtype)
+        self._check_copy_shape(tensor, values.shape)
+        pieces = None if self.timing_only else scatter(values.storage, tensor.shards)
+        self._write_shards(tensor, pieces)
+
+    @staticmethod
+    def _check_copy_shape(tensor: DeviceTensor, shape: tuple[int, ...]) -> None:
+        if shape != tensor.shape:
+            raise TensorError(
+                f"copy_ into tensor {tensor.name!r}: source shape {shape} does not match "
+                f"the tensor's shape {tensor.shape}"
+            )
+
+    def _read_regions(self, tensor: DeviceTensor) -> dict[tuple[int, int, int], Any]:
+        """Read one copy of every region to the host; shard coord -> raw bytes or None."""
+        regions = {id(s) for s in unique_regions(tensor.shards)}
+        reads = []
+        for p in tensor.placements:
+            if id(p.shard) not in regions:
+                continue
+            handle = None
+            if p.pa is not None:
+                handle = self.fabric.submit(
+                    MemoryRead(
+                        src="host",
+                        dst=p.memory_node,
+                        nbytes=p.shard.nbytes,
+                        addr=p.pa,
+                        tag=tensor.name,
+                    )
+                )
+            reads.append((p.shard, handle))
+        return {
+            shard: (None if handle is None else self.fabric.wait(handle).data)
+            for shard, handle in reads
+        }
+
+    def _copy_out(self, tensor: DeviceTensor) -> np.ndarray:
+        tensor._live()
+        if self.timing_only:
+            raise TensorError(
+                f"tensor {tensor.name!r} has no values in timing-only mode (it carries sizes, "
+                f"not bytes); run in functional mode to read it"
+            )
+        storage = tensor.dtype.storage
+        pieces = {}
+        raw_by_shard = self._read_regions(tensor)
+        for shard, raw in raw_by_shard.items():
+            if raw is None:
+                pieces[shard.coord] = np.zeros(shard.shape, dtype=storage)
+            else:
+                pieces[shard.coord] = raw.view(storage).reshape(shard.shape)
+        stored = gather(list(raw_by_shard), pieces, tensor.shape, storage)
+        return tensor.dtype.from_storage(stored)
+
+    # -- release -----------------------------------------------------------------------
+    def _release(self, allocation: Allocation) -> None:
+        if allocation.released:
+            return
+        handles = []
+        for (sip, cube), group in self._by_cube(allocation).items():
+            entries = tuple((p.va, p.shard.nbytes) for p in group)
+            handles.append(
+                self.fabric.submit(
+                    MmuUnmap(
+                        src="host",
+                        dst=f"sip{sip}.cube{cube}.m_cpu",
+                        nbytes=MMU_ENTRY_BYTES * len(entries),
+                        targets=self._cube_pes(sip, cube),
+                        entries=entries,
+                        tag=allocation.name,
+                    )
+                )
+            )
+        self.fabric.wait_all(handles)
+        for p in allocation.placements:
+            if p.pa is not None:
+                self.store.release(p.pa)
+                self.memory.free(p.pa)
+        if allocation.va_bytes:
+            self.va.free(allocation.va_base)
+        allocation.released = True
+        self._live.pop(id(allocation), None)
+
+    def _drain_releases(self) -> None:
+        while self._pending_release:
+            self._release(self._pending_release.pop(0))
+
+    def cleanup(self) -> None:
+        """Free every tensor this context still holds (unmap, return PA and VA)."""
+        self._drain_releases()
+        for allocation in list(self._live.values()):
+            self._release(allocation)
+
+    def __enter__(self) -> RuntimeContext:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()
+
+
+def _normalise_shape(shape: Sequence[int] | int) -> tuple[int, ...]:
+    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    for i, dim in enumerate(dims):
+        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 0:
+            raise TensorError(
+                f"shape {dims!r}: dimension {i} is {dim!r}; dimensions are non-negative ints"
+            )
+    return tuple(int(d) for d in dims)

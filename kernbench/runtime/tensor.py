@@ -1,0 +1,149 @@
+"""Tensors: host tensors (NumPy arrays waiting to be copied in) and device tensors.
+
+A :class:`DeviceTensor` is a shape, a dtype and a list of shards, each shard a
+block of the tensor held in one PE's HBM partition, mapped into every PE of its
+cube at a virtual address.  Data moves in and out only through the fabric.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.memory import PhysAddr
+from kernbench.placement import DPPolicy, ShardSpec
+from kernbench.runtime.dtypes import DType
+
+if TYPE_CHECKING:
+    from kernbench.runtime.context import RuntimeContext
+
+__all__ = ["HostTensor", "DeviceTensor", "ShardPlacement", "Allocation"]
+
+
+@dataclass(frozen=True)
+class ShardPlacement:
+    """Where one shard lives: its PE, physical and virtual address, HBM slice node."""
+
+    shard: ShardSpec
+    pa: PhysAddr | None  # None for an empty shard
+    va: int
+    memory_node: str  # e.g. "sip0.cube3.hbm2"
+
+    @property
+    def pe_name(self) -> str:
+        s = self.shard
+        return f"sip{s.sip}.cube{s.cube}.pe{s.pe}"
+
+
+@dataclass
+class Allocation:
+    """What a device tensor holds on the machine; released once."""
+
+    name: str
+    va_base: int
+    va_bytes: int
+    placements: list[ShardPlacement]
+    released: bool = False
+
+
+class HostTensor:
+    """A tensor in host memory (``from_numpy``): values to copy into device tensors."""
+
+    def __init__(self, array: np.ndarray, dtype: DType) -> None:
+        self.dtype = dtype
+        self._storage = dtype.to_storage(array)
+        self.shape: tuple[int, ...] = tuple(self._storage.shape)
+
+    @property
+    def storage(self) -> np.ndarray:
+        return self._storage
+
+    def numpy(self) -> np.ndarray:
+        return self.dtype.from_storage(self._storage).copy()
+
+    @property
+    def nbytes(self) -> int:
+        return self._storage.nbytes
+
+    def __repr__(self) -> str:
+        return f"HostTensor(shape={self.shape}, dtype={self.dtype.name})"
+
+
+class DeviceTensor:
+    """A tensor placed on the simulated machine."""
+
+    def __init__(
+        self,
+        ctx: RuntimeContext,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: DType,
+        policy: DPPolicy,
+        allocation: Allocation,
+    ) -> None:
+        self._ctx = ctx
+        self.name = name
+        self.shape = shape
+        self.dtype = dtype
+        self.policy = policy
+        self._allocation = allocation
+        self._finalizer: Any = None
+
+    # -- state ------------------------------------------------------------------
+    @property
+    def is_freed(self) -> bool:
+        return self._allocation.released
+
+    def _live(self) -> Allocation:
+        if self._allocation.released:
+            raise TensorError(f"tensor {self.name!r} was freed; it can no longer be used")
+        return self._allocation
+
+    @property
+    def placements(self) -> list[ShardPlacement]:
+        return self._live().placements
+
+    @property
+    def shards(self) -> list[ShardSpec]:
+        return [p.shard for p in self._live().placements]
+
+    @property
+    def va_base(self) -> int:
+        return self._live().va_base
+
+    @property
+    def numel(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of one copy of the tensor (not counting replicas)."""
+        return self.numel * self.dtype.itemsize
+
+    # -- data movement ------------------------------------------------------------
+    def copy_(self, src: HostTensor | np.ndarray) -> DeviceTensor:
+        """Scatter ``src`` into this tensor's shards through the fabric."""
+        self._ctx._copy_in(self, src)
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """Gather the tensor back to the host through the fabric."""
+        return self._ctx._copy_out(self)
+
+    def free(self) -> None:
+        """Unmap and return the tensor's memory now.  Freeing twice is an error."""
+        if self._allocation.released:
+            raise TensorError(f"tensor {self.name!r} was already freed (double free)")
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        self._ctx._release(self._allocation)
+
+    def __repr__(self) -> str:
+        state = " freed" if self.is_freed else ""
+        return (
+            f"DeviceTensor({self.name!r}, shape={self.shape}, dtype={self.dtype.name}, "
+            f"shards={len(self._allocation.placements)}{state})"
+        )
