@@ -70,7 +70,8 @@ def test_user_error_is_one_line_without_traceback_and_exit_2() -> None:
 
 def test_unknown_key_error_lists_valid_keys(tmp_path: Path, capsys) -> None:
     bad = tmp_path / "bad.yaml"
-    bad.write_text("extends: %s\nsystem:\n  sipz: 3\n" % Path("topologies/tiny.yaml").resolve())
+    parent = Path("topologies/tiny.yaml").resolve()
+    bad.write_text(f"extends: {parent}\nsystem:\n  sipz: 3\n")
     assert main(["topo", "show", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "system.sipz: unknown key 'sipz'" in err

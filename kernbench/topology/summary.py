@@ -97,7 +97,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     for name, link in summary["links"].items():
         mixed = " (mixed)" if link.get("mixed") else ""
         lines.append(
-            f"  {name:<10} {link['directed_links']:>6} x {format_bandwidth(link['bandwidth_Bps']):>9}"
+            f"  {name:<10} {link['directed_links']:>6} x "
+            f"{format_bandwidth(link['bandwidth_Bps']):>9}"
             f"  latency {format_time(link['latency_ps'])}{mixed}"
         )
     net = summary["network"]
