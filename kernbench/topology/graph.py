@@ -56,6 +56,7 @@ class MachineGraph:
         self.edges: list[Edge] = []
         self._edge_by_ends: dict[tuple[str, str], int] = {}
         self._route_cache: dict[tuple[str, str], tuple[int, ...]] = {}
+        self._parsed: dict[str, tuple[str, int, int, int, int]] = {}
         self._build()
 
     # -- construction -------------------------------------------------------
@@ -176,17 +177,32 @@ class MachineGraph:
 
     def _parse(self, name: str) -> tuple[str, int, int, int, int]:
         """(kind, sip, cube, pe, index) for a node name; raises on unknown names."""
+        cached = self._parsed.get(name)
+        if cached is not None:
+            return cached
+        parsed = self._parse_uncached(name)
+        self._parsed[name] = parsed
+        return parsed
+
+    def _parse_uncached(self, name: str) -> tuple[str, int, int, int, int]:
         if name in ("host", "switch") and (name == "host" or self.interconnect == "switch"):
             return name, -1, -1, -1, -1
         parts = name.split(".")
+
+        def index(text: str) -> int:
+            value = int(text)
+            if str(value) != text:  # only canonical spellings: no "00", "+1", " 1"
+                raise ValueError(text)
+            return value
+
         try:
             if len(parts) >= 3 and parts[0].startswith("sip") and parts[1].startswith("cube"):
-                s, c = int(parts[0][3:]), int(parts[1][4:])
+                s, c = index(parts[0][3:]), index(parts[1][4:])
                 if not (0 <= s < self.num_sips and 0 <= c < self.cubes_per_sip):
                     raise ValueError
                 leaf = parts[2]
                 if leaf.startswith("pe"):
-                    p = int(leaf[2:])
+                    p = index(leaf[2:])
                     if not 0 <= p < self.pes_per_cube:
                         raise ValueError
                     if len(parts) == 3:
@@ -194,7 +210,7 @@ class MachineGraph:
                     if len(parts) == 4 and parts[3] == "tcm":
                         return "tcm", s, c, p, -1
                 elif leaf.startswith("hbm") and len(parts) == 3:
-                    k = int(leaf[3:])
+                    k = index(leaf[3:])
                     if 0 <= k < self.hbm_slices:
                         return "hbm", s, c, -1, k
                 elif leaf in ("noc", "sram", "m_cpu") and len(parts) == 3:
@@ -353,7 +369,7 @@ class MachineGraph:
             else:
                 links = half * (n - half)
             result["system"] = links * spec.link.bandwidth
-            result["machine"] = result["system"]
+            result["machine"] = min(result["system"], result.get("sip_mesh", result["system"]))
         else:
             result["machine"] = result.get("sip_mesh", 0)
         return result

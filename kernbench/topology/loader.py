@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from kernbench.errors import ConfigError
-from kernbench.topology.schema import Topology
+from kernbench.topology.schema import KeyedValueError, Topology
 
 __all__ = [
     "load_topology",
@@ -32,6 +32,27 @@ __all__ = [
 ]
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """A safe loader that refuses a key written twice in one mapping."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False):
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice in one mapping", key_node.start_mark
+            )
+        seen[key] = True
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
+)
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text()
@@ -40,7 +61,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror}", source=str(path)) from None
     try:
-        document = yaml.safe_load(text)
+        document = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -165,13 +186,18 @@ def _describe(error: dict[str, Any]) -> str:
     return message.removeprefix("Value error, ")
 
 
+def _path(error: dict[str, Any]) -> str:
+    parts = [str(part) for part in error["loc"]]
+    cause = error.get("ctx", {}).get("error")
+    if isinstance(cause, KeyedValueError):
+        parts.append(cause.subpath)
+    return ".".join(parts)
+
+
 def format_validation_error(exc: ValidationError, source: str) -> ConfigError:
     errors = exc.errors()
-    lines = []
-    for error in errors:
-        path = ".".join(str(part) for part in error["loc"])
-        lines.append(f"{path or '<top>'}: {_describe(error)}")
-    first_path = ".".join(str(part) for part in errors[0]["loc"])
+    lines = [f"{_path(error) or '<top>'}: {_describe(error)}" for error in errors]
+    first_path = _path(errors[0])
     message = lines[0] if len(lines) == 1 else "\n  ".join(["invalid topology:", *lines])
     err = ConfigError(message, source=source)
     err.key_path = first_path

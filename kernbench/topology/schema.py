@@ -9,9 +9,10 @@ existing bench code relies on (``system.sips.count``, ``sip.cube_mesh.{w,h}``,
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from kernbench.errors import UnitError
 from kernbench.units import (
@@ -21,7 +22,15 @@ from kernbench.units import (
     parse_time,
 )
 
-__all__ = ["Topology"]
+__all__ = ["Topology", "KeyedValueError"]
+
+
+class KeyedValueError(ValueError):
+    """A cross-field check's failure, pointing at the key (relative path) at fault."""
+
+    def __init__(self, subpath: str, message: str) -> None:
+        super().__init__(message)
+        self.subpath = subpath
 
 
 def _checked(parse):
@@ -44,8 +53,8 @@ def _decimal_unit_size(factor: int, unit: str):
         if isinstance(value, int | float):
             if value <= 0:
                 raise ValueError(f"must be positive (got {value!r})")
-            nbytes = value * factor
-            if nbytes != int(nbytes):
+            nbytes = Decimal(str(value)) * factor
+            if nbytes != nbytes.to_integral_value():
                 raise ValueError(f"{value!r} {unit} is not a whole number of bytes")
             return int(nbytes)
         try:
@@ -75,6 +84,21 @@ class LinkSpec(Spec):
     latency: Time = Field(description="time of flight per hop, e.g. '500ns'")
 
 
+class InterSipLinkSpec(LinkSpec):
+    bandwidth: Bandwidth = Field("100GB/s", description="bytes per second in each direction")
+    latency: Time = Field("1us", description="time of flight per hop")
+
+
+class HostLinkSpec(LinkSpec):
+    bandwidth: Bandwidth = Field("64GB/s", description="bytes per second in each direction")
+    latency: Time = Field("1us", description="time of flight")
+
+
+class CubeLinkSpec(LinkSpec):
+    bandwidth: Bandwidth = Field("256GB/s", description="bytes per second in each direction")
+    latency: Time = Field("20ns", description="time of flight per hop")
+
+
 class SipsSpec(Spec):
     count: Count = Field(description="number of SIPs (chips) in the system")
 
@@ -83,8 +107,8 @@ class InterconnectSpec(Spec):
     kind: Literal["ring", "switch", "fully_connected"] = Field(
         "ring", description="how SIPs are joined: a bidirectional ring, one switch, or all pairs"
     )
-    link: LinkSpec = Field(
-        LinkSpec(bandwidth="100GB/s", latency="1us"),
+    link: InterSipLinkSpec = Field(
+        InterSipLinkSpec(),
         description="each inter-SIP link (for a switch: each SIP-to-switch link)",
     )
     switch_latency: Time = Field("0ns", description="extra latency through the switch")
@@ -94,8 +118,8 @@ class InterconnectSpec(Spec):
 class SystemSpec(Spec):
     sips: SipsSpec
     interconnect: InterconnectSpec = Field(InterconnectSpec(), description="inter-SIP network")
-    host_link: LinkSpec = Field(
-        LinkSpec(bandwidth="64GB/s", latency="1us"),
+    host_link: HostLinkSpec = Field(
+        HostLinkSpec(),
         description="host to each SIP (attached at the SIP's attach_cube)",
     )
     device_level: Literal["sip", "cube", "pe"] = Field(
@@ -107,9 +131,7 @@ class CubeMeshSpec(Spec):
     w: Count = Field(description="cubes per row of the SIP's mesh")
     h: Count = Field(description="rows of cubes in the SIP's mesh")
     torus: bool = Field(False, description="wrap-around links in both dimensions")
-    link: LinkSpec = Field(
-        LinkSpec(bandwidth="256GB/s", latency="20ns"), description="each cube-to-cube link"
-    )
+    link: CubeLinkSpec = Field(CubeLinkSpec(), description="each cube-to-cube link")
 
 
 class SipSpec(Spec):
@@ -125,11 +147,12 @@ class PeLayoutSpec(Spec):
     )
     pe_per_corner: Count = Field(2, description="PEs at each listed corner")
 
-    @model_validator(mode="after")
-    def _unique_corners(self) -> PeLayoutSpec:
-        if len(set(self.corners)) != len(self.corners):
-            raise ValueError(f"corners must not repeat (got {self.corners})")
-        return self
+    @field_validator("corners")
+    @classmethod
+    def _unique_corners(cls, corners: list[str]) -> list[str]:
+        if len(set(corners)) != len(corners):
+            raise ValueError(f"corners must not repeat (got {corners})")
+        return corners
 
 
 class MemoryMapSpec(Spec):
@@ -186,11 +209,12 @@ class MmuAttrs(Spec):
     page_size: Size = Field(4096, description="page size; a number is bytes, or e.g. '64KiB'")
     map_latency_per_page: Time = Field("1ns", description="time to install or remove one page")
 
-    @model_validator(mode="after")
-    def _power_of_two(self) -> MmuAttrs:
-        if self.page_size & (self.page_size - 1):
-            raise ValueError(f"page_size must be a power of two (got {self.page_size})")
-        return self
+    @field_validator("page_size")
+    @classmethod
+    def _power_of_two(cls, page_size: int) -> int:
+        if page_size & (page_size - 1):
+            raise ValueError(f"page_size must be a power of two, e.g. 4096 (got {page_size})")
+        return page_size
 
 
 class MmuSpec(Spec):
@@ -232,8 +256,9 @@ class CubeSpec(Spec):
         hbm = self.memory_map.hbm_total_gb_per_cube
         slices = self.memory_map.hbm_slices_per_cube
         if hbm % slices:
-            raise ValueError(
-                f"memory_map: hbm_total_gb_per_cube ({hbm} bytes) must divide into "
+            raise KeyedValueError(
+                "memory_map.hbm_slices_per_cube",
+                f"hbm_total_gb_per_cube ({hbm} bytes) must divide into "
                 f"hbm_slices_per_cube ({slices}) equal slices"
             )
         return self
@@ -264,8 +289,9 @@ class Topology(Spec):
         cubes = self.sip.cube_mesh.w * self.sip.cube_mesh.h
         attach = self.system.interconnect.attach_cube
         if attach >= cubes:
-            raise ValueError(
-                f"system.interconnect.attach_cube is {attach} but a SIP has {cubes} cubes "
+            raise KeyedValueError(
+                "system.interconnect.attach_cube",
+                f"attach_cube is {attach} but a SIP has {cubes} cubes "
                 f"(valid: 0..{cubes - 1})"
             )
         return self

@@ -1,0 +1,520 @@
+"""Topology validation: every class of bad YAML gives a ConfigError naming the key."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pydantic
+import pytest
+import yaml
+
+from kernbench.errors import ConfigError, KernBenchError, TopologyError, UnitError
+from kernbench.topology import Topology, load_topology, validate_topology
+
+MINIMAL = {
+    "system": {"sips": {"count": 1}},
+    "sip": {"cube_mesh": {"w": 2, "h": 2}},
+}
+
+# MINIMAL with every link written out, so that changing one key of a link
+# leaves the others present.
+WITH_LINKS = {
+    "system": {
+        "sips": {"count": 1},
+        "interconnect": {"link": {"bandwidth": "100GB/s", "latency": "1us"}},
+    },
+    "sip": {"cube_mesh": {"w": 2, "h": 2, "link": {"bandwidth": "256GB/s", "latency": "20ns"}}},
+}
+
+
+def with_key(path: str, value, base=MINIMAL) -> dict:
+    """A copy of ``base`` with the dotted ``path`` set to ``value``."""
+    document = copy.deepcopy(base)
+    node = document
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return document
+
+
+def write(tmp_path: Path, document, name: str = "topo.yaml") -> Path:
+    path = tmp_path / name
+    if isinstance(document, str):
+        path.write_text(document)
+    else:
+        path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def load_error(tmp_path: Path, document) -> ConfigError:
+    path = write(tmp_path, document)
+    with pytest.raises(ConfigError) as info:
+        load_topology(path)
+    return info.value
+
+
+# --- a valid document ---------------------------------------------------------
+
+
+def test_minimal_document_fills_defaults(tmp_path):
+    topo = load_topology(write(tmp_path, MINIMAL))
+    assert isinstance(topo, Topology)
+    assert topo.name == "unnamed"
+    assert topo.num_sips == 1
+    assert topo.cubes_per_sip == 4
+    assert topo.pes_per_cube == 8  # 4 corners x 2
+    assert topo.num_pes == 32
+    assert topo.system.interconnect.kind == "ring"
+    assert topo.system.interconnect.link.bandwidth == 100 * 10**9
+    assert topo.system.interconnect.link.latency == 1_000_000
+    assert topo.sip.cube_mesh.link.bandwidth == 256 * 10**9
+    assert topo.sip.cube_mesh.link.latency == 20_000
+    assert topo.sip.cube_mesh.torus is False
+    assert topo.cube.memory_map.hbm_total_gb_per_cube == 48 * 10**9
+    assert topo.cube.memory_map.hbm_slices_per_cube == 8
+    assert topo.cube.sram.size == 32 * 2**20
+    attrs = topo.cube.pe_template.components
+    assert attrs.pe_core.attrs.clock == 1_500_000_000
+    assert attrs.pe_tcm.attrs.size_mb == 16 * 10**6
+    assert attrs.pe_mmu.attrs.page_size == 4096
+    assert attrs.pe_ipcq.attrs.slot_bytes == 65_536
+    assert topo.fabric.packet_bytes == 4096
+
+
+def test_units_are_parsed_into_internal_units():
+    document = with_key("sip.cube_mesh.link", {"bandwidth": "12.8GB/s", "latency": "500ns"})
+    document = with_key("cube.pe_template.components.pe_tcm.attrs.size_mb", "16MiB", document)
+    document = with_key("cube.pe_template.components.pe_mmu.attrs.page_size", "64KiB", document)
+    document = with_key("cube.memory_map.hbm_total_gb_per_cube", "16GiB", document)
+    topo = validate_topology(document)
+    assert topo.sip.cube_mesh.link.bandwidth == 12_800_000_000
+    assert topo.sip.cube_mesh.link.latency == 500_000
+    assert topo.cube.pe_template.components.pe_tcm.attrs.size_mb == 16 * 2**20
+    assert topo.cube.pe_template.components.pe_mmu.attrs.page_size == 65_536
+    assert topo.cube.memory_map.hbm_total_gb_per_cube == 16 * 2**30
+
+
+def test_plain_numbers_in_unit_named_keys():
+    # size_mb is MB (10^6) and hbm_total_gb_per_cube is GB (10^9) when a bare number.
+    document = with_key("cube.pe_template.components.pe_tcm.attrs.size_mb", 2)
+    document = with_key("cube.memory_map.hbm_total_gb_per_cube", 0.5, document)
+    document = with_key("cube.memory_map.hbm_slices_per_cube", 4, document)
+    topo = validate_topology(document)
+    assert topo.cube.pe_template.components.pe_tcm.attrs.size_mb == 2_000_000
+    assert topo.cube.memory_map.hbm_total_gb_per_cube == 500_000_000
+
+
+def test_decimal_fraction_of_mb_is_exact():
+    document = with_key("cube.pe_template.components.pe_tcm.attrs.size_mb", 4.1)
+    topo = validate_topology(document)
+    assert topo.cube.pe_template.components.pe_tcm.attrs.size_mb == 4_100_000
+
+
+def test_fraction_that_is_not_whole_bytes_is_rejected():
+    document = with_key("cube.pe_template.components.pe_tcm.attrs.size_mb", 0.0000005)
+    with pytest.raises(ConfigError, match="whole number of bytes"):
+        validate_topology(document)
+
+
+def test_topology_is_frozen():
+    topo = validate_topology(MINIMAL)
+    with pytest.raises(pydantic.ValidationError):
+        topo.name = "other"
+    with pytest.raises(pydantic.ValidationError):
+        topo.sip.cube_mesh.w = 3
+
+
+def test_error_types_are_kernbench_errors():
+    assert issubclass(ConfigError, KernBenchError)
+    assert issubclass(TopologyError, ConfigError)
+    err = ConfigError("boom", key_path="a.b", source="f.yaml")
+    assert err.key_path == "a.b"
+    assert err.source == "f.yaml"
+    assert str(err) == "f.yaml: a.b: boom"
+    assert str(ConfigError("boom")) == "boom"
+
+
+# --- unknown keys -------------------------------------------------------------
+
+
+def test_unknown_top_level_key(tmp_path):
+    err = load_error(tmp_path, with_key("sytem", {"sips": {"count": 1}}))
+    message = str(err)
+    assert err.key_path == "sytem"
+    assert "unknown key 'sytem'" in message
+    for valid in ("name", "description", "system", "sip", "cube", "fabric"):
+        assert valid in message
+    assert str(tmp_path / "topo.yaml") in message  # names the file
+
+
+def test_unknown_nested_key(tmp_path):
+    key = "cube.pe_template.components.pe_tcm.attrs.sizee_mb"
+    err = load_error(tmp_path, with_key(key, 16))
+    message = str(err)
+    assert err.key_path == key
+    assert key in message
+    assert "valid keys here: size_mb, bandwidth, latency" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "valid"),
+    [
+        ("system.sips.counts", ["count"]),
+        ("system.interconnect.knd", ["kind", "link", "switch_latency", "attach_cube"]),
+        ("sip.cube_mesh.link.bw", ["bandwidth", "latency"]),
+        ("cube.pe_layuot", ["pe_layout", "memory_map", "hbm", "sram", "pe_template"]),
+        ("cube.pe_template.components.pe_gpu", ["pe_core", "pe_tcm", "pe_mmu", "pe_ipcq"]),
+        ("cube.pe_template.components.pe_mmu.attrs.page", ["page_size"]),
+        ("fabric.packet", ["packet_bytes"]),
+    ],
+)
+def test_unknown_key_names_path_and_valid_keys(tmp_path, key, valid):
+    err = load_error(tmp_path, with_key(key, 1, WITH_LINKS))
+    message = str(err)
+    assert err.key_path == key
+    assert f"{key}: unknown key" in message
+    for name in valid:
+        assert name in message
+
+
+def test_extends_is_not_a_schema_key():
+    with pytest.raises(ConfigError, match="unknown key 'extends'"):
+        validate_topology(with_key("extends", "other.yaml"))
+
+
+# --- wrong types --------------------------------------------------------------
+
+
+def test_wrong_type_count(tmp_path):
+    err = load_error(tmp_path, with_key("sip.cube_mesh.w", "four"))
+    assert err.key_path == "sip.cube_mesh.w"
+    assert "sip.cube_mesh.w" in str(err)
+    assert "whole number" in str(err)
+    assert "'four'" in str(err)
+
+
+@pytest.mark.parametrize("value", [1.5, True, "1", None])
+def test_count_must_be_a_strict_integer(value):
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("system.sips.count", value))
+    assert info.value.key_path == "system.sips.count"
+
+
+def test_wrong_type_section():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("system.sips", 3))
+    assert info.value.key_path == "system.sips"
+    assert "expected a section of keys" in str(info.value)
+
+
+def test_wrong_type_bool():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("sip.cube_mesh.torus", "maybe"))
+    assert info.value.key_path == "sip.cube_mesh.torus"
+    assert "true or false" in str(info.value)
+
+
+def test_bad_corner_name_lists_valid_corners():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("cube.pe_layout.corners", ["NW", "XX"]))
+    message = str(info.value)
+    assert "cube.pe_layout.corners" in message
+    assert "'XX'" in message
+    for corner in ("NW", "NE", "SW", "SE"):
+        assert corner in message
+
+
+# --- bad units ----------------------------------------------------------------
+
+
+def test_bad_bandwidth_unit(tmp_path):
+    err = load_error(tmp_path, with_key("sip.cube_mesh.link.bandwidth", "50 parsecs", WITH_LINKS))
+    message = str(err)
+    assert err.key_path == "sip.cube_mesh.link.bandwidth"
+    assert "sip.cube_mesh.link.bandwidth" in message
+    assert "parsecs" in message
+    assert "GB/s" in message  # lists valid units
+
+
+def test_bandwidth_without_unit(tmp_path):
+    err = load_error(tmp_path, with_key("sip.cube_mesh.link.bandwidth", 50, WITH_LINKS))
+    message = str(err)
+    assert err.key_path == "sip.cube_mesh.link.bandwidth"
+    assert "sip.cube_mesh.link.bandwidth" in message
+    assert "needs a unit" in message
+    assert "50GB/s" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "fragment"),
+    [
+        ("system.interconnect.link.latency", 500, "needs a unit"),
+        ("system.interconnect.link.latency", "0.5ps", "whole number of ps"),
+        ("system.host_link.bandwidth", "0GB/s", "positive"),
+        ("cube.pe_template.components.pe_core.attrs.clock", "1.5GHzz", "unknown frequency unit"),
+        ("cube.sram.size", "32MiBs", "unknown size unit"),
+        ("cube.hbm.slice_bandwidth", "128GB", "unknown bandwidth unit"),
+    ],
+)
+def test_unit_errors_name_the_key(key, value, fragment):
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key(key, value, WITH_LINKS))
+    assert info.value.key_path == key
+    assert key in str(info.value)
+    assert fragment in str(info.value)
+
+
+def test_unit_error_is_reported_as_config_error_not_pydantic():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("sip.cube_mesh.link.latency", "5parsecs", WITH_LINKS))
+    assert not isinstance(info.value, pydantic.ValidationError)
+    assert "Value error" not in str(info.value)
+
+
+def test_unit_error_is_a_config_error():
+    # A UnitError is-a ConfigError, so the CLI reports both the same way.
+    assert issubclass(UnitError, ConfigError)
+
+
+# --- impossible shapes ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("system.sips.count", 0),
+        ("sip.cube_mesh.w", 0),
+        ("sip.cube_mesh.h", -1),
+        ("cube.pe_layout.pe_per_corner", 0),
+        ("cube.memory_map.hbm_slices_per_cube", 0),
+        ("cube.pe_template.components.pe_ipcq.attrs.depth", 0),
+    ],
+)
+def test_counts_must_be_positive(tmp_path, key, value):
+    err = load_error(tmp_path, with_key(key, value))
+    assert err.key_path == key
+    assert f"{key}: must be > 0 (got {value})" in str(err)
+
+
+def test_page_size_zero():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("cube.pe_template.components.pe_mmu.attrs.page_size", 0))
+    assert info.value.key_path == "cube.pe_template.components.pe_mmu.attrs.page_size"
+    assert "must be > 0" in str(info.value)
+
+
+def test_empty_corners(tmp_path):
+    err = load_error(tmp_path, with_key("cube.pe_layout.corners", []))
+    assert err.key_path == "cube.pe_layout.corners"
+    assert "cube.pe_layout.corners" in str(err)
+    assert "at least 1" in str(err)
+
+
+def test_repeated_corners(tmp_path):
+    err = load_error(tmp_path, with_key("cube.pe_layout.corners", ["NW", "SE", "NW"]))
+    message = str(err)
+    assert err.key_path.startswith("cube.pe_layout")
+    assert "cube.pe_layout" in message
+    assert "corners must not repeat" in message
+
+
+def test_hbm_that_does_not_divide_into_slices(tmp_path):
+    document = with_key("cube.memory_map", {"hbm_total_gb_per_cube": 4, "hbm_slices_per_cube": 3})
+    err = load_error(tmp_path, document)
+    message = str(err)
+    assert err.key_path.startswith("cube")
+    assert "hbm_total_gb_per_cube" in message
+    assert "hbm_slices_per_cube" in message
+    assert "4000000000" in message
+    assert "divide" in message
+
+
+def test_hbm_that_divides_is_accepted():
+    document = with_key("cube.memory_map", {"hbm_total_gb_per_cube": 4, "hbm_slices_per_cube": 4})
+    topo = validate_topology(document)
+    assert topo.cube.memory_map.hbm_total_gb_per_cube // 4 == 10**9
+
+
+def test_attach_cube_out_of_range(tmp_path):
+    # a 2x2 mesh has cubes 0..3
+    err = load_error(tmp_path, with_key("system.interconnect.attach_cube", 4))
+    message = str(err)
+    assert "system.interconnect.attach_cube" in message
+    assert "valid: 0..3" in message
+
+
+def test_attach_cube_last_cube_is_valid():
+    topo = validate_topology(with_key("system.interconnect.attach_cube", 3))
+    assert topo.system.interconnect.attach_cube == 3
+
+
+def test_attach_cube_negative():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("system.interconnect.attach_cube", -1))
+    assert info.value.key_path == "system.interconnect.attach_cube"
+    assert ">= 0" in str(info.value)
+
+
+@pytest.mark.parametrize("page_size", [3000, 4097, "3KiB", 6144])
+def test_page_size_not_power_of_two(tmp_path, page_size):
+    key = "cube.pe_template.components.pe_mmu.attrs.page_size"
+    err = load_error(tmp_path, with_key(key, page_size))
+    message = str(err)
+    assert "cube.pe_template.components.pe_mmu.attrs" in message
+    assert "page_size must be a power of two" in message
+
+
+@pytest.mark.parametrize("page_size", [1, 4096, "64KiB", "2MiB"])
+def test_page_size_power_of_two_accepted(page_size):
+    key = "cube.pe_template.components.pe_mmu.attrs.page_size"
+    topo = validate_topology(with_key(key, page_size))
+    size = topo.cube.pe_template.components.pe_mmu.attrs.page_size
+    assert size & (size - 1) == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("system.interconnect.attach_cube", 4),
+        ("cube.pe_template.components.pe_mmu.attrs.page_size", 3000),
+        ("cube.pe_layout.corners", ["NW", "NW"]),
+    ],
+)
+def test_cross_field_errors_point_at_the_offending_key(key, value):
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key(key, value))
+    assert info.value.key_path == key
+
+
+def test_bad_interconnect_kind(tmp_path):
+    err = load_error(tmp_path, with_key("system.interconnect.kind", "mesh"))
+    message = str(err)
+    assert err.key_path == "system.interconnect.kind"
+    assert "system.interconnect.kind" in message
+    assert "'mesh'" in message
+    for kind in ("ring", "switch", "fully_connected"):
+        assert kind in message
+
+
+@pytest.mark.parametrize("kind", ["ring", "switch", "fully_connected"])
+def test_every_interconnect_kind_is_accepted(kind):
+    topo = validate_topology(with_key("system.interconnect.kind", kind))
+    assert topo.system.interconnect.kind == kind
+
+
+def test_bad_device_level():
+    with pytest.raises(ConfigError) as info:
+        validate_topology(with_key("system.device_level", "rack"))
+    for level in ("sip", "cube", "pe"):
+        assert level in str(info.value)
+
+
+def test_several_errors_are_all_reported():
+    document = with_key("sip.cube_mesh.w", 0)
+    document = with_key("system.interconnect.kind", "mesh", document)
+    with pytest.raises(ConfigError) as info:
+        validate_topology(document)
+    message = str(info.value)
+    assert "sip.cube_mesh.w" in message
+    assert "system.interconnect.kind" in message
+
+
+# --- file-level errors ----------------------------------------------------------
+
+
+def test_invalid_yaml_syntax_names_the_line(tmp_path):
+    text = "system:\n  sips: {count: 1}\nsip:\n  cube_mesh: {w: [1, 2\n    h: 1\n"
+    err = load_error(tmp_path, text)
+    message = str(err)
+    assert "invalid YAML" in message
+    assert "line 5" in message
+    assert str(tmp_path / "topo.yaml") in message
+
+
+def test_invalid_yaml_bad_indentation_names_the_line(tmp_path):
+    text = "system:\n  sips: {count: 1}\n   sip: 3\n"
+    err = load_error(tmp_path, text)
+    assert "invalid YAML" in str(err)
+    assert "line 3" in str(err)
+
+
+@pytest.mark.parametrize(("text", "kind"), [("- a\n- b\n", "list"), ("42\n", "int")])
+def test_top_level_not_a_mapping(tmp_path, text, kind):
+    err = load_error(tmp_path, text)
+    assert "top level must be a mapping" in str(err)
+    assert kind in str(err)
+
+
+def test_missing_required_section(tmp_path):
+    document = {"sip": {"cube_mesh": {"w": 1, "h": 1}}}
+    err = load_error(tmp_path, document)
+    assert err.key_path == "system"
+    assert "system: required key is missing" in str(err)
+
+
+def test_missing_nested_required_key():
+    with pytest.raises(ConfigError) as info:
+        validate_topology({"system": {"sips": {}}, "sip": {"cube_mesh": {"w": 1}}})
+    message = str(info.value)
+    assert "system.sips.count: required key is missing" in message
+    assert "sip.cube_mesh.h: required key is missing" in message
+
+
+def test_empty_file_reports_missing_sections(tmp_path):
+    err = load_error(tmp_path, "")
+    assert "system" in str(err)
+    assert "sip" in str(err)
+    assert "required" in str(err)
+
+
+def test_file_not_found(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as info:
+        load_topology(missing)
+    assert "file not found" in str(info.value)
+    assert "nope.yaml" in str(info.value)
+
+
+def test_extends_missing_file(tmp_path):
+    write(tmp_path, {"extends": "missing_parent.yaml", **MINIMAL})
+    with pytest.raises(ConfigError) as info:
+        load_topology(tmp_path / "topo.yaml")
+    assert info.value.key_path == "extends"
+    assert "missing_parent.yaml" in str(info.value)
+    assert "not found" in str(info.value)
+
+
+def test_extends_cycle(tmp_path):
+    write(tmp_path, {"extends": "b.yaml", **MINIMAL}, "a.yaml")
+    write(tmp_path, {"extends": "a.yaml", "name": "b"}, "b.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_topology(tmp_path / "a.yaml")
+    message = str(info.value)
+    assert info.value.key_path == "extends"
+    assert "cycle" in message
+    assert "a.yaml" in message and "b.yaml" in message
+
+
+def test_extends_self_is_a_cycle(tmp_path):
+    write(tmp_path, {"extends": "self.yaml", **MINIMAL}, "self.yaml")
+    with pytest.raises(ConfigError, match="cycle"):
+        load_topology(tmp_path / "self.yaml")
+
+
+def test_extends_must_be_a_path(tmp_path):
+    write(tmp_path, {"extends": 3, **MINIMAL})
+    with pytest.raises(ConfigError) as info:
+        load_topology(tmp_path / "topo.yaml")
+    assert info.value.key_path == "extends"
+    assert "path" in str(info.value)
+
+
+def test_duplicate_key_is_rejected(tmp_path):
+    text = (
+        "system:\n  sips: {count: 1}\nsip:\n  cube_mesh: {w: 2, h: 2}\nname: first\nname: second\n"
+    )
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match="name"):
+        load_topology(path)
