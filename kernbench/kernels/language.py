@@ -1,0 +1,941 @@
+"""The Triton-style kernel language (``import kernbench.kernels.language as tl``).
+
+Kernels are ordinary Python functions run one program at a time by the
+interpreter. Values are :class:`Block` objects (a NumPy array plus a ``tl``
+dtype); buffer arguments appear as :class:`Pointer` objects (a buffer plus a
+block of element offsets). Every ``tl`` call and every operator on a block
+reports its work to the recorder of the running program, so a cost model can
+charge time for it later.
+
+What is counted (one record per call, see ``ProgramRecorder``):
+
+* ``tl.load`` / ``tl.store``: one instruction each; lanes issued, lanes active
+  (mask true) and ``active lanes * buffer itemsize`` bytes.
+* ``tl.dot``: ``2*M*N*K`` (times the batch) matrix FLOPs of the blocks as
+  issued -- padding lanes included, since the hardware multiplies them too. The
+  accumulate into ``acc`` is part of the dot and not counted again.
+* Elementwise operators and ``tl`` math (``+ - * / // % **``, comparisons,
+  ``& | ^ ~``, negation, ``where``, ``maximum``, ``exp`` ...): one op per
+  output element. It is a vector FLOP when any operand is floating point,
+  otherwise an integer op (index and mask arithmetic). ``exp``, ``exp2``,
+  ``log``, ``log2``, ``sqrt``, ``rsqrt``, ``sin``, ``cos`` and ``sigmoid`` also
+  count one transcendental op per element (a subset of the vector FLOPs).
+* Reductions (``sum``, ``max``, ``min``): one op per *input* element.
+* Pointer arithmetic (``ptr + offsets``): one integer op per element.
+* Not counted: ``arange``, ``zeros``, ``full``, ``.to()`` casts, indexing with
+  ``None``/``:``, and plain Python arithmetic on ints.
+
+Dtypes: ``bfloat16`` has no NumPy type, so bf16 values are held in float32
+arrays rounded to bf16 precision (round to nearest even); arithmetic whose
+floating operands are all bf16 is rounded back to bf16. ``tl.arange`` and
+``tl.program_id`` give int32 like Triton; pointer offsets are int64, and an
+int32 offset that wrapped around is caught as out of bounds. Integer ``//`` and
+``%`` follow NumPy (floor) semantics, not C truncation.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import operator
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import KernelError
+
+__all__ = [
+    "Block",
+    "Pointer",
+    "ProgramState",
+    "abs",
+    "arange",
+    "bfloat16",
+    "broadcast_to",
+    "cast",
+    "cdiv",
+    "clamp",
+    "constexpr",
+    "cos",
+    "debug_barrier",
+    "device_assert",
+    "dot",
+    "dtype",
+    "exp",
+    "exp2",
+    "expand_dims",
+    "float16",
+    "float32",
+    "float64",
+    "full",
+    "int1",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "load",
+    "log",
+    "log2",
+    "max",
+    "max_contiguous",
+    "maximum",
+    "min",
+    "minimum",
+    "multiple_of",
+    "next_power_of_2",
+    "num_programs",
+    "pointer_type",
+    "program_id",
+    "reshape",
+    "rsqrt",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "static_assert",
+    "store",
+    "sum",
+    "trans",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "where",
+    "zeros",
+    "zeros_like",
+]
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+
+class dtype:  # noqa: N801 - Triton spells it in lower case
+    """A kernel element type: a name, the NumPy type that holds it, its size."""
+
+    __slots__ = ("name", "np_dtype", "itemsize")
+
+    def __init__(self, name: str, np_dtype: Any, itemsize: int) -> None:
+        self.name = name
+        self.np_dtype = np.dtype(np_dtype)
+        self.itemsize = itemsize
+
+    def is_floating(self) -> bool:
+        return self.np_dtype.kind == "f"
+
+    def is_int(self) -> bool:
+        return self.np_dtype.kind in "iu"
+
+    def is_int_signed(self) -> bool:
+        return self.np_dtype.kind == "i"
+
+    def is_bool(self) -> bool:
+        return self.np_dtype.kind == "b"
+
+    def is_bf16(self) -> bool:
+        return self is bfloat16
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return 1 if self.is_bool() else 8 * self.itemsize
+
+    def __repr__(self) -> str:
+        return f"tl.{self.name}"
+
+
+class pointer_type:  # noqa: N801 - Triton spells it in lower case
+    """The type of a :class:`Pointer`; ``element_ty`` is what it points to."""
+
+    __slots__ = ("element_ty",)
+
+    def __init__(self, element_ty: dtype) -> None:
+        self.element_ty = element_ty
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty is self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("pointer", self.element_ty.name))
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}>"
+
+
+_DType = dtype  # for functions whose Triton signature has a parameter named ``dtype``
+
+int1 = dtype("int1", np.bool_, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 2)
+int32 = dtype("int32", np.int32, 4)
+int64 = dtype("int64", np.int64, 8)
+uint8 = dtype("uint8", np.uint8, 1)
+uint16 = dtype("uint16", np.uint16, 2)
+uint32 = dtype("uint32", np.uint32, 4)
+uint64 = dtype("uint64", np.uint64, 8)
+float16 = dtype("float16", np.float16, 2)
+bfloat16 = dtype("bfloat16", np.float32, 2)
+float32 = dtype("float32", np.float32, 4)
+float64 = dtype("float64", np.float64, 8)
+
+_FROM_NUMPY = {
+    d.np_dtype: d
+    for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+    + (float16, float32, float64)
+}
+
+
+def _from_numpy(np_dtype: np.dtype) -> dtype:
+    try:
+        return _FROM_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise KernelError(
+            f"NumPy dtype {np.dtype(np_dtype)} has no kernel dtype; "
+            f"valid: {', '.join(sorted(str(k) for k in _FROM_NUMPY))}"
+        ) from None
+
+
+def _round_bf16(values: np.ndarray) -> np.ndarray:
+    as_f32 = np.ascontiguousarray(values, dtype=np.float32)
+    bits = as_f32.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
+
+
+def _cast(values: np.ndarray, to: dtype) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        out = np.asarray(values).astype(to.np_dtype)
+    return _round_bf16(out) if to is bfloat16 else out
+
+
+class constexpr:  # noqa: N801 - Triton spells it in lower case
+    """Marks a compile-time meta-parameter (``BLOCK: tl.constexpr``).
+
+    Used as an annotation it makes the parameter a meta-parameter of the
+    launch; ``constexpr(v)`` wraps a value and is unwrapped when passed in.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self) -> str:
+        return f"constexpr({self.value!r})"
+
+
+# ----------------------------------------------------------------------------- program state
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramState:
+    """What ``tl`` calls need to know about the program that is running."""
+
+    kernel: str
+    pid: tuple[int, int, int]  # padded to three axes, as tl.program_id sees it
+    num_programs: tuple[int, int, int]
+    recorder: Any
+    program: tuple[int, ...] = ()  # the program id as launched, for messages
+
+
+_CURRENT: contextvars.ContextVar[ProgramState | None] = contextvars.ContextVar(
+    "kernbench_kernel_program", default=None
+)
+
+
+@contextmanager
+def running_program(state: ProgramState):
+    """Make ``state`` the running program for the ``tl`` calls in the block."""
+    token = _CURRENT.set(state)
+    try:
+        yield state
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_program() -> ProgramState | None:
+    return _CURRENT.get()
+
+
+def _where_am_i() -> str:
+    state = _CURRENT.get()
+    if state is None:
+        return "outside a kernel"
+    return f"kernel {state.kernel!r} program {state.program or state.pid}"
+
+
+def _record_vector(elements: int, floating: bool, transcendental: bool = False) -> None:
+    state = _CURRENT.get()
+    if state is not None:
+        state.recorder.record_vector(elements, floating=floating, transcendental=transcendental)
+
+
+# ----------------------------------------------------------------------------- blocks
+
+_Scalar = (bool, int, float, np.generic)
+
+
+def _unwrap(x: Any) -> tuple[Any, dtype | None]:
+    """A value and its kernel dtype; ``None`` for Python scalars (weakly typed)."""
+    if isinstance(x, Block):
+        return x.value, x.dtype
+    if isinstance(x, constexpr):
+        return x.value, None
+    if isinstance(x, np.ndarray):
+        return x, _from_numpy(x.dtype)
+    if isinstance(x, np.generic):
+        return x, _from_numpy(x.dtype)
+    if isinstance(x, _Scalar):
+        return x, None
+    if isinstance(x, Pointer):
+        raise KernelError(f"{_where_am_i()}: a pointer cannot be used as a value here")
+    raise KernelError(f"{_where_am_i()}: cannot use {type(x).__name__} as a kernel value")
+
+
+def _finish(out: Any, operand_dtypes: Sequence[dtype | None]) -> Block:
+    """Wrap a NumPy result, applying Triton's promotions NumPy does not."""
+    arr = np.asarray(out)
+    typed = [d for d in operand_dtypes if d is not None]
+    if arr.dtype == np.float64 and float64 not in typed:
+        arr = arr.astype(np.float32)
+    floats = [d for d in typed if d.is_floating()]
+    if arr.dtype == np.float32 and floats and all(d is bfloat16 for d in floats):
+        return Block(_round_bf16(arr), bfloat16)
+    return Block(arr)
+
+
+def _elementwise(fn: Callable[..., Any], *operands: Any, transcendental: bool = False) -> Block:
+    values, dtypes = zip(*(_unwrap(x) for x in operands), strict=True)
+    with np.errstate(all="ignore"):
+        out = fn(*values)
+    result = _finish(out, dtypes)
+    floating = result.dtype.is_floating() or builtins.any(
+        (d is not None and d.is_floating()) or isinstance(v, float)
+        for v, d in zip(values, dtypes, strict=True)
+    )
+    _record_vector(result.numel, floating, transcendental)
+    return result
+
+
+class Block:
+    """A block of values inside a kernel: a NumPy array and its kernel dtype."""
+
+    __slots__ = ("value", "dtype")
+    __array_ufunc__ = None  # make NumPy defer to our reflected operators
+    __hash__ = None  # type: ignore[assignment]  # == is elementwise
+
+    def __init__(self, value: Any, dtype_: dtype | None = None) -> None:
+        arr = np.asarray(value)
+        self.dtype = _from_numpy(arr.dtype) if dtype_ is None else dtype_
+        self.value = arr
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.value.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.value.ndim
+
+    @property
+    def numel(self) -> int:
+        return int(self.value.size)
+
+    @property
+    def T(self) -> Block:  # noqa: N802 - Triton's name
+        return trans(self)
+
+    def to(self, dtype: dtype, fp_downcast_rounding: str | None = None, bitcast: bool = False):
+        """Convert to ``dtype`` (``bitcast=True`` reinterprets the bits)."""
+        if not isinstance(dtype, _DType):
+            raise KernelError(f"{_where_am_i()}: .to() needs a tl dtype, got {dtype!r}")
+        if bitcast:
+            if dtype.itemsize != self.dtype.itemsize or bfloat16 in (dtype, self.dtype):
+                raise KernelError(f"{_where_am_i()}: cannot bitcast {self.dtype!r} to {dtype!r}")
+            return Block(np.ascontiguousarray(self.value).view(dtype.np_dtype), dtype)
+        return Block(_cast(self.value, dtype), dtype)
+
+    def __getitem__(self, key: Any) -> Block:
+        return Block(self.value[key], self.dtype)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.asarray(self.value, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return f"Block(shape={self.shape}, dtype={self.dtype!r})"
+
+    def _scalar(self) -> Any:
+        if self.value.size != 1:
+            raise KernelError(
+                f"{_where_am_i()}: a block of {self.value.size} elements has no single "
+                "value; use tl.where, tl.sum or tl.max instead"
+            )
+        return self.value.reshape(()).item()
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __index__(self) -> int:
+        if not (self.dtype.is_int() or self.dtype.is_bool()):
+            raise KernelError(f"{_where_am_i()}: a {self.dtype!r} block is not an index")
+        return int(self._scalar())
+
+    def _binary(self, other: Any, fn: Callable[..., Any], reflected: bool = False):
+        if isinstance(other, Pointer):
+            return NotImplemented
+        return _elementwise(fn, other, self) if reflected else _elementwise(fn, self, other)
+
+    # + - * / // % ** & | ^ << >> and comparisons: see _install_operators below.
+
+    def __neg__(self):
+        return _elementwise(operator.neg, self)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        return _elementwise(operator.invert, self)
+
+    def __abs__(self):
+        return _elementwise(np.abs, self)
+
+    def sum(self, axis: int | None = None, keep_dims: bool = False) -> Block:
+        return sum(self, axis, keep_dims)
+
+    def max(self, axis: int | None = None, keep_dims: bool = False) -> Block:
+        return max(self, axis, keep_dims=keep_dims)
+
+    def min(self, axis: int | None = None, keep_dims: bool = False) -> Block:
+        return min(self, axis, keep_dims=keep_dims)
+
+
+_BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "mod": operator.mod,
+    "pow": operator.pow,
+    "and": operator.and_,
+    "or": operator.or_,
+    "xor": operator.xor,
+    "lshift": operator.lshift,
+    "rshift": operator.rshift,
+}
+_COMPARISONS = {
+    "lt": operator.lt,
+    "le": operator.le,
+    "gt": operator.gt,
+    "ge": operator.ge,
+    "eq": operator.eq,
+    "ne": operator.ne,
+}
+
+
+def _install_operators() -> None:
+    def forward(fn):
+        return lambda self, other: self._binary(other, fn)
+
+    def reflected(fn):
+        return lambda self, other: self._binary(other, fn, True)
+
+    for name, fn in _BINARY_OPERATORS.items():
+        setattr(Block, f"__{name}__", forward(fn))
+        setattr(Block, f"__r{name}__", reflected(fn))
+    for name, fn in _COMPARISONS.items():
+        setattr(Block, f"__{name}__", forward(fn))
+
+
+_install_operators()
+
+
+def _block(x: Any) -> Block:
+    if isinstance(x, Block):
+        return x
+    value, dt = _unwrap(x)
+    return Block(value, dt)
+
+
+# ----------------------------------------------------------------------------- pointers
+
+
+def _offsets_of(x: Any) -> np.ndarray:
+    value, dt = _unwrap(x)
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "iub":
+        raise KernelError(
+            f"{_where_am_i()}: pointer offsets must be integers, got {arr.dtype} values"
+        )
+    return arr
+
+
+class Pointer:
+    """A buffer plus a block (or scalar) of element offsets into it."""
+
+    __slots__ = ("buffer", "offsets")
+
+    def __init__(self, buffer: Any, offsets: Any = 0) -> None:
+        self.buffer = buffer
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.offsets.shape
+
+    @property
+    def dtype(self) -> pointer_type:
+        return pointer_type(_from_numpy(self.buffer.dtype))
+
+    type = dtype
+
+    def _moved(self, other: Any, sign: int) -> Pointer:
+        if isinstance(other, Pointer):
+            raise KernelError(f"{_where_am_i()}: cannot add two pointers")
+        delta = _offsets_of(other)
+        combine = np.add if sign > 0 else np.subtract
+        moved = Pointer(self.buffer, combine(self.offsets, delta, dtype=np.int64))
+        _record_vector(int(moved.offsets.size), floating=False)
+        return moved
+
+    def __add__(self, other: Any) -> Pointer:
+        return self._moved(other, 1)
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any) -> Pointer:
+        return self._moved(other, -1)
+
+    def __getitem__(self, key: Any) -> Pointer:
+        return Pointer(self.buffer, self.offsets[key])
+
+    def __repr__(self) -> str:
+        return f"Pointer({self.buffer.name!r}, shape={self.shape})"
+
+
+# ----------------------------------------------------------------------------- program ids
+
+
+def _axis(axis: Any) -> int:
+    axis = int(axis)
+    if axis not in (0, 1, 2):
+        raise KernelError(f"{_where_am_i()}: axis must be 0, 1 or 2, got {axis}")
+    return axis
+
+
+def _state(what: str) -> ProgramState:
+    state = _CURRENT.get()
+    if state is None:
+        raise KernelError(f"tl.{what} called outside a running kernel program")
+    return state
+
+
+def program_id(axis: int) -> Block:
+    """This program's index along grid ``axis`` (an int32 scalar block)."""
+    return Block(np.int32(_state("program_id").pid[_axis(axis)]))
+
+
+def num_programs(axis: int) -> Block:
+    """The number of programs along grid ``axis`` (an int32 scalar block)."""
+    return Block(np.int32(_state("num_programs").num_programs[_axis(axis)]))
+
+
+# ----------------------------------------------------------------------------- creation
+
+
+def _int(x: Any, what: str) -> int:
+    try:
+        return operator.index(x.value if isinstance(x, constexpr) else x)
+    except TypeError:
+        raise KernelError(f"{_where_am_i()}: {what} must be an integer, got {x!r}") from None
+
+
+def arange(start: int, end: int) -> Block:
+    """``[start, end)`` as an int32 block; ``end - start`` must be a power of two."""
+    lo, hi = _int(start, "tl.arange start"), _int(end, "tl.arange end")
+    n = hi - lo
+    if n <= 0 or n & (n - 1):
+        raise KernelError(
+            f"{_where_am_i()}: tl.arange({lo}, {hi}) has length {n}, which is not a "
+            f"power of two; use tl.arange(0, {next_power_of_2(builtins.max(n, 1))}) and a mask"
+        )
+    return Block(np.arange(lo, hi, dtype=np.int32), int32)
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, Block | constexpr) or not isinstance(shape, Sequence):
+        shape = (shape,)
+    return tuple(_int(s, "a block dimension") for s in shape)
+
+
+def _check_dtype(dt: Any, what: str) -> dtype:
+    if not isinstance(dt, dtype):
+        raise KernelError(f"{_where_am_i()}: {what} needs a tl dtype (e.g. tl.float32), got {dt!r}")
+    return dt
+
+
+def full(shape: Any, value: Any, dtype: dtype) -> Block:
+    dt = _check_dtype(dtype, "tl.full")
+    return Block(_cast(np.full(_shape(shape), _unwrap(value)[0]), dt), dt)
+
+
+def zeros(shape: Any, dtype: dtype) -> Block:
+    return full(shape, 0, dtype)
+
+
+def zeros_like(input: Any) -> Block:
+    b = _block(input)
+    return zeros(b.shape, b.dtype)
+
+
+def cast(input: Any, dtype: dtype, fp_downcast_rounding: str | None = None, bitcast=False):
+    return _block(input).to(dtype, fp_downcast_rounding, bitcast)
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    if not isinstance(pointer, Pointer):
+        raise KernelError(
+            f"{_where_am_i()}: tl.{what} needs a pointer (a buffer argument plus offsets), "
+            f"got {type(pointer).__name__}"
+        )
+    offsets = pointer.offsets
+    if mask is None:
+        return offsets, None
+    mask_values = np.asarray(_unwrap(mask)[0]).astype(bool, copy=False)
+    try:
+        shape = np.broadcast_shapes(offsets.shape, mask_values.shape)
+    except ValueError:
+        raise KernelError(
+            f"{_where_am_i()}: tl.{what} mask of shape {mask_values.shape} does not "
+            f"broadcast to the pointer shape {offsets.shape}"
+        ) from None
+    offsets = np.broadcast_to(offsets, shape)
+    if mask_values.all():  # the common full block: skip boolean indexing
+        return offsets, None
+    return offsets, np.broadcast_to(mask_values, shape)
+
+
+def _check_bounds(active: np.ndarray, buffer: Any, what: str, issued: int) -> None:
+    if active.size == 0:
+        return
+    numel = int(buffer.numel)
+    if int(active.min()) >= 0 and int(active.max()) < numel:
+        return
+    bad = active[(active < 0) | (active >= numel)]
+    raise KernelError(
+        f"{_where_am_i()}: tl.{what} of buffer {buffer.name!r} ({buffer.memory}, "
+        f"{numel} elements) at element offset {int(bad[0])} is out of bounds [0, {numel}) "
+        f"({bad.size} of {issued} lanes out of bounds); pass a mask (e.g. mask=offsets < n) "
+        "so those lanes are not touched"
+    )
+
+
+def _record_memory(kind: str, buffer: Any, issued: int, active: int) -> None:
+    state = _CURRENT.get()
+    if state is not None:
+        getattr(state.recorder, f"record_{kind}")(buffer, lanes_issued=issued, lanes_active=active)
+
+
+def load(
+    pointer: Pointer,
+    mask: Any = None,
+    other: Any = None,
+    boundary_check: Sequence[int] = (),
+    padding_option: str = "",
+    cache_modifier: str = "",
+    eviction_policy: str = "",
+    volatile: bool = False,
+) -> Block:
+    """Load the elements ``pointer`` points at; masked-off lanes get ``other`` (or 0).
+
+    ``boundary_check`` and ``padding_option`` (block pointers) and the cache hints
+    are accepted for compatibility and ignored.
+    """
+    offsets, lanes = _masked(pointer, mask, "load")
+    buffer = pointer.buffer
+    np_dtype = np.dtype(buffer.dtype)
+    if lanes is None:
+        flat = offsets.reshape(-1)
+        _check_bounds(flat, buffer, "load", flat.size)
+        out = np.asarray(buffer.load(flat), dtype=np_dtype).reshape(offsets.shape)
+        active = flat.size
+    else:
+        chosen = offsets[lanes]
+        _check_bounds(chosen, buffer, "load", offsets.size)
+        fill = 0 if other is None else _unwrap(other)[0]
+        with np.errstate(all="ignore"):
+            out = np.array(np.broadcast_to(np.asarray(fill), offsets.shape), dtype=np_dtype)
+        out[lanes] = buffer.load(chosen)
+        active = chosen.size
+    _record_memory("load", buffer, int(offsets.size), int(active))
+    return Block(out, _from_numpy(np_dtype))
+
+
+def store(
+    pointer: Pointer,
+    value: Any,
+    mask: Any = None,
+    boundary_check: Sequence[int] = (),
+    cache_modifier: str = "",
+    eviction_policy: str = "",
+) -> None:
+    """Store ``value`` (broadcast to the pointer shape) where ``mask`` is true."""
+    offsets, lanes = _masked(pointer, mask, "store")
+    buffer = pointer.buffer
+    values = np.asarray(_unwrap(value)[0])
+    try:
+        values = np.broadcast_to(values, offsets.shape)
+    except ValueError:
+        raise KernelError(
+            f"{_where_am_i()}: tl.store value of shape {values.shape} does not broadcast "
+            f"to the pointer shape {offsets.shape}"
+        ) from None
+    with np.errstate(all="ignore"):
+        values = values.astype(np.dtype(buffer.dtype), copy=False)
+    if lanes is None:
+        chosen, chosen_values = offsets.reshape(-1), values.reshape(-1)
+    else:
+        chosen, chosen_values = offsets[lanes], values[lanes]
+    _check_bounds(chosen, buffer, "store", offsets.size)
+    if chosen.size:
+        buffer.store(chosen, chosen_values)
+    _record_memory("store", buffer, int(offsets.size), int(chosen.size))
+
+
+# ----------------------------------------------------------------------------- compute
+
+
+def dot(
+    input: Any,
+    other: Any,
+    acc: Any = None,
+    input_precision: str | None = None,
+    allow_tf32: bool | None = None,
+    max_num_imprecise_acc: int | None = None,
+    out_dtype: dtype = float32,
+) -> Block:
+    """Matrix product of two 2-D (or batched 3-D) blocks, accumulated in fp32.
+
+    Integer inputs accumulate in int32. With ``acc`` the product is added to it
+    and the result has ``acc``'s dtype.
+    """
+    a, b = _block(input), _block(other)
+    if a.ndim not in (2, 3) or b.ndim != a.ndim:
+        raise KernelError(
+            f"{_where_am_i()}: tl.dot needs two 2-D or two 3-D blocks, got shapes "
+            f"{a.shape} and {b.shape}"
+        )
+    if a.shape[-1] != b.shape[-2] or a.shape[:-2] != b.shape[:-2]:
+        raise KernelError(
+            f"{_where_am_i()}: tl.dot shapes {a.shape} and {b.shape} do not match "
+            "(inner dimensions and batch must agree)"
+        )
+    integer = not a.dtype.is_floating() and not b.dtype.is_floating()
+    work = np.int32 if integer else np.float32
+    result_dtype = int32 if integer else _check_dtype(out_dtype, "tl.dot out_dtype")
+    with np.errstate(all="ignore"):
+        product = np.matmul(a.value.astype(work), b.value.astype(work))
+        if acc is not None:
+            acc_block = _block(acc)
+            product = product + acc_block.value.astype(work)
+            result_dtype = acc_block.dtype
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.shape[0] if a.ndim == 3 else 1
+    state = _CURRENT.get()
+    if state is not None:
+        state.recorder.record_dot(m, n, k, batch)
+    return Block(_cast(product, result_dtype), result_dtype)
+
+
+def _reduction_axis(b: Block, axis: Any) -> int | None:
+    if axis is None:
+        return None
+    ax = _int(axis, "a reduction axis")
+    if not -b.ndim <= ax < builtins.max(b.ndim, 1):
+        raise KernelError(f"{_where_am_i()}: axis {ax} is out of range for shape {b.shape}")
+    return ax
+
+
+def _reduce(fn, x: Any, axis: Any, keep_dims: bool, work: dtype | None = None) -> Block:
+    b = _block(x)
+    ax = _reduction_axis(b, axis)
+    values = b.value if work is None else _cast(b.value, work)
+    out = fn(values, axis=ax, keepdims=bool(keep_dims))
+    _record_vector(b.numel, b.dtype.is_floating())
+    result_dtype = b.dtype if work is None else work
+    return Block(_cast(out, result_dtype), result_dtype)
+
+
+def sum(input: Any, axis: int | None = None, keep_dims: bool = False, dtype: dtype | None = None):
+    """Sum over ``axis`` (all axes when None); floats sum in at least fp32, ints in int32."""
+    b = _block(input)
+    if dtype is not None:
+        work = _check_dtype(dtype, "tl.sum dtype")
+    elif b.dtype.is_floating():
+        work = float64 if b.dtype is float64 else float32
+    else:
+        work = int64 if b.dtype in (int64, uint64) else int32
+    return _reduce(np.sum, b, axis, keep_dims, work)
+
+
+def _extreme(fn, argfn, input, axis, return_indices, keep_dims):
+    b = _block(input)
+    values = _reduce(fn, b, axis, keep_dims)
+    if not return_indices:
+        return values
+    ax = _reduction_axis(b, axis)
+    index = argfn(b.value, axis=ax, keepdims=bool(keep_dims))
+    return values, Block(np.asarray(index, dtype=np.int32), int32)
+
+
+def max(
+    input: Any,
+    axis: int | None = None,
+    return_indices: bool = False,
+    return_indices_tie_break_left: bool = True,
+    keep_dims: bool = False,
+):
+    """Maximum over ``axis`` (all axes when None)."""
+    return _extreme(np.max, np.argmax, input, axis, return_indices, keep_dims)
+
+
+def min(
+    input: Any,
+    axis: int | None = None,
+    return_indices: bool = False,
+    return_indices_tie_break_left: bool = True,
+    keep_dims: bool = False,
+):
+    """Minimum over ``axis`` (all axes when None)."""
+    return _extreme(np.min, np.argmin, input, axis, return_indices, keep_dims)
+
+
+def where(condition: Any, x: Any, y: Any) -> Block:
+    """``x`` where ``condition`` is true, else ``y`` (all broadcast together)."""
+    cond = np.asarray(_unwrap(condition)[0]).astype(bool, copy=False)
+    return _elementwise(lambda a, b: np.where(cond, a, b), x, y)
+
+
+def maximum(x: Any, y: Any, propagate_nan: Any = None) -> Block:
+    return _elementwise(np.maximum, x, y)
+
+
+def minimum(x: Any, y: Any, propagate_nan: Any = None) -> Block:
+    return _elementwise(np.minimum, x, y)
+
+
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Block:
+    return _elementwise(np.clip, x, min, max)
+
+
+def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str, transcendental: bool):
+    def op(x: Any) -> Block:
+        b = _block(x)
+        source = b if b.dtype.is_floating() else b.to(float32)
+        return _elementwise(fn, source, transcendental=transcendental)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = f"Elementwise {name} (integers are converted to float32 first)."
+    return op
+
+
+exp = _float_math(np.exp, "exp", True)
+exp2 = _float_math(np.exp2, "exp2", True)
+log = _float_math(np.log, "log", True)
+log2 = _float_math(np.log2, "log2", True)
+sqrt = _float_math(np.sqrt, "sqrt", True)
+rsqrt = _float_math(lambda v: 1 / np.sqrt(v), "rsqrt", True)
+sin = _float_math(np.sin, "sin", True)
+cos = _float_math(np.cos, "cos", True)
+sigmoid = _float_math(lambda v: 1 / (1 + np.exp(-v)), "sigmoid", True)
+
+
+def abs(x: Any) -> Block:
+    return _elementwise(np.abs, x)
+
+
+# ----------------------------------------------------------------------------- shapes
+
+
+def trans(input: Any, *dims: int) -> Block:
+    b = _block(input)
+    order = dims[0] if len(dims) == 1 and isinstance(dims[0], Sequence) else dims
+    return Block(np.transpose(b.value, order or None), b.dtype)
+
+
+def reshape(input: Any, *shape: Any, can_reorder: bool = False) -> Block:
+    b = _block(input)
+    target = _shape(shape[0] if len(shape) == 1 else shape)
+    if int(np.prod(target)) != b.numel:
+        raise KernelError(f"{_where_am_i()}: cannot reshape {b.shape} to {target}")
+    return Block(b.value.reshape(target), b.dtype)
+
+
+def broadcast_to(input: Any, *shape: Any) -> Block:
+    b = _block(input)
+    return Block(np.broadcast_to(b.value, _shape(shape[0] if len(shape) == 1 else shape)), b.dtype)
+
+
+def expand_dims(input: Any, axis: int | Sequence[int]) -> Block:
+    b = _block(input)
+    return Block(np.expand_dims(b.value, axis), b.dtype)
+
+
+# ----------------------------------------------------------------------------- hints and checks
+
+
+def multiple_of(input: Any, values: Any) -> Any:
+    """A compiler hint; returns ``input`` unchanged."""
+    return input
+
+
+def max_contiguous(input: Any, values: Any) -> Any:
+    """A compiler hint; returns ``input`` unchanged."""
+    return input
+
+
+def debug_barrier() -> None:
+    """Programs run one at a time here, so a barrier has nothing to wait for."""
+
+
+def static_assert(cond: Any, msg: str = "") -> None:
+    if not bool(cond):
+        raise KernelError(f"{_where_am_i()}: static_assert failed: {msg}")
+
+
+def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+    values = np.asarray(_unwrap(cond)[0]).astype(bool, copy=False)
+    if mask is not None:
+        values = values | ~np.asarray(_unwrap(mask)[0]).astype(bool, copy=False)
+    if not values.all():
+        raise KernelError(f"{_where_am_i()}: device_assert failed: {msg}")
+
+
+# ----------------------------------------------------------------------------- integer helpers
+
+
+def cdiv(x: Any, div: Any) -> Any:
+    """Ceiling division: the number of blocks of ``div`` needed to cover ``x``."""
+    if isinstance(x, Block) or isinstance(div, Block):
+        return (x + div - 1) // div
+    x, div = _int(x, "cdiv's dividend"), _int(div, "cdiv's divisor")
+    if div <= 0:
+        raise KernelError(f"cdiv divisor must be positive, got {div}")
+    return -(-x // div)
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two that is >= ``n`` (1 for ``n`` <= 1)."""
+    n = _int(n, "next_power_of_2's argument")
+    if n < 0:
+        raise KernelError(f"next_power_of_2 needs a non-negative integer, got {n}")
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
