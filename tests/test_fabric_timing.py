@@ -119,7 +119,7 @@ def test_memory_write_and_read_between_pe_and_any_hbm_slice() -> None:
         "link:sip0.cube5.pe3->sip0.cube5.noc",
         "link:sip0.cube5->sip0.cube6",
         "link:sip0.cube6->sip0.cube10",
-        "link:sip0.cube10.noc->sip0.cube10.hbm2",
+        "port:sip0.cube10.hbm2",
     ]
     nbytes = 256 * 1024
     write = fabric.submit(MemoryWrite(src=src, dst=dst, nbytes=nbytes))

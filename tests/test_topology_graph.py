@@ -39,18 +39,23 @@ def edge(g: MachineGraph, name: str):
 
 def assert_connected(g: MachineGraph, src: str, dst: str) -> None:
     """The route's links chain from src to dst with no gap."""
-    path = [g.edges[i] for i in g.route(src, dst)]
-    assert path[0].src == src
-    assert path[-1].dst == dst
-    for a, b in itertools.pairwise(path):
-        assert a.dst == b.src
+    here = src
+    for e in (g.edges[i] for i in g.route(src, dst)):
+        if e.src == here:
+            here = e.dst
+        else:  # a memory port is one edge for both directions
+            assert e.name.startswith("port:") and e.dst == here
+            here = e.src
+    assert here == dst
 
 
 # --- expansion ------------------------------------------------------------------
 
 
 def expected_edges(sips, w, h, pes, slices, sip_links):
-    per_cube = 2 + 2 + 2 * slices + 4 * pes  # m_cpu, sram, hbm slices, pe port + tcm
+    # m_cpu link (2 directions), one shared port each for sram, hbm slices and tcms,
+    # pe link (2 directions)
+    per_cube = 2 + 1 + slices + 2 * pes + pes
     mesh = 2 * (h * (w - 1) + w * (h - 1))
     return sips * (w * h * per_cube + mesh) + sip_links + 2 * sips  # + host links
 
@@ -71,10 +76,10 @@ def test_edge_count(name, count):
 
 
 def test_edge_counts_literal():
-    assert len(graph("tiny").edges) == 30
-    assert len(graph("default").edges) == 882
-    assert len(graph("rack").edges) == 7072
-    assert len(graph("ring8").edges) == 112
+    assert len(graph("tiny").edges) == 21
+    assert len(graph("default").edges) == 610
+    assert len(graph("rack").edges) == 4896
+    assert len(graph("ring8").edges) == 88
 
 
 @pytest.mark.parametrize("name", ["tiny", "default", "multi_sip", "rack", "ring8"])
@@ -83,7 +88,9 @@ def test_edge_names_unique_and_indexed(name):
     names = [e.name for e in g.edges]
     assert len(set(names)) == len(names)
     assert [e.index for e in g.edges] == list(range(len(g.edges)))
-    assert all(e.name.startswith("link:") for e in g.edges)
+    assert all(e.name.startswith(("link:", "port:")) for e in g.edges)
+    ports = [e for e in g.edges if e.name.startswith("port:")]
+    assert {e.link_class for e in ports} == {"hbm_port", "sram_port", "tcm_port"}
     assert all(e.bandwidth > 0 and e.latency_ps >= 0 for e in g.edges)
 
 
@@ -92,6 +99,8 @@ def test_every_link_is_full_duplex(name):
     g = graph(name)
     ends = {(e.src, e.dst): e for e in g.edges}
     for e in g.edges:
+        if e.name.startswith("port:"):
+            continue  # memories are half duplex: reads and writes share one port
         back = ends[(e.dst, e.src)]
         assert back.index != e.index
         assert back.bandwidth == e.bandwidth
@@ -104,9 +113,9 @@ def test_default_link_classes():
     assert counts == {
         "cube_link": 48,  # 24 mesh links in a 4x4 mesh, both directions
         "pe_port": 256,
-        "tcm_port": 256,
-        "hbm_port": 256,
-        "sram_port": 32,
+        "tcm_port": 128,
+        "hbm_port": 128,
+        "sram_port": 16,
         "mcpu_port": 32,
         "host_link": 2,
     }
@@ -155,12 +164,12 @@ def test_component_link_names():
     g = graph("default")
     pe = edge(g, "link:sip0.cube3.pe5->sip0.cube3.noc")
     assert pe.bandwidth == 512 * GB and pe.latency_ps == 5_000 and pe.link_class == "pe_port"
-    tcm = edge(g, "link:sip0.cube3.pe5->sip0.cube3.pe5.tcm")
+    tcm = edge(g, "port:sip0.cube3.pe5.tcm")
     assert tcm.bandwidth == 2 * 10**12 and tcm.latency_ps == 2_000
-    hbm = edge(g, "link:sip0.cube3.noc->sip0.cube3.hbm2")
+    hbm = edge(g, "port:sip0.cube3.hbm2")
     assert hbm.bandwidth == 128 * GB and hbm.latency_ps == 100_000
     assert hbm.link_class == "hbm_port"
-    sram = edge(g, "link:sip0.cube3.noc->sip0.cube3.sram")
+    sram = edge(g, "port:sip0.cube3.sram")
     assert sram.bandwidth == 10**12 and sram.latency_ps == 10_000
     mcpu = edge(g, "link:sip0.cube3.m_cpu->sip0.cube3.noc")
     assert mcpu.link_class == "mcpu_port"
@@ -172,8 +181,8 @@ def test_component_link_names():
 
 def test_no_hbm_slice_beyond_the_configured_count():
     names = {e.name for e in graph("default").edges}
-    assert "link:sip0.cube0.noc->sip0.cube0.hbm7" in names
-    assert "link:sip0.cube0.noc->sip0.cube0.hbm8" not in names
+    assert "port:sip0.cube0.hbm7" in names
+    assert "port:sip0.cube0.hbm8" not in names
     assert "link:sip0.cube0.pe7->sip0.cube0.noc" in names
     assert "link:sip0.cube0.pe8->sip0.cube0.noc" not in names
 
@@ -262,7 +271,7 @@ def test_route_dimension_order_example():
         "link:sip0.cube5.pe3->sip0.cube5.noc",
         "link:sip0.cube5->sip0.cube6",
         "link:sip0.cube6->sip0.cube10",
-        "link:sip0.cube10.noc->sip0.cube10.hbm2",
+        "port:sip0.cube10.hbm2",
     ]
     assert_connected(g, "sip0.cube5.pe3", "sip0.cube10.hbm2")
 
@@ -304,10 +313,10 @@ def test_route_lengths_in_a_mesh_are_manhattan_distance():
 def test_pe_to_own_tcm_is_one_link():
     g = graph("default")
     assert route_names(g, "sip0.cube3.pe5", "sip0.cube3.pe5.tcm") == [
-        "link:sip0.cube3.pe5->sip0.cube3.pe5.tcm"
+        "port:sip0.cube3.pe5.tcm"
     ]
     assert route_names(g, "sip0.cube3.pe5.tcm", "sip0.cube3.pe5") == [
-        "link:sip0.cube3.pe5.tcm->sip0.cube3.pe5"
+        "port:sip0.cube3.pe5.tcm"
     ]
 
 
@@ -316,12 +325,12 @@ def test_pe_to_another_pes_tcm_goes_through_the_router():
     assert route_names(g, "sip0.cube0.pe0", "sip0.cube0.pe1.tcm") == [
         "link:sip0.cube0.pe0->sip0.cube0.noc",
         "link:sip0.cube0.noc->sip0.cube0.pe1",
-        "link:sip0.cube0.pe1->sip0.cube0.pe1.tcm",
+        "port:sip0.cube0.pe1.tcm",
     ]
     path = route_names(g, "sip0.cube0.pe0.tcm", "sip0.cube1.pe0.tcm")
     assert len(path) == 5
-    assert path[0] == "link:sip0.cube0.pe0.tcm->sip0.cube0.pe0"
-    assert path[-1] == "link:sip0.cube1.pe0->sip0.cube1.pe0.tcm"
+    assert path[0] == "port:sip0.cube0.pe0.tcm"
+    assert path[-1] == "port:sip0.cube1.pe0.tcm"
     assert_connected(g, "sip0.cube0.pe0.tcm", "sip0.cube1.pe0.tcm")
 
 

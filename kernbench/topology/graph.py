@@ -2,7 +2,8 @@
 
 Nodes are the places bytes come from or go to (PEs, TCMs, HBM slices, cube
 SRAM, M_CPUs, cube routers, the host, a switch).  Links are directed (each
-direction of a full-duplex link is its own :class:`Edge`).  Routes are
+direction of a full-duplex link is its own :class:`Edge`); a memory's port
+(HBM slice, SRAM, TCM) is one edge that reads and writes share.  Routes are
 deterministic: dimension-order (X then Y) inside a SIP's cube mesh, the
 shorter way round an inter-SIP ring (ties go to increasing SIP index), through
 the switch, or direct on a fully connected system.  Inter-SIP and host
@@ -76,6 +77,17 @@ class MachineGraph:
             self.edges.append(Edge(index, name, src, dst, bandwidth, latency_ps, link_class))
             self._edge_by_ends[(src, dst)] = index
 
+    def _add_port(
+        self, outside: str, memory: str, bandwidth: int, latency_ps: int, link_class: str
+    ) -> None:
+        """A memory's port: one edge that reads and writes share (a memory is half duplex)."""
+        index = len(self.edges)
+        self.edges.append(
+            Edge(index, f"port:{memory}", outside, memory, bandwidth, latency_ps, link_class)
+        )
+        self._edge_by_ends[(outside, memory)] = index
+        self._edge_by_ends[(memory, outside)] = index
+
     def _build(self) -> None:
         topo = self.topology
         cube = topo.cube
@@ -87,15 +99,15 @@ class MachineGraph:
                 router = router_name(s, c)
                 prefix = f"sip{s}.cube{c}"
                 self._add_link(router, f"{prefix}.m_cpu", noc.bandwidth, noc.latency, "mcpu_port")
-                self._add_link(router, f"{prefix}.sram", sram.bandwidth, sram.latency, "sram_port")
+                self._add_port(router, f"{prefix}.sram", sram.bandwidth, sram.latency, "sram_port")
                 for k in range(self.hbm_slices):
-                    self._add_link(
+                    self._add_port(
                         router, f"{prefix}.hbm{k}", hbm.slice_bandwidth, hbm.latency, "hbm_port"
                     )
                 for p in range(self.pes_per_cube):
                     pe = pe_name(s, c, p)
                     self._add_link(pe, router, noc.bandwidth, noc.latency, "pe_port")
-                    self._add_link(pe, f"{pe}.tcm", tcm.bandwidth, tcm.latency, "tcm_port")
+                    self._add_port(pe, f"{pe}.tcm", tcm.bandwidth, tcm.latency, "tcm_port")
             self._build_mesh(s)
         self._build_interconnect()
         host = topo.system.host_link
