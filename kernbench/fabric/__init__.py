@@ -11,6 +11,8 @@ from kernbench.fabric.messages import (
     Message,
     MmuMap,
     MmuUnmap,
+    ProgramWork,
+    RunPrograms,
     TraceRow,
     Transfer,
 )
@@ -27,7 +29,9 @@ __all__ = [
     "Message",
     "MmuMap",
     "MmuUnmap",
+    "ProgramWork",
     "RouteCost",
+    "RunPrograms",
     "TraceRow",
     "Transfer",
 ]

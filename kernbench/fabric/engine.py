@@ -24,6 +24,7 @@ from kernbench.fabric.messages import (
     Message,
     MmuMap,
     MmuUnmap,
+    RunPrograms,
     TraceRow,
     Transfer,
 )
@@ -88,6 +89,7 @@ class Fabric:
             MmuUnmap: self._serve_mmu,
             Compute: self._serve_compute,
             Delay: self._serve_delay,
+            RunPrograms: self._serve_programs,
         }
 
     # -- components -------------------------------------------------------------
@@ -230,12 +232,47 @@ class Fabric:
 
     def _serve_compute(self, msg: Compute) -> Generator:
         unit = self.pe(msg.dst)
-        engine = unit.engines.get(msg.engine)
-        if engine is None:
+        if msg.engine not in unit.engines:
             raise KernBenchError(f"unknown engine {msg.engine!r}; valid: matrix, vector")
-        with engine.request() as slot:
-            yield slot
-            yield self.env.timeout(unit.compute_ps(msg.engine, msg.flops))
+        yield from self._compute(unit, msg.engine, msg.flops)
 
     def _serve_delay(self, msg: Delay) -> Generator:
         yield self.env.timeout(msg.duration_ps)
+
+    def _serve_programs(self, msg: RunPrograms) -> Generator:
+        """Dispatch (host -> M_CPU -> each PE), then each PE runs its programs in order."""
+        yield self.transfer(msg.src, msg.dst, msg.nbytes)
+        yield self.env.timeout(self.topology.cube.m_cpu.command_latency)
+        runs = [
+            self.env.process(self._run_on_pe(msg, pe, programs))
+            for pe, programs in msg.programs.items()
+        ]
+        yield self.env.all_of(runs)
+
+    def _run_on_pe(self, msg: RunPrograms, pe: str, programs: list) -> Generator:
+        unit = self.pe(pe)
+        yield self.transfer(msg.dst, pe, msg.nbytes)
+        for program in programs:
+            yield self.env.timeout(unit.launch_overhead_ps)
+            work = program()
+            yield self.env.all_of(list(self._program_events(unit, work)))
+
+    def _program_events(self, unit: PeUnit, work) -> Generator:
+        """Events for one program's memory traffic and engine work, which overlap."""
+        for node, nbytes in work.loads:
+            yield self.env.process(self._load(unit.name, node, nbytes))
+        for node, nbytes in work.stores:
+            yield self.transfer(unit.name, node, nbytes)
+        for engine, flops in (("matrix", work.matrix_flops), ("vector", work.vector_flops)):
+            if flops:
+                yield self.env.process(self._compute(unit, engine, flops))
+
+    def _load(self, pe: str, node: str, nbytes: int) -> Generator:
+        # The request travels to the memory (latency only), then the data comes back.
+        yield self.transfer(pe, node, 0)
+        yield self.transfer(node, pe, nbytes)
+
+    def _compute(self, unit: PeUnit, engine: str, flops: int) -> Generator:
+        with unit.engines[engine].request() as slot:
+            yield slot
+            yield self.env.timeout(unit.compute_ps(engine, flops))

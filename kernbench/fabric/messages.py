@@ -19,6 +19,8 @@ __all__ = [
     "MmuUnmap",
     "Compute",
     "Delay",
+    "ProgramWork",
+    "RunPrograms",
     "Completion",
     "TraceRow",
 ]
@@ -136,3 +138,30 @@ class TraceRow:
     @property
     def duration_ps(self) -> int:
         return self.end_ps - self.start_ps
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramWork:
+    """What one kernel program did, as the PE's cost model needs it.
+
+    ``loads`` and ``stores`` are ``(memory node, bytes)`` pairs; FLOPs go to the
+    PE's matrix and vector engines.
+    """
+
+    loads: tuple[tuple[str, int], ...] = ()
+    stores: tuple[tuple[str, int], ...] = ()
+    matrix_flops: int = 0
+    vector_flops: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunPrograms(Message):
+    """Host -> ``dst`` (a cube's M_CPU): run kernel programs on PEs.
+
+    ``programs`` maps a PE name to the programs it runs, in order; each program
+    is a callable run when the PE starts it, returning its :class:`ProgramWork`.
+    """
+
+    programs: Any = field(default=None, compare=False, repr=False)
+
+    kind = "kernel"

@@ -290,8 +290,20 @@ class JITFunction:
         )
 
     def launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
-        """Prepare a launch and hand it to the current launcher; return what it returns."""
-        return get_launcher()(self.prepare(grid, *args, **kwargs))
+        """Prepare a launch and hand it to the current launcher; return what it returns.
+
+        With the default launcher, an argument whose type defines
+        ``__kernel_launch__(value, launch)`` (a device tensor) claims the launch,
+        so kernels on device tensors run on the simulated machine.
+        """
+        launch = self.prepare(grid, *args, **kwargs)
+        launcher = get_launcher()
+        if launcher is run_on_host:
+            for value in launch.args:
+                claim = getattr(type(value), "__kernel_launch__", None)
+                if claim is not None:
+                    return claim(value, launch)
+        return launcher(launch)
 
     def run_program(
         self,

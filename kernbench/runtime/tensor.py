@@ -141,6 +141,12 @@ class DeviceTensor:
             self._finalizer.detach()
         self._ctx._release(self._allocation)
 
+    def __kernel_launch__(self, launch: Any) -> Any:
+        """Run a kernel launch that takes this tensor on the simulated machine."""
+        from kernbench.kernels.device import launch_on_device
+
+        return launch_on_device(self._ctx, launch)
+
     def __repr__(self) -> str:
         state = " freed" if self.is_freed else ""
         return (

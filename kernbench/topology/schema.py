@@ -186,7 +186,7 @@ class PeCoreAttrs(Spec):
     clock: Frequency = Field("1.5GHz", description="PE clock")
     matrix_flops_per_cycle: Count = Field(2048, description="matrix engine FLOP per cycle")
     vector_flops_per_cycle: Count = Field(256, description="vector engine FLOP per cycle")
-    launch_overhead: Time = Field("1us", description="fixed cost to start a kernel program")
+    launch_overhead: Time = Field("100ns", description="fixed cost to start one kernel program")
 
 
 class PeCoreSpec(Spec):

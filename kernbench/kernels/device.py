@@ -1,0 +1,285 @@
+"""Running kernels on the simulated PEs: device buffers, program placement, launch.
+
+A launch whose arguments include device tensors runs on the machine:
+
+* **Placement.** Programs go to the PEs that hold the first device tensor's
+  shards (one copy of each region, in (sip, cube, pe) order), in contiguous
+  runs of program order: with G programs over P PEs, program i runs on PE
+  ``floor(i·P/G)``.  A grid with ``spmd_dim(g, nc(k))`` puts core c's programs
+  on the c-th of those PEs (continuing with the next PEs of the same cube when
+  the tensor lives on fewer than k).
+* **Values.** A program runs functionally when its PE starts it; a
+  :class:`DeviceBuffer` maps each global element index to the shard holding it
+  and reads or writes the memory store.  A load reads the copy nearest the
+  PE; a store writes every copy, so replicas stay equal.
+* **Time** (ADR 0006).  Each program pays the PE's launch overhead, then its
+  memory traffic (one flow per memory node it touched, loads after a request
+  latency) and its engine work (matrix FLOPs on the matrix engine, vector FLOPs
+  on the vector engine) overlap; the program ends when all are done.  Programs
+  on one PE run one after another; PEs run in parallel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.errors import KernelError
+from kernbench.fabric import ProgramWork, RunPrograms
+from kernbench.kernels.interpreter import LaunchRecord, ProgramCost
+from kernbench.kernels.jit import KernelLaunch
+
+if TYPE_CHECKING:
+    from kernbench.runtime.context import RuntimeContext
+    from kernbench.runtime.tensor import DeviceTensor, ShardPlacement
+
+__all__ = ["DeviceBuffer", "DeviceLaunchResult", "plan_programs", "launch_on_device"]
+
+# Bytes of the launch command the host sends (arguments, grid, kernel handle).
+LAUNCH_COMMAND_BYTES = 256
+
+
+class _Layout:
+    """Where each element of a tensor lives: a regular grid of blocks (regions)."""
+
+    def __init__(self, tensor: DeviceTensor) -> None:
+        self.shape = tensor.shape
+        regions: dict[tuple, list[ShardPlacement]] = {}
+        for p in tensor.placements:
+            key = tuple((s.start, s.stop) for s in p.shard.index)
+            regions.setdefault(key, []).append(p)
+        self.ndim = len(self.shape)
+        self.split_dims = [0] if self.ndim == 1 else ([0, self.ndim - 1] if self.ndim else [])
+        self.starts = [
+            np.array(sorted({key[d][0] for key in regions}), dtype=np.int64)
+            for d in self.split_dims
+        ]
+        counts = [len(s) for s in self.starts]
+        self.replicas: list[list[ShardPlacement]] = [[] for _ in range(int(np.prod(counts)))]
+        for key, placements in regions.items():
+            rid = 0
+            for d, starts in zip(self.split_dims, self.starts, strict=True):
+                rid = rid * len(starts) + int(np.searchsorted(starts, key[d][0]))
+            self.replicas[rid] = placements
+        self.block_shape = next(iter(regions.values()))[0].shard.shape if regions else ()
+
+    def locate(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(region id, flat index inside the region's shard) of global flat indices."""
+        if self.ndim == 0:
+            return np.zeros_like(flat), np.zeros_like(flat)
+        multi = list(np.unravel_index(flat, self.shape))
+        rid = np.zeros_like(flat)
+        for d, starts in zip(self.split_dims, self.starts, strict=True):
+            block = np.searchsorted(starts, multi[d], side="right") - 1
+            rid = rid * len(starts) + block
+            multi[d] = multi[d] - starts[block]
+        local = np.ravel_multi_index(tuple(multi), self.block_shape)
+        return rid, local
+
+
+def _distance(pe: tuple[int, int, int], placement: ShardPlacement) -> int:
+    s = placement.shard
+    return (s.sip != pe[0]) * 4 + (s.cube != pe[1]) * 2 + (s.pe != pe[2])
+
+
+class DeviceBuffer:
+    """A device tensor seen from one PE, for the kernel interpreter (KernelBuffer)."""
+
+    memory = "hbm"
+
+    def __init__(self, tensor: DeviceTensor, pe: tuple[int, int, int], traffic: _Traffic) -> None:
+        ctx = tensor._ctx
+        self.name = tensor.name
+        self._dtype = tensor.dtype
+        self.dtype = tensor.dtype.value
+        self.numel = tensor.numel
+        self._layout = _layout_of(tensor)
+        self._store = ctx.store if ctx.store.stores_bytes else None
+        self._traffic = traffic
+        self._itemsize = tensor.dtype.itemsize
+        self._nearest = [
+            min(replicas, key=lambda p: _distance(pe, p)) if replicas else None
+            for replicas in self._layout.replicas
+        ]
+        self._views: dict[int, np.ndarray] = {}
+
+    def _view(self, placement: ShardPlacement) -> np.ndarray:
+        view = self._views.get(id(placement))
+        if view is None:
+            raw = self._store.view(placement.pa, placement.shard.nbytes)
+            view = self._views[id(placement)] = raw.view(self._dtype.storage)
+        return view
+
+    def load(self, indices: np.ndarray) -> np.ndarray:
+        rid, local = self._layout.locate(indices)
+        out = np.zeros(indices.shape, dtype=self.dtype)
+        for region in np.unique(rid):
+            chosen = rid == region
+            placement = self._nearest[region]
+            self._traffic.loads[placement.memory_node] += int(chosen.sum()) * self._itemsize
+            if self._store is not None:
+                stored = self._view(placement)[local[chosen]]
+                out[chosen] = self._dtype.from_storage(stored)
+        return out
+
+    def store(self, indices: np.ndarray, values: np.ndarray) -> None:
+        rid, local = self._layout.locate(indices)
+        values = np.broadcast_to(np.asarray(values), indices.shape)
+        for region in np.unique(rid):
+            chosen = rid == region
+            count = int(chosen.sum())
+            stored = None
+            if self._store is not None:
+                stored = self._dtype.to_storage(values[chosen])
+            for placement in self._layout.replicas[region]:
+                self._traffic.stores[placement.memory_node] += count * self._itemsize
+                if stored is not None:
+                    self._view(placement)[local[chosen]] = stored
+
+    def __repr__(self) -> str:
+        return f"DeviceBuffer({self.name!r}, numel={self.numel})"
+
+
+_LAYOUTS: dict[int, tuple[Any, _Layout]] = {}
+
+
+def _layout_of(tensor: DeviceTensor) -> _Layout:
+    allocation = tensor._live()
+    cached = _LAYOUTS.get(id(tensor))
+    if cached is None or cached[0] is not allocation:
+        cached = (allocation, _Layout(tensor))
+        _LAYOUTS[id(tensor)] = cached
+        if len(_LAYOUTS) > 4096:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)))
+    return cached[1]
+
+
+class _Traffic:
+    """Bytes one program moved, per memory node."""
+
+    def __init__(self) -> None:
+        self.loads: dict[str, int] = defaultdict(int)
+        self.stores: dict[str, int] = defaultdict(int)
+
+    def take(self) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]:
+        loads, stores = tuple(self.loads.items()), tuple(self.stores.items())
+        self.loads.clear()
+        self.stores.clear()
+        return loads, stores
+
+
+def _is_device_tensor(value: Any) -> bool:
+    from kernbench.runtime.tensor import DeviceTensor
+
+    return isinstance(value, DeviceTensor)
+
+
+def plan_programs(launch: KernelLaunch, anchor: DeviceTensor) -> dict[str, list[tuple]]:
+    """PE name -> the program ids it runs, in program order."""
+    grid = launch.grid
+    pids = list(grid.program_ids())
+    seen: dict[tuple[int, int, int], None] = {}
+    for p in anchor.placements:
+        if p.shard.replica == 0 and p.shard.nbytes:
+            seen.setdefault(p.shard.coord)
+    home = list(seen) or [anchor.placements[0].shard.coord]
+    plan: dict[str, list[tuple]] = {}
+    if grid.num_cores > 1:
+        topo = anchor._ctx.topology
+        cores = list(home[: grid.num_cores])
+        sip, cube, pe = home[0]
+        step = 1
+        while len(cores) < grid.num_cores:
+            candidate = (sip, cube, (pe + step) % topo.pes_per_cube)
+            step += 1
+            if step > topo.pes_per_cube:
+                raise KernelError(
+                    f"kernel {launch.kernel.name!r}: nc({grid.num_cores}) needs "
+                    f"{grid.num_cores} PEs but a cube has {topo.pes_per_cube}"
+                )
+            if candidate not in cores:
+                cores.append(candidate)
+        for pid in pids:
+            plan.setdefault(_pe_name(cores[grid.core_of(pid)]), []).append(pid)
+        return plan
+    for i, pid in enumerate(pids):
+        plan.setdefault(_pe_name(home[i * len(home) // len(pids)]), []).append(pid)
+    return plan
+
+
+def _pe_name(coord: tuple[int, int, int]) -> str:
+    return f"sip{coord[0]}.cube{coord[1]}.pe{coord[2]}"
+
+
+def _coord(pe_name: str) -> tuple[int, int, int]:
+    sip, cube, pe = pe_name.split(".")
+    return int(sip[3:]), int(cube[4:]), int(pe[2:])
+
+
+@dataclass(frozen=True)
+class DeviceLaunchResult:
+    """A finished launch: per-program costs, where they ran and when."""
+
+    record: LaunchRecord
+    placement: dict[str, tuple[tuple[int, ...], ...]]
+    start_ps: int
+    end_ps: int
+
+    @property
+    def elapsed_ps(self) -> int:
+        return self.end_ps - self.start_ps
+
+
+def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = True) -> Any:
+    """Run ``launch`` on the PEs of ``ctx``; returns a :class:`DeviceLaunchResult`."""
+    tensors = [a for a in launch.args if _is_device_tensor(a)]
+    if not tensors:
+        raise KernelError(f"kernel {launch.kernel.name!r}: no device tensor among its arguments")
+    for t in tensors:
+        if t._ctx is not ctx:
+            raise KernelError(
+                f"kernel {launch.kernel.name!r}: tensor {t.name!r} belongs to another context"
+            )
+        t._live()
+    plan = plan_programs(launch, tensors[0])
+    costs: dict[tuple, ProgramCost] = {}
+    programs: dict[str, list[Callable[[], ProgramWork]]] = {}
+    for pe, pids in plan.items():
+        traffic = _Traffic()
+        coord = _coord(pe)
+        args = tuple(
+            DeviceBuffer(a, coord, traffic) if _is_device_tensor(a) else a for a in launch.args
+        )
+        local = dataclasses.replace(launch, args=args)
+        programs[pe] = [_program(local, pid, traffic, costs) for pid in pids]
+    first_pe = next(iter(plan))
+    sip, cube, _ = _coord(first_pe)
+    start = ctx.now
+    handle = ctx.submit(RunPrograms(
+        src="host", dst=f"sip{sip}.cube{cube}.m_cpu", nbytes=LAUNCH_COMMAND_BYTES,
+        programs=programs, tag=launch.kernel.name,
+    ))
+    if not wait:
+        return handle
+    ctx.wait(handle)
+    order = list(launch.grid.program_ids())
+    record = LaunchRecord(launch.kernel.name, launch.grid, tuple(costs[p] for p in order))
+    return DeviceLaunchResult(
+        record, {pe: tuple(pids) for pe, pids in plan.items()}, start, ctx.now
+    )
+
+
+def _program(launch: KernelLaunch, pid: tuple, traffic: _Traffic,
+             costs: dict[tuple, ProgramCost]) -> Callable[[], ProgramWork]:
+    def run() -> ProgramWork:
+        cost = launch.run_program(pid)
+        costs[pid] = cost
+        loads, stores = traffic.take()
+        return ProgramWork(loads, stores, cost.matrix_flops, cost.vector_flops)
+
+    return run
