@@ -1,11 +1,28 @@
 """The kernel layer: a Triton-style kernel language, its interpreter and launches.
 
 Write kernels with ``@jit`` and ``import kernbench.kernels.language as tl``;
-launch them with ``kernel[grid](*args, **meta)``. ``cdiv`` and
+launch them with ``kernel[grid](*args, **meta)``, or trace one for an input
+signature with ``DeviceKernel.compile_and_load``. The built-in flat-buffer
+kernels (elementwise, scalar, fill, copy, reduce) and their ``launch_*``
+helpers back tensor arithmetic and the collectives. ``cdiv`` and
 ``next_power_of_2`` stand in for ``triton.cdiv`` and ``triton.next_power_of_2``.
 """
 
 from kernbench.kernels import language
+from kernbench.kernels.builtins import (
+    BUILTIN_BLOCK,
+    copy_kernel,
+    elementwise_kernel,
+    fill_kernel,
+    launch_copy,
+    launch_elementwise,
+    launch_fill,
+    launch_reduce,
+    launch_scalar,
+    reduce_kernel,
+    scalar_kernel,
+)
+from kernbench.kernels.compile import CompileStats, DeviceKernel, clear_cache
 from kernbench.kernels.interpreter import (
     ArrayBuffer,
     Interpreter,
@@ -35,8 +52,11 @@ from kernbench.kernels.jit import (
 from kernbench.kernels.language import cdiv, next_power_of_2
 
 __all__ = [
+    "BUILTIN_BLOCK",
     "NC",
     "ArrayBuffer",
+    "CompileStats",
+    "DeviceKernel",
     "Grid",
     "Interpreter",
     "JITFunction",
@@ -50,13 +70,24 @@ __all__ = [
     "ShapeOnlyBuffer",
     "SpmdDim",
     "cdiv",
+    "clear_cache",
+    "copy_kernel",
+    "elementwise_kernel",
+    "fill_kernel",
     "get_launcher",
     "jit",
     "language",
-    "next_power_of_2",
+    "launch_copy",
+    "launch_elementwise",
+    "launch_fill",
+    "launch_reduce",
+    "launch_scalar",
     "nc",
+    "next_power_of_2",
+    "reduce_kernel",
     "reset_launcher",
     "run_on_host",
+    "scalar_kernel",
     "set_launcher",
     "spmd_dim",
     "use_launcher",

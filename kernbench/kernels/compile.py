@@ -1,0 +1,488 @@
+"""Compile-and-load for ``@jit`` kernels, with NKIPy's SPMD / MPMD / no-CC modes.
+
+``DeviceKernel.compile_and_load(kernel, *inputs, **meta)`` "compiles" a kernel
+for one input signature: it binds the inputs as
+:class:`~kernbench.kernels.interpreter.ShapeOnlyBuffer` objects, runs program 0
+of the grid in timing-only mode to check that it runs, and writes an artifact
+``<root>/<content_hash>/kernel.json`` (kernel name, hash, input signature,
+meta-parameters, grid and the traced program's cost). The returned
+:class:`DeviceKernel` launches ``kernel[grid](*inputs, **meta)`` through the
+current launcher when called with inputs of the same signature.
+
+Tensor inputs are NumPy arrays or anything with ``.shape`` and ``.dtype``
+(a ``.dtype.storage`` NumPy dtype if it has one) and optionally ``.numel``;
+every other input is a scalar, and its value is part of the signature. Pass
+tensors positionally; ``**meta`` holds constexprs and scalars. ``grid`` is a
+launch spec or a callable of the meta dict, as in ``kernel[grid]``; without one
+the kernel runs as a single program.
+
+Content hash: SHA-256 over the kernel's source text (``inspect.getsource``;
+device functions it calls are not included), module and name, the input
+signature, meta-parameters, launch options and the resolved grid. Like NKIPy it
+does not depend on the CC mode. The in-memory cache is keyed by the artifact
+directory and the hash, so MPMD ranks simulated in one process each keep
+their own entry; ``use_cached_if_exists=False`` recompiles.
+
+Modes (``DeviceKernel.mode``):
+
+* ``"no_cc"`` -- ``cc_enabled=False``, or ``None`` with no process group and no
+  explicit ``rank_id``/``world_size``. Compiles locally into ``<build_dir>``.
+* ``"spmd"`` -- ``is_spmd=True`` with CC on and a process group: rank 0
+  compiles, every rank then enters the group's barrier, and the other ranks
+  load rank 0's artifact from the shared ``<build_dir>``. Explicit
+  ``rank_id``/``world_size`` without a process group cannot be SPMD, since
+  there is nothing to wait on: that is an error asking for ``is_spmd=False``.
+* ``"mpmd"`` -- ``is_spmd=False`` with CC on: every rank compiles into
+  ``<build_dir>/rank_<r>/``, ``r`` being ``rank_id`` or the group rank.
+
+``build_dir`` defaults to one temporary directory per process, removed at exit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import operator
+import os
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import numpy as np
+
+import kernbench.kernels.language as tl
+from kernbench.errors import KernelError
+from kernbench.kernels.interpreter import ShapeOnlyBuffer
+from kernbench.kernels.jit import Grid, JITFunction
+
+__all__ = ["CompileStats", "DeviceKernel", "DistributedState", "clear_cache"]
+
+ARTIFACT_FORMAT = "kernbench-kernel/1"
+ARTIFACT_NAME = "kernel.json"
+
+
+class DistributedState(NamedTuple):
+    """What compile_and_load needs from the process group (``rank``/``barrier`` when set up)."""
+
+    initialized: bool
+    rank: int | None = None
+    world_size: int | None = None
+    barrier: Callable[[], Any] | None = None
+
+
+def _distributed_state() -> DistributedState:
+    """The process group, if the torch-like distributed layer has one initialised."""
+    try:
+        import kernbench.torch.distributed as dist  # type: ignore[import-not-found]
+    except ImportError:
+        return DistributedState(False)
+    if not dist.is_initialized():
+        return DistributedState(False)
+    return DistributedState(True, dist.get_rank(), dist.get_world_size(), dist.barrier)
+
+
+@dataclass(frozen=True, slots=True)
+class CompileStats:
+    """Counters since the last :func:`clear_cache`."""
+
+    compilations: int  # traces run and artifacts written
+    cache_hits: int  # compile_and_load answered from the in-memory cache
+    loads: int  # SPMD ranks other than 0 that loaded rank 0's artifact
+
+
+@dataclass
+class _Counters:
+    compilations: int = 0
+    cache_hits: int = 0
+    loads: int = 0
+
+
+_CACHE: dict[tuple[str, str], dict[str, Any]] = {}  # (artifact root, hash) -> artifact
+_COUNTERS = _Counters()
+_DEFAULT_BUILD_DIR: tempfile.TemporaryDirectory[str] | None = None
+
+
+def clear_cache() -> None:
+    """Forget every compiled kernel and reset the counters (files stay on disk)."""
+    _CACHE.clear()
+    _COUNTERS.compilations = _COUNTERS.cache_hits = _COUNTERS.loads = 0
+
+
+def _default_build_dir() -> Path:
+    global _DEFAULT_BUILD_DIR
+    if _DEFAULT_BUILD_DIR is None:
+        _DEFAULT_BUILD_DIR = tempfile.TemporaryDirectory(prefix="kernbench-kernels-")
+    return Path(_DEFAULT_BUILD_DIR.name)
+
+
+# ----------------------------------------------------------------------------- signatures
+
+
+@dataclass(frozen=True, slots=True)
+class _TensorSpec:
+    shape: tuple[int, ...]
+    dtype: str  # the tensor's own dtype name ("bfloat16" for a device bf16 tensor)
+    storage: np.dtype  # what a kernel buffer over it holds
+    numel: int
+
+    def as_json(self, param: str) -> dict[str, Any]:
+        return {"param": param, "kind": "tensor", "shape": list(self.shape), "dtype": self.dtype}
+
+
+def _is_tensor(value: Any) -> bool:
+    if isinstance(value, np.generic):  # NumPy scalars have a shape and a dtype too
+        return False
+    return isinstance(value, np.ndarray) or (hasattr(value, "shape") and hasattr(value, "dtype"))
+
+
+def _tensor_spec(value: Any, param: str, kernel: str) -> _TensorSpec:
+    try:
+        shape = tuple(int(d) for d in value.shape)
+        dt = value.dtype
+        storage = np.dtype(getattr(dt, "storage", dt))
+    except (TypeError, ValueError) as exc:
+        raise KernelError(
+            f"kernel {kernel!r}: argument {param!r} looks like a tensor but its shape or "
+            f"dtype is not usable ({exc})"
+        ) from None
+    name = getattr(dt, "name", None)
+    numel = getattr(value, "numel", None)
+    if callable(numel):
+        numel = numel()
+    if isinstance(value, np.ndarray) or numel is None:
+        numel = int(np.prod(shape, dtype=np.int64))
+    return _TensorSpec(shape, name if isinstance(name, str) else str(storage), storage, int(numel))
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON value standing for ``value`` in the hash and the artifact."""
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, tl.dtype):
+        return f"tl.{value.name}"
+    if isinstance(value, tuple | list):
+        return [_canonical(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _canonical(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    return repr(value)
+
+
+def _kernel_source(kernel: JITFunction) -> str:
+    try:
+        return inspect.getsource(kernel.fn)
+    except (OSError, TypeError):  # defined where no source file exists (a REPL)
+        code = kernel.fn.__code__
+        return f"<bytecode {code.co_code.hex()} consts {code.co_consts!r}>"
+
+
+def _grid_json(grid: Grid) -> dict[str, Any]:
+    return {"dims": list(grid.dims), "spmd_axis": grid.spmd_axis, "num_cores": grid.num_cores}
+
+
+def _content_hash(kernel: JITFunction, payload: Mapping[str, Any]) -> str:
+    keyed = {
+        "format": ARTIFACT_FORMAT,
+        "source": _kernel_source(kernel),
+        "module": getattr(kernel.fn, "__module__", None),
+        "qualname": getattr(kernel.fn, "__qualname__", kernel.name),
+        **payload,
+    }
+    text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- modes
+
+
+def _optional_int(value: Any, what: str, kernel: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise KernelError(f"kernel {kernel!r}: {what} must be an integer, got {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise KernelError(f"kernel {kernel!r}: {what} must be an integer, got {value!r}") from None
+
+
+class _Placement(NamedTuple):
+    mode: str
+    cc_enabled: bool
+    rank: int | None
+    world_size: int | None
+    barrier: Callable[[], Any] | None
+
+
+def _resolve_mode(
+    kernel: str,
+    is_spmd: bool,
+    cc_enabled: bool | None,
+    rank_id: Any,
+    world_size: Any,
+) -> _Placement:
+    rank = _optional_int(rank_id, "rank_id", kernel)
+    world = _optional_int(world_size, "world_size", kernel)
+    if (rank is None) != (world is None):
+        given, missing = ("rank_id", "world_size") if world is None else ("world_size", "rank_id")
+        raise KernelError(
+            f"kernel {kernel!r}: {given} was given without {missing}; pass both or neither"
+        )
+    explicit = rank is not None
+    if explicit and world is not None:
+        if world <= 0:
+            raise KernelError(f"kernel {kernel!r}: world_size must be positive, got {world}")
+        if not 0 <= rank < world:
+            raise KernelError(
+                f"kernel {kernel!r}: rank_id {rank} is out of range for world_size {world}; "
+                f"valid: 0..{world - 1}"
+            )
+    if cc_enabled is not None and not isinstance(cc_enabled, bool):
+        raise KernelError(f"kernel {kernel!r}: cc_enabled must be None, True or False")
+    if cc_enabled is False:
+        return _Placement("no_cc", False, rank, world, None)
+    state = _distributed_state()
+    if cc_enabled is None and not (state.initialized or explicit):
+        return _Placement("no_cc", False, None, None, None)
+    if not explicit:
+        if not state.initialized:
+            raise KernelError(
+                f"kernel {kernel!r}: cc_enabled=True needs rank_id and world_size, or an "
+                "initialised process group"
+            )
+        rank, world = state.rank, state.world_size
+    if not is_spmd:
+        return _Placement("mpmd", True, rank, world, None)
+    if not state.initialized:
+        raise KernelError(
+            f"kernel {kernel!r}: explicit rank_id/world_size without an initialised process "
+            "group needs is_spmd=False (MPMD: every rank compiles); SPMD needs the process "
+            "group's barrier so other ranks can load rank 0's artifact"
+        )
+    return _Placement("spmd", True, rank, world, state.barrier)
+
+
+# ----------------------------------------------------------------------------- artifacts
+
+
+def _write_artifact(path: Path, artifact: Mapping[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(json.dumps(artifact, indent=2, sort_keys=True) + "\n")
+    os.replace(partial, path)  # readers never see a half-written file
+
+
+def _read_artifact(path: Path, kernel: str, content_hash: str) -> dict[str, Any]:
+    try:
+        artifact = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise KernelError(
+            f"kernel {kernel!r}: rank 0's artifact {path} does not exist after the barrier; "
+            "SPMD ranks must share build_dir and launch the same kernel and input shapes"
+        ) from None
+    if artifact.get("content_hash") != content_hash or artifact.get("kernel") != kernel:
+        raise KernelError(f"kernel {kernel!r}: artifact {path} belongs to another kernel")
+    return artifact
+
+
+# ----------------------------------------------------------------------------- the kernel
+
+
+class DeviceKernel:
+    """A compiled kernel bound to one input signature; call it with inputs of that signature."""
+
+    def __init__(
+        self,
+        kernel: JITFunction,
+        artifact: Mapping[str, Any],
+        *,
+        grid: Any,
+        meta: Mapping[str, Any],
+        tensor_specs: Mapping[int, _TensorSpec],
+        num_inputs: int,
+        placement: _Placement,
+        artifact_path: Path,
+        from_cache: bool,
+    ) -> None:
+        self.kernel = kernel
+        self.artifact: Mapping[str, Any] = MappingProxyType(dict(artifact))
+        self.grid = grid
+        self.meta: Mapping[str, Any] = MappingProxyType(dict(meta))
+        self._tensor_specs = dict(tensor_specs)
+        self._num_inputs = num_inputs
+        self.mode: str = placement.mode
+        self.cc_enabled: bool = placement.cc_enabled
+        self.rank_id: int | None = placement.rank
+        self.world_size: int | None = placement.world_size
+        self.artifact_path: Path = artifact_path
+        self.content_hash: str = artifact["content_hash"]
+        self.from_cache: bool = from_cache
+
+    @property
+    def name(self) -> str:
+        return self.kernel.name
+
+    def __repr__(self) -> str:
+        return (
+            f"DeviceKernel({self.name}, mode={self.mode}, hash={self.content_hash[:12]}, "
+            f"from_cache={self.from_cache})"
+        )
+
+    def __call__(self, *inputs: Any) -> Any:
+        """Launch ``kernel[grid](*inputs, **meta)``; returns what the launcher returns."""
+        if len(inputs) != self._num_inputs:
+            raise KernelError(
+                f"kernel {self.name!r} was compiled for {self._num_inputs} inputs, "
+                f"called with {len(inputs)}"
+            )
+        for index, spec in self._tensor_specs.items():
+            param = self.kernel.params[index]
+            value = inputs[index]
+            got = _tensor_spec(value, param, self.name) if _is_tensor(value) else None
+            if got is None or (got.shape, got.dtype) != (spec.shape, spec.dtype):
+                seen = "not a tensor" if got is None else f"{got.shape} {got.dtype}"
+                raise KernelError(
+                    f"kernel {self.name!r}: input {param!r} is {seen}, but it was compiled "
+                    f"for {spec.shape} {spec.dtype}; compile_and_load it for this signature"
+                )
+        return self.kernel[self.grid](*inputs, **self.meta)
+
+    @staticmethod
+    def stats() -> CompileStats:
+        return CompileStats(_COUNTERS.compilations, _COUNTERS.cache_hits, _COUNTERS.loads)
+
+    @classmethod
+    def compile_and_load(
+        cls,
+        fn: JITFunction,
+        *inputs: Any,
+        is_spmd: bool = True,
+        cc_enabled: bool | None = None,
+        rank_id: int | None = None,
+        world_size: int | None = None,
+        build_dir: str | os.PathLike[str] | None = None,
+        use_cached_if_exists: bool = True,
+        grid: Any = None,
+        **meta: Any,
+    ) -> DeviceKernel:
+        """Trace ``fn`` for ``inputs`` (or reuse the cached trace) and return it ready to call."""
+        if not isinstance(fn, JITFunction):
+            name = getattr(fn, "__name__", type(fn).__name__)
+            raise KernelError(
+                f"compile_and_load: {name!r} is not a @jit kernel; decorate it with "
+                "kernbench.kernels.jit"
+            )
+        name = fn.name
+        placement = _resolve_mode(name, is_spmd, cc_enabled, rank_id, world_size)
+        grid_spec = (1,) if grid is None else grid
+
+        if len(inputs) > len(fn.params):
+            raise KernelError(
+                f"kernel {name!r} takes {len(fn.params)} parameters "
+                f"({', '.join(fn.params)}), got {len(inputs)} inputs"
+            )
+        for key, value in meta.items():
+            if _is_tensor(value):
+                raise KernelError(
+                    f"kernel {name!r}: tensor argument {key!r} must be passed positionally, "
+                    "not as a keyword"
+                )
+        specs = {
+            i: _tensor_spec(v, fn.params[i], name) for i, v in enumerate(inputs) if _is_tensor(v)
+        }
+        traced_args = tuple(
+            ShapeOnlyBuffer(fn.params[i], specs[i].storage, specs[i].numel) if i in specs else v
+            for i, v in enumerate(inputs)
+        )
+        launch = fn.prepare(grid_spec, *traced_args, **meta)
+        signature = [
+            specs[i].as_json(fn.params[i])
+            if i in specs
+            else {"param": fn.params[i], "kind": "scalar", "value": _canonical(v)}
+            for i, v in enumerate(inputs)
+        ]
+        payload = {
+            "kernel": name,
+            "inputs": signature,
+            "meta": _canonical(dict(launch.meta)),
+            "keywords": _canonical({k: v for k, v in meta.items() if k not in launch.meta}),
+            "options": _canonical(dict(launch.options)),
+            "grid": _grid_json(launch.grid),
+        }
+        content_hash = _content_hash(fn, payload)
+
+        root = Path(build_dir) if build_dir is not None else _default_build_dir()
+        if placement.mode == "mpmd":
+            root = root / f"rank_{placement.rank}"
+        artifact_path = root / content_hash / ARTIFACT_NAME
+        key = (str(root.resolve()), content_hash)
+
+        def make(artifact: Mapping[str, Any], from_cache: bool) -> DeviceKernel:
+            return cls(
+                fn,
+                artifact,
+                grid=grid_spec,
+                meta=meta,
+                tensor_specs=specs,
+                num_inputs=len(inputs),
+                placement=placement,
+                artifact_path=artifact_path,
+                from_cache=from_cache,
+            )
+
+        if placement.mode == "spmd" and placement.rank != 0:
+            if placement.barrier is not None:
+                placement.barrier()
+            artifact = _read_artifact(artifact_path, name, content_hash)
+            _COUNTERS.loads += 1
+            return make(artifact, from_cache=False)
+
+        try:
+            artifact, from_cache = _compile(
+                launch, key, artifact_path, payload, use_cached_if_exists
+            )
+        finally:
+            # rank 0 enters the barrier even when its trace fails, so the other ranks
+            # are not left waiting; they then report the missing artifact
+            if placement.mode == "spmd" and placement.barrier is not None:
+                placement.barrier()
+        return make(artifact, from_cache=from_cache)
+
+
+def _compile(
+    launch: Any,
+    key: tuple[str, str],
+    artifact_path: Path,
+    payload: Mapping[str, Any],
+    use_cached_if_exists: bool,
+) -> tuple[dict[str, Any], bool]:
+    """The artifact for ``launch`` from the cache or a fresh trace, and whether it was cached."""
+    cached = _CACHE.get(key) if use_cached_if_exists else None
+    if cached is not None:
+        _COUNTERS.cache_hits += 1
+        if not artifact_path.exists():  # the build directory was cleaned: restore the file
+            _write_artifact(artifact_path, cached)
+        return cached, True
+    name = launch.kernel.name
+    try:
+        cost = launch.run_program(next(iter(launch.grid.program_ids())))
+    except KernelError as exc:
+        raise KernelError(f"compile_and_load of kernel {name!r} failed: {exc}") from exc
+    artifact = {
+        "format": ARTIFACT_FORMAT,
+        "content_hash": key[1],
+        **payload,
+        "traced_program": _canonical(dataclasses.asdict(cost)),
+    }
+    _write_artifact(artifact_path, artifact)
+    _CACHE[key] = artifact
+    _COUNTERS.compilations += 1
+    return artifact, False
