@@ -86,6 +86,8 @@ class FlowNetwork:
         self._next_fid = 0
         self.flows_started = 0
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
+        self._dirty: set[int] = set()
+        self._rebalance_pending = False
 
     def route_cost(self, route: tuple[int, ...]) -> RouteCost:
         cost = self._route_costs.get(route)
@@ -117,8 +119,26 @@ class FlowNetwork:
         for e in route:
             self.active[e][flow.fid] = flow
             self.bytes_carried[e] += nbytes
-        self._rebalance(route)
+        self._mark_dirty(route)
         return delivered
+
+    def _mark_dirty(self, edges: tuple[int, ...]) -> None:
+        """Rebalance once per instant, after every flow starting or ending now has.
+
+        Many flows often start or end at the same picosecond (a collective step,
+        shards written together); one rebalance for all of them keeps that
+        linear instead of quadratic in events.  The zero-delay timer is queued
+        behind every event already due now, so those flows are all counted.
+        """
+        self._dirty.update(edges)
+        if not self._rebalance_pending:
+            self._rebalance_pending = True
+            self.env.timeout(0).callbacks.append(self._rebalance_dirty)
+
+    def _rebalance_dirty(self, _event: simpy.Event) -> None:
+        self._rebalance_pending = False
+        dirty, self._dirty = tuple(sorted(self._dirty)), set()
+        self._rebalance(dirty)
 
     # -- rate allocation ---------------------------------------------------------
     def _component(self, seed_edges: tuple[int, ...]) -> tuple[list[_Flow], list[int]]:
@@ -190,4 +210,4 @@ class FlowNetwork:
             del self.active[e][flow.fid]
         done, flow.done = flow.done, None
         done.succeed()
-        self._rebalance(flow.edges)
+        self._mark_dirty(flow.edges)

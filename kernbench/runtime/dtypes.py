@@ -46,9 +46,12 @@ class DType:
 
     def to_storage(self, values: np.ndarray) -> np.ndarray:
         """Values (any numeric array) -> contiguous storage array of this dtype."""
+        shape = np.shape(values)
         if self.name == "bfloat16":
-            return float32_to_bfloat16_bits(np.asarray(values, dtype=np.float32))
-        return np.ascontiguousarray(values, dtype=self.storage)
+            stored = float32_to_bfloat16_bits(np.asarray(values, dtype=np.float32))
+        else:
+            stored = np.ascontiguousarray(values, dtype=self.storage)
+        return stored.reshape(shape)  # ascontiguousarray makes a 0-d array 1-d
 
     def from_storage(self, stored: np.ndarray) -> np.ndarray:
         if self.name == "bfloat16":
