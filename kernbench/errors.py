@@ -22,6 +22,10 @@ __all__ = [
     "TensorError",
     "KernelError",
     "SimulationError",
+    "DeadlockError",
+    "RankError",
+    "DistributedError",
+    "CollectiveMismatchError",
 ]
 
 
@@ -82,3 +86,28 @@ class KernelError(KernBenchError):
 
 class SimulationError(KernBenchError):
     """The simulation cannot proceed (a wait that can never complete)."""
+
+
+class DeadlockError(SimulationError):
+    """Ranks wait for something that can never happen; ``blocked`` maps rank -> what."""
+
+    def __init__(self, message: str, blocked: dict[int, str]) -> None:
+        super().__init__(message)
+        self.blocked = dict(blocked)
+
+
+class RankError(KernBenchError):
+    """A rank's code raised; the original exception is the ``__cause__``."""
+
+    def __init__(self, rank: int, cause: BaseException) -> None:
+        self.rank = rank
+        self.original = cause
+        super().__init__(f"rank {rank} raised {type(cause).__name__}: {cause}")
+
+
+class DistributedError(KernBenchError):
+    """Misuse of the distributed API (not initialised, bad group, bad rank)."""
+
+
+class CollectiveMismatchError(DistributedError):
+    """Ranks of one group called different collectives at the same point."""

@@ -228,10 +228,9 @@ def test_round_trip_every_dtype_on_one_pe(default_ctx: RuntimeContext, dtype: st
     round_trip(default_ctx, DPPolicy(num_sips=1, num_cubes=1, num_pes=1), dtype, seed=7)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES, ids=policy_id)
 def test_round_trip_every_policy_and_dtype(default_ctx: RuntimeContext, policy: DPPolicy):
-    """The full 27 x 9 matrix (about two minutes; run with -m slow)."""
+    """The full 27 policies x 9 dtypes matrix."""
     for i, dtype in enumerate(DTYPE_NAMES):
         round_trip(default_ctx, policy, dtype, seed=i)
 

@@ -80,6 +80,7 @@ class Fabric:
         self.trace: list[TraceRow] = []
         self._next_id = 0
         self._known_endpoints: set[str] = set()
+        self._ipcq = None
         self.waiter: Callable[[Handle], None] = self._run_until
         self._handlers: dict[type, Callable[[Message], Generator]] = {
             Transfer: self._serve_transfer,
@@ -111,6 +112,15 @@ class Fabric:
             page_size = self.topology.cube.pe_template.components.pe_mmu.attrs.page_size
             unit.page_table = PageTable(page_size, name=f"{pe_name}.mmu")
         return unit.page_table
+
+    @property
+    def ipcq(self):
+        """The inter-PE queues (created on first use)."""
+        if self._ipcq is None:
+            from kernbench.fabric.ipcq import Ipcq
+
+            self._ipcq = Ipcq(self)
+        return self._ipcq
 
     @property
     def now(self) -> int:
