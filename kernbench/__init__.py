@@ -4,4 +4,13 @@ from kernbench.errors import KernBenchError
 
 __version__ = "0.1.0"
 
-__all__ = ["KernBenchError", "__version__"]
+__all__ = ["KernBenchError", "__version__", "simulate", "SimResult"]
+
+
+def __getattr__(name: str):
+    # The harness imports every layer; load it only when asked for.
+    if name in ("simulate", "SimResult"):
+        from kernbench.bench import simulate as _simulate
+
+        return getattr(_simulate, name)
+    raise AttributeError(f"module 'kernbench' has no attribute {name!r}")

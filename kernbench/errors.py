@@ -109,5 +109,9 @@ class DistributedError(KernBenchError):
     """Misuse of the distributed API (not initialised, bad group, bad rank)."""
 
 
-class CollectiveMismatchError(DistributedError):
-    """Ranks of one group called different collectives at the same point."""
+class CollectiveMismatchError(DeadlockError, DistributedError):
+    """Ranks of one group called different collectives at the same point.
+
+    It is a :class:`DeadlockError` too: such ranks would wait for each other
+    forever; ``blocked`` maps each rank to what it called.
+    """

@@ -31,6 +31,7 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.fabric import ProgramWork, RunPrograms
+from kernbench.kernels import language as tl
 from kernbench.kernels.interpreter import LaunchRecord, ProgramCost
 from kernbench.kernels.jit import KernelLaunch
 
@@ -97,6 +98,7 @@ class DeviceBuffer:
         self.name = tensor.name
         self._dtype = tensor.dtype
         self.dtype = tensor.dtype.value
+        self.element_type = tl.bfloat16 if tensor.dtype.name == "bfloat16" else None
         self.numel = tensor.numel
         self._layout = _layout_of(tensor)
         self._store = ctx.store if ctx.store.stores_bytes else None
@@ -260,10 +262,15 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
     first_pe = next(iter(plan))
     sip, cube, _ = _coord(first_pe)
     start = ctx.now
-    handle = ctx.submit(RunPrograms(
-        src="host", dst=f"sip{sip}.cube{cube}.m_cpu", nbytes=LAUNCH_COMMAND_BYTES,
-        programs=programs, tag=launch.kernel.name,
-    ))
+    handle = ctx.submit(
+        RunPrograms(
+            src="host",
+            dst=f"sip{sip}.cube{cube}.m_cpu",
+            nbytes=LAUNCH_COMMAND_BYTES,
+            programs=programs,
+            tag=launch.kernel.name,
+        )
+    )
     if not wait:
         return handle
     ctx.wait(handle)
@@ -274,8 +281,9 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
     )
 
 
-def _program(launch: KernelLaunch, pid: tuple, traffic: _Traffic,
-             costs: dict[tuple, ProgramCost]) -> Callable[[], ProgramWork]:
+def _program(
+    launch: KernelLaunch, pid: tuple, traffic: _Traffic, costs: dict[tuple, ProgramCost]
+) -> Callable[[], ProgramWork]:
     def run() -> ProgramWork:
         cost = launch.run_program(pid)
         costs[pid] = cost

@@ -40,13 +40,20 @@ __all__ = [
 ]
 
 
+def _itemsize(buffer: Any) -> int:
+    declared = getattr(buffer, "element_type", None)
+    return declared.itemsize if declared is not None else np.dtype(buffer.dtype).itemsize
+
+
 @runtime_checkable
 class KernelBuffer(Protocol):
     """What a kernel's pointer argument must provide.
 
     ``load`` and ``store`` get flat int64 element indices that are already
     masked and bounds-checked; ``memory`` ("hbm", "tcm", "sram", ...) only
-    labels the traffic for the cost model.
+    labels the traffic for the cost model.  A buffer may also declare an
+    ``element_type`` (a ``tl`` dtype) when its NumPy dtype does not say it, as
+    for bfloat16 values held in float32 arrays.
     """
 
     name: str
@@ -169,14 +176,14 @@ class ProgramRecorder:
 
     def record_load(self, buffer: KernelBuffer, *, lanes_issued: int, lanes_active: int) -> None:
         entry = self._entry(buffer)
-        entry[0] += lanes_active * np.dtype(buffer.dtype).itemsize
+        entry[0] += lanes_active * _itemsize(buffer)
         entry[2] += 1
         self.lanes_loaded += lanes_active
         self.lanes_masked_off += lanes_issued - lanes_active
 
     def record_store(self, buffer: KernelBuffer, *, lanes_issued: int, lanes_active: int) -> None:
         entry = self._entry(buffer)
-        entry[1] += lanes_active * np.dtype(buffer.dtype).itemsize
+        entry[1] += lanes_active * _itemsize(buffer)
         entry[3] += 1
         self.lanes_stored += lanes_active
         self.lanes_masked_off += lanes_issued - lanes_active

@@ -185,6 +185,13 @@ _FROM_NUMPY = {
 }
 
 
+def element_type(buffer: Any) -> dtype:
+    """A buffer's element type: its ``element_type`` if it has one (bfloat16 values are
+    held in float32 arrays), else the type of its NumPy dtype."""
+    declared = getattr(buffer, "element_type", None)
+    return declared if declared is not None else _from_numpy(buffer.dtype)
+
+
 def _from_numpy(np_dtype: np.dtype) -> dtype:
     try:
         return _FROM_NUMPY[np.dtype(np_dtype)]
@@ -491,7 +498,7 @@ class Pointer:
 
     @property
     def dtype(self) -> pointer_type:
-        return pointer_type(_from_numpy(self.buffer.dtype))
+        return pointer_type(element_type(self.buffer))
 
     type = dtype
 
@@ -677,7 +684,7 @@ def load(
         out[lanes] = buffer.load(chosen)
         active = chosen.size
     _record_memory("load", buffer, int(offsets.size), int(active))
-    return Block(out, _from_numpy(np_dtype))
+    return Block(out, element_type(buffer))
 
 
 def store(

@@ -68,7 +68,7 @@ class RuntimeContext:
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
         self._pending_release: list[Allocation] = []
-        self._handles: list[Handle] = []
+        self._pending: dict[int, Handle] = {}
 
     # -- clock and requests --------------------------------------------------------
     @property
@@ -78,17 +78,19 @@ class RuntimeContext:
 
     def submit(self, msg: Message) -> Handle:
         handle = self.fabric.submit(msg)
-        self._handles.append(handle)
+        self._pending[handle.request_id] = handle
         return handle
 
     def wait(self, handle: Handle):
+        # Forget the handle first: a waited request (even a failed one) is no longer pending,
+        # and holding it would keep its payloads alive.
+        self._pending.pop(handle.request_id, None)
         return self.fabric.wait(handle)
 
     def wait_all(self, handles: Sequence[Handle] | None = None) -> list:
-        pending = list(self._handles if handles is None else handles)
-        if handles is None:
-            self._handles = []
-        return [self.fabric.wait(h) for h in pending]
+        """Wait for ``handles``, or for every request submitted here and not yet waited on."""
+        pending = list(self._pending.values() if handles is None else handles)
+        return [self.wait(h) for h in pending]
 
     # -- devices ---------------------------------------------------------------------
     @property

@@ -1,0 +1,97 @@
+"""Run a distributed function on a simulated machine and summarise where time went."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernbench.distributed.world import World
+from kernbench.fabric import TraceRow
+from kernbench.runtime import RuntimeContext, use_context
+from kernbench.topology import Topology, load_topology
+from kernbench.units import PS_PER_S
+
+__all__ = ["SimResult", "simulate", "run_report"]
+
+
+@dataclass
+class SimResult:
+    """What a run gives back: per-rank return values, simulated time, trace, report."""
+
+    returns: list[Any]
+    elapsed_ps: int
+    per_rank_ps: list[int]
+    trace: list[TraceRow]
+    report: dict[str, Any]
+    context: RuntimeContext = field(repr=False)
+
+
+def simulate(
+    fn: Callable[..., Any],
+    *,
+    topology: Topology | str | Path,
+    world_size: int | None = None,
+    timing_only: bool = False,
+    overrides: Iterable[str] | None = None,
+    args: tuple = (),
+    rank_args: bool = False,
+) -> SimResult:
+    """Run ``fn(*args)`` once per rank (``fn(rank, world_size, *args)`` with ``rank_args``)."""
+    overrides = tuple(overrides or ())
+    if not isinstance(topology, Topology):
+        topology = load_topology(topology, overrides)
+    ctx = RuntimeContext(topology, timing_only=timing_only)
+    size = ctx.num_devices if world_size is None else int(world_size)
+    world = World(ctx, size)
+    finished = [0] * size
+
+    def body(rank: int) -> Any:
+        value = fn(rank, size, *args) if rank_args else fn(*args)
+        finished[rank] = ctx.now
+        return value
+
+    with use_context(ctx):
+        returns = world.run(body)
+    report = run_report(ctx, world, finished)
+    report["overrides"] = list(overrides)
+    return SimResult(returns, ctx.now, finished, ctx.fabric.trace, report, ctx)
+
+
+def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) -> dict[str, Any]:
+    """Simulated time, per-rank time, bytes per link class, busiest component."""
+    network = ctx.fabric.network
+    edges = ctx.fabric.graph.edges
+    by_class: dict[str, int] = defaultdict(int)
+    busiest = None
+    for edge, carried in zip(edges, network.bytes_carried, strict=True):
+        if not carried:
+            continue
+        by_class[edge.link_class] += carried
+        busy = carried * PS_PER_S / edge.bandwidth
+        if busiest is None or busy > busiest[1]:
+            busiest = (edge, busy, carried)
+    elapsed = ctx.now
+    report: dict[str, Any] = {
+        "topology": ctx.topology.name,
+        "world_size": world.world_size if world else 1,
+        "timing_only": ctx.timing_only,
+        "simulated_time_ps": elapsed,
+        "per_rank_time_ps": list(per_rank),
+        "bytes_by_link_class": dict(sorted(by_class.items())),
+        "requests": len(ctx.fabric.trace),
+        "collectives": len(world.collectives) if world else 0,
+        "ipcq_messages": ctx.fabric.ipcq.messages if ctx.fabric._ipcq else 0,
+    }
+    if busiest is not None:
+        edge, busy, carried = busiest
+        report["busiest_component"] = {
+            "name": edge.name,
+            "class": edge.link_class,
+            "bytes": carried,
+            "busy_ps": round(busy),
+            "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
+        }
+    return report

@@ -1,0 +1,325 @@
+"""The distributed runtime of one run: ranks, process groups, rendezvous, p2p.
+
+Every collective call is a rendezvous keyed by (group, sequence number on that
+group): the call is recorded, and when the last member arrives the collective
+is checked (same op, shapes, dtypes, roots on every rank) and launched on the
+PEs.  A rank that returns or calls something else leaves the others waiting;
+the scheduler then reports every blocked rank and what it waits for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from kernbench.distributed.scheduler import Scheduler, current_rank
+from kernbench.errors import CollectiveMismatchError, DistributedError, KernBenchError
+
+__all__ = ["World", "ProcessGroup", "Work", "active_world"]
+
+_ACTIVE: list[World] = []
+
+
+def active_world() -> World:
+    if not _ACTIVE:
+        raise DistributedError(
+            "no distributed run is active: run the script with `kernbench run` or "
+            "kernbench.simulate(), or start ranks with kernbench.torch.multiprocessing"
+        )
+    return _ACTIVE[-1]
+
+
+@dataclass(eq=False)
+class ProcessGroup:
+    """A set of global ranks; group rank i is ``ranks[i]``."""
+
+    gid: int
+    ranks: tuple[int, ...]
+    name: str = ""
+
+    def group_rank(self, rank: int) -> int:
+        try:
+            return self.ranks.index(rank)
+        except ValueError:
+            return -1
+
+    def size(self) -> int:
+        return len(self.ranks)
+
+    def rank(self) -> int:
+        state = current_rank()
+        return self.group_rank(state.rank) if state else -1
+
+    def __repr__(self) -> str:
+        return f"ProcessGroup({self.name or self.gid}, ranks={list(self.ranks)})"
+
+
+@dataclass(eq=False)
+class _Rendezvous:
+    group: ProcessGroup
+    seq: int
+    arrived: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    launched: simpy.Event | None = None
+    done: simpy.Event | None = None
+    error: BaseException | None = None
+
+    def describe(self) -> str:
+        missing = [r for r in self.group.ranks if r not in self.arrived]
+        return f"ranks {missing} have not called it"
+
+
+class Work:
+    """The handle of an async operation (``async_op=True``), as in torch.distributed."""
+
+    def __init__(
+        self, world: World, rendezvous: _Rendezvous, what: str, result: Any = None
+    ) -> None:
+        self._world = world
+        self._rv = rendezvous
+        self._what = what
+        self._result = result
+
+    def wait(self, timeout: Any = None) -> bool:
+        world, rv = self._world, self._rv
+        if rv.seq < 0:
+            world.scheduler.wait_until(rv.launched, self._what)
+        else:
+            world.scheduler.wait_until(rv.launched, lambda: f"{self._what} ({rv.describe()})")
+        if rv.error is not None:
+            raise rv.error
+        world.scheduler.wait_until(rv.done, f"{self._what} to finish")
+        return True
+
+    def is_completed(self) -> bool:
+        return self._rv.done is not None and self._rv.done.processed
+
+    def is_success(self) -> bool:
+        return self.is_completed() and self._rv.error is None
+
+    def exception(self) -> BaseException | None:
+        return self._rv.error
+
+    def result(self) -> Any:
+        return self._result
+
+    def __repr__(self) -> str:
+        state = "completed" if self.is_completed() else "pending"
+        return f"<Work {self._what} {state}>"
+
+
+class World:
+    """Ranks, groups and pending collectives of one run."""
+
+    def __init__(self, ctx: Any, world_size: int) -> None:
+        if world_size > ctx.num_devices:
+            level = ctx.topology.system.device_level
+            raise DistributedError(
+                f"world size {world_size} does not fit: the topology has {ctx.num_devices} "
+                f"devices at level {level!r} (set system.device_level to 'cube' or 'pe' for "
+                f"more devices, or use at most {ctx.num_devices} ranks)"
+            )
+        self.ctx = ctx
+        self.world_size = world_size
+        self.scheduler = Scheduler(ctx.fabric.env, world_size)
+        self.world_group = ProcessGroup(0, tuple(range(world_size)), "WORLD")
+        self.groups: list[ProcessGroup] = [self.world_group]
+        self._group_calls: dict[int, int] = {}
+        self._seq: dict[tuple[int, int], int] = {}
+        self._rendezvous: dict[tuple[int, int], _Rendezvous] = {}
+        self._p2p_sends: dict[tuple[int, int, int], list[tuple[Any, _Rendezvous]]] = {}
+        self._p2p_recvs: dict[tuple[int, int], list[tuple[Any, int | None, _Rendezvous]]] = {}
+        self.initialised: set[int] = set()
+        self.collectives: list[Any] = []
+
+    # -- running ranks ---------------------------------------------------------------
+    def run(self, fn: Callable[[int], Any]) -> list[Any]:
+        fabric = self.ctx.fabric
+        previous = fabric.waiter
+        fabric.waiter = lambda h: self.scheduler.wait_until(
+            h.event, f"request {h.request_id} ({h.msg.kind} {h.msg.src} -> {h.msg.dst})"
+        )
+        _ACTIVE.append(self)
+
+        def body(rank: int) -> Any:
+            self.ctx.set_device(rank)
+            return fn(rank)
+
+        try:
+            return self.scheduler.run(body)
+        finally:
+            _ACTIVE.remove(self)
+            fabric.waiter = previous
+
+    @property
+    def rank(self) -> int:
+        state = current_rank()
+        if state is None:
+            raise DistributedError("this call must be made from a rank")
+        return state.rank
+
+    # -- groups ----------------------------------------------------------------------
+    def new_group(self, ranks: Any) -> ProcessGroup:
+        """The caller's next ``new_group`` call; every rank gets the same group object."""
+        me = self.rank
+        chosen = tuple(range(self.world_size)) if ranks is None else tuple(int(r) for r in ranks)
+        if len(set(chosen)) != len(chosen) or any(not 0 <= r < self.world_size for r in chosen):
+            raise DistributedError(
+                f"new_group(ranks={list(chosen)}): ranks must be distinct and in "
+                f"0..{self.world_size - 1}"
+            )
+        index = self._group_calls.get(me, 0)
+        self._group_calls[me] = index + 1
+        if index + 1 < len(self.groups):
+            group = self.groups[index + 1]
+            if group.ranks != tuple(sorted(chosen)):
+                raise DistributedError(
+                    f"rank {me}: new_group call #{index} asks for ranks {sorted(chosen)} but "
+                    f"another rank's call #{index} made {list(group.ranks)}; every rank must "
+                    "create the same groups in the same order"
+                )
+            return group
+        group = ProcessGroup(len(self.groups), tuple(sorted(chosen)), f"group{len(self.groups)}")
+        self.groups.append(group)
+        return group
+
+    # -- collectives -------------------------------------------------------------------
+    def collective(
+        self,
+        group: ProcessGroup,
+        what: str,
+        signature: Any,
+        payload: Any,
+        launch: Callable[[list[Any]], Any],
+        async_op: bool,
+        result: Any = None,
+    ) -> Work | None:
+        """Record this rank's call; the last member to arrive launches ``launch``.
+
+        ``signature`` must be equal on every rank (op, shapes, dtypes, root);
+        ``launch`` gets the payloads in group-rank order and returns a
+        :class:`~kernbench.ccl.launch.CollectiveLauncher`.
+        """
+        me = self.rank
+        grank = group.group_rank(me)
+        if grank < 0:
+            raise DistributedError(f"rank {me} is not a member of {group!r}; it cannot call {what}")
+        seq = self._seq.get((group.gid, me), 0)
+        self._seq[(group.gid, me)] = seq + 1
+        rv = self._rendezvous.get((group.gid, seq))
+        env = self.ctx.fabric.env
+        if rv is None:
+            rv = _Rendezvous(group, seq, launched=env.event(), done=env.event())
+            self._rendezvous[(group.gid, seq)] = rv
+        rv.arrived[me] = (what, signature, payload)
+        first_what, first_sig, _ = next(iter(rv.arrived.values()))
+        if (what, signature) != (first_what, first_sig):
+            calls = {r: f"{w} {s}" for r, (w, s, _) in rv.arrived.items()}
+            error = CollectiveMismatchError(
+                f"collective #{seq} on {group!r} does not match across ranks:\n  "
+                + "\n  ".join(f"rank {r} called {c}" for r, c in calls.items()),
+                calls,
+            )
+            rv.error = error
+            if not rv.launched.triggered:
+                rv.launched.succeed()
+            raise error
+        if len(rv.arrived) == group.size():
+            del self._rendezvous[(group.gid, seq)]
+            self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
+        work = Work(self, rv, f"{what} #{seq} on {group.name}", result)
+        if async_op:
+            return work
+        work.wait()
+        return None
+
+    def _launch(
+        self, rv: _Rendezvous, launch: Callable[[list[Any]], Any], payloads: list[Any]
+    ) -> None:
+        try:
+            launcher = launch(payloads)
+        except KernBenchError as exc:
+            rv.error = exc
+            rv.launched.succeed()
+            raise
+        self.collectives.append(launcher)
+        finished = launcher.finish()
+        finished.callbacks.append(lambda _ev: rv.done.succeed())
+        rv.launched.succeed()
+
+    # -- point to point ----------------------------------------------------------------
+    def post_send(self, tensor: Any, dst: int, tag: int) -> _Rendezvous:
+        me = self.rank
+        self._check_peer(dst, "send")
+        rv = self._p2p_rendezvous(f"send to rank {dst} (tag {tag})")
+        waiting = self._p2p_recvs.get((dst, tag), [])
+        for i, (recv_tensor, src, recv_rv) in enumerate(waiting):
+            if src is None or src == me:
+                del waiting[i]
+                self._match(tensor, me, recv_tensor, dst, rv, recv_rv)
+                return rv
+        self._p2p_sends.setdefault((me, dst, tag), []).append((tensor, rv))
+        return rv
+
+    def post_recv(self, tensor: Any, src: int | None, tag: int) -> _Rendezvous:
+        me = self.rank
+        if src is not None:
+            self._check_peer(src, "recv")
+        where = "any rank" if src is None else f"rank {src}"
+        rv = self._p2p_rendezvous(f"recv from {where} (tag {tag})")
+        sources = range(self.world_size) if src is None else (src,)
+        for s in sources:
+            pending = self._p2p_sends.get((s, me, tag))
+            if pending:
+                send_tensor, send_rv = pending.pop(0)
+                self._match(send_tensor, s, tensor, me, send_rv, rv)
+                return rv
+        self._p2p_recvs.setdefault((me, tag), []).append((tensor, src, rv))
+        return rv
+
+    def _p2p_rendezvous(self, what: str) -> _Rendezvous:
+        env = self.ctx.fabric.env
+        rv = _Rendezvous(self.world_group, -1, launched=env.event(), done=env.event())
+        rv.what = what  # type: ignore[attr-defined]
+        return rv
+
+    def _check_peer(self, peer: int, what: str) -> None:
+        if not isinstance(peer, int) or not 0 <= peer < self.world_size:
+            raise DistributedError(f"{what}: peer rank {peer!r} is not in 0..{self.world_size - 1}")
+        if peer == self.rank:
+            raise DistributedError(f"{what}: rank {peer} cannot {what} to itself")
+
+    def _match(
+        self,
+        src_tensor: Any,
+        src: int,
+        dst_tensor: Any,
+        dst: int,
+        send_rv: _Rendezvous,
+        recv_rv: _Rendezvous,
+    ) -> None:
+        from kernbench.ccl import launch as ccl
+
+        if (src_tensor.shape, src_tensor.dtype) != (dst_tensor.shape, dst_tensor.dtype):
+            error = CollectiveMismatchError(
+                f"send from rank {src} ({src_tensor.dtype.name}{list(src_tensor.shape)}) does "
+                f"not match recv on rank {dst} ({dst_tensor.dtype.name}{list(dst_tensor.shape)})",
+                {src: "send", dst: "recv"},
+            )
+            for rv in (send_rv, recv_rv):
+                rv.error = error
+                rv.launched.succeed()
+            return
+        launcher = ccl.send_recv(self.ctx, src_tensor, dst_tensor)
+        self.collectives.append(launcher)
+        finished = launcher.finish()
+        for rv in (send_rv, recv_rv):
+            rv.source = src  # type: ignore[attr-defined]
+            finished.callbacks.append(lambda _ev, rv=rv: rv.done.succeed())
+            rv.launched.succeed()
+
+
+def p2p_work(world: World, rv: _Rendezvous) -> Work:
+    return Work(world, rv, rv.what)  # type: ignore[attr-defined]

@@ -1,0 +1,123 @@
+"""``torch.multiprocessing`` for simulated ranks: processes are greenlets.
+
+``Process(target=..., args=...).start()`` registers a rank (ranks are numbered
+in start order); the first ``join()`` runs every started process together on
+the current context's machine, each in its own greenlet.  ``spawn(fn, args,
+nprocs)`` runs ``fn(i, *args)`` for i in 0..nprocs-1.  Environment variables
+such as ``MASTER_ADDR`` and ``MASTER_PORT`` are accepted and mean nothing here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kernbench.distributed.world import World
+from kernbench.errors import DistributedError
+from kernbench.runtime import current_context
+
+__all__ = ["Process", "spawn", "set_start_method", "get_start_method", "get_context"]
+
+_started: list[Process] = []
+
+
+class Process:
+    """A rank to be run; mirrors ``multiprocessing.Process``."""
+
+    def __init__(
+        self,
+        group: Any = None,
+        target: Callable[..., Any] | None = None,
+        name: str | None = None,
+        args: tuple = (),
+        kwargs: dict | None = None,
+        *,
+        daemon: bool | None = None,
+    ) -> None:
+        self.target = target
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs or {})
+        self.name = name or f"Process-{len(_started) + 1}"
+        self.daemon = daemon
+        self.exitcode: int | None = None
+        self.result: Any = None
+        self._started = False
+
+    def start(self) -> None:
+        if self._started:
+            raise DistributedError(f"{self.name} was already started")
+        self._started = True
+        _started.append(self)
+
+    def run(self) -> Any:
+        return self.target(*self.args, **self.kwargs) if self.target else None
+
+    def join(self, timeout: float | None = None) -> None:
+        if not self._started:
+            raise DistributedError(f"{self.name} was not started; call start() first")
+        if self.exitcode is None:
+            _run_started()
+
+    def is_alive(self) -> bool:
+        return self._started and self.exitcode is None
+
+
+def _run_started() -> None:
+    batch = list(_started)
+    _started.clear()
+    world = World(current_context(), len(batch))
+    try:
+        results = world.run(lambda rank: batch[rank].run())
+    except BaseException:
+        for process in batch:
+            process.exitcode = 1
+        raise
+    for process, result in zip(batch, results, strict=True):
+        process.exitcode, process.result = 0, result
+
+
+class ProcessContext:
+    def __init__(self, processes: list[Process]) -> None:
+        self.processes = processes
+
+    def join(self, timeout: float | None = None) -> bool:
+        for process in self.processes:
+            process.join()
+        return True
+
+
+def spawn(
+    fn: Callable[..., Any],
+    args: tuple = (),
+    nprocs: int = 1,
+    join: bool = True,
+    daemon: bool = False,
+    start_method: str = "spawn",
+) -> ProcessContext | None:
+    """Run ``fn(i, *args)`` as ranks 0..nprocs-1 on the simulated machine."""
+    processes = [Process(target=fn, args=(i, *args)) for i in range(nprocs)]
+    for process in processes:
+        process.start()
+    context = ProcessContext(processes)
+    if join:
+        context.join()
+        return None
+    return context
+
+
+_start_method = "spawn"
+
+
+def set_start_method(method: str, force: bool = False) -> None:
+    global _start_method
+    _start_method = method
+
+
+def get_start_method(allow_none: bool = False) -> str:
+    return _start_method
+
+
+def get_context(method: str | None = None) -> Any:
+    import sys
+
+    return sys.modules[__name__]
