@@ -51,12 +51,76 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
         click.echo(format_summary(summary))
 
 
+@cli.command("run", context_settings={"ignore_unknown_options": True})
+@click.argument("script", type=click.Path(dir_okay=False))
+@click.option(
+    "--topology",
+    "-t",
+    default=None,
+    metavar="PATH",
+    help="Machine to run on (default: the bundled topologies/default.yaml).",
+)
+@click.option(
+    "--world-size",
+    type=int,
+    default=None,
+    help="Number of ranks (default: one per device of the topology).",
+)
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--timing-only", is_flag=True, help="Carry sizes, not bytes (fast, no values).")
+@click.option(
+    "--report",
+    "report_path",
+    default=None,
+    metavar="OUT.json",
+    help="Write the run report as JSON.",
+)
+@click.option(
+    "--trace", "trace_path", default=None, metavar="OUT.json", help="Write a Chrome/Perfetto trace."
+)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+def run_cmd(
+    script: str,
+    topology: str | None,
+    world_size: int | None,
+    overrides: tuple[str, ...],
+    timing_only: bool,
+    report_path: str | None,
+    trace_path: str | None,
+    script_args: tuple[str, ...],
+) -> None:
+    """Run SCRIPT's main() once per rank (or run(rank, world_size) if it has no main).
+
+    Arguments after the script's path (use -- before options) are given to the
+    script in sys.argv.  Prints simulated time, per-rank time, bytes per link
+    class and the busiest component.
+    """
+    from kernbench.bench.runner import run_script
+
+    run_script(
+        script,
+        topology=topology,
+        world_size=world_size,
+        overrides=overrides,
+        timing_only=timing_only,
+        report_path=report_path,
+        trace_path=trace_path,
+        script_args=script_args,
+        echo=click.echo,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user errors into one line and exit status 2."""
     try:
         cli.main(args=argv, prog_name="kernbench", standalone_mode=False)
     except KernBenchError as exc:
         click.echo(f"error: {exc}", err=True)
+        cause = getattr(exc, "original", None)
+        if cause is not None and not isinstance(cause, KernBenchError):
+            import traceback
+
+            click.echo("".join(traceback.format_exception(cause)).rstrip(), err=True)
         return 2
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -97,8 +97,13 @@ class CollectiveLauncher:
         self._refresh.append(tensor)
 
     def _on_pe(self, comm: Comm, program: Program) -> Generator:
+        start = self.env.now
         yield self.env.timeout(self.fabric.pe(comm.pe).launch_overhead_ps)
         yield from program(comm)
+        lane = comm.key[1]
+        self.fabric.record(
+            "collective", comm.pe, comm.pe, start, 0, f"{self.name} rank {comm.rank} lane {lane}"
+        )
 
     def finish(self) -> simpy.Event:
         done = self.env.event()

@@ -158,6 +158,16 @@ class Fabric:
             raise KernBenchError(f"request {handle.request_id} has not completed; wait() on it")
         return handle.completion, handle.trace
 
+    def record(
+        self, kind: str, src: str, dst: str, start_ps: int, nbytes: int = 0, tag: str = ""
+    ) -> TraceRow:
+        """Add a trace row for work a component did on its own (a collective's program
+        on one PE, a PE's share of a kernel), ending now."""
+        row = TraceRow(self._next_id, kind, src, dst, start_ps, self.env.now, nbytes, tag)
+        self._next_id += 1
+        self.trace.append(row)
+        return row
+
     def run(self, until: int | None = None) -> None:
         self.env.run(until=until)
 
@@ -262,10 +272,13 @@ class Fabric:
     def _run_on_pe(self, msg: RunPrograms, pe: str, programs: list) -> Generator:
         unit = self.pe(pe)
         yield self.transfer(msg.dst, pe, msg.nbytes)
+        start, moved = self.env.now, 0
         for program in programs:
             yield self.env.timeout(unit.launch_overhead_ps)
             work = program()
+            moved += sum(n for _, n in work.loads) + sum(n for _, n in work.stores)
             yield self.env.all_of(list(self._program_events(unit, work)))
+        self.record("programs", msg.dst, pe, start, moved, f"{msg.tag} x{len(programs)}")
 
     def _program_events(self, unit: PeUnit, work) -> Generator:
         """Events for one program's memory traffic and engine work, which overlap."""

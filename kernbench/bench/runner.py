@@ -1,0 +1,115 @@
+"""``kernbench run``: load a bench script and run it once per rank."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kernbench import __version__
+from kernbench.bench.simulate import SimResult, simulate
+from kernbench.bench.trace import chrome_trace, write_json_atomic
+from kernbench.errors import ConfigError
+from kernbench.runtime import default_topology_path
+from kernbench.topology import document_digest, load_topology_document
+from kernbench.units import format_size, format_time
+
+__all__ = ["load_script", "run_script", "format_run_summary"]
+
+
+def load_script(path: str | Path) -> Any:
+    """Import a bench script by path (its ``__main__`` block does not run)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError("script not found", source=str(path))
+    spec = importlib.util.spec_from_file_location(f"kernbench_script_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:
+    if callable(getattr(module, "main", None)):
+        return module.main, False
+    if callable(getattr(module, "run", None)):
+        return module.run, True
+    raise ConfigError("the script defines neither main() nor run(rank, world_size)", source=path)
+
+
+def run_script(
+    script: str,
+    *,
+    topology: str | None = None,
+    world_size: int | None = None,
+    overrides: Sequence[str] = (),
+    timing_only: bool = False,
+    report_path: str | None = None,
+    trace_path: str | None = None,
+    script_args: Sequence[str] = (),
+    echo: Callable[[str], None] = print,
+) -> SimResult:
+    topology_path = Path(topology) if topology else default_topology_path()
+    module = load_script(script)
+    fn, rank_args = _entry(module, script)
+    saved_argv = sys.argv
+    sys.argv = [script, *script_args]
+    try:
+        result = simulate(
+            fn,
+            topology=topology_path,
+            world_size=world_size,
+            timing_only=timing_only,
+            overrides=overrides,
+            rank_args=rank_args,
+        )
+    finally:
+        sys.argv = saved_argv
+    document = load_topology_document(topology_path)
+    result.report["metadata"] = {
+        "script": str(script),
+        "script_sha256": hashlib.sha256(Path(script).read_bytes()).hexdigest()[:16],
+        "topology_file": str(topology_path),
+        "topology_digest": document_digest(document),
+        "overrides": list(overrides),
+        "kernbench_version": __version__,
+    }
+    echo(format_run_summary(result))
+    if report_path:
+        write_json_atomic(report_path, result.report)
+        echo(f"report: {report_path}")
+    if trace_path:
+        write_json_atomic(trace_path, chrome_trace(result.trace, metadata=result.report))
+        echo(f"trace: {trace_path}")
+    return result
+
+
+def format_run_summary(result: SimResult) -> str:
+    report = result.report
+    lines = [
+        f"simulated time: {format_time(result.elapsed_ps)} ({result.elapsed_ps} ps) on "
+        f"{report['topology']}, {report['world_size']} ranks"
+        + (" (timing-only)" if report["timing_only"] else ""),
+        "per-rank time: " + ", ".join(format_time(t) for t in result.per_rank_ps),
+    ]
+    if report["bytes_by_link_class"]:
+        lines.append(
+            "bytes moved per link class: "
+            + ", ".join(
+                f"{name} {format_size(nbytes)}"
+                for name, nbytes in report["bytes_by_link_class"].items()
+            )
+        )
+    busiest = report.get("busiest_component")
+    if busiest:
+        lines.append(
+            f"busiest component: {busiest['name']} busy {format_time(busiest['busy_ps'])} "
+            f"({busiest['utilisation']:.1%} of the run)"
+        )
+    return "\n".join(lines)
