@@ -1,0 +1,158 @@
+"""A PyTorch-shaped front end: run a PyTorch script with ``import kernbench.torch as torch``.
+
+Tensors live on the simulated machine of the current
+:class:`~kernbench.runtime.RuntimeContext`; their arithmetic runs device
+kernels and costs simulated time.  See :mod:`kernbench.torch.tensor` for what
+differs from PyTorch (a 32-bit world, no broadcasting, whole-tensor indexing
+only) and :mod:`kernbench.torch.devices` for devices and events.
+``torch.cuda`` is the same object as ``torch.ahbm``.
+"""
+
+from __future__ import annotations
+
+from contextlib import ContextDecorator
+from typing import Any
+
+from kernbench.torch.devices import Event, accelerator, ahbm, device
+from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
+from kernbench.torch.tensor import (
+    DTYPE_OBJECTS,
+    UNSUPPORTED,
+    Size,
+    Tensor,
+    arange,
+    as_tensor,
+    cat,
+    empty,
+    empty_like,
+    from_numpy,
+    full,
+    full_like,
+    get_default_dtype,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randn,
+    randn_like,
+    set_default_dtype,
+    stack,
+    tensor,
+    zeros,
+    zeros_like,
+)
+from kernbench.torch.tensor import TorchDType as dtype
+
+cuda = ahbm
+
+float16 = DTYPE_OBJECTS["float16"]
+bfloat16 = DTYPE_OBJECTS["bfloat16"]
+float32 = DTYPE_OBJECTS["float32"]
+int8 = DTYPE_OBJECTS["int8"]
+int16 = DTYPE_OBJECTS["int16"]
+int32 = DTYPE_OBJECTS["int32"]
+uint8 = DTYPE_OBJECTS["uint8"]
+uint16 = DTYPE_OBJECTS["uint16"]
+uint32 = DTYPE_OBJECTS["uint32"]
+half = float16
+float = float32  # noqa: A001 - torch's name
+int = int32  # noqa: A001 - torch's name
+# Exist so comparisons work; creating a tensor with them raises a TensorError naming valid dtypes.
+float64 = double = UNSUPPORTED["float64"]
+int64 = long = UNSUPPORTED["int64"]
+bool = UNSUPPORTED["bool"]  # noqa: A001 - torch's name
+complex64 = UNSUPPORTED["complex64"]
+
+__all__ = [
+    "Event",
+    "Generator",
+    "Size",
+    "Tensor",
+    "accelerator",
+    "ahbm",
+    "arange",
+    "as_tensor",
+    "bfloat16",
+    "cat",
+    "cuda",
+    "device",
+    "dtype",
+    "empty",
+    "empty_like",
+    "float",
+    "float16",
+    "float32",
+    "from_numpy",
+    "full",
+    "full_like",
+    "get_default_dtype",
+    "half",
+    "inference_mode",
+    "initial_seed",
+    "int",
+    "int8",
+    "int16",
+    "int32",
+    "is_tensor",
+    "manual_seed",
+    "no_grad",
+    "numel",
+    "ones",
+    "ones_like",
+    "rand",
+    "rand_like",
+    "randint",
+    "randn",
+    "randn_like",
+    "seed",
+    "set_default_dtype",
+    "stack",
+    "tensor",
+    "uint8",
+    "uint16",
+    "uint32",
+    "zeros",
+    "zeros_like",
+]
+
+
+class no_grad(ContextDecorator):  # noqa: N801 - torch's name
+    """No-op context manager and decorator: there is no autograd to switch off."""
+
+    def __enter__(self) -> no_grad:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+inference_mode = no_grad
+
+
+def is_tensor(obj: Any) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def numel(input: Tensor) -> int:  # noqa: A002 - torch's name
+    return input.numel()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "default_generator":  # per rank, so looked up on each access
+        from kernbench.torch.random import current_generator
+
+        return current_generator()
+    raise AttributeError(f"module 'kernbench.torch' has no attribute {name!r}")
+
+
+try:
+    from kernbench.torch import distributed  # noqa: E402,F401
+except ModuleNotFoundError as exc:  # written separately; absent until then
+    if exc.name != "kernbench.torch.distributed":
+        raise
+try:
+    from kernbench.torch import multiprocessing  # noqa: E402,F401
+except ModuleNotFoundError as exc:
+    if exc.name != "kernbench.torch.multiprocessing":
+        raise

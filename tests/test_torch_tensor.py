@@ -1,0 +1,547 @@
+"""kernbench.torch: tensors, factories, dtypes, devices, events and seeding.
+
+Values are checked against NumPy on the tiny machine (1 SIP, 1 cube, 4 PEs);
+time is checked against the context's clock.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+import kernbench.kernels.language as tl
+import kernbench.torch as torch
+from kernbench.distributed.scheduler import Scheduler
+from kernbench.errors import PlacementError, SimulationError, TensorError
+from kernbench.kernels.jit import jit
+from kernbench.placement import DPPolicy
+from kernbench.runtime import RuntimeContext, as_dtype, use_context
+
+TINY = "topologies/tiny.yaml"
+PE_DEVICES = ["system.device_level=pe"]  # tiny with one device per PE: 4 devices
+OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
+IOPS = {"add": operator.iadd, "sub": operator.isub, "mul": operator.imul}
+
+
+@pytest.fixture
+def ctx():
+    context = RuntimeContext(TINY)
+    with use_context(context):
+        yield context
+    torch.manual_seed(0)
+
+
+def _pe(t: torch.Tensor) -> str:
+    return t.device_tensor.placements[0].pe_name
+
+
+def _operands(kind: str) -> tuple[np.ndarray, np.ndarray]:
+    if kind == "float32":
+        a = np.linspace(-3.0, 5.0, 24, dtype=np.float32).reshape(4, 6)
+        return a, (np.arange(24, dtype=np.float32).reshape(4, 6) % 5) + 0.5
+    a = np.arange(-10, 14, dtype=np.int32).reshape(4, 6)
+    return a, (np.arange(24, dtype=np.int32).reshape(4, 6) % 7) + 1
+
+
+# ----------------------------------------------------------------------------- dtypes
+
+
+def test_dtype_objects_name_runtime_dtypes_and_aliases():
+    assert repr(torch.float32) == "torch.float32"
+    assert torch.float is torch.float32 and torch.half is torch.float16
+    assert torch.int is torch.int32
+    for dt in (torch.float16, torch.bfloat16, torch.int8, torch.uint16, torch.uint32):
+        assert as_dtype(dt).name == dt.kernbench_dtype == repr(dt).removeprefix("torch.")
+    assert torch.bfloat16.itemsize == 2 and torch.bfloat16.is_floating_point
+    assert not torch.int8.is_floating_point and not torch.uint8.is_signed
+    assert isinstance(torch.float32, torch.dtype)
+
+
+@pytest.mark.parametrize("bad", [torch.float64, torch.int64, "float64", np.int64])
+def test_64_bit_dtypes_raise_naming_the_valid_ones(ctx, bad):
+    with pytest.raises(TensorError, match=r"valid: torch\.float16, torch\.bfloat16"):
+        torch.zeros(3, dtype=bad)
+
+
+def test_from_numpy_refuses_float64_and_suggests_astype(ctx):
+    with pytest.raises(TensorError, match=r"astype\(np\.float32\)"):
+        torch.from_numpy(np.zeros(3))
+    with pytest.raises(TensorError, match=r"astype\(np\.int32\)"):
+        torch.from_numpy(np.arange(3))
+    t = torch.from_numpy(np.arange(3, dtype=np.int16))
+    assert t.dtype is torch.int16 and t.tolist() == [0, 1, 2]
+
+
+def test_tensor_infers_32_bit_dtypes(ctx):
+    assert torch.tensor([1.0, 2.0]).dtype is torch.float32
+    assert torch.tensor([[1, 2], [3, 4]]).dtype is torch.int32
+    assert torch.tensor(np.array([0.5, 1.5])).dtype is torch.float32
+    assert torch.tensor(np.ones(2, np.float16)).dtype is torch.float16
+    assert torch.tensor([1, 2], dtype=torch.uint8).dtype is torch.uint8
+    with pytest.raises(TensorError, match="do not fit int32"):
+        torch.tensor([2**40])
+    with pytest.raises(TensorError, match="dtype bool"):
+        torch.tensor([True, False])
+
+
+def test_default_dtype_is_float32_and_settable(ctx):
+    assert torch.get_default_dtype() is torch.float32
+    torch.set_default_dtype(torch.float16)
+    try:
+        assert torch.zeros(2).dtype is torch.float16
+        assert torch.tensor([1.5]).dtype is torch.float16
+    finally:
+        torch.set_default_dtype(torch.float32)
+    with pytest.raises(TensorError, match="floating dtype"):
+        torch.set_default_dtype(torch.int32)
+
+
+# ----------------------------------------------------------------------------- factories
+
+
+def test_factories_shapes_and_values(ctx):
+    assert torch.zeros(2, 3).shape == (2, 3) == torch.zeros((2, 3)).shape
+    assert repr(torch.empty([4]).shape) == "torch.Size([4])"
+    assert torch.zeros(torch.Size([2, 5])).size() == (2, 5)
+    np.testing.assert_array_equal(torch.zeros(2, 3).numpy(), np.zeros((2, 3)))
+    np.testing.assert_array_equal(torch.ones(3, dtype=torch.int8).numpy(), np.ones(3))
+    full = torch.full((2, 2), 7)
+    assert full.dtype is torch.int32 and full.tolist() == [[7, 7], [7, 7]]
+    assert torch.full((2,), 2.5).dtype is torch.float32
+    assert torch.zeros(()).shape == () and torch.zeros(()).item() == 0.0
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "expected"),
+    [
+        ((5,), {}, np.arange(5, dtype=np.int32)),
+        ((2, 9, 3), {}, np.arange(2, 9, 3, dtype=np.int32)),
+        ((0.0, 1.0, 0.25), {}, np.arange(0, 1, 0.25, dtype=np.float32)),
+        ((6,), {"dtype": torch.float16}, np.arange(6, dtype=np.float16)),
+        ((5, 0, -2), {}, np.arange(5, 0, -2, dtype=np.int32)),
+        ((3, 3), {}, np.arange(3, 3, dtype=np.int32)),
+    ],
+)
+def test_arange_matches_numpy(ctx, args, kwargs, expected):
+    t = torch.arange(*args, **kwargs)
+    assert t.numpy().dtype == expected.dtype
+    np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_like_factories_keep_shape_and_dtype(ctx):
+    base = torch.ones(2, 3, dtype=torch.int16)
+    for made, value in (
+        (torch.zeros_like(base), 0),
+        (torch.ones_like(base), 1),
+        (torch.full_like(base, 4), 4),
+    ):
+        assert made.shape == (2, 3) and made.dtype is torch.int16
+        np.testing.assert_array_equal(made.numpy(), np.full((2, 3), value))
+    assert torch.empty_like(base, dtype=torch.float32).dtype is torch.float32
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_stack_matches_numpy(ctx, dim):
+    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3) + 10 * k for k in range(3)]
+    out = torch.stack([torch.from_numpy(a) for a in arrays], dim=dim)
+    expected = np.stack(arrays, axis=dim)
+    assert out.shape == expected.shape
+    np.testing.assert_array_equal(out.numpy(), expected)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cat_matches_numpy(ctx, dim):
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    shape = (2, 5) if dim else (4, 3)
+    b = np.arange(100, 100 + shape[0] * shape[1], dtype=np.int32).reshape(shape)
+    out = torch.cat([torch.from_numpy(a), torch.from_numpy(b)], dim=dim)
+    np.testing.assert_array_equal(out.numpy(), np.concatenate([a, b], axis=dim))
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+
+@pytest.mark.parametrize("kind", ["float32", "int32"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_tensor_op_tensor_matches_numpy(ctx, kind, op):
+    a, b = _operands(kind)
+    out = OPS[op](torch.from_numpy(a), torch.from_numpy(b))
+    expected = OPS[op](a, b)
+    if op == "div":
+        assert out.dtype is torch.float32  # true division, also for integers
+        expected = (a.astype(np.float32) / b.astype(np.float32)).astype(np.float32)
+    else:
+        assert out.dtype.kernbench_dtype == kind
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["float32", "int32"])
+@pytest.mark.parametrize("op", list(OPS))
+def test_scalar_ops_both_sides_match_numpy(ctx, kind, op):
+    a, _ = _operands(kind)
+    a = np.where(a == 0, 1, a).astype(a.dtype)  # 3 / a must not divide by zero
+    t = torch.from_numpy(a)
+    scalar = 3
+    forward, backward = OPS[op](t, scalar), OPS[op](scalar, t)
+    af = a.astype(np.float32) if op == "div" else a
+    np.testing.assert_allclose(forward.numpy(), OPS[op](af, af.dtype.type(scalar)), rtol=1e-6)
+    np.testing.assert_allclose(backward.numpy(), OPS[op](af.dtype.type(scalar), af), rtol=1e-6)
+    assert forward.dtype is backward.dtype
+
+
+@pytest.mark.parametrize("kind", ["float32", "int32"])
+@pytest.mark.parametrize("op", list(IOPS))
+def test_in_place_ops_and_full_slice_forms(ctx, kind, op):
+    a, b = _operands(kind)
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    same = ta
+    ta = IOPS[op](ta, tb)
+    assert ta is same
+    expected = IOPS[op](a.copy(), b)
+    np.testing.assert_array_equal(ta.numpy(), expected)
+    sliced = torch.from_numpy(a)
+    sliced[:] = IOPS[op](sliced[:], tb[:])  # what `sliced[:] op= tb[:]` runs
+    np.testing.assert_array_equal(sliced.numpy(), expected)
+    scalar = torch.from_numpy(a)
+    scalar[...] = IOPS[op](scalar[...], 2)
+    np.testing.assert_array_equal(scalar.numpy(), IOPS[op](a.copy(), a.dtype.type(2)))
+
+
+def test_augmented_full_slice_statement(ctx):
+    a = torch.arange(8, dtype=torch.float32)
+    b = torch.ones(8)
+    a[:] += b[:]
+    a[:] *= 2
+    np.testing.assert_array_equal(a.numpy(), (np.arange(8) + 1) * 2)
+    a /= 4
+    np.testing.assert_array_equal(a.numpy(), (np.arange(8) + 1) / 2)
+
+
+def test_full_slice_assignment_from_tensor_scalar_and_array(ctx):
+    a = torch.zeros(2, 3)
+    a[:] = torch.ones(2, 3, dtype=torch.int32)
+    np.testing.assert_array_equal(a.numpy(), np.ones((2, 3)))
+    a[:] = 3.0
+    np.testing.assert_array_equal(a.numpy(), np.full((2, 3), 3.0))
+    a[...] = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(a.numpy(), np.arange(6).reshape(2, 3))
+
+
+def test_type_promotion_follows_torch(ctx):
+    i = torch.tensor([1, 2, 3])
+    assert (i + 1).dtype is torch.int32
+    half = i + 0.5
+    assert half.dtype is torch.float32 and half.tolist() == [1.5, 2.5, 3.5]
+    assert (i + torch.ones(3, dtype=torch.float16)).dtype is torch.float16
+    assert (torch.ones(3, dtype=torch.float16) + torch.ones(3)).dtype is torch.float32
+    assert (torch.ones(3, dtype=torch.int8) + torch.ones(3, dtype=torch.uint8)).dtype is (
+        torch.int16
+    )
+    with pytest.raises(TensorError, match="can't be cast"):
+        i /= 2
+    with pytest.raises(TensorError, match="can't be cast"):
+        i += 0.5
+    f16 = torch.ones(3, dtype=torch.float16)
+    f16 += torch.ones(3)  # float32 result cast back into float16, as torch allows
+    assert f16.dtype is torch.float16 and f16.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_negation_and_reflected_division(ctx):
+    t = torch.tensor([1.0, -2.0, 4.0])
+    assert (-t).tolist() == [-1.0, 2.0, -4.0]
+    assert (1 / t).tolist() == [1.0, -0.5, 0.25]
+    assert (10 - torch.tensor([1, 2])).tolist() == [9, 8]
+    u = torch.tensor([1, 2], dtype=torch.uint8)
+    assert (-u).tolist() == [255, 254]
+    assert (np.float32(2) * t).tolist() == [2.0, -4.0, 8.0]
+
+
+def test_arithmetic_errors_are_clear(ctx):
+    a = torch.zeros(3)
+    with pytest.raises(TensorError, match=r"shapes \(3,\) and \(4,\) differ"):
+        a + torch.zeros(4)
+    with pytest.raises(TensorError, match="only the whole tensor"):
+        a[0]
+    with pytest.raises(TensorError, match="only the whole tensor"):
+        a[1:] = 2.0
+    with pytest.raises(TensorError, match="only the whole tensor"):
+        a[np.array([0, 1])]
+    with pytest.raises(TensorError, match="not supported"):
+        a + "x"
+    with pytest.raises(TensorError, match="not supported"):
+        np.ones(3) + a
+    with pytest.raises(TensorError, match="does not fit"):
+        torch.zeros(2, dtype=torch.uint8) + 300
+
+
+def test_add_with_alpha_and_method_forms(ctx):
+    a = torch.ones(4)
+    a.add_(torch.full((4,), 2.0), alpha=-0.5)
+    assert a.tolist() == [0.0] * 4
+    assert a.add(1).mul(3).sub(1).div(2).tolist() == [1.0] * 4
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+def test_module_helpers(ctx):
+    t = torch.ones(2, 2)
+    assert torch.is_tensor(t) and not torch.is_tensor(np.ones(2)) and torch.numel(t) == 4
+
+    @torch.no_grad()
+    def double(x):
+        return x * 2
+
+    with torch.no_grad(), torch.inference_mode():
+        assert double(t).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
+def test_description_methods(ctx):
+    t = torch.zeros(2, 3, dtype=torch.int16)
+    assert (t.numel(), t.element_size(), t.dim(), t.nbytes, len(t)) == (6, 2, 2, 12, 2)
+    assert t.size() == (2, 3) and t.size(1) == 3 and t.size(-1) == 3
+    assert t.device == torch.device("ahbm", 0) and t.cpu() is t and t.cuda() is t
+    with pytest.raises(TypeError, match="0-d"):
+        len(torch.zeros(()))
+
+
+def test_item_tolist_clone_copy_fill(ctx):
+    t = torch.tensor([[1.5, 2.5], [3.5, 4.5]])
+    assert t.tolist() == [[1.5, 2.5], [3.5, 4.5]]
+    assert torch.tensor([7]).item() == 7 and isinstance(torch.tensor([7]).item(), int)
+    with pytest.raises(TensorError, match="one-element"):
+        t.item()
+    c = t.clone()
+    c += 1
+    assert t.tolist() == [[1.5, 2.5], [3.5, 4.5]] and c.tolist() == [[2.5, 3.5], [4.5, 5.5]]
+    t.copy_(c)
+    assert t.tolist() == c.tolist()
+    t.copy_(np.zeros((2, 2)))
+    assert t.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert t.fill_(2).tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert t.zero_().sum().item() == 0.0
+    with pytest.raises(TensorError, match="does not match"):
+        t.copy_(torch.zeros(3))
+
+
+def test_to_converts_dtype_on_device(ctx):
+    t = torch.tensor([1.7, -2.7, 3.2])
+    assert t.to(torch.float32) is t
+    i = t.to(torch.int32)
+    assert i.dtype is torch.int32 and i.tolist() == [1, -2, 3]  # truncation, like torch
+    assert t.int().tolist() == [1, -2, 3] and i.float().dtype is torch.float32
+    assert t.to(dtype=torch.float16, copy=True).dtype is torch.float16
+    assert t.to(i).dtype is torch.int32
+    b = torch.tensor([1.0, 2.0]).bfloat16()
+    assert b.dtype is torch.bfloat16 and b.numpy().dtype == np.float32
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum_and_mean_match_numpy(ctx, dim, keepdim):
+    a = np.arange(35, dtype=np.float32).reshape(5, 7) / 4
+    t = torch.from_numpy(a)
+    np.testing.assert_allclose(
+        t.sum(dim=dim, keepdim=keepdim).numpy(), a.sum(axis=dim, keepdims=keepdim), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        t.mean(dim=dim, keepdim=keepdim).numpy(), a.mean(axis=dim, keepdims=keepdim), rtol=1e-6
+    )
+
+
+def test_reductions_return_device_tensors_with_32_bit_dtypes(ctx):
+    big = torch.arange(5000, dtype=torch.float32)
+    total = big.sum()
+    assert total.shape == () and total.dtype is torch.float32 and total.item() == 12497500.0
+    assert big.mean().item() == 2499.5
+    ints = torch.tensor([1, 2, 3], dtype=torch.int8)
+    assert ints.sum().dtype is torch.int32 and ints.sum().item() == 6
+    assert ints.mean(dtype=torch.float32).item() == 2.0
+    with pytest.raises(TensorError, match="dtype=torch.float32"):
+        ints.mean()
+
+
+def test_repr_shows_values_dtype_and_device(ctx):
+    assert repr(torch.tensor([1.0, 2.0])) == "tensor([1., 2.], device='ahbm:0')"
+    assert repr(torch.tensor([3], dtype=torch.int8)) == (
+        "tensor([3], device='ahbm:0', dtype=torch.int8)"
+    )
+    t = torch.zeros(2)
+    t.free()
+    assert "<freed>" in repr(t)
+
+
+def test_kernels_take_tensors_directly(ctx):
+    @jit
+    def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) * 2, mask=mask)
+
+    x = torch.arange(10, dtype=torch.float32)
+    out = torch.empty(10)
+    twice[(1,)](x, out, 10, BLOCK=16)
+    assert out.tolist() == [2.0 * i for i in range(10)]
+
+
+# ----------------------------------------------------------------------------- time
+
+
+def test_arithmetic_costs_simulated_time(ctx):
+    a, b = torch.ones(4096), torch.ones(4096)
+    for step in (
+        lambda: a + b,
+        lambda: a.__iadd__(b),
+        lambda: a * 2,
+        lambda: a.fill_(1),
+        lambda: a.clone(),
+        lambda: a.sum(),
+        lambda: a.numpy(),
+    ):
+        before = ctx.now
+        step()
+        assert ctx.now > before
+
+
+def test_timing_only_mode_costs_time_but_has_no_values():
+    context = RuntimeContext(TINY, timing_only=True)
+    with use_context(context):
+        a = torch.ones(1024)
+        before = context.now
+        b = a + a
+        b += 1
+        total = b.sum()
+        assert context.now > before
+        assert "no values in timing-only mode" in repr(total)
+        with pytest.raises(TensorError, match="timing-only"):
+            b.numpy()
+        with pytest.raises(TensorError, match="timing-only"):
+            total.item()
+
+
+def test_event_elapsed_time_is_the_simulated_delta_in_ms(ctx):
+    start, end = torch.cuda.Event(enable_timing=True), torch.ahbm.Event(enable_timing=True)
+    a = torch.ones(2048)
+    start.record()
+    t0 = ctx.now
+    b = a * a
+    b += a
+    torch.cuda.synchronize()
+    end.record()
+    end.synchronize()
+    assert end.query()
+    assert start.elapsed_time(end) == (ctx.now - t0) / 1e9 > 0
+    with pytest.raises(SimulationError, match="never recorded"):
+        start.elapsed_time(torch.cuda.Event(enable_timing=True))
+    untimed = torch.cuda.Event()
+    untimed.record()
+    with pytest.raises(SimulationError, match="enable_timing"):
+        start.elapsed_time(untimed)
+
+
+# ----------------------------------------------------------------------------- devices
+
+
+def test_device_namespaces(ctx):
+    assert torch.cuda is torch.ahbm
+    assert torch.ahbm.is_available() and torch.accelerator.is_available()
+    assert torch.ahbm.device_count() == torch.accelerator.device_count() == 1
+    assert torch.ahbm.current_device() == 0 == torch.accelerator.current_device_index()
+    torch.accelerator.set_device_index(0)
+    torch.cuda.set_device("cuda:0")
+    with pytest.raises(PlacementError, match="valid: 0..0"):
+        torch.ahbm.set_device(1)
+    with pytest.raises(PlacementError, match="valid: 0..0"):
+        torch.accelerator.set_device_index(1)
+
+
+def test_device_objects_parse_and_compare():
+    assert torch.device("ahbm:1") == torch.device("cuda", 1) == torch.device(1)
+    assert hash(torch.device("cuda:1")) == hash(torch.device("ahbm:1"))
+    assert torch.device("cuda:1").type == "cuda" and torch.device("cuda:1").index == 1
+    assert str(torch.device("ahbm", 2)) == "ahbm:2" and str(torch.device("cpu")) == "cpu"
+    assert repr(torch.device("cpu")) == "device(type='cpu')"
+    assert torch.device("cpu") != torch.device("ahbm")
+    with pytest.raises(PlacementError, match="unknown device type 'xpu'"):
+        torch.device("xpu:0")
+    with pytest.raises(PlacementError, match="must be an int"):
+        torch.device("cuda:x")
+
+
+def test_tensors_follow_the_bound_device_and_device_arguments():
+    context = RuntimeContext(TINY, overrides=PE_DEVICES)
+    with use_context(context):
+        assert torch.cuda.device_count() == 4
+        z = torch.zeros(4, device="cuda:2")
+        assert z.device == torch.device("ahbm:2") and _pe(z) == "sip0.cube0.pe2"
+        assert context.current_device() is None  # the binding is left alone
+        assert _pe(z + 1) == "sip0.cube0.pe2"
+        moved = z.to("ahbm:3")
+        assert moved.device.index == 3 and _pe(moved) == "sip0.cube0.pe3"
+        with pytest.raises(TensorError, match="different devices"):
+            z + moved
+        torch.ahbm.set_device(1)
+        assert torch.cuda.current_device() == 1
+        assert _pe(torch.ones(2)) == "sip0.cube0.pe1"
+        assert z.cuda().device.index == 1
+
+
+# ----------------------------------------------------------------------------- random
+
+
+def test_manual_seed_makes_rand_deterministic(ctx):
+    torch.manual_seed(1234)
+    first = torch.rand(16).numpy()
+    torch.manual_seed(1234)
+    assert torch.initial_seed() == 1234
+    np.testing.assert_array_equal(torch.rand(16).numpy(), first)
+    torch.manual_seed(4321)
+    assert not np.array_equal(torch.rand(16).numpy(), first)
+    assert ((first >= 0) & (first < 1)).all()
+
+
+def test_generators_and_other_distributions(ctx):
+    g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
+    a = torch.randn(3, 4, generator=g1)
+    assert a.shape == (3, 4) and a.dtype is torch.float32
+    np.testing.assert_array_equal(a.numpy(), torch.randn(3, 4, generator=g2).numpy())
+    r = torch.randint(3, 9, (100,), generator=g1)
+    assert r.dtype is torch.int32 and r.numpy().min() >= 3 and r.numpy().max() < 9
+    assert torch.randint(5, (2, 2)).shape == (2, 2)
+    assert torch.rand(2, dtype=torch.bfloat16).dtype is torch.bfloat16
+    with pytest.raises(TensorError, match="floating dtype"):
+        torch.rand(2, dtype=torch.int32)
+
+
+def test_each_rank_has_its_own_generator():
+    context = RuntimeContext(TINY, overrides=PE_DEVICES)
+    scheduler = Scheduler(context.fabric.env, 3)
+    context.fabric.waiter = lambda h: scheduler.wait_until(h.event, f"request {h.request_id}")
+
+    def body(rank: int):
+        torch.cuda.set_device(rank)
+        if rank == 2:
+            torch.manual_seed(99)
+        values = torch.rand(8)
+        return torch.initial_seed(), values.device.index, values.numpy()
+
+    with use_context(context):
+        torch.manual_seed(0)
+        results = scheduler.run(body)
+        assert torch.initial_seed() == 0  # the module-wide generator is untouched
+    assert [r[:2] for r in results] == [(0, 0), (0, 1), (99, 2)]
+    np.testing.assert_array_equal(results[0][2], results[1][2])
+    assert not np.array_equal(results[0][2], results[2][2])
+
+
+def test_dp_shards_a_tensor_and_results_keep_the_placement(ctx):
+    dp = DPPolicy(pe="row_wise")
+    a = torch.arange(32, dtype=torch.float32, dp=dp)
+    b = torch.ones(32, dp=dp)
+    total = a + b
+    pes = {p.pe_name for p in total.device_tensor.placements}
+    assert pes == {f"sip0.cube0.pe{i}" for i in range(4)}
+    np.testing.assert_array_equal(total.numpy(), np.arange(32) + 1)
+    assert total.sum().item() == float(np.arange(32).sum() + 32)
