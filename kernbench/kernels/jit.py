@@ -321,6 +321,9 @@ class JITFunction:
     def _kernel_value(name: str, value: Any) -> Any:
         if isinstance(value, tl.constexpr):
             return value.value
+        unwrap = getattr(type(value), "__kernel_arg__", None)
+        if unwrap is not None:  # a wrapper (a torch-like tensor) passes what it wraps
+            value = unwrap(value)
         if isinstance(value, np.ndarray):
             return ArrayBuffer(name, value)
         return value

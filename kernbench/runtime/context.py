@@ -104,6 +104,10 @@ class RuntimeContext:
 
     def set_device(self, device: int) -> None:
         """Bind the calling rank (greenlet) to a device; new tensors live there."""
+        self._check_device(device)
+        self._devices[getcurrent()] = device
+
+    def _check_device(self, device: int) -> None:
         if isinstance(device, bool) or not isinstance(device, int):
             raise PlacementError(f"device must be an int index (got {device!r})")
         if not 0 <= device < self.num_devices:
@@ -112,7 +116,6 @@ class RuntimeContext:
                 f"device {device} does not exist: this machine has {self.num_devices} "
                 f"devices at level {level!r} (valid: 0..{self.num_devices - 1})"
             )
-        self._devices[getcurrent()] = device
 
     def current_device(self) -> int | None:
         return self._devices.get(getcurrent())
@@ -127,14 +130,19 @@ class RuntimeContext:
             return device // cps, device % cps, None
         return device // (cps * ppc), (device // ppc) % cps, device % ppc
 
-    def _scope(self, dp: DPPolicy | None) -> tuple[DPPolicy, dict[str, int]]:
+    def _scope(
+        self, dp: DPPolicy | None, device: int | None = None
+    ) -> tuple[DPPolicy, dict[str, int]]:
         """The policy and base coordinates a tensor is resolved with.
 
         No policy: the whole tensor on the first PE of the current device.  A
         policy whose levels down to the device level are plain ``replicate``
         stays inside the current device; otherwise it spans the machine.
         """
-        device = self.current_device()
+        if device is None:
+            device = self.current_device()
+        else:
+            self._check_device(device)
         coords = self.device_coords(device) if device is not None else (0, 0, 0)
         bases = {"sip": 0, "cube": 0, "pe": 0}
         if dp is None:
@@ -164,9 +172,13 @@ class RuntimeContext:
         *,
         dp: DPPolicy | None = None,
         name: str | None = None,
+        device: int | None = None,
     ) -> DeviceTensor:
-        """A tensor of zeros, written to its HBM through the fabric (costs time)."""
-        tensor = self._create(shape, dtype, dp, name)
+        """A tensor of zeros, written to its HBM through the fabric (costs time).
+
+        ``device`` places it on that device instead of the current one.
+        """
+        tensor = self._create(shape, dtype, dp, name, device)
         self._write_shards(tensor, pieces=None)
         return tensor
 
@@ -177,9 +189,10 @@ class RuntimeContext:
         *,
         dp: DPPolicy | None = None,
         name: str | None = None,
+        device: int | None = None,
     ) -> DeviceTensor:
         """A tensor whose memory is allocated and mapped but not written."""
-        return self._create(shape, dtype, dp, name)
+        return self._create(shape, dtype, dp, name, device)
 
     def from_numpy(self, array: np.ndarray, dtype: Any = None) -> HostTensor:
         """A host tensor holding ``array`` (converted to ``dtype`` if given)."""
@@ -187,14 +200,19 @@ class RuntimeContext:
         return HostTensor(array, as_dtype(array.dtype if dtype is None else dtype))
 
     def _create(
-        self, shape: Sequence[int] | int, dtype: Any, dp: DPPolicy | None, name: str | None
+        self,
+        shape: Sequence[int] | int,
+        dtype: Any,
+        dp: DPPolicy | None,
+        name: str | None,
+        device: int | None = None,
     ) -> DeviceTensor:
         self._drain_releases()
         shape = _normalise_shape(shape)
         dtype = as_dtype(dtype)
         self._tensor_count += 1
         name = name or f"t{self._tensor_count}"
-        policy, bases = self._scope(dp)
+        policy, bases = self._scope(dp, device)
         topo = self.topology
         shards = resolve(
             policy,

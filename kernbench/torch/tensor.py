@@ -37,11 +37,9 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from greenlet import getcurrent
 
 import kernbench.kernels.language as tl
 from kernbench.errors import TensorError
@@ -224,23 +222,6 @@ def _grid(n: int) -> tuple[int]:
 # ----------------------------------------------------------------------------- placement
 
 
-@contextmanager
-def _placed_on(ctx: Any, index: int | None) -> Iterator[None]:
-    """Create tensors on device ``index`` (None: the current one) inside the block."""
-    bound = ctx.current_device()
-    if index is None or index == (0 if bound is None else bound):
-        yield
-        return
-    ctx.set_device(index)
-    try:
-        yield
-    finally:
-        if bound is None:
-            ctx._devices.pop(getcurrent(), None)  # noqa: SLF001 - the runtime has no unbind
-        else:
-            ctx.set_device(bound)
-
-
 def _new(
     shape: Sequence[int],
     dt: TorchDType,
@@ -251,10 +232,9 @@ def _new(
     ctx: Any = None,
 ) -> Tensor:
     ctx = ctx or current_context()
-    with _placed_on(ctx, index):
-        make = ctx.zeros if zero else ctx.empty
-        dtensor = make(tuple(shape), _runtime(dt), dp=dp)
-        here = ctx.current_device()
+    make = ctx.zeros if zero else ctx.empty
+    dtensor = make(tuple(shape), _runtime(dt), dp=dp, device=index)
+    here = index if index is not None else ctx.current_device()
     return Tensor(dtensor, device_index=0 if here is None else here, dp=dp)
 
 
@@ -796,14 +776,9 @@ class Tensor:
         return _binary("div", self, other, out=self)
 
     # -- kernels -------------------------------------------------------------------------
-    def __kernel_launch__(self, launch: Any) -> Any:
-        """Run a ``kernel[grid](...)`` launch whose arguments include Tensors on the machine."""
-        import dataclasses
-
-        from kernbench.kernels.device import launch_on_device
-
-        args = tuple(a._dt if isinstance(a, Tensor) else a for a in launch.args)
-        return launch_on_device(self._ctx, dataclasses.replace(launch, args=args))
+    def __kernel_arg__(self) -> DeviceTensor:
+        """What a kernel launch receives for this tensor: the device tensor under it."""
+        return self._dt
 
 
 def _alpha(other: Any, alpha: Any) -> Any:
