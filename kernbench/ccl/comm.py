@@ -81,7 +81,14 @@ def chunk_bounds(count: int, parts: int) -> list[tuple[int, int]]:
 
 
 class Comm:
-    """One rank's view of one lane of a collective."""
+    """One rank's view of one lane of a collective (or of a subgroup of it).
+
+    ``pes[i]`` is the PE of rank i; ``nodes[i]`` the memory where messages to
+    rank i land (its IPCQ buffer: TCM, cube SRAM or HBM).  Work on the PE
+    (reductions, copies) streams through memory: it costs bandwidth on the
+    memories it touches and vector-engine time, overlapped, with the access
+    latency hidden (ADR 0008).
+    """
 
     def __init__(
         self,
@@ -92,22 +99,47 @@ class Comm:
         *,
         op: str = "sum",
         key: Any = None,
+        depth: int | None = None,
+        params: Any = None,
     ) -> None:
         self.fabric = fabric
         self.env: simpy.Environment = fabric.env
         self.rank = rank
         self.size = len(pes)
-        self.pes = pes  # PE of each rank in this lane
-        self.nodes = nodes  # memory node that receives each rank's messages
+        self.pes = pes
+        self.nodes = nodes
         self.pe = pes[rank]
         self.op = op
         self.key = key
+        self.depth = depth
+        self.params = params
         self._sends: list[simpy.Process] = []
         self._unit = fabric.pe(self.pe)
 
+    def sub(self, ranks: list[int], tag: Any) -> Comm:
+        """A communicator over ``ranks`` (this rank must be one), numbered in list order."""
+        return Comm(
+            self.fabric,
+            ranks.index(self.rank),
+            [self.pes[r] for r in ranks],
+            [self.nodes[r] for r in ranks],
+            op=self.op,
+            key=(self.key, tag),
+            depth=self.depth,
+            params=self.params,
+        )
+
+    @property
+    def buffer_node(self) -> str:
+        return self.nodes[self.rank]
+
     # -- communication -------------------------------------------------------------
     def post_send(self, peer: int, region: Region | None, nbytes: int | None = None) -> None:
-        """Start sending ``region`` (or ``nbytes`` of nothing) to ``peer``; don't wait."""
+        """Start sending ``region`` (or ``nbytes`` of nothing) to ``peer``; don't wait.
+
+        The payload is read when the message gets its credit, so a region may
+        be posted only once its values are final.
+        """
         size = region.nbytes if region is not None else (nbytes or 0)
         source = region.buffer.memory_node if region is not None else self.pe
         process = self.env.process(
@@ -119,6 +151,7 @@ class Comm:
                 dst_node=self.nodes[peer],
                 key=self.key,
                 payload_fn=(region.read if region is not None else None),
+                depth=self.depth,
             )
         )
         self._sends.append(process)
@@ -129,7 +162,7 @@ class Comm:
 
     def recv(self, peer: int) -> Generator:
         """The next payload from ``peer`` (values, or None in timing-only mode)."""
-        message = yield from self.fabric.ipcq.recv(self.pes[peer], self.pe, self.key)
+        message = yield from self.fabric.ipcq.recv(self.pes[peer], self.pe, self.key, self.depth)
         return message.payload
 
     def drain(self) -> Generator:
@@ -139,38 +172,51 @@ class Comm:
             self._sends = []
 
     # -- work on the PE ----------------------------------------------------------------
-    def _pe_work(self, region: Region, loads: int, stores: int, flops: int) -> Generator:
-        node = region.buffer.memory_node
-        events = []
-        if loads:
-            events.append(self.fabric.transfer(node, self.pe, loads))
-        if stores:
-            events.append(self.fabric.transfer(self.pe, node, stores))
+    def _stream(
+        self, loads: list[tuple[str, int]], stores: list[tuple[str, int]], flops: int
+    ) -> Generator:
+        events = [self.fabric.transfer(node, self.pe, n, stream=True) for node, n in loads if n] + [
+            self.fabric.transfer(self.pe, node, n, stream=True) for node, n in stores if n
+        ]
         if flops:
             events.append(self.env.process(self.fabric._compute(self._unit, "vector", flops)))
         if events:
             yield self.env.all_of(events)
 
     def reduce(self, region: Region, incoming: np.ndarray | None) -> Generator:
-        """``region = region op incoming``: reads both, writes one, one op per element."""
-        yield from self._pe_work(region, 2 * region.nbytes, region.nbytes, region.count)
+        """``region = region op incoming`` (incoming sits in this rank's buffer memory)."""
+        node, n = region.buffer.memory_node, region.nbytes
+        yield from self._stream([(self.buffer_node, n), (node, n)], [(node, n)], region.count)
         if incoming is not None:
             current = region.read()
             if current is not None:
                 region.write(combine(self.op, current, incoming))
 
-    def place(self, region: Region, incoming: np.ndarray | None) -> None:
-        """Received data lands in ``region`` directly (the transfer already paid for it)."""
+    def place(self, region: Region, incoming: np.ndarray | None) -> Generator:
+        """Put received data in ``region``; free when it already landed there (HBM buffer)."""
+        node, n = region.buffer.memory_node, region.nbytes
+        if node != self.buffer_node:
+            yield from self._stream([(self.buffer_node, n)], [(node, n)], 0)
         region.write(incoming)
 
     def copy(self, dst: Region, src: Region) -> Generator:
         """Local copy on the PE: reads ``src``, writes ``dst``."""
-        yield from self._pe_work(dst, src.nbytes, dst.nbytes, 0)
+        yield from self._stream(
+            [(src.buffer.memory_node, src.nbytes)], [(dst.buffer.memory_node, dst.nbytes)], 0
+        )
         dst.write(src.read())
 
     def average(self, region: Region, count: int) -> Generator:
         """Divide by ``count`` in place (the last step of AVG)."""
-        yield from self._pe_work(region, region.nbytes, region.nbytes, region.count)
+        node, n = region.buffer.memory_node, region.nbytes
+        yield from self._stream([(node, n)], [(node, n)], region.count)
         values = region.read()
         if values is not None:
             region.write(finish_average(values, count))
+
+    def scratch(self, like: Region, count: int | None = None) -> Region:
+        """A working region beside ``like`` (same memory and dtype), zero-filled."""
+        buf = like.buffer
+        count = like.count if count is None else count
+        storage = None if buf.storage is None else np.zeros(count, dtype=buf.dtype.storage)
+        return LaneBuffer(buf.pe, buf.memory_node, buf.dtype, count, storage, buf.name).region()

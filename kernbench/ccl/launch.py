@@ -4,8 +4,13 @@ A device tensor takes part *shard-lane by shard-lane*: lane j of a tensor is
 its j-th distinct region (replica 0).  Elementwise collectives (all-reduce,
 broadcast, reduce, send/recv) run one independent instance per lane, on the
 PEs holding that lane on every rank; collectives that change shapes (gathers,
-scatters, all-to-all) need tensors with a single lane.  Replicas of a region
-are refreshed from the lane after the algorithm.
+scatters, all-to-all) need tensors with a single lane.
+
+A launch (1) picks the algorithm configuration (explicit, the run's choice,
+or the tuner's for ``auto``), (2) installs the IPCQ neighbour tables the
+algorithm needs on every PE, once per (configuration, PEs) — timed messages
+host -> M_CPU -> PE, (3) pays the PEs' launch overhead and runs the programs,
+(4) refreshes replicas of regions it changed.
 """
 
 from __future__ import annotations
@@ -17,15 +22,18 @@ from typing import Any
 import numpy as np
 import simpy
 
-from kernbench.ccl import basic
+from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm
+from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
+from kernbench.ccl.settings import ccl_settings
 from kernbench.errors import DistributedError
+from kernbench.fabric import IpcqInstall
 from kernbench.runtime.tensor import DeviceTensor
 
-__all__ = ["lanes_of", "single_lane", "CollectiveLauncher"]
+__all__ = ["lanes_of", "single_lane", "CollectiveLauncher", "buffer_node"]
 
-Program = Callable[[Comm], Generator]
+INSTALL_ENTRY_BYTES = 16
 
 
 def lanes_of(tensor: DeviceTensor) -> list[LaneBuffer]:
@@ -56,79 +64,176 @@ def single_lane(tensor: DeviceTensor, op: str) -> LaneBuffer:
     return lanes[0]
 
 
-def scratch_like(lane: LaneBuffer, count: int | None = None) -> LaneBuffer:
-    """A working buffer beside ``lane`` (the staging area the PE's collectives use)."""
-    count = lane.count if count is None else count
-    storage = None if lane.storage is None else np.zeros(count, dtype=lane.dtype.storage)
-    return LaneBuffer(lane.pe, lane.memory_node, lane.dtype, count, storage, lane.name)
+def buffer_node(pe: str, memory_node: str, buffer: str) -> str:
+    """Where messages to ``pe`` land for a configuration's ``buffer`` location."""
+    if buffer == "tcm":
+        return f"{pe}.tcm"
+    if buffer == "sram":
+        return pe.rsplit(".", 1)[0] + ".sram"
+    return memory_node
+
+
+def choose(
+    ctx: Any, op: str, requested: str | None, size: int, nbytes: int, pes: Sequence[str]
+) -> tuple[str, AlgorithmConfig, Algorithm]:
+    """The configuration a call runs with, checked against the group size."""
+    settings = ccl_settings(ctx)
+    choice = requested or settings.choice(op)
+    if choice == "auto":
+        from kernbench.ccl.tuner import auto_choice
+
+        choice = auto_choice(ctx, op, size, nbytes, list(pes))
+    name, config = settings.resolve(choice)
+    algorithm = get_algorithm(config.module)
+    if config.world_size is not None and config.world_size != size:
+        raise DistributedError(
+            f"{op}: configuration {name!r} is for {config.world_size} ranks but the group has "
+            f"{size}; choose another (or one without world_size)"
+        )
+    algorithm.check(op, size)
+    return name, config, algorithm
 
 
 class CollectiveLauncher:
-    """Runs one collective's programs on the machine; ``done`` fires when all finish."""
+    """Runs one collective's programs on the machine; ``finish()`` fires when all finish."""
 
     _ids = itertools.count()
 
-    def __init__(self, ctx: Any, name: str) -> None:
+    def __init__(
+        self, ctx: Any, op: str, name: str, config: AlgorithmConfig, algorithm: Algorithm
+    ) -> None:
         self.ctx = ctx
         self.fabric = ctx.fabric
         self.env: simpy.Environment = ctx.fabric.env
-        self.name = name
-        self.key = (name, next(self._ids))
-        self.start_ps = self.env.now
+        self.op = op
+        self.config_name = name
+        self.config = config
+        self.algorithm = algorithm
+        self.key = (op, next(self._ids))
+        self.launch_ps = self.env.now
+        self.algo_start_ps: int | None = None
         self.end_ps: int | None = None
-        self._processes: list[simpy.Process] = []
+        self.nbytes = 0
+        self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]]]] = []
         self._refresh: list[DeviceTensor] = []
 
     def lane(
         self,
-        programs: Sequence[Program],
+        programs: Sequence[Callable[[Comm], Generator]],
         pes: list[str],
-        nodes: list[str],
+        memory_nodes: list[str],
         *,
         op: str = "sum",
         lane: int = 0,
     ) -> None:
-        """Start one program per rank of one lane (rank i runs ``programs[i]`` on ``pes[i]``)."""
-        for rank, program in enumerate(programs):
-            comm = Comm(self.fabric, rank, pes, nodes, op=op, key=(self.key, lane))
-            self._processes.append(self.env.process(self._on_pe(comm, program)))
+        """One program per rank of one lane; rank i runs ``programs[i]`` on ``pes[i]``."""
+        nodes = [
+            buffer_node(pe, node, self.config.buffer)
+            for pe, node in zip(pes, memory_nodes, strict=True)
+        ]
+        params = {"chunks": self.config.chunks, **self.config.params}
+        comms = [
+            Comm(
+                self.fabric,
+                rank,
+                pes,
+                nodes,
+                op=op,
+                key=(self.key, lane),
+                depth=self.config.queue_depth,
+                params=params,
+            )
+            for rank in range(len(pes))
+        ]
+        self._lanes.append((comms, list(programs)))
 
     def refresh_replicas(self, tensor: DeviceTensor) -> None:
         self._refresh.append(tensor)
-
-    def _on_pe(self, comm: Comm, program: Program) -> Generator:
-        start = self.env.now
-        yield self.env.timeout(self.fabric.pe(comm.pe).launch_overhead_ps)
-        yield from program(comm)
-        lane = comm.key[1]
-        self.fabric.record(
-            "collective", comm.pe, comm.pe, start, 0, f"{self.name} rank {comm.rank} lane {lane}"
-        )
 
     def finish(self) -> simpy.Event:
         done = self.env.event()
 
         def body() -> Generator:
-            yield self.env.all_of(self._processes)
+            yield from self._install()
+            overhead = max(
+                (
+                    self.fabric.pe(c.pe).launch_overhead_ps
+                    for comms, _ in self._lanes
+                    for c in comms
+                ),
+                default=0,
+            )
+            yield self.env.timeout(overhead)
+            self.algo_start_ps = self.env.now
+            processes = [
+                self.env.process(self._on_pe(comm, program))
+                for comms, programs in self._lanes
+                for comm, program in zip(comms, programs, strict=True)
+            ]
+            yield self.env.all_of(processes)
             yield from self._refresh_all()
             self.end_ps = self.env.now
+            self.fabric.ipcq.close(self.key)
             done.succeed()
 
         self.env.process(body())
         return done
 
+    def _on_pe(self, comm: Comm, program: Callable[[Comm], Generator]) -> Generator:
+        start = self.env.now
+        yield from program(comm)
+        self.fabric.record(
+            "collective",
+            comm.pe,
+            comm.pe,
+            start,
+            0,
+            f"{self.op} {self.config_name} rank {comm.rank} lane {comm.key[1]}",
+        )
+
+    def _install(self) -> Generator:
+        """Install the neighbour tables this configuration needs, once per set of PEs."""
+        plans = ccl_settings(self.ctx).plans
+        installs = []
+        for comms, _ in self._lanes:
+            pes = tuple(c.pe for c in comms)
+            key = (self.config_name, self.op, pes)
+            if key in plans:
+                continue
+            table = {}
+            for comm in comms:
+                peers = self.algorithm.neighbours(self.op, comm.size, comm.rank)
+                entries = tuple(sorted(comm.pes[p] for p in peers))
+                table[comm.pe] = entries
+                cube = comm.pe.rsplit(".", 1)[0]
+                installs.append(
+                    self.fabric.submit(
+                        IpcqInstall(
+                            src="host",
+                            dst=f"{cube}.m_cpu",
+                            targets=(comm.pe,),
+                            entries=entries,
+                            nbytes=INSTALL_ENTRY_BYTES * max(1, len(entries)),
+                            tag=f"{self.config_name} plan",
+                        )
+                    ).event
+                )
+            plans[key] = table
+        if installs:
+            yield self.env.all_of(installs)
+
     def _refresh_all(self) -> Generator:
         copies = []
         for tensor in self._refresh:
-            primaries = {p.shard: p for p in tensor.placements if p.shard.replica == 0}
-            by_region: dict[tuple, Any] = {
-                tuple((s.start, s.stop) for s in shard.index): placement
-                for shard, placement in primaries.items()
+            primaries = {
+                tuple((s.start, s.stop) for s in p.shard.index): p
+                for p in tensor.placements
+                if p.shard.replica == 0
             }
             for p in tensor.placements:
                 if p.shard.replica == 0 or p.pa is None:
                     continue
-                source = by_region[tuple((s.start, s.stop) for s in p.shard.index)]
+                source = primaries[tuple((s.start, s.stop) for s in p.shard.index)]
                 copies.append(
                     self.fabric.transfer(source.memory_node, p.memory_node, p.shard.nbytes)
                 )
@@ -142,9 +247,8 @@ class CollectiveLauncher:
 def _lane_table(tensors: Sequence[DeviceTensor], op: str) -> list[list[LaneBuffer]]:
     """lanes[rank][lane], checking that every rank's tensor splits the same way."""
     table = [lanes_of(t) for t in tensors]
-    counts = {len(lanes) for lanes in table}
     sizes = {tuple(lane.count for lane in lanes) for lanes in table}
-    if len(counts) != 1 or len(sizes) != 1:
+    if len(sizes) != 1:
         detail = ", ".join(
             f"rank {r}: {[lane.count for lane in lanes]}" for r, lanes in enumerate(table)
         )
@@ -152,72 +256,66 @@ def _lane_table(tensors: Sequence[DeviceTensor], op: str) -> list[list[LaneBuffe
     return table
 
 
-def all_reduce(ctx: Any, tensors: Sequence[DeviceTensor], op: str) -> CollectiveLauncher:
-    check_op(op, tensors[0].dtype.value)
-    launcher = CollectiveLauncher(ctx, "all_reduce")
-    table = _lane_table(tensors, "all_reduce")
-    p = len(tensors)
-    for j in range(len(table[0])):
-        lanes = [table[r][j] for r in range(p)]
+def _program(
+    algorithm: Algorithm, op: str, args: OpArgs, after: Callable[[Comm], Generator] | None = None
+) -> Callable[[Comm], Generator]:
+    body = algorithm.programs[op]
 
-        def program(c: Comm, lanes=lanes) -> Generator:
-            region = lanes[c.rank].region()
-            yield from basic.ring_all_reduce(c, region)
-            if op == "avg":
-                yield from c.average(region, c.size)
+    def program(c: Comm) -> Generator:
+        yield from body(c, args)
+        if after is not None:
+            yield from after(c)
 
-        launcher.lane(
-            [program] * p,
-            [lane.pe for lane in lanes],
-            [lane.memory_node for lane in lanes],
-            op=op,
-            lane=j,
-        )
-    for t in tensors:
-        launcher.refresh_replicas(t)
+    return program
+
+
+def _launcher(
+    ctx: Any, op: str, algorithm: str | None, size: int, nbytes: int, pes: Sequence[str]
+) -> CollectiveLauncher:
+    name, config, algo = choose(ctx, op, algorithm, size, nbytes, pes)
+    launcher = CollectiveLauncher(ctx, op, name, config, algo)
+    launcher.nbytes = nbytes
     return launcher
 
 
-def broadcast(ctx: Any, tensors: Sequence[DeviceTensor], root: int) -> CollectiveLauncher:
-    launcher = CollectiveLauncher(ctx, "broadcast")
-    table = _lane_table(tensors, "broadcast")
+def _average(region: Region, size: int) -> Callable[[Comm], Generator]:
+    def after(c: Comm) -> Generator:
+        yield from c.average(region, size)
+
+    return after
+
+
+def elementwise(
+    ctx: Any,
+    op: str,
+    tensors: Sequence[DeviceTensor],
+    *,
+    redop: str = "sum",
+    root: int = 0,
+    algorithm: str | None = None,
+) -> CollectiveLauncher:
+    """all_reduce, broadcast and reduce: one instance per lane."""
+    if op != "broadcast":
+        check_op(redop, tensors[0].dtype.value)
+    table = _lane_table(tensors, op)
     p = len(tensors)
+    launcher = _launcher(
+        ctx, op, algorithm, p, tensors[0].nbytes, [lane.pe for lane in (row[0] for row in table)]
+    )
     for j in range(len(table[0])):
         lanes = [table[r][j] for r in range(p)]
-
-        def program(c: Comm, lanes=lanes) -> Generator:
-            yield from basic.tree_broadcast(c, lanes[c.rank].region(), root)
-
+        programs = []
+        for r, lane in enumerate(lanes):
+            region = lane.region()
+            averaged = redop == "avg" and (op == "all_reduce" or r == root)
+            after = _average(region, p) if averaged else None
+            programs.append(_program(launcher.algorithm, op, OpArgs(buf=region, root=root), after))
         launcher.lane(
-            [program] * p, [lane.pe for lane in lanes], [lane.memory_node for lane in lanes], lane=j
+            programs, [x.pe for x in lanes], [x.memory_node for x in lanes], op=redop, lane=j
         )
-    for t in tensors:
-        launcher.refresh_replicas(t)
-    return launcher
-
-
-def reduce(ctx: Any, tensors: Sequence[DeviceTensor], root: int, op: str) -> CollectiveLauncher:
-    check_op(op, tensors[0].dtype.value)
-    launcher = CollectiveLauncher(ctx, "reduce")
-    table = _lane_table(tensors, "reduce")
-    p = len(tensors)
-    for j in range(len(table[0])):
-        lanes = [table[r][j] for r in range(p)]
-
-        def program(c: Comm, lanes=lanes) -> Generator:
-            mine = lanes[c.rank]
-            yield from basic.tree_reduce(c, mine.region(), scratch_like(mine).region(), root)
-            if op == "avg" and c.rank == root:
-                yield from c.average(mine.region(), c.size)
-
-        launcher.lane(
-            [program] * p,
-            [lane.pe for lane in lanes],
-            [lane.memory_node for lane in lanes],
-            op=op,
-            lane=j,
-        )
-    launcher.refresh_replicas(tensors[root])
+    for r, t in enumerate(tensors):
+        if op != "reduce" or r == root:
+            launcher.refresh_replicas(t)
     return launcher
 
 
@@ -231,26 +329,31 @@ def _blocks(lane: LaneBuffer, parts: int, op: str) -> list[Region]:
     return [lane.region(i * size, (i + 1) * size) for i in range(parts)]
 
 
+def _block_list(value: Sequence[DeviceTensor] | DeviceTensor, parts: int, op: str) -> list[Region]:
+    if isinstance(value, DeviceTensor):
+        return _blocks(single_lane(value, op), parts, op)
+    return [single_lane(t, op).region() for t in value]
+
+
 def all_gather(
     ctx: Any,
     outputs: Sequence[Sequence[DeviceTensor] | DeviceTensor],
     inputs: Sequence[DeviceTensor],
+    algorithm: str | None = None,
 ) -> CollectiveLauncher:
     """``outputs[r]`` is a list of p tensors or one tensor of p blocks."""
-    launcher = CollectiveLauncher(ctx, "all_gather")
     p = len(inputs)
     ins = [single_lane(t, "all_gather") for t in inputs]
-    outs = []
-    for out in outputs:
-        if isinstance(out, DeviceTensor):
-            outs.append(_blocks(single_lane(out, "all_gather"), p, "all_gather_into_tensor"))
-        else:
-            outs.append([single_lane(t, "all_gather").region() for t in out])
-
-    def program(c: Comm) -> Generator:
-        yield from basic.ring_all_gather(c, ins[c.rank].region(), outs[c.rank])
-
-    launcher.lane([program] * p, [lane.pe for lane in ins], [lane.memory_node for lane in ins])
+    launcher = _launcher(ctx, "all_gather", algorithm, p, inputs[0].nbytes * p, [x.pe for x in ins])
+    programs = [
+        _program(
+            launcher.algorithm,
+            "all_gather",
+            OpArgs(inp=ins[r].region(), blocks=tuple(_block_list(outputs[r], p, "all_gather"))),
+        )
+        for r in range(p)
+    ]
+    launcher.lane(programs, [x.pe for x in ins], [x.memory_node for x in ins])
     return launcher
 
 
@@ -258,96 +361,111 @@ def reduce_scatter(
     ctx: Any,
     outputs: Sequence[DeviceTensor],
     inputs: Sequence[Sequence[DeviceTensor] | DeviceTensor],
-    op: str,
+    redop: str,
+    algorithm: str | None = None,
 ) -> CollectiveLauncher:
     """``inputs[r]`` is a list of p tensors or one tensor of p blocks."""
-    check_op(op, outputs[0].dtype.value)
-    launcher = CollectiveLauncher(ctx, "reduce_scatter")
+    check_op(redop, outputs[0].dtype.value)
     p = len(outputs)
     outs = [single_lane(t, "reduce_scatter") for t in outputs]
-    ins = []
-    for inp in inputs:
-        if isinstance(inp, DeviceTensor):
-            ins.append(_blocks(single_lane(inp, "reduce_scatter"), p, "reduce_scatter_tensor"))
-        else:
-            ins.append([single_lane(t, "reduce_scatter").region() for t in inp])
-
-    def program(c: Comm) -> Generator:
-        out = outs[c.rank]
-        scratch = scratch_like(out, out.count * c.size)
-        blocks = [scratch.region(i * out.count, (i + 1) * out.count) for i in range(c.size)]
-        yield from basic.ring_reduce_scatter(c, ins[c.rank], out.region(), blocks)
-        if op == "avg":
-            yield from c.average(out.region(), c.size)
-
-    launcher.lane(
-        [program] * p, [lane.pe for lane in outs], [lane.memory_node for lane in outs], op=op
+    launcher = _launcher(
+        ctx, "reduce_scatter", algorithm, p, outputs[0].nbytes * p, [x.pe for x in outs]
     )
+    programs = []
+    for r in range(p):
+        out = outs[r].region()
+        blocks = tuple(_block_list(inputs[r], p, "reduce_scatter"))
+        after = _average(out, p) if redop == "avg" else None
+        programs.append(
+            _program(launcher.algorithm, "reduce_scatter", OpArgs(out=out, blocks=blocks), after)
+        )
+    launcher.lane(programs, [x.pe for x in outs], [x.memory_node for x in outs], op=redop)
     return launcher
 
 
 def gather(
-    ctx: Any, inputs: Sequence[DeviceTensor], blocks: Sequence[DeviceTensor] | None, root: int
+    ctx: Any,
+    inputs: Sequence[DeviceTensor],
+    blocks: Sequence[DeviceTensor] | None,
+    root: int,
+    algorithm: str | None = None,
 ) -> CollectiveLauncher:
-    launcher = CollectiveLauncher(ctx, "gather")
     ins = [single_lane(t, "gather") for t in inputs]
-    regions = [single_lane(t, "gather").region() for t in blocks or ()]
-
-    def program(c: Comm) -> Generator:
-        yield from basic.direct_gather(
-            c, ins[c.rank].region(), regions if c.rank == root else None, root
+    p = len(ins)
+    launcher = _launcher(ctx, "gather", algorithm, p, inputs[0].nbytes * p, [x.pe for x in ins])
+    regions = tuple(single_lane(t, "gather").region() for t in blocks or ())
+    programs = [
+        _program(
+            launcher.algorithm,
+            "gather",
+            OpArgs(inp=ins[r].region(), blocks=regions if r == root else (), root=root),
         )
-
-    launcher.lane(
-        [program] * len(ins), [lane.pe for lane in ins], [lane.memory_node for lane in ins]
-    )
+        for r in range(p)
+    ]
+    launcher.lane(programs, [x.pe for x in ins], [x.memory_node for x in ins])
     return launcher
 
 
 def scatter(
-    ctx: Any, outputs: Sequence[DeviceTensor], blocks: Sequence[DeviceTensor] | None, root: int
+    ctx: Any,
+    outputs: Sequence[DeviceTensor],
+    blocks: Sequence[DeviceTensor] | None,
+    root: int,
+    algorithm: str | None = None,
 ) -> CollectiveLauncher:
-    launcher = CollectiveLauncher(ctx, "scatter")
     outs = [single_lane(t, "scatter") for t in outputs]
-    regions = [single_lane(t, "scatter").region() for t in blocks or ()]
-
-    def program(c: Comm) -> Generator:
-        yield from basic.direct_scatter(
-            c, regions if c.rank == root else None, outs[c.rank].region(), root
+    p = len(outs)
+    launcher = _launcher(ctx, "scatter", algorithm, p, outputs[0].nbytes * p, [x.pe for x in outs])
+    regions = tuple(single_lane(t, "scatter").region() for t in blocks or ())
+    programs = [
+        _program(
+            launcher.algorithm,
+            "scatter",
+            OpArgs(out=outs[r].region(), blocks=regions if r == root else (), root=root),
         )
-
-    launcher.lane(
-        [program] * len(outs), [lane.pe for lane in outs], [lane.memory_node for lane in outs]
-    )
+        for r in range(p)
+    ]
+    launcher.lane(programs, [x.pe for x in outs], [x.memory_node for x in outs])
     return launcher
 
 
 def all_to_all(
-    ctx: Any, sends: Sequence[Sequence[Region]], recvs: Sequence[Sequence[Region]]
+    ctx: Any,
+    sends: Sequence[Sequence[Region]],
+    recvs: Sequence[Sequence[Region]],
+    algorithm: str | None = None,
 ) -> CollectiveLauncher:
     """``sends[r][j]`` goes from rank r to rank j, into ``recvs[j][r]``."""
-    launcher = CollectiveLauncher(ctx, "all_to_all")
     p = len(sends)
     pes = [recvs[r][0].buffer.pe for r in range(p)]
     nodes = [recvs[r][0].buffer.memory_node for r in range(p)]
-
-    def program(c: Comm) -> Generator:
-        yield from basic.direct_all_to_all(c, sends[c.rank], recvs[c.rank])
-
-    launcher.lane([program] * p, pes, nodes)
+    nbytes = sum(region.nbytes for region in sends[0])
+    launcher = _launcher(ctx, "all_to_all", algorithm, p, nbytes, pes)
+    programs = [
+        _program(
+            launcher.algorithm, "all_to_all", OpArgs(sends=tuple(sends[r]), recvs=tuple(recvs[r]))
+        )
+        for r in range(p)
+    ]
+    launcher.lane(programs, pes, nodes)
     return launcher
 
 
-def barrier(ctx: Any, pes: list[str]) -> CollectiveLauncher:
-    launcher = CollectiveLauncher(ctx, "barrier")
-    launcher.lane([basic.dissemination_barrier] * len(pes), pes, pes)
+def barrier(ctx: Any, pes: list[str], algorithm: str | None = None) -> CollectiveLauncher:
+    launcher = _launcher(ctx, "barrier", algorithm, len(pes), 0, pes)
+    programs = [_program(launcher.algorithm, "barrier", OpArgs()) for _ in pes]
+    launcher.lane(programs, pes, pes)
     return launcher
 
 
 def send_recv(ctx: Any, src: DeviceTensor, dst: DeviceTensor) -> CollectiveLauncher:
     """Point to point: ``src``'s lanes into ``dst``'s (same split)."""
-    launcher = CollectiveLauncher(ctx, "send_recv")
+    from kernbench.ccl.catalogue import AlgorithmConfig as Config
+
     table = _lane_table([src, dst], "send/recv")
+    launcher = CollectiveLauncher(
+        ctx, "send_recv", "p2p", Config(module="direct"), get_algorithm("direct")
+    )
     for j in range(len(table[0])):
         a, b = table[0][j], table[1][j]
 
@@ -355,7 +473,7 @@ def send_recv(ctx: Any, src: DeviceTensor, dst: DeviceTensor) -> CollectiveLaunc
             yield from c.send(1, a.region())
 
         def receiver(c: Comm, b=b) -> Generator:
-            c.place(b.region(), (yield from c.recv(0)))
+            yield from c.place(b.region(), (yield from c.recv(0)))
 
         launcher.lane([sender, receiver], [a.pe, b.pe], [a.memory_node, b.memory_node], lane=j)
     launcher.refresh_replicas(dst)

@@ -19,6 +19,7 @@ from kernbench.fabric.messages import (
     Completion,
     Compute,
     Delay,
+    IpcqInstall,
     MemoryRead,
     MemoryWrite,
     Message,
@@ -91,6 +92,7 @@ class Fabric:
             Compute: self._serve_compute,
             Delay: self._serve_delay,
             RunPrograms: self._serve_programs,
+            IpcqInstall: self._serve_install,
         }
 
     # -- components -------------------------------------------------------------
@@ -204,9 +206,12 @@ class Fabric:
         handle.event.succeed(handle.completion)
 
     # -- handlers -----------------------------------------------------------------
-    def transfer(self, src: str, dst: str, nbytes: int) -> simpy.Event:
-        """An event for moving ``nbytes`` from ``src`` to ``dst`` (for components)."""
-        return self.network.transfer(self.graph.route(src, dst), nbytes)
+    def transfer(self, src: str, dst: str, nbytes: int, *, stream: bool = False) -> simpy.Event:
+        """An event for moving ``nbytes`` from ``src`` to ``dst`` (for components).
+
+        ``stream=True``: bandwidth only, the access latency hidden (see FlowNetwork).
+        """
+        return self.network.transfer(self.graph.route(src, dst), nbytes, stream=stream)
 
     def _serve_transfer(self, msg: Transfer) -> Generator:
         yield self.transfer(msg.src, msg.dst, msg.nbytes)
@@ -249,6 +254,16 @@ class Fabric:
         else:
             for va, nbytes in msg.entries:
                 table.unmap(va, nbytes)
+
+    def _serve_install(self, msg: IpcqInstall) -> Generator:
+        yield self.transfer(msg.src, msg.dst, msg.nbytes)
+        yield self.env.timeout(self.topology.cube.m_cpu.command_latency)
+        per_entry = self.topology.cube.pe_template.components.pe_ipcq.attrs
+        installs = []
+        for target in msg.targets:
+            installs.append(self.transfer(msg.dst, target, msg.nbytes))
+        yield self.env.all_of(installs)
+        yield self.env.timeout(per_entry.install_latency_per_entry * len(msg.entries))
 
     def _serve_compute(self, msg: Compute) -> Generator:
         unit = self.pe(msg.dst)

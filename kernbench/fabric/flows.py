@@ -96,15 +96,19 @@ class FlowNetwork:
             self._route_costs[route] = cost
         return cost
 
-    def transfer(self, route: tuple[int, ...], nbytes: int) -> simpy.Event:
-        """An event that fires when the last byte has arrived at the route's end."""
+    def transfer(self, route: tuple[int, ...], nbytes: int, *, stream: bool = False) -> simpy.Event:
+        """An event that fires when the last byte has arrived at the route's end.
+
+        ``stream=True`` charges bandwidth only (no latency, no packet fill): a
+        PE streaming data through its memory with the access latency hidden.
+        """
         env = self.env
         cost = self.route_cost(route)
         delivered = env.event()
         if not route:
             delivered.succeed()
             return delivered
-        tail = cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
+        tail = 0 if stream else cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
         if nbytes <= 0:
             env.timeout(tail).callbacks.append(lambda _ev: delivered.succeed())
             return delivered
@@ -113,9 +117,12 @@ class FlowNetwork:
         self._next_fid += 1
         flow_done = env.event()
         flow.done = flow_done
-        flow_done.callbacks.append(
-            lambda _ev: env.timeout(tail).callbacks.append(lambda _e: delivered.succeed())
-        )
+        if tail:
+            flow_done.callbacks.append(
+                lambda _ev: env.timeout(tail).callbacks.append(lambda _e: delivered.succeed())
+            )
+        else:
+            flow_done.callbacks.append(lambda _ev: delivered.succeed())
         for e in route:
             self.active[e][flow.fid] = flow
             self.bytes_carried[e] += nbytes

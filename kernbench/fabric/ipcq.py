@@ -2,10 +2,11 @@
 
 A channel joins one sending PE to one receiving PE.  It has ``depth`` slots:
 a sender takes a credit before it sends (back-pressure: a full queue makes the
-sender wait, it never drops), pays the endpoint overhead (the per-message α),
-and the payload crosses the fabric from the source memory to the receiver's
-buffer memory.  The receiver takes messages in order; the credit travels back
-to the sender over the route's latency.
+sender wait, it never drops), then the channel transmits its messages one at a
+time, in order: each pays the endpoint overhead (the per-message α) and
+crosses the fabric from the source memory to the receiver's buffer memory.
+The receiver takes messages in order; the credit travels back to the sender
+over the route's latency.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ class IpcqMessage:
 
 
 class _Channel:
-    __slots__ = ("credits", "inbox", "sent", "credit_return_ps")
+    __slots__ = ("credits", "inbox", "sent", "credit_return_ps", "transmitter")
 
     def __init__(self, env: simpy.Environment, depth: int, credit_return_ps: int) -> None:
         self.credits = simpy.Container(env, capacity=depth, init=depth)
         self.inbox = simpy.Store(env)
+        self.transmitter = simpy.Resource(env, capacity=1)
         self.sent = 0
         self.credit_return_ps = credit_return_ps
 
@@ -51,6 +53,7 @@ class Ipcq:
         self.default_depth = attrs.depth
         self.endpoint_overhead_ps = attrs.endpoint_overhead
         self._channels: dict[tuple[str, str, Any], _Channel] = {}
+        self._by_key: dict[Any, list[tuple[str, str, Any]]] = {}
         self.messages = 0
 
     def channel(self, src_pe: str, dst_pe: str, key: Any = None, depth: int | None = None):
@@ -61,7 +64,14 @@ class Ipcq:
             latency = self.fabric.network.route_cost(route).latency_ps
             channel = _Channel(self.env, depth or self.default_depth, latency)
             self._channels[ident] = channel
+            root = key[0] if isinstance(key, tuple) and key else key
+            self._by_key.setdefault(root, []).append(ident)
         return channel
+
+    def close(self, root: Any) -> None:
+        """Forget the channels of one finished collective (keys whose first item is ``root``)."""
+        for ident in self._by_key.pop(root, ()):
+            self._channels.pop(ident, None)
 
     def send(
         self,
@@ -74,25 +84,30 @@ class Ipcq:
         dst_node: str | None = None,
         key: Any = None,
         payload_fn: Any = None,
+        depth: int | None = None,
     ) -> Generator:
         """Process body: take a credit, pay α, move the bytes, enqueue the message.
 
         ``payload_fn`` (if given) is called once the credit is held, so the data
         sent is the data as it is when the send actually starts.
         """
-        channel = self.channel(src_pe, dst_pe, key)
+        channel = self.channel(src_pe, dst_pe, key, depth)
         yield channel.credits.get(1)
         if payload_fn is not None:
             payload = payload_fn()
-        yield self.env.timeout(self.endpoint_overhead_ps)
-        yield self.fabric.transfer(src_node or src_pe, dst_node or dst_pe, nbytes)
-        self.messages += 1
-        channel.sent += 1
-        yield channel.inbox.put(IpcqMessage(src_pe, dst_pe, nbytes, channel.sent, payload))
+        with channel.transmitter.request() as turn:
+            yield turn
+            yield self.env.timeout(self.endpoint_overhead_ps)
+            yield self.fabric.transfer(src_node or src_pe, dst_node or dst_pe, nbytes)
+            self.messages += 1
+            channel.sent += 1
+            channel.inbox.put(IpcqMessage(src_pe, dst_pe, nbytes, channel.sent, payload))
 
-    def recv(self, src_pe: str, dst_pe: str, key: Any = None) -> Generator:
+    def recv(
+        self, src_pe: str, dst_pe: str, key: Any = None, depth: int | None = None
+    ) -> Generator:
         """Process body: the next message on the channel (waits until there is one)."""
-        channel = self.channel(src_pe, dst_pe, key)
+        channel = self.channel(src_pe, dst_pe, key, depth)
         message = yield channel.inbox.get()
         if channel.credit_return_ps:
             timer = self.env.timeout(channel.credit_return_ps)

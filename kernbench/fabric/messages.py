@@ -17,6 +17,7 @@ __all__ = [
     "MemoryRead",
     "MmuMap",
     "MmuUnmap",
+    "IpcqInstall",
     "Compute",
     "Delay",
     "ProgramWork",
@@ -92,6 +93,20 @@ class MmuUnmap(Message):
     entries: tuple[tuple[int, int], ...] = ()
 
     kind = "mmu_unmap"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IpcqInstall(Message):
+    """Host -> a cube's M_CPU: install a neighbour table on one PE of the cube.
+
+    ``entries`` are the neighbour PEs; installing costs the command's trip and
+    ``install_latency_per_entry`` per entry on the PE.
+    """
+
+    targets: tuple[str, ...] = ()
+    entries: tuple[str, ...] = ()
+
+    kind = "ipcq_install"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

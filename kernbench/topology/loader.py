@@ -48,9 +48,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping
-)
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -149,8 +147,8 @@ def apply_overrides(document: Mapping[str, Any], overrides: Iterable[str]) -> di
     return result
 
 
-def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
-    model: type[BaseModel] = Topology
+def _model_at(loc: tuple[Any, ...], root: type[BaseModel] = Topology) -> type[BaseModel] | None:
+    model: type[BaseModel] = root
     for part in loc:
         field = model.model_fields.get(part) if isinstance(part, str) else None
         annotation = field.annotation if field is not None else None
@@ -160,12 +158,12 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: dict[str, Any], root: type[BaseModel] = Topology) -> str:
     loc = tuple(error["loc"])
     kind = error["type"]
     given = error.get("input")
     if kind == "extra_forbidden":
-        parent = _model_at(loc[:-1])
+        parent = _model_at(loc[:-1], root)
         valid = ", ".join(parent.model_fields) if parent else "see the schema"
         return f"unknown key {loc[-1]!r}; valid keys here: {valid}"
     if kind == "missing":
@@ -194,11 +192,13 @@ def _path(error: dict[str, Any]) -> str:
     return ".".join(parts)
 
 
-def format_validation_error(exc: ValidationError, source: str) -> ConfigError:
+def format_validation_error(
+    exc: ValidationError, source: str, root: type[BaseModel] = Topology
+) -> ConfigError:
     errors = exc.errors()
-    lines = [f"{_path(error) or '<top>'}: {_describe(error)}" for error in errors]
+    lines = [f"{_path(error) or '<top>'}: {_describe(error, root)}" for error in errors]
     first_path = _path(errors[0])
-    message = lines[0] if len(lines) == 1 else "\n  ".join(["invalid topology:", *lines])
+    message = lines[0] if len(lines) == 1 else "\n  ".join(["invalid configuration:", *lines])
     err = ConfigError(message, source=source)
     err.key_path = first_path
     return err

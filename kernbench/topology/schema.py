@@ -225,6 +225,9 @@ class IpcqAttrs(Spec):
     depth: Count = Field(8, description="slots per queue (credits)")
     slot_bytes: Size = Field("64KiB", description="bytes per slot")
     endpoint_overhead: Time = Field("100ns", description="fixed cost per message (alpha)")
+    install_latency_per_entry: Time = Field(
+        "20ns", description="time to install one neighbour-table entry"
+    )
 
 
 class IpcqSpec(Spec):
@@ -259,7 +262,7 @@ class CubeSpec(Spec):
             raise KeyedValueError(
                 "memory_map.hbm_slices_per_cube",
                 f"hbm_total_gb_per_cube ({hbm} bytes) must divide into "
-                f"hbm_slices_per_cube ({slices}) equal slices"
+                f"hbm_slices_per_cube ({slices}) equal slices",
             )
         return self
 
@@ -291,8 +294,7 @@ class Topology(Spec):
         if attach >= cubes:
             raise KeyedValueError(
                 "system.interconnect.attach_cube",
-                f"attach_cube is {attach} but a SIP has {cubes} cubes "
-                f"(valid: 0..{cubes - 1})"
+                f"attach_cube is {attach} but a SIP has {cubes} cubes (valid: 0..{cubes - 1})",
             )
         return self
 

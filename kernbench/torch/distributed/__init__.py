@@ -244,12 +244,22 @@ def _root(group: ProcessGroup, rank: int | None, group_rank: int | None, what: s
 
 
 def all_reduce(
-    tensor: Any, op: ReduceOp = ReduceOp.SUM, group: Any = None, async_op: bool = False
+    tensor: Any,
+    op: ReduceOp = ReduceOp.SUM,
+    group: Any = None,
+    async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("all_reduce")
     pg, t, red = _group(group, world), _device(tensor, "all_reduce"), _op(op)
     return world.collective(
-        pg, "all_reduce", (_sig(t), red), t, lambda ts: ccl.all_reduce(world.ctx, ts, red), async_op
+        pg,
+        "all_reduce",
+        (_sig(t), red),
+        t,
+        lambda ts: ccl.elementwise(world.ctx, "all_reduce", ts, redop=red, algorithm=algorithm),
+        async_op,
     )
 
 
@@ -259,12 +269,19 @@ def broadcast(
     group: Any = None,
     async_op: bool = False,
     group_src: int | None = None,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("broadcast")
     pg, t = _group(group, world), _device(tensor, "broadcast")
     root = _root(pg, src, group_src, "broadcast")
     return world.collective(
-        pg, "broadcast", (_sig(t), root), t, lambda ts: ccl.broadcast(world.ctx, ts, root), async_op
+        pg,
+        "broadcast",
+        (_sig(t), root),
+        t,
+        lambda ts: ccl.elementwise(world.ctx, "broadcast", ts, root=root, algorithm=algorithm),
+        async_op,
     )
 
 
@@ -275,6 +292,8 @@ def reduce(
     group: Any = None,
     async_op: bool = False,
     group_dst: int | None = None,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("reduce")
     pg, t, red = _group(group, world), _device(tensor, "reduce"), _op(op)
@@ -284,13 +303,20 @@ def reduce(
         "reduce",
         (_sig(t), root, red),
         t,
-        lambda ts: ccl.reduce(world.ctx, ts, root, red),
+        lambda ts: ccl.elementwise(
+            world.ctx, "reduce", ts, redop=red, root=root, algorithm=algorithm
+        ),
         async_op,
     )
 
 
 def all_gather(
-    tensor_list: list[Any], tensor: Any, group: Any = None, async_op: bool = False
+    tensor_list: list[Any],
+    tensor: Any,
+    group: Any = None,
+    async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("all_gather")
     pg, t = _group(group, world), _device(tensor, "all_gather")
@@ -303,13 +329,18 @@ def all_gather(
         "all_gather",
         _sig(t),
         (outs, t),
-        lambda ps: ccl.all_gather(world.ctx, [p[0] for p in ps], [p[1] for p in ps]),
+        lambda ps: ccl.all_gather(world.ctx, [p[0] for p in ps], [p[1] for p in ps], algorithm),
         async_op,
     )
 
 
 def all_gather_into_tensor(
-    output_tensor: Any, input_tensor: Any, group: Any = None, async_op: bool = False
+    output_tensor: Any,
+    input_tensor: Any,
+    group: Any = None,
+    async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("all_gather_into_tensor")
     pg = _group(group, world)
@@ -320,7 +351,7 @@ def all_gather_into_tensor(
         "all_gather_into_tensor",
         (_sig(t), _sig(out)),
         (out, t),
-        lambda ps: ccl.all_gather(world.ctx, [p[0] for p in ps], [p[1] for p in ps]),
+        lambda ps: ccl.all_gather(world.ctx, [p[0] for p in ps], [p[1] for p in ps], algorithm),
         async_op,
     )
 
@@ -331,6 +362,8 @@ def reduce_scatter(
     op: ReduceOp = ReduceOp.SUM,
     group: Any = None,
     async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("reduce_scatter")
     pg, out, red = _group(group, world), _device(output, "reduce_scatter"), _op(op)
@@ -343,13 +376,21 @@ def reduce_scatter(
         "reduce_scatter",
         (_sig(out), red),
         (out, ins),
-        lambda ps: ccl.reduce_scatter(world.ctx, [p[0] for p in ps], [p[1] for p in ps], red),
+        lambda ps: ccl.reduce_scatter(
+            world.ctx, [p[0] for p in ps], [p[1] for p in ps], red, algorithm
+        ),
         async_op,
     )
 
 
 def reduce_scatter_tensor(
-    output: Any, input: Any, op: ReduceOp = ReduceOp.SUM, group: Any = None, async_op: bool = False
+    output: Any,
+    input: Any,
+    op: ReduceOp = ReduceOp.SUM,
+    group: Any = None,
+    async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("reduce_scatter_tensor")
     pg, red = _group(group, world), _op(op)
@@ -360,7 +401,9 @@ def reduce_scatter_tensor(
         "reduce_scatter_tensor",
         (_sig(out), _sig(t), red),
         (out, t),
-        lambda ps: ccl.reduce_scatter(world.ctx, [p[0] for p in ps], [p[1] for p in ps], red),
+        lambda ps: ccl.reduce_scatter(
+            world.ctx, [p[0] for p in ps], [p[1] for p in ps], red, algorithm
+        ),
         async_op,
     )
 
@@ -372,6 +415,8 @@ def gather(
     group: Any = None,
     async_op: bool = False,
     group_dst: int | None = None,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, me = _initialised("gather")
     pg, t = _group(group, world), _device(tensor, "gather")
@@ -389,7 +434,7 @@ def gather(
         "gather",
         (_sig(t), root),
         (t, blocks),
-        lambda ps: ccl.gather(world.ctx, [p[0] for p in ps], ps[root][1], root),
+        lambda ps: ccl.gather(world.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
         async_op,
     )
 
@@ -401,6 +446,8 @@ def scatter(
     group: Any = None,
     async_op: bool = False,
     group_src: int | None = None,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, me = _initialised("scatter")
     pg, t = _group(group, world), _device(tensor, "scatter")
@@ -418,7 +465,7 @@ def scatter(
         "scatter",
         (_sig(t), root),
         (t, blocks),
-        lambda ps: ccl.scatter(world.ctx, [p[0] for p in ps], ps[root][1], root),
+        lambda ps: ccl.scatter(world.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
         async_op,
     )
 
@@ -456,6 +503,8 @@ def all_to_all_single(
     input_split_sizes: list[int] | None = None,
     group: Any = None,
     async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("all_to_all_single")
     pg = _group(group, world)
@@ -473,7 +522,7 @@ def all_to_all_single(
         "all_to_all_single",
         (t.dtype.name,),
         (sends, recvs),
-        lambda ps: _all_to_all(world, ps),
+        lambda ps: _all_to_all(world, ps, algorithm),
         async_op,
     )
 
@@ -483,6 +532,8 @@ def all_to_all(
     input_tensor_list: list[Any],
     group: Any = None,
     async_op: bool = False,
+    *,
+    algorithm: str | None = None,
 ) -> Work | None:
     world, _ = _initialised("all_to_all")
     pg = _group(group, world)
@@ -497,12 +548,14 @@ def all_to_all(
         "all_to_all",
         (ins[0].dtype.name,),
         (sends, recvs),
-        lambda ps: _all_to_all(world, ps),
+        lambda ps: _all_to_all(world, ps, algorithm),
         async_op,
     )
 
 
-def _all_to_all(world: Any, payloads: list[tuple[list[Region], list[Region]]]) -> Any:
+def _all_to_all(
+    world: Any, payloads: list[tuple[list[Region], list[Region]]], algorithm: str | None = None
+) -> Any:
     p = len(payloads)
     for r in range(p):
         for j in range(p):
@@ -512,14 +565,25 @@ def _all_to_all(world: Any, payloads: list[tuple[list[Region], list[Region]]]) -
                     f"all_to_all: rank {r} sends {sent} elements to rank {j}, which expects "
                     f"{expected} from it"
                 )
-    return ccl.all_to_all(world.ctx, [s for s, _ in payloads], [r for _, r in payloads])
+    return ccl.all_to_all(world.ctx, [s for s, _ in payloads], [r for _, r in payloads], algorithm)
 
 
-def barrier(group: Any = None, async_op: bool = False, device_ids: Any = None) -> Work | None:
+def barrier(
+    group: Any = None,
+    async_op: bool = False,
+    device_ids: Any = None,
+    *,
+    algorithm: str | None = None,
+) -> Work | None:
     world, me = _initialised("barrier")
     pg = _group(group, world)
     return world.collective(
-        pg, "barrier", (), _device_pe(world, me), lambda pes: ccl.barrier(world.ctx, pes), async_op
+        pg,
+        "barrier",
+        (),
+        _device_pe(world, me),
+        lambda pes: ccl.barrier(world.ctx, pes, algorithm),
+        async_op,
     )
 
 

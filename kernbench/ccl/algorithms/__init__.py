@@ -1,0 +1,174 @@
+"""The collective algorithm registry.
+
+An :class:`Algorithm` is a set of per-rank programs, one per collective op it
+serves, each a state machine over a logical topology written against
+:class:`~kernbench.ccl.comm.Comm` (ASTRA-sim style: send, recv, reduce, now).
+It also says which rank counts it handles, which peers each rank talks to (the
+IPCQ neighbour table to install) and, per op, its closed-form α-β-γ cost (the
+tuner's model).  Algorithms are chosen by name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernbench.ccl.comm import Comm, Region
+from kernbench.errors import DistributedError
+
+__all__ = [
+    "OPS",
+    "OpArgs",
+    "Algorithm",
+    "register",
+    "get_algorithm",
+    "algorithms",
+    "power_of_two",
+]
+
+OPS = (
+    "all_reduce",
+    "reduce_scatter",
+    "all_gather",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "all_to_all",
+    "barrier",
+)
+
+# Modules whose import registers their algorithms.
+_MODULES = (
+    "ring",
+    "binomial",
+    "direct",
+    "dissemination",
+    "bidirectional_ring",
+    "binary_tree",
+    "double_binary_tree",
+    "recursive_doubling",
+    "rabenseifner",
+    "bruck",
+    "hierarchical",
+    "mesh2d",
+)
+
+
+@dataclass(frozen=True)
+class OpArgs:
+    """One rank's buffers for one collective op.
+
+    * all_reduce, broadcast, reduce: ``buf`` (in place; reduce may use ``scratch``)
+    * all_gather: ``inp`` -> ``blocks`` (p regions, block i from rank i)
+    * reduce_scatter: ``blocks`` (p input regions) -> ``out`` (block ``rank`` reduced)
+    * gather: ``inp`` -> ``blocks`` on ``root``; scatter: ``blocks`` on ``root`` -> ``out``
+    * all_to_all: ``sends[j]`` to rank j, ``recvs[j]`` from rank j
+    """
+
+    buf: Region | None = None
+    inp: Region | None = None
+    out: Region | None = None
+    blocks: tuple[Region, ...] = ()
+    sends: tuple[Region, ...] = ()
+    recvs: tuple[Region, ...] = ()
+    root: int = 0
+
+
+Program = Callable[[Comm, OpArgs], Generator]
+# cost(p, nbytes, alpha, beta, gamma) -> seconds; nbytes as in reference/collective-costs.md
+Cost = Callable[[int, float, float, float, float], float]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    name: str
+    programs: Mapping[str, Program]
+    description: str = ""
+    costs: Mapping[str, Cost] = field(default_factory=dict)
+    requires: Callable[[str, int], str | None] | None = None
+    peers: Callable[[str, int, int], set[int]] | None = None
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return tuple(op for op in OPS if op in self.programs)
+
+    def check(self, op: str, size: int) -> None:
+        """Raise unless this algorithm serves ``op`` on ``size`` ranks."""
+        if op not in self.programs:
+            raise DistributedError(
+                f"algorithm {self.name!r} does not serve {op}; it serves {', '.join(self.ops)}"
+            )
+        reason = self.requires(op, size) if self.requires else None
+        if reason:
+            raise DistributedError(
+                f"algorithm {self.name!r} cannot run {op} on {size} ranks: {reason}"
+            )
+
+    def serves(self, op: str, size: int) -> bool:
+        try:
+            self.check(op, size)
+        except DistributedError:
+            return False
+        return True
+
+    def neighbours(self, op: str, size: int, rank: int) -> set[int]:
+        """Peers ``rank`` exchanges messages with (default: everyone)."""
+        if self.peers is not None:
+            return self.peers(op, size, rank)
+        return set(range(size)) - {rank}
+
+
+_REGISTRY: dict[str, Algorithm] = {}
+_loaded = False
+
+
+def register(algorithm: Algorithm) -> Algorithm:
+    if algorithm.name in _REGISTRY:
+        raise ValueError(f"algorithm {algorithm.name!r} registered twice")
+    _REGISTRY[algorithm.name] = algorithm
+    return algorithm
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    for module in _MODULES:
+        try:
+            importlib.import_module(f"kernbench.ccl.algorithms.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"kernbench.ccl.algorithms.{module}":
+                raise
+
+
+def algorithms() -> dict[str, Algorithm]:
+    _load()
+    return dict(_REGISTRY)
+
+
+def get_algorithm(name: str) -> Algorithm:
+    _load()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise DistributedError(
+            f"unknown collective algorithm {name!r}; known: {', '.join(sorted(_REGISTRY))}"
+        ) from None
+
+
+def power_of_two(op: str, size: int) -> str | None:
+    """A ``requires`` for algorithms that need a power-of-two rank count."""
+    return None if size & (size - 1) == 0 else "needs a power-of-two number of ranks"
+
+
+def lg(size: int) -> int:
+    """ceil(log2(size))."""
+    return max(0, (size - 1).bit_length())
+
+
+def any_args(**values: Any) -> OpArgs:
+    return OpArgs(**values)

@@ -1,0 +1,79 @@
+"""Binomial trees rooted anywhere: broadcast, reduce, and all-reduce as reduce + broadcast."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from kernbench.ccl.comm import Comm
+
+
+def broadcast(c: Comm, a: OpArgs) -> Generator:
+    """ceil(lg p) rounds; in round k the ranks that have the data send it 2^k further."""
+    p = c.size
+    v = (c.rank - a.root) % p
+    mask = 1
+    while mask < p:
+        if v & mask:
+            incoming = yield from c.recv((v - mask + a.root) % p)
+            yield from c.place(a.buf, incoming)
+            break
+        mask <<= 1
+    mask >>= 1
+    while mask > 0:
+        if v + mask < p:
+            c.post_send((v + mask + a.root) % p, a.buf)
+        mask >>= 1
+    yield from c.drain()
+
+
+def reduce(c: Comm, a: OpArgs) -> Generator:
+    """The mirror of broadcast; non-root ranks accumulate in scratch, leaving ``buf`` as is."""
+    p = c.size
+    v = (c.rank - a.root) % p
+    acc = a.buf
+    if v:
+        acc = c.scratch(a.buf)
+        yield from c.copy(acc, a.buf)
+    mask = 1
+    while mask < p:
+        if v & mask:
+            yield from c.send((v - mask + a.root) % p, acc)
+            break
+        if v + mask < p:
+            incoming = yield from c.recv((v + mask + a.root) % p)
+            yield from c.reduce(acc, incoming)
+        mask <<= 1
+    yield from c.drain()
+
+
+def all_reduce(c: Comm, a: OpArgs) -> Generator:
+    """Binomial reduce to rank 0, then binomial broadcast from it."""
+    yield from reduce(c, OpArgs(buf=a.buf, root=0))
+    yield from broadcast(c, OpArgs(buf=a.buf, root=0))
+
+
+def _peers(op: str, size: int, rank: int) -> set[int]:
+    peers, bit = set(), 1
+    while bit < size:
+        for other in (rank ^ bit, rank - bit, rank + bit):
+            if 0 <= other < size and other != rank:
+                peers.add(other)
+        bit <<= 1
+    return peers
+
+
+register(
+    Algorithm(
+        name="binomial",
+        description="binomial-tree broadcast and reduce; all-reduce = reduce + broadcast",
+        programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},
+        costs={
+            "broadcast": lambda p, n, a, b, g: lg(p) * (a + n * b),
+            "reduce": lambda p, n, a, b, g: lg(p) * (a + n * (b + g)),
+            "all_reduce": lambda p, n, a, b, g: 2 * lg(p) * a + 2 * n * lg(p) * b + n * lg(p) * g,
+        },
+        # Rooted anywhere, a rank may talk to any other.
+        peers=None,
+    )
+)

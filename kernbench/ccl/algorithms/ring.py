@@ -1,0 +1,127 @@
+"""Ring algorithms: reduce-scatter, all-gather and all-reduce (RS then AG).
+
+Each step a rank sends one chunk to its right neighbour and receives one from
+its left.  With ``chunks`` > 1 (catalogue parameter) every chunk is cut into
+that many pieces that flow through the ring independently: piece k of the next
+step leaves as soon as piece k of this one has been reduced, so transfers of
+one piece overlap reductions of another and large messages approach the
+bandwidth bound.  Broadcast is a pipelined chain from the root.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+
+from kernbench.ccl.algorithms import Algorithm, OpArgs, register
+from kernbench.ccl.comm import Comm, Region, chunk_bounds
+
+__all__ = ["reduce_scatter_steps", "all_gather_steps"]
+
+
+def _pieces(c: Comm, region: Region) -> list[Region]:
+    parts = max(1, int((c.params or {}).get("chunks", 1)))
+    parts = min(parts, max(1, region.count))
+    return [region.sub(a, b) for a, b in chunk_bounds(region.count, parts)]
+
+
+def reduce_scatter_steps(c: Comm, chunks: Sequence[Region], then_gather: bool = False) -> Generator:
+    """After p-1 steps chunk ``rank`` holds the reduction; optionally go on into all-gather."""
+    p, r = c.size, c.rank
+    right, left = (r + 1) % p, (r - 1) % p
+    pieces = [_pieces(c, chunk) for chunk in chunks]
+    for piece in pieces[(r - 1) % p]:
+        c.post_send(right, piece)
+    for step in range(p - 1):
+        target = pieces[(r - step - 2) % p]
+        for piece in target:
+            incoming = yield from c.recv(left)
+            yield from c.reduce(piece, incoming)
+            if step < p - 2 or then_gather:
+                c.post_send(right, piece)  # the next step (or the gather) sends it on
+    if then_gather:
+        for step in range(p - 1):
+            target = pieces[(r - step - 1) % p]
+            for piece in target:
+                incoming = yield from c.recv(left)
+                yield from c.place(piece, incoming)
+                if step < p - 2:
+                    c.post_send(right, piece)
+    yield from c.drain()
+
+
+def all_gather_steps(c: Comm, chunks: Sequence[Region]) -> Generator:
+    """Starting with chunk ``rank`` complete, after p-1 steps every chunk is."""
+    p, r = c.size, c.rank
+    right, left = (r + 1) % p, (r - 1) % p
+    pieces = [_pieces(c, chunk) for chunk in chunks]
+    for piece in pieces[r]:
+        c.post_send(right, piece)
+    for step in range(p - 1):
+        for piece in pieces[(r - step - 1) % p]:
+            incoming = yield from c.recv(left)
+            yield from c.place(piece, incoming)
+            if step < p - 2:
+                c.post_send(right, piece)
+    yield from c.drain()
+
+
+def all_reduce(c: Comm, a: OpArgs) -> Generator:
+    if c.size == 1:
+        return
+    chunks = [a.buf.sub(x, y) for x, y in chunk_bounds(a.buf.count, c.size)]
+    yield from reduce_scatter_steps(c, chunks, then_gather=True)
+
+
+def reduce_scatter(c: Comm, a: OpArgs) -> Generator:
+    scratch = [c.scratch(block) for block in a.blocks]
+    for block, copy in zip(a.blocks, scratch, strict=True):
+        yield from c.copy(copy, block)
+    if c.size > 1:
+        yield from reduce_scatter_steps(c, scratch)
+    yield from c.copy(a.out, scratch[c.rank])
+
+
+def all_gather(c: Comm, a: OpArgs) -> Generator:
+    yield from c.copy(a.blocks[c.rank], a.inp)
+    if c.size > 1:
+        yield from all_gather_steps(c, a.blocks)
+
+
+def broadcast(c: Comm, a: OpArgs) -> Generator:
+    """A chain root -> root+1 -> ..., pipelined in pieces."""
+    p = c.size
+    v = (c.rank - a.root) % p
+    nxt = (c.rank + 1) % p
+    for piece in _pieces(c, a.buf):
+        if v:
+            yield from c.place(piece, (yield from c.recv((c.rank - 1) % p)))
+        if v < p - 1:
+            c.post_send(nxt, piece)
+    yield from c.drain()
+
+
+def _ring_peers(op: str, size: int, rank: int) -> set[int]:
+    return {(rank + 1) % size, (rank - 1) % size} - {rank}
+
+
+register(
+    Algorithm(
+        name="ring",
+        description="ring reduce-scatter / all-gather; all-reduce = RS + AG; chain broadcast",
+        programs={
+            "all_reduce": all_reduce,
+            "reduce_scatter": reduce_scatter,
+            "all_gather": all_gather,
+            "broadcast": broadcast,
+        },
+        costs={
+            "all_reduce": lambda p, n, a, b, g: (
+                2 * (p - 1) * a + 2 * n * (p - 1) / p * b + n * (p - 1) / p * g
+            ),
+            "reduce_scatter": lambda p, n, a, b, g: (p - 1) * a + n * (p - 1) / p * (b + g),
+            "all_gather": lambda p, n, a, b, g: (p - 1) * a + n * (p - 1) / p * b,
+            "broadcast": lambda p, n, a, b, g: (p - 1) * a + n * b,
+        },
+        peers=_ring_peers,
+    )
+)

@@ -1,0 +1,126 @@
+"""The algorithm catalogue (``ccl/ccl.yaml``): named algorithm configurations.
+
+Each configuration names its algorithm module, the world size it is for (or
+none: whatever the group has), where received data lands (``tcm``, ``sram``,
+``hbm``), how many pieces each ring chunk is cut into (``chunks``), the IPCQ
+queue depth, and algorithm parameters.  ``defaults`` chooses a configuration
+(or ``auto``: the tuner) per op.  The file is validated like a topology:
+unknown keys and bad values are errors naming the key path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from kernbench.errors import ConfigError
+from kernbench.topology.loader import (
+    _StrictLoader,
+    apply_overrides,
+    format_validation_error,
+)
+
+__all__ = ["AlgorithmConfig", "Catalogue", "load_catalogue", "default_catalogue_path"]
+
+Buffer = Literal["tcm", "sram", "hbm"]
+OpName = Literal[
+    "all_reduce",
+    "reduce_scatter",
+    "all_gather",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "all_to_all",
+    "barrier",
+]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AlgorithmConfig(_Spec):
+    module: str = Field(description="algorithm name in the registry (kernbench.ccl.algorithms)")
+    world_size: int | None = Field(None, gt=0, description="ranks it is for; none: any")
+    buffer: Buffer = Field("hbm", description="where received data lands")
+    chunks: int = Field(1, gt=0, description="pieces per chunk for pipelining")
+    queue_depth: int | None = Field(None, gt=0, description="IPCQ slots; none: the topology's")
+    params: dict[str, Any] = Field(default_factory=dict, description="algorithm parameters")
+    description: str = ""
+
+
+class Defaults(_Spec):
+    algorithm: dict[OpName, str] = Field(
+        default_factory=dict, description="configuration (or 'auto') per op"
+    )
+    tune_table: str | None = Field(None, description="a `kernbench tune` table for auto")
+
+
+class Catalogue(_Spec):
+    defaults: Defaults = Defaults()
+    configs: dict[str, AlgorithmConfig]
+
+    @model_validator(mode="after")
+    def _known(self) -> Catalogue:
+        from kernbench.ccl.algorithms import algorithms
+
+        known = algorithms()
+        for name, config in self.configs.items():
+            if config.module not in known:
+                raise ValueError(
+                    f"configs.{name}.module: unknown algorithm {config.module!r}; known: "
+                    f"{', '.join(sorted(known))}"
+                )
+            algorithm = known[config.module]
+            if config.world_size and any(
+                algorithm.requires and algorithm.requires(op, config.world_size)
+                for op in algorithm.ops
+            ):
+                raise ValueError(
+                    f"configs.{name}.world_size: {config.module} cannot run on "
+                    f"{config.world_size} ranks"
+                )
+        for op, choice in self.defaults.algorithm.items():
+            if choice != "auto" and choice not in self.configs and choice not in known:
+                raise ValueError(
+                    f"defaults.algorithm.{op}: {choice!r} is neither a configuration nor an "
+                    "algorithm; use one of the configs, an algorithm name or 'auto'"
+                )
+        return self
+
+    def resolve(self, choice: str) -> tuple[str, AlgorithmConfig]:
+        """A configuration by name, or an algorithm name with default settings."""
+        if choice in self.configs:
+            return choice, self.configs[choice]
+        from kernbench.ccl.algorithms import get_algorithm
+
+        get_algorithm(choice)  # raises listing the known ones
+        return choice, AlgorithmConfig(module=choice)
+
+
+def default_catalogue_path() -> Path:
+    return Path(__file__).resolve().parents[2] / "ccl" / "ccl.yaml"
+
+
+def load_catalogue(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Catalogue:
+    """Load and validate a catalogue; ``overrides`` are ``key.path=value`` as for topologies."""
+    import yaml
+
+    path = Path(path) if path else default_catalogue_path()
+    try:
+        document = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 - safe loader
+    except FileNotFoundError:
+        raise ConfigError("file not found", source=str(path)) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", source=str(path)) from None
+    if not isinstance(document, Mapping):
+        raise ConfigError("the top level must be a mapping of keys", source=str(path))
+    document = apply_overrides(document, overrides)
+    try:
+        return Catalogue.model_validate(document)
+    except ValidationError as exc:
+        raise format_validation_error(exc, str(path), Catalogue) from None

@@ -1,0 +1,77 @@
+"""Per-run collective settings: the catalogue, per-op choices, install plans.
+
+``--set ccl.<op>=<config>`` (or ``ccl.all=<config>``) overrides the
+catalogue's default for a run; ``--set ccl.tune_table=PATH`` makes ``auto``
+use a table measured by ``kernbench tune``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernbench.ccl.algorithms import OPS
+from kernbench.ccl.catalogue import AlgorithmConfig, Catalogue, load_catalogue
+from kernbench.errors import ConfigError
+
+__all__ = ["CclSettings", "ccl_settings", "split_overrides"]
+
+
+def split_overrides(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(topology overrides, ``ccl.*`` overrides without their prefix)."""
+    topology, ccl = [], []
+    for text in overrides:
+        (ccl if text.startswith("ccl.") else topology).append(text.removeprefix("ccl."))
+    return topology, ccl
+
+
+@dataclass
+class CclSettings:
+    catalogue: Catalogue
+    choices: dict[str, str] = field(default_factory=dict)
+    tune_table: str | None = None
+    plans: dict[tuple, Any] = field(default_factory=dict)
+
+    def choice(self, op: str) -> str:
+        return self.choices.get(op) or self.catalogue.defaults.algorithm.get(op, "auto")
+
+    def resolve(self, choice: str) -> tuple[str, AlgorithmConfig]:
+        return self.catalogue.resolve(choice)
+
+    @classmethod
+    def from_overrides(
+        cls, overrides: Iterable[str] = (), catalogue_path: str | None = None
+    ) -> CclSettings:
+        choices: dict[str, str] = {}
+        catalogue_overrides: list[str] = []
+        tune_table = None
+        for text in overrides:
+            key, sep, value = text.partition("=")
+            if not sep:
+                raise ConfigError(f"override ccl.{text!r} must look like ccl.KEY=VALUE")
+            if key == "all":
+                choices.update(dict.fromkeys(OPS, value))
+            elif key in OPS:
+                choices[key] = value
+            elif key == "tune_table":
+                tune_table = value
+            else:
+                catalogue_overrides.append(text)
+        catalogue = load_catalogue(catalogue_path, catalogue_overrides)
+        settings = cls(catalogue, choices, tune_table or catalogue.defaults.tune_table)
+        for op, value in choices.items():
+            if value != "auto":
+                try:
+                    settings.resolve(value)
+                except Exception as exc:
+                    raise ConfigError(str(exc), key_path=f"ccl.{op}", source="--set") from None
+        return settings
+
+
+def ccl_settings(ctx: Any) -> CclSettings:
+    """The context's collective settings (the bundled catalogue unless a run set others)."""
+    settings = getattr(ctx, "_ccl", None)
+    if settings is None:
+        settings = ctx._ccl = CclSettings.from_overrides()
+    return settings
