@@ -192,6 +192,19 @@ class Comm:
             if current is not None:
                 region.write(combine(self.op, current, incoming))
 
+    def reduce_into(self, dst: Region, src: Region, incoming: np.ndarray | None) -> Generator:
+        """``dst = src op incoming``: the same traffic as :meth:`reduce`, into another region."""
+        n = dst.nbytes
+        yield from self._stream(
+            [(self.buffer_node, n), (src.buffer.memory_node, n)],
+            [(dst.buffer.memory_node, n)],
+            dst.count,
+        )
+        if incoming is not None:
+            current = src.read()
+            if current is not None:
+                dst.write(combine(self.op, current, incoming))
+
     def place(self, region: Region, incoming: np.ndarray | None) -> Generator:
         """Put received data in ``region``; free when it already landed there (HBM buffer)."""
         node, n = region.buffer.memory_node, region.nbytes

@@ -73,18 +73,51 @@ def all_reduce(c: Comm, a: OpArgs) -> Generator:
 
 
 def reduce_scatter(c: Comm, a: OpArgs) -> Generator:
-    scratch = [c.scratch(block) for block in a.blocks]
-    for block, copy in zip(a.blocks, scratch, strict=True):
-        yield from c.copy(copy, block)
-    if c.size > 1:
-        yield from reduce_scatter_steps(c, scratch)
-    yield from c.copy(a.out, scratch[c.rank])
+    """Ring reduce-scatter straight from the input blocks.
+
+    The first step sends an input block as it is; each later step reduces the
+    incoming partial sum with the local input block into a scratch block (the
+    input stays untouched), and the last step reduces straight into ``out``,
+    so no copy is on the critical path.
+    """
+    p, r = c.size, c.rank
+    if p == 1:
+        yield from c.copy(a.out, a.blocks[0])
+        return
+    right, left = (r + 1) % p, (r - 1) % p
+    inputs = [_pieces(c, block) for block in a.blocks]
+    partial = [_pieces(c, c.scratch(block)) for block in a.blocks]
+    partial[r] = _pieces(c, a.out)
+    for piece in inputs[(r - 1) % p]:
+        c.post_send(right, piece)
+    for step in range(p - 1):
+        index = (r - step - 2) % p
+        for mine, dst in zip(inputs[index], partial[index], strict=True):
+            incoming = yield from c.recv(left)
+            yield from c.reduce_into(dst, mine, incoming)
+            if step < p - 2:
+                c.post_send(right, dst)
+    yield from c.drain()
 
 
 def all_gather(c: Comm, a: OpArgs) -> Generator:
-    yield from c.copy(a.blocks[c.rank], a.inp)
-    if c.size > 1:
-        yield from all_gather_steps(c, a.blocks)
+    """Ring all-gather; the own block leaves straight from the input while it is copied."""
+    p, r = c.size, c.rank
+    right, left = (r + 1) % p, (r - 1) % p
+    if p > 1:
+        for piece in _pieces(c, a.inp):
+            c.post_send(right, piece)
+    yield from c.copy(a.blocks[r], a.inp)
+    if p == 1:
+        return
+    pieces = [_pieces(c, block) for block in a.blocks]
+    for step in range(p - 1):
+        for piece in pieces[(r - step - 1) % p]:
+            incoming = yield from c.recv(left)
+            yield from c.place(piece, incoming)
+            if step < p - 2:
+                c.post_send(right, piece)
+    yield from c.drain()
 
 
 def broadcast(c: Comm, a: OpArgs) -> Generator:

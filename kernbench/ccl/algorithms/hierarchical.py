@@ -1,0 +1,99 @@
+"""Hierarchical all-reduce: reduce-scatter inside groups, all-reduce across, all-gather inside.
+
+Ranks are grouped by where their PEs sit: ``levels: [cube, sip]`` groups ranks
+first by cube, then by SIP.  With k ranks in my innermost group:
+
+1. reduce-scatter the buffer inside the group (``algorithms[0]``): I own 1/k;
+2. all-reduce my 1/k with the ranks holding the same part in the other groups,
+   recursively with the remaining levels (``algorithms[1]``, …; the last
+   algorithm runs across whatever is left);
+3. all-gather inside the group (``algorithms[0]``).
+
+Every level may use any algorithm that serves the op it is given.  Groups of
+one level must all have the same size.  ``mesh2d`` is the same composition with
+rows of a logical grid as the groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+
+from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm, register
+from kernbench.ccl.comm import Comm, chunk_bounds
+from kernbench.errors import DistributedError
+
+__all__ = ["compose_all_reduce", "placement_key"]
+
+GroupKey = Callable[[int], object]
+
+
+def placement_key(c: Comm, level: str) -> GroupKey:
+    """Rank -> the SIP, or (SIP, cube), its PE sits in."""
+
+    def key(rank: int) -> object:
+        sip, cube, _ = c.pes[rank].split(".")
+        return sip if level == "sip" else (sip, cube)
+
+    if level not in ("sip", "cube"):
+        raise DistributedError(f"hierarchical: unknown level {level!r}; valid: cube, sip")
+    return key
+
+
+def compose_all_reduce(
+    c: Comm, a: OpArgs, keys: Sequence[GroupKey], names: Sequence[str], depth: int = 0
+) -> Generator:
+    """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first)."""
+    if c.size == 1:
+        return
+    if not keys:
+        yield from get_algorithm(names[0]).programs["all_reduce"](c, a)
+        return
+    mine = keys[0](c.rank)
+    group = [r for r in range(c.size) if keys[0](r) == mine]
+    if len(group) in (1, c.size):  # this level does not split the ranks: skip it
+        yield from compose_all_reduce(c, a, keys[1:], names[1:] or names[-1:], depth + 1)
+        return
+    groups: dict[object, list[int]] = {}
+    for r in range(c.size):
+        groups.setdefault(keys[0](r), []).append(r)
+    if len({len(g) for g in groups.values()}) != 1:
+        sizes = {str(k): len(g) for k, g in groups.items()}
+        raise DistributedError(f"hierarchical all_reduce needs equal groups; got sizes {sizes}")
+    inner_name = names[0]
+    inner = c.sub(group, ("in", depth))
+    k = inner.size
+    parts = [a.buf.sub(x, y) for x, y in chunk_bounds(a.buf.count, k)]
+    mine_part = c.scratch(parts[inner.rank])
+    inner_algo = get_algorithm(inner_name)
+    for op in ("reduce_scatter", "all_gather"):
+        inner_algo.check(op, k)
+    if a.buf.count % k:
+        raise DistributedError(
+            f"hierarchical all_reduce: {a.buf.count} elements do not split over groups of {k}"
+        )
+    yield from inner_algo.programs["reduce_scatter"](
+        inner, OpArgs(blocks=tuple(parts), out=mine_part)
+    )
+    across = [g[inner.rank] for g in groups.values()]
+    outer = c.sub(across, ("out", depth))
+    yield from compose_all_reduce(
+        outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1
+    )
+    yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=tuple(parts)))
+
+
+def all_reduce(c: Comm, a: OpArgs) -> Generator:
+    params = c.params or {}
+    levels = list(params.get("levels", ["sip"]))
+    names = list(params.get("algorithms", ["ring"] * (len(levels) + 1)))
+    keys = [placement_key(c, level) for level in levels]
+    yield from compose_all_reduce(c, a, keys, names)
+
+
+register(
+    Algorithm(
+        name="hierarchical",
+        description="reduce-scatter within cube/SIP groups, all-reduce across, all-gather within",
+        programs={"all_reduce": all_reduce},
+    )
+)

@@ -1,0 +1,69 @@
+"""2-D mesh / torus all-reduce: rows, then columns, then rows again.
+
+Ranks form a logical ``rows`` x ``cols`` grid (row-major: rank = row·cols +
+col).  Reduce-scatter along my row, all-reduce my part down my column,
+all-gather along my row (each with ``algorithms``, default ring).  Without
+``rows``/``cols`` the grid is the most square factorisation of p.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+
+from kernbench.ccl.algorithms import Algorithm, OpArgs, register
+from kernbench.ccl.algorithms.hierarchical import compose_all_reduce
+from kernbench.ccl.comm import Comm
+from kernbench.errors import DistributedError
+
+
+def grid(size: int, params: dict) -> tuple[int, int]:
+    rows, cols = params.get("rows"), params.get("cols")
+    if rows is None or cols is None:
+        rows = max(d for d in range(1, math.isqrt(size) + 1) if size % d == 0)
+        cols = size // rows
+    if rows * cols != size:
+        raise DistributedError(f"mesh2d: a {rows}x{cols} grid does not hold {size} ranks")
+    return int(rows), int(cols)
+
+
+def all_reduce(c: Comm, a: OpArgs) -> Generator:
+    params = c.params or {}
+    rows, cols = grid(c.size, params)
+    names = list(params.get("algorithms", ["ring", "ring"]))
+    yield from compose_all_reduce(c, a, [lambda r: r // cols], names)
+
+
+def _requires(op: str, size: int) -> str | None:
+    return None if size >= 1 else "needs ranks"
+
+
+def _peers(op: str, size: int, rank: int) -> set[int]:
+    rows, cols = grid(size, {})
+    row, col = divmod(rank, cols)
+    same_row = {row * cols + (col + d) % cols for d in (-1, 1)}
+    same_col = {((row + d) % rows) * cols + col for d in (-1, 1)}
+    return (same_row | same_col) - {rank}
+
+
+register(
+    Algorithm(
+        name="mesh2d",
+        description="2-D grid: reduce-scatter along rows, all-reduce along columns, all-gather",
+        programs={"all_reduce": all_reduce},
+        requires=_requires,
+        costs={
+            # ring RS + AG over cols, ring AR over rows on n/cols bytes
+            "all_reduce": lambda p, n, a, b, g: _mesh_cost(p, n, a, b, g),
+        },
+        peers=_peers,
+    )
+)
+
+
+def _mesh_cost(p: int, n: float, a: float, b: float, g: float) -> float:
+    rows, cols = grid(p, {})
+    row_part = 2 * (cols - 1) * a + 2 * n * (cols - 1) / cols * b + n * (cols - 1) / cols * g
+    m = n / cols
+    col_part = 2 * (rows - 1) * a + 2 * m * (rows - 1) / rows * b + m * (rows - 1) / rows * g
+    return row_part + col_part
