@@ -82,7 +82,18 @@ def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) ->
         "per_rank_time_ps": list(per_rank),
         "bytes_by_link_class": dict(sorted(by_class.items())),
         "requests": len(ctx.fabric.trace),
-        "collectives": len(world.collectives) if world else 0,
+        "collectives": [
+            {
+                "op": c.op,
+                "config": c.config_name,
+                "algorithm": c.config.module,
+                "bytes": c.nbytes,
+                "launch_ps": c.launch_ps,
+                "start_ps": c.algo_start_ps,
+                "end_ps": c.end_ps,
+            }
+            for c in (world.collectives if world else [])
+        ],
         "ipcq_messages": ctx.fabric.ipcq.messages if ctx.fabric._ipcq else 0,
     }
     if busiest is not None:

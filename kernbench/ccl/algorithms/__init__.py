@@ -90,6 +90,9 @@ class Algorithm:
     costs: Mapping[str, Cost] = field(default_factory=dict)
     requires: Callable[[str, int], str | None] | None = None
     peers: Callable[[str, int, int], set[int]] | None = None
+    # Whom each rank sends to at once in a typical step (for the cost model's
+    # count of flows sharing a link or a memory port); default: its neighbours.
+    pattern: Callable[[int, int], list[int]] | None = None
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -113,6 +116,12 @@ class Algorithm:
         except DistributedError:
             return False
         return True
+
+    def step_targets(self, op: str, size: int, rank: int) -> list[int]:
+        """The ranks ``rank`` sends to concurrently in a typical step."""
+        if self.pattern is not None:
+            return [t for t in self.pattern(size, rank) if t != rank]
+        return sorted(self.neighbours(op, size, rank))
 
     def neighbours(self, op: str, size: int, rank: int) -> set[int]:
         """Peers ``rank`` exchanges messages with (default: everyone)."""

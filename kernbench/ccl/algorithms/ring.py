@@ -156,5 +156,6 @@ register(
             "broadcast": lambda p, n, a, b, g: (p - 1) * a + n * b,
         },
         peers=_ring_peers,
+        pattern=lambda size, rank: [(rank + 1) % size],
     )
 )
