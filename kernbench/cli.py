@@ -110,6 +110,63 @@ def run_cmd(
     )
 
 
+@cli.command("tune")
+@click.option("--topology", "-t", required=True, metavar="PATH", help="Machine to tune for.")
+@click.option(
+    "--op",
+    "ops",
+    multiple=True,
+    default=("all_reduce",),
+    type=click.Choice(["all_reduce", "all_gather", "reduce_scatter", "broadcast"]),
+    help="Collective to tune (repeatable; default all_reduce).",
+)
+@click.option("--min-size", default="4KiB", show_default=True, help="Smallest message.")
+@click.option("--max-size", default="256MiB", show_default=True, help="Largest message.")
+@click.option("--world-size", type=int, default=None, help="Ranks (default: all devices).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option("--output", "-o", required=True, metavar="TABLE.yaml", help="Where to write.")
+def tune_cmd(
+    topology: str,
+    ops: tuple[str, ...],
+    min_size: str,
+    max_size: str,
+    world_size: int | None,
+    overrides: tuple[str, ...],
+    output: str,
+) -> None:
+    """Measure every candidate algorithm in simulation over a size sweep (x2 steps).
+
+    Writes a YAML table with every candidate's time per size and the winner;
+    run with --set ccl.tune_table=TABLE.yaml and algorithm "auto" to use it.
+    """
+    from kernbench.bench.tune import tune, write_table
+    from kernbench.units import format_size, format_time, parse_size
+
+    low, high = parse_size(min_size), parse_size(max_size)
+    if low <= 0 or high < low:
+        raise click.BadParameter("--min-size must be positive and at most --max-size")
+    sizes, size = [], low
+    while size <= high:
+        sizes.append(size)
+        size *= 2
+    table = tune(
+        topology,
+        ops=ops,
+        sizes=sizes,
+        world_size=world_size,
+        overrides=overrides,
+        progress=lambda text: click.echo(f"measuring {text}", err=True),
+    )
+    write_table(table, output)
+    for row in table["results"]:
+        best = row["times_ps"][row["winner"]]
+        click.echo(
+            f"{row['op']:<15} {format_size(row['bytes']):>8}  {row['winner']:<20} "
+            f"{format_time(best)}"
+        )
+    click.echo(f"table: {output}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user errors into one line and exit status 2."""
     try:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kernbench.fabric import TraceRow
 
-__all__ = ["chrome_trace", "write_json_atomic"]
+__all__ = ["chrome_trace", "write_json_atomic", "write_text_atomic"]
 
 
 def _process_of(name: str) -> str:
@@ -67,15 +67,20 @@ def chrome_trace(rows: Iterable[TraceRow], *, metadata: dict[str, Any] | None = 
     return trace
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON to a temporary file beside ``path``, then rename: never half a file."""
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write to a temporary file beside ``path``, then rename: never half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=1)
+            handle.write(text)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON atomically (temporary file, then rename)."""
+    write_text_atomic(path, json.dumps(data, indent=1))

@@ -1,0 +1,116 @@
+"""``kernbench tune``: measure every candidate algorithm in simulation over a size sweep.
+
+For each op and each catalogue configuration that can run it on the world
+size, one timing-only run calls the op twice per size (the first call
+installs the IPCQ plan) and keeps the second call's time from launch to end.
+The table records, per size, every candidate's time and the winner; run with
+``--set ccl.tune_table=TABLE.yaml`` and ``algorithm="auto"`` (or
+``ccl.<op>=auto``) to use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kernbench.bench.simulate import simulate
+from kernbench.ccl.tuner import candidates, predict
+from kernbench.runtime import RuntimeContext
+from kernbench.topology import load_topology
+
+__all__ = ["tune", "TUNABLE_OPS"]
+
+TUNABLE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+
+
+def _calls(op: str, config: str, sizes: Sequence[int]) -> Callable[[], None]:
+    def body() -> None:
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        dist.init_process_group()
+        p = dist.get_world_size()
+        for nbytes in sizes:
+            n = max(p, nbytes // 4 // p * p)
+            for _ in range(2):
+                if op == "all_reduce":
+                    dist.all_reduce(torch.empty(n), algorithm=config)
+                elif op == "all_gather":
+                    dist.all_gather_into_tensor(
+                        torch.empty(n), torch.empty(n // p), algorithm=config
+                    )
+                elif op == "reduce_scatter":
+                    dist.reduce_scatter_tensor(
+                        torch.empty(n // p), torch.empty(n), algorithm=config
+                    )
+                else:
+                    dist.broadcast(torch.empty(n), src=0, algorithm=config)
+
+    return body
+
+
+def tune(
+    topology: str | Path,
+    *,
+    ops: Sequence[str] = ("all_reduce",),
+    sizes: Sequence[int],
+    world_size: int | None = None,
+    overrides: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The tune table (a dict ready to dump as YAML)."""
+    topo = load_topology(topology, [o for o in overrides if not o.startswith("ccl.")])
+    probe = RuntimeContext(topo, timing_only=True)
+    size = world_size or probe.num_devices
+    pes = []
+    for rank in range(size):
+        sip, cube, pe = probe.device_coords(rank)
+        pes.append(f"sip{sip}.cube{cube or 0}.pe{pe or 0}")
+    results = []
+    for op in ops:
+        times: dict[str, list[int]] = {}
+        predicted: dict[str, list[float | None]] = {}
+        for name, config in candidates(probe, op, size):
+            if progress:
+                progress(f"{op}: {name}")
+            run = simulate(
+                _calls(op, name, sizes),
+                topology=topo,
+                world_size=size,
+                timing_only=True,
+                overrides=[o for o in overrides if o.startswith("ccl.")],
+            )
+            records = [c for c in run.report["collectives"] if c["op"] == op][1::2]
+            times[name] = [c["end_ps"] - c["launch_ps"] for c in records]
+            predicted[name] = [predict(probe, op, name, config, pes, s) for s in sizes]
+        for i, nbytes in enumerate(sizes):
+            row = {name: t[i] for name, t in times.items()}
+            order = list(times)  # catalogue order breaks ties: simpler configurations first
+            winner = min(row, key=lambda n: (row[n], order.index(n)))
+            results.append(
+                {
+                    "op": op,
+                    "world_size": size,
+                    "bytes": int(nbytes),
+                    "winner": winner,
+                    "times_ps": row,
+                    "predicted_ps": {
+                        n: round(p[i] * 1e12) for n, p in predicted.items() if p[i] is not None
+                    },
+                }
+            )
+    return {
+        "topology": topo.name,
+        "world_size": size,
+        "overrides": list(overrides),
+        "results": results,
+    }
+
+
+def write_table(table: dict[str, Any], path: str | Path) -> None:
+    from kernbench.bench.trace import write_text_atomic
+
+    write_text_atomic(path, yaml.safe_dump(table, sort_keys=False))
