@@ -16,7 +16,12 @@ from typing import Any
 import simpy
 
 from kernbench.distributed.scheduler import Scheduler, current_rank
-from kernbench.errors import CollectiveMismatchError, DistributedError, KernBenchError
+from kernbench.errors import (
+    CollectiveMismatchError,
+    DeadlockError,
+    DistributedError,
+    KernBenchError,
+)
 
 __all__ = ["World", "ProcessGroup", "Work", "active_world"]
 
@@ -68,6 +73,8 @@ class _Rendezvous:
 
     def describe(self) -> str:
         missing = [r for r in self.group.ranks if r not in self.arrived]
+        if not missing:
+            return "every rank called it, but the calls do not match"
         return f"ranks {missing} have not called it"
 
 
@@ -133,6 +140,7 @@ class World:
         self._p2p_recvs: dict[tuple[int, int], list[tuple[Any, int | None, _Rendezvous]]] = {}
         self.initialised: set[int] = set()
         self.collectives: list[Any] = []
+        self._mismatched: list[_Rendezvous] = []
 
     # -- running ranks ---------------------------------------------------------------
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
@@ -149,6 +157,19 @@ class World:
 
         try:
             return self.scheduler.run(body)
+        except DeadlockError as exc:
+            if not self._mismatched or isinstance(exc, CollectiveMismatchError):
+                raise
+            lines = []
+            for rv in self._mismatched:
+                lines.append(f"collective #{rv.seq} on {rv.group!r} does not match across ranks:")
+                lines += [f"  rank {r} called {w} {sig}" for r, (w, sig, _) in rv.arrived.items()]
+                missing = [r for r in rv.group.ranks if r not in rv.arrived]
+                if missing:
+                    lines.append(f"  ranks {missing} have not called it")
+            lines.append("blocked ranks:")
+            lines += [f"  rank {r}: {what}" for r, what in exc.blocked.items()]
+            raise CollectiveMismatchError("\n  ".join(lines), exc.blocked) from None
         finally:
             _ACTIVE.remove(self)
             fabric.waiter = previous
@@ -216,20 +237,18 @@ class World:
         rv.arrived[me] = (what, signature, payload)
         first_what, first_sig, _ = next(iter(rv.arrived.values()))
         if (what, signature) != (first_what, first_sig):
-            calls = {r: f"{w} {s}" for r, (w, s, _) in rv.arrived.items()}
-            error = CollectiveMismatchError(
-                f"collective #{seq} on {group!r} does not match across ranks:\n  "
-                + "\n  ".join(f"rank {r} called {c}" for r, c in calls.items()),
-                calls,
+            # Let every other rank run on until it blocks too, so that the error can
+            # name every rank involved; this one waits for a launch that never comes.
+            if rv not in self._mismatched:
+                self._mismatched.append(rv)
+            self.scheduler.wait_until(
+                env.event(),
+                f"{what} {signature} #{seq} on {group.name}, which does not match the others' call",
             )
-            rv.error = error
-            if not rv.launched.triggered:
-                rv.launched.succeed()
-            raise error
-        if len(rv.arrived) == group.size():
+        if len(rv.arrived) == group.size() and rv not in self._mismatched:
             del self._rendezvous[(group.gid, seq)]
             self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
-        work = Work(self, rv, f"{what} #{seq} on {group.name}", result)
+        work = Work(self, rv, f"{what} {signature} #{seq} on {group.name}", result)
         if async_op:
             return work
         work.wait()

@@ -1,0 +1,388 @@
+"""Distributed failures: deadlocks name every blocked rank, rank errors name the rank.
+
+A deadlock must be reported (not hang): each case below finishes well within
+a second of wall time, raising :class:`DeadlockError` whose ``blocked`` maps
+exactly the stuck ranks to what they wait for.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import kernbench
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+from kernbench.errors import (
+    CollectiveMismatchError,
+    DeadlockError,
+    DistributedError,
+    KernBenchError,
+    RankError,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI_SIP = str(ROOT / "topologies" / "multi_sip.yaml")
+DEFAULT = str(ROOT / "topologies" / "default.yaml")
+TINY = str(ROOT / "topologies" / "tiny.yaml")
+CUBE = ("system.device_level=cube",)
+
+
+def run(fn, ws: int, *args, topology: str = MULTI_SIP, overrides=()):
+    return kernbench.simulate(fn, topology=topology, world_size=ws, overrides=overrides, args=args)
+
+
+def deadlock(fn, ws: int, *args, **kwargs) -> DeadlockError:
+    """Run ``fn``; it must raise DeadlockError within one second of wall time."""
+    start = time.perf_counter()
+    with pytest.raises(DeadlockError) as info:
+        run(fn, ws, *args, **kwargs)
+    assert time.perf_counter() - start < 1.0
+    error = info.value
+    for rank in error.blocked:
+        assert f"rank {rank}" in str(error)
+    return error
+
+
+# ------------------------------------------------------------------------------ deadlocks
+def _returns_early(stops: tuple[int, ...]) -> None:
+    dist.init_process_group()
+    if dist.get_rank() in stops:
+        return
+    dist.all_reduce(torch.ones(8))
+
+
+@pytest.mark.parametrize(
+    ("ws", "stops"), [(2, (1,)), (3, (2,)), (4, (0, 3))], ids=["ws2", "ws3", "ws4"]
+)
+def test_rank_returning_while_others_wait_in_a_collective(ws, stops) -> None:
+    error = deadlock(_returns_early, ws, stops)
+    assert type(error) is DeadlockError
+    waiting = set(range(ws)) - set(stops)
+    assert set(error.blocked) == waiting
+    for rank in waiting:
+        assert "all_reduce" in error.blocked[rank]
+        assert str(list(stops)) in error.blocked[rank]  # who has not called it
+    assert f"ranks that already returned: {list(stops)}" in str(error)
+
+
+def test_rank_returning_at_cube_level() -> None:
+    error = deadlock(_returns_early, 8, (5,), topology=DEFAULT, overrides=CUBE)
+    assert set(error.blocked) == {0, 1, 2, 3, 4, 6, 7}
+
+
+def _different_ops(broadcasters: tuple[int, ...]) -> None:
+    dist.init_process_group()
+    t = torch.ones(8)
+    if dist.get_rank() in broadcasters:
+        dist.broadcast(t, src=0)
+    else:
+        dist.all_reduce(t)
+
+
+@pytest.mark.parametrize(("ws", "broadcasters"), [(2, (1,)), (3, (2,))], ids=["ws2", "ws3"])
+def test_mismatched_collective_ops(ws, broadcasters) -> None:
+    assert issubclass(CollectiveMismatchError, DeadlockError)
+    error = deadlock(_different_ops, ws, broadcasters)
+    assert isinstance(error, CollectiveMismatchError)
+    assert isinstance(error, DistributedError)
+    assert set(error.blocked) == set(range(ws))
+    for rank in range(ws):
+        op = "broadcast" if rank in broadcasters else "all_reduce"
+        assert error.blocked[rank].startswith(op)
+    assert "does not match across ranks" in str(error)
+
+
+def test_mismatched_collective_ops_lists_every_rank_of_the_group() -> None:
+    error = deadlock(_different_ops, 4, (2, 3))
+    assert set(error.blocked) == {0, 1, 2, 3}
+
+
+def _different_shapes() -> None:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    dist.all_reduce(torch.ones(8 if rank == 0 else 16))
+
+
+def test_mismatched_collective_shapes() -> None:
+    error = deadlock(_different_shapes, 2)
+    assert isinstance(error, CollectiveMismatchError)
+    assert set(error.blocked) == {0, 1}
+    assert "(8,)" in error.blocked[0] and "(16,)" in error.blocked[1]
+
+
+def _different_dtypes() -> None:
+    dist.init_process_group()
+    dtype = torch.float32 if dist.get_rank() == 0 else torch.int32
+    dist.all_reduce(torch.ones(8, dtype=dtype))
+
+
+def test_mismatched_collective_dtypes() -> None:
+    error = deadlock(_different_dtypes, 2)
+    assert isinstance(error, CollectiveMismatchError)
+    assert set(error.blocked) == {0, 1}
+    assert "float32" in error.blocked[0] and "int32" in error.blocked[1]
+
+
+def _different_roots() -> None:
+    dist.init_process_group()
+    dist.broadcast(torch.ones(8), src=dist.get_rank())
+
+
+def test_mismatched_broadcast_roots() -> None:
+    error = deadlock(_different_roots, 2)
+    assert isinstance(error, CollectiveMismatchError)
+    assert set(error.blocked) == {0, 1}
+
+
+def _different_groups() -> None:
+    dist.init_process_group()
+    pair = dist.new_group([0, 1])
+    t = torch.ones(8)
+    if dist.get_rank() == 0:
+        dist.all_reduce(t, group=pair)
+    else:
+        dist.all_reduce(t)  # the world group
+
+
+def test_collectives_on_different_groups_across_ranks() -> None:
+    error = deadlock(_different_groups, 3)
+    assert set(error.blocked) == {0, 1, 2}
+    assert "[1]" in error.blocked[0]  # rank 0 waits for rank 1 on the pair
+    assert "[0]" in error.blocked[1] and "[0]" in error.blocked[2]
+
+
+def _recv_without_send() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        dist.recv(torch.zeros(4), src=1)
+
+
+def test_recv_with_no_send() -> None:
+    error = deadlock(_recv_without_send, 2)
+    assert set(error.blocked) == {0}
+    assert "recv from rank 1" in error.blocked[0]
+
+
+def _recv_from_anyone() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 1:
+        dist.recv(torch.zeros(4))
+
+
+def test_recv_from_any_source_with_no_send() -> None:
+    error = deadlock(_recv_from_anyone, 3)
+    assert set(error.blocked) == {1}
+    assert "any rank" in error.blocked[1]
+
+
+def _send_without_recv() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        dist.send(torch.ones(4), dst=1)
+
+
+def test_blocking_send_waits_for_its_recv() -> None:
+    error = deadlock(_send_without_recv, 2)
+    assert set(error.blocked) == {0}
+    assert "send to rank 1" in error.blocked[0]
+
+
+def _head_to_head_sends() -> None:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    t = torch.ones(4)
+    dist.send(t, dst=1 - rank)
+    dist.recv(t, src=1 - rank)
+
+
+def test_both_ranks_send_first() -> None:
+    error = deadlock(_head_to_head_sends, 2)
+    assert set(error.blocked) == {0, 1}
+
+
+def _wrong_tag() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        dist.send(torch.ones(4), dst=1, tag=1)
+    else:
+        dist.recv(torch.zeros(4), src=0, tag=2)
+
+
+def test_send_and_recv_with_different_tags() -> None:
+    error = deadlock(_wrong_tag, 2)
+    assert set(error.blocked) == {0, 1}
+
+
+def _mismatched_p2p() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        dist.send(torch.ones(4), dst=1)
+    else:
+        dist.recv(torch.zeros(8), src=0)
+
+
+def test_send_recv_with_different_shapes() -> None:
+    error = deadlock(_mismatched_p2p, 2)
+    assert isinstance(error, CollectiveMismatchError)
+    assert set(error.blocked) == {0, 1}
+
+
+def _irecv_while_others_finish() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        dist.irecv(torch.zeros(4), src=1).wait()
+    else:
+        dist.barrier(group=dist.new_group([1, 2]))
+
+
+def test_irecv_wait_with_no_send_while_the_others_finish() -> None:
+    error = deadlock(_irecv_while_others_finish, 3)
+    assert set(error.blocked) == {0}
+    assert "recv from rank 1" in error.blocked[0]
+    assert "ranks that already returned: [1, 2]" in str(error)
+
+
+# ------------------------------------------------------------------------- rank errors
+def _raises_in(rank: int) -> None:
+    dist.init_process_group()
+    if dist.get_rank() == rank:
+        raise ValueError(f"boom on {rank}")
+    dist.barrier()
+
+
+@pytest.mark.parametrize("bad", [0, 1, 3])
+def test_exception_in_a_rank_names_the_rank(bad) -> None:
+    with pytest.raises(RankError) as info:
+        run(_raises_in, 4, bad)
+    error = info.value
+    assert error.rank == bad
+    assert f"rank {bad}" in str(error)
+    assert f"boom on {bad}" in str(error)
+    assert isinstance(error.__cause__, ValueError)
+    assert error.__cause__ is error.original
+    assert str(error.__cause__) == f"boom on {bad}"
+
+
+def _collective_first() -> None:
+    dist.all_reduce(torch.ones(4))
+
+
+def test_collective_before_init_process_group() -> None:
+    with pytest.raises(RankError) as info:
+        run(_collective_first, 2)
+    cause = info.value.__cause__
+    assert isinstance(cause, DistributedError)
+    assert "rank 0 called all_reduce before init_process_group()" in str(cause)
+    assert "dist.init_process_group()" in str(cause)
+
+
+def test_collective_outside_any_run() -> None:
+    with pytest.raises(DistributedError, match="no distributed run is active"):
+        dist.barrier()
+    with pytest.raises(DistributedError, match="no distributed run is active"):
+        dist.init_process_group()
+
+
+@pytest.mark.parametrize(
+    ("topology", "overrides", "devices", "ws"),
+    [
+        (MULTI_SIP, (), 4, 5),
+        (DEFAULT, (), 1, 2),
+        (DEFAULT, CUBE, 16, 17),
+        (TINY, ("system.device_level=pe",), 4, 8),
+    ],
+    ids=["multi_sip", "default", "default-cube", "tiny-pe"],
+)
+def test_world_size_larger_than_the_topology(topology, overrides, devices, ws) -> None:
+    with pytest.raises(DistributedError) as info:
+        kernbench.simulate(lambda: None, topology=topology, world_size=ws, overrides=overrides)
+    message = str(info.value)
+    assert f"world size {ws}" in message
+    assert f"has {devices} devices" in message
+
+
+def test_world_size_zero_is_rejected() -> None:
+    with pytest.raises(KernBenchError, match="at least 1"):
+        kernbench.simulate(lambda: None, topology=MULTI_SIP, world_size=0)
+
+
+def _bad_group(ranks: list[int]) -> None:
+    dist.init_process_group()
+    dist.new_group(ranks)
+
+
+@pytest.mark.parametrize("ranks", [[0, 0], [0, 2], [-1, 1], [1, 1, 0]])
+def test_new_group_with_repeated_or_out_of_range_ranks(ranks) -> None:
+    with pytest.raises(RankError) as info:
+        run(_bad_group, 2, ranks)
+    cause = info.value.__cause__
+    assert isinstance(cause, DistributedError)
+    assert "must be distinct and in 0..1" in str(cause)
+
+
+def _groups_in_different_order() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 0:
+        dist.new_group([0, 1])
+    else:
+        dist.new_group([1, 2])
+
+
+def test_new_group_created_differently_on_different_ranks() -> None:
+    with pytest.raises(RankError) as info:
+        run(_groups_in_different_order, 3)
+    assert "same groups in the same order" in str(info.value.__cause__)
+
+
+def _init_args(kind: str) -> None:
+    if kind == "rank":
+        dist.init_process_group("gloo", rank=0, world_size=2)
+    else:
+        dist.init_process_group("gloo", world_size=3)
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("rank", "init_process_group(rank=0) was called on rank 1"),
+        ("size", "init_process_group(world_size=3) but this run has 2 ranks"),
+    ],
+)
+def test_init_process_group_with_wrong_rank_or_world_size(kind, message) -> None:
+    with pytest.raises(RankError) as info:
+        run(_init_args, 2, kind)
+    assert message in str(info.value.__cause__)
+
+
+def _send_to(peer: int | None) -> None:
+    dist.init_process_group()
+    dist.send(torch.ones(4), dst=dist.get_rank() if peer is None else peer)
+
+
+@pytest.mark.parametrize(
+    ("peer", "message"),
+    [(None, "cannot send to itself"), (5, "peer rank 5 is not in 0..1")],
+    ids=["self", "missing"],
+)
+def test_send_to_self_or_to_a_missing_rank(peer, message) -> None:
+    with pytest.raises(RankError) as info:
+        run(_send_to, 2, peer)
+    assert info.value.rank == 0
+    assert isinstance(info.value.__cause__, DistributedError)
+    assert message in str(info.value.__cause__)
+
+
+def _non_member_collective() -> None:
+    dist.init_process_group()
+    group = dist.new_group([0])
+    dist.all_reduce(torch.ones(4), group=group)
+
+
+def test_collective_on_a_group_the_rank_is_not_in() -> None:
+    with pytest.raises(RankError) as info:
+        run(_non_member_collective, 2)
+    assert info.value.rank == 1
+    assert "not a member" in str(info.value.__cause__)

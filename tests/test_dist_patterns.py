@@ -1,0 +1,791 @@
+"""torch.distributed patterns on simulated ranks, with values checked against NumPy.
+
+Ranks are the SIPs of ``topologies/multi_sip.yaml`` (world sizes 1-4) or the
+cubes of ``topologies/default.yaml`` with ``system.device_level=cube`` (world
+size 8).  Every rank function returns what it holds; the test body compares
+it with the same computation done by NumPy, for float32 and int32.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernbench
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+import kernbench.torch.multiprocessing as mp
+from kernbench.errors import DistributedError, RankError
+from kernbench.runtime import RuntimeContext, current_context, use_context
+
+ROOT = Path(__file__).resolve().parents[1]
+MULTI_SIP = str(ROOT / "topologies" / "multi_sip.yaml")
+DEFAULT = str(ROOT / "topologies" / "default.yaml")
+CUBE = ("system.device_level=cube",)
+
+# (topology, overrides, world size)
+SIP = {ws: (MULTI_SIP, (), ws) for ws in (1, 2, 3, 4)}
+CUBE4 = (DEFAULT, CUBE, 4)
+CUBE8 = (DEFAULT, CUBE, 8)
+CONFIGS = [pytest.param(SIP[ws], id=f"sip-ws{ws}") for ws in (1, 2, 3, 4)] + [
+    pytest.param(CUBE8, id="cube-ws8")
+]
+P2P_CONFIGS = [p for p in CONFIGS if p.values[0][2] > 1]
+DTYPES = ["float32", "int32"]
+TORCH_DTYPES = {"float32": torch.float32, "int32": torch.int32}
+
+
+def sim(fn, config, *args, timing_only: bool = False) -> kernbench.SimResult:
+    topology, overrides, ws = config
+    return kernbench.simulate(
+        fn,
+        topology=topology,
+        world_size=ws,
+        overrides=overrides,
+        args=args,
+        timing_only=timing_only,
+    )
+
+
+def data(rank: int, n: int, dtype: str, seed: int = 0) -> np.ndarray:
+    """Rank ``rank``'s input: small ints (exact in any order) or floats in [-1, 1)."""
+    rng = np.random.default_rng(10_000 * seed + rank)
+    if dtype == "int32":
+        return rng.integers(-20, 21, n).astype(np.int32)
+    return rng.uniform(-1.0, 1.0, n).astype(np.float32)
+
+
+def check(actual: np.ndarray, expected: np.ndarray, dtype: str) -> None:
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.dtype == np.dtype(dtype), actual.dtype
+    assert actual.shape == expected.shape
+    if dtype == "int32":
+        np.testing.assert_array_equal(actual, expected)
+    else:
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def total(arrays: list[np.ndarray], dtype: str) -> np.ndarray:
+    return np.sum(arrays, axis=0).astype(dtype)
+
+
+# ---------------------------------------------------------------------------- point to point
+def _blocking_p2p(dtype: str, n: int) -> dict:
+    dist.init_process_group("gloo")
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    out: dict = {}
+    if rank == 0:
+        for dst in range(1, ws):
+            dist.send(torch.tensor(data(dst, n, dtype, seed=1)), dst=dst)
+        buf = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+        out["from"] = {}
+        for _ in range(ws - 1):
+            sender = dist.recv(buf)  # src=None: any rank, returns the sender
+            out["from"][sender] = buf.numpy()
+    else:
+        buf = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+        out["sender"] = dist.recv(buf, src=0)
+        out["got"] = buf.numpy()
+        dist.send(torch.tensor(data(rank, n, dtype, seed=2)), dst=0)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", P2P_CONFIGS)
+def test_blocking_send_recv_and_recv_from_any_source(config, dtype) -> None:
+    ws, n = config[2], 16
+    res = sim(_blocking_p2p, config, dtype, n)
+    for rank in range(1, ws):
+        assert res.returns[rank]["sender"] == 0
+        check(res.returns[rank]["got"], data(rank, n, dtype, seed=1), dtype)
+    received = res.returns[0]["from"]
+    assert sorted(received) == list(range(1, ws))
+    for sender, values in received.items():
+        check(values, data(sender, n, dtype, seed=2), dtype)
+
+
+def _nonblocking_p2p(dtype: str, n: int) -> dict:
+    dist.init_process_group("gloo")
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    # the tutorial's pattern: rank 0 isends, the others irecv, everybody waits
+    td = TORCH_DTYPES[dtype]
+    tensor = torch.tensor(data(0, n, dtype)) if rank == 0 else torch.zeros(n, dtype=td)
+    if rank == 0:
+        reqs = [dist.isend(tensor=tensor, dst=dst) for dst in range(1, ws)]
+    else:
+        reqs = [dist.irecv(tensor=tensor, src=0)]
+    waited = [req.wait() for req in reqs]
+    completed = [req.is_completed() for req in reqs]
+    # a ring exchange: post both sides first, then wait (blocking calls would deadlock)
+    mine = torch.tensor(data(rank, n, dtype, seed=3))
+    left = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+    send_req = dist.isend(mine, (rank + 1) % ws)
+    recv_req = dist.irecv(left, (rank - 1) % ws)
+    recv_req.wait()
+    send_req.wait()
+    return {
+        "tensor": tensor.numpy(),
+        "waited": waited,
+        "completed": completed,
+        "left": left.numpy(),
+        "ring_done": (send_req.is_completed(), recv_req.is_completed()),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", P2P_CONFIGS)
+def test_isend_irecv_wait(config, dtype) -> None:
+    ws, n = config[2], 32
+    res = sim(_nonblocking_p2p, config, dtype, n)
+    for rank, out in enumerate(res.returns):
+        check(out["tensor"], data(0, n, dtype), dtype)
+        assert out["waited"] == [True] * (ws - 1 if rank == 0 else 1)
+        assert all(out["completed"])
+        check(out["left"], data((rank - 1) % ws, n, dtype, seed=3), dtype)
+        assert out["ring_done"] == (True, True)
+
+
+def _batch_ring(dtype: str, n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    mine = torch.tensor(data(rank, n, dtype))
+    from_left = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+    from_right = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+    ops = [
+        dist.P2POp(dist.isend, mine, (rank + 1) % ws),
+        dist.P2POp(dist.isend, mine, (rank - 1) % ws, tag=1),
+        dist.P2POp(dist.irecv, from_left, (rank - 1) % ws),
+        dist.P2POp(dist.irecv, from_right, (rank + 1) % ws, tag=1),
+    ]
+    works = dist.batch_isend_irecv(ops)
+    assert len(works) == 4 and all(isinstance(w, dist.Work) for w in works)
+    for w in works:
+        w.wait()
+    return {"left": from_left.numpy(), "right": from_right.numpy()}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", P2P_CONFIGS)
+def test_p2pop_batch_isend_irecv_ring(config, dtype) -> None:
+    ws, n = config[2], 8
+    res = sim(_batch_ring, config, dtype, n)
+    for rank, out in enumerate(res.returns):
+        check(out["left"], data((rank - 1) % ws, n, dtype), dtype)
+        check(out["right"], data((rank + 1) % ws, n, dtype), dtype)
+
+
+def test_p2pop_rejects_other_functions() -> None:
+    with pytest.raises(DistributedError, match="isend or dist.irecv"):
+        dist.P2POp(dist.send, None, 1)
+
+
+# -------------------------------------------------------------------------------- groups
+def _group_all_reduce(dtype: str, n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    members = list(range(0, ws, 2))
+    group = dist.new_group(members)
+    tensor = torch.tensor(data(rank, n, dtype))
+    out = {"group_rank": dist.get_rank(group), "group_size": dist.get_world_size(group)}
+    out["non_member"] = group is dist.GroupMember.NON_GROUP_MEMBER
+    if not out["non_member"]:
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM, group=group)
+    out["tensor"] = tensor.numpy()
+    # the world group as an explicit group, too
+    everyone = dist.new_group()
+    whole = torch.tensor(data(rank, n, dtype, seed=4))
+    dist.all_reduce(whole, group=everyone)
+    out["world"] = whole.numpy()
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_all_reduce_on_new_group(config, dtype) -> None:
+    ws, n = config[2], 24
+    members = list(range(0, ws, 2))
+    res = sim(_group_all_reduce, config, dtype, n)
+    group_sum = total([data(r, n, dtype) for r in members], dtype)
+    world_sum = total([data(r, n, dtype, seed=4) for r in range(ws)], dtype)
+    for rank, out in enumerate(res.returns):
+        if rank in members:
+            assert not out["non_member"]
+            assert out["group_rank"] == members.index(rank)
+            assert out["group_size"] == len(members)
+            check(out["tensor"], group_sum, dtype)
+        else:
+            assert out["non_member"]
+            assert (out["group_rank"], out["group_size"]) == (-1, -1)
+            check(out["tensor"], data(rank, n, dtype), dtype)  # untouched
+        check(out["world"], world_sum, dtype)
+
+
+def _mesh(dtype: str, shape: tuple[int, int]) -> dict:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    mesh = dist.init_device_mesh("ahbm", shape, mesh_dim_names=("dp", "tp"))
+    tp = torch.tensor(data(rank, 8, dtype))
+    dist.all_reduce(tp, group=mesh.get_group("tp"))
+    dp = torch.tensor(data(rank, 8, dtype, seed=5))
+    dist.all_reduce(dp, group=mesh.get_group(mesh_dim="dp"))
+    sub = mesh["tp"]
+    via_sub = torch.tensor(data(rank, 8, dtype, seed=6))
+    dist.all_reduce(via_sub, group=sub.get_group())
+    return {
+        "tp": tp.numpy(),
+        "dp": dp.numpy(),
+        "via_sub": via_sub.numpy(),
+        "local": (mesh.get_local_rank("dp"), mesh.get_local_rank("tp")),
+        "coordinate": mesh.get_coordinate(),
+        "mesh_rank": mesh.get_rank(),
+        "sizes": (mesh.size(), mesh.size("dp"), mesh.size("tp")),
+        "group_ranks": (
+            dist.get_rank(mesh.get_group("dp")),
+            dist.get_rank(mesh.get_group("tp")),
+        ),
+        "sub": (sub.mesh.tolist(), sub.size(), sub.get_local_rank(), sub.mesh_dim_names),
+    }
+
+
+MESHES = [
+    pytest.param(SIP[4], (2, 2), id="sip-2x2"),
+    pytest.param(CUBE4, (2, 2), id="cube-2x2"),
+    pytest.param(SIP[1], (1, 1), id="sip-1x1"),
+    pytest.param(SIP[2], (1, 2), id="sip-1x2"),
+    pytest.param(SIP[3], (3, 1), id="sip-3x1"),
+    pytest.param(CUBE8, (2, 4), id="cube-2x4"),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("config", "shape"), MESHES)
+def test_device_mesh_per_dimension_groups(config, shape, dtype) -> None:
+    ws = config[2]
+    res = sim(_mesh, config, dtype, shape)
+    grid = np.arange(ws).reshape(shape)
+    for rank, out in enumerate(res.returns):
+        i, j = divmod(rank, shape[1])
+        row, column = grid[i, :].tolist(), grid[:, j].tolist()
+        check(out["tp"], total([data(r, 8, dtype) for r in row], dtype), dtype)
+        check(out["dp"], total([data(r, 8, dtype, seed=5) for r in column], dtype), dtype)
+        check(out["via_sub"], total([data(r, 8, dtype, seed=6) for r in row], dtype), dtype)
+        assert out["local"] == (i, j)
+        assert out["coordinate"] == [i, j]
+        assert out["mesh_rank"] == rank
+        assert out["sizes"] == (ws, shape[0], shape[1])
+        assert out["group_ranks"] == (i, j)
+        assert out["sub"] == (row, shape[1], j, ("tp",))
+
+
+# --------------------------------------------------------------------------- ring by hand
+def allreduce(send, recv) -> None:
+    """The tutorial's ring all-reduce from isend/recv."""
+    rank = dist.get_rank()
+    size = dist.get_world_size()
+    send_buff = send.clone()
+    recv_buff = send.clone()
+    accum = send.clone()
+    left = ((rank - 1) + size) % size
+    right = (rank + 1) % size
+    for i in range(size - 1):
+        if i % 2 == 0:
+            send_req = dist.isend(send_buff, right)
+            dist.recv(recv_buff, left)
+            accum[:] += recv_buff[:]
+        else:
+            send_req = dist.isend(recv_buff, right)
+            dist.recv(send_buff, left)
+            accum[:] += send_buff[:]
+        send_req.wait()
+    recv[:] = accum[:]
+
+
+def _hand_ring(dtype: str, n: int) -> np.ndarray:
+    dist.init_process_group("gloo")
+    send = torch.tensor(data(dist.get_rank(), n, dtype))
+    recv = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+    allreduce(send, recv)
+    return recv.numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_hand_written_ring_all_reduce(config, dtype) -> None:
+    ws, n = config[2], 64
+    res = sim(_hand_ring, config, dtype, n)
+    expected = total([data(r, n, dtype) for r in range(ws)], dtype)
+    for out in res.returns:
+        check(out, expected, dtype)
+
+
+# ----------------------------------------------------------------------------- collectives
+def _gather_scatter_tensor(dtype: str, n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    gathered = torch.zeros(ws * n, dtype=TORCH_DTYPES[dtype])
+    dist.all_gather_into_tensor(gathered, torch.tensor(data(rank, n, dtype)))
+    scattered = torch.zeros(n, dtype=TORCH_DTYPES[dtype])
+    dist.reduce_scatter_tensor(scattered, torch.tensor(data(rank, ws * n, dtype, seed=7)))
+    return {"gathered": gathered.numpy(), "scattered": scattered.numpy()}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_all_gather_into_tensor_and_reduce_scatter_tensor(config, dtype) -> None:
+    ws, n = config[2], 8
+    res = sim(_gather_scatter_tensor, config, dtype, n)
+    gathered = np.concatenate([data(r, n, dtype) for r in range(ws)])
+    reduced = total([data(r, ws * n, dtype, seed=7) for r in range(ws)], dtype)
+    for rank, out in enumerate(res.returns):
+        check(out["gathered"], gathered, dtype)
+        check(out["scattered"], reduced[rank * n : (rank + 1) * n], dtype)
+
+
+def _splits(src: int, dst: int) -> int:
+    """Rows rank ``src`` sends to rank ``dst``: uneven, and zero for some pairs."""
+    return (src + 2 * dst) % 3
+
+
+def _a2a_rows(src: int, ws: int, dtype: str) -> np.ndarray:
+    rows = sum(_splits(src, j) for j in range(ws))
+    return data(src, rows * 2, dtype, seed=8).reshape(rows, 2)
+
+
+def _all_to_all_single(dtype: str) -> np.ndarray:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    inp = torch.tensor(_a2a_rows(rank, ws, dtype))
+    in_splits = [_splits(rank, j) for j in range(ws)]
+    out_splits = [_splits(j, rank) for j in range(ws)]
+    out = torch.zeros(sum(out_splits), 2, dtype=TORCH_DTYPES[dtype])
+    dist.all_to_all_single(out, inp, output_split_sizes=out_splits, input_split_sizes=in_splits)
+    return out.numpy()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_all_to_all_single_uneven_splits(config, dtype) -> None:
+    ws = config[2]
+    res = sim(_all_to_all_single, config, dtype)
+    for rank, out in enumerate(res.returns):
+        pieces = []
+        for src in range(ws):
+            rows = _a2a_rows(src, ws, dtype)
+            start = sum(_splits(src, j) for j in range(rank))
+            pieces.append(rows[start : start + _splits(src, rank)])
+        check(out, np.concatenate(pieces), dtype)
+
+
+def _roots(ws: int) -> list[int]:
+    return sorted({ws - 1, ws // 2})
+
+
+def _broadcast_reduce(dtype: str, n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    out: dict = {"broadcast": {}, "reduce": {}}
+    for root in _roots(ws):
+        t = torch.tensor(data(rank, n, dtype, seed=root))
+        dist.broadcast(t, src=root)
+        out["broadcast"][root] = t.numpy()
+        t = torch.tensor(data(rank, n, dtype, seed=100 + root))
+        dist.reduce(t, dst=root, op=dist.ReduceOp.SUM)
+        out["reduce"][root] = t.numpy()
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_broadcast_and_reduce_from_non_zero_root(config, dtype) -> None:
+    ws, n = config[2], 16
+    res = sim(_broadcast_reduce, config, dtype, n)
+    for root in _roots(ws):
+        reduced = total([data(r, n, dtype, seed=100 + root) for r in range(ws)], dtype)
+        for rank, out in enumerate(res.returns):
+            check(out["broadcast"][root], data(root, n, dtype, seed=root), dtype)
+            if rank == root:
+                check(out["reduce"][root], reduced, dtype)
+
+
+OPS = ["SUM", "AVG", "PRODUCT", "MIN", "MAX"]
+INT_OPS = ["BAND", "BOR", "BXOR"]
+
+
+def _op_input(rank: int, op: str, dtype: str) -> np.ndarray:
+    if op == "PRODUCT":  # keep the product of up to 8 ranks small and exact
+        rng = np.random.default_rng(rank)
+        if dtype == "int32":
+            return (rng.integers(1, 4, 8) * rng.choice([-1, 1], 8)).astype(np.int32)
+        return rng.uniform(0.5, 1.5, 8).astype(np.float32)
+    if op in INT_OPS:
+        return np.random.default_rng(rank).integers(0, 1 << 16, 8).astype(np.int32)
+    return data(rank, 8, dtype, seed=9)
+
+
+def _expected_op(op: str, arrays: list[np.ndarray], dtype: str) -> np.ndarray:
+    stack = np.stack(arrays)
+    if op == "SUM":
+        return stack.sum(axis=0).astype(dtype)
+    if op == "AVG":
+        if dtype == "int32":  # integers truncate toward zero
+            return np.trunc(stack.sum(axis=0) / len(arrays)).astype(dtype)
+        return (stack.sum(axis=0) / len(arrays)).astype(dtype)
+    reducers = {
+        "PRODUCT": np.multiply,
+        "MIN": np.minimum,
+        "MAX": np.maximum,
+        "BAND": np.bitwise_and,
+        "BOR": np.bitwise_or,
+        "BXOR": np.bitwise_xor,
+    }
+    return reducers[op].reduce(stack, axis=0).astype(dtype)
+
+
+def _every_op(dtype: str) -> dict:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    out = {}
+    for op in OPS + (INT_OPS if dtype == "int32" else []):
+        t = torch.tensor(_op_input(rank, op, dtype))
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+        out[op] = t.numpy()
+    old = torch.tensor(_op_input(rank, "MAX", dtype))
+    dist.all_reduce(old, op=dist.reduce_op.MAX)  # the old alias
+    out["reduce_op.MAX"] = old.numpy()
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_all_reduce_with_every_reduce_op(config, dtype) -> None:
+    ws = config[2]
+    res = sim(_every_op, config, dtype)
+    ops = OPS + (INT_OPS if dtype == "int32" else [])
+    for out in res.returns:
+        assert set(out) == {*ops, "reduce_op.MAX"}
+        for op in ops:
+            expected = _expected_op(op, [_op_input(r, op, dtype) for r in range(ws)], dtype)
+            check(out[op], expected, dtype)
+        check(out["reduce_op.MAX"], out["MAX"], dtype)
+
+
+def test_reduce_op_alias_is_reduce_op() -> None:
+    assert dist.reduce_op is dist.ReduceOp
+    assert dist.reduce_op.SUM is dist.ReduceOp.SUM
+    assert {op.name for op in dist.ReduceOp} == set(OPS + INT_OPS)
+
+
+def _bitwise_on_float() -> None:
+    dist.init_process_group()
+    dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BXOR)
+
+
+def test_bitwise_reduce_ops_need_integer_tensors() -> None:
+    with pytest.raises(RankError, match="BXOR needs an integer tensor") as info:
+        sim(_bitwise_on_float, SIP[2])
+    assert isinstance(info.value.__cause__, DistributedError)
+
+
+def _list_collectives(dtype: str, n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    td = TORCH_DTYPES[dtype]
+    root = ws - 1
+    out: dict = {}
+    # all_gather into a list
+    tensor_list = [torch.zeros(n, dtype=td) for _ in range(ws)]
+    dist.all_gather(tensor_list, torch.tensor(data(rank, n, dtype)))
+    out["all_gather"] = [t.numpy() for t in tensor_list]
+    # reduce_scatter from a list: block j of every rank is reduced onto rank j
+    output = torch.zeros(n, dtype=td)
+    dist.reduce_scatter(
+        output, [torch.tensor(data(rank, n, dtype, seed=20 + j)) for j in range(ws)]
+    )
+    out["reduce_scatter"] = output.numpy()
+    # gather to a non-zero root
+    gather_list = [torch.zeros(n, dtype=td) for _ in range(ws)] if rank == root else None
+    dist.gather(torch.tensor(data(rank, n, dtype, seed=30)), gather_list, dst=root)
+    out["gather"] = [t.numpy() for t in gather_list] if gather_list else None
+    # scatter from a non-zero root
+    scatter_list = (
+        [torch.tensor(data(j, n, dtype, seed=40)) for j in range(ws)] if rank == root else None
+    )
+    received = torch.zeros(n, dtype=td)
+    dist.scatter(received, scatter_list, src=root)
+    out["scatter"] = received.numpy()
+    # all_to_all with lists of different sizes per peer
+    inputs = [torch.tensor(data(rank, rank + j + 1, dtype, seed=50 + j)) for j in range(ws)]
+    outputs = [torch.zeros(j + rank + 1, dtype=td) for j in range(ws)]
+    dist.all_to_all(outputs, inputs)
+    out["all_to_all"] = [t.numpy() for t in outputs]
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_list_collectives(config, dtype) -> None:
+    ws, n = config[2], 8
+    root = ws - 1
+    res = sim(_list_collectives, config, dtype, n)
+    for rank, out in enumerate(res.returns):
+        assert len(out["all_gather"]) == ws
+        for j, got in enumerate(out["all_gather"]):
+            check(got, data(j, n, dtype), dtype)
+        reduced = total([data(r, n, dtype, seed=20 + rank) for r in range(ws)], dtype)
+        check(out["reduce_scatter"], reduced, dtype)
+        if rank == root:
+            for j, got in enumerate(out["gather"]):
+                check(got, data(j, n, dtype, seed=30), dtype)
+        else:
+            assert out["gather"] is None
+        check(out["scatter"], data(rank, n, dtype, seed=40), dtype)
+        for j, got in enumerate(out["all_to_all"]):
+            check(got, data(j, j + rank + 1, dtype, seed=50 + rank), dtype)
+
+
+def _barrier() -> tuple[int, int]:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    t = torch.zeros(64)
+    for _ in range(2 * rank + 1):  # later ranks arrive later
+        t += 1
+    arrive = current_context().now
+    dist.barrier()
+    return arrive, current_context().now
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_barrier_releases_nobody_before_the_last_rank_arrives(config) -> None:
+    res = sim(_barrier, config)
+    arrivals = [a for a, _ in res.returns]
+    leaves = [b for _, b in res.returns]
+    if config[2] > 1:
+        assert arrivals == sorted(arrivals) and arrivals[0] < arrivals[-1]
+    assert min(leaves) >= max(arrivals)
+    assert all(b > a for a, b in res.returns)
+
+
+def _async(dtype: str, n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    t = torch.tensor(data(rank, n, dtype))
+    work = dist.all_reduce(t, async_op=True)
+    before = work.is_completed()
+    waited = work.wait()
+    after = (work.is_completed(), work.is_success(), work.exception())
+    b = torch.tensor(data(rank, n, dtype, seed=11))
+    gathered = torch.zeros(ws * n, dtype=TORCH_DTYPES[dtype])
+    works = [
+        dist.broadcast(b, src=ws - 1, async_op=True),
+        dist.all_gather_into_tensor(gathered, torch.tensor(data(rank, n, dtype)), async_op=True),
+        dist.barrier(async_op=True),
+    ]
+    kinds = {type(w).__name__ for w in works} | {type(work).__name__}
+    for w in works:
+        assert w.wait() is True
+    return {
+        "sum": t.numpy(),
+        "before": before,
+        "waited": waited,
+        "after": after,
+        "kinds": kinds,
+        "all_done": all(w.is_completed() for w in works),
+        "broadcast": b.numpy(),
+        "gathered": gathered.numpy(),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_async_op_returns_work(config, dtype) -> None:
+    ws, n = config[2], 16
+    res = sim(_async, config, dtype, n)
+    expected = total([data(r, n, dtype) for r in range(ws)], dtype)
+    for out in res.returns:
+        assert out["before"] is False  # the collective takes simulated time
+        assert out["waited"] is True
+        assert out["after"] == (True, True, None)
+        assert out["kinds"] == {"Work"}
+        assert out["all_done"]
+        check(out["sum"], expected, dtype)
+        check(out["broadcast"], data(ws - 1, n, dtype, seed=11), dtype)
+        check(out["gathered"], np.concatenate([data(r, n, dtype) for r in range(ws)]), dtype)
+
+
+# ------------------------------------------------------------------ process group lifecycle
+def _lifecycle(rank: int, ws: int) -> dict:
+    out: dict = {"before": dist.is_initialized()}
+    try:
+        dist.get_rank()
+    except DistributedError as exc:
+        out["get_rank_before"] = str(exc)
+    dist.init_process_group("gloo", rank=rank, world_size=ws)
+    out["after"] = dist.is_initialized()
+    out["rank"], out["size"] = dist.get_rank(), dist.get_world_size()
+    out["backend"] = dist.get_backend()
+    try:
+        dist.init_process_group("gloo")
+    except DistributedError as exc:
+        out["twice"] = str(exc)
+    out["non_member"] = (
+        dist.get_rank(dist.GroupMember.NON_GROUP_MEMBER),
+        dist.get_world_size(dist.GroupMember.NON_GROUP_MEMBER),
+    )
+    dist.destroy_process_group()
+    out["destroyed"] = dist.is_initialized()
+    dist.init_process_group()
+    out["again"] = dist.is_initialized()
+    return out
+
+
+@pytest.mark.parametrize("config", CONFIGS)
+def test_init_rank_queries_and_second_init(config) -> None:
+    topology, overrides, ws = config
+    res = kernbench.simulate(
+        _lifecycle, topology=topology, world_size=ws, overrides=overrides, rank_args=True
+    )
+    for rank, out in enumerate(res.returns):
+        assert out["before"] is False
+        assert "before init_process_group" in out["get_rank_before"]
+        assert out["after"] is True
+        assert (out["rank"], out["size"]) == (rank, ws)
+        assert out["backend"] == "ahbm"
+        assert "already called" in out["twice"]
+        assert out["non_member"] == (-1, -1)
+        assert out["destroyed"] is False
+        assert out["again"] is True
+
+
+def test_is_initialized_outside_a_run_is_false() -> None:
+    assert dist.is_available() is True
+    assert dist.is_initialized() is False
+
+
+# ------------------------------------------------------------------------- torch-like use
+def _torch_like(dtype: str, n: int) -> dict:
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    torch.cuda.set_device(rank)
+    td = TORCH_DTYPES[dtype]
+    a = torch.zeros(n, dtype=td)
+    a += 1
+    b = torch.tensor(data(rank, n, dtype))
+    a[:] += b[:]
+    c = torch.ones(n, dtype=td)
+    c += c
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    before = current_context().now
+    start.record()
+    dist.all_reduce(a)
+    end.record()
+    after = current_context().now
+    end.synchronize()
+    torch.cuda.synchronize()
+    return {
+        "a": a.numpy(),
+        "c": c.numpy(),
+        "ms": start.elapsed_time(end),
+        "interval_ps": (start.time_ps, end.time_ps, before, after),
+        "device": (torch.cuda.current_device(), a.device.index, b.device.type, a.is_cuda),
+    }
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("config", CONFIGS)
+def test_torch_like_tensors_and_events_inside_ranks(config, dtype) -> None:
+    ws, n = config[2], 128
+    res = sim(_torch_like, config, dtype, n)
+    expected = total([data(r, n, dtype) + 1 for r in range(ws)], dtype)
+    for rank, out in enumerate(res.returns):
+        check(out["a"], expected, dtype)
+        check(out["c"], np.full(n, 2, dtype), dtype)
+        t_start, t_end, before, after = out["interval_ps"]
+        assert (t_start, t_end) == (before, after)
+        assert out["ms"] > 0
+        assert out["ms"] == (after - before) / 1e9  # ms on the simulated clock
+        assert out["device"] == (rank, rank, "ahbm", True)
+
+
+# ------------------------------------------------------------------ determinism and modes
+def _mixed(n: int) -> None:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    t = torch.ones(n) * float(rank + 1)
+    dist.all_reduce(t)
+    if rank == 0:
+        buf = torch.zeros(n)
+        for _ in range(ws - 1):
+            dist.recv(buf)  # any source: the match order must be reproducible too
+    else:
+        dist.send(t, dst=0)
+    out = torch.zeros(ws * n)
+    dist.all_gather_into_tensor(out, t)
+    work = dist.broadcast(t, src=ws - 1, async_op=True)
+    t += 1
+    work.wait()
+    dist.barrier()
+
+
+@pytest.mark.parametrize("config", [SIP[4], CUBE8], ids=["sip-ws4", "cube-ws8"])
+def test_same_script_twice_gives_identical_trace_and_time(config) -> None:
+    first, second = sim(_mixed, config, 256), sim(_mixed, config, 256)
+    assert first.trace and first.elapsed_ps > 0
+    assert first.trace == second.trace
+    assert first.elapsed_ps == second.elapsed_ps
+    assert first.per_rank_ps == second.per_rank_ps
+    assert first.report["simulated_time_ps"] == second.report["simulated_time_ps"]
+
+
+@pytest.mark.parametrize("config", [SIP[3], CUBE8], ids=["sip-ws3", "cube-ws8"])
+def test_functional_and_timing_only_take_the_same_time(config) -> None:
+    functional = sim(_mixed, config, 256)
+    timing = sim(_mixed, config, 256, timing_only=True)
+    assert timing.report["timing_only"] is True
+    assert functional.elapsed_ps == timing.elapsed_ps
+    assert functional.per_rank_ps == timing.per_rank_ps
+
+
+# ------------------------------------------------------------- runners other than simulate
+def _worker(rank: int, size: int, results: dict) -> None:
+    dist.init_process_group("gloo", rank=rank, world_size=size)
+    t = torch.tensor(data(rank, 8, "int32"))
+    dist.all_reduce(t)
+    results[rank] = t.numpy()
+
+
+def test_multiprocessing_process_and_spawn_run_ranks_together() -> None:
+    with use_context(RuntimeContext(MULTI_SIP)):
+        results: dict = {}
+        processes = [mp.Process(target=_worker, args=(r, 3, results)) for r in range(3)]
+        for p in processes:
+            p.start()
+        for p in processes:
+            p.join()
+        assert [p.exitcode for p in processes] == [0, 0, 0]
+        expected = total([data(r, 8, "int32") for r in range(3)], "int32")
+        assert sorted(results) == [0, 1, 2]
+        for values in results.values():
+            check(values, expected, "int32")
+        spawned: dict = {}
+        mp.spawn(_worker, args=(2, spawned), nprocs=2)
+        assert sorted(spawned) == [0, 1]
+        for values in spawned.values():
+            check(values, total([data(r, 8, "int32") for r in range(2)], "int32"), "int32")
+
+
+def test_simulate_defaults_to_one_rank_per_device() -> None:
+    res = kernbench.simulate(
+        lambda: dist.init_process_group() or dist.get_world_size(), topology=MULTI_SIP
+    )
+    assert res.returns == [4, 4, 4, 4]
+    assert len(res.per_rank_ps) == 4 and res.report["world_size"] == 4
+
+
+def test_top_level_simulate_is_exported() -> None:
+    from kernbench.bench.simulate import SimResult, simulate
+
+    assert kernbench.simulate is simulate
+    assert kernbench.SimResult is SimResult
