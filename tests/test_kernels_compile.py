@@ -389,3 +389,52 @@ def test_tensors_passed_by_keyword_are_refused(tmp_path):
         DeviceKernel.compile_and_load(
             elementwise_kernel, x, x, build_dir=tmp_path, out_ptr=x, n=4, OP="add", BLOCK=4
         )
+
+
+# -- with real simulated ranks ----------------------------------------------------------
+
+
+@jit
+def _add_ranks(x, y, out, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(
+        out + offsets, tl.load(x + offsets, mask=mask) + tl.load(y + offsets, mask=mask), mask=mask
+    )
+
+
+def _compile_on_ranks(spmd: bool, build_dir: str):
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    rank = dist.get_rank()
+    a = torch.tensor(np.arange(100, dtype=np.float32) + rank)
+    b, out = torch.ones(100), torch.empty(100)
+    kernel = DeviceKernel.compile_and_load(
+        _add_ranks, a, b, out, 100, is_spmd=spmd, build_dir=build_dir, grid=(1,), BLOCK=128
+    )
+    kernel(a, b, out, 100)
+    return kernel.mode, str(kernel.artifact_path), out.numpy()
+
+
+@pytest.mark.parametrize("spmd", [True, False], ids=["spmd", "mpmd"])
+def test_compile_and_load_across_simulated_ranks(spmd, tmp_path):
+    import kernbench
+
+    clear_cache()
+    result = kernbench.simulate(
+        _compile_on_ranks, topology="topologies/multi_sip.yaml", args=(spmd, str(tmp_path))
+    )
+    stats = DeviceKernel.stats()
+    for rank, (mode, path, values) in enumerate(result.returns):
+        np.testing.assert_array_equal(values, np.arange(100, dtype=np.float32) + rank + 1)
+        if spmd:
+            assert mode == "spmd" and "rank_" not in path
+        else:
+            assert mode == "mpmd" and f"rank_{rank}" in path
+    if spmd:  # rank 0 compiles; the three others load its artifact after a barrier
+        assert (stats.compilations, stats.loads) == (1, 3)
+        assert len({path for _, path, _ in result.returns}) == 1
+    else:  # every rank compiles into its own directory
+        assert (stats.compilations, stats.loads) == (4, 0)

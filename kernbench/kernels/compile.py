@@ -141,6 +141,9 @@ def _is_tensor(value: Any) -> bool:
 
 
 def _tensor_spec(value: Any, param: str, kernel: str) -> _TensorSpec:
+    unwrap = getattr(type(value), "__kernel_arg__", None)
+    if unwrap is not None:  # a torch-like tensor: describe the device tensor it wraps
+        value = unwrap(value)
     try:
         shape = tuple(int(d) for d in value.shape)
         dt = value.dtype
