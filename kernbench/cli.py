@@ -78,6 +78,20 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--trace", "trace_path", default=None, metavar="OUT.json", help="Write a Chrome/Perfetto trace."
 )
+@click.option(
+    "--csv",
+    "csv_path",
+    default=None,
+    metavar="OUT.csv",
+    help="Write the bench's result rows as CSV (units in the column names).",
+)
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Seed of every rank's random generator (torch.rand, ...).",
+)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(
     script: str,
@@ -87,6 +101,8 @@ def run_cmd(
     timing_only: bool,
     report_path: str | None,
     trace_path: str | None,
+    csv_path: str | None,
+    seed: int,
     script_args: tuple[str, ...],
 ) -> None:
     """Run SCRIPT's main() once per rank (or run(rank, world_size) if it has no main).
@@ -105,6 +121,8 @@ def run_cmd(
         timing_only=timing_only,
         report_path=report_path,
         trace_path=trace_path,
+        csv_path=csv_path,
+        seed=seed,
         script_args=script_args,
         echo=click.echo,
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from kernbench import __version__
 from kernbench.bench.simulate import SimResult, simulate
-from kernbench.bench.trace import chrome_trace, write_json_atomic
+from kernbench.bench.trace import chrome_trace, write_json_atomic, write_text_atomic
 from kernbench.errors import ConfigError
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
@@ -52,9 +52,12 @@ def run_script(
     timing_only: bool = False,
     report_path: str | None = None,
     trace_path: str | None = None,
+    csv_path: str | None = None,
+    seed: int = 0,
     script_args: Sequence[str] = (),
     echo: Callable[[str], None] = print,
 ) -> SimResult:
+    """Run a bench script once per rank and write what was asked for (atomically)."""
     topology_path = Path(topology) if topology else default_topology_path()
     module = load_script(script)
     fn, rank_args = _entry(module, script)
@@ -68,26 +71,65 @@ def run_script(
             timing_only=timing_only,
             overrides=overrides,
             rank_args=rank_args,
+            seed=seed,
         )
     finally:
         sys.argv = saved_argv
-    document = load_topology_document(topology_path)
+    document = load_topology_document(topology_path)  # the file as written, before --set
     result.report["metadata"] = {
         "script": str(script),
         "script_sha256": hashlib.sha256(Path(script).read_bytes()).hexdigest()[:16],
+        "script_args": list(script_args),
         "topology_file": str(topology_path),
         "topology_digest": document_digest(document),
         "overrides": list(overrides),
+        "world_size": result.report["world_size"],
+        "timing_only": timing_only,
+        "seed": seed,
         "kernbench_version": __version__,
     }
     echo(format_run_summary(result))
     if report_path:
         write_json_atomic(report_path, result.report)
         echo(f"report: {report_path}")
+    if csv_path:
+        write_csv_atomic(csv_path, result.report.get("results", []), result.report["metadata"])
+        echo(f"csv: {csv_path}")
     if trace_path:
         write_json_atomic(trace_path, chrome_trace(result.trace, metadata=result.report))
         echo(f"trace: {trace_path}")
     return result
+
+
+def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | None = None) -> None:
+    """Rows as CSV (columns in order of first appearance; units are in the column names).
+
+    Metadata columns (topology, digest, overrides, version, seed) are appended to
+    every row so that a CSV stands on its own.
+    """
+    import csv
+    import io
+
+    extra = {}
+    if metadata:
+        extra = {
+            "topology": metadata.get("topology_file", ""),
+            "topology_digest": metadata.get("topology_digest", ""),
+            "overrides": " ".join(metadata.get("overrides", [])),
+            "seed": metadata.get("seed", ""),
+            "kernbench_version": metadata.get("kernbench_version", ""),
+        }
+    columns: list[str] = []
+    for row in rows:
+        for key in (*row, *extra):
+            if key not in columns:
+                columns.append(key)
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns or list(extra), lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({**row, **extra})
+    write_text_atomic(path, buffer.getvalue())
 
 
 def format_run_summary(result: SimResult) -> str:

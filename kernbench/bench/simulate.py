@@ -38,8 +38,15 @@ def simulate(
     overrides: Iterable[str] | None = None,
     args: tuple = (),
     rank_args: bool = False,
+    seed: int = 0,
 ) -> SimResult:
-    """Run ``fn(*args)`` once per rank (``fn(rank, world_size, *args)`` with ``rank_args``)."""
+    """Run ``fn(*args)`` once per rank (``fn(rank, world_size, *args)`` with ``rank_args``).
+
+    ``seed`` seeds every rank's default random generator (``torch.rand`` and friends),
+    so the same seed gives the same values and the same trace.
+    """
+    from kernbench.torch import random as torch_random
+
     overrides = tuple(overrides or ())
     if not isinstance(topology, Topology):
         topology = load_topology(topology, overrides)
@@ -47,6 +54,7 @@ def simulate(
     size = ctx.num_devices if world_size is None else int(world_size)
     world = World(ctx, size)
     finished = [0] * size
+    torch_random.manual_seed(seed)  # outside ranks: the seed every rank's generator starts from
 
     def body(rank: int) -> Any:
         value = fn(rank, size, *args) if rank_args else fn(*args)
@@ -57,7 +65,15 @@ def simulate(
         returns = world.run(body)
     report = run_report(ctx, world, finished)
     report["overrides"] = list(overrides)
+    report["seed"] = seed
+    rows = next((r for r in returns if _is_rows(r)), None)
+    if rows is not None:
+        report["results"] = rows
     return SimResult(returns, ctx.now, finished, ctx.fabric.trace, report, ctx)
+
+
+def _is_rows(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) -> dict[str, Any]:

@@ -67,10 +67,6 @@ def compose_all_reduce(
     inner_algo = get_algorithm(inner_name)
     for op in ("reduce_scatter", "all_gather"):
         inner_algo.check(op, k)
-    if a.buf.count % k:
-        raise DistributedError(
-            f"hierarchical all_reduce: {a.buf.count} elements do not split over groups of {k}"
-        )
     yield from inner_algo.programs["reduce_scatter"](
         inner, OpArgs(blocks=tuple(parts), out=mine_part)
     )
