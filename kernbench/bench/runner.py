@@ -72,6 +72,7 @@ def run_script(
             overrides=overrides,
             rank_args=rank_args,
             seed=seed,
+            detail=bool(trace_path),
         )
     finally:
         sys.argv = saved_argv
@@ -96,7 +97,14 @@ def run_script(
         write_csv_atomic(csv_path, result.report.get("results", []), result.report["metadata"])
         echo(f"csv: {csv_path}")
     if trace_path:
-        write_json_atomic(trace_path, chrome_trace(result.trace, metadata=result.report))
+        fabric = result.context.fabric
+        trace = chrome_trace(
+            result.trace,
+            link_log=fabric.network.link_log,
+            edges=fabric.graph.edges,
+            metadata=result.report,
+        )
+        write_json_atomic(trace_path, trace)
         echo(f"trace: {trace_path}")
     return result
 

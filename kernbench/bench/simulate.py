@@ -39,6 +39,7 @@ def simulate(
     args: tuple = (),
     rank_args: bool = False,
     seed: int = 0,
+    detail: bool = False,
 ) -> SimResult:
     """Run ``fn(*args)`` once per rank (``fn(rank, world_size, *args)`` with ``rank_args``).
 
@@ -47,10 +48,16 @@ def simulate(
     """
     from kernbench.torch import random as torch_random
 
+    from kernbench.ccl.settings import CclSettings, split_overrides
+
     overrides = tuple(overrides or ())
+    topology_overrides, ccl_overrides = split_overrides(overrides)
     if not isinstance(topology, Topology):
-        topology = load_topology(topology, overrides)
+        topology = load_topology(topology, topology_overrides)
     ctx = RuntimeContext(topology, timing_only=timing_only)
+    ctx._ccl = CclSettings.from_overrides(ccl_overrides)
+    if detail:
+        ctx.fabric.enable_detail()
     size = ctx.num_devices if world_size is None else int(world_size)
     world = World(ctx, size)
     finished = [0] * size

@@ -82,6 +82,7 @@ class Fabric:
         self._next_id = 0
         self._known_endpoints: set[str] = set()
         self._ipcq = None
+        self.detail = False  # record engine, IPCQ and link activity (for traces)
         self.waiter: Callable[[Handle], None] = self._run_until
         self._handlers: dict[type, Callable[[Message], Generator]] = {
             Transfer: self._serve_transfer,
@@ -313,4 +314,13 @@ class Fabric:
     def _compute(self, unit: PeUnit, engine: str, flops: int) -> Generator:
         with unit.engines[engine].request() as slot:
             yield slot
+            start = self.env.now
             yield self.env.timeout(unit.compute_ps(engine, flops))
+            if self.detail:
+                self.record("engine", unit.name, f"{unit.name}.{engine}", start, 0, f"{flops} FLOP")
+
+    def enable_detail(self) -> None:
+        """Record engine, IPCQ and per-link activity from now on (costs memory and time)."""
+        self.detail = True
+        if self.network.link_log is None:
+            self.network.link_log = []

@@ -59,10 +59,21 @@ class RouteCost:
 
 
 class _Flow:
-    __slots__ = ("fid", "edges", "remaining", "rate", "updated", "version", "done", "start")
+    __slots__ = (
+        "fid",
+        "edges",
+        "remaining",
+        "rate",
+        "updated",
+        "version",
+        "done",
+        "start",
+        "size",
+    )
 
     def __init__(self, fid: int, edges: tuple[int, ...], nbytes: int, now: int) -> None:
         self.fid = fid
+        self.size = nbytes
         self.edges = edges
         self.remaining = float(nbytes)
         self.rate = 0.0  # bytes per second
@@ -88,6 +99,9 @@ class FlowNetwork:
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
         self._dirty: set[int] = set()
         self._rebalance_pending = False
+        # When a detailed trace is wanted: ("flow", edge, start, end, bytes) per flow and
+        # hop, and ("util", edge, time, fraction) whenever a link's load changes.
+        self.link_log: list[tuple] | None = None
 
     def route_cost(self, route: tuple[int, ...]) -> RouteCost:
         cost = self._route_costs.get(route)
@@ -146,6 +160,11 @@ class FlowNetwork:
         self._rebalance_pending = False
         dirty, self._dirty = tuple(sorted(self._dirty)), set()
         self._rebalance(dirty)
+        if self.link_log is not None:
+            now = self.env.now
+            for e in dirty:
+                if not self.active[e]:
+                    self.link_log.append(("util", e, now, 0.0))
 
     # -- rate allocation ---------------------------------------------------------
     def _component(self, seed_edges: tuple[int, ...]) -> tuple[list[_Flow], list[int]]:
@@ -179,6 +198,10 @@ class FlowNetwork:
             if rate != flow.rate or flow.version == 0:
                 flow.rate = rate
                 self._schedule(flow)
+        if self.link_log is not None:
+            for e in links:
+                used = sum(f.rate for f in self.active[e].values())
+                self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
 
     def _max_min(self, flows: list[_Flow], links: list[int]) -> dict[int, float]:
         if len(flows) == 1:
@@ -215,6 +238,9 @@ class FlowNetwork:
             return  # superseded by a later rate change
         for e in flow.edges:
             del self.active[e][flow.fid]
+        if self.link_log is not None:
+            now = self.env.now
+            self.link_log.extend(("flow", e, flow.start, now, flow.size) for e in flow.edges)
         done, flow.done = flow.done, None
         done.succeed()
         self._mark_dirty(flow.edges)

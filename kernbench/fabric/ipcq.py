@@ -97,10 +97,13 @@ class Ipcq:
             payload = payload_fn()
         with channel.transmitter.request() as turn:
             yield turn
+            start = self.env.now
             yield self.env.timeout(self.endpoint_overhead_ps)
             yield self.fabric.transfer(src_node or src_pe, dst_node or dst_pe, nbytes)
             self.messages += 1
             channel.sent += 1
+            if self.fabric.detail:
+                self.fabric.record("ipcq", src_pe, f"{src_pe}.ipcq", start, nbytes, f"to {dst_pe}")
             channel.inbox.put(IpcqMessage(src_pe, dst_pe, nbytes, channel.sent, payload))
 
     def recv(
