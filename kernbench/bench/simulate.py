@@ -46,9 +46,8 @@ def simulate(
     ``seed`` seeds every rank's default random generator (``torch.rand`` and friends),
     so the same seed gives the same values and the same trace.
     """
-    from kernbench.torch import random as torch_random
-
     from kernbench.ccl.settings import CclSettings, split_overrides
+    from kernbench.torch import random as torch_random
 
     overrides = tuple(overrides or ())
     topology_overrides, ccl_overrides = split_overrides(overrides)
