@@ -82,7 +82,7 @@ def link_costs(
 ) -> LinkCosts:
     """α, β, γ for ``algorithm`` under ``config`` on ``pes`` with messages of ``message`` bytes.
 
-    α and β are those of the slowest route a rank sends on; β is then raised to
+    α and β are the mean over a rank's partners, for the slowest rank; β is then raised to
     what the busiest link or memory port allows when every rank sends its
     typical step at once (a rank's HBM port carries its outgoing and its
     incoming message together, for instance).
@@ -96,18 +96,26 @@ def link_costs(
     routes = []
     for rank, pe in enumerate(pes):
         targets = algorithm.step_targets(op, size, rank)
-        for peer in algorithm.neighbours(op, size, rank) | set(targets):
+        peers = sorted(algorithm.neighbours(op, size, rank) | set(targets))
+        # Steps go to different partners (recursive doubling: 1 hop, then 2, ...): a
+        # rank's α and β are the mean over its partners; ranks step together, so the
+        # slowest rank sets the pace.
+        terms = []
+        for peer in peers:
             target = pes[peer]
             src = _memory_node(ctx, pe)
             dst = buffer_node(target, _memory_node(ctx, target), config.buffer)
-            a, b = _message_time_terms(ctx, src, dst, message)
-            if a + message * b > alpha + message * beta:
-                alpha, beta = a, b
+            terms.append(_message_time_terms(ctx, src, dst, message))
             route = graph.route(src, dst)
             if peer in targets:
                 for i in route:
                     load[i] += 1
                 routes.append(route)
+        if terms:
+            a = sum(t[0] for t in terms) / len(terms)
+            b = sum(t[1] for t in terms) / len(terms)
+            if a + message * b > alpha + message * beta:
+                alpha, beta = a, b
     shared = max(
         (max(load[i] / graph.edges[i].bandwidth for i in route) for route in routes),
         default=0.0,

@@ -32,6 +32,14 @@ class IpcqMessage:
     payload: Any = field(default=None, compare=False, repr=False)
 
 
+def _root(key: Any) -> Any:
+    """The collective a channel key belongs to: keys nest as ((root, lane), sub-tag, ...)."""
+    root = key
+    while isinstance(root, tuple) and root and isinstance(root[0], tuple):
+        root = root[0]
+    return root
+
+
 class _Channel:
     __slots__ = ("credits", "inbox", "sent", "credit_return_ps", "transmitter")
 
@@ -64,8 +72,7 @@ class Ipcq:
             latency = self.fabric.network.route_cost(route).latency_ps
             channel = _Channel(self.env, depth or self.default_depth, latency)
             self._channels[ident] = channel
-            root = key[0] if isinstance(key, tuple) and key else key
-            self._by_key.setdefault(root, []).append(ident)
+            self._by_key.setdefault(_root(key), []).append(ident)
         return channel
 
     def close(self, root: Any) -> None:
