@@ -1,6 +1,14 @@
 """KernBench: a discrete-event simulator of AI-accelerator systems on SimPy."""
 
-from kernbench.errors import KernBenchError
+import os
+
+# The kernel interpreter runs many small NumPy products; a multi-threaded BLAS spends
+# more time waking threads than computing them, and sweep workers run side by side.
+# Set before NumPy loads; a value the user chose wins.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from kernbench.errors import KernBenchError  # noqa: E402
 
 __version__ = "0.1.0"
 

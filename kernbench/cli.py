@@ -185,10 +185,192 @@ def tune_cmd(
     click.echo(f"table: {output}")
 
 
+@cli.command("plot")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--output", "-o", required=True, metavar="OUT.png", help="Where to write the PNG.")
+@click.option("--x", "x", default="size_B", show_default=True, help="Column on the x axis.")
+@click.option("--y", "y", default="busbw_GBps", show_default=True, help="Column on the y axis.")
+@click.option(
+    "--group-by",
+    "group_by",
+    multiple=True,
+    metavar="COL",
+    help="One line per value of COL (repeatable; default: op, topology, algorithm, "
+    "ccl.all_reduce where they vary).",
+)
+@click.option("--title", default="", help="Chart title.")
+@click.option(
+    "--breakdown",
+    is_flag=True,
+    help="Plot bytes per link class and the busiest component of each run report instead.",
+)
+def plot_cmd(
+    inputs: tuple[str, ...],
+    output: str,
+    x: str,
+    y: str,
+    group_by: tuple[str, ...],
+    title: str,
+    breakdown: bool,
+) -> None:
+    """Plot results from run reports, sweep summaries (summary.json) or CSV files.
+
+    Rows of every input are drawn together, one line per group; with several
+    inputs that the groups do not tell apart, a "file" column tells them apart.
+    """
+    from kernbench.bench.plot import DEFAULT_GROUP_BY, plot_breakdown, plot_results
+    from kernbench.bench.regress import load_report, load_rows
+
+    if breakdown:
+        plot_breakdown({path: load_report(path) for path in inputs}, output)
+    else:
+        rows = []
+        for path in inputs:
+            rows.extend({**row, "file": path} for row in load_rows(path))
+        columns = list(group_by)
+        if not columns:
+            columns = [c for c in DEFAULT_GROUP_BY if len({str(r.get(c)) for r in rows}) > 1]
+            files_per_group: dict[tuple, set[str]] = {}
+            for row in rows:
+                files_per_group.setdefault(tuple(row.get(c) for c in columns), set()).add(
+                    row["file"]
+                )
+            if any(len(files) > 1 for files in files_per_group.values()):
+                columns.append("file")
+        plot_results(rows, output, x=x, y=y, group_by=columns, title=title)
+    click.echo(f"plot: {output}")
+
+
+@cli.command("regress")
+@click.argument("baseline", type=click.Path(dir_okay=False))
+@click.argument("current", type=click.Path(dir_okay=False))
+@click.option(
+    "--tolerance",
+    default="2%",
+    show_default=True,
+    help="Relative slowdown allowed before a point is a regression: '2%' or 0.02.",
+)
+@click.option(
+    "--key",
+    "keys",
+    multiple=True,
+    metavar="COL",
+    help="Match rows on COL (repeatable; default: every non-metric column on both sides).",
+)
+@click.option(
+    "--fail-on-change",
+    is_flag=True,
+    help="Exit 1 on improvements and new points too, not only on regressions.",
+)
+def regress_cmd(
+    baseline: str, current: str, tolerance: str, keys: tuple[str, ...], fail_on_change: bool
+) -> None:
+    """Compare CURRENT results against BASELINE point by point.
+
+    Both are run reports, sweep summaries or CSV files.  A point slower by more
+    than the tolerance, with values no longer checked or different, or missing
+    from CURRENT is a regression: the exit status is then 1 (0 otherwise, 2 on
+    unreadable files).  Faster points are reported as improvements.
+    """
+    from kernbench.bench.regress import (
+        compare,
+        format_comparison,
+        load_rows,
+        parse_tolerance,
+        provenance_notes,
+    )
+
+    comparison = compare(
+        load_rows(baseline, include_run=True),
+        load_rows(current, include_run=True),
+        tolerance=parse_tolerance(tolerance),
+        keys=keys or None,
+    )
+    click.echo(format_comparison(comparison))
+    for note in provenance_notes(baseline, current):
+        click.echo(f"note: {note}")
+    if comparison.has_regression or (fail_on_change and comparison.has_change):
+        # main() ignores a command's return value, so the status leaves as SystemExit.
+        raise SystemExit(1)
+
+
+@cli.command("sweep")
+@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.option("-j", "--jobs", default=1, show_default=True, type=int, help="Points run at once.")
+@click.option(
+    "--executor",
+    default=None,
+    type=click.Choice(["local", "dask"]),
+    help="local: a process pool on this machine (the default); dask: a Dask cluster "
+    "(the default with --scheduler).",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Dask scheduler to send points to (without it, --executor dask starts a local "
+    "cluster of -j workers).",
+)
+@click.option(
+    "--output",
+    "-o",
+    default=None,
+    metavar="DIR",
+    help="Output directory (default: the file's output:, else out/<sweep file stem>).",
+)
+@click.option(
+    "--trace/--no-trace", default=None, help="Write a Chrome trace per point (default: the file's)."
+)
+@click.option(
+    "--timing-only/--no-timing-only",
+    default=None,
+    help="Carry sizes, not bytes (default: the file's timing_only, true unless set).",
+)
+def sweep_cmd(
+    sweep_file: str,
+    jobs: int,
+    executor: str | None,
+    scheduler: str | None,
+    output: str | None,
+    trace: bool | None,
+    timing_only: bool | None,
+) -> None:
+    """Run a bench over every combination of topologies, --set values and bench args.
+
+    Finished points are kept in OUTPUT/points/; running again skips the ones
+    that succeeded and retries the others.  Writes OUTPUT/results.csv,
+    OUTPUT/summary.json and OUTPUT/busbw.png.  Exits with status 2 if a point
+    failed, 130 when interrupted.
+    """
+    from kernbench.bench.sweep import SweepError, SweepInterrupted, run_sweep
+
+    try:
+        outcome = run_sweep(
+            sweep_file,
+            jobs=jobs,
+            executor=executor,
+            scheduler=scheduler,
+            output=output,
+            trace=trace,
+            timing_only=timing_only,
+            echo=click.echo,
+        )
+    except SweepInterrupted as exc:
+        click.echo(str(exc), err=True)
+        raise click.exceptions.Abort() from None
+    if outcome.failed:
+        raise SweepError(
+            f"{len(outcome.failed)} of {outcome.points} points failed "
+            f"(errors in {outcome.output / 'summary.json'}); run again to retry them"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning user errors into one line and exit status 2."""
     try:
-        cli.main(args=argv, prog_name="kernbench", standalone_mode=False)
+        status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False)
+    except SystemExit as exc:  # a command that ends with a status of its own (regress)
+        return exc.code if isinstance(exc.code, int) else 1
     except KernBenchError as exc:
         click.echo(f"error: {exc}", err=True)
         cause = getattr(exc, "original", None)
@@ -203,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return 2
-    return 0
+    return status if isinstance(status, int) else 0
 
 
 if __name__ == "__main__":

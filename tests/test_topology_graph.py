@@ -312,12 +312,8 @@ def test_route_lengths_in_a_mesh_are_manhattan_distance():
 
 def test_pe_to_own_tcm_is_one_link():
     g = graph("default")
-    assert route_names(g, "sip0.cube3.pe5", "sip0.cube3.pe5.tcm") == [
-        "port:sip0.cube3.pe5.tcm"
-    ]
-    assert route_names(g, "sip0.cube3.pe5.tcm", "sip0.cube3.pe5") == [
-        "port:sip0.cube3.pe5.tcm"
-    ]
+    assert route_names(g, "sip0.cube3.pe5", "sip0.cube3.pe5.tcm") == ["port:sip0.cube3.pe5.tcm"]
+    assert route_names(g, "sip0.cube3.pe5.tcm", "sip0.cube3.pe5") == ["port:sip0.cube3.pe5.tcm"]
 
 
 def test_pe_to_another_pes_tcm_goes_through_the_router():

@@ -43,6 +43,18 @@ def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:
     raise ConfigError("the script defines neither main() nor run(rank, world_size)", source=path)
 
 
+def _simulate_script(fn: Callable[..., Any], **kwargs: Any) -> SimResult:
+    """simulate(), passing on a script's own sys.exit (argparse --help, a usage error)."""
+    from kernbench.errors import RankError
+
+    try:
+        return simulate(fn, **kwargs)
+    except RankError as exc:
+        if isinstance(exc.original, SystemExit):
+            raise exc.original from None
+        raise
+
+
 def run_script(
     script: str,
     *,
@@ -64,7 +76,7 @@ def run_script(
     saved_argv = sys.argv
     sys.argv = [script, *script_args]
     try:
-        result = simulate(
+        result = _simulate_script(
             fn,
             topology=topology_path,
             world_size=world_size,
@@ -81,6 +93,7 @@ def run_script(
         "script": str(script),
         "script_sha256": hashlib.sha256(Path(script).read_bytes()).hexdigest()[:16],
         "script_args": list(script_args),
+        "topology": result.report["topology"],
         "topology_file": str(topology_path),
         "topology_digest": document_digest(document),
         "overrides": list(overrides),
@@ -121,7 +134,8 @@ def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | No
     extra = {}
     if metadata:
         extra = {
-            "topology": metadata.get("topology_file", ""),
+            "topology": metadata.get("topology", ""),
+            "topology_file": metadata.get("topology_file", ""),
             "topology_digest": metadata.get("topology_digest", ""),
             "overrides": " ".join(metadata.get("overrides", [])),
             "seed": metadata.get("seed", ""),

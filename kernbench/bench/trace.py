@@ -148,6 +148,12 @@ def chrome_trace(
     return trace
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write to a temporary file beside ``path``, then rename: never half a file."""
     path = Path(path)
@@ -156,6 +162,7 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w") as handle:
             handle.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files private; results are not
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
