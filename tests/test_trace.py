@@ -1,0 +1,83 @@
+"""The Chrome/Perfetto trace of a run: valid JSON, nested slices, tracks, counters, span."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from kernbench.bench.runner import run_script
+
+SCRIPT = """
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+
+def main():
+    dist.init_process_group()
+    t = torch.ones(1 << 14) * (dist.get_rank() + 1)
+    dist.all_reduce(t)
+    assert float(t.numpy()[0]) == 10.0
+"""
+
+
+def _trace(tmp_path: Path) -> tuple[dict, dict]:
+    script = tmp_path / "all_reduce4.py"
+    script.write_text(SCRIPT)
+    trace_path, report_path = tmp_path / "trace.json", tmp_path / "report.json"
+    run_script(
+        str(script),
+        topology="topologies/multi_sip.yaml",
+        trace_path=str(trace_path),
+        report_path=str(report_path),
+        echo=lambda _: None,
+    )
+    return json.loads(trace_path.read_text()), json.loads(report_path.read_text())
+
+
+def test_four_rank_all_reduce_trace(tmp_path):
+    trace, report = _trace(tmp_path)
+    assert trace["displayTimeUnit"] == "ns"
+    events = trace["traceEvents"]
+    slices = [e for e in events if e["ph"] == "X"]
+    counters = [e for e in events if e["ph"] == "C"]
+    assert slices and counters
+    for e in slices:
+        assert {"name", "cat", "ph", "ts", "dur", "pid", "tid", "args"} <= set(e)
+        assert e["dur"] >= 0
+
+    # Slices on one track never partially overlap.
+    tracks = defaultdict(list)
+    for e in slices:
+        tracks[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
+    for spans in tracks.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends: list[float] = []
+        for start, end in spans:
+            while open_ends and open_ends[-1] <= start + 1e-9:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1] + 1e-9
+            open_ends.append(end)
+
+    # The trace spans exactly the reported simulated time.
+    span_us = max(e["ts"] + e["dur"] for e in slices) - min(e["ts"] for e in slices)
+    assert abs(span_us - report["simulated_time_ps"] / 1e6) < 1e-6
+
+    # One process per cube (plus host and interconnect); tracks per engine, IPCQ, link.
+    processes = {e["args"]["name"] for e in events if e.get("name") == "process_name"}
+    assert {f"sip{s}.cube0" for s in range(4)} <= processes
+    assert {"host", "interconnect"} <= processes
+    threads = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert "pe0 collectives" in threads
+    assert any(t.startswith("pe0.vector") for t in threads)  # the reductions
+    assert any(t.startswith("pe0.ipcq") for t in threads)  # messages sent
+    assert any(t.startswith("link:sip0->sip1") for t in threads)
+    assert any(t.startswith("port:sip0.cube0.hbm0") for t in threads)
+    assert all(0.0 <= c["args"]["utilisation"] <= 1.0 for c in counters)
+
+
+def test_same_run_same_trace(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, _ = _trace(tmp_path / "a")
+    second, _ = _trace(tmp_path / "b")
+    assert first["traceEvents"] == second["traceEvents"]
