@@ -383,6 +383,32 @@ def reduce_scatter(
     return launcher
 
 
+def _rooted(
+    ctx: Any,
+    op: str,
+    mine: Sequence[DeviceTensor],
+    blocks: Sequence[DeviceTensor] | None,
+    root: int,
+    algorithm: str | None,
+    field: str,
+) -> CollectiveLauncher:
+    """gather (``field="inp"``) and scatter (``field="out"``): root holds one block per rank."""
+    lanes = [single_lane(t, op) for t in mine]
+    p = len(lanes)
+    launcher = _launcher(ctx, op, algorithm, p, mine[0].nbytes * p, [x.pe for x in lanes])
+    regions = tuple(single_lane(t, op).region() for t in blocks or ())
+    programs = [
+        _program(
+            launcher.algorithm,
+            op,
+            OpArgs(**{field: lanes[r].region()}, blocks=regions if r == root else (), root=root),
+        )
+        for r in range(p)
+    ]
+    launcher.lane(programs, [x.pe for x in lanes], [x.memory_node for x in lanes])
+    return launcher
+
+
 def gather(
     ctx: Any,
     inputs: Sequence[DeviceTensor],
@@ -390,20 +416,8 @@ def gather(
     root: int,
     algorithm: str | None = None,
 ) -> CollectiveLauncher:
-    ins = [single_lane(t, "gather") for t in inputs]
-    p = len(ins)
-    launcher = _launcher(ctx, "gather", algorithm, p, inputs[0].nbytes * p, [x.pe for x in ins])
-    regions = tuple(single_lane(t, "gather").region() for t in blocks or ())
-    programs = [
-        _program(
-            launcher.algorithm,
-            "gather",
-            OpArgs(inp=ins[r].region(), blocks=regions if r == root else (), root=root),
-        )
-        for r in range(p)
-    ]
-    launcher.lane(programs, [x.pe for x in ins], [x.memory_node for x in ins])
-    return launcher
+    """Every rank's ``inputs[r]`` into the root's ``blocks[r]``."""
+    return _rooted(ctx, "gather", inputs, blocks, root, algorithm, "inp")
 
 
 def scatter(
@@ -413,20 +427,8 @@ def scatter(
     root: int,
     algorithm: str | None = None,
 ) -> CollectiveLauncher:
-    outs = [single_lane(t, "scatter") for t in outputs]
-    p = len(outs)
-    launcher = _launcher(ctx, "scatter", algorithm, p, outputs[0].nbytes * p, [x.pe for x in outs])
-    regions = tuple(single_lane(t, "scatter").region() for t in blocks or ())
-    programs = [
-        _program(
-            launcher.algorithm,
-            "scatter",
-            OpArgs(out=outs[r].region(), blocks=regions if r == root else (), root=root),
-        )
-        for r in range(p)
-    ]
-    launcher.lane(programs, [x.pe for x in outs], [x.memory_node for x in outs])
-    return launcher
+    """The root's ``blocks[r]`` into every rank's ``outputs[r]``."""
+    return _rooted(ctx, "scatter", outputs, blocks, root, algorithm, "out")
 
 
 def all_to_all(

@@ -226,7 +226,7 @@ class RuntimeContext:
             pe_base=bases["pe"],
         )
         allocation = self._allocate(name, shape, dtype, shards)
-        self._map(allocation)
+        self._mmu(allocation, unmap=False)
         tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
         tensor._finalizer = weakref.finalize(tensor, self._pending_release.append, allocation)
         self._live[id(allocation)] = allocation
@@ -276,13 +276,17 @@ class RuntimeContext:
     def _cube_pes(self, sip: int, cube: int) -> tuple[str, ...]:
         return tuple(f"sip{sip}.cube{cube}.pe{p}" for p in range(self.topology.pes_per_cube))
 
-    def _map(self, allocation: Allocation) -> None:
+    def _mmu(self, allocation: Allocation, unmap: bool) -> None:
+        """One MmuMap (or MmuUnmap) per cube holding shards: host -> M_CPU -> every PE."""
         handles = []
         for (sip, cube), group in self._by_cube(allocation).items():
-            entries = tuple((p.va, p.pa, p.shard.nbytes) for p in group)
+            if unmap:
+                msg_type, entries = MmuUnmap, tuple((p.va, p.shard.nbytes) for p in group)
+            else:
+                msg_type, entries = MmuMap, tuple((p.va, p.pa, p.shard.nbytes) for p in group)
             handles.append(
                 self.fabric.submit(
-                    MmuMap(
+                    msg_type(
                         src="host",
                         dst=f"sip{sip}.cube{cube}.m_cpu",
                         nbytes=MMU_ENTRY_BYTES * len(entries),
@@ -387,22 +391,7 @@ class RuntimeContext:
     def _release(self, allocation: Allocation) -> None:
         if allocation.released:
             return
-        handles = []
-        for (sip, cube), group in self._by_cube(allocation).items():
-            entries = tuple((p.va, p.shard.nbytes) for p in group)
-            handles.append(
-                self.fabric.submit(
-                    MmuUnmap(
-                        src="host",
-                        dst=f"sip{sip}.cube{cube}.m_cpu",
-                        nbytes=MMU_ENTRY_BYTES * len(entries),
-                        targets=self._cube_pes(sip, cube),
-                        entries=entries,
-                        tag=allocation.name,
-                    )
-                )
-            )
-        self.fabric.wait_all(handles)
+        self._mmu(allocation, unmap=True)
         for p in allocation.placements:
             if p.pa is not None:
                 self.store.release(p.pa)

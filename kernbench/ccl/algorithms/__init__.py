@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from kernbench.ccl.comm import Comm, Region
 from kernbench.errors import DistributedError
@@ -177,7 +176,3 @@ def power_of_two(op: str, size: int) -> str | None:
 def lg(size: int) -> int:
     """ceil(log2(size))."""
     return max(0, (size - 1).bit_length())
-
-
-def any_args(**values: Any) -> OpArgs:
-    return OpArgs(**values)

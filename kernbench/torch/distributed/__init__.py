@@ -408,6 +408,40 @@ def reduce_scatter_tensor(
     )
 
 
+def _rooted_list(
+    op: str,
+    tensor: Any,
+    tensors: list[Any] | None,
+    rank: int | None,
+    group_rank: int | None,
+    group: Any,
+    async_op: bool,
+    algorithm: str | None,
+    arg: str,
+) -> Work | None:
+    """gather and scatter: the root passes one tensor per group member in ``arg``."""
+    world, me = _initialised(op)
+    pg, t = _group(group, world), _device(tensor, op)
+    root = _root(pg, rank, group_rank, op)
+    blocks = None
+    if pg.group_rank(me) == root:
+        if tensors is None:
+            raise DistributedError(f"{op}: the root rank {me} must pass {arg}")
+        blocks = [_device(x, op) for x in tensors]
+        _check_count(blocks, pg, op, arg)
+        for b in blocks:
+            _same(b, t, op)
+    launch = getattr(ccl, op)
+    return world.collective(
+        pg,
+        op,
+        (_sig(t), root),
+        (t, blocks),
+        lambda ps: launch(world.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
+        async_op,
+    )
+
+
 def gather(
     tensor: Any,
     gather_list: list[Any] | None = None,
@@ -418,24 +452,8 @@ def gather(
     *,
     algorithm: str | None = None,
 ) -> Work | None:
-    world, me = _initialised("gather")
-    pg, t = _group(group, world), _device(tensor, "gather")
-    root = _root(pg, dst, group_dst, "gather")
-    blocks = None
-    if pg.group_rank(me) == root:
-        if gather_list is None:
-            raise DistributedError(f"gather: the destination rank {me} must pass gather_list")
-        blocks = [_device(x, "gather") for x in gather_list]
-        _check_count(blocks, pg, "gather", "gather_list")
-        for b in blocks:
-            _same(b, t, "gather")
-    return world.collective(
-        pg,
-        "gather",
-        (_sig(t), root),
-        (t, blocks),
-        lambda ps: ccl.gather(world.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
-        async_op,
+    return _rooted_list(
+        "gather", tensor, gather_list, dst, group_dst, group, async_op, algorithm, "gather_list"
     )
 
 
@@ -449,24 +467,8 @@ def scatter(
     *,
     algorithm: str | None = None,
 ) -> Work | None:
-    world, me = _initialised("scatter")
-    pg, t = _group(group, world), _device(tensor, "scatter")
-    root = _root(pg, src, group_src, "scatter")
-    blocks = None
-    if pg.group_rank(me) == root:
-        if scatter_list is None:
-            raise DistributedError(f"scatter: the source rank {me} must pass scatter_list")
-        blocks = [_device(x, "scatter") for x in scatter_list]
-        _check_count(blocks, pg, "scatter", "scatter_list")
-        for b in blocks:
-            _same(b, t, "scatter")
-    return world.collective(
-        pg,
-        "scatter",
-        (_sig(t), root),
-        (t, blocks),
-        lambda ps: ccl.scatter(world.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
-        async_op,
+    return _rooted_list(
+        "scatter", tensor, scatter_list, src, group_src, group, async_op, algorithm, "scatter_list"
     )
 
 
