@@ -17,6 +17,7 @@ for the flows connected to the one that started or ended.
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 
@@ -204,26 +205,35 @@ class FlowNetwork:
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
 
     def _max_min(self, flows: list[_Flow], links: list[int]) -> dict[int, float]:
+        """Progressive filling with a heap of link fair shares.
+
+        Repeatedly take the link whose remaining capacity per unfrozen flow is the
+        smallest (ties: the lowest link index), freeze its flows at that share and
+        take their rate off every link they cross.  Every change pushes the link's
+        new share; an entry whose share is out of date is skipped when popped.
+        """
         if len(flows) == 1:
             flow = flows[0]
             return {flow.fid: min(self.capacity[e] for e in flow.edges)}
+        # The component is closed: every flow on these links is in ``flows``.
         residual = {e: self.capacity[e] for e in links}
-        unfrozen = {e: [f for f in self.active[e].values()] for e in links}
+        count = {e: len(self.active[e]) for e in links}
+        heap = [(residual[e] / count[e], e) for e in links if count[e]]
+        heapq.heapify(heap)
         rate: dict[int, float] = {}
-        while len(rate) < len(flows):
-            best_link, best_share = -1, math.inf
-            for e in links:
-                count = sum(1 for f in unfrozen[e] if f.fid not in rate)
-                if count:
-                    share = residual[e] / count
-                    if share < best_share:
-                        best_link, best_share = e, share
-            for flow in unfrozen[best_link]:
+        while heap and len(rate) < len(flows):
+            share, link = heapq.heappop(heap)
+            if not count[link] or share != residual[link] / count[link]:
+                continue  # stale: a newer entry for this link is in the heap
+            for flow in self.active[link].values():
                 if flow.fid in rate:
                     continue
-                rate[flow.fid] = best_share
+                rate[flow.fid] = share
                 for e in flow.edges:
-                    residual[e] -= best_share
+                    residual[e] -= share
+                    count[e] -= 1
+                    if count[e]:
+                        heapq.heappush(heap, (residual[e] / count[e], e))
         return rate
 
     def _schedule(self, flow: _Flow) -> None:
