@@ -1,0 +1,33 @@
+"""The benchmark scripts run and print their figures (they measure; tests do not)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def _run(*args: str) -> str:
+    result = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_engine_overhead_prints_both_rates_and_the_ratio():
+    out = _run("benchmarks/engine_overhead.py", "--messages", "500")
+    assert "bare SimPy:" in out and "fabric:" in out and "ratio fabric/bare cost" in out
+
+
+def test_allreduce_scale_prints_a_row_per_run():
+    out = _run(
+        "benchmarks/allreduce_scale.py",
+        "--ranks",
+        "8",
+        "--bytes",
+        "64KiB",
+        "--algorithms",
+        "ring",
+        "multi_cube",
+    )
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert "events/s" in lines[0]
+    assert len(lines) == 3 and lines[1].split()[:2] == ["8", "ring"]
