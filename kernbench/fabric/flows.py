@@ -59,6 +59,20 @@ class RouteCost:
         return math.ceil(first_packet * self.fill_ps_per_byte - _ROUNDING_SLACK)
 
 
+def _succeed_after(env: simpy.Environment, event: simpy.Event, delay: int) -> None:
+    """Trigger ``event`` ``delay`` picoseconds from now with one scheduled event.
+
+    This is how ``simpy.Timeout`` schedules itself; doing it for an event handed
+    out earlier saves a timeout and a callback per transfer on the hot path.
+    """
+    if not delay:
+        event.succeed()
+        return
+    event._ok = True  # noqa: SLF001 - see the docstring
+    event._value = None  # noqa: SLF001
+    env.schedule(event, simpy.events.NORMAL, delay)
+
+
 class _Flow:
     __slots__ = (
         "fid",
@@ -70,6 +84,7 @@ class _Flow:
         "done",
         "start",
         "size",
+        "tail",
     )
 
     def __init__(self, fid: int, edges: tuple[int, ...], nbytes: int, now: int) -> None:
@@ -82,6 +97,7 @@ class _Flow:
         self.version = 0
         self.done: simpy.Event | None = None
         self.start = now
+        self.tail = 0  # route latency and packet fill still due after the last byte leaves
 
 
 class FlowNetwork:
@@ -125,19 +141,13 @@ class FlowNetwork:
             return delivered
         tail = 0 if stream else cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
         if nbytes <= 0:
-            env.timeout(tail).callbacks.append(lambda _ev: delivered.succeed())
+            _succeed_after(env, delivered, tail)
             return delivered
         self.flows_started += 1
         flow = _Flow(self._next_fid, route, nbytes, env.now)
         self._next_fid += 1
-        flow_done = env.event()
-        flow.done = flow_done
-        if tail:
-            flow_done.callbacks.append(
-                lambda _ev: env.timeout(tail).callbacks.append(lambda _e: delivered.succeed())
-            )
-        else:
-            flow_done.callbacks.append(lambda _ev: delivered.succeed())
+        flow.done = delivered
+        flow.tail = tail
         for e in route:
             self.active[e][flow.fid] = flow
             self.bytes_carried[e] += nbytes
@@ -252,5 +262,5 @@ class FlowNetwork:
             now = self.env.now
             self.link_log.extend(("flow", e, flow.start, now, flow.size) for e in flow.edges)
         done, flow.done = flow.done, None
-        done.succeed()
+        _succeed_after(self.env, done, flow.tail)  # the last byte still has to arrive
         self._mark_dirty(flow.edges)
