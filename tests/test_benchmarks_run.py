@@ -31,3 +31,13 @@ def test_allreduce_scale_prints_a_row_per_run():
     lines = [line for line in out.splitlines() if line.strip()]
     assert "events/s" in lines[0]
     assert len(lines) == 3 and lines[1].split()[:2] == ["8", "ring"]
+
+
+def test_functional_prints_wall_time_and_memory_ratio():
+    out = _run("benchmarks/functional.py", "--ranks", "4", "--bytes", "64KiB")
+    assert "values checked: True" in out and "peak RSS" in out and "in the all-reduce" in out
+
+
+def test_sweep_speedup_prints_the_speed_up():
+    out = _run("benchmarks/sweep_speedup.py", "--max-bytes", "64KiB")
+    assert "1 worker:" in out and "2 workers:" in out and "speed-up:" in out

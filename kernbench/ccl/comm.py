@@ -68,6 +68,26 @@ class Region:
             return
         self.buffer.storage[self.start : self.stop] = self.buffer.dtype.to_storage(values)
 
+    def stored(self) -> np.ndarray | None:
+        """A writable view of the stored values when they are stored as themselves.
+
+        ``None`` in timing-only mode and for bfloat16 (stored as bits), where
+        values must go through :meth:`read` and :meth:`write`.
+        """
+        if self.buffer.storage is None or self.buffer.dtype.name == "bfloat16":
+            return None
+        return self.buffer.storage[self.start : self.stop]
+
+    def combine_from(self, op: str, src: Region, incoming: np.ndarray) -> None:
+        """``self = src op incoming`` on the values, in place when the dtype allows."""
+        out, left = self.stored(), src.stored()
+        if out is not None and left is not None:
+            combine(op, left, incoming, out=out)
+            return
+        current = src.read()
+        if current is not None:
+            self.write(combine(op, current, incoming))
+
 
 def chunk_bounds(count: int, parts: int) -> list[tuple[int, int]]:
     """``parts`` contiguous ranges covering ``count`` (sizes differ by at most one)."""
@@ -188,9 +208,7 @@ class Comm:
         node, n = region.buffer.memory_node, region.nbytes
         yield from self._stream([(self.buffer_node, n), (node, n)], [(node, n)], region.count)
         if incoming is not None:
-            current = region.read()
-            if current is not None:
-                region.write(combine(self.op, current, incoming))
+            region.combine_from(self.op, region, incoming)
 
     def reduce_into(self, dst: Region, src: Region, incoming: np.ndarray | None) -> Generator:
         """``dst = src op incoming``: the same traffic as :meth:`reduce`, into another region."""
@@ -201,9 +219,7 @@ class Comm:
             dst.count,
         )
         if incoming is not None:
-            current = src.read()
-            if current is not None:
-                dst.write(combine(self.op, current, incoming))
+            dst.combine_from(self.op, src, incoming)
 
     def place(self, region: Region, incoming: np.ndarray | None) -> Generator:
         """Put received data in ``region``; free when it already landed there (HBM buffer)."""

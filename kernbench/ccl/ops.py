@@ -21,21 +21,24 @@ def check_op(op: str, dtype: np.dtype) -> None:
         )
 
 
-def combine(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a op b`` elementwise, in the values' dtype (AVG combines as SUM)."""
-    if op in ("sum", "avg"):
-        return a + b
-    if op == "product":
-        return a * b
-    if op == "min":
-        return np.minimum(a, b)
-    if op == "max":
-        return np.maximum(a, b)
-    if op == "band":
-        return a & b
-    if op == "bor":
-        return a | b
-    return a ^ b
+_UFUNCS = {
+    "sum": np.add,
+    "avg": np.add,  # AVG combines as SUM; the division comes last
+    "product": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "band": np.bitwise_and,
+    "bor": np.bitwise_or,
+    "bxor": np.bitwise_xor,
+}
+
+
+def combine(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``a op b`` elementwise in the values' dtype, into ``out`` when given."""
+    ufunc = _UFUNCS[op]
+    if out is None:
+        return ufunc(a, b)
+    return ufunc(a, b, out=out, casting="unsafe")
 
 
 def finish_average(values: np.ndarray, count: int) -> np.ndarray:
