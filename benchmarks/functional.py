@@ -25,7 +25,6 @@ import kernbench.torch.distributed as dist  # noqa: E402
 from kernbench.runtime import current_context  # noqa: E402
 from kernbench.units import parse_size  # noqa: E402
 
-
 _WINDOW: dict[str, float] = {}
 
 
