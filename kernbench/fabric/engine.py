@@ -104,7 +104,7 @@ class Fabric:
             if kind != "pe":
                 raise RouteError(f"{name!r} is not a PE; PE names look like 'sip0.cube0.pe0'")
             core = self.topology.cube.pe_template.components.pe_core.attrs
-            unit = self._pes[name] = PeUnit(self.env, name, core)
+            unit = self._pes[name] = PeUnit(self.env, name, core, self.graph.pe_slowdown(name))
         return unit
 
     def page_table(self, pe_name: str):

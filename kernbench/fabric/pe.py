@@ -20,15 +20,18 @@ class PeUnit:
 
     __slots__ = ("name", "engines", "flops_per_s", "launch_overhead_ps", "page_table")
 
-    def __init__(self, env: simpy.Environment, name: str, core: PeCoreAttrs) -> None:
+    def __init__(
+        self, env: simpy.Environment, name: str, core: PeCoreAttrs, slowdown: float = 1.0
+    ) -> None:
         self.name = name
         self.engines = {
             "matrix": simpy.Resource(env, capacity=1),
             "vector": simpy.Resource(env, capacity=1),
         }
+        # A straggler (faults.pes) runs its engines ``slowdown`` times slower.
         self.flops_per_s = {
-            "matrix": core.matrix_flops_per_cycle * core.clock,
-            "vector": core.vector_flops_per_cycle * core.clock,
+            "matrix": max(1, int(core.matrix_flops_per_cycle * core.clock / slowdown)),
+            "vector": max(1, int(core.vector_flops_per_cycle * core.clock / slowdown)),
         }
         self.launch_overhead_ps = core.launch_overhead
         self.page_table = None

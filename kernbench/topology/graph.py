@@ -12,9 +12,10 @@ traffic enters and leaves a SIP at its ``attach_cube``.  See ADR 0004.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from kernbench.errors import RouteError
+from kernbench.errors import RouteError, TopologyError
 from kernbench.topology.schema import Topology
 
 __all__ = ["Edge", "MachineGraph", "build_graph"]
@@ -58,7 +59,10 @@ class MachineGraph:
         self._edge_by_ends: dict[tuple[str, str], int] = {}
         self._route_cache: dict[tuple[str, str], tuple[int, ...]] = {}
         self._parsed: dict[str, tuple[str, int, int, int, int]] = {}
+        self._adjacency: dict[str, list[tuple[str, int]]] | None = None
+        self.down: set[int] = set()
         self._build()
+        self._apply_faults()
 
     # -- construction -------------------------------------------------------
     def _add_link(
@@ -248,8 +252,87 @@ class MachineGraph:
             path = tuple(self._edge_by_ends[(a, b)] for a, b in zip(nodes, nodes[1:], strict=False))
         except KeyError as exc:  # pragma: no cover - a bug in the router, not the user
             raise RouteError(f"no link {exc.args[0]} on the route {src} -> {dst}") from None
+        if self.down and any(i in self.down for i in path):
+            path = self._detour(src, dst, path)
         self._route_cache[key] = path
         return path
+
+    # -- faults -----------------------------------------------------------------
+    def _apply_faults(self) -> None:
+        """Slow links down and take them out of service, as ``faults`` says (ADR 0010)."""
+        faults = self.topology.faults
+        by_name = {edge.name: edge.index for edge in self.edges}
+        for i, fault in enumerate(faults.links):
+            index = by_name.get(fault.link)
+            if index is None:
+                raise TopologyError(
+                    f"unknown link {fault.link!r}; links are named like 'link:sip0->sip1', "
+                    "'link:sip0.cube0->sip0.cube1', 'link:sip0.cube0.pe0->sip0.cube0.noc', "
+                    "'link:host->sip0' or 'port:sip0.cube0.hbm0' (see `kernbench topo show`)",
+                    key_path=f"faults.links.{i}.link",
+                )
+            edge = self.edges[index]
+            if fault.slowdown != 1.0:
+                bandwidth = max(1, int(edge.bandwidth / fault.slowdown))
+                self.edges[index] = dataclasses.replace(edge, bandwidth=bandwidth)
+            if fault.down:
+                self.down.add(index)
+        for i, fault in enumerate(faults.pes):
+            try:
+                kind = self._parse(fault.pe)[0]
+            except RouteError:
+                kind = None
+            if kind != "pe":
+                raise TopologyError(
+                    f"unknown PE {fault.pe!r}; PEs are named like 'sip0.cube0.pe0' "
+                    f"({self.num_sips} SIPs x {self.cubes_per_sip} cubes x "
+                    f"{self.pes_per_cube} PEs)",
+                    key_path=f"faults.pes.{i}.pe",
+                )
+
+    def pe_slowdown(self, pe: str) -> float:
+        """How many times slower a PE's engines are (1.0: healthy)."""
+        for fault in self.topology.faults.pes:
+            if fault.pe == pe:
+                return fault.slowdown
+        return 1.0
+
+    def _detour(self, src: str, dst: str, blocked: tuple[int, ...]) -> tuple[int, ...]:
+        """The fewest-hop path around links that are down (breadth first, by edge order).
+
+        Only cube routers and the switch relay traffic; the host, a PE or a memory
+        is never a stop on the way.
+        """
+        if self._adjacency is None:
+            self._adjacency = {}
+            for edge in self.edges:
+                for a, b in ((edge.src, edge.dst), (edge.dst, edge.src)):
+                    if self._edge_by_ends.get((a, b)) == edge.index:
+                        self._adjacency.setdefault(a, []).append((b, edge.index))
+        previous: dict[str, tuple[str, int] | None] = {src: None}
+        frontier = [src]
+        while frontier and dst not in previous:
+            following = []
+            for node in frontier:
+                if node != src and not (node.endswith(".noc") or node == "switch"):
+                    continue
+                for nxt, index in self._adjacency.get(node, ()):
+                    if index in self.down or nxt in previous:
+                        continue
+                    previous[nxt] = (node, index)
+                    following.append(nxt)
+            frontier = following
+        if dst not in previous:
+            names = ", ".join(self.edges[i].name for i in blocked if i in self.down)
+            raise RouteError(
+                f"no route from {src} to {dst}: {names} is down and no other route exists"
+            )
+        path = []
+        node = dst
+        while previous[node] is not None:
+            node, index = previous[node]
+            path.append(index)
+        return tuple(reversed(path))
 
     def _uplink(self, name: str) -> tuple[list[str], tuple[int, int] | None]:
         """Nodes from ``name`` up to its cube router, and that router's (sip, cube)."""

@@ -277,6 +277,22 @@ class FabricSpec(Spec):
     )
 
 
+class LinkFault(Spec):
+    link: str = Field(description="a directed link or a memory port, e.g. 'link:sip0->sip1'")
+    slowdown: float = Field(1.0, ge=1.0, description="the link's bandwidth is divided by this")
+    down: bool = Field(False, description="the link carries nothing; routes avoid it")
+
+
+class PeFault(Spec):
+    pe: str = Field(description="a PE, e.g. 'sip0.cube0.pe0'")
+    slowdown: float = Field(ge=1.0, description="the PE's engines take this many times longer")
+
+
+class FaultsSpec(Spec):
+    links: list[LinkFault] = Field(default_factory=list, description="slow or broken links")
+    pes: list[PeFault] = Field(default_factory=list, description="straggler PEs")
+
+
 class Topology(Spec):
     """A whole machine.  Build one with :func:`kernbench.topology.load_topology`."""
 
@@ -286,6 +302,7 @@ class Topology(Spec):
     sip: SipSpec
     cube: CubeSpec = CubeSpec()
     fabric: FabricSpec = FabricSpec()
+    faults: FaultsSpec = Field(FaultsSpec(), description="injected faults and stragglers")
 
     @model_validator(mode="after")
     def _attach_cube_exists(self) -> Topology:
