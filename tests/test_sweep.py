@@ -178,6 +178,49 @@ def test_interrupted_sweep_loses_nothing_and_resumes(tmp_path: Path) -> None:
     assert len(read_csv(out / "results.csv")) == 8
 
 
+def test_killed_sweep_leaves_only_whole_points_and_resumes(tmp_path: Path) -> None:
+    """SIGKILL: no handler runs, so only the atomic writes protect the results."""
+    sweep = write_sweep(
+        tmp_path,
+        topologies=[str(t) for t in TOPOLOGIES[:2]],
+        args={"-b": SIZES[:2], "--delay": [0.4]},
+    )
+    out = tmp_path / "out"
+    points_dir = out / "points"
+    command = [
+        sys.executable,
+        "-m",
+        "kernbench.cli",
+        "sweep",
+        str(sweep),
+        "-j",
+        "1",
+        "-o",
+        str(out),
+    ]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and process.poll() is None:
+        if points_dir.is_dir() and len(list(points_dir.glob("*.json"))) >= 3:
+            break
+        time.sleep(0.02)
+    process.kill()
+    process.communicate(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+
+    done = sorted(points_dir.glob("*.json"))
+    assert 3 <= len(done) < 8
+    for path in done:  # every point file is whole; leftovers of a write are hidden temp files
+        assert json.loads(path.read_text())["status"] == "ok"
+    before = {f.name: f.read_bytes() for f in done}
+
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert f"8 points, {len(done)} already done (skipped)" in result.stdout
+    assert {f.name: f.read_bytes() for f in points_dir.glob("*.json") if f.name in before} == before
+    assert len(list(points_dir.glob("*.json"))) == 8
+
+
 def test_a_failing_point_is_recorded_and_the_others_run(tmp_path: Path, capsys) -> None:
     sweep = write_sweep(
         tmp_path,

@@ -6,6 +6,8 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
 from kernbench.bench.runner import run_script
 
 SCRIPT = """
@@ -81,3 +83,23 @@ def test_same_run_same_trace(tmp_path):
     first, _ = _trace(tmp_path / "a")
     second, _ = _trace(tmp_path / "b")
     assert first["traceEvents"] == second["traceEvents"]
+
+
+def _seeded(seed_shift: int) -> float:
+    dist.init_process_group()
+    t = torch.rand(64) + seed_shift
+    dist.all_reduce(t)
+    return float(t.sum().item())
+
+
+def test_reports_carry_a_trace_digest_that_replays():
+    import kernbench
+
+    runs = [
+        kernbench.simulate(_seeded, topology="topologies/multi_sip.yaml", seed=seed, args=(0,))
+        for seed in (7, 7, 8)
+    ]
+    digests = [run.report["trace_digest"] for run in runs]
+    assert digests[0] == digests[1]  # same seed, same everything
+    assert runs[0].returns == runs[1].returns
+    assert runs[0].returns != runs[2].returns  # another seed draws other values

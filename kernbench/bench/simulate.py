@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -14,7 +15,7 @@ from kernbench.runtime import RuntimeContext, use_context
 from kernbench.topology import Topology, load_topology
 from kernbench.units import PS_PER_S
 
-__all__ = ["SimResult", "simulate", "run_report"]
+__all__ = ["SimResult", "simulate", "run_report", "trace_digest"]
 
 
 @dataclass
@@ -78,6 +79,17 @@ def simulate(
     return SimResult(returns, ctx.now, finished, ctx.fabric.trace, report, ctx)
 
 
+def trace_digest(rows: Iterable[TraceRow]) -> str:
+    """A content hash of a run's trace: same inputs and seed, same digest."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(
+            f"{row.kind}|{row.src}|{row.dst}|{row.start_ps}|{row.end_ps}|{row.nbytes}|"
+            f"{row.tag}\n".encode()
+        )
+    return digest.hexdigest()[:32]
+
+
 def _is_rows(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
@@ -97,6 +109,7 @@ def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) ->
             busiest = (edge, busy, carried)
     elapsed = ctx.now
     report: dict[str, Any] = {
+        "trace_digest": trace_digest(ctx.fabric.trace),
         "topology": ctx.topology.name,
         "world_size": world.world_size if world else 1,
         "timing_only": ctx.timing_only,
