@@ -92,6 +92,18 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     type=int,
     help="Seed of every rank's random generator (torch.rand, ...).",
 )
+@click.option(
+    "--max-sim-time",
+    default=None,
+    metavar="TIME",
+    help="Stop the run cleanly once the simulated clock passes TIME (e.g. 10ms).",
+)
+@click.option(
+    "--max-wall-time",
+    default=None,
+    metavar="TIME",
+    help="Stop the run cleanly after TIME of real time (e.g. 30s).",
+)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(
     script: str,
@@ -103,6 +115,8 @@ def run_cmd(
     trace_path: str | None,
     csv_path: str | None,
     seed: int,
+    max_sim_time: str | None,
+    max_wall_time: str | None,
     script_args: tuple[str, ...],
 ) -> None:
     """Run SCRIPT's main() once per rank (or run(rank, world_size) if it has no main).
@@ -112,6 +126,7 @@ def run_cmd(
     class and the busiest component.
     """
     from kernbench.bench.runner import run_script
+    from kernbench.units import parse_time
 
     run_script(
         script,
@@ -123,6 +138,8 @@ def run_cmd(
         trace_path=trace_path,
         csv_path=csv_path,
         seed=seed,
+        max_sim_time_ps=parse_time(max_sim_time) if max_sim_time else None,
+        max_wall_s=parse_time(max_wall_time) / 1e12 if max_wall_time else None,
         script_args=script_args,
         echo=click.echo,
     )

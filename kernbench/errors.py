@@ -26,6 +26,7 @@ __all__ = [
     "RankError",
     "DistributedError",
     "CollectiveMismatchError",
+    "SimulationLimitError",
 ]
 
 
@@ -115,3 +116,15 @@ class CollectiveMismatchError(DeadlockError, DistributedError):
     It is a :class:`DeadlockError` too: such ranks would wait for each other
     forever; ``blocked`` maps each rank to what it called.
     """
+
+
+class SimulationLimitError(SimulationError):
+    """A run passed its --max-sim-time or --max-wall-time and was stopped.
+
+    ``report`` (set by the harness) is the partial report of what had happened.
+    """
+
+    def __init__(self, message: str, blocked: dict[int, str]) -> None:
+        super().__init__(message)
+        self.blocked = dict(blocked)
+        self.report: dict | None = None

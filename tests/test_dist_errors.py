@@ -386,3 +386,25 @@ def test_collective_on_a_group_the_rank_is_not_in() -> None:
         run(_non_member_collective, 2)
     assert info.value.rank == 1
     assert "not a member" in str(info.value.__cause__)
+
+
+def _foreign_tensor() -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    # Every rank makes its tensor on device 0, then hands it to a collective.
+    t = torch.zeros(8, device="ahbm:0")
+    dist.all_reduce(t)
+
+
+def test_a_tensor_on_another_device_is_refused_naming_it() -> None:
+    import kernbench
+    from kernbench.errors import DistributedError, RankError
+
+    with pytest.raises(RankError) as info:
+        kernbench.simulate(_foreign_tensor, topology="topologies/multi_sip.yaml")
+    error = info.value
+    assert error.rank == 1  # rank 0's tensor is on its own device
+    assert isinstance(error.original, DistributedError)
+    assert "sip0.cube0.pe0, which is not on rank 1's device 1" in str(error.original)

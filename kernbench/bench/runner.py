@@ -12,7 +12,7 @@ from typing import Any
 from kernbench import __version__
 from kernbench.bench.simulate import SimResult, simulate
 from kernbench.bench.trace import chrome_trace, write_json_atomic, write_text_atomic
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, SimulationLimitError
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
 from kernbench.units import format_size, format_time
@@ -66,6 +66,8 @@ def run_script(
     trace_path: str | None = None,
     csv_path: str | None = None,
     seed: int = 0,
+    max_sim_time_ps: int | None = None,
+    max_wall_s: float | None = None,
     script_args: Sequence[str] = (),
     echo: Callable[[str], None] = print,
 ) -> SimResult:
@@ -85,7 +87,14 @@ def run_script(
             rank_args=rank_args,
             seed=seed,
             detail=bool(trace_path),
+            max_sim_time_ps=max_sim_time_ps,
+            max_wall_s=max_wall_s,
         )
+    except SimulationLimitError as exc:
+        if report_path and exc.report is not None:  # what happened before the stop is kept
+            write_json_atomic(report_path, exc.report)
+            echo(f"partial report: {report_path}")
+        raise
     finally:
         sys.argv = saved_argv
     document = load_topology_document(topology_path)  # the file as written, before --set

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench.distributed.world import World
+from kernbench.errors import SimulationLimitError
 from kernbench.fabric import TraceRow
 from kernbench.runtime import RuntimeContext, use_context
 from kernbench.topology import Topology, load_topology
@@ -41,6 +42,8 @@ def simulate(
     rank_args: bool = False,
     seed: int = 0,
     detail: bool = False,
+    max_sim_time_ps: int | None = None,
+    max_wall_s: float | None = None,
 ) -> SimResult:
     """Run ``fn(*args)`` once per rank (``fn(rank, world_size, *args)`` with ``rank_args``).
 
@@ -60,6 +63,8 @@ def simulate(
         ctx.fabric.enable_detail()
     size = ctx.num_devices if world_size is None else int(world_size)
     world = World(ctx, size)
+    world.scheduler.max_sim_ps = max_sim_time_ps
+    world.scheduler.max_wall_s = max_wall_s
     finished = [0] * size
     torch_random.manual_seed(seed)  # outside ranks: the seed every rank's generator starts from
 
@@ -69,7 +74,12 @@ def simulate(
         return value
 
     with use_context(ctx):
-        returns = world.run(body)
+        try:
+            returns = world.run(body)
+        except SimulationLimitError as exc:
+            exc.report = run_report(ctx, world, finished)
+            exc.report["stopped"] = str(exc).splitlines()[0]
+            raise
     report = run_report(ctx, world, finished)
     report["overrides"] = list(overrides)
     report["seed"] = seed

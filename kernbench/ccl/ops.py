@@ -36,9 +36,10 @@ _UFUNCS = {
 def combine(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``a op b`` elementwise in the values' dtype, into ``out`` when given."""
     ufunc = _UFUNCS[op]
-    if out is None:
-        return ufunc(a, b)
-    return ufunc(a, b, out=out, casting="unsafe")
+    with np.errstate(over="ignore", invalid="ignore"):  # like hardware: inf, no warning
+        if out is None:
+            return ufunc(a, b)
+        return ufunc(a, b, out=out, casting="unsafe")
 
 
 def finish_average(values: np.ndarray, count: int) -> np.ndarray:

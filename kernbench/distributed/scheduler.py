@@ -13,6 +13,7 @@ blocked rank and what it waits for.
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +21,7 @@ from typing import Any
 import simpy
 from greenlet import getcurrent, greenlet
 
-from kernbench.errors import DeadlockError, KernBenchError, RankError
+from kernbench.errors import DeadlockError, KernBenchError, RankError, SimulationLimitError
 
 __all__ = ["Scheduler", "RankState", "current_rank"]
 
@@ -58,6 +59,10 @@ class Scheduler:
         self._woken: list[int] = []
         self._main: greenlet | None = None
         self.on_deadlock: Callable[[dict[int, str]], str] | None = None
+        # A watchdog for runaway runs: stop at this simulated time / wall time.
+        self.max_sim_ps: int | None = None
+        self.max_wall_s: float | None = None
+        self._started_wall = 0.0
 
     # -- called from rank greenlets ----------------------------------------------
     def block_on(self, event: simpy.Event, what: Any) -> None:
@@ -88,6 +93,7 @@ class Scheduler:
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
         """Run ``fn(rank)`` on every rank to completion; return the results in rank order."""
         self._main = getcurrent()
+        self._started_wall = time.perf_counter()
         for state in self.ranks:
             state.glet = greenlet(self._body(fn, state), parent=self._main)
             _RANK_OF[state.glet] = state
@@ -97,7 +103,7 @@ class Scheduler:
                 for rank in ready:
                     state = self.ranks[rank]
                     state.glet.switch()
-                    if isinstance(state.error, DeadlockError):
+                    if isinstance(state.error, DeadlockError | SimulationLimitError):
                         raise state.error  # it already names every rank involved
                     if state.error is not None:
                         raise RankError(rank, state.error).with_traceback(
@@ -124,14 +130,35 @@ class Scheduler:
 
         return body
 
+    def _blocked(self, live: list[RankState]) -> dict[int, str]:
+        return {s.rank: s.waiting_for() if callable(s.waiting_for) else s.waiting_for for s in live}
+
+    def _check_limits(self, live: list[RankState]) -> None:
+        reason = None
+        if self.max_sim_ps is not None and self.env.now > self.max_sim_ps:
+            reason = f"simulated time passed --max-sim-time ({self.max_sim_ps} ps)"
+        elif (
+            self.max_wall_s is not None
+            and time.perf_counter() - self._started_wall > self.max_wall_s
+        ):
+            reason = f"wall time passed --max-wall-time ({self.max_wall_s:g} s)"
+        if reason:
+            blocked = self._blocked(live)
+            lines = [f"rank {r} was waiting for {what}" for r, what in blocked.items()]
+            raise SimulationLimitError(
+                f"stopped at {self.env.now} ps: {reason}\n  " + "\n  ".join(lines), blocked
+            )
+
     def _advance(self, live: list[RankState]) -> list[int]:
         """Step the clock until some blocked rank wakes; those ranks, in rank order."""
+        steps = 0
         while not self._woken:
+            steps += 1
+            past_limit = self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps
+            if past_limit or steps % 1024 == 0:
+                self._check_limits(live)
             if not self.env._queue:  # noqa: SLF001
-                blocked = {
-                    s.rank: s.waiting_for() if callable(s.waiting_for) else s.waiting_for
-                    for s in live
-                }
+                blocked = self._blocked(live)
                 finished = [s.rank for s in self.ranks if s.finished]
                 lines = [f"rank {r} waits for {what}" for r, what in blocked.items()]
                 if finished:
@@ -145,6 +172,7 @@ class Scheduler:
                     blocked,
                 )
             self.env.step()
+        self._check_limits(live)
         woken = sorted(set(self._woken))
         self._woken.clear()
         return woken

@@ -99,15 +99,34 @@ def is_available() -> bool:
 
 # -- tensors ---------------------------------------------------------------------------
 def _device(tensor: Any, what: str) -> DeviceTensor:
-    """The device tensor behind a torch-like tensor (or a DeviceTensor itself)."""
-    if isinstance(tensor, DeviceTensor):
-        return tensor
-    inner = getattr(tensor, "_dt", None)
-    if isinstance(inner, DeviceTensor):
-        return inner
-    raise DistributedError(
-        f"{what}: expected a device tensor (kernbench.torch tensor), got {type(tensor).__name__}"
-    )
+    """The device tensor behind a torch-like tensor, checked to be on the caller's device."""
+    inner = tensor if isinstance(tensor, DeviceTensor) else getattr(tensor, "_dt", None)
+    if not isinstance(inner, DeviceTensor):
+        raise DistributedError(
+            f"{what}: expected a device tensor (kernbench.torch tensor), "
+            f"got {type(tensor).__name__}"
+        )
+    _check_on_device(inner, what)
+    return inner
+
+
+def _check_on_device(tensor: DeviceTensor, what: str) -> None:
+    """A rank may only hand collectives tensors on its own device (its set_device)."""
+    ctx = tensor._ctx
+    device = ctx.current_device()
+    if device is None:
+        return
+    sip, cube, pe = ctx.device_coords(device)
+    for placement in tensor.placements:
+        s = placement.shard
+        if s.sip != sip or cube is not None and s.cube != cube or pe is not None and s.pe != pe:
+            state = current_rank()
+            who = f"rank {state.rank}" if state else "this rank"
+            raise DistributedError(
+                f"{what}: tensor {tensor.name!r} has a shard on {placement.pe_name}, which is "
+                f"not on {who}'s device {device}; create the tensor while that device is "
+                "current (torch.cuda.set_device) or pass it to the rank that owns it"
+            )
 
 
 def _sig(t: DeviceTensor) -> tuple:
