@@ -173,3 +173,29 @@ def test_mutated_catalogues_load_or_fail_cleanly(doc):
     except ValidationError as exc:
         error = format_validation_error(exc, "fuzz", Catalogue)
         assert isinstance(error, ConfigError) and str(error).startswith("fuzz: ")
+
+
+SWEEP = {
+    "bench": "../benches/allreduce_perf.py",
+    "topologies": ["../topologies/ring8.yaml", "../topologies/fc8.yaml"],
+    "set": {"ccl.all_reduce": ["ring", "recursive_doubling"]},
+    "args": {"-b": ["4KiB"], "-e": ["16KiB"]},
+    "timing_only": True,
+}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated([SWEEP]))
+def test_mutated_sweep_files_load_or_fail_cleanly(tmp_path_factory, doc):
+    from kernbench.bench.sweep import load_sweep
+
+    folder = tmp_path_factory.mktemp("sweep") / "examples"
+    folder.mkdir()
+    for name in ("benches", "topologies"):  # the relative paths resolve to the real files
+        (folder.parent / name).symlink_to(Path(name).resolve())
+    path = folder / "sweep.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    try:
+        load_sweep(path)
+    except KernBenchError as exc:
+        assert str(exc)

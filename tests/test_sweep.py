@@ -127,7 +127,13 @@ def test_dask_executor_gives_identical_rows(local_sweep: Path, tmp_path: Path) -
     for path in (local_sweep / "points").iterdir():
         ours = json.loads((out / "points" / path.name).read_text())["report"]
         theirs = json.loads(path.read_text())["report"]
-        for key in ("simulated_time_ps", "per_rank_time_ps", "bytes_by_link_class", "results"):
+        for key in (
+            "simulated_time_ps",
+            "per_rank_time_ps",
+            "bytes_by_link_class",
+            "results",
+            "trace_digest",
+        ):
             assert ours[key] == theirs[key], (path.name, key)
 
 
