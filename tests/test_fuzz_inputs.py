@@ -94,6 +94,7 @@ def _check_topology(doc: dict) -> None:
         topology = validate_topology(doc, source="fuzz")
     except ConfigError as exc:
         assert str(exc).startswith("fuzz: ")  # names where, then the key path
+        assert exc.key_path or "<top>" in str(exc)
         return
     if topology.num_pes <= 4096:  # building is linear in the machine; keep runs short
         try:
@@ -173,6 +174,7 @@ def test_mutated_catalogues_load_or_fail_cleanly(doc):
     except ValidationError as exc:
         error = format_validation_error(exc, "fuzz", Catalogue)
         assert isinstance(error, ConfigError) and str(error).startswith("fuzz: ")
+        assert error.key_path or "<top>" in str(error)
 
 
 SWEEP = {
