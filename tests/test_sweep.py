@@ -137,7 +137,8 @@ def test_dask_executor_gives_identical_rows(local_sweep: Path, tmp_path: Path) -
             assert ours[key] == theirs[key], (path.name, key)
 
 
-def test_interrupted_sweep_loses_nothing_and_resumes(tmp_path: Path) -> None:
+def _start_slow_sweep(tmp_path: Path, jobs: int, wait_for: int):
+    """An 8-point sweep whose points take 0.4 s, running until ``wait_for`` points exist."""
     sweep = write_sweep(
         tmp_path,
         topologies=[str(t) for t in TOPOLOGIES[:2]],
@@ -152,16 +153,21 @@ def test_interrupted_sweep_loses_nothing_and_resumes(tmp_path: Path) -> None:
         "sweep",
         str(sweep),
         "-j",
-        "2",
+        str(jobs),
         "-o",
         str(out),
     ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
-        if points_dir.is_dir() and len(list(points_dir.glob("*.json"))) >= 4:
+        if points_dir.is_dir() and len(list(points_dir.glob("*.json"))) >= wait_for:
             break
-        time.sleep(0.05)
+        time.sleep(0.02)
+    return process, command, out, points_dir
+
+
+def test_interrupted_sweep_loses_nothing_and_resumes(tmp_path: Path) -> None:
+    process, command, out, points_dir = _start_slow_sweep(tmp_path, jobs=2, wait_for=4)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 130, stderr
@@ -186,30 +192,7 @@ def test_interrupted_sweep_loses_nothing_and_resumes(tmp_path: Path) -> None:
 
 def test_killed_sweep_leaves_only_whole_points_and_resumes(tmp_path: Path) -> None:
     """SIGKILL: no handler runs, so only the atomic writes protect the results."""
-    sweep = write_sweep(
-        tmp_path,
-        topologies=[str(t) for t in TOPOLOGIES[:2]],
-        args={"-b": SIZES[:2], "--delay": [0.4]},
-    )
-    out = tmp_path / "out"
-    points_dir = out / "points"
-    command = [
-        sys.executable,
-        "-m",
-        "kernbench.cli",
-        "sweep",
-        str(sweep),
-        "-j",
-        "1",
-        "-o",
-        str(out),
-    ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and process.poll() is None:
-        if points_dir.is_dir() and len(list(points_dir.glob("*.json"))) >= 3:
-            break
-        time.sleep(0.02)
+    process, command, _, points_dir = _start_slow_sweep(tmp_path, jobs=1, wait_for=3)
     process.kill()
     process.communicate(timeout=30)
     assert process.returncode == -signal.SIGKILL

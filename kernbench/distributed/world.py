@@ -66,10 +66,12 @@ class ProcessGroup:
 class _Rendezvous:
     group: ProcessGroup
     seq: int
-    arrived: dict[int, tuple[str, Any]] = field(default_factory=dict)
+    arrived: dict[int, tuple[str, Any, Any]] = field(default_factory=dict)
     launched: simpy.Event | None = None
     done: simpy.Event | None = None
     error: BaseException | None = None
+    what: str = ""  # point to point: what the waiting rank is doing
+    source: int | None = None  # point to point: the sender, once matched
 
     def describe(self) -> str:
         missing = [r for r in self.group.ranks if r not in self.arrived]
@@ -301,7 +303,7 @@ class World:
     def _p2p_rendezvous(self, what: str) -> _Rendezvous:
         env = self.ctx.fabric.env
         rv = _Rendezvous(self.world_group, -1, launched=env.event(), done=env.event())
-        rv.what = what  # type: ignore[attr-defined]
+        rv.what = what
         return rv
 
     def _check_peer(self, peer: int, what: str) -> None:
@@ -335,10 +337,10 @@ class World:
         self.collectives.append(launcher)
         finished = launcher.finish()
         for rv in (send_rv, recv_rv):
-            rv.source = src  # type: ignore[attr-defined]
+            rv.source = src
             finished.callbacks.append(lambda _ev, rv=rv: rv.done.succeed())
             rv.launched.succeed()
 
 
 def p2p_work(world: World, rv: _Rendezvous) -> Work:
-    return Work(world, rv, rv.what)  # type: ignore[attr-defined]
+    return Work(world, rv, rv.what)
