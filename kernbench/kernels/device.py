@@ -147,18 +147,12 @@ class DeviceBuffer:
         return f"DeviceBuffer({self.name!r}, numel={self.numel})"
 
 
-_LAYOUTS: dict[int, tuple[Any, _Layout]] = {}
-
-
 def _layout_of(tensor: DeviceTensor) -> _Layout:
+    """The tensor's layout, kept with its allocation (it lives exactly as long)."""
     allocation = tensor._live()
-    cached = _LAYOUTS.get(id(tensor))
-    if cached is None or cached[0] is not allocation:
-        cached = (allocation, _Layout(tensor))
-        _LAYOUTS[id(tensor)] = cached
-        if len(_LAYOUTS) > 4096:
-            _LAYOUTS.pop(next(iter(_LAYOUTS)))
-    return cached[1]
+    if allocation.layout is None:
+        allocation.layout = _Layout(tensor)
+    return allocation.layout
 
 
 class _Traffic:

@@ -47,6 +47,7 @@ class Allocation:
     va_bytes: int
     placements: list[ShardPlacement]
     released: bool = False
+    layout: Any = None  # element -> shard map, built by the kernel layer on first launch
 
 
 class HostTensor:
