@@ -133,7 +133,8 @@ class Comm:
         self.key = key
         self.depth = depth
         self.params = params
-        self._sends: list[simpy.Process] = []
+        self._unsent = 0  # messages posted and not yet in their receiver's queue
+        self._drained: simpy.Event | None = None
         self._unit = fabric.pe(self.pe)
 
     def sub(self, ranks: list[int], tag: Any) -> Comm:
@@ -160,25 +161,40 @@ class Comm:
         The payload is read when the message gets its credit, so a region may
         be posted only once its values are final.
         """
+        self._post(peer, region, nbytes, self._sent)
+
+    def _post(self, peer: int, region: Region | None, nbytes: int | None, on_sent) -> None:
         size = region.nbytes if region is not None else (nbytes or 0)
         source = region.buffer.memory_node if region is not None else self.pe
-        process = self.env.process(
-            self.fabric.ipcq.send(
-                self.pe,
-                self.pes[peer],
-                size,
-                src_node=source,
-                dst_node=self.nodes[peer],
-                key=self.key,
-                payload_fn=(region.read if region is not None else None),
-                depth=self.depth,
-            )
+        self._unsent += 1
+        self.fabric.ipcq.post(
+            self.pe,
+            self.pes[peer],
+            size,
+            src_node=source,
+            dst_node=self.nodes[peer],
+            key=self.key,
+            payload_fn=(region.read if region is not None else None),
+            depth=self.depth,
+            on_sent=on_sent,
         )
-        self._sends.append(process)
+
+    def _sent(self) -> None:
+        self._unsent -= 1
+        if not self._unsent and self._drained is not None:
+            drained, self._drained = self._drained, None
+            drained.succeed()
 
     def send(self, peer: int, region: Region | None, nbytes: int | None = None) -> Generator:
-        self.post_send(peer, region, nbytes)
-        yield self._sends[-1]
+        """Send and wait until the message is in ``peer``'s queue."""
+        sent = self.env.event()
+
+        def on_sent() -> None:
+            self._sent()
+            sent.succeed()
+
+        self._post(peer, region, nbytes, on_sent)
+        yield sent
 
     def recv(self, peer: int) -> Generator:
         """The next payload from ``peer`` (values, or None in timing-only mode)."""
@@ -187,21 +203,48 @@ class Comm:
 
     def drain(self) -> Generator:
         """Wait until every send this rank posted has been delivered."""
-        if self._sends:
-            yield self.env.all_of(self._sends)
-            self._sends = []
+        if self._unsent:
+            self._drained = self.env.event()
+            yield self._drained
 
     # -- work on the PE ----------------------------------------------------------------
     def _stream(
         self, loads: list[tuple[str, int]], stores: list[tuple[str, int]], flops: int
     ) -> Generator:
-        events = [self.fabric.transfer(node, self.pe, n, stream=True) for node, n in loads if n] + [
-            self.fabric.transfer(self.pe, node, n, stream=True) for node, n in stores if n
-        ]
+        """Memory traffic and vector work, overlapped; resumes when all are done.
+
+        Identical streams (the same route and size, two reads of one memory)
+        move as one weighted flow: they would get equal shares and end together.
+        """
+        route = self.fabric.graph.route
+        streams: dict[tuple[tuple[int, ...], int], int] = {}
+        for node, n in loads:
+            if n:
+                key = (route(node, self.pe), n)
+                streams[key] = streams.get(key, 0) + 1
+        for node, n in stores:
+            if n:
+                key = (route(self.pe, node), n)
+                streams[key] = streams.get(key, 0) + 1
+        parts = len(streams) + (1 if flops else 0)
+        if not parts:
+            return
+        done = self.env.event()
+        left = [parts]
+
+        def one_done() -> None:
+            left[0] -= 1
+            if not left[0]:
+                done.succeed()
+
+        network = self.fabric.network
+        for (path, n), weight in streams.items():
+            network.start(path, n, one_done, stream=True, weight=weight)
         if flops:
-            events.append(self.env.process(self.fabric._compute(self._unit, "vector", flops)))
-        if events:
-            yield self.env.all_of(events)
+            self.fabric.compute(self._unit, "vector", flops).callbacks.append(
+                lambda _ev: one_done()
+            )
+        yield done
 
     def reduce(self, region: Region, incoming: np.ndarray | None) -> Generator:
         """``region = region op incoming`` (incoming sits in this rank's buffer memory)."""

@@ -104,7 +104,7 @@ class Fabric:
             if kind != "pe":
                 raise RouteError(f"{name!r} is not a PE; PE names look like 'sip0.cube0.pe0'")
             core = self.topology.cube.pe_template.components.pe_core.attrs
-            unit = self._pes[name] = PeUnit(self.env, name, core, self.graph.pe_slowdown(name))
+            unit = self._pes[name] = PeUnit(name, core, self.graph.pe_slowdown(name))
         return unit
 
     def page_table(self, pe_name: str):
@@ -291,7 +291,7 @@ class Fabric:
 
     def _serve_compute(self, msg: Compute) -> Generator:
         unit = self.pe(msg.dst)
-        if msg.engine not in unit.engines:
+        if msg.engine not in unit.free_at:
             raise KernBenchError(f"unknown engine {msg.engine!r}; valid: matrix, vector")
         yield from self._compute(unit, msg.engine, msg.flops)
 
@@ -327,7 +327,7 @@ class Fabric:
             yield self.transfer(unit.name, node, nbytes)
         for engine, flops in (("matrix", work.matrix_flops), ("vector", work.vector_flops)):
             if flops:
-                yield self.env.process(self._compute(unit, engine, flops))
+                yield self.compute(unit, engine, flops)
 
     def _load(self, pe: str, node: str, nbytes: int) -> Generator:
         # The request travels to the memory (latency only), then the data comes back.
@@ -335,12 +335,19 @@ class Fabric:
         yield self.transfer(node, pe, nbytes)
 
     def _compute(self, unit: PeUnit, engine: str, flops: int) -> Generator:
-        with unit.engines[engine].request() as slot:
-            yield slot
-            start = self.env.now
-            yield self.env.timeout(unit.compute_ps(engine, flops))
-            if self.detail:
-                self.record("engine", unit.name, f"{unit.name}.{engine}", start, 0, f"{flops} FLOP")
+        yield self.compute(unit, engine, flops)
+
+    def compute(self, unit: PeUnit, engine: str, flops: int) -> simpy.Event:
+        """An event for ``flops`` on one of ``unit``'s engines, queued behind its earlier work."""
+        now = self.env.now
+        start, end = unit.reserve(engine, flops, now)
+        done = self.env.timeout(end - now)
+        if self.detail:
+            tag = f"{flops} FLOP"
+            done.callbacks.append(
+                lambda _ev: self.record("engine", unit.name, f"{unit.name}.{engine}", start, 0, tag)
+            )
+        return done
 
     def enable_detail(self) -> None:
         """Record engine, IPCQ and per-link activity from now on (costs memory and time)."""

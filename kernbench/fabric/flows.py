@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import simpy
 
@@ -32,6 +32,10 @@ __all__ = ["FlowNetwork", "RouteCost"]
 # exact integer bandwidths may land a hair above an integer, which must not
 # cost an extra picosecond.
 _ROUNDING_SLACK = 1e-6
+# A link counts as saturated, and a flow as the fastest on it, within this
+# relative margin (rates from different sums of the same capacities differ in
+# their last bits).
+_FAIR_TOLERANCE = 1e-9
 
 
 class RouteCost:
@@ -73,6 +77,17 @@ def _succeed_after(env: simpy.Environment, event: simpy.Event, delay: int) -> No
     env.schedule(event, simpy.events.NORMAL, delay)
 
 
+def _deliver(env: simpy.Environment, done: simpy.Event | Callable[[], None], delay: int) -> None:
+    """Succeed the event, or call the callable, ``delay`` picoseconds from now."""
+    if isinstance(done, simpy.Event):
+        _succeed_after(env, done, delay)
+    elif not delay:
+        done()
+    else:
+        timer = env.timeout(delay)
+        timer.callbacks.append(lambda _ev: done())
+
+
 class _Flow:
     __slots__ = (
         "fid",
@@ -85,17 +100,23 @@ class _Flow:
         "start",
         "size",
         "tail",
+        "weight",
     )
 
-    def __init__(self, fid: int, edges: tuple[int, ...], nbytes: int, now: int) -> None:
+    def __init__(
+        self, fid: int, edges: tuple[int, ...], nbytes: int, now: int, weight: int = 1
+    ) -> None:
         self.fid = fid
+        # ``weight`` identical flows (same route, size and start) moving as one:
+        # max-min fairness gives them equal rates, so they finish together.
+        self.weight = weight
         self.size = nbytes
         self.edges = edges
         self.remaining = float(nbytes)
         self.rate = 0.0  # bytes per second
         self.updated = now
         self.version = 0
-        self.done: simpy.Event | None = None
+        self.done: simpy.Event | Callable[[], None] | None = None
         self.start = now
         self.tail = 0  # route latency and packet fill still due after the last byte leaves
 
@@ -116,6 +137,12 @@ class FlowNetwork:
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
         self._dirty: set[int] = set()
         self._rebalance_pending = False
+        # Flow completions: (time, order, flow, version), stale entries skipped,
+        # and the times of the wake-ups queued in SimPy (at most one is needed
+        # per distinct earliest completion).
+        self._due: list[tuple[int, int, _Flow, int]] = []
+        self._wakes: list[int] = []
+        self._seq = 0
         # When a detailed trace is wanted: ("flow", edge, start, end, bytes) per flow and
         # hop, and ("util", edge, time, fraction) whenever a link's load changes.
         self.link_log: list[tuple] | None = None
@@ -133,26 +160,49 @@ class FlowNetwork:
         ``stream=True`` charges bandwidth only (no latency, no packet fill): a
         PE streaming data through its memory with the access latency hidden.
         """
+        delivered = self.env.event()
+        self.start(route, nbytes, delivered, stream=stream)
+        return delivered
+
+    def start(
+        self,
+        route: tuple[int, ...],
+        nbytes: int,
+        done: simpy.Event | Callable[[], None],
+        *,
+        stream: bool = False,
+        weight: int = 1,
+    ) -> None:
+        """Move ``nbytes`` over ``route``; then succeed ``done`` (an event) or call it.
+
+        A callable is called at the instant the last byte arrives, from inside
+        the simulation loop, and must only start work (flows, timers, events).
+        ``weight`` > 1 moves that many copies of the transfer side by side, as
+        separate flows sharing the links would (a PE reading two buffers in
+        the same memory, say), for the cost of one.
+        """
         env = self.env
-        cost = self.route_cost(route)
-        delivered = env.event()
         if not route:
-            delivered.succeed()
-            return delivered
-        tail = 0 if stream else cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
+            _deliver(env, done, 0)
+            return
+        if stream:
+            tail = 0
+        else:
+            cost = self.route_cost(route)
+            tail = cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
         if nbytes <= 0:
-            _succeed_after(env, delivered, tail)
-            return delivered
-        self.flows_started += 1
-        flow = _Flow(self._next_fid, route, nbytes, env.now)
+            _deliver(env, done, tail)
+            return
+        self.flows_started += weight
+        flow = _Flow(self._next_fid, route, nbytes, env.now, weight)
         self._next_fid += 1
-        flow.done = delivered
+        flow.done = done
         flow.tail = tail
+        carried = nbytes * weight
         for e in route:
             self.active[e][flow.fid] = flow
-            self.bytes_carried[e] += nbytes
+            self.bytes_carried[e] += carried
         self._mark_dirty(route)
-        return delivered
 
     def _mark_dirty(self, edges: tuple[int, ...]) -> None:
         """Rebalance once per instant, after every flow starting or ending now has.
@@ -178,89 +228,177 @@ class FlowNetwork:
                     self.link_log.append(("util", e, now, 0.0))
 
     # -- rate allocation ---------------------------------------------------------
-    def _component(self, seed_edges: tuple[int, ...]) -> tuple[list[_Flow], list[int]]:
-        """Flows and links transitively connected to ``seed_edges`` through shared links."""
-        flows: dict[int, _Flow] = {}
-        links: dict[int, None] = {}
-        pending = list(seed_edges)
-        while pending:
-            e = pending.pop()
-            if e in links:
-                continue
-            links[e] = None
-            for fid, flow in self.active[e].items():
-                if fid not in flows:
-                    flows[fid] = flow
-                    pending.extend(flow.edges)
-        return sorted(flows.values(), key=lambda f: f.fid), sorted(links)
-
     def _rebalance(self, seed_edges: tuple[int, ...]) -> None:
+        """Re-solve max-min fair rates around the links where flows started or ended.
+
+        Only the flows near a change are recomputed: the region starts as the
+        flows on ``seed_edges`` and is filled with every other flow's rate held
+        fixed.  The result is the max-min fair allocation exactly when every
+        flow touching the region still has a bottleneck link (saturated, and no
+        flow on it faster); each flow that does not is pulled into the region
+        and the region is filled again.  On a ring whose flows share memory
+        ports this keeps a change local instead of re-solving all p flows.
+        """
         now = self.env.now
-        flows, links = self._component(seed_edges)
-        if not flows:
+        region: dict[int, _Flow] = {}
+        for e in seed_edges:
+            region.update(self.active[e])
+        if not region:
             return
-        for flow in flows:  # bank progress made at the old rates
-            if flow.rate:
-                flow.remaining -= flow.rate * (now - flow.updated) / PS_PER_S
-            flow.updated = now
-        new_rate = self._max_min(flows, links)
-        for flow in flows:
-            rate = new_rate[flow.fid]
+        while True:
+            rates, links = self._fill(region)
+            grow = self._unfair(region, rates, links)
+            if not grow:
+                break
+            region.update(grow)
+        for fid, flow in region.items():
+            rate = rates[fid]
             if rate != flow.rate or flow.version == 0:
+                if flow.rate:  # bank progress made at the old rate
+                    flow.remaining -= flow.rate * (now - flow.updated) / PS_PER_S
+                flow.updated = now
                 flow.rate = rate
                 self._schedule(flow)
         if self.link_log is not None:
             for e in links:
-                used = sum(f.rate for f in self.active[e].values())
+                used = sum(f.rate * f.weight for f in self.active[e].values())
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
 
-    def _max_min(self, flows: list[_Flow], links: list[int]) -> dict[int, float]:
-        """Progressive filling with a heap of link fair shares.
+    def _fill(self, region: dict[int, _Flow]) -> tuple[dict[int, float], list[int]]:
+        """Progressive filling of ``region``'s flows, every other flow at its current rate.
 
         Repeatedly take the link whose remaining capacity per unfrozen flow is the
         smallest (ties: the lowest link index), freeze its flows at that share and
         take their rate off every link they cross.  Every change pushes the link's
         new share; an entry whose share is out of date is skipped when popped.
         """
-        if len(flows) == 1:
-            flow = flows[0]
-            return {flow.fid: min(self.capacity[e] for e in flow.edges)}
-        # The component is closed: every flow on these links is in ``flows``.
-        residual = {e: self.capacity[e] for e in links}
-        count = {e: len(self.active[e]) for e in links}
-        heap = [(residual[e] / count[e], e) for e in links if count[e]]
+        if len(region) == 1:
+            (flow,) = region.values()
+            if all(len(self.active[e]) == 1 for e in flow.edges):
+                share = min(self.capacity[e] for e in flow.edges) / flow.weight
+                return {flow.fid: share}, list(flow.edges)
+        links: dict[int, None] = {}
+        for flow in region.values():
+            links.update(dict.fromkeys(flow.edges))
+        residual: dict[int, float] = {}
+        count: dict[int, int] = {}
+        for e in links:
+            free, n = self.capacity[e], 0
+            for fid, other in self.active[e].items():
+                if fid in region:
+                    n += other.weight
+                else:
+                    free -= other.rate * other.weight
+            residual[e] = max(free, 0.0)
+            count[e] = n
+        heap = [(residual[e] / count[e], e) for e in links]
         heapq.heapify(heap)
         rate: dict[int, float] = {}
-        while heap and len(rate) < len(flows):
+        while heap and len(rate) < len(region):
             share, link = heapq.heappop(heap)
             if not count[link] or share != residual[link] / count[link]:
                 continue  # stale: a newer entry for this link is in the heap
-            for flow in self.active[link].values():
-                if flow.fid in rate:
+            for fid in self.active[link]:
+                if fid in rate or fid not in region:
                     continue
-                rate[flow.fid] = share
+                rate[fid] = share
+                flow = region[fid]
+                used = share * flow.weight
                 for e in flow.edges:
-                    residual[e] -= share
-                    count[e] -= 1
+                    residual[e] = max(residual[e] - used, 0.0)
+                    count[e] -= flow.weight
                     if count[e]:
                         heapq.heappush(heap, (residual[e] / count[e], e))
-        return rate
+        return rate, list(links)
+
+    def _unfair(
+        self, region: dict[int, _Flow], rates: dict[int, float], links: list[int]
+    ) -> dict[int, _Flow]:
+        """Flows outside ``region`` that must join it for ``rates`` to be max-min fair.
+
+        A flow inside whose freezing link carries a faster outside flow, or an
+        outside flow on the region's links left without a bottleneck, shows the
+        fixed rates were wrong there.  Flows away from the region's links keep
+        their bottlenecks: nothing on their links changed.
+        """
+        stats: dict[int, tuple[float, float]] = {}  # link -> (load, fastest flow)
+
+        def link_stats(e: int) -> tuple[float, float]:
+            known = stats.get(e)
+            if known is None:
+                load = fastest = 0.0
+                for fid, f in self.active[e].items():
+                    r = rates[fid] if fid in region else f.rate
+                    load += r * f.weight
+                    fastest = max(fastest, r)
+                known = stats[e] = (load, fastest)
+            return known
+
+        def has_bottleneck(edges: tuple[int, ...], r: float) -> bool:
+            for e in edges:
+                load, fastest = link_stats(e)
+                if load >= self.capacity[e] * (1 - _FAIR_TOLERANCE) and r >= fastest * (
+                    1 - _FAIR_TOLERANCE
+                ):
+                    return True
+            return False
+
+        grow: dict[int, _Flow] = {}
+        for e in links:
+            for fid, f in self.active[e].items():
+                if fid in grow:
+                    continue
+                if fid in region:
+                    r = rates[fid]
+                    if not has_bottleneck(f.edges, r):
+                        for e2 in f.edges:
+                            for fid2, g in self.active[e2].items():
+                                if fid2 not in region and g.rate > r:
+                                    grow[fid2] = g
+                elif not has_bottleneck(f.edges, f.rate):
+                    grow[fid] = f
+        return grow
 
     def _schedule(self, flow: _Flow) -> None:
+        """Queue the flow's completion at its current rate (an earlier entry goes stale)."""
         flow.version += 1
-        version = flow.version
         delay = max(0, math.ceil(flow.remaining * PS_PER_S / flow.rate - _ROUNDING_SLACK))
-        timer = self.env.timeout(delay)
-        timer.callbacks.append(lambda _ev: self._finish(flow, version))
+        when = self.env.now + delay
+        self._seq += 1
+        heapq.heappush(self._due, (when, self._seq, flow, flow.version))
+        if not self._wakes or when < self._wakes[0]:
+            heapq.heappush(self._wakes, when)
+            self.env.schedule(self._wake_event(), simpy.events.NORMAL, delay)
 
-    def _finish(self, flow: _Flow, version: int) -> None:
-        if version != flow.version or flow.done is None:
-            return  # superseded by a later rate change
+    def _wake_event(self) -> simpy.Event:
+        event = simpy.Event(self.env)
+        event._ok = True  # noqa: SLF001 - scheduled directly, like a Timeout
+        event._value = None  # noqa: SLF001
+        event.callbacks.append(self._wake)
+        return event
+
+    def _wake(self, _event: simpy.Event) -> None:
+        """Finish every flow due now; keep one wake-up queued for the next one due."""
+        now = self.env.now
+        heapq.heappop(self._wakes)
+        due = self._due
+        while due and due[0][0] <= now:
+            _, _, flow, version = heapq.heappop(due)
+            if version == flow.version and flow.done is not None:
+                self._finish(flow)
+        while due and due[0][2].version != due[0][3]:
+            heapq.heappop(due)  # superseded: no wake-up for it
+        if due and (not self._wakes or due[0][0] < self._wakes[0]):
+            heapq.heappush(self._wakes, due[0][0])
+            self.env.schedule(self._wake_event(), simpy.events.NORMAL, due[0][0] - now)
+
+    def _finish(self, flow: _Flow) -> None:
         for e in flow.edges:
             del self.active[e][flow.fid]
         if self.link_log is not None:
             now = self.env.now
-            self.link_log.extend(("flow", e, flow.start, now, flow.size) for e in flow.edges)
+            entry = [("flow", e, flow.start, now, flow.size) for e in flow.edges]
+            self.link_log.extend(entry * flow.weight)
         done, flow.done = flow.done, None
-        _succeed_after(self.env, done, flow.tail)  # the last byte still has to arrive
+        _deliver(self.env, done, flow.tail)  # the last byte still has to arrive
         self._mark_dirty(flow.edges)

@@ -11,7 +11,8 @@ over the route's latency.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections import deque
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +41,45 @@ def _root(key: Any) -> Any:
     return root
 
 
-class _Channel:
-    __slots__ = ("credits", "inbox", "sent", "credit_return_ps", "transmitter")
+class _Send:
+    """A message on its way: waiting for a credit, for the transmitter, or in flight."""
 
-    def __init__(self, env: simpy.Environment, depth: int, credit_return_ps: int) -> None:
-        self.credits = simpy.Container(env, capacity=depth, init=depth)
-        self.inbox = simpy.Store(env)
-        self.transmitter = simpy.Resource(env, capacity=1)
+    __slots__ = ("nbytes", "payload", "payload_fn", "route", "on_sent")
+
+    def __init__(self, nbytes: int, payload: Any, payload_fn: Any, route, on_sent) -> None:
+        self.nbytes = nbytes
+        self.payload = payload
+        self.payload_fn = payload_fn
+        self.route = route
+        self.on_sent = on_sent
+
+
+class _Channel:
+    """One queue's state.  Credits, the transmitter and the inbox are plain FIFOs
+    driven by callbacks: a message costs its timers and its flow, no process."""
+
+    __slots__ = (
+        "src",
+        "dst",
+        "credits",
+        "waiting_credit",
+        "waiting_transmitter",
+        "busy",
+        "inbox",
+        "receivers",
+        "sent",
+        "credit_return_ps",
+    )
+
+    def __init__(self, src: str, dst: str, depth: int, credit_return_ps: int) -> None:
+        self.src = src
+        self.dst = dst
+        self.credits = depth
+        self.waiting_credit: deque[_Send] = deque()
+        self.waiting_transmitter: deque[_Send] = deque()
+        self.busy = False
+        self.inbox: deque[IpcqMessage] = deque()
+        self.receivers: deque[simpy.Event] = deque()
         self.sent = 0
         self.credit_return_ps = credit_return_ps
 
@@ -70,7 +103,7 @@ class Ipcq:
         if channel is None:
             route = self.fabric.graph.route(dst_pe, src_pe) if src_pe != dst_pe else ()
             latency = self.fabric.network.route_cost(route).latency_ps
-            channel = _Channel(self.env, depth or self.default_depth, latency)
+            channel = _Channel(src_pe, dst_pe, depth or self.default_depth, latency)
             self._channels[ident] = channel
             self._by_key.setdefault(_root(key), []).append(ident)
         return channel
@@ -80,7 +113,8 @@ class Ipcq:
         for ident in self._by_key.pop(root, ()):
             self._channels.pop(ident, None)
 
-    def send(
+    # -- sending -------------------------------------------------------------------
+    def post(
         self,
         src_pe: str,
         dst_pe: str,
@@ -92,36 +126,91 @@ class Ipcq:
         key: Any = None,
         payload_fn: Any = None,
         depth: int | None = None,
-    ) -> Generator:
-        """Process body: take a credit, pay α, move the bytes, enqueue the message.
+        on_sent: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue a message: take a credit, pay α, move the bytes, enqueue it at the receiver.
 
         ``payload_fn`` (if given) is called once the credit is held, so the data
-        sent is the data as it is when the send actually starts.
+        sent is the data as it is when the send actually starts.  ``on_sent`` is
+        called when the message is in the receiver's queue.
         """
         channel = self.channel(src_pe, dst_pe, key, depth)
-        yield channel.credits.get(1)
-        if payload_fn is not None:
-            payload = payload_fn()
-        with channel.transmitter.request() as turn:
-            yield turn
-            start = self.env.now
-            yield self.env.timeout(self.endpoint_overhead_ps)
-            yield self.fabric.transfer(src_node or src_pe, dst_node or dst_pe, nbytes)
-            self.messages += 1
-            channel.sent += 1
-            if self.fabric.detail:
-                self.fabric.record("ipcq", src_pe, f"{src_pe}.ipcq", start, nbytes, f"to {dst_pe}")
-            channel.inbox.put(IpcqMessage(src_pe, dst_pe, nbytes, channel.sent, payload))
+        route = self.fabric.graph.route(src_node or src_pe, dst_node or dst_pe)
+        send = _Send(nbytes, payload, payload_fn, route, on_sent)
+        if channel.credits and not channel.waiting_credit:
+            channel.credits -= 1
+            self._credited(channel, send)
+        else:
+            channel.waiting_credit.append(send)
 
+    def send(self, src_pe: str, dst_pe: str, nbytes: int, payload: Any = None, **kw) -> Generator:
+        """Process body: :meth:`post` and wait until the message is in the receiver's queue."""
+        sent = self.env.event()
+        self.post(src_pe, dst_pe, nbytes, payload, on_sent=sent.succeed, **kw)
+        yield sent
+
+    def _credited(self, channel: _Channel, send: _Send) -> None:
+        if send.payload_fn is not None:
+            send.payload = send.payload_fn()
+            send.payload_fn = None
+        channel.waiting_transmitter.append(send)
+        if not channel.busy:
+            self._transmit(channel)
+
+    def _transmit(self, channel: _Channel) -> None:
+        send = channel.waiting_transmitter.popleft()
+        channel.busy = True
+        start = self.env.now
+
+        def cross() -> None:
+            self.fabric.network.start(
+                send.route, send.nbytes, lambda: self._arrived(channel, send, start)
+            )
+
+        if self.endpoint_overhead_ps:
+            timer = self.env.timeout(self.endpoint_overhead_ps)
+            timer.callbacks.append(lambda _ev: cross())
+        else:
+            cross()
+
+    def _arrived(self, channel: _Channel, send: _Send, start: int) -> None:
+        self.messages += 1
+        channel.sent += 1
+        if self.fabric.detail:
+            src = channel.src
+            self.fabric.record("ipcq", src, f"{src}.ipcq", start, send.nbytes, f"to {channel.dst}")
+        message = IpcqMessage(channel.src, channel.dst, send.nbytes, channel.sent, send.payload)
+        if channel.receivers:
+            channel.receivers.popleft().succeed(message)
+        else:
+            channel.inbox.append(message)
+        channel.busy = False
+        if send.on_sent is not None:
+            send.on_sent()
+        if channel.waiting_transmitter:
+            self._transmit(channel)
+
+    # -- receiving -----------------------------------------------------------------
     def recv(
         self, src_pe: str, dst_pe: str, key: Any = None, depth: int | None = None
     ) -> Generator:
         """Process body: the next message on the channel (waits until there is one)."""
         channel = self.channel(src_pe, dst_pe, key, depth)
-        message = yield channel.inbox.get()
+        if channel.inbox:
+            message = channel.inbox.popleft()
+        else:
+            arrival = self.env.event()
+            channel.receivers.append(arrival)
+            message = yield arrival
         if channel.credit_return_ps:
             timer = self.env.timeout(channel.credit_return_ps)
-            timer.callbacks.append(lambda _ev: channel.credits.put(1))
+            timer.callbacks.append(lambda _ev: self._return_credit(channel))
         else:
-            channel.credits.put(1)
+            self._return_credit(channel)
         return message
+
+    def _return_credit(self, channel: _Channel) -> None:
+        if channel.waiting_credit:
+            self._credited(channel, channel.waiting_credit.popleft())
+        else:
+            channel.credits += 1
