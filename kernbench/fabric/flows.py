@@ -35,7 +35,7 @@ _ROUNDING_SLACK = 1e-6
 # A link counts as saturated, and a flow as the fastest on it, within this
 # relative margin (rates from different sums of the same capacities differ in
 # their last bits).
-_FAIR_TOLERANCE = 1e-9
+_SATURATED = 1 - 1e-9
 
 
 class RouteCost:
@@ -101,6 +101,7 @@ class _Flow:
         "size",
         "tail",
         "weight",
+        "neck",
     )
 
     def __init__(
@@ -110,6 +111,7 @@ class _Flow:
         # ``weight`` identical flows (same route, size and start) moving as one:
         # max-min fairness gives them equal rates, so they finish together.
         self.weight = weight
+        self.neck = -1  # the link it was last frozen at: its bottleneck
         self.size = nbytes
         self.edges = edges
         self.remaining = float(nbytes)
@@ -246,13 +248,14 @@ class FlowNetwork:
         if not region:
             return
         while True:
-            rates, links = self._fill(region)
-            grow = self._unfair(region, rates, links)
+            rates, necks, links = self._fill(region)
+            grow = self._unfair(region, rates, necks, links)
             if not grow:
                 break
             region.update(grow)
         for fid, flow in region.items():
             rate = rates[fid]
+            flow.neck = necks[fid]
             if rate != flow.rate or flow.version == 0:
                 if flow.rate:  # bank progress made at the old rate
                     flow.remaining -= flow.rate * (now - flow.updated) / PS_PER_S
@@ -264,99 +267,123 @@ class FlowNetwork:
                 used = sum(f.rate * f.weight for f in self.active[e].values())
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
 
-    def _fill(self, region: dict[int, _Flow]) -> tuple[dict[int, float], list[int]]:
+    def _fill(
+        self, region: dict[int, _Flow]
+    ) -> tuple[dict[int, float], dict[int, int], dict[int, None]]:
         """Progressive filling of ``region``'s flows, every other flow at its current rate.
 
         Repeatedly take the link whose remaining capacity per unfrozen flow is the
         smallest (ties: the lowest link index), freeze its flows at that share and
         take their rate off every link they cross.  Every change pushes the link's
         new share; an entry whose share is out of date is skipped when popped.
+        Returns each flow's rate and the link it was frozen at, and the links.
         """
+        active, capacity = self.active, self.capacity
         if len(region) == 1:
             (flow,) = region.values()
-            if all(len(self.active[e]) == 1 for e in flow.edges):
-                share = min(self.capacity[e] for e in flow.edges) / flow.weight
-                return {flow.fid: share}, list(flow.edges)
+            edges = flow.edges
+            if all(len(active[e]) == 1 for e in edges):
+                neck = min(edges, key=lambda e: (capacity[e], e))
+                return (
+                    {flow.fid: capacity[neck] / flow.weight},
+                    {flow.fid: neck},
+                    dict.fromkeys(edges),
+                )
         links: dict[int, None] = {}
         for flow in region.values():
             links.update(dict.fromkeys(flow.edges))
         residual: dict[int, float] = {}
         count: dict[int, int] = {}
+        heap = []
         for e in links:
-            free, n = self.capacity[e], 0
-            for fid, other in self.active[e].items():
+            free, n = capacity[e], 0
+            for fid, other in active[e].items():
                 if fid in region:
                     n += other.weight
                 else:
                     free -= other.rate * other.weight
-            residual[e] = max(free, 0.0)
+            if free < 0.0:
+                free = 0.0
+            residual[e] = free
             count[e] = n
-        heap = [(residual[e] / count[e], e) for e in links]
+            heap.append((free / n, e))
         heapq.heapify(heap)
         rate: dict[int, float] = {}
-        while heap and len(rate) < len(region):
+        neck: dict[int, int] = {}
+        todo = len(region)
+        while todo:
             share, link = heapq.heappop(heap)
             if not count[link] or share != residual[link] / count[link]:
                 continue  # stale: a newer entry for this link is in the heap
-            for fid in self.active[link]:
+            for fid in active[link]:
                 if fid in rate or fid not in region:
                     continue
                 rate[fid] = share
+                neck[fid] = link
+                todo -= 1
                 flow = region[fid]
-                used = share * flow.weight
+                weight = flow.weight
+                used = share * weight
                 for e in flow.edges:
-                    residual[e] = max(residual[e] - used, 0.0)
-                    count[e] -= flow.weight
+                    left = residual[e] - used
+                    residual[e] = left if left > 0.0 else 0.0
+                    count[e] -= weight
                     if count[e]:
                         heapq.heappush(heap, (residual[e] / count[e], e))
-        return rate, list(links)
+        return rate, neck, links
 
     def _unfair(
-        self, region: dict[int, _Flow], rates: dict[int, float], links: list[int]
+        self,
+        region: dict[int, _Flow],
+        rates: dict[int, float],
+        necks: dict[int, int],
+        links: dict[int, None],
     ) -> dict[int, _Flow]:
         """Flows outside ``region`` that must join it for ``rates`` to be max-min fair.
 
         A flow inside whose freezing link carries a faster outside flow, or an
         outside flow on the region's links left without a bottleneck, shows the
-        fixed rates were wrong there.  Flows away from the region's links keep
-        their bottlenecks: nothing on their links changed.
+        fixed rates were wrong there.  An outside flow whose last bottleneck is
+        off the region's links keeps it: nothing on that link changed.
         """
+        active, capacity = self.active, self.capacity
         stats: dict[int, tuple[float, float]] = {}  # link -> (load, fastest flow)
 
-        def link_stats(e: int) -> tuple[float, float]:
+        def bottleneck_at(e: int, r: float) -> bool:
             known = stats.get(e)
             if known is None:
                 load = fastest = 0.0
-                for fid, f in self.active[e].items():
-                    r = rates[fid] if fid in region else f.rate
-                    load += r * f.weight
-                    fastest = max(fastest, r)
+                for fid, f in active[e].items():
+                    fr = rates[fid] if fid in region else f.rate
+                    load += fr * f.weight
+                    if fr > fastest:
+                        fastest = fr
                 known = stats[e] = (load, fastest)
-            return known
-
-        def has_bottleneck(edges: tuple[int, ...], r: float) -> bool:
-            for e in edges:
-                load, fastest = link_stats(e)
-                if load >= self.capacity[e] * (1 - _FAIR_TOLERANCE) and r >= fastest * (
-                    1 - _FAIR_TOLERANCE
-                ):
-                    return True
-            return False
+            return known[0] >= capacity[e] * _SATURATED and r >= known[1] * _SATURATED
 
         grow: dict[int, _Flow] = {}
+        for fid, f in region.items():
+            r = rates[fid]
+            if bottleneck_at(necks[fid], r) or any(bottleneck_at(e, r) for e in f.edges):
+                continue
+            for e in f.edges:
+                for other_id, g in active[e].items():
+                    if other_id not in region and g.rate > r:
+                        grow[other_id] = g
+        seen: set[int] = set()
         for e in links:
-            for fid, f in self.active[e].items():
-                if fid in grow:
+            for fid, g in active[e].items():
+                if fid in region or fid in seen:
                     continue
-                if fid in region:
-                    r = rates[fid]
-                    if not has_bottleneck(f.edges, r):
-                        for e2 in f.edges:
-                            for fid2, g in self.active[e2].items():
-                                if fid2 not in region and g.rate > r:
-                                    grow[fid2] = g
-                elif not has_bottleneck(f.edges, f.rate):
-                    grow[fid] = f
+                seen.add(fid)
+                if g.neck not in links or bottleneck_at(g.neck, g.rate):
+                    continue
+                for e2 in g.edges:
+                    if bottleneck_at(e2, g.rate):
+                        g.neck = e2
+                        break
+                else:
+                    grow[fid] = g
         return grow
 
     def _schedule(self, flow: _Flow) -> None:
