@@ -16,6 +16,7 @@ rows of a logical grid as the groups.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator, Sequence
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm, register
@@ -24,19 +25,32 @@ from kernbench.errors import DistributedError
 
 __all__ = ["compose_all_reduce", "placement_key"]
 
-GroupKey = Callable[[int], object]
+# A grouping level: (the communicator's PEs, a rank in it) -> the rank's group.
+# Each level is evaluated on the communicator it splits, whose ranks are
+# numbered afresh at every level.
+GroupKey = Callable[[Sequence[str], int], object]
 
 
-def placement_key(c: Comm, level: str) -> GroupKey:
+def placement_key(level: str) -> GroupKey:
     """Rank -> the SIP, or (SIP, cube), its PE sits in."""
-
-    def key(rank: int) -> object:
-        sip, cube, _ = c.pes[rank].split(".")
-        return sip if level == "sip" else (sip, cube)
-
     if level not in ("sip", "cube"):
         raise DistributedError(f"hierarchical: unknown level {level!r}; valid: cube, sip")
+    depth = 1 if level == "sip" else 2
+
+    def key(pes: Sequence[str], rank: int) -> object:
+        return pes[rank].rsplit(".", 3 - depth)[0]
+
     return key
+
+
+@functools.lru_cache(maxsize=64)
+def _grouping(pes: tuple[str, ...], key: GroupKey) -> tuple[tuple[object, ...], dict]:
+    """Every rank's group label, and the ranks of each group (shared by all ranks)."""
+    labels = tuple(key(pes, r) for r in range(len(pes)))
+    groups: dict[object, list[int]] = {}
+    for r, label in enumerate(labels):
+        groups.setdefault(label, []).append(r)
+    return labels, groups
 
 
 def compose_all_reduce(
@@ -48,14 +62,11 @@ def compose_all_reduce(
     if not keys:
         yield from get_algorithm(names[0]).programs["all_reduce"](c, a)
         return
-    mine = keys[0](c.rank)
-    group = [r for r in range(c.size) if keys[0](r) == mine]
+    labels, groups = _grouping(tuple(c.pes), keys[0])
+    group = groups[labels[c.rank]]
     if len(group) in (1, c.size):  # this level does not split the ranks: skip it
         yield from compose_all_reduce(c, a, keys[1:], names[1:] or names[-1:], depth + 1)
         return
-    groups: dict[object, list[int]] = {}
-    for r in range(c.size):
-        groups.setdefault(keys[0](r), []).append(r)
     if len({len(g) for g in groups.values()}) != 1:
         sizes = {str(k): len(g) for k, g in groups.items()}
         raise DistributedError(f"hierarchical all_reduce needs equal groups; got sizes {sizes}")
@@ -78,11 +89,14 @@ def compose_all_reduce(
     yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=tuple(parts)))
 
 
+_PLACEMENT_KEYS = {level: placement_key(level) for level in ("sip", "cube")}
+
+
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
     params = c.params or {}
     levels = list(params.get("levels", ["sip"]))
     names = list(params.get("algorithms", ["ring"] * (len(levels) + 1)))
-    keys = [placement_key(c, level) for level in levels]
+    keys = [_PLACEMENT_KEYS.get(level) or placement_key(level) for level in levels]
     yield from compose_all_reduce(c, a, keys, names)
 
 

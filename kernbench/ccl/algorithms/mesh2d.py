@@ -8,6 +8,7 @@ all-gather along my row (each with ``algorithms``, default ring).  Without
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Generator
 
@@ -27,11 +28,17 @@ def grid(size: int, params: dict) -> tuple[int, int]:
     return int(rows), int(cols)
 
 
+@functools.lru_cache(maxsize=64)
+def _row_key(cols: int):
+    """Rank -> its row of the grid (one function per width, so groupings are cached)."""
+    return lambda _pes, rank: rank // cols
+
+
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
     params = c.params or {}
     rows, cols = grid(c.size, params)
     names = list(params.get("algorithms", ["ring", "ring"]))
-    yield from compose_all_reduce(c, a, [lambda r: r // cols], names)
+    yield from compose_all_reduce(c, a, [_row_key(cols)], names)
 
 
 def _requires(op: str, size: int) -> str | None:

@@ -1,0 +1,49 @@
+"""Hierarchical all-reduce splits the ranks level by level, each level on its own communicator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import kernbench
+
+TOPOLOGY = str(Path(__file__).resolve().parents[1] / "topologies" / "multi_sip.yaml")
+# 2 SIPs x 2 cubes x 2 PEs: 8 ranks at PE level.
+SMALL = [
+    "system.sips.count=2",
+    "system.device_level=pe",
+    "sip.cube_mesh.w=2",
+    "sip.cube_mesh.h=1",
+    "cube.pe_layout.corners=[NW, NE]",
+    "cube.pe_layout.pe_per_corner=1",
+]
+
+
+def _rank(rank: int, size: int, algorithm: str) -> np.ndarray:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    x = torch.from_numpy(np.arange(12, dtype=np.float32) * (rank + 1))
+    dist.all_reduce(x, algorithm=algorithm)
+    return x.numpy()
+
+
+def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
+    """multi_cube: ring in the cube (k=2), ring across the SIP's cubes (m=2), ring across
+    SIPs (s=2), ring back in the cube: (k-1) + 2(m-1) + 2(s-1) + (k-1) = 6 messages a rank.
+    Grouping the across-cube communicator by the outer ranks' PEs instead would skip the
+    SIP level and ring all four cubes: 8 messages a rank."""
+    result = kernbench.simulate(
+        _rank,
+        topology=TOPOLOGY,
+        overrides=SMALL,
+        world_size=8,
+        args=("multi_cube",),
+        rank_args=True,
+    )
+    expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
+    for r in range(8):
+        np.testing.assert_array_equal(result.returns[r], expected)
+    assert result.context.fabric.ipcq.messages == 8 * 6
