@@ -315,6 +315,7 @@ class FlowNetwork:
             share, link = heapq.heappop(heap)
             if not count[link] or share != residual[link] / count[link]:
                 continue  # stale: a newer entry for this link is in the heap
+            touched: dict[int, None] = {}
             for fid in active[link]:
                 if fid in rate or fid not in region:
                     continue
@@ -325,11 +326,14 @@ class FlowNetwork:
                 weight = flow.weight
                 used = share * weight
                 for e in flow.edges:
-                    left = residual[e] - used
-                    residual[e] = left if left > 0.0 else 0.0
+                    residual[e] -= used
                     count[e] -= weight
-                    if count[e]:
-                        heapq.heappush(heap, (residual[e] / count[e], e))
+                touched.update(dict.fromkeys(flow.edges))
+            for e in touched:  # one new share per link the frozen flows cross
+                if residual[e] < 0.0:
+                    residual[e] = 0.0
+                if count[e]:
+                    heapq.heappush(heap, (residual[e] / count[e], e))
         return rate, neck, links
 
     def _unfair(
