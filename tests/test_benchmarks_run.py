@@ -39,5 +39,5 @@ def test_functional_prints_wall_time_and_memory_ratio():
 
 
 def test_sweep_speedup_prints_the_speed_up():
-    out = _run("benchmarks/sweep_speedup.py", "--max-bytes", "64KiB")
+    out = _run("benchmarks/sweep_speedup.py", "--max-bytes", "64KiB", "--iters", "1")
     assert "1 worker:" in out and "2 workers:" in out and "speed-up:" in out
