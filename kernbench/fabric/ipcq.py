@@ -6,7 +6,8 @@ sender wait, it never drops), then the channel transmits its messages one at a
 time, in order: each pays the endpoint overhead (the per-message α) and
 crosses the fabric from the source memory to the receiver's buffer memory.
 The receiver takes messages in order; the credit travels back to the sender
-over the route's latency.
+over the route's latency (counted when the sender next needs one, so only a
+sender actually blocked on credits costs a timer).
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ class _Channel:
         "src",
         "dst",
         "credits",
+        "returning",
+        "credit_timer",
         "waiting_credit",
         "waiting_transmitter",
         "busy",
@@ -75,6 +78,11 @@ class _Channel:
         self.src = src
         self.dst = dst
         self.credits = depth
+        # Credits on their way back: the times they reach the sender.  A credit
+        # is counted when a sender next looks, so a queue that never runs out
+        # of credits costs no event per returned credit.
+        self.returning: deque[int] = deque()
+        self.credit_timer = False
         self.waiting_credit: deque[_Send] = deque()
         self.waiting_transmitter: deque[_Send] = deque()
         self.busy = False
@@ -137,11 +145,14 @@ class Ipcq:
         channel = self.channel(src_pe, dst_pe, key, depth)
         route = self.fabric.graph.route(src_node or src_pe, dst_node or dst_pe)
         send = _Send(nbytes, payload, payload_fn, route, on_sent)
+        if channel.returning:
+            self._count_returned(channel)
         if channel.credits and not channel.waiting_credit:
             channel.credits -= 1
             self._credited(channel, send)
         else:
             channel.waiting_credit.append(send)
+            self._await_credit(channel)
 
     def send(self, src_pe: str, dst_pe: str, nbytes: int, payload: Any = None, **kw) -> Generator:
         """Process body: :meth:`post` and wait until the message is in the receiver's queue."""
@@ -202,15 +213,34 @@ class Ipcq:
             arrival = self.env.event()
             channel.receivers.append(arrival)
             message = yield arrival
-        if channel.credit_return_ps:
-            timer = self.env.timeout(channel.credit_return_ps)
-            timer.callbacks.append(lambda _ev: self._return_credit(channel))
-        else:
-            self._return_credit(channel)
+        channel.returning.append(self.env.now + channel.credit_return_ps)
+        if channel.waiting_credit:  # a sender is blocked on this credit: wake it on time
+            if channel.credit_return_ps:
+                self._await_credit(channel)
+            else:
+                self._credits_back(channel)
         return message
 
-    def _return_credit(self, channel: _Channel) -> None:
-        if channel.waiting_credit:
-            self._credited(channel, channel.waiting_credit.popleft())
-        else:
+    def _count_returned(self, channel: _Channel) -> None:
+        now, returning = self.env.now, channel.returning
+        while returning and returning[0] <= now:
+            returning.popleft()
             channel.credits += 1
+
+    def _await_credit(self, channel: _Channel) -> None:
+        """Wake the blocked senders when the next credit on its way back arrives."""
+        if channel.credit_timer or not channel.returning:
+            return
+        channel.credit_timer = True
+        timer = self.env.timeout(channel.returning[0] - self.env.now)
+        timer.callbacks.append(lambda _ev: self._credits_back(channel, timer=True))
+
+    def _credits_back(self, channel: _Channel, timer: bool = False) -> None:
+        if timer:
+            channel.credit_timer = False
+        self._count_returned(channel)
+        while channel.credits and channel.waiting_credit:
+            channel.credits -= 1
+            self._credited(channel, channel.waiting_credit.popleft())
+        if channel.waiting_credit:
+            self._await_credit(channel)
