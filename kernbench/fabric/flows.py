@@ -11,8 +11,8 @@ fill of its first packet on every hop but the bottleneck one:
     p = min(packet_bytes, S)
 
 which for an idle route of h equal hops is h·L + S/B + (h-1)·p/B, the cost of
-a route pipelined at packet granularity (ADR 0004).  Rates are recomputed only
-for the flows connected to the one that started or ended.
+a route pipelined at packet granularity (ADR 0004).  Rates are re-solved only
+around the flows that started or ended, as far as fairness requires (ADR 0011).
 """
 
 from __future__ import annotations
@@ -247,12 +247,16 @@ class FlowNetwork:
             region.update(self.active[e])
         if not region:
             return
-        while True:
-            rates, necks, links = self._fill(region)
-            grow = self._unfair(region, rates, necks, links)
-            if not grow:
-                break
-            region.update(grow)
+        alone = self._alone(region)
+        if alone is not None:
+            rates, necks, links = alone
+        else:
+            while True:
+                rates, necks, links = self._fill(region)
+                grow = self._unfair(region, rates, necks, links)
+                if not grow:
+                    break
+                region.update(grow)
         for fid, flow in region.items():
             rate = rates[fid]
             flow.neck = necks[fid]
@@ -267,6 +271,18 @@ class FlowNetwork:
                 used = sum(f.rate * f.weight for f in self.active[e].values())
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
 
+    def _alone(self, region: dict[int, _Flow]):
+        """The solution when ``region`` is one flow alone on its links, else None."""
+        if len(region) != 1:
+            return None
+        (flow,) = region.values()
+        edges = flow.edges
+        active, capacity = self.active, self.capacity
+        if any(len(active[e]) != 1 for e in edges):
+            return None
+        neck = min(edges, key=lambda e: (capacity[e], e))
+        return {flow.fid: capacity[neck] / flow.weight}, {flow.fid: neck}, dict.fromkeys(edges)
+
     def _fill(
         self, region: dict[int, _Flow]
     ) -> tuple[dict[int, float], dict[int, int], dict[int, None]]:
@@ -279,16 +295,6 @@ class FlowNetwork:
         Returns each flow's rate and the link it was frozen at, and the links.
         """
         active, capacity = self.active, self.capacity
-        if len(region) == 1:
-            (flow,) = region.values()
-            edges = flow.edges
-            if all(len(active[e]) == 1 for e in edges):
-                neck = min(edges, key=lambda e: (capacity[e], e))
-                return (
-                    {flow.fid: capacity[neck] / flow.weight},
-                    {flow.fid: neck},
-                    dict.fromkeys(edges),
-                )
         links: dict[int, None] = {}
         for flow in region.values():
             links.update(dict.fromkeys(flow.edges))
@@ -432,4 +438,9 @@ class FlowNetwork:
             self.link_log.extend(entry * flow.weight)
         done, flow.done = flow.done, None
         _deliver(self.env, done, flow.tail)  # the last byte still has to arrive
-        self._mark_dirty(flow.edges)
+        if self.link_log is None:  # links left idle need no rates (a trace logs them idle)
+            busy = tuple(e for e in flow.edges if self.active[e])
+            if busy:
+                self._mark_dirty(busy)
+        else:
+            self._mark_dirty(flow.edges)
