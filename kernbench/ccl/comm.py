@@ -89,6 +89,15 @@ class Region:
             self.write(combine(op, current, incoming))
 
 
+def _succeed_at(env: simpy.Environment, event: simpy.Event, at: int) -> None:
+    """Succeed ``event`` now, or at ``at`` if that is later."""
+    if at > env.now:
+        timer = env.timeout(at - env.now)
+        timer.callbacks.append(lambda _ev: event.succeed())
+    else:
+        event.succeed()
+
+
 def chunk_bounds(count: int, parts: int) -> list[tuple[int, int]]:
     """``parts`` contiguous ranges covering ``count`` (sizes differ by at most one)."""
     base, extra = divmod(count, parts)
@@ -226,24 +235,30 @@ class Comm:
             if n:
                 key = (route(self.pe, node), n)
                 streams[key] = streams.get(key, 0) + 1
-        parts = len(streams) + (1 if flops else 0)
+        env, fabric = self.env, self.fabric
+        parts = len(streams)
+        engine_event, engine_end = None, 0
+        if flops and (fabric.detail or not streams):  # its own event (and trace row)
+            engine_event = fabric.compute(self._unit, "vector", flops)
+            parts += 1
+        elif flops:
+            # The engine's end is known now: once the last stream ends, wait for
+            # whatever is left of it (usually nothing: reductions are memory-bound).
+            engine_end = fabric.compute_end(self._unit, "vector", flops)
         if not parts:
             return
-        done = self.env.event()
+        done = env.event()
         left = [parts]
 
         def one_done() -> None:
             left[0] -= 1
             if not left[0]:
-                done.succeed()
+                _succeed_at(env, done, engine_end)
 
-        network = self.fabric.network
         for (path, n), weight in streams.items():
-            network.start(path, n, one_done, stream=True, weight=weight)
-        if flops:
-            self.fabric.compute(self._unit, "vector", flops).callbacks.append(
-                lambda _ev: one_done()
-            )
+            fabric.network.start(path, n, one_done, stream=True, weight=weight)
+        if engine_event is not None:
+            engine_event.callbacks.append(lambda _ev: one_done())
         yield done
 
     def reduce(self, region: Region, incoming: np.ndarray | None) -> Generator:

@@ -337,6 +337,10 @@ class Fabric:
     def _compute(self, unit: PeUnit, engine: str, flops: int) -> Generator:
         yield self.compute(unit, engine, flops)
 
+    def compute_end(self, unit: PeUnit, engine: str, flops: int) -> int:
+        """Queue ``flops`` on one of ``unit``'s engines; the time it will be done (no event)."""
+        return unit.reserve(engine, flops, self.env.now)[1]
+
     def compute(self, unit: PeUnit, engine: str, flops: int) -> simpy.Event:
         """An event for ``flops`` on one of ``unit``'s engines, queued behind its earlier work."""
         now = self.env.now
