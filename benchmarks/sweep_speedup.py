@@ -2,9 +2,10 @@
 
 The sweep: 2 topologies (ring8, fc8) x 2 all-reduce algorithms x 4 size ranges
 of benches/allreduce_perf.py, timing-only, each size timed over ``--iters``
-iterations like an nccl-tests run (5; a point then takes about a second, as
-sweep points of real studies do, rather than a few tenths of a second, where
-the pool's start-up would be most of what is measured).  Prints the wall time with 1 and 2
+iterations as nccl-tests does by default (20: a point then takes a few
+seconds, as sweep points of real studies do, rather than a few tenths of a
+second, where the pool's start-up and the final plot would be most of what
+is measured).  Prints the wall time with 1 and 2
 workers and the speed-up (target >= 1.7x on this 2-core machine).  One worker
 runs the points in this process (no pool start-up: the fair baseline); two
 workers are a process pool.
@@ -37,7 +38,7 @@ timing_only: true
 """
 
 
-def timed(jobs: int, workdir: Path, max_bytes: str, iters: int = 5) -> float:
+def timed(jobs: int, workdir: Path, max_bytes: str, iters: int = 20) -> float:
     sweep = workdir / f"sweep_j{jobs}.yaml"
     sweep.write_text(SWEEP.replace("{max_bytes}", max_bytes).replace("{iters}", str(iters)))
     start = time.perf_counter()
@@ -57,7 +58,9 @@ def timed(jobs: int, workdir: Path, max_bytes: str, iters: int = 5) -> float:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-bytes", default="1GiB", help="largest size of each point (1GiB)")
-    parser.add_argument("--iters", type=int, default=5, help="timed iterations per size (5)")
+    parser.add_argument(
+        "--iters", type=int, default=20, help="timed iterations per size (20, as nccl-tests)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         one = timed(1, Path(tmp), args.max_bytes, args.iters)

@@ -201,10 +201,18 @@ class FlowNetwork:
         flow.done = done
         flow.tail = tail
         carried = nbytes * weight
+        active = self.active
+        idle = self.link_log is None and not any(active[e] for e in route)
         for e in route:
-            self.active[e][flow.fid] = flow
+            active[e][flow.fid] = flow
             self.bytes_carried[e] += carried
-        self._mark_dirty(route)
+        if idle:
+            # Alone on its links: its rate is known now, no rebalance needed.  A
+            # flow joining later (even at this instant) rebalances it as usual.
+            flow.neck, flow.rate = self._alone_rate(flow)
+            self._schedule(flow)
+        else:
+            self._mark_dirty(route)
 
     def _mark_dirty(self, edges: tuple[int, ...]) -> None:
         """Rebalance once per instant, after every flow starting or ending now has.
@@ -277,11 +285,20 @@ class FlowNetwork:
             return None
         (flow,) = region.values()
         edges = flow.edges
-        active, capacity = self.active, self.capacity
+        active = self.active
         if any(len(active[e]) != 1 for e in edges):
             return None
-        neck = min(edges, key=lambda e: (capacity[e], e))
-        return {flow.fid: capacity[neck] / flow.weight}, {flow.fid: neck}, dict.fromkeys(edges)
+        neck, rate = self._alone_rate(flow)
+        return {flow.fid: rate}, {flow.fid: neck}, dict.fromkeys(edges)
+
+    def _alone_rate(self, flow: _Flow) -> tuple[int, float]:
+        """The bottleneck link and rate of a flow with its links to itself."""
+        capacity = self.capacity
+        neck = flow.edges[0]
+        for e in flow.edges:
+            if capacity[e] < capacity[neck] or (capacity[e] == capacity[neck] and e < neck):
+                neck = e
+        return neck, capacity[neck] / flow.weight
 
     def _fill(
         self, region: dict[int, _Flow]
