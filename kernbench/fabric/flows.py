@@ -314,7 +314,8 @@ class FlowNetwork:
         active, capacity = self.active, self.capacity
         links: dict[int, None] = {}
         for flow in region.values():
-            links.update(dict.fromkeys(flow.edges))
+            for e in flow.edges:
+                links[e] = None
         residual: dict[int, float] = {}
         count: dict[int, int] = {}
         heap = []
@@ -334,29 +335,32 @@ class FlowNetwork:
         rate: dict[int, float] = {}
         neck: dict[int, int] = {}
         todo = len(region)
+        heappop, heappush = heapq.heappop, heapq.heappush
         while todo:
-            share, link = heapq.heappop(heap)
-            if not count[link] or share != residual[link] / count[link]:
+            share, link = heappop(heap)
+            n = count[link]
+            if not n or share != residual[link] / n:
                 continue  # stale: a newer entry for this link is in the heap
             touched: dict[int, None] = {}
-            for fid in active[link]:
+            for fid, flow in active[link].items():
                 if fid in rate or fid not in region:
                     continue
                 rate[fid] = share
                 neck[fid] = link
                 todo -= 1
-                flow = region[fid]
                 weight = flow.weight
                 used = share * weight
                 for e in flow.edges:
                     residual[e] -= used
                     count[e] -= weight
-                touched.update(dict.fromkeys(flow.edges))
+                    touched[e] = None
             for e in touched:  # one new share per link the frozen flows cross
-                if residual[e] < 0.0:
-                    residual[e] = 0.0
-                if count[e]:
-                    heapq.heappush(heap, (residual[e] / count[e], e))
+                left = residual[e]
+                if left < 0.0:
+                    residual[e] = left = 0.0
+                n = count[e]
+                if n:
+                    heappush(heap, (left / n, e))
         return rate, neck, links
 
     def _unfair(
@@ -416,7 +420,9 @@ class FlowNetwork:
     def _schedule(self, flow: _Flow) -> None:
         """Queue the flow's completion at its current rate (an earlier entry goes stale)."""
         flow.version += 1
-        delay = max(0, math.ceil(flow.remaining * PS_PER_S / flow.rate - _ROUNDING_SLACK))
+        delay = math.ceil(flow.remaining * PS_PER_S / flow.rate - _ROUNDING_SLACK)
+        if delay < 0:
+            delay = 0
         when = self.env.now + delay
         self._seq += 1
         heapq.heappush(self._due, (when, self._seq, flow, flow.version))
