@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import resource
+import time
 
 import simpy
 
-__all__ = ["CountingEnvironment", "peak_rss_mib"]
+__all__ = ["CountingEnvironment", "bare_simpy_seconds", "machine_index", "peak_rss_mib"]
 
 
 class CountingEnvironment(simpy.Environment):
@@ -24,3 +25,35 @@ class CountingEnvironment(simpy.Environment):
 def peak_rss_mib() -> float:
     """Peak resident set size of this process so far, in MiB (Linux reports KiB)."""
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bare_simpy_seconds(messages: int) -> float:
+    """Wall time to move ``messages`` through a ``simpy.Store`` with a timeout per hop."""
+    env = simpy.Environment()
+    link = simpy.Store(env)
+
+    def sender():
+        for i in range(messages):
+            yield env.timeout(10)  # serialisation on the link
+            yield link.put(i)
+
+    def receiver():
+        for _ in range(messages):
+            yield link.get()
+            yield env.timeout(5)  # latency
+
+    env.process(sender())
+    env.process(receiver())
+    start = time.perf_counter()
+    env.run()
+    return time.perf_counter() - start
+
+
+def machine_index(messages: int = 20000) -> str:
+    """How fast this machine is right now, as bare-SimPy messages per second.
+
+    Shared machines vary by 2x over a day; printing this beside a wall time
+    lets figures taken at different times be compared.
+    """
+    rate = messages / bare_simpy_seconds(messages)
+    return f"machine: bare SimPy {rate:.0f} msg/s"

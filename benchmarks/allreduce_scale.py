@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingEnvironment, peak_rss_mib  # noqa: E402
+from _common import CountingEnvironment, machine_index, peak_rss_mib  # noqa: E402
 
 import kernbench.torch as torch  # noqa: E402
 import kernbench.torch.distributed as dist  # noqa: E402
@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--algorithms", nargs="+", default=["ring", "multi_cube"])
     args = parser.parse_args(argv)
     nbytes = parse_size(args.bytes)
+    print(machine_index())
     print(
         f"{'ranks':>6} {'algorithm':>12} {'wall(s)':>9} {'sim(ms)':>10} {'events':>10} "
         f"{'events/s':>10} {'peakRSS(MiB)':>13}"

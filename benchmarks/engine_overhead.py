@@ -11,33 +11,20 @@ second of each and their ratio (target: fabric cost <= 3x the bare message).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
-import simpy
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from kernbench.fabric import Fabric, Transfer
-from kernbench.topology import load_topology
+from _common import bare_simpy_seconds  # noqa: E402
+
+from kernbench.fabric import Fabric, Transfer  # noqa: E402
+from kernbench.topology import load_topology  # noqa: E402
 
 
 def bare_simpy(messages: int) -> float:
-    env = simpy.Environment()
-    link = simpy.Store(env)
-
-    def sender():
-        for i in range(messages):
-            yield env.timeout(10)  # serialisation on the link
-            yield link.put(i)
-
-    def receiver():
-        for _ in range(messages):
-            yield link.get()
-            yield env.timeout(5)  # latency
-
-    env.process(sender())
-    env.process(receiver())
-    start = time.perf_counter()
-    env.run()
-    return time.perf_counter() - start
+    return bare_simpy_seconds(messages)
 
 
 def fabric_messages(messages: int) -> float:

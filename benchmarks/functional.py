@@ -18,7 +18,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import peak_rss_mib  # noqa: E402
+from _common import machine_index, peak_rss_mib  # noqa: E402
 
 import kernbench  # noqa: E402
 import kernbench.torch.distributed as dist  # noqa: E402
@@ -51,6 +51,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--algorithm", default="ring")
     args = parser.parse_args(argv)
     nbytes = parse_size(args.bytes)
+    print(machine_index())
     baseline = peak_rss_mib()
     start = time.perf_counter()
     result = kernbench.simulate(

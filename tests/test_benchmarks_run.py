@@ -29,8 +29,8 @@ def test_allreduce_scale_prints_a_row_per_run():
         "multi_cube",
     )
     lines = [line for line in out.splitlines() if line.strip()]
-    assert "events/s" in lines[0]
-    assert len(lines) == 3 and lines[1].split()[:2] == ["8", "ring"]
+    assert lines[0].startswith("machine: bare SimPy") and "events/s" in lines[1]
+    assert len(lines) == 4 and lines[2].split()[:2] == ["8", "ring"]
 
 
 def test_functional_prints_wall_time_and_memory_ratio():
