@@ -279,7 +279,9 @@ class FlowNetwork:
                 used = sum(f.rate * f.weight for f in self.active[e].values())
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
 
-    def _alone(self, region: dict[int, _Flow]):
+    def _alone(
+        self, region: dict[int, _Flow]
+    ) -> tuple[dict[int, float], dict[int, int], dict[int, None]] | None:
         """The solution when ``region`` is one flow alone on its links, else None."""
         if len(region) != 1:
             return None
