@@ -47,7 +47,14 @@ class _Send:
 
     __slots__ = ("nbytes", "payload", "payload_fn", "route", "on_sent")
 
-    def __init__(self, nbytes: int, payload: Any, payload_fn: Any, route, on_sent) -> None:
+    def __init__(
+        self,
+        nbytes: int,
+        payload: Any,
+        payload_fn: Callable[[], Any] | None,
+        route: tuple[int, ...],
+        on_sent: Callable[[], None] | None,
+    ) -> None:
         self.nbytes = nbytes
         self.payload = payload
         self.payload_fn = payload_fn
