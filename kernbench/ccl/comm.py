@@ -10,7 +10,7 @@ algorithm gives the same time in both modes.
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,7 +172,13 @@ class Comm:
         """
         self._post(peer, region, nbytes, self._sent)
 
-    def _post(self, peer: int, region: Region | None, nbytes: int | None, on_sent) -> None:
+    def _post(
+        self,
+        peer: int,
+        region: Region | None,
+        nbytes: int | None,
+        on_sent: Callable[[], None],
+    ) -> None:
         size = region.nbytes if region is not None else (nbytes or 0)
         source = region.buffer.memory_node if region is not None else self.pe
         self._unsent += 1

@@ -293,7 +293,7 @@ class Fabric:
         unit = self.pe(msg.dst)
         if msg.engine not in unit.free_at:
             raise KernBenchError(f"unknown engine {msg.engine!r}; valid: matrix, vector")
-        yield from self._compute(unit, msg.engine, msg.flops)
+        yield self.compute(unit, msg.engine, msg.flops)
 
     def _serve_delay(self, msg: Delay) -> Generator:
         yield self.env.timeout(msg.duration_ps)
@@ -333,9 +333,6 @@ class Fabric:
         # The request travels to the memory (latency only), then the data comes back.
         yield self.transfer(pe, node, 0)
         yield self.transfer(node, pe, nbytes)
-
-    def _compute(self, unit: PeUnit, engine: str, flops: int) -> Generator:
-        yield self.compute(unit, engine, flops)
 
     def compute_end(self, unit: PeUnit, engine: str, flops: int) -> int:
         """Queue ``flops`` on one of ``unit``'s engines; the time it will be done (no event)."""

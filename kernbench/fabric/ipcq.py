@@ -161,12 +161,6 @@ class Ipcq:
             channel.waiting_credit.append(send)
             self._await_credit(channel)
 
-    def send(self, src_pe: str, dst_pe: str, nbytes: int, payload: Any = None, **kw) -> Generator:
-        """Process body: :meth:`post` and wait until the message is in the receiver's queue."""
-        sent = self.env.event()
-        self.post(src_pe, dst_pe, nbytes, payload, on_sent=sent.succeed, **kw)
-        yield sent
-
     def _credited(self, channel: _Channel, send: _Send) -> None:
         if send.payload_fn is not None:
             send.payload = send.payload_fn()
