@@ -255,16 +255,12 @@ class FlowNetwork:
             region.update(self.active[e])
         if not region:
             return
-        alone = self._alone(region)
-        if alone is not None:
-            rates, necks, links = alone
-        else:
-            while True:
-                rates, necks, links = self._fill(region)
-                grow = self._unfair(region, rates, necks, links)
-                if not grow:
-                    break
-                region.update(grow)
+        while True:
+            rates, necks, links = self._fill(region)
+            grow = self._unfair(region, rates, necks, links)
+            if not grow:
+                break
+            region.update(grow)
         for fid, flow in region.items():
             rate = rates[fid]
             flow.neck = necks[fid]
@@ -278,20 +274,6 @@ class FlowNetwork:
             for e in links:
                 used = sum(f.rate * f.weight for f in self.active[e].values())
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
-
-    def _alone(
-        self, region: dict[int, _Flow]
-    ) -> tuple[dict[int, float], dict[int, int], dict[int, None]] | None:
-        """The solution when ``region`` is one flow alone on its links, else None."""
-        if len(region) != 1:
-            return None
-        (flow,) = region.values()
-        edges = flow.edges
-        active = self.active
-        if any(len(active[e]) != 1 for e in edges):
-            return None
-        neck, rate = self._alone_rate(flow)
-        return {flow.fid: rate}, {flow.fid: neck}, dict.fromkeys(edges)
 
     def _alone_rate(self, flow: _Flow) -> tuple[int, float]:
         """The bottleneck link and rate of a flow with its links to itself."""
