@@ -234,11 +234,14 @@ class Ipcq:
             return
         channel.credit_timer = True
         timer = self.env.timeout(channel.returning[0] - self.env.now)
-        timer.callbacks.append(lambda _ev: self._credits_back(channel, timer=True))
+        timer.callbacks.append(lambda _ev: self._credit_timer_fired(channel))
 
-    def _credits_back(self, channel: _Channel, timer: bool = False) -> None:
-        if timer:
-            channel.credit_timer = False
+    def _credit_timer_fired(self, channel: _Channel) -> None:
+        channel.credit_timer = False
+        self._credits_back(channel)
+
+    def _credits_back(self, channel: _Channel) -> None:
+        """Give the credits back by now to the senders waiting, in order."""
         self._count_returned(channel)
         while channel.credits and channel.waiting_credit:
             channel.credits -= 1
