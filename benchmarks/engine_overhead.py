@@ -23,10 +23,6 @@ from kernbench.fabric import Fabric, Transfer  # noqa: E402
 from kernbench.topology import load_topology  # noqa: E402
 
 
-def bare_simpy(messages: int) -> float:
-    return bare_simpy_seconds(messages)
-
-
 def fabric_messages(messages: int) -> float:
     fabric = Fabric(load_topology("topologies/ring8.yaml"))
 
@@ -47,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=20000)
     args = parser.parse_args(argv)
-    bare = bare_simpy(args.messages)
+    bare = bare_simpy_seconds(args.messages)
     fab = fabric_messages(args.messages)
     print(f"messages: {args.messages}")
     print(f"bare SimPy: {args.messages / bare:12.0f} msg/s  ({bare:.3f} s)")
