@@ -42,24 +42,15 @@ def _root(key: Any) -> Any:
     return root
 
 
+@dataclass(slots=True, eq=False)
 class _Send:
     """A message on its way: waiting for a credit, for the transmitter, or in flight."""
 
-    __slots__ = ("nbytes", "payload", "payload_fn", "route", "on_sent")
-
-    def __init__(
-        self,
-        nbytes: int,
-        payload: Any,
-        payload_fn: Callable[[], Any] | None,
-        route: tuple[int, ...],
-        on_sent: Callable[[], None] | None,
-    ) -> None:
-        self.nbytes = nbytes
-        self.payload = payload
-        self.payload_fn = payload_fn
-        self.route = route
-        self.on_sent = on_sent
+    nbytes: int
+    payload: Any
+    payload_fn: Callable[[], Any] | None
+    route: tuple[int, ...]
+    on_sent: Callable[[], None] | None
 
 
 class _Channel:
