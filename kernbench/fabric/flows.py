@@ -379,12 +379,20 @@ class FlowNetwork:
         grow: dict[int, _Flow] = {}
         for fid, f in region.items():
             r = rates[fid]
-            if bottleneck_at(necks[fid], r) or any(bottleneck_at(e, r) for e in f.edges):
+            if bottleneck_at(necks[fid], r):
                 continue
+            # Frozen at a link where a flow held from outside is faster: another
+            # link must be its bottleneck, and is remembered as such, since the
+            # skip below relies on a flow's remembered link being one.
             for e in f.edges:
-                for other_id, g in active[e].items():
-                    if other_id not in region and g.rate > r:
-                        grow[other_id] = g
+                if bottleneck_at(e, r):
+                    necks[fid] = e
+                    break
+            else:
+                for e in f.edges:
+                    for other_id, g in active[e].items():
+                        if other_id not in region and g.rate > r:
+                            grow[other_id] = g
         seen: set[int] = set()
         for e in links:
             for fid, g in active[e].items():
