@@ -7,6 +7,7 @@ exactly the stuck ranks to what they wait for.
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
+from kernbench.distributed.scheduler import GC_YOUNG_THRESHOLD
 from kernbench.errors import (
     CollectiveMismatchError,
     DeadlockError,
@@ -408,3 +410,21 @@ def test_a_tensor_on_another_device_is_refused_naming_it() -> None:
     assert error.rank == 1  # rank 0's tensor is on its own device
     assert isinstance(error.original, DistributedError)
     assert "sip0.cube0.pe0, which is not on rank 1's device 1" in str(error.original)
+
+
+def test_a_run_collects_garbage_less_often_and_restores_the_collector() -> None:
+    """Ranks run with a raised young-generation threshold; the caller's thresholds
+    come back afterwards, also when a rank fails."""
+    before = gc.get_threshold()
+    seen: list[tuple[int, int, int]] = []
+
+    def body() -> None:
+        dist.init_process_group()
+        seen.append(gc.get_threshold())
+        if dist.get_rank() == 1:
+            raise ValueError("rank 1 fails")
+
+    with pytest.raises(RankError):
+        run(body, 2)
+    assert seen == [(GC_YOUNG_THRESHOLD, *before[1:])] * 2
+    assert gc.get_threshold() == before
