@@ -21,8 +21,10 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import simpy
 
+from kernbench.fabric.arrayfill import ArrayRegion
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S
 
@@ -36,6 +38,10 @@ _ROUNDING_SLACK = 1e-6
 # relative margin (rates from different sums of the same capacities differ in
 # their last bits).
 _SATURATED = 1 - 1e-9
+# Regions of at least this many flows are filled with array operations: a
+# level of progressive filling is then a few passes over arrays instead of a
+# Python loop over every link of every flow frozen at it.
+VECTOR_REGION = 128
 
 
 class RouteCost:
@@ -148,6 +154,8 @@ class FlowNetwork:
         # When a detailed trace is wanted: ("flow", edge, start, end, bytes) per flow and
         # hop, and ("util", edge, time, fraction) whenever a link's load changes.
         self.link_log: list[tuple] | None = None
+        self.vector_region = VECTOR_REGION
+        self._capacity_array = np.array(self.capacity, dtype=np.float64)
 
     def route_cost(self, route: tuple[int, ...]) -> RouteCost:
         cost = self._route_costs.get(route)
@@ -256,14 +264,24 @@ class FlowNetwork:
         if not region:
             return
         while True:
-            rates, necks, links = self._fill(region)
-            grow = self._unfair(region, rates, necks, links)
+            arrays = None
+            if len(region) >= self.vector_region:
+                arrays = ArrayRegion(region, self.active, self._capacity_array, _SATURATED)
+                arrays.fill()
+                grow = arrays.unfair()
+            else:
+                rates, necks, links = self._fill(region)
+                grow = self._unfair(region, rates, necks, links)
             if not grow:
                 break
             region.update(grow)
-        for fid, flow in region.items():
-            rate = rates[fid]
-            flow.neck = necks[fid]
+        if arrays is not None:
+            solved = zip(arrays.flows, arrays.rate.tolist(), arrays.neck.tolist(), strict=True)
+            links = dict.fromkeys(arrays.link_list)
+        else:
+            solved = ((flow, rates[fid], necks[fid]) for fid, flow in region.items())
+        for flow, rate, neck in solved:
+            flow.neck = neck
             if rate != flow.rate or flow.version == 0:
                 if flow.rate:  # bank progress made at the old rate
                     flow.remaining -= flow.rate * (now - flow.updated) / PS_PER_S
