@@ -9,7 +9,7 @@ filling and the same fairness check with NumPy over (flow, link) pairs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ import numpy as np
 if TYPE_CHECKING:
     from kernbench.fabric.flows import _Flow
 
-__all__ = ["ArrayRegion"]
+__all__ = ["ArrayRegion", "recheck_outside"]
 
 
 class ArrayRegion:
@@ -165,13 +165,28 @@ class ArrayRegion:
                 fastest = max(fastest, f.rate)
             return load >= all_capacity[e] * margin and r >= fastest * margin
 
-        for fid, g in self.outside.items():
-            if g.neck not in local or bottleneck_at(g.neck, g.rate):
-                continue
-            for e2 in g.edges:
-                if bottleneck_at(e2, g.rate):
-                    g.neck = e2
-                    break
-            else:
-                grow[fid] = g
+        recheck_outside(self.outside.items(), local, bottleneck_at, grow)
         return grow
+
+
+def recheck_outside(
+    outside: Iterable[tuple[int, _Flow]],
+    region_links: Container[int],
+    bottleneck_at: Callable[[int, float], bool],
+    grow: dict[int, _Flow],
+) -> None:
+    """Outside flows keep their rates while their remembered bottleneck holds.
+
+    One whose remembered link is off the region's links keeps it: nothing on
+    that link changed.  One whose link is on them and no longer a bottleneck
+    remembers another of its links that is, or else joins ``grow``.
+    """
+    for fid, g in outside:
+        if g.neck not in region_links or bottleneck_at(g.neck, g.rate):
+            continue
+        for e in g.edges:
+            if bottleneck_at(e, g.rate):
+                g.neck = e
+                break
+        else:
+            grow[fid] = g

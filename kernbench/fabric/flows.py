@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import simpy
 
-from kernbench.fabric.arrayfill import ArrayRegion
+from kernbench.fabric.arrayfill import ArrayRegion, recheck_outside
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S
 
@@ -411,20 +411,12 @@ class FlowNetwork:
                     for other_id, g in active[e].items():
                         if other_id not in region and g.rate > r:
                             grow[other_id] = g
-        seen: set[int] = set()
+        outside: dict[int, _Flow] = {}
         for e in links:
             for fid, g in active[e].items():
-                if fid in region or fid in seen:
-                    continue
-                seen.add(fid)
-                if g.neck not in links or bottleneck_at(g.neck, g.rate):
-                    continue
-                for e2 in g.edges:
-                    if bottleneck_at(e2, g.rate):
-                        g.neck = e2
-                        break
-                else:
-                    grow[fid] = g
+                if fid not in region:
+                    outside[fid] = g
+        recheck_outside(outside.items(), links, bottleneck_at, grow)
         return grow
 
     def _schedule(self, flow: _Flow) -> None:
