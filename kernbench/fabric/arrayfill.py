@@ -44,7 +44,7 @@ class ArrayRegion:
         lengths = np.fromiter(map(len, routes), dtype=np.intp, count=n)
         n_pairs = int(lengths.sum())
         pair_edge = np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=n_pairs)
-        self.weight = np.array([f.weight for f in flows], dtype=np.float64)
+        weight = np.array([f.weight for f in flows], dtype=np.float64)
         self.pair_flow = np.repeat(np.arange(n), lengths)
         self.flow_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         # Links in ascending index (ties between links go to the lower index).
@@ -58,7 +58,7 @@ class ArrayRegion:
         self.local = dict(zip(self.link_list, range(len(self.link_list)), strict=True))
         self.all_capacity = capacity
         self.capacity = capacity[self.link_ids]
-        self.pair_weight = self.weight[self.pair_flow]
+        self.pair_weight = weight[self.pair_flow]
         # Flows outside the region hold their rates: their load and the fastest of them.
         n_links = len(self.link_ids)
         members = np.bincount(self.pair_link, minlength=n_links)
@@ -77,8 +77,11 @@ class ArrayRegion:
             self.out_load[j] = load
             self.out_fast[j] = fast
         self.rate = np.empty(n)
-        self.neck = np.empty(n, dtype=np.intp)  # bottleneck link of each flow
-        self.local_neck = np.empty(n, dtype=np.intp)  # the same, as a local index
+        self.local_neck = np.empty(n, dtype=np.intp)  # each flow's bottleneck, a local index
+
+    def necks(self) -> list[int]:
+        """Each flow's bottleneck link (after :meth:`fill` and :meth:`unfair`)."""
+        return self.link_ids[self.local_neck].tolist()
 
     def fill(self) -> None:
         """Progressive filling, freezing every link that is at its level at once.
@@ -109,7 +112,6 @@ class ArrayRegion:
                 frozen = at < n_links
                 self.rate[frozen] = lowest[frozen]
                 self.local_neck[frozen] = at[frozen]
-                self.neck[frozen] = self.link_ids[at[frozen]]
                 unfrozen &= ~frozen
                 todo -= int(np.count_nonzero(frozen))
                 pairs = frozen[pair_flow]
@@ -140,7 +142,7 @@ class ArrayRegion:
         moved = has_neck & ~(full[at_neck] & (rate >= fast[at_neck] * margin))
         if moved.any():
             first = np.minimum.reduceat(np.where(held, pair_link, n_links), self.flow_start)
-            self.neck[moved] = self.link_ids[first[moved]]
+            at_neck[moved] = first[moved]
         active, region = self.active, self.region
         grow: dict[int, _Flow] = {}
         # A flow without one is squeezed by faster flows held from outside: on

@@ -276,7 +276,7 @@ class FlowNetwork:
                 break
             region.update(grow)
         if arrays is not None:
-            solved = zip(arrays.flows, arrays.rate.tolist(), arrays.neck.tolist(), strict=True)
+            solved = zip(arrays.flows, arrays.rate.tolist(), arrays.necks(), strict=True)
             links = dict.fromkeys(arrays.link_list)
         else:
             solved = ((flow, rates[fid], necks[fid]) for fid, flow in region.items())
