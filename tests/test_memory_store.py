@@ -139,3 +139,33 @@ def test_memory_store_untouched_big_segment_costs_nothing() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 10 * 2**20
+
+
+def test_a_kept_array_filling_a_fresh_segment_becomes_its_bytes() -> None:
+    store = MemoryStore()
+    store.create(BASE, 64)
+    data = np.arange(16, dtype=np.float32)
+    store.write(BASE, data, keep=True)
+    assert np.shares_memory(store.view(BASE, 64), data)  # held, not copied
+    store.view(BASE, 4)[:] = 0  # in-place work on the segment lands in it
+    np.testing.assert_array_equal(store.read(BASE, 64).view(np.float32)[1:], data[1:])
+    assert store.read(BASE, 4).view(np.float32)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("size", "offset", "written_before", "keep"),
+    [(64, 0, False, False), (128, 0, False, True), (128, 64, False, True), (64, 0, True, True)],
+    ids=["not-kept", "part-of-segment", "at-an-offset", "segment-already-written"],
+)
+def test_other_writes_copy(size: int, offset: int, written_before: bool, keep: bool) -> None:
+    store = MemoryStore()
+    store.create(BASE, size)
+    if written_before:
+        store.write(BASE, np.ones(64, dtype=np.uint8))
+    data = np.arange(16, dtype=np.float32)
+    store.write(BASE + offset, data, keep=keep)
+    assert not np.shares_memory(store.view(BASE + offset, 64), data)
+    data[:] = -1  # the caller's array is its own again
+    np.testing.assert_array_equal(
+        store.read(BASE + offset, 64).view(np.float32), np.arange(16, dtype=np.float32)
+    )

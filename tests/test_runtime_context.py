@@ -621,3 +621,21 @@ def test_dp_must_be_a_policy():
     ctx = RuntimeContext(TINY)
     with pytest.raises(PlacementError, match=re.escape("dp must be a DPPolicy (got str)")):
         ctx.zeros((4, 4), "float32", dp="row_wise")
+
+
+def test_copied_in_shards_are_the_stores_own_and_replicas_independent():
+    """copy_ hands each fresh shard to the store (no second copy); the store's
+    bytes share memory with neither the caller's array nor another replica."""
+    ctx = RuntimeContext(TINY)
+    values = host_values("float32", (8, 12), seed=3)
+    source = values.copy()
+    t = ctx.zeros((8, 12), "float32", dp=DPPolicy(pe="replicate"))
+    t.copy_(source)
+    source[:] = 0  # the caller's array is not the tensor's memory
+    check_shard_bytes(ctx, t, values)
+    first, *others = t.placements
+    assert others  # replicated on every PE of the cube
+    ctx.store.view(first.pa, first.shard.nbytes)[:] = 0
+    for p in others:
+        held = ctx.store.read(p.pa, p.shard.nbytes).view(np.float32).reshape(8, 12)
+        np.testing.assert_array_equal(held, values, err_msg=p.pe_name)

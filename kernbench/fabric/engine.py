@@ -243,7 +243,7 @@ class Fabric:
 
     def _store_write(self, msg: MemoryWrite) -> None:
         if msg.data is not None and self.store is not None and self.store.stores_bytes:
-            self.store.write(msg.addr, msg.data)
+            self.store.write(msg.addr, msg.data, keep=msg.handed_over)
 
     def _serve_read(self, msg: MemoryRead) -> Generator:
         yield self.transfer(msg.src, msg.dst, 0)

@@ -49,11 +49,13 @@ class MemoryWrite(Message):
     """``src`` (a PE or the host) writes ``nbytes`` into the memory ``dst`` at ``addr``.
 
     ``data`` (functional mode) lands in the memory store when the last byte
-    arrives; in timing-only mode it is ``None``.
+    arrives; in timing-only mode it is ``None``.  ``handed_over``: the sender
+    never touches ``data`` again, so the store may keep that very array.
     """
 
     addr: Any = None  # a kernbench.memory.PhysAddr
     data: Any = field(default=None, compare=False, repr=False)
+    handed_over: bool = field(default=False, compare=False, repr=False)
 
     kind = "mem_write"
 

@@ -140,8 +140,14 @@ class Store(ABC):
         return f"nearest segment: {self._describe(min(candidates, key=distance))}"
 
     @abstractmethod
-    def write(self, pa: PhysAddr, data: np.ndarray | bytes | bytearray | memoryview) -> None:
-        """Store the raw bytes of ``data`` at ``pa``."""
+    def write(
+        self, pa: PhysAddr, data: np.ndarray | bytes | bytearray | memoryview, *, keep: bool = False
+    ) -> None:
+        """Store the raw bytes of ``data`` at ``pa``.
+
+        ``keep=True``: the caller hands the array over and never touches it
+        again, so a store may hold it as the segment's bytes instead of a copy.
+        """
 
     @abstractmethod
     def read(self, pa: PhysAddr, nbytes: int) -> np.ndarray | None:
@@ -171,10 +177,25 @@ class MemoryStore(Store):
             self._buffers[start] = buffer
         return buffer
 
-    def write(self, pa: PhysAddr, data: np.ndarray | bytes | bytearray | memoryview) -> None:
-        """Store the raw bytes of ``data`` (any dtype, C order) starting at ``pa``."""
+    def write(
+        self, pa: PhysAddr, data: np.ndarray | bytes | bytearray | memoryview, *, keep: bool = False
+    ) -> None:
+        """Store the raw bytes of ``data`` (any dtype, C order) starting at ``pa``.
+
+        A kept array that fills a segment not yet written becomes its bytes:
+        no zeroed buffer is made and nothing is copied.
+        """
         raw = _as_bytes(data)
         start, offset = self._locate(pa, raw.size, "write")
+        if (
+            keep
+            and isinstance(data, np.ndarray)
+            and start not in self._buffers
+            and raw.size == self._sizes[start]
+            and raw.flags.writeable
+        ):
+            self._buffers[start] = raw
+            return
         self._buffer(start)[offset : offset + raw.size] = raw
 
     def read(self, pa: PhysAddr, nbytes: int) -> np.ndarray:
@@ -197,7 +218,9 @@ class NullStore(Store):
 
     stores_bytes = False
 
-    def write(self, pa: PhysAddr, data: np.ndarray | bytes | bytearray | memoryview) -> None:
+    def write(
+        self, pa: PhysAddr, data: np.ndarray | bytes | bytearray | memoryview, *, keep: bool = False
+    ) -> None:
         """Check that ``data`` fits at ``pa``, then drop it."""
         nbytes = data.nbytes if isinstance(data, np.ndarray | memoryview) else len(data)
         self._locate(pa, nbytes, "write")
