@@ -300,17 +300,13 @@ class RuntimeContext:
 
     # -- data movement ---------------------------------------------------------------
     def _write_shards(self, tensor: DeviceTensor, pieces: dict | None) -> None:
-        """Write every placed shard; ``pieces`` (fresh arrays from ``scatter``) are handed
-        over to the store, each to the first placement that writes it."""
+        """Write every placed shard; ``pieces`` (fresh arrays from ``scatter``, one per
+        PE, so one per placement) are handed over to the store."""
         handles = []
-        handed: set[int] = set()
         for p in tensor.placements:
             if p.pa is None:
                 continue
             data = None if pieces is None else pieces[p.shard.coord]
-            first = data is not None and id(data) not in handed
-            if first:
-                handed.add(id(data))
             handles.append(
                 self.fabric.submit(
                     MemoryWrite(
@@ -319,7 +315,7 @@ class RuntimeContext:
                         nbytes=p.shard.nbytes,
                         addr=p.pa,
                         data=data,
-                        handed_over=first,
+                        handed_over=data is not None,
                         tag=tensor.name,
                     )
                 )
