@@ -10,6 +10,7 @@ without a traceback and exits with status 2.
 from __future__ import annotations
 
 __all__ = [
+    "shown",
     "KernBenchError",
     "ConfigError",
     "UnitError",
@@ -27,11 +28,22 @@ __all__ = [
     "DistributedError",
     "CollectiveMismatchError",
     "SimulationLimitError",
+    "InputFileError",
+    "OutputFileError",
 ]
 
 
 class KernBenchError(Exception):
     """Base class of every error a user of KernBench can cause."""
+
+
+def shown(text: str, limit: int = 200) -> str:
+    """``text`` as an error message may echo it: control characters escaped, length capped."""
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    if len(text) > limit:
+        text = f"{text[: limit - 20]}... ({len(text)} characters)"
+    return text
 
 
 class ConfigError(KernBenchError):
@@ -44,7 +56,7 @@ class ConfigError(KernBenchError):
     def __init__(self, message: str, *, key_path: str = "", source: str = "") -> None:
         self.key_path = key_path
         self.source = source
-        where = f"{source}: " if source else ""
+        where = f"{shown(source)}: " if source else ""
         at = f"{key_path}: " if key_path else ""
         super().__init__(f"{where}{at}{message}")
 
@@ -55,6 +67,22 @@ class UnitError(ConfigError):
 
 class TopologyError(ConfigError):
     """A topology is well-formed YAML but describes an impossible machine."""
+
+
+class InputFileError(ConfigError):
+    """A file handed in cannot be read: missing, not a regular file, too large, not UTF-8."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(message, source=path)
+
+
+class OutputFileError(KernBenchError):
+    """An output cannot be written where asked: a special file, a bad path, an I/O error."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        self.path = path
+        super().__init__(f"{shown(path)}: {message}")
 
 
 class RouteError(KernBenchError):
