@@ -195,25 +195,6 @@ def _check_ancestors(path: Path, what: str) -> None:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise OutputFileError(
-                f"cannot write {what}: {_os_reason(exc)}", path=str(path)
-            ) from None
-        if not stat.S_ISDIR(mode):
-            raise OutputFileError(
-                f"cannot write {what}: {ancestor} is {_kind(mode)}, not a directory",
-                path=str(path),
-            )
-        return
-
-
-def _check_ancestors(path: Path, what: str) -> None:
-    """The nearest existing ancestor of a missing target must be a directory."""
-    for ancestor in path.parents:
-        try:
-            mode = os.stat(ancestor).st_mode
-        except FileNotFoundError:
-            continue
-        except OSError as exc:
             reason = _os_reason(exc)
             raise OutputFileError(f"cannot write {what}: {reason}", path=str(path)) from None
         if not stat.S_ISDIR(mode):
