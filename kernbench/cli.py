@@ -1,32 +1,103 @@
 """The ``kernbench`` command line.
 
-Every user error is a :class:`~kernbench.errors.KernBenchError`; the CLI prints
-its message (no traceback) and exits with status 2.
+:func:`main` is the only place where an exception ends a command, and it
+never shows a Python traceback unless asked (``--traceback`` or
+``KERNBENCH_TRACEBACK=1``):
+
+* a user error (a :class:`~kernbench.errors.KernBenchError`, or click's usage
+  errors) is one ``error: ...`` line and exit status 2;
+* an exception raised by the user's own script names the rank, the exception
+  and the innermost line of the user's code, on one ``error:`` line, status 2;
+* any other exception is a KernBench bug: one ``error: internal error: ...``
+  line and status 70 (``EX_SOFTWARE``), so that tests and fuzzers can tell it
+  from a user error;
+* Ctrl-C exits 130; a closed standard output (``kernbench ... | head -1``)
+  exits 141, as a program killed by SIGPIPE does, without a message.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import sys
+import sysconfig
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import click
 
 from kernbench import __version__
-from kernbench.errors import KernBenchError
+from kernbench.errors import KernBenchError, OutputFileError, RankError, shown
 
-__all__ = ["main", "cli"]
+__all__ = [
+    "main",
+    "cli",
+    "EXIT_USER_ERROR",
+    "EXIT_INTERNAL_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
+    "TRACEBACK_VARIABLE",
+]
 
 SET_HELP = "Override a topology key, e.g. --set system.sips.count=4 (repeatable)."
+EXIT_USER_ERROR = 2
+EXIT_INTERNAL_ERROR = 70  # EX_SOFTWARE in sysexits.h
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a reader that went away
+TRACEBACK_VARIABLE = "KERNBENCH_TRACEBACK"
+_TRACEBACK_HINT = f"{TRACEBACK_VARIABLE}=1 shows the traceback"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _StdoutClosed(Exception):
+    """Standard output was closed by its reader; raised past click, which would exit 1."""
+
+
+class _Group(click.Group):
+    """A click group that lets a broken pipe reach :func:`main` instead of exiting 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _StdoutClosed from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernbench")
-def cli() -> None:
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help=f"On an error, print the Python traceback too (as {TRACEBACK_VARIABLE}=1 does).",
+)
+@click.pass_context
+def cli(ctx: click.Context, show_traceback: bool) -> None:
     """KernBench: simulate AI-accelerator machines described in YAML.
 
     Describe a machine in a topology YAML, run bench scripts written like
     PyTorch distributed programs on it, and get values and simulated time.
+
+    \b
+    Exit status: 0 done; 1 regress found a regression; 2 a user error (one
+    "error:" line; an exception in your script names its file:line); 70 an
+    internal error (a KernBench bug: please report it); 130 interrupted;
+    141 standard output was closed.  --traceback (before the command) or
+    KERNBENCH_TRACEBACK=1 adds the Python traceback to an error.
     """
+    if show_traceback and isinstance(ctx.obj, dict):
+        ctx.obj["traceback"] = True
+
+
+def _echo_for(*outputs: str | None) -> Callable[..., None]:
+    """click.echo, or click.echo to standard error when an output goes to standard output."""
+    from kernbench.bench.outputs import writes_to_stdout
+
+    if any(writes_to_stdout(path) for path in outputs):
+        return functools.partial(click.echo, err=True)
+    return click.echo
 
 
 @cli.group()
@@ -123,7 +194,9 @@ def run_cmd(
 
     Arguments after the script's path (use -- before options) are given to the
     script in sys.argv.  Prints simulated time, per-rank time, bytes per link
-    class and the busiest component.
+    class and the busiest component.  Every output path is checked before the
+    run starts; '-' (or /dev/stdout) writes that output to standard output,
+    and everything else then goes to standard error.
     """
     from kernbench.bench.runner import run_script
     from kernbench.units import parse_time
@@ -141,7 +214,7 @@ def run_cmd(
         max_sim_time_ps=parse_time(max_sim_time) if max_sim_time else None,
         max_wall_s=parse_time(max_wall_time) / 1e12 if max_wall_time else None,
         script_args=script_args,
-        echo=click.echo,
+        echo=_echo_for(report_path, trace_path, csv_path),
     )
 
 
@@ -159,7 +232,13 @@ def run_cmd(
 @click.option("--max-size", default="256MiB", show_default=True, help="Largest message.")
 @click.option("--world-size", type=int, default=None, help="Ranks (default: all devices).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
-@click.option("--output", "-o", required=True, metavar="TABLE.yaml", help="Where to write.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    metavar="TABLE.yaml",
+    help="Where to write (checked before tuning starts; '-' for standard output).",
+)
 def tune_cmd(
     topology: str,
     ops: tuple[str, ...],
@@ -174,12 +253,15 @@ def tune_cmd(
     Writes a YAML table with every candidate's time per size and the winner;
     run with --set ccl.tune_table=TABLE.yaml and algorithm "auto" to use it.
     """
+    from kernbench.bench.outputs import check_outputs
     from kernbench.bench.tune import tune, write_table
     from kernbench.units import format_size, format_time, parse_size
 
     low, high = parse_size(min_size), parse_size(max_size)
     if low <= 0 or high < low:
         raise click.BadParameter("--min-size must be positive and at most --max-size")
+    check_outputs({"tune table": output}, inputs=[topology])
+    echo = _echo_for(output)
     sizes, size = [], low
     while size <= high:
         sizes.append(size)
@@ -195,16 +277,23 @@ def tune_cmd(
     write_table(table, output)
     for row in table["results"]:
         best = row["times_ps"][row["winner"]]
-        click.echo(
+        echo(
             f"{row['op']:<15} {format_size(row['bytes']):>8}  {row['winner']:<20} "
             f"{format_time(best)}"
         )
-    click.echo(f"table: {output}")
+    echo(f"table: {output}")
 
 
 @cli.command("plot")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--output", "-o", required=True, metavar="OUT.png", help="Where to write the PNG.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    metavar="OUT.png",
+    help="Where to write the chart; its extension picks the format (.png, .svg, .pdf, .eps, "
+    ".ps, .jpg, .tiff, .webp; PNG without one, as for '-', standard output).",
+)
 @click.option("--x", "x", default="size_B", show_default=True, help="Column on the x axis.")
 @click.option("--y", "y", default="busbw_GBps", show_default=True, help="Column on the y axis.")
 @click.option(
@@ -221,6 +310,13 @@ def tune_cmd(
     is_flag=True,
     help="Plot bytes per link class and the busiest component of each run report instead.",
 )
+@click.option(
+    "--max-groups",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Draw at most this many groups (lines; reports with --breakdown); default 20. "
+    "The legend counts the groups left out.",
+)
 def plot_cmd(
     inputs: tuple[str, ...],
     output: str,
@@ -229,17 +325,32 @@ def plot_cmd(
     group_by: tuple[str, ...],
     title: str,
     breakdown: bool,
+    max_groups: int | None,
 ) -> None:
     """Plot results from run reports, sweep summaries (summary.json) or CSV files.
 
     Rows of every input are drawn together, one line per group; with several
     inputs that the groups do not tell apart, a "file" column tells them apart.
     """
-    from kernbench.bench.plot import DEFAULT_GROUP_BY, plot_breakdown, plot_results
+    from kernbench.bench.outputs import check_outputs
+    from kernbench.bench.plot import (
+        DEFAULT_GROUP_BY,
+        MAX_GROUPS,
+        plot_breakdown,
+        plot_format,
+        plot_results,
+    )
     from kernbench.bench.regress import load_report, load_rows
 
+    plot_format(output)
+    check_outputs({"plot": output}, inputs=inputs)
+    echo = _echo_for(output)
+    limit = max_groups or MAX_GROUPS
     if breakdown:
-        plot_breakdown({path: load_report(path) for path in inputs}, output)
+        plot_breakdown({path: load_report(path) for path in inputs}, output, max_groups=limit)
+        left_out = max(0, len(inputs) - limit)
+        if left_out:
+            echo(f"plot: drew {limit} of {len(inputs)} reports (--max-groups draws more)")
     else:
         rows = []
         for path in inputs:
@@ -254,8 +365,12 @@ def plot_cmd(
                 )
             if any(len(files) > 1 for files in files_per_group.values()):
                 columns.append("file")
-        plot_results(rows, output, x=x, y=y, group_by=columns, title=title)
-    click.echo(f"plot: {output}")
+        summary = plot_results(
+            rows, output, x=x, y=y, group_by=columns, title=title, max_groups=limit
+        )
+        if summary.left_out:
+            echo(f"plot: drew {summary.drawn} of {summary.groups} groups (--max-groups draws more)")
+    echo(f"plot: {output}")
 
 
 @cli.command("regress")
@@ -286,10 +401,13 @@ def regress_cmd(
 
     Both are run reports, sweep summaries or CSV files.  A point slower by more
     than the tolerance, with values no longer checked or different, or missing
-    from CURRENT is a regression: the exit status is then 1 (0 otherwise, 2 on
-    unreadable files).  Faster points are reported as improvements.
+    from CURRENT is a regression: the exit status is then 1 (0 otherwise).
+    Faster points are reported as improvements.  Rows that cannot be compared
+    (a time in one file only, NaN, negative or not a number), two rows with one
+    key, an unknown --key and unreadable files are errors: exit status 2.
     """
     from kernbench.bench.regress import (
+        ConfigError,
         compare,
         format_comparison,
         load_rows,
@@ -302,10 +420,18 @@ def regress_cmd(
         load_rows(current, include_run=True),
         tolerance=parse_tolerance(tolerance),
         keys=keys or None,
+        names=(baseline, current),
     )
     click.echo(format_comparison(comparison))
     for note in provenance_notes(baseline, current):
         click.echo(f"note: {note}")
+    if comparison.incomparable:
+        reasons = [reason for point in comparison.incomparable for reason in point.reasons]
+        more = f" (and {len(reasons) - 1} more in the table)" if len(reasons) > 1 else ""
+        raise ConfigError(
+            f"{len(comparison.incomparable)} of {len(comparison.points)} points cannot be "
+            f"compared: {reasons[0]}{more}"
+        )
     if comparison.has_regression or (fail_on_change and comparison.has_change):
         # main() ignores a command's return value, so the status leaves as SystemExit.
         raise SystemExit(1)
@@ -382,26 +508,127 @@ def sweep_cmd(
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI, turning user errors into one line and exit status 2."""
-    try:
-        status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False)
-    except SystemExit as exc:  # a command that ends with a status of its own (regress)
-        return exc.code if isinstance(exc.code, int) else 1
-    except KernBenchError as exc:
-        click.echo(f"error: {exc}", err=True)
-        cause = getattr(exc, "original", None)
-        if cause is not None and not isinstance(cause, KernBenchError):
-            import traceback
+def _library_directories() -> tuple[str, ...]:
+    """KernBench's own package and the installed libraries: code that is not the user's."""
+    paths = sysconfig.get_paths()
+    places = {str(Path(__file__).resolve().parent)}
+    places.update(
+        str(Path(paths[name]).resolve())
+        for name in ("stdlib", "platstdlib", "purelib", "platlib")
+        if name in paths
+    )
+    return tuple(place + os.sep for place in places)
 
-            click.echo("".join(traceback.format_exception(cause)).rstrip(), err=True)
-        return 2
-    except click.exceptions.Abort:
+
+def _user_frame(error: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of ``error``'s traceback in the user's code (their script)."""
+    libraries = _library_directories()
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        try:
+            where = str(Path(frame.filename).resolve())
+        except (OSError, RuntimeError, ValueError):
+            where = frame.filename
+        if not frame.filename.startswith("<") and not where.startswith(libraries):
+            found = frame
+    return found
+
+
+def _print_traceback(error: BaseException) -> None:
+    text = "".join(traceback.format_exception(error)).rstrip()
+    click.echo(text, err=True)
+
+
+def _discard_stdout() -> None:
+    """Point standard output at /dev/null so that the exit flush cannot fail again."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file behind sys.stdout (tests)
+        pass
+
+
+def _internal_error(error: BaseException, show_traceback: bool) -> int:
+    if show_traceback:
+        _print_traceback(error)
+    message = shown(str(error), 300)
+    click.echo(
+        f"error: internal error: {type(error).__name__}"
+        + (f": {message}" if message else "")
+        + f" (please report; {TRACEBACK_VARIABLE}=1 shows where)",
+        err=True,
+    )
+    return EXIT_INTERNAL_ERROR
+
+
+def _rank_error(error: RankError, show_traceback: bool) -> int:
+    """A rank's own exception: name the rank, the exception and the user's line."""
+    cause = error.original
+    if isinstance(cause, KeyboardInterrupt):
         click.echo("aborted", err=True)
-        return 130
+        return EXIT_INTERRUPTED
+    if isinstance(cause, BrokenPipeError):
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    frame = _user_frame(cause)
+    if frame is None and not isinstance(cause, KernBenchError):
+        return _internal_error(cause, show_traceback)  # raised by KernBench's own code
+    if show_traceback:
+        _print_traceback(cause)
+    if isinstance(cause, KernBenchError):
+        message = str(error)
+    else:
+        message = f"rank {error.rank} raised {type(cause).__name__}: {shown(str(cause), 1000)}"
+    where = f"at {frame.filename}:{frame.lineno} in {frame.name}" if frame else ""
+    hint = "" if show_traceback or isinstance(cause, KernBenchError) else _TRACEBACK_HINT
+    extra = "; ".join(part for part in (where, hint) if part)
+    click.echo(f"error: {message}" + (f" ({extra})" if extra else ""), err=True)
+    return EXIT_USER_ERROR
+
+
+def _system_exit(exc: SystemExit) -> int:
+    """A command's (or a script's) own exit status, as the interpreter would give it."""
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    click.echo(str(exc.code), err=True)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI; the exit status and what an error prints are in the module doc."""
+    settings = {"traceback": os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0")}
+    try:
+        status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False, obj=settings)
+    except SystemExit as exc:  # a command that ends with a status of its own (regress)
+        return _system_exit(exc)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        click.echo("aborted", err=True)
+        return EXIT_INTERRUPTED
+    except (_StdoutClosed, BrokenPipeError):
+        _discard_stdout()
+        return EXIT_BROKEN_PIPE
+    except RankError as exc:
+        return _rank_error(exc, settings["traceback"])
+    except KernBenchError as exc:
+        if isinstance(exc, OutputFileError) and isinstance(exc.__context__, BrokenPipeError):
+            _discard_stdout()  # an output written to a standard output that was closed
+            return EXIT_BROKEN_PIPE
+        if settings["traceback"]:
+            _print_traceback(exc)
+        click.echo(f"error: {exc}", err=True)
+        return EXIT_USER_ERROR
     except click.ClickException as exc:
         exc.show()
-        return 2
+        return EXIT_USER_ERROR
+    except Exception as exc:  # noqa: BLE001 - anything else is a bug, said in one line
+        return _internal_error(exc, settings["traceback"])
     return status if isinstance(status, int) else 0
 
 
