@@ -7,7 +7,9 @@ never shows a Python traceback unless asked (``--traceback`` or
 * a user error (a :class:`~kernbench.errors.KernBenchError`, or click's usage
   errors) is one ``error: ...`` line and exit status 2;
 * an exception raised by the user's own script names the rank, the exception
-  and the innermost line of the user's code, on one ``error:`` line, status 2;
+  and the innermost line of the user's code, on one ``error:`` line, status 2
+  (raised while the script loads, outside any rank: its innermost line in the
+  script);
 * any other exception is a KernBench bug: one ``error: internal error: ...``
   line and status 70 (``EX_SOFTWARE``), so that tests and fuzzers can tell it
   from a user error;
@@ -199,6 +201,10 @@ def run_cmd(
     and everything else then goes to standard error.
     """
     from kernbench.bench.runner import run_script
+
+    settings = click.get_current_context().obj
+    if isinstance(settings, dict):  # main() then names the script's line if it raises
+        settings["script"] = script
     from kernbench.units import parse_time
 
     run_script(
@@ -342,8 +348,8 @@ def plot_cmd(
     )
     from kernbench.bench.regress import load_report, load_rows
 
-    plot_format(output)
     check_outputs({"plot": output}, inputs=inputs)
+    plot_format(output)
     echo = _echo_for(output)
     limit = max_groups or MAX_GROUPS
     if breakdown:
@@ -360,9 +366,8 @@ def plot_cmd(
             columns = [c for c in DEFAULT_GROUP_BY if len({str(r.get(c)) for r in rows}) > 1]
             files_per_group: dict[tuple, set[str]] = {}
             for row in rows:
-                files_per_group.setdefault(tuple(row.get(c) for c in columns), set()).add(
-                    row["file"]
-                )
+                group = tuple(str(row.get(c)) for c in columns)  # values may be lists
+                files_per_group.setdefault(group, set()).add(row["file"])
             if any(len(files) > 1 for files in files_per_group.values()):
                 columns.append("file")
         summary = plot_results(
@@ -534,6 +539,38 @@ def _user_frame(error: BaseException) -> traceback.FrameSummary | None:
     return found
 
 
+def _script_location(error: BaseException, script: str) -> str | None:
+    """``file:line in function`` of the innermost frame of ``error`` in ``script``, if any."""
+    try:
+        target = os.path.realpath(script)
+        if isinstance(error, SyntaxError) and error.filename and error.lineno:
+            if os.path.realpath(error.filename) == target:
+                return f"{error.filename}:{error.lineno}"
+        found = None
+        for frame in traceback.extract_tb(error.__traceback__):
+            if os.path.realpath(frame.filename) == target:
+                found = f"{frame.filename}:{frame.lineno} in {frame.name}"
+        return found
+    except (OSError, ValueError):
+        return None
+
+
+def _script_error(error: BaseException, where: str, show_traceback: bool) -> int:
+    """The user's script raised while it was loaded (not in a rank): name its line."""
+    if show_traceback:
+        _print_traceback(error)
+    text = error.msg if isinstance(error, SyntaxError) else str(error)
+    message = shown(str(text), 1000)
+    hint = "" if show_traceback else f"; {_TRACEBACK_HINT}"
+    click.echo(
+        f"error: the script raised {type(error).__name__}"
+        + (f": {message}" if message else "")
+        + f" (at {where}{hint})",
+        err=True,
+    )
+    return EXIT_USER_ERROR
+
+
 def _print_traceback(error: BaseException) -> None:
     text = "".join(traceback.format_exception(error)).rstrip()
     click.echo(text, err=True)
@@ -603,7 +640,9 @@ def _system_exit(exc: SystemExit) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; the exit status and what an error prints are in the module doc."""
-    settings = {"traceback": os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0")}
+    settings: dict[str, Any] = {
+        "traceback": os.environ.get(TRACEBACK_VARIABLE, "") not in ("", "0")
+    }
     try:
         status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False, obj=settings)
     except SystemExit as exc:  # a command that ends with a status of its own (regress)
@@ -628,6 +667,10 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return EXIT_USER_ERROR
     except Exception as exc:  # noqa: BLE001 - anything else is a bug, said in one line
+        script = settings.get("script")
+        where = _script_location(exc, script) if script else None
+        if where:
+            return _script_error(exc, where, settings["traceback"])
         return _internal_error(exc, settings["traceback"])
     return status if isinstance(status, int) else 0
 

@@ -143,6 +143,26 @@ def test_a_kernbench_error_in_a_rank_names_the_script_line(tmp_path: Path, capsy
     assert err[0].endswith(f"(at {path}:5 in main)")
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("x = 1 +\n", "SyntaxError: invalid syntax (at {path}:1; "),
+        ("import json\nCONFIG = json.loads('{')\n", "JSONDecodeError: Expecting property "),
+        ("raise KeyError('k')\n", "KeyError: 'k' (at {path}:1 in <module>; "),
+    ],
+    ids=["syntax", "runtime-in-a-library-call", "runtime"],
+)
+def test_a_script_that_fails_to_load_is_a_user_error(
+    tmp_path: Path, capsys, body: str, expected: str
+) -> None:
+    path = _script(tmp_path, body)
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: the script raised "), err
+    assert expected.format(path=path) in err[0] and f"at {path}:" in err[0]
+    assert err[0].endswith(f"{HINT})")
+
+
 def test_a_script_sys_exit_keeps_its_status_and_message(tmp_path: Path, capsys) -> None:
     assert main(["run", _script(tmp_path, "import sys\ndef main():\n    sys.exit(3)\n")]) == 3
     quit_with_text = _script(

@@ -148,3 +148,16 @@ def test_numbers_past_the_float_range_are_left_out_not_a_traceback(tmp_path: Pat
     ]
     summary = plot_results(rows, tmp_path / "x.png")
     assert (summary.groups, summary.drawn, summary.format) == (1, 1, "png")
+
+
+def test_group_values_that_are_lists_from_several_files(tmp_path: Path, capsys) -> None:
+    rows = [
+        {"algorithm": [1, 2], "size_B": 4096, "busbw_GBps": 1.0},
+        {"algorithm": [3], "size_B": 8192, "busbw_GBps": 2.0},
+    ]
+    paths = []
+    for name in ("a.json", "b.json"):
+        (tmp_path / name).write_text(json.dumps({"rows": rows}))
+        paths.append(str(tmp_path / name))
+    assert main(["plot", *paths, "-o", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").read_bytes().startswith(PNG_SIGNATURE)

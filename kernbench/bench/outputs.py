@@ -34,7 +34,7 @@ def writes_to_stdout(path: str | Path | None) -> bool:
 def _creation_directory(path: Path) -> Path:
     """The nearest existing ancestor of ``path``: where its temporary file is made."""
     for ancestor in path.absolute().parents:
-        if ancestor.exists():
+        if os.path.exists(ancestor):  # never raises, unlike Path.exists on EACCES
             return ancestor
     return Path("/")
 

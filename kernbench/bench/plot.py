@@ -213,8 +213,8 @@ def plot_results(
     for name, column in (("--x", x), ("--y", y)):
         if column not in columns:
             raise ConfigError(
-                f"{name} {column!r} is not a column of the results; columns: "
-                + (", ".join(columns) or "(no rows)")
+                f"{name} {shown(column, 60)!r} is not a column of the results; columns: "
+                + (shown(", ".join(columns), 400) or "(no rows)")
             )
     if group_by is None:
         group_by = _default_group_by(rows)
@@ -223,7 +223,8 @@ def plot_results(
     for column in group_by:
         if column not in columns:
             raise ConfigError(
-                f"--group-by {column!r} is not a column; columns: {', '.join(columns)}"
+                f"--group-by {shown(column, 60)!r} is not a column; "
+                f"columns: {shown(', '.join(columns), 400)}"
             )
     groups: dict[tuple, list[tuple[float, float]]] = {}
     for row in rows:
