@@ -67,6 +67,18 @@ class _Group(click.Group):
             raise _StdoutClosed from None
 
 
+class _InputPath(click.Path):
+    """click.Path that refuses a NUL in the name as a usage error (click's own stat raises)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if "\x00" in str(value):
+            self.fail(f"{shown(str(value))!r} contains a NUL character", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+INPUT_PATH = _InputPath(dir_okay=False)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernbench")
 @click.option(
@@ -108,7 +120,7 @@ def topo() -> None:
 
 
 @topo.command("show")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=INPUT_PATH)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
 def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
@@ -125,11 +137,12 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
-@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("script", type=INPUT_PATH)
 @click.option(
     "--topology",
     "-t",
     default=None,
+    type=INPUT_PATH,
     metavar="PATH",
     help="Machine to run on (default: the bundled topologies/default.yaml).",
 )
@@ -225,7 +238,9 @@ def run_cmd(
 
 
 @cli.command("tune")
-@click.option("--topology", "-t", required=True, metavar="PATH", help="Machine to tune for.")
+@click.option(
+    "--topology", "-t", required=True, type=INPUT_PATH, metavar="PATH", help="Machine to tune for."
+)
 @click.option(
     "--op",
     "ops",
@@ -291,7 +306,7 @@ def tune_cmd(
 
 
 @cli.command("plot")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("inputs", nargs=-1, required=True, type=INPUT_PATH)
 @click.option(
     "--output",
     "-o",
@@ -379,8 +394,8 @@ def plot_cmd(
 
 
 @cli.command("regress")
-@click.argument("baseline", type=click.Path(dir_okay=False))
-@click.argument("current", type=click.Path(dir_okay=False))
+@click.argument("baseline", type=INPUT_PATH)
+@click.argument("current", type=INPUT_PATH)
 @click.option(
     "--tolerance",
     default="2%",
@@ -443,7 +458,7 @@ def regress_cmd(
 
 
 @cli.command("sweep")
-@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.argument("sweep_file", type=INPUT_PATH)
 @click.option("-j", "--jobs", default=1, show_default=True, type=int, help="Points run at once.")
 @click.option(
     "--executor",
@@ -603,7 +618,7 @@ def _internal_error(error: BaseException, show_traceback: bool) -> int:
     return EXIT_INTERNAL_ERROR
 
 
-def _rank_error(error: RankError, show_traceback: bool) -> int:
+def _rank_error(error: RankError, show_traceback: bool, script: str | None) -> int:
     """A rank's own exception: name the rank, the exception and the user's line."""
     cause = error.original
     if isinstance(cause, KeyboardInterrupt):
@@ -613,7 +628,10 @@ def _rank_error(error: RankError, show_traceback: bool) -> int:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
     frame = _user_frame(cause)
-    if frame is None and not isinstance(cause, KernBenchError):
+    location = f"{frame.filename}:{frame.lineno} in {frame.name}" if frame else None
+    if location is None and script:  # a script installed beside the libraries
+        location = _script_location(cause, script)
+    if location is None and not isinstance(cause, KernBenchError):
         return _internal_error(cause, show_traceback)  # raised by KernBench's own code
     if show_traceback:
         _print_traceback(cause)
@@ -621,7 +639,7 @@ def _rank_error(error: RankError, show_traceback: bool) -> int:
         message = str(error)
     else:
         message = f"rank {error.rank} raised {type(cause).__name__}: {shown(str(cause), 1000)}"
-    where = f"at {frame.filename}:{frame.lineno} in {frame.name}" if frame else ""
+    where = f"at {location}" if location else ""
     hint = "" if show_traceback or isinstance(cause, KernBenchError) else _TRACEBACK_HINT
     extra = "; ".join(part for part in (where, hint) if part)
     click.echo(f"error: {message}" + (f" ({extra})" if extra else ""), err=True)
@@ -654,7 +672,7 @@ def main(argv: list[str] | None = None) -> int:
         _discard_stdout()
         return EXIT_BROKEN_PIPE
     except RankError as exc:
-        return _rank_error(exc, settings["traceback"])
+        return _rank_error(exc, settings["traceback"], settings.get("script"))
     except KernBenchError as exc:
         if isinstance(exc, OutputFileError) and isinstance(exc.__context__, BrokenPipeError):
             _discard_stdout()  # an output written to a standard output that was closed

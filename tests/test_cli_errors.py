@@ -249,6 +249,24 @@ def test_usage_errors_stay_exit_2(capsys) -> None:
     assert main(["regress", "a.json", "b.json", "--tolerance"]) == 2
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "bench\x00.py"],
+        ["run", "benches/vector_add.py", "-t", "tiny\x00.yaml"],
+        ["tune", "-t", "tiny\x00.yaml", "-o", "table.yaml"],
+        ["plot", "r\x00.csv", "-o", "p.png"],
+        ["regress", "a\x00.json", "b.json"],
+        ["topo", "show", "t\x00.yaml"],
+    ],
+    ids=["script", "run-topology", "tune-topology", "plot", "regress", "topo"],
+)
+def test_a_nul_in_an_input_path_is_a_usage_error(args: list[str], capsys) -> None:
+    assert main(args) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "contains a NUL character" in err and "Traceback" not in err
+
+
 def test_help_documents_traceback_and_exit_statuses(capsys) -> None:
     assert main(["--help"]) == 0
     out = capsys.readouterr().out

@@ -205,6 +205,13 @@ def test_unreadable_inputs_are_one_error_line(tmp_path: Path, capsys, content, f
     assert str(bad) in line and fragment in line
 
 
+def test_a_csv_row_with_more_cells_than_the_header_is_an_error(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "shifted.csv"
+    path.write_text("op,size_B,time_us\nall_reduce,4096,10\nall_reduce,8192,,20\n")
+    assert main(["regress", str(path), str(path)]) == 2
+    assert "CSV row 2 has 4 cells but the header has 3 columns" in _error_line(capsys)
+
+
 def test_empty_and_header_only_csv(tmp_path: Path, capsys) -> None:
     good = _write(tmp_path / "good.json", _rows())
     for text, fragment in (("", "no header row"), ("op,size_B,time_us\n", "no result rows")):

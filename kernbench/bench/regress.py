@@ -173,14 +173,22 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
                 f"CSV header has the column {shown(twice, 60)!r} twice; which one is meant?",
                 source=str(path),
             )
-        return [
-            {
-                name: _cell(value)
-                for name, value in zip(header, cells, strict=False)
-                if name and value != ""
-            }
-            for cells in reader
-        ]
+        rows = []
+        for number, cells in enumerate(reader, 1):
+            if len(cells) > len(header):  # a stray comma shifts every value after it
+                raise ConfigError(
+                    f"CSV row {number} has {len(cells)} cells but the header has "
+                    f"{len(header)} columns",
+                    source=str(path),
+                )
+            rows.append(
+                {
+                    name: _cell(value)
+                    for name, value in zip(header, cells, strict=False)
+                    if name and value != ""
+                }
+            )
+        return rows
     except csv.Error as exc:
         raise ConfigError(f"not a readable CSV file: {exc}", source=str(path)) from None
 
