@@ -200,11 +200,11 @@ def run_cmd(
     and everything else then goes to standard error.
     """
     from kernbench.bench.runner import run_script
+    from kernbench.units import parse_time
 
     settings = click.get_current_context().obj
     if isinstance(settings, dict):  # main() then names the script's line if it raises
         settings["script"] = script
-    from kernbench.units import parse_time
 
     run_script(
         script,
@@ -354,10 +354,10 @@ def plot_cmd(
     echo = _echo_for(output)
     limit = max_groups or MAX_GROUPS
     if breakdown:
-        plot_breakdown({path: load_report(path) for path in inputs}, output, max_groups=limit)
-        left_out = max(0, len(inputs) - limit)
-        if left_out:
-            echo(f"plot: drew {limit} of {len(inputs)} reports (--max-groups draws more)")
+        reports = {path: load_report(path) for path in inputs}
+        plot_breakdown(reports, output, max_groups=limit)
+        if len(reports) > limit:
+            echo(f"plot: drew {limit} of {len(reports)} reports (--max-groups draws more)")
     else:
         rows = []
         for path in inputs:
@@ -413,7 +413,6 @@ def regress_cmd(
     key, an unknown --key and unreadable files are errors: exit status 2.
     """
     from kernbench.bench.regress import (
-        ConfigError,
         compare,
         format_comparison,
         load_rows,
@@ -432,6 +431,8 @@ def regress_cmd(
     for note in provenance_notes(baseline, current):
         click.echo(f"note: {note}")
     if comparison.incomparable:
+        from kernbench.errors import ConfigError
+
         reasons = [reason for point in comparison.incomparable for reason in point.reasons]
         more = f" (and {len(reasons) - 1} more in the table)" if len(reasons) > 1 else ""
         raise ConfigError(

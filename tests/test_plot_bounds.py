@@ -161,3 +161,8 @@ def test_group_values_that_are_lists_from_several_files(tmp_path: Path, capsys) 
         paths.append(str(tmp_path / name))
     assert main(["plot", *paths, "-o", str(tmp_path / "p.png")]) == 0
     assert (tmp_path / "p.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_the_help_gives_the_default_group_limit(capsys) -> None:
+    assert main(["plot", "--help"]) == 0
+    assert f"default {MAX_GROUPS}." in " ".join(capsys.readouterr().out.split())
