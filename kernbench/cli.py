@@ -1,32 +1,103 @@
 """The ``kernbench`` command line.
 
-Every user error is a :class:`~kernbench.errors.KernBenchError`; the CLI prints
-its message (no traceback) and exits with status 2.
+:func:`main` runs a command and turns whatever ended it into an exit status
+and at most one ``error:`` line (:mod:`kernbench.exits` says which): 2 for a
+user error, 70 for an internal error, 130 for Ctrl-C, 141 for a closed
+standard output; ``--traceback`` or ``KERNBENCH_TRACEBACK=1`` adds the
+Python traceback.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from kernbench import __version__
-from kernbench.errors import KernBenchError
+from kernbench.errors import shown
+from kernbench.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_USER_ERROR,
+    TRACEBACK_VARIABLE,
+    StdoutClosed,
+    status_of,
+    traceback_asked,
+)
 
-__all__ = ["main", "cli"]
+__all__ = [
+    "main",
+    "cli",
+    "EXIT_USER_ERROR",
+    "EXIT_INTERNAL_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_BROKEN_PIPE",
+    "TRACEBACK_VARIABLE",
+]
 
 SET_HELP = "Override a topology key, e.g. --set system.sips.count=4 (repeatable)."
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Group(click.Group):
+    """A click group that lets a broken pipe reach :func:`main` instead of exiting 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise StdoutClosed from None
+
+
+class _InputPath(click.Path):
+    """click.Path that refuses a NUL in the name as a usage error (click's own stat raises)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if "\x00" in str(value):
+            self.fail(f"{shown(str(value))!r} contains a NUL character", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+INPUT_PATH = _InputPath(dir_okay=False)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernbench")
-def cli() -> None:
+@click.option(
+    "--traceback",
+    "show_traceback",
+    is_flag=True,
+    help=f"On an error, print the Python traceback too (as {TRACEBACK_VARIABLE}=1 does).",
+)
+@click.pass_context
+def cli(ctx: click.Context, show_traceback: bool) -> None:
     """KernBench: simulate AI-accelerator machines described in YAML.
 
     Describe a machine in a topology YAML, run bench scripts written like
     PyTorch distributed programs on it, and get values and simulated time.
+
+    \b
+    Exit status: 0 done; 1 regress found a regression; 2 a user error (one
+    "error:" line; an exception in your script names its file:line); 70 an
+    internal error (a KernBench bug: please report it); 130 interrupted;
+    141 standard output was closed.  --traceback (before the command) or
+    KERNBENCH_TRACEBACK=1 adds the Python traceback to an error.
     """
+    if show_traceback and isinstance(ctx.obj, dict):
+        ctx.obj["traceback"] = True
+
+
+def _echo_for(*outputs: str | None) -> Callable[..., None]:
+    """click.echo, or click.echo to standard error when an output goes to standard output."""
+    from kernbench.bench.outputs import writes_to_stdout
+
+    if any(writes_to_stdout(path) for path in outputs):
+        return functools.partial(click.echo, err=True)
+    return click.echo
 
 
 @cli.group()
@@ -35,7 +106,7 @@ def topo() -> None:
 
 
 @topo.command("show")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=INPUT_PATH)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
 def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
@@ -52,11 +123,12 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
-@click.argument("script", type=click.Path(dir_okay=False))
+@click.argument("script", type=INPUT_PATH)
 @click.option(
     "--topology",
     "-t",
     default=None,
+    type=INPUT_PATH,
     metavar="PATH",
     help="Machine to run on (default: the bundled topologies/default.yaml).",
 )
@@ -123,10 +195,16 @@ def run_cmd(
 
     Arguments after the script's path (use -- before options) are given to the
     script in sys.argv.  Prints simulated time, per-rank time, bytes per link
-    class and the busiest component.
+    class and the busiest component.  Every output path is checked before the
+    run starts; '-' (or /dev/stdout) writes that output to standard output,
+    and everything else then goes to standard error.
     """
     from kernbench.bench.runner import run_script
     from kernbench.units import parse_time
+
+    settings = click.get_current_context().obj
+    if isinstance(settings, dict):  # main() then names the script's line if it raises
+        settings["script"] = script
 
     run_script(
         script,
@@ -141,12 +219,14 @@ def run_cmd(
         max_sim_time_ps=parse_time(max_sim_time) if max_sim_time else None,
         max_wall_s=parse_time(max_wall_time) / 1e12 if max_wall_time else None,
         script_args=script_args,
-        echo=click.echo,
+        echo=_echo_for(report_path, trace_path, csv_path),
     )
 
 
 @cli.command("tune")
-@click.option("--topology", "-t", required=True, metavar="PATH", help="Machine to tune for.")
+@click.option(
+    "--topology", "-t", required=True, type=INPUT_PATH, metavar="PATH", help="Machine to tune for."
+)
 @click.option(
     "--op",
     "ops",
@@ -159,7 +239,13 @@ def run_cmd(
 @click.option("--max-size", default="256MiB", show_default=True, help="Largest message.")
 @click.option("--world-size", type=int, default=None, help="Ranks (default: all devices).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
-@click.option("--output", "-o", required=True, metavar="TABLE.yaml", help="Where to write.")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    metavar="TABLE.yaml",
+    help="Where to write (checked before tuning starts; '-' for standard output).",
+)
 def tune_cmd(
     topology: str,
     ops: tuple[str, ...],
@@ -174,12 +260,15 @@ def tune_cmd(
     Writes a YAML table with every candidate's time per size and the winner;
     run with --set ccl.tune_table=TABLE.yaml and algorithm "auto" to use it.
     """
+    from kernbench.bench.outputs import check_outputs
     from kernbench.bench.tune import tune, write_table
     from kernbench.units import format_size, format_time, parse_size
 
     low, high = parse_size(min_size), parse_size(max_size)
     if low <= 0 or high < low:
         raise click.BadParameter("--min-size must be positive and at most --max-size")
+    check_outputs({"tune table": output}, inputs=[topology])
+    echo = _echo_for(output)
     sizes, size = [], low
     while size <= high:
         sizes.append(size)
@@ -195,16 +284,23 @@ def tune_cmd(
     write_table(table, output)
     for row in table["results"]:
         best = row["times_ps"][row["winner"]]
-        click.echo(
+        echo(
             f"{row['op']:<15} {format_size(row['bytes']):>8}  {row['winner']:<20} "
             f"{format_time(best)}"
         )
-    click.echo(f"table: {output}")
+    echo(f"table: {output}")
 
 
 @cli.command("plot")
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--output", "-o", required=True, metavar="OUT.png", help="Where to write the PNG.")
+@click.argument("inputs", nargs=-1, required=True, type=INPUT_PATH)
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    metavar="OUT.png",
+    help="Where to write the chart; its extension picks the format (.png, .svg, .pdf, .eps, "
+    ".ps, .jpg, .tiff, .webp; PNG without one, as for '-', standard output).",
+)
 @click.option("--x", "x", default="size_B", show_default=True, help="Column on the x axis.")
 @click.option("--y", "y", default="busbw_GBps", show_default=True, help="Column on the y axis.")
 @click.option(
@@ -221,6 +317,13 @@ def tune_cmd(
     is_flag=True,
     help="Plot bytes per link class and the busiest component of each run report instead.",
 )
+@click.option(
+    "--max-groups",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Draw at most this many groups (lines; reports with --breakdown); default 20. "
+    "The legend counts the groups left out.",
+)
 def plot_cmd(
     inputs: tuple[str, ...],
     output: str,
@@ -229,17 +332,32 @@ def plot_cmd(
     group_by: tuple[str, ...],
     title: str,
     breakdown: bool,
+    max_groups: int | None,
 ) -> None:
     """Plot results from run reports, sweep summaries (summary.json) or CSV files.
 
     Rows of every input are drawn together, one line per group; with several
     inputs that the groups do not tell apart, a "file" column tells them apart.
     """
-    from kernbench.bench.plot import DEFAULT_GROUP_BY, plot_breakdown, plot_results
+    from kernbench.bench.outputs import check_outputs
+    from kernbench.bench.plot import (
+        DEFAULT_GROUP_BY,
+        MAX_GROUPS,
+        plot_breakdown,
+        plot_format,
+        plot_results,
+    )
     from kernbench.bench.regress import load_report, load_rows
 
+    check_outputs({"plot": output}, inputs=inputs)
+    plot_format(output)
+    echo = _echo_for(output)
+    limit = max_groups or MAX_GROUPS
     if breakdown:
-        plot_breakdown({path: load_report(path) for path in inputs}, output)
+        reports = {path: load_report(path) for path in inputs}
+        plot_breakdown(reports, output, max_groups=limit)
+        if len(reports) > limit:
+            echo(f"plot: drew {limit} of {len(reports)} reports (--max-groups draws more)")
     else:
         rows = []
         for path in inputs:
@@ -249,18 +367,21 @@ def plot_cmd(
             columns = [c for c in DEFAULT_GROUP_BY if len({str(r.get(c)) for r in rows}) > 1]
             files_per_group: dict[tuple, set[str]] = {}
             for row in rows:
-                files_per_group.setdefault(tuple(row.get(c) for c in columns), set()).add(
-                    row["file"]
-                )
+                group = tuple(str(row.get(c)) for c in columns)  # values may be lists
+                files_per_group.setdefault(group, set()).add(row["file"])
             if any(len(files) > 1 for files in files_per_group.values()):
                 columns.append("file")
-        plot_results(rows, output, x=x, y=y, group_by=columns, title=title)
-    click.echo(f"plot: {output}")
+        summary = plot_results(
+            rows, output, x=x, y=y, group_by=columns, title=title, max_groups=limit
+        )
+        if summary.left_out:
+            echo(f"plot: drew {summary.drawn} of {summary.groups} groups (--max-groups draws more)")
+    echo(f"plot: {output}")
 
 
 @cli.command("regress")
-@click.argument("baseline", type=click.Path(dir_okay=False))
-@click.argument("current", type=click.Path(dir_okay=False))
+@click.argument("baseline", type=INPUT_PATH)
+@click.argument("current", type=INPUT_PATH)
 @click.option(
     "--tolerance",
     default="2%",
@@ -286,8 +407,10 @@ def regress_cmd(
 
     Both are run reports, sweep summaries or CSV files.  A point slower by more
     than the tolerance, with values no longer checked or different, or missing
-    from CURRENT is a regression: the exit status is then 1 (0 otherwise, 2 on
-    unreadable files).  Faster points are reported as improvements.
+    from CURRENT is a regression: the exit status is then 1 (0 otherwise).
+    Faster points are reported as improvements.  Rows that cannot be compared
+    (a time in one file only, NaN, negative or not a number), two rows with one
+    key, an unknown --key and unreadable files are errors: exit status 2.
     """
     from kernbench.bench.regress import (
         compare,
@@ -302,17 +425,27 @@ def regress_cmd(
         load_rows(current, include_run=True),
         tolerance=parse_tolerance(tolerance),
         keys=keys or None,
+        names=(baseline, current),
     )
     click.echo(format_comparison(comparison))
     for note in provenance_notes(baseline, current):
         click.echo(f"note: {note}")
+    if comparison.incomparable:
+        from kernbench.errors import ConfigError
+
+        reasons = [reason for point in comparison.incomparable for reason in point.reasons]
+        more = f" (and {len(reasons) - 1} more in the table)" if len(reasons) > 1 else ""
+        raise ConfigError(
+            f"{len(comparison.incomparable)} of {len(comparison.points)} points cannot be "
+            f"compared: {reasons[0]}{more}"
+        )
     if comparison.has_regression or (fail_on_change and comparison.has_change):
         # main() ignores a command's return value, so the status leaves as SystemExit.
         raise SystemExit(1)
 
 
 @cli.command("sweep")
-@click.argument("sweep_file", type=click.Path(dir_okay=False))
+@click.argument("sweep_file", type=INPUT_PATH)
 @click.option("-j", "--jobs", default=1, show_default=True, type=int, help="Points run at once.")
 @click.option(
     "--executor",
@@ -383,25 +516,12 @@ def sweep_cmd(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: run the CLI, turning user errors into one line and exit status 2."""
+    """Entry point: run the CLI; the exit status and what an error prints are in the module doc."""
+    settings: dict[str, Any] = {"traceback": traceback_asked()}
     try:
-        status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False)
-    except SystemExit as exc:  # a command that ends with a status of its own (regress)
-        return exc.code if isinstance(exc.code, int) else 1
-    except KernBenchError as exc:
-        click.echo(f"error: {exc}", err=True)
-        cause = getattr(exc, "original", None)
-        if cause is not None and not isinstance(cause, KernBenchError):
-            import traceback
-
-            click.echo("".join(traceback.format_exception(cause)).rstrip(), err=True)
-        return 2
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return 2
+        status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False, obj=settings)
+    except (Exception, KeyboardInterrupt, SystemExit) as exc:  # noqa: BLE001 - see exits
+        return status_of(exc, show_traceback=settings["traceback"], script=settings.get("script"))
     return status if isinstance(status, int) else 0
 
 

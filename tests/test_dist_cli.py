@@ -183,16 +183,41 @@ RAISES = """\
 """
 
 
-def test_exception_in_rank_1_exits_2_with_the_original_traceback(tmp_path: Path) -> None:
+def test_exception_in_rank_1_is_one_line_naming_rank_exception_and_script_line(
+    tmp_path: Path,
+) -> None:
     path = script(tmp_path, "raises.py", RAISES)
     result = kernbench("run", path, "--topology", MULTI_SIP)
     assert result.returncode == 2
-    err = result.stderr
-    assert "error: rank 1 raised ValueError: payload of rank 1 is wrong" in err
-    assert "Traceback (most recent call last)" in err
-    assert "raises.py" in err and "check_payload" in err
-    assert err.rstrip().endswith("ValueError: payload of rank 1 is wrong")
+    assert result.stderr.splitlines() == [
+        "error: rank 1 raised ValueError: payload of rank 1 is wrong "
+        f"(at {path}:6 in check_payload; KERNBENCH_TRACEBACK=1 shows the traceback)"
+    ]
     assert "simulated time" not in result.stdout
+
+
+def test_exception_in_rank_1_shows_the_original_traceback_when_asked(tmp_path: Path) -> None:
+    path = script(tmp_path, "raises.py", RAISES)
+    for asked in (
+        subprocess.run(
+            [sys.executable, "-m", "kernbench.cli", "run", path, "--topology", MULTI_SIP],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=_env(KERNBENCH_TRACEBACK="1"),
+            timeout=120,
+        ),
+        kernbench("--traceback", "run", path, "--topology", MULTI_SIP),
+    ):
+        assert asked.returncode == 2
+        err = asked.stderr
+        assert "Traceback (most recent call last)" in err
+        assert "raises.py" in err and "check_payload" in err
+        assert "ValueError: payload of rank 1 is wrong\n" in err
+        assert err.rstrip().splitlines()[-1] == (
+            f"error: rank 1 raised ValueError: payload of rank 1 is wrong "
+            f"(at {path}:6 in check_payload)"
+        )
 
 
 DEADLOCK = """\

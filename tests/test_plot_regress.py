@@ -307,7 +307,7 @@ def test_cli_plot_errors_exit_2_naming_the_file(tmp_path: Path, capsys) -> None:
     assert main(["plot", "--breakdown", str(tmp_path / "r.csv"), "-o", out]) == 2
     assert f"{tmp_path / 'r.csv'}: not a run report" in capsys.readouterr().err
     assert main(["plot", str(tmp_path / "nope.json"), "-o", out]) == 2
-    assert "nope.json: no such file" in capsys.readouterr().err
+    assert "nope.json: results file not found" in capsys.readouterr().err
 
 
 def test_cli_regress_exit_codes(tmp_path: Path, capsys) -> None:
@@ -329,7 +329,7 @@ def test_cli_regress_exit_codes(tmp_path: Path, capsys) -> None:
     assert main(["regress", baseline, faster, "--fail-on-change"]) == 1
 
     assert main(["regress", baseline, str(tmp_path / "missing.json")]) == 2
-    assert "missing.json: no such file" in capsys.readouterr().err
+    assert "missing.json: results file not found" in capsys.readouterr().err
     assert main(["regress", baseline, same, "--tolerance", "two"]) == 2
     assert "--tolerance 'two'" in capsys.readouterr().err
 

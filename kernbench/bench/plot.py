@@ -4,29 +4,56 @@
 ...) of a column such as ``busbw_GBps`` against ``size_B`` on a log-2 axis
 labelled in binary units (4KiB, 1MiB).  :func:`plot_breakdown` draws, per run
 report, the bytes moved on each link class and the busy time of the busiest
-component.  Both render with Agg (no display needed) and write the PNG
-atomically: to a temporary file beside the target, then renamed.
+component.  Both render with Agg (no display needed) in the format the output
+name asks for (:func:`plot_format`: ``.png``, ``.svg``, ``.pdf``...; PNG when
+it has no extension, as ``-`` for standard output) and write it with
+:func:`kernbench.files.write_bytes`, which never replaces a special file.
+
+The work is bounded: at most ``max_groups`` groups (default
+:data:`MAX_GROUPS`, the first ones in the order the rows give them) are drawn,
+and the legend says how many were left out.
 """
 
 from __future__ import annotations
 
+import io
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, OutputFileError, shown
+from kernbench.files import is_stream_target, write_bytes
 from kernbench.units import format_size, format_time
 
-__all__ = ["DEFAULT_GROUP_BY", "axis_label", "plot_breakdown", "plot_results"]
+__all__ = [
+    "DEFAULT_GROUP_BY",
+    "MAX_GROUPS",
+    "PLOT_FORMATS",
+    "PlotSummary",
+    "axis_label",
+    "plot_breakdown",
+    "plot_format",
+    "plot_results",
+]
 
 DEFAULT_GROUP_BY = ("op", "topology", "algorithm", "ccl.all_reduce")
+#: Groups drawn by default; more lines than this are unreadable and slow to lay out.
+MAX_GROUPS = 20
+#: Output formats, by file extension, that matplotlib writes without anything
+#: outside KernBench's dependencies (``pgf`` needs LaTeX; raw pixels have no header).
+PLOT_FORMATS = ("png", "svg", "svgz", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
+# Past these, markers and the legend's "best" placement cost more than they show.
+_MARKER_POINTS = 200
+_LEGEND_INSIDE_ENTRIES = 8
+_LEGEND_BEST_POINTS = 5000
+_LABEL_CHARACTERS = 60
 
 _UNITS = {
     "_B": "B",
@@ -59,7 +86,11 @@ def _is_size(column: str) -> bool:
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past the float range
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _scale(values: Sequence[float], units: Sequence[tuple[str, int]]) -> tuple[str, int]:
@@ -114,26 +145,46 @@ def _log2_axis(axis: Any, values: Sequence[float], sizes: bool) -> None:
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: label(v)))
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def plot_format(out: str | Path) -> str:
+    """The format a plot written to ``out`` gets: its extension, or ``png`` without one.
+
+    An extension that is not in :data:`PLOT_FORMATS` is an
+    :class:`~kernbench.errors.OutputFileError` naming the formats that are.
+    """
+    name = str(out)
+    suffix = "" if is_stream_target(name) else Path(name).suffix.lower().lstrip(".")
+    if not suffix:
+        return "png"
+    if suffix not in PLOT_FORMATS:
+        raise OutputFileError(
+            f"a plot cannot be written as .{shown(suffix, 20)}; name it with one of "
+            + ", ".join(f".{f}" for f in PLOT_FORMATS),
+            path=name,
+        )
+    return suffix
 
 
-def _save(figure: Figure, out_png: str | Path) -> None:
-    """Render with Agg into a temporary file beside ``out_png``, then rename it."""
-    path = Path(out_png)
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _save(figure: Figure, out: str | Path) -> str:
+    """Render ``figure`` in :func:`plot_format` of ``out`` and write it there; the format."""
+    fmt = plot_format(out)
     FigureCanvasAgg(figure)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            figure.savefig(handle, format="png", dpi=120)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=fmt, dpi=120)
+    write_bytes(out, buffer.getvalue(), what="plot")
+    return fmt
+
+
+@dataclass(frozen=True)
+class PlotSummary:
+    """What :func:`plot_results` drew: ``drawn`` of ``groups`` groups, in ``format``."""
+
+    groups: int
+    drawn: int
+    format: str
+
+    @property
+    def left_out(self) -> int:
+        return self.groups - self.drawn
 
 
 def plot_results(
@@ -144,7 +195,8 @@ def plot_results(
     y: str = "busbw_GBps",
     group_by: str | Sequence[str] | None = None,
     title: str = "",
-) -> None:
+    max_groups: int = MAX_GROUPS,
+) -> PlotSummary:
     """Plot column ``y`` against column ``x``, one line per group, into ``out_png``.
 
     ``group_by`` defaults to whichever of :data:`DEFAULT_GROUP_BY` vary across
@@ -152,13 +204,17 @@ def plot_results(
     points) are left out; a column that no row has is a ConfigError naming the
     columns that exist.  ``x`` is drawn on a log-2 axis when it spans a factor
     of 8 or more; byte columns (``*_B``, ``bytes``) get labels like 4KiB.
+    Only the first ``max_groups`` groups are drawn; the legend counts the rest.
     """
+    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
+        raise ConfigError(f"max_groups must be a whole number >= 1, got {max_groups!r}")
+    fmt = plot_format(out_png)  # an unwritable format is refused before any drawing
     columns = list(dict.fromkeys(column for row in rows for column in row))
     for name, column in (("--x", x), ("--y", y)):
         if column not in columns:
             raise ConfigError(
-                f"{name} {column!r} is not a column of the results; columns: "
-                + (", ".join(columns) or "(no rows)")
+                f"{name} {shown(column, 60)!r} is not a column of the results; columns: "
+                + (shown(", ".join(columns), 400) or "(no rows)")
             )
     if group_by is None:
         group_by = _default_group_by(rows)
@@ -167,7 +223,8 @@ def plot_results(
     for column in group_by:
         if column not in columns:
             raise ConfigError(
-                f"--group-by {column!r} is not a column; columns: {', '.join(columns)}"
+                f"--group-by {shown(column, 60)!r} is not a column; "
+                f"columns: {shown(', '.join(columns), 400)}"
             )
     groups: dict[tuple, list[tuple[float, float]]] = {}
     for row in rows:
@@ -178,98 +235,186 @@ def plot_results(
         groups.setdefault(key, []).append((px, py))
     if not groups:
         raise ConfigError(f"no row has numbers in both {x!r} and {y!r}")
+    drawn = dict(list(groups.items())[:max_groups])
 
     figure = Figure(figsize=(8, 5), layout="constrained")
     axes = figure.add_subplot()
-    xs = [px for points in groups.values() for px, _ in points]
+    xs = [px for points in drawn.values() for px, _ in points]
     if min(xs) > 0 and max(xs) / min(xs) >= 8:
         axes.set_xscale("log", base=2)
         _log2_axis(axes.xaxis, xs, _is_size(x))
-    for number, (values, points) in enumerate(groups.items()):
+    for number, (values, points) in enumerate(drawn.items()):
         points.sort()
         axes.plot(
             [p[0] for p in points],
             [p[1] for p in points],
-            marker=_MARKERS[number % len(_MARKERS)],
+            marker=_MARKERS[number % len(_MARKERS)] if len(points) <= _MARKER_POINTS else None,
             markersize=5,
             linewidth=1.5,
-            label=_group_label(group_by, values) if group_by else None,
+            label=shown(_group_label(group_by, values), _LABEL_CHARACTERS) if group_by else None,
         )
     axes.set_xlabel(axis_label(x) + (", log2 scale" if axes.get_xscale() == "log" else ""))
     axes.set_ylabel(axis_label(y))
-    axes.set_title(title or _default_title(rows, x, y, group_by))
+    axes.set_title(shown(title or _default_title(rows, x, y, group_by), 2 * _LABEL_CHARACTERS))
     axes.grid(True, which="major", alpha=0.4)
-    axes.set_ylim(bottom=0 if min(p[1] for ps in groups.values() for p in ps) >= 0 else None)
+    axes.set_ylim(bottom=0 if min(p[1] for ps in drawn.values() for p in ps) >= 0 else None)
     if group_by:
-        axes.legend(title=", ".join(group_by) if len(group_by) == 1 else None, fontsize="small")
+        _legend(axes, group_by, len(groups) - len(drawn), len(xs))
     _save(figure, out_png)
+    return PlotSummary(len(groups), len(drawn), fmt)
+
+
+def _legend(axes: Any, group_by: Sequence[str], left_out: int, points: int) -> None:
+    """One entry per drawn group, and one saying how many groups were not drawn."""
+    handles, labels = axes.get_legend_handles_labels()
+    if left_out:
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(f"... {left_out} more group{'s' * (left_out != 1)} not drawn")
+    inside = len(handles) <= _LEGEND_INSIDE_ENTRIES
+    where = {"loc": "best" if points <= _LEGEND_BEST_POINTS else "upper right"}
+    if not inside:  # a long legend would cover the lines: put it beside the axes
+        where = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+    axes.legend(
+        handles,
+        labels,
+        title=", ".join(group_by) if len(group_by) == 1 else None,
+        fontsize="small",
+        **where,
+    )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What :func:`plot_breakdown` draws of one run report, checked."""
+
+    label: str
+    bytes_by_class: dict[str, float]
+    busiest: tuple[str, float, float] | None  # name, busy time (ps), utilisation
+    simulated_ps: float
 
 
 def _report_label(label: Any, report: Mapping[str, Any], number: int) -> str:
     if isinstance(label, str):
         return label
-    script = Path(report.get("metadata", {}).get("script", f"run {number}")).stem
-    return f"{script} on {report.get('topology', '?')}"
+    metadata = report.get("metadata")
+    script = metadata.get("script") if isinstance(metadata, Mapping) else None
+    name = Path(script).stem if isinstance(script, str) else f"run {number}"
+    return f"{name} on {report.get('topology', '?')}"
+
+
+def _quantity(value: Any, label: str, key: str) -> float:
+    number = _number(value)
+    if number is None or number < 0:
+        raise ConfigError(
+            f"{key} must be a finite number >= 0, got {shown(repr(value), 40)}", source=label
+        )
+    return number
+
+
+def _run_of(label: str, report: Any) -> _Run:
+    if not isinstance(report, Mapping):
+        raise ConfigError("not a run report (a JSON object)", source=label)
+    by_class = report.get("bytes_by_link_class") or {}
+    if not isinstance(by_class, Mapping):
+        raise ConfigError("bytes_by_link_class must map link classes to bytes", source=label)
+    checked = {
+        shown(str(name), _LABEL_CHARACTERS): _quantity(v, label, f"bytes_by_link_class.{name}")
+        for name, v in by_class.items()
+    }
+    busiest = report.get("busiest_component") or None
+    if busiest is not None:
+        if not isinstance(busiest, Mapping) or not isinstance(busiest.get("name"), str):
+            raise ConfigError(
+                "busiest_component must be an object with a name, busy_ps and utilisation",
+                source=label,
+            )
+        busiest = (
+            shown(busiest["name"], _LABEL_CHARACTERS),
+            _quantity(busiest.get("busy_ps"), label, "busiest_component.busy_ps"),
+            _quantity(busiest.get("utilisation"), label, "busiest_component.utilisation"),
+        )
+    simulated = _quantity(report.get("simulated_time_ps"), label, "simulated_time_ps")
+    return _Run(shown(label, _LABEL_CHARACTERS), checked, busiest, simulated)
 
 
 def plot_breakdown(
     reports: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
     out_png: str | Path,
-) -> None:
+    *,
+    max_groups: int = MAX_GROUPS,
+) -> str:
     """Per run report: bytes per link class, and the busiest component's busy time.
 
     ``reports`` is a list of run reports (labelled "script on topology") or a
     mapping label -> report.  Left: horizontal bars of bytes moved per link
     class, one bar per report in each class.  Right: the busy time of each
     report's busiest component, annotated with its name and utilisation.
+    At most ``max_groups`` reports and ``max_groups`` link classes (those that
+    moved the most bytes) are drawn; the titles count the rest.  A report
+    whose fields are not numbers where numbers belong is a ConfigError naming
+    it.  Returns the format written (:func:`plot_format`).
     """
+    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
+        raise ConfigError(f"max_groups must be a whole number >= 1, got {max_groups!r}")
+    plot_format(out_png)  # an unwritable format is refused before any drawing
     items = list(reports.items()) if isinstance(reports, Mapping) else list(enumerate(reports))
     if not items:
         raise ConfigError("plot_breakdown needs at least one run report")
-    labelled = [(_report_label(label, r, n), r) for n, (label, r) in enumerate(items)]
-    classes = sorted({c for _, r in labelled for c in r.get("bytes_by_link_class", {})})
+    runs = [_run_of(_report_label(label, r, n), r) for n, (label, r) in enumerate(items)]
+    runs_left_out = max(0, len(runs) - max_groups)
+    runs = runs[:max_groups]
+    totals: dict[str, float] = {}
+    for run in runs:
+        for name, nbytes in run.bytes_by_class.items():
+            totals[name] = totals.get(name, 0.0) + nbytes
+    busiest_classes = sorted(totals, key=lambda name: -totals[name])[:max_groups]
+    classes = sorted(busiest_classes)
+    classes_left_out = len(totals) - len(classes)
 
-    height = max(3.5, 0.35 * max(1, len(classes)) * len(labelled) + 1.5)
+    height = min(40.0, max(3.5, 0.35 * max(1, len(classes)) * len(runs) + 1.5))
     figure = Figure(figsize=(12, height), layout="constrained")
     left, right = figure.subplots(1, 2, width_ratios=[3, 2])
     byte_unit, byte_scale = _scale(
-        [v for _, r in labelled for v in r.get("bytes_by_link_class", {}).values()], _BYTE_UNITS
+        [run.bytes_by_class[c] for run in runs for c in classes if c in run.bytes_by_class],
+        _BYTE_UNITS,
     )
-    bar = 0.8 / len(labelled)
-    for number, (label, report) in enumerate(labelled):
-        by_class = report.get("bytes_by_link_class", {})
+    bar = 0.8 / len(runs)
+    for number, run in enumerate(runs):
         left.barh(
             [i + number * bar for i in range(len(classes))],
-            [by_class.get(c, 0) / byte_scale for c in classes],
+            [run.bytes_by_class.get(c, 0) / byte_scale for c in classes],
             height=bar,
             color=f"C{number % 10}",
-            label=f"run {number + 1}: {label}",
+            label=f"run {number + 1}: {run.label}",
         )
-    left.set_yticks([i + bar * (len(labelled) - 1) / 2 for i in range(len(classes))], classes)
+    left.set_yticks([i + bar * (len(runs) - 1) / 2 for i in range(len(classes))], classes)
     left.invert_yaxis()
     left.set_xlabel(f"bytes moved ({byte_unit})")
-    left.set_title("bytes per link class")
+    left.set_title(
+        "bytes per link class"
+        + (f" ({classes_left_out} smaller classes not drawn)" if classes_left_out else "")
+    )
     left.grid(True, axis="x", alpha=0.4)
     if classes:
         left.legend(fontsize="small")
     else:
         left.text(0.5, 0.5, "no bytes moved", ha="center", transform=left.transAxes)
 
-    busy = [r.get("busiest_component") or {} for _, r in labelled]
-    time_unit, time_scale = _scale([b.get("busy_ps", 0) for b in busy], _TIME_UNITS)
-    widths = [b.get("busy_ps", 0) / time_scale for b in busy]
-    positions = list(range(len(labelled)))
+    time_unit, time_scale = _scale([r.busiest[1] if r.busiest else 0 for r in runs], _TIME_UNITS)
+    widths = [(r.busiest[1] if r.busiest else 0) / time_scale for r in runs]
+    positions = list(range(len(runs)))
     right.barh(positions, widths, height=0.5, color=[f"C{n % 10}" for n in positions])
     right.set_yticks(positions, [f"run {n + 1}" for n in positions])
     right.invert_yaxis()
     right.set_xlim(0, max(max(widths), 1e-9) * 2.2)  # room for the annotations
-    for position, (b, (_, report)) in enumerate(zip(busy, labelled, strict=True)):
-        text = (
-            f"{b['name']}\nbusy {format_time(b['busy_ps'])}, {b['utilisation']:.1%} "
-            f"of {format_time(report['simulated_time_ps'])}"
-            if b
-            else "no component busy"
-        )
+    for position, run in enumerate(runs):
+        text = "no component busy"
+        if run.busiest:
+            name, busy_ps, utilisation = run.busiest
+            text = (
+                f"{name}\nbusy {format_time(busy_ps)}, {utilisation:.1%} "
+                f"of {format_time(run.simulated_ps)}"
+            )
         right.annotate(
             text,
             (widths[position], position),
@@ -279,6 +424,9 @@ def plot_breakdown(
             fontsize="small",
         )
     right.set_xlabel(f"busy time of the busiest component ({time_unit})")
-    right.set_title("busiest component")
+    right.set_title(
+        "busiest component"
+        + (f" ({runs_left_out} more reports not drawn)" if runs_left_out else "")
+    )
     right.grid(True, axis="x", alpha=0.4)
-    _save(figure, out_png)
+    return _save(figure, out_png)

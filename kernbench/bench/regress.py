@@ -3,8 +3,9 @@
 Inputs are *results files*: run reports written by ``kernbench run --report``
 (their ``results`` rows, each with the report's topology added), sweep
 summaries (their ``rows``) and CSV files (``--csv`` or a sweep's
-``results.csv``).  :func:`load_rows` reads any of them; :func:`compare` matches
-rows point by point on their key columns and classifies every point.
+``results.csv``).  :func:`~kernbench.bench.results.load_rows` (also importable
+from here) reads any of them; :func:`compare` matches rows point by point on
+their key columns and classifies every point.
 
 Key columns are the columns that say *which* point a row is (op, size_B,
 algorithm, topology, ...).  By default they are every column present on both
@@ -14,25 +15,36 @@ sides that is not a measurement: metric columns (names ending in ``_us``,
 ``topology_digest``) and columns holding fractional numbers (measured rates
 such as ``gbps``) are left out.
 
-A point's simulated time is its ``time_us``, else ``simulated_time_ps``, else
-``elapsed_ps``.  Slower by more than the relative tolerance is a regression,
-faster by more is an improvement.  ``checked`` going from true to false, a
-different ``values_digest``, a new ``error`` and a point missing from the
-current results are regressions too; a point only in the current results is new.
+A point's simulated time is the first of ``time_us``, ``simulated_time_ps``
+and ``elapsed_ps`` that both of its rows hold.  Slower by more than the
+relative tolerance is a regression, faster by more is an improvement.
+``checked`` going from true to false, a different ``values_digest``, a new
+``error`` and a point missing from the current results are regressions too; a
+point only in the current results is new.
+
+Nothing that cannot be compared passes as "ok".  A point is *incomparable*
+(counted with the regressions; the CLI exits 2 naming row and column) when a
+time column is in one row only, when a time is NaN, infinite, negative or not
+a number (reports spell NaN as the string ``"NaN"``, see
+:func:`kernbench.bench.trace.json_text`; old reports' bare ``NaN`` reads the
+same), when a value column holds a list or an object, or when neither row has
+a time and neither failed.  Two rows of one side with the same key, and a
+``--key`` that a side does not have, are errors: rows are never paired by
+position.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernbench.errors import ConfigError
+from kernbench.bench.results import is_report, kind_of, load_report, load_rows, read_document
+from kernbench.bench.trace import NON_FINITE
+from kernbench.errors import ConfigError, KernBenchError, shown
 
 __all__ = [
     "METRIC_SUFFIXES",
@@ -58,118 +70,7 @@ IMPROVEMENT = "improvement"
 SAME = "ok"
 MISSING = "missing"
 NEW = "new"
-
-
-# --- reading results files ---------------------------------------------------
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError:
-        return None
-
-
-def _check_exists(path: Path) -> None:
-    if not path.is_file():
-        raise ConfigError("no such file", source=str(path))
-
-
-def _is_report(document: Any) -> bool:
-    return isinstance(document, dict) and "simulated_time_ps" in document and "topology" in document
-
-
-def _is_summary(document: Any) -> bool:
-    return isinstance(document, dict) and isinstance(document.get("rows"), list)
-
-
-def load_report(path: str | Path) -> dict[str, Any]:
-    """A run report written by ``kernbench run --report``; anything else is an error."""
-    path = Path(path)
-    _check_exists(path)
-    document = _read_json(path)
-    if not _is_report(document):
-        raise ConfigError(
-            "not a run report (a JSON object with 'topology' and 'simulated_time_ps', "
-            "as written by kernbench run --report)",
-            source=str(path),
-        )
-    return document
-
-
-def _cell(text: str) -> Any:
-    """A CSV cell as the value JSON would have held: bool, int, float or text."""
-    if text in ("True", "true"):
-        return True
-    if text in ("False", "false"):
-        return False
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
-def _csv_rows(path: Path) -> list[dict[str, Any]]:
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        if not reader.fieldnames:
-            raise ConfigError("CSV file has no header row", source=str(path))
-        return [
-            {key: _cell(value) for key, value in row.items() if key and value not in ("", None)}
-            for row in reader
-        ]
-
-
-def _run_row(report: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "row": "run",
-        "topology": report["topology"],
-        "world_size": report.get("world_size"),
-        "timing_only": report.get("timing_only"),
-        "simulated_time_ps": report["simulated_time_ps"],
-    }
-
-
-def load_rows(path: str | Path, *, include_run: bool = False) -> list[dict[str, Any]]:
-    """The result rows of a run report, a sweep summary or a CSV file.
-
-    A report's rows get its topology as a ``topology`` column (unless a row has
-    its own).  With ``include_run``, a report also gives one ``row="run"`` row
-    holding the whole run's ``simulated_time_ps``, so that a report without
-    result rows can still be compared.  A file that is none of these, or that
-    holds no rows, is a :class:`~kernbench.errors.ConfigError` naming it.
-    """
-    path = Path(path)
-    _check_exists(path)
-    document = _read_json(path)
-    if _is_report(document):
-        rows = [
-            {"topology": document["topology"], **row}
-            for row in document.get("results", [])
-            if isinstance(row, dict)
-        ]
-        if include_run:
-            rows.append(_run_row(document))
-    elif _is_summary(document):
-        rows = [row for row in document["rows"] if isinstance(row, dict)]
-    elif document is None and path.suffix.lower() == ".csv":
-        rows = _csv_rows(path)
-    else:
-        what = "JSON, but neither" if document is not None else "neither"
-        raise ConfigError(
-            f"{what} a run report (kernbench run --report), a sweep summary "
-            "(summary.json with 'rows') nor a .csv file of result rows",
-            source=str(path),
-        )
-    if not rows:
-        raise ConfigError(
-            "holds no result rows (a report has them only when the bench's main() "
-            "returns a list of dicts)",
-            source=str(path),
-        )
-    return rows
+INCOMPARABLE = "incomparable"
 
 
 _PROVENANCE = {
@@ -187,15 +88,20 @@ def provenance_notes(baseline: str | Path, current: str | Path) -> list[str]:
 
     Empty unless both files are run reports with metadata.
     """
-    documents = [_read_json(Path(p)) if Path(p).is_file() else None for p in (baseline, current)]
-    if not all(_is_report(d) for d in documents):
+    try:
+        documents = [read_document(p) for p in (baseline, current)]
+        if not all(is_report(d) for d in documents):
+            return []
+        before, after = (d.get("metadata") for d in documents)
+        if not isinstance(before, dict) or not isinstance(after, dict):
+            return []
+        return [
+            f"{why}: {key} {shown(repr(before[key]), 80)} -> {shown(repr(after[key]), 80)}"
+            for key, why in _PROVENANCE.items()
+            if key in before and key in after and before[key] != after[key]
+        ]
+    except (KernBenchError, RecursionError):  # notes are extras; load_rows judged the files
         return []
-    before, after = (d.get("metadata", {}) for d in documents)
-    return [
-        f"{why}: {key} {before[key]!r} -> {after[key]!r}"
-        for key, why in _PROVENANCE.items()
-        if key in before and key in after and before[key] != after[key]
-    ]
 
 
 # --- tolerance -----------------------------------------------------------------
@@ -247,31 +153,18 @@ def key_columns(
 
 
 def _hashable(value: Any) -> Any:
+    """A key value as something to match on: 4096.0 is 4096, NaN is "NaN" however written."""
     if isinstance(value, list | dict):
-        return json.dumps(value, sort_keys=True)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
+        try:
+            return json.dumps(value, sort_keys=True, default=repr)
+        except (TypeError, ValueError):
+            return repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return NON_FINITE[str(value)]
+        if value.is_integer():
+            return int(value)
     return value
-
-
-def _index(rows: Iterable[dict[str, Any]], keys: Sequence[str]) -> dict[tuple, dict[str, Any]]:
-    """Rows by key; repeated keys are told apart by their order of appearance."""
-    seen: dict[tuple, int] = defaultdict(int)
-    index = {}
-    for row in rows:
-        key = tuple(_hashable(row.get(column)) for column in keys)
-        index[(*key, seen[key])] = row
-        seen[key] += 1
-    return index
-
-
-def _time_column(baseline: dict[str, Any], current: dict[str, Any]) -> str | None:
-    for column in TIME_COLUMNS:
-        if isinstance(baseline.get(column), int | float) and isinstance(
-            current.get(column), int | float
-        ):
-            return column
-    return None
 
 
 @dataclass(frozen=True)
@@ -279,8 +172,10 @@ class PointResult:
     """One point of the comparison: its key, the time on each side and the verdict.
 
     ``status`` is ``"regression"``, ``"improvement"``, ``"ok"``, ``"missing"``
-    (in the baseline only; also a regression) or ``"new"`` (current only).
-    ``change`` is the relative change of the time, ``None`` when not compared.
+    (in the baseline only; also a regression), ``"new"`` (current only) or
+    ``"incomparable"`` (the rows cannot be compared; ``reasons`` say which row
+    and column; also a regression).  ``change`` is the relative change of the
+    time, ``None`` when not compared.
     """
 
     key: dict[str, Any]
@@ -293,7 +188,7 @@ class PointResult:
 
     @property
     def is_regression(self) -> bool:
-        return self.status in (REGRESSION, MISSING)
+        return self.status in (REGRESSION, MISSING, INCOMPARABLE)
 
 
 @dataclass(frozen=True)
@@ -309,7 +204,7 @@ class Comparison:
 
     @property
     def regressions(self) -> list[PointResult]:
-        """Slower points, wrong values and points missing from the current results."""
+        """Slower points, wrong values, incomparable points and points missing from current."""
         return [p for p in self.points if p.is_regression]
 
     @property
@@ -320,6 +215,11 @@ class Comparison:
     def missing(self) -> list[PointResult]:
         """Points of the baseline that the current results lack."""
         return self.with_status(MISSING)
+
+    @property
+    def incomparable(self) -> list[PointResult]:
+        """Matched points whose rows cannot be compared (see :attr:`PointResult.reasons`)."""
+        return self.with_status(INCOMPARABLE)
 
     @property
     def new(self) -> list[PointResult]:
@@ -335,35 +235,148 @@ class Comparison:
         return any(p.status != SAME for p in self.points)
 
 
+@dataclass(frozen=True)
+class _Side:
+    """The rows of one side of a comparison and what messages call it."""
+
+    name: str
+    rows: Sequence[dict[str, Any]]
+
+    def where(self, number: int) -> str:
+        return f"{self.name} row {number + 1}"
+
+
+def _describe(key: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={shown(str(v), 40)}" for k, v in key.items() if v is not None)
+
+
+def _index(side: _Side, keys: Sequence[str]) -> dict[tuple, int]:
+    """Row number by key; two rows with one key make the matching ambiguous: an error."""
+    index: dict[tuple, int] = {}
+    for number, row in enumerate(side.rows):
+        key = tuple(_hashable(row.get(column)) for column in keys)
+        if key in index:
+            shown_key = _describe(dict(zip(keys, key, strict=True))) or "all empty"
+            raise ConfigError(
+                f"{side.where(index[key])} and row {number + 1} have the same key "
+                f"({shown_key}), so rows cannot be matched; name the columns that tell "
+                f"them apart with --key (key columns: {', '.join(keys)})"
+            )
+        index[key] = number
+    return index
+
+
+def _time_problem(value: Any, column: str, where: str) -> str | None:
+    """Why ``value`` cannot be compared as a simulated time, or None when it can."""
+    if isinstance(value, str) and value in NON_FINITE.values():
+        return f"{column} is {value} in {where}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{column} is {kind_of(value)} in {where}, not a number"
+    try:
+        number = float(value)
+    except OverflowError:
+        return f"{column} is too large to compare in {where}"
+    if not math.isfinite(number):
+        return f"{column} is {NON_FINITE[str(number)]} in {where}"
+    if number < 0:
+        return f"{column} is negative ({value!r}) in {where}; a time is never below 0"
+    return None
+
+
+def _scalar_problem(row: dict[str, Any], column: str, where: str) -> str | None:
+    value = row.get(column)
+    if isinstance(value, list | dict):
+        return f"{column} is {kind_of(value)} in {where}, where a single value belongs"
+    return None
+
+
+def _failed(row: dict[str, Any]) -> bool:
+    return row.get("error") not in (None, "", False)
+
+
+def _has_time(row: dict[str, Any], column: str) -> bool:
+    return row.get(column) is not None
+
+
 def _compare_point(
-    key: dict[str, Any], baseline: dict[str, Any], current: dict[str, Any], tolerance: float
+    key: dict[str, Any],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    where: tuple[str, str],
+    tolerance: float,
 ) -> PointResult:
+    incomparable = [
+        problem
+        for column in sorted(VALUE_COLUMNS)
+        for row, place in ((before, where[0]), (after, where[1]))
+        if (problem := _scalar_problem(row, column, place))
+    ]
+    if incomparable:
+        return PointResult(key, INCOMPARABLE, reasons=tuple(incomparable))
     problems = []
-    if baseline.get("checked") is True and current.get("checked") is not True:
+    if before.get("checked") is True and after.get("checked") is not True:
         problems.append("values no longer checked")
     if (
-        "values_digest" in baseline
-        and "values_digest" in current
-        and baseline["values_digest"] != current["values_digest"]
+        "values_digest" in before
+        and "values_digest" in after
+        and before["values_digest"] != after["values_digest"]
     ):
         problems.append("values differ")
-    if current.get("error") and not baseline.get("error"):
-        problems.append(f"error: {current['error']}")
-    metric = _time_column(baseline, current)
-    before = after = change = None
+    if _failed(after) and not _failed(before):
+        problems.append(f"error: {shown(str(after['error']), 120)}")
     status = REGRESSION if problems else SAME
-    if metric is not None:
-        before, after = baseline[metric], current[metric]
-        if before == after:
-            change = 0.0
-        else:
-            change = (after - before) / before if before else math.copysign(math.inf, after)
-        if change > tolerance:
-            status = REGRESSION
-            problems.insert(0, "slower")
-        elif change < -tolerance and not problems:
-            status = IMPROVEMENT
-    return PointResult(key, status, metric, before, after, change, tuple(problems))
+
+    metric = next((c for c in TIME_COLUMNS if _has_time(before, c) and _has_time(after, c)), None)
+    if metric is None:
+        one_side = [
+            f"{column} only in {place}"
+            for column in TIME_COLUMNS
+            for row, place in ((before, where[0]), (after, where[1]))
+            if _has_time(row, column)
+        ]
+        if _failed(before) or _failed(after):  # a failed point has no time to compare
+            if _failed(before) and not _failed(after):
+                return PointResult(key, IMPROVEMENT, reasons=("error fixed",))
+            return PointResult(key, status, reasons=tuple(problems))
+        reason = (
+            f"{one_side[0]}; the other row has none of {', '.join(TIME_COLUMNS)}"
+            if one_side
+            else f"neither {where[0]} nor {where[1]} has a time ({', '.join(TIME_COLUMNS)})"
+        )
+        return PointResult(key, INCOMPARABLE, reasons=(reason,))
+
+    values = (before[metric], after[metric])
+    bad = [
+        problem
+        for value, place in zip(values, where, strict=True)
+        if (problem := _time_problem(value, metric, place))
+    ]
+    if bad:
+        return PointResult(key, INCOMPARABLE, metric, reasons=tuple(bad))
+    old, new = values
+    if old == new:
+        change = 0.0
+    elif old == 0:
+        change = math.inf
+    else:
+        change = (float(new) - float(old)) / float(old)
+    if change > tolerance:
+        status = REGRESSION
+        problems.insert(0, "slower")
+    elif change < -tolerance and not problems:
+        status = IMPROVEMENT
+    return PointResult(key, status, metric, old, new, change, tuple(problems))
+
+
+def _check_keys(keys: Sequence[str], sides: Sequence[_Side]) -> None:
+    for side in sides:
+        columns = list(dict.fromkeys(column for row in side.rows for column in row))
+        unknown = [key for key in keys if key not in columns]
+        if unknown:
+            raise ConfigError(
+                f"--key {shown(unknown[0], 60)!r} is not a column of {side.name}; "
+                f"its columns: {shown(', '.join(columns), 400)}"
+            )
 
 
 def compare(
@@ -372,26 +385,48 @@ def compare(
     *,
     tolerance: float = 0.02,
     keys: Sequence[str] | None = None,
+    names: tuple[str, str] = ("baseline", "current"),
 ) -> Comparison:
-    """Match rows on ``keys`` (default: :func:`key_columns`) and classify every point."""
-    if not isinstance(tolerance, int | float) or not tolerance >= 0:
-        raise ConfigError(f"tolerance must be a number >= 0, got {tolerance!r}")
-    keys = tuple(keys) if keys is not None else tuple(key_columns(baseline_rows, current_rows))
+    """Match rows on ``keys`` (default: :func:`key_columns`) and classify every point.
+
+    ``names`` say what messages call the two sides (the CLI gives the file
+    names).  An explicit key that is not a column of both sides, and two rows
+    of one side with the same key, are :class:`~kernbench.errors.ConfigError`
+    (rows would otherwise be paired by position, which can hide a slowdown).
+    A point whose time cannot be compared (missing on one side, NaN, not a
+    number, negative, a list where a number belongs) is ``"incomparable"``,
+    which counts as a regression.
+    """
+    if (
+        isinstance(tolerance, bool)
+        or not isinstance(tolerance, int | float)
+        or not (0 <= tolerance < math.inf)
+    ):
+        raise ConfigError(f"tolerance must be a finite number >= 0, got {tolerance!r}")
+    sides = (_Side(names[0], baseline_rows), _Side(names[1], current_rows))
+    if keys is not None:
+        keys = tuple(dict.fromkeys(keys))
+        _check_keys(keys, sides)
+    else:
+        keys = tuple(key_columns(baseline_rows, current_rows))
     if not keys:
         raise ConfigError(
             "no key column is common to the baseline and the current rows; name them with --key"
         )
-    before, after = _index(baseline_rows, keys), _index(current_rows, keys)
+    before, after = _index(sides[0], keys), _index(sides[1], keys)
     points = []
-    for index_key, row in before.items():
-        key = dict(zip(keys, index_key, strict=False))
+    for index_key, number in before.items():
+        key = dict(zip(keys, index_key, strict=True))
         if index_key not in after:
             points.append(PointResult(key, MISSING))
-        else:
-            points.append(_compare_point(key, row, after[index_key], tolerance))
+            continue
+        other = after[index_key]
+        where = (sides[0].where(number), sides[1].where(other))
+        points.append(
+            _compare_point(key, baseline_rows[number], current_rows[other], where, tolerance)
+        )
     for index_key in (k for k in after if k not in before):
-        key = dict(zip(keys, index_key, strict=False))
-        points.append(PointResult(key, NEW))
+        points.append(PointResult(dict(zip(keys, index_key, strict=True)), NEW))
     return Comparison(keys, float(tolerance), tuple(points))
 
 
@@ -399,6 +434,7 @@ def compare(
 
 
 _STATUS_TEXT = {MISSING: "regression (missing in current)", NEW: "new (not in baseline)"}
+_KEY_CHARACTERS = 40
 
 
 def _show(value: Any) -> str:
@@ -406,7 +442,7 @@ def _show(value: Any) -> str:
         return "-"
     if isinstance(value, float):
         return f"{value:.6g}"
-    return str(value)
+    return shown(str(value), _KEY_CHARACTERS)
 
 
 def format_comparison(comparison: Comparison) -> str:
@@ -441,5 +477,6 @@ def format_comparison(comparison: Comparison) -> str:
         f"{len(comparison.regressions)} regressions "
         f"({len(comparison.missing)} missing in current), "
         f"{len(comparison.improvements)} improvements, {len(comparison.new)} new"
+        + (f", {len(comparison.incomparable)} incomparable" if comparison.incomparable else "")
     )
     return "\n".join(lines)

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import hashlib
 import importlib.util
+import io
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from kernbench import __version__
+from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import SimResult, simulate
-from kernbench.bench.trace import chrome_trace, write_json_atomic, write_text_atomic
+from kernbench.bench.trace import chrome_trace, write_json_atomic
 from kernbench.errors import ConfigError, SimulationLimitError
+from kernbench.files import write_text
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
 from kernbench.units import format_size, format_time
 
-__all__ = ["load_script", "run_script", "format_run_summary"]
+__all__ = ["load_script", "run_script", "format_run_summary", "csv_text", "write_csv_atomic"]
 
 
 def load_script(path: str | Path) -> Any:
@@ -71,28 +76,39 @@ def run_script(
     script_args: Sequence[str] = (),
     echo: Callable[[str], None] = print,
 ) -> SimResult:
-    """Run a bench script once per rank and write what was asked for (atomically)."""
+    """Run a bench script once per rank and write what was asked for.
+
+    The outputs are checked before the script is even loaded (see
+    :func:`kernbench.bench.outputs.check_outputs`) and written through
+    :mod:`kernbench.files`.  When one of them goes to standard output, what
+    the script prints goes to standard error, so that standard output carries
+    that output alone.
+    """
     topology_path = Path(topology) if topology else default_topology_path()
+    outputs = {"report": report_path, "CSV": csv_path, "trace": trace_path}
+    check_outputs(outputs, inputs=[script, topology_path])
     module = load_script(script)
     fn, rank_args = _entry(module, script)
     saved_argv = sys.argv
     sys.argv = [script, *script_args]
+    to_stdout = any(writes_to_stdout(path) for path in outputs.values())
     try:
-        result = _simulate_script(
-            fn,
-            topology=topology_path,
-            world_size=world_size,
-            timing_only=timing_only,
-            overrides=overrides,
-            rank_args=rank_args,
-            seed=seed,
-            detail=bool(trace_path),
-            max_sim_time_ps=max_sim_time_ps,
-            max_wall_s=max_wall_s,
-        )
+        with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+            result = _simulate_script(
+                fn,
+                topology=topology_path,
+                world_size=world_size,
+                timing_only=timing_only,
+                overrides=overrides,
+                rank_args=rank_args,
+                seed=seed,
+                detail=bool(trace_path),
+                max_sim_time_ps=max_sim_time_ps,
+                max_wall_s=max_wall_s,
+            )
     except SimulationLimitError as exc:
         if report_path and exc.report is not None:  # what happened before the stop is kept
-            write_json_atomic(report_path, exc.report)
+            write_json_atomic(report_path, exc.report, what="partial report")
             echo(f"partial report: {report_path}")
         raise
     finally:
@@ -113,7 +129,7 @@ def run_script(
     }
     echo(format_run_summary(result))
     if report_path:
-        write_json_atomic(report_path, result.report)
+        write_json_atomic(report_path, result.report, what="report")
         echo(f"report: {report_path}")
     if csv_path:
         write_csv_atomic(csv_path, result.report.get("results", []), result.report["metadata"])
@@ -126,20 +142,17 @@ def run_script(
             edges=fabric.graph.edges,
             metadata=result.report,
         )
-        write_json_atomic(trace_path, trace)
+        write_json_atomic(trace_path, trace, what="trace")
         echo(f"trace: {trace_path}")
     return result
 
 
-def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | None = None) -> None:
+def csv_text(rows: Sequence[dict], metadata: dict | None = None) -> str:
     """Rows as CSV (columns in order of first appearance; units are in the column names).
 
     Metadata columns (topology, digest, overrides, version, seed) are appended to
     every row so that a CSV stands on its own.
     """
-    import csv
-    import io
-
     extra = {}
     if metadata:
         extra = {
@@ -160,7 +173,12 @@ def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | No
     writer.writeheader()
     for row in rows:
         writer.writerow({**row, **extra})
-    write_text_atomic(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | None = None) -> None:
+    """:func:`csv_text` written with :func:`kernbench.files.write_text`."""
+    write_text(path, csv_text(rows, metadata), what="CSV")
 
 
 def format_run_summary(result: SimResult) -> str:

@@ -8,20 +8,30 @@ link); they are spread over numbered lanes (``link:... #1``) so that slices on
 one thread never partially overlap, as the format requires.  Link utilisation
 is a counter track per link.  Engine, IPCQ and link activity is recorded only
 when the run asked for a trace (``Fabric.enable_detail``).
+
+Traces and run reports are written by :func:`write_json_atomic` as strict JSON
+(no bare ``NaN``) through :mod:`kernbench.files`, which never replaces a
+special file and leaves no half-written one.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernbench.fabric import TraceRow
+import numpy as np
 
-__all__ = ["chrome_trace", "write_json_atomic", "write_text_atomic", "place_of"]
+from kernbench.errors import OutputFileError
+from kernbench.fabric import TraceRow
+from kernbench.files import write_text
+
+__all__ = ["NON_FINITE", "chrome_trace", "json_text", "write_json_atomic", "place_of"]
+
+#: How reports spell the floats JSON has no numbers for (read back by ``regress``).
+NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 # Rows whose component is the PE that ran them get a thread per kind.
 _PE_KINDS = {"collective": "collectives", "programs": "kernels"}
@@ -148,27 +158,53 @@ def chrome_trace(
     return trace
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float spelt as a string and NumPy values made plain."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NON_FINITE[str(value)]
+    if isinstance(value, dict):
+        return {_finite(key): _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    if isinstance(value, np.generic | np.ndarray):
+        return _finite(value.tolist())
+    return value
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write to a temporary file beside ``path``, then rename: never half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic | np.ndarray):
+        return value.tolist()
+    raise TypeError(
+        f"a value of type {type(value).__name__} is not JSON "
+        "(results hold numbers, text, booleans, lists and dicts)"
+    )
+
+
+def json_text(data: Any) -> str:
+    """``data`` as strict JSON (RFC 8259), as reports and traces are written.
+
+    ``json.dumps`` would write NaN and infinities as the bare words ``NaN`` and
+    ``Infinity``, which JSON does not have; they are written as the strings
+    ``"NaN"``, ``"Infinity"`` and ``"-Infinity"`` instead (``allow_nan=False``
+    holds every writer to it), and NumPy scalars and arrays as plain numbers
+    and lists.  A value JSON cannot hold raises ``TypeError``; nesting deeper
+    than Python's recursion limit raises ``RecursionError``.
+    """
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files private; results are not
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        return json.dumps(data, indent=1, allow_nan=False, default=_plain)
+    except ValueError:  # a non-finite float somewhere: spell it out, then encode again
+        return json.dumps(_finite(data), indent=1, allow_nan=False, default=_plain)
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON atomically (temporary file, then rename)."""
-    write_text_atomic(path, json.dumps(data, indent=1))
+def write_json_atomic(path: str | Path, data: Any, *, what: str = "JSON output") -> None:
+    """:func:`json_text` of ``data`` written with :func:`kernbench.files.write_text`.
+
+    A value JSON cannot hold is an :class:`~kernbench.errors.OutputFileError`
+    naming the file, and nothing is written.
+    """
+    try:
+        text = json_text(data)
+    except (TypeError, RecursionError) as exc:
+        reason = "it is nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise OutputFileError(f"cannot write {what}: {reason}", path=str(path)) from None
+    write_text(path, text, what=what)

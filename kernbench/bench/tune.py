@@ -18,6 +18,7 @@ import yaml
 
 from kernbench.bench.simulate import simulate
 from kernbench.ccl.tuner import candidates, predict
+from kernbench.files import write_text
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology
 
@@ -111,6 +112,5 @@ def tune(
 
 
 def write_table(table: dict[str, Any], path: str | Path) -> None:
-    from kernbench.bench.trace import write_text_atomic
-
-    write_text_atomic(path, yaml.safe_dump(table, sort_keys=False))
+    """The table as YAML, written with :func:`kernbench.files.write_text`."""
+    write_text(path, yaml.safe_dump(table, sort_keys=False), what="tune table")

@@ -1,0 +1,275 @@
+"""``kernbench.cli.main`` ends every failure with one line and a status that says what it was.
+
+2: a user error (KernBench's own message, or the user's script raising: rank,
+exception and file:line); 70: an internal error; 130: Ctrl-C; 141: standard
+output closed by its reader.  The traceback only when asked.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import kernbench.topology.summary
+from kernbench.cli import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_USER_ERROR,
+    main,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = str(ROOT / "topologies" / "tiny.yaml")
+HINT = "KERNBENCH_TRACEBACK=1 shows the traceback"
+
+
+def _script(tmp_path: Path, body: str, name: str = "bench.py") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return str(path)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env | extra
+
+
+def _kernbench(*args: str, **popen) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "kernbench.cli", *args], cwd=ROOT, env=_env(), **popen
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_traceback_variable(monkeypatch) -> None:
+    monkeypatch.delenv("KERNBENCH_TRACEBACK", raising=False)
+
+
+# --- internal errors --------------------------------------------------------------------------
+
+
+def _broken_summary(monkeypatch) -> None:
+    def summarize(*_args, **_kwargs):
+        raise TypeError("unsupported operand")
+
+    monkeypatch.setattr(kernbench.topology.summary, "summarize", summarize)
+
+
+def test_an_internal_error_is_one_line_and_exit_70(monkeypatch, capsys) -> None:
+    _broken_summary(monkeypatch)
+    assert main(["topo", "show", TINY]) == EXIT_INTERNAL_ERROR == 70
+    assert capsys.readouterr().err.splitlines() == [
+        "error: internal error: TypeError: unsupported operand "
+        "(please report; KERNBENCH_TRACEBACK=1 shows where)"
+    ]
+
+
+@pytest.mark.parametrize("how", ["variable", "flag"])
+def test_the_traceback_is_shown_when_asked(monkeypatch, capsys, how: str) -> None:
+    _broken_summary(monkeypatch)
+    args = ["topo", "show", TINY]
+    if how == "variable":
+        monkeypatch.setenv("KERNBENCH_TRACEBACK", "1")
+    else:
+        args.insert(0, "--traceback")
+    assert main(args) == EXIT_INTERNAL_ERROR
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last)")
+    assert "in summarize" in err and "TypeError: unsupported operand\n" in err
+    assert err.rstrip().splitlines()[-1].startswith("error: internal error: TypeError")
+
+
+def test_a_user_error_with_the_traceback_asked_keeps_its_line_last(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("KERNBENCH_TRACEBACK", "1")
+    assert main(["topo", "show", str(ROOT / "nope.yaml")]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.rstrip().splitlines()
+    assert err[0].startswith("Traceback") and err[-1].startswith("error: ")
+
+
+# --- the user's script raising ----------------------------------------------------------------
+
+
+def test_a_script_exception_names_rank_exception_and_line(tmp_path: Path, capsys) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import json
+
+        def parse(rank):
+            return json.loads("{not json")
+
+        def run(rank, world_size):
+            parse(rank)
+        """,
+    )
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("error: rank 0 raised JSONDecodeError: Expecting property name")
+    assert err[0].endswith(f"(at {path}:4 in parse; {HINT})")  # the script, not json/decoder.py
+
+
+def test_a_multi_line_message_stays_on_one_line(tmp_path: Path, capsys) -> None:
+    path = _script(tmp_path, 'def main():\n    raise ValueError("first\\nsecond")\n')
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: rank 0 raised ValueError: first\\nsecond (at {path}:2 in main; {HINT})"
+    ]
+
+
+def test_a_kernbench_error_in_a_rank_names_the_script_line(tmp_path: Path, capsys) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        def main():
+            dist.all_reduce(torch.ones(8))
+        """,
+    )
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: rank 0 raised DistributedError: ")
+    assert err[0].endswith(f"(at {path}:5 in main)")
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("x = 1 +\n", "SyntaxError: invalid syntax (at {path}:1; "),
+        ("import json\nCONFIG = json.loads('{')\n", "JSONDecodeError: Expecting property "),
+        ("raise KeyError('k')\n", "KeyError: 'k' (at {path}:1 in <module>; "),
+    ],
+    ids=["syntax", "runtime-in-a-library-call", "runtime"],
+)
+def test_a_script_that_fails_to_load_is_a_user_error(
+    tmp_path: Path, capsys, body: str, expected: str
+) -> None:
+    path = _script(tmp_path, body)
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("error: the script raised "), err
+    assert expected.format(path=path) in err[0] and f"at {path}:" in err[0]
+    assert err[0].endswith(f"{HINT})")
+
+
+def test_a_script_sys_exit_keeps_its_status_and_message(tmp_path: Path, capsys) -> None:
+    assert main(["run", _script(tmp_path, "import sys\ndef main():\n    sys.exit(3)\n")]) == 3
+    quit_with_text = _script(
+        tmp_path, "import sys\ndef main():\n    sys.exit('bad args')\n", "b.py"
+    )
+    assert main(["run", quit_with_text, "-t", TINY]) == 1
+    assert capsys.readouterr().err.splitlines()[-1] == "bad args"
+
+
+# --- Ctrl-C ------------------------------------------------------------------------------------
+
+
+def test_ctrl_c_exits_130_without_a_traceback(monkeypatch, capsys, tmp_path: Path) -> None:
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kernbench.topology.summary, "summarize", interrupted)
+    assert main(["topo", "show", TINY]) == EXIT_INTERRUPTED == 130
+    assert "Traceback" not in capsys.readouterr().err
+    in_a_rank = _script(tmp_path, "def main():\n    raise KeyboardInterrupt\n")
+    assert main(["run", in_a_rank, "-t", TINY]) == EXIT_INTERRUPTED
+    assert capsys.readouterr().err.strip() == "aborted"
+
+
+def test_sigint_during_a_run_exits_130(tmp_path: Path) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import sys
+
+        def main():
+            print("started", flush=True)
+            while True:
+                pass
+        """,
+    )
+    proc = _kernbench("run", path, "-t", TINY, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"started\n"
+        time.sleep(0.2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == EXIT_INTERRUPTED, err
+    assert b"Traceback" not in err and b"aborted" in err
+
+
+# --- a closed standard output -----------------------------------------------------------------
+
+
+def _closed_reader(*args: str) -> tuple[int, bytes]:
+    """Run kernbench with a standard output whose reader has gone (``| head -1`` done)."""
+    proc = _kernbench(*args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("command", ["regress", "topo"])
+def test_broken_pipe_exits_quietly(tmp_path: Path, command: str) -> None:
+    base = tmp_path / "base.csv"
+    base.write_text("op,size_B,time_us\nall_reduce,4096,10\nall_reduce,8192,20\n")
+    args = ["regress", str(base), str(base)] if command == "regress" else ["topo", "show", TINY]
+    status, err = _closed_reader(*args)
+    assert (status, err) == (EXIT_BROKEN_PIPE, b"")
+
+
+def test_an_output_to_a_closed_stdout_exits_quietly(tmp_path: Path) -> None:
+    path = _script(tmp_path, "def main():\n    return [{'x': 'y' * 100, 'time_us': 1}] * 2000\n")
+    status, err = _closed_reader("run", path, "-t", TINY, "--report", "-")
+    assert status == EXIT_BROKEN_PIPE, err
+    assert b"error" not in err and b"Traceback" not in err and b"Exception ignored" not in err
+
+
+# --- click's own errors and the help -----------------------------------------------------------
+
+
+def test_usage_errors_stay_exit_2(capsys) -> None:
+    assert main(["plot", "x.csv"]) == 2  # no -o
+    assert "Missing option '--output'" in capsys.readouterr().err
+    assert main(["no-such-command"]) == 2
+    assert main(["regress", "a.json", "b.json", "--tolerance"]) == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "bench\x00.py"],
+        ["run", "benches/vector_add.py", "-t", "tiny\x00.yaml"],
+        ["tune", "-t", "tiny\x00.yaml", "-o", "table.yaml"],
+        ["plot", "r\x00.csv", "-o", "p.png"],
+        ["regress", "a\x00.json", "b.json"],
+        ["topo", "show", "t\x00.yaml"],
+    ],
+    ids=["script", "run-topology", "tune-topology", "plot", "regress", "topo"],
+)
+def test_a_nul_in_an_input_path_is_a_usage_error(args: list[str], capsys) -> None:
+    assert main(args) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "contains a NUL character" in err and "Traceback" not in err
+
+
+def test_help_documents_traceback_and_exit_statuses(capsys) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--traceback" in out and "KERNBENCH_TRACEBACK=1" in out
+    for status in ("70", "130", "141"):
+        assert status in out
