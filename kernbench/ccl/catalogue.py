@@ -10,18 +10,15 @@ unknown keys and bad values are errors naming the key path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from kernbench.errors import ConfigError
-from kernbench.topology.loader import (
-    _StrictLoader,
-    apply_overrides,
-    format_validation_error,
-)
+from kernbench.topology import apply_overrides
+from kernbench.validation import format_validation_error
+from kernbench.yamlfile import load_yaml_mapping
 
 __all__ = ["AlgorithmConfig", "Catalogue", "load_catalogue", "default_catalogue_path"]
 
@@ -108,18 +105,8 @@ def default_catalogue_path() -> Path:
 
 def load_catalogue(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Catalogue:
     """Load and validate a catalogue; ``overrides`` are ``key.path=value`` as for topologies."""
-    import yaml
-
     path = Path(path) if path else default_catalogue_path()
-    try:
-        document = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 - safe loader
-    except FileNotFoundError:
-        raise ConfigError("file not found", source=str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", source=str(path)) from None
-    if not isinstance(document, Mapping):
-        raise ConfigError("the top level must be a mapping of keys", source=str(path))
-    document = apply_overrides(document, overrides)
+    document = apply_overrides(load_yaml_mapping(path, what="catalogue"), overrides)
     try:
         return Catalogue.model_validate(document)
     except ValidationError as exc:
