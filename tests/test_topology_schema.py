@@ -570,11 +570,20 @@ def test_a_machine_with_too_many_pes_names_the_limit():
 
 def test_the_largest_allowed_sizes_are_accepted():
     document = with_key("system.sips.count", limits.MAX_SIPS)
-    document = with_key("sip.cube_mesh", {"w": 8, "h": 16}, document)
+    document = with_key("sip.cube_mesh", {"w": 4, "h": 4}, document)
     document = with_key("cube.pe_layout.pe_per_corner", 8, document)
     document = with_key("cube.memory_map.hbm_slices_per_cube", 16, document)
     topo = validate_topology(document)
-    assert topo.num_pes == limits.MAX_PES
+    assert topo.num_pes == limits.MAX_PES == 2**17
+    document = with_key("sip.cube_mesh", {"w": 8, "h": 16})
+    document = with_key("cube.pe_layout.pe_per_corner", 32, document)
+    document = with_key(
+        "cube.memory_map.hbm_slices_per_cube", limits.MAX_HBM_SLICES_PER_CUBE, document
+    )
+    document = with_key("cube.memory_map.hbm_total_gb_per_cube", 128, document)
+    topo = validate_topology(document)
+    assert topo.cubes_per_sip == limits.MAX_CUBES_PER_SIP
+    assert topo.pes_per_cube == limits.MAX_PES_PER_CUBE
 
 
 def test_the_limits_fit_the_physical_address_layout():

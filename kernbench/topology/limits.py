@@ -9,9 +9,11 @@ Most limits come from the physical-address layout
 (:mod:`kernbench.memory.address`: 8 bits of SIP, 7 of cube, 7 of PE): a
 machine that does not fit it could not address its memory.  A test checks that
 these numbers fit the layout.  The whole-machine PE limit bounds the graph,
-which is built eagerly (about 5 directed links per PE: at 2^20 PEs, a few
-gigabytes and tens of seconds).  Raising a limit means widening the address
-fields (or making the graph lazy) first, then changing the number here.
+which is built eagerly: about 4 directed links per PE, so ``kernbench topo
+show`` on 2^17 PEs takes about 4 s and 250 MB, and on 2^20 PEs (which the
+address fields would allow) over a minute and 1.8 GB.  Raising a limit means
+widening the address fields (or making the graph lazy) first, then changing
+the number here.
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ MAX_SIPS = 256
 MAX_CUBES_PER_SIP = 128
 #: PEs in one cube (corners x pe_per_corner): the address's pe field is 7 bits.
 MAX_PES_PER_CUBE = 128
-#: PEs in the whole machine: the graph holds every PE, port and link.
-MAX_PES = 2**20
+#: PEs in the whole machine: the graph holds every PE, port and link (131,072).
+MAX_PES = 2**17
 #: HBM slices per cube: each is a node and a memory port in the graph.
 MAX_HBM_SLICES_PER_CUBE = 128
 #: A fault's slowdown: past a million times slower a link or PE is as good as
