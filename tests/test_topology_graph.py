@@ -589,6 +589,22 @@ def test_topo_summary_of_a_large_machine_is_fast():
     assert summary["network"]["diameter_hops"] == 16
 
 
+def test_a_fault_rule_for_every_pe_is_cheap_to_look_up():
+    from kernbench.topology import apply_overrides, load_topology_document, validate_topology
+
+    document = apply_overrides(
+        load_topology_document(TOPOLOGIES / "rack.yaml"), ["system.sips.count=64"]
+    )
+    pes = [f"sip{s}.cube{c}.pe{p}" for s in range(64) for c in range(16) for p in range(8)]
+    document["faults"] = {"pes": [{"pe": pe, "slowdown": 1 + i % 3} for i, pe in enumerate(pes)]}
+    g = build_graph(validate_topology(document))
+    start = time.perf_counter()
+    slowdowns = [g.pe_slowdown(pe) for pe in pes]
+    assert time.perf_counter() - start < 1.0
+    assert slowdowns == [1 + i % 3 for i in range(len(pes))]
+    assert g.pe_slowdown("sip0.cube0.pe99") == 1.0
+
+
 def test_bisection_default():
     # 4x4 mesh: the cut between columns 1 and 2 crosses 4 links of 256 GB/s.
     assert graph("default").bisection_bandwidth() == {

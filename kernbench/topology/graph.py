@@ -61,6 +61,7 @@ class MachineGraph:
         self._parsed: dict[str, tuple[str, int, int, int, int]] = {}
         self._adjacency: dict[str, list[tuple[str, int]]] | None = None
         self.down: set[int] = set()
+        self._pe_slowdowns = {fault.pe: fault.slowdown for fault in topology.faults.pes}
         self._build()
         self._apply_faults()
 
@@ -293,10 +294,8 @@ class MachineGraph:
 
     def pe_slowdown(self, pe: str) -> float:
         """How many times slower a PE's engines are (1.0: healthy)."""
-        for fault in self.topology.faults.pes:
-            if fault.pe == pe:
-                return fault.slowdown
-        return 1.0
+        # A dict, not a scan of the rules: a file may list a rule for every PE.
+        return self._pe_slowdowns.get(pe, 1.0)
 
     def _detour(self, src: str, dst: str, blocked: tuple[int, ...]) -> tuple[int, ...]:
         """The fewest-hop path around links that are down (breadth first, by edge order).
