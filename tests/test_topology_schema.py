@@ -592,6 +592,27 @@ def test_the_limits_fit_the_physical_address_layout():
     assert limits.MAX_SIPS <= 1 << FIELD_BITS["sip"]
     assert limits.MAX_CUBES_PER_SIP <= 1 << FIELD_BITS["cube"]
     assert limits.MAX_PES_PER_CUBE <= 1 << FIELD_BITS["pe"]
+    assert limits.MAX_MEMORY_BYTES <= 1 << FIELD_BITS["offset"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cube.memory_map.hbm_total_gb_per_cube", 9_000_000_000),
+        ("cube.memory_map.hbm_total_gb_per_cube", "257GiB"),
+        ("cube.sram.size", 2**63 - 1),
+        ("cube.pe_template.components.pe_tcm.attrs.size_mb", "1TiB"),
+    ],
+)
+def test_a_memory_larger_than_the_address_offset_names_the_key(key, value):
+    error = _time_validate(with_key(key, value))
+    assert error.key_path == key
+    assert "at most 256GiB" in str(error) and "offset field" in str(error)
+
+
+def test_the_largest_memory_is_accepted():
+    topo = validate_topology(with_key("cube.sram.size", "256GiB"))
+    assert topo.cube.sram.size == limits.MAX_MEMORY_BYTES
 
 
 @pytest.mark.parametrize(

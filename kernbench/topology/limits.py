@@ -24,6 +24,7 @@ __all__ = [
     "MAX_PES_PER_CUBE",
     "MAX_PES",
     "MAX_HBM_SLICES_PER_CUBE",
+    "MAX_MEMORY_BYTES",
     "MAX_SLOWDOWN",
 ]
 
@@ -37,6 +38,9 @@ MAX_PES_PER_CUBE = 128
 MAX_PES = 2**17
 #: HBM slices per cube: each is a node and a memory port in the graph.
 MAX_HBM_SLICES_PER_CUBE = 128
+#: Bytes of one memory (a cube's HBM, its SRAM, a PE's TCM): the address's
+#: offset field is 38 bits (256 GiB).
+MAX_MEMORY_BYTES = 2**38
 #: A fault's slowdown: past a million times slower a link or PE is as good as
 #: down (use ``down: true``), and larger factors only push times past 2^63 ps.
 MAX_SLOWDOWN = 1e6

@@ -27,6 +27,7 @@ from kernbench.errors import UnitError, shown
 from kernbench.topology.limits import (
     MAX_CUBES_PER_SIP,
     MAX_HBM_SLICES_PER_CUBE,
+    MAX_MEMORY_BYTES,
     MAX_PES,
     MAX_PES_PER_CUBE,
     MAX_SIPS,
@@ -34,6 +35,7 @@ from kernbench.topology.limits import (
 )
 from kernbench.units import (
     MAX_QUANTITY,
+    format_size,
     parse_bandwidth,
     parse_frequency,
     parse_size,
@@ -95,6 +97,18 @@ def _at_most(limit: int, what: str, reason: str):
 
 
 _ADDRESS = "the physical address's {} field holds {}"
+
+
+def _memory_fits(value: int) -> int:
+    if value > MAX_MEMORY_BYTES:
+        raise ValueError(
+            f"{format_size(value)} ({value} bytes) is larger than one memory can be: at most "
+            f"{format_size(MAX_MEMORY_BYTES)} (the physical address's offset field)"
+        )
+    return value
+
+
+MemorySize = Annotated[int, _checked(parse_size), Field(gt=0), AfterValidator(_memory_fits)]
 SipCount = Annotated[
     int, Field(strict=True, gt=0), _at_most(MAX_SIPS, "SIPs", _ADDRESS.format("sip", MAX_SIPS))
 ]
@@ -216,9 +230,9 @@ class PeLayoutSpec(Spec):
 
 
 class MemoryMapSpec(Spec):
-    hbm_total_gb_per_cube: Annotated[int, _decimal_unit_size(10**9, "GB")] = Field(
-        48, description="HBM per cube; a number is GB (10^9 bytes), or a size like '48GiB'"
-    )
+    hbm_total_gb_per_cube: Annotated[
+        int, _decimal_unit_size(10**9, "GB"), AfterValidator(_memory_fits)
+    ] = Field(48, description="HBM per cube; a number is GB (10^9 bytes), or a size like '48GiB'")
     hbm_slices_per_cube: Annotated[
         int,
         Field(strict=True, gt=0),
@@ -236,7 +250,7 @@ class HbmSpec(Spec):
 
 
 class SramSpec(Spec):
-    size: Size = Field("32MiB", description="cube SRAM shared by the cube's PEs")
+    size: MemorySize = Field("32MiB", description="cube SRAM shared by the cube's PEs")
     bandwidth: Bandwidth = Field("1TB/s", description="cube SRAM port bandwidth")
     latency: Time = Field("10ns", description="cube SRAM access latency")
 
@@ -262,7 +276,7 @@ class PeCoreSpec(Spec):
 
 
 class TcmAttrs(Spec):
-    size_mb: Annotated[int, _decimal_unit_size(10**6, "MB")] = Field(
+    size_mb: Annotated[int, _decimal_unit_size(10**6, "MB"), AfterValidator(_memory_fits)] = Field(
         16, description="TCM per PE; a number is MB (10^6 bytes), or a size like '16MiB'"
     )
     bandwidth: Bandwidth = Field("2TB/s", description="TCM bandwidth")
