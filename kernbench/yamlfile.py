@@ -299,8 +299,9 @@ def _problem(exc: yaml.YAMLError) -> str:
 
 def parse_yaml(text: str, *, source: str) -> Any:
     """The document in ``text`` (``None`` when empty); ``source`` names it in errors."""
-    loader = _Loader(text)
+    loader = None
     try:
+        loader = _Loader(text)  # the pure-Python reader checks characters here
         return loader.get_single_data()
     except yaml.YAMLError as exc:
         where = _position(exc, text)
@@ -313,7 +314,8 @@ def parse_yaml(text: str, *, source: str) -> Any:
             f"collections are nested more than {MAX_DEPTH} levels deep", source=source
         ) from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(path: str | Path, *, what: str = "file", limit: int = CONFIG_LIMIT) -> Any:

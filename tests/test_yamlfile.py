@@ -6,7 +6,10 @@ RecursionError, crash with a TypeError, or echo the file's text in the error.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -243,3 +246,44 @@ def test_syntax_error_is_its_own_class_for_callers_that_fall_back():
     with pytest.raises(ConfigError) as info:
         parse_yaml("[" * 1000, source="x")
     assert not isinstance(info.value, YamlSyntaxError)
+
+
+def test_the_pure_python_parser_is_bounded_the_same_way():
+    """Without libyaml the loader falls back to PyYAML's Python parser; same bounds, same errors."""
+    cases = {
+        "deep": "[" * 2000,
+        "bomb": BOMB,
+        "recursive": "a: &a [1, *a]",
+        "unhashable": "? [a]\n: 1",
+        "duplicate": "a: 1\na: 2",
+        "control": "a: 1\nb: \x07",
+        "syntax": "a: [1",
+        "timestamp": "x: 2024-13-45",
+    }
+    script = (
+        "import json, sys, yaml\n"
+        "yaml.__with_libyaml__ = False\n"
+        "from kernbench.errors import ConfigError\n"
+        "from kernbench.yamlfile import parse_yaml\n"
+        "out = {}\n"
+        "for name, text in json.loads(sys.stdin.read()).items():\n"
+        "    try:\n"
+        "        parse_yaml(text, source='s')\n"
+        "        out[name] = 'accepted'\n"
+        "    except ConfigError as exc:\n"
+        "        out[name] = str(exc)\n"
+        "print(json.dumps(out))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], input=json.dumps(cases), capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert "nested more than 64 levels" in out["deep"]
+    assert "aliases expand to more than" in out["bomb"] and "line 5" in out["bomb"]
+    assert "contains it" in out["recursive"]
+    assert "mapping key must be a plain value" in out["unhashable"]
+    assert "appears twice" in out["duplicate"]
+    assert "line 2" in out["control"] and "U+0007" in out["control"]
+    assert "invalid YAML at line 1" in out["syntax"]
+    assert "not a valid timestamp" in out["timestamp"]
