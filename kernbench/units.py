@@ -3,20 +3,25 @@
 Internal units: time is an integer number of picoseconds, size an integer
 number of bytes, bandwidth an integer number of bytes per second, frequency an
 integer number of hertz.  Decimal prefixes are powers of ten (1 GB = 10^9 B),
-binary prefixes powers of two (1 GiB = 2^30 B).  Parsing is exact (decimal
-arithmetic); a value that is not a whole number of the internal unit is an
-error rather than a silent rounding.
+binary prefixes powers of two (1 GiB = 2^30 B).  Parsing is exact (integer
+arithmetic on the digits as written, however many): a value that is not a
+whole number of the internal unit (``"0.5ps"``, ``"1e-999999999s"``) is an
+error rather than a silent rounding, and every value must be below 2^63
+(:data:`MAX_QUANTITY`; for time, about 106 days), so a written exponent
+cannot make a huge integer.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation
 
-from kernbench.errors import UnitError
+from kernbench.errors import UnitError, shown
 
 __all__ = [
     "PS_PER_S",
+    "MAX_QUANTITY",
+    "scale_exact",
     "parse_time",
     "parse_size",
     "parse_bandwidth",
@@ -28,6 +33,9 @@ __all__ = [
 ]
 
 PS_PER_S = 10**12
+#: Every parsed quantity is below 2^63: it fits the signed 64-bit integers that
+#: reports, NumPy arrays and traces hold (2^63 ps is about 106 days).
+MAX_QUANTITY = 2**63 - 1
 
 _TIME_UNITS = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "ms": 10**9, "s": 10**12}
 _SIZE_UNITS = {
@@ -46,29 +54,91 @@ _BANDWIDTH_UNITS = {f"{name}/s": factor for name, factor in _SIZE_UNITS.items()}
 _FREQUENCY_UNITS = {"Hz": 1, "kHz": 10**3, "KHz": 10**3, "MHz": 10**6, "GHz": 10**9}
 
 _QUANTITY = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-zµ/]+)\s*$")
+_NUMBER = re.compile(r"^([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)([0-9]+))?$")
+
+
+def _echo(value: object) -> str:
+    """``value`` as an error message may quote it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an integer of {value.bit_length()} bits"
+    return shown(repr(value), 80)
+
+
+def _multiplicity(factor: int, prime: int) -> int:
+    count = 0
+    while factor and factor % prime == 0:
+        factor //= prime
+        count += 1
+    return count
+
+
+def scale_exact(number: str | int | float, factor: int, *, what: str, base: str) -> int:
+    """``number`` (decimal digits as written, an int or a finite float) times ``factor``, exactly.
+
+    The result must be a whole number of at most :data:`MAX_QUANTITY`; ``what``
+    and ``base`` (the internal unit's name) word the :class:`UnitError`
+    otherwise.  Every digit counts, however many are written, and a huge or
+    tiny exponent is decided without building the number it would make.
+    """
+    if isinstance(number, float):
+        if not math.isfinite(number):
+            raise UnitError(f"{what} must be a finite number")
+        number = repr(number)
+    elif isinstance(number, int):
+        number = str(number)
+    match = _NUMBER.match(number)
+    if match is None or not (match.group(1) or match.group(2)):
+        raise UnitError(f"{what} is not a number")
+    whole, fraction, sign, exponent = match.groups(default="")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return 0
+    # The value is int(digits) * 10**power, with no zero at the end of digits.
+    significant = digits.rstrip("0")
+    exponent_digits = exponent.lstrip("0")
+    if len(exponent_digits) > 18:  # stands in for any exponent past deciding below
+        written = 10**18
+    else:
+        written = int(exponent_digits or "0")
+    power = (-written if sign == "-" else written) - len(fraction)
+    power += len(digits) - len(significant)
+    too_large = UnitError(f"{what} is too large; at most {MAX_QUANTITY} {base}")
+    if power + len(significant) > 21:  # at least 10^21 > MAX_QUANTITY, before the factor
+        raise too_large
+    # significant is not a multiple of 10, so significant * factor is a multiple of
+    # 10**k only for k up to the factor's count of 2s or of 5s.
+    cancelled = max(_multiplicity(factor, 2), _multiplicity(factor, 5))
+    if power < -cancelled:
+        raise UnitError(f"{what} is not a whole number of {base}")
+    value = int(significant) * factor
+    if power >= 0:
+        value *= 10**power
+    else:
+        value, rest = divmod(value, 10**-power)
+        if rest:
+            raise UnitError(f"{what} is not a whole number of {base}")
+    if value > MAX_QUANTITY:
+        raise too_large
+    return value
 
 
 def _parse(value: object, units: dict[str, int], kind: str, example: str) -> int:
     valid = ", ".join(units)
     if isinstance(value, bool) or not isinstance(value, str):
         raise UnitError(
-            f"{kind} {value!r} needs a unit, written as a string such as {example!r} "
+            f"{kind} {_echo(value)} needs a unit, written as a string such as {example!r} "
             f"(valid units: {valid})"
         )
     match = _QUANTITY.match(value)
     if match is None:
-        raise UnitError(f"cannot read {kind} {value!r}; write it like {example!r}")
+        raise UnitError(f"cannot read {kind} {_echo(value)}; write it like {example!r}")
     number, unit = match.groups()
     if unit not in units:
-        raise UnitError(f"unknown {kind} unit {unit!r} in {value!r}; valid units: {valid}")
-    try:
-        exact = Decimal(number) * units[unit]
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
-        raise UnitError(f"cannot read {kind} {value!r}") from exc
-    if exact != exact.to_integral_value():
-        base = next(iter(units))
-        raise UnitError(f"{kind} {value!r} is not a whole number of {base}")
-    return int(exact)
+        raise UnitError(
+            f"unknown {kind} unit {_echo(unit)} in {_echo(value)}; valid units: {valid}"
+        )
+    base = next(iter(units))
+    return scale_exact(number, units[unit], what=f"{kind} {_echo(value)}", base=base)
 
 
 def parse_time(value: object) -> int:
@@ -83,7 +153,9 @@ def parse_size(value: object) -> int:
     """
     if isinstance(value, int) and not isinstance(value, bool):
         if value < 0:
-            raise UnitError(f"size {value!r} must not be negative")
+            raise UnitError(f"size {_echo(value)} must not be negative")
+        if value > MAX_QUANTITY:
+            raise UnitError(f"size {_echo(value)} is too large; at most {MAX_QUANTITY} B")
         return value
     return _parse(value, _SIZE_UNITS, "size", "16MiB")
 
@@ -92,7 +164,7 @@ def parse_bandwidth(value: object) -> int:
     """``"50GB/s"`` -> 50_000_000_000 (bytes per second)."""
     bandwidth = _parse(value, _BANDWIDTH_UNITS, "bandwidth", "50GB/s")
     if bandwidth <= 0:
-        raise UnitError(f"bandwidth {value!r} must be positive")
+        raise UnitError(f"bandwidth {_echo(value)} must be positive")
     return bandwidth
 
 
@@ -100,7 +172,7 @@ def parse_frequency(value: object) -> int:
     """``"1.5GHz"`` -> 1_500_000_000 (hertz)."""
     frequency = _parse(value, _FREQUENCY_UNITS, "frequency", "1.5GHz")
     if frequency <= 0:
-        raise UnitError(f"frequency {value!r} must be positive")
+        raise UnitError(f"frequency {_echo(value)} must be positive")
     return frequency
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.ccl.catalogue import load_catalogue
-from kernbench.errors import ConfigError
+from kernbench.errors import ConfigError, KernBenchError
 
 REQUIRED = ["ring_tcm_8", "ring_hbm_8", "ring_sram_8", "multi_cube", "mesh_2x2", "tree_binary_7"]
 
@@ -154,7 +156,7 @@ def test_kernbench_tune_writes_a_table_that_auto_uses(tmp_path):
 
 def test_tune_table_that_cannot_be_read_is_a_clear_error(tmp_path):
     missing = Path(tmp_path) / "missing.yaml"
-    with pytest.raises(Exception, match="cannot read tune table"):
+    with pytest.raises(KernBenchError, match="tune table not found"):
         kernbench.simulate(
             _all_reduce,
             topology="topologies/ring8.yaml",
@@ -162,3 +164,280 @@ def test_tune_table_that_cannot_be_read_is_a_clear_error(tmp_path):
             args=(4096,),
             overrides=["ccl.all_reduce=auto", f"ccl.tune_table={missing}"],
         )
+
+
+# --- algorithm parameters are declared and checked when the catalogue loads ----------
+
+
+@pytest.mark.parametrize(
+    ("override", "key", "fragment"),
+    [
+        ("configs.mesh2d.params.algorithms=[]", "configs.mesh2d.params.algorithms", "at least 1"),
+        ("configs.mesh2d.params.algorithms=[ring, ring, ring]", "algorithms", "at most 2"),
+        ("configs.mesh2d.params.algorithms=[bruck]", "algorithms.0", "reduce_scatter"),
+        ("configs.mesh2d.params.algorithms=[ring, direct]", "algorithms.1", "all_reduce"),
+        ("configs.mesh2d.params.algorithms=[ring, mesh2d]", "algorithms.1", "composes"),
+        ("configs.mesh2d.params.algorithms=ring", "configs.mesh2d.params.algorithms", "list"),
+        ("configs.mesh2d.params.rows=3", "configs.mesh2d.params", "rows and cols together"),
+        ("configs.mesh2d.params.rows=0", "configs.mesh2d.params.rows", "> 0"),
+        ("configs.mesh_2x2.params.rows=3", "configs.mesh_2x2.params", "3 x 2 grid"),
+        ("configs.hierarchical.params.levels=5", "configs.hierarchical.params.levels", "list"),
+        ("configs.hierarchical.params.levels=[rack]", "levels.0", "'cube' or 'sip'"),
+        ("configs.hierarchical.params.levels=[sip, sip]", "levels", "twice"),
+        ("configs.hierarchical.params.levels=[]", "levels", "at least 1"),
+        ("configs.hierarchical.params.algorithms=[warp]", "algorithms.0", "unknown algorithm"),
+        ("configs.hierarchical.params.algorithms=[bruck, ring]", "algorithms.0", "reduce_scatter"),
+        ("configs.hierarchical.params.algorithms=[ring, hierarchical]", "algorithms.1", "composes"),
+        ("configs.hierarchical.params.algorithms=[ring, ring, ring]", "algorithms", "at most 2"),
+        ("configs.multi_cube.params.algorithms=[ring, direct, ring]", "algorithms.1", "reduce"),
+        ("configs.hierarchical.params.depth=3", "params.depth", "unknown key 'depth'"),
+        ("configs.ring.params.chunks=x", "configs.ring.params.chunks", "takes no parameters"),
+        ("configs.bruck.params.pack_bytes=-1", "configs.bruck.params.pack_bytes", ">= 0"),
+        ("configs.bruck.params.pack_bytes=lots", "configs.bruck.params.pack_bytes", "whole"),
+    ],
+)
+def test_bad_algorithm_params_name_the_config_and_the_param(override, key, fragment):
+    from kernbench.ccl.settings import CclSettings
+
+    with pytest.raises(ConfigError) as info:
+        CclSettings.from_overrides([override])
+    message = str(info.value)
+    assert key in message and fragment in message
+    assert info.value.key_path.startswith("configs.")
+
+
+def test_catalogue_entries_with_bad_params_name_the_file(tmp_path):
+    path = tmp_path / "ccl.yaml"
+    path.write_text("configs:\n  h: {module: hierarchical, params: {levels: 5}}\n")
+    with pytest.raises(ConfigError) as info:
+        load_catalogue(path)
+    assert str(path) in str(info.value)
+    assert "configs.h.params.levels" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["ccl.configs.mesh2d.params.algorithms=[]", "ccl.all_reduce=mesh2d"],
+        ["ccl.configs.hierarchical.params.levels=5", "ccl.all_reduce=hierarchical"],
+        ["ccl.configs.hierarchical.params.algorithms=[ring, hierarchical]", "ccl.all=hierarchical"],
+    ],
+)
+def test_params_that_used_to_crash_inside_the_simulation_fail_before_it(overrides):
+    with pytest.raises(ConfigError, match="configs"):
+        kernbench.simulate(
+            _all_reduce,
+            topology="topologies/multi_sip.yaml",
+            timing_only=True,
+            overrides=overrides,
+            args=(4096,),
+        )
+
+
+def test_valid_params_still_run():
+    result = kernbench.simulate(
+        _all_reduce,
+        topology="topologies/ring8.yaml",
+        timing_only=True,
+        overrides=[
+            "ccl.configs.mesh2d.params={rows: 2, cols: 4, algorithms: [ring, recursive_doubling]}",
+            "ccl.configs.bruck.params.pack_bytes=0",
+            "ccl.all_reduce=mesh2d",
+        ],
+        args=(1 << 16,),
+    )
+    assert {c["config"] for c in result.report["collectives"]} == {"mesh2d"}
+
+
+# --- tune tables are validated like topologies ---------------------------------------
+
+
+def _valid_table(topology: str = "topologies/ring8.yaml", world_size: int = 8) -> dict:
+    from kernbench.topology import load_topology, topology_digest
+
+    topo = load_topology(topology)
+    return {
+        "topology": topo.name,
+        "topology_digest": topology_digest(topo),
+        "world_size": world_size,
+        "overrides": [],
+        "results": [
+            {
+                "op": "all_reduce",
+                "world_size": world_size,
+                "bytes": 4096,
+                "winner": "recursive_doubling",
+                "times_ps": {"ring": 20, "recursive_doubling": 10},
+                "predicted_ps": {"ring": 21, "recursive_doubling": 11},
+            },
+            {
+                "op": "all_reduce",
+                "world_size": world_size,
+                "bytes": 1 << 20,
+                "winner": "ring",
+                "times_ps": {"ring": 20, "recursive_doubling": 30},
+                "predicted_ps": {},
+            },
+        ],
+    }
+
+
+def _with(path: str, value, table: dict | None = None) -> dict:
+    import copy
+
+    table = copy.deepcopy(table or _valid_table())
+    node = table
+    *parents, last = path.split(".")
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    if value is _DELETE:
+        del node[last]
+    elif isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return table
+
+
+_DELETE = object()
+_BOMB = "\n".join(
+    ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    + ["results: *a8"]
+)
+
+
+def _auto_with_table(table_path, nbytes: int = 4096, topology: str = "topologies/ring8.yaml"):
+    return kernbench.simulate(
+        _all_reduce,
+        topology=topology,
+        timing_only=True,
+        args=(nbytes,),
+        overrides=["ccl.all_reduce=auto", f"ccl.tune_table={table_path}"],
+    )
+
+
+def test_a_valid_table_is_used(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(_valid_table()))
+    assert _auto_with_table(path, 4096).report["collectives"][-1]["config"] == "recursive_doubling"
+    assert _auto_with_table(path, 1 << 20).report["collectives"][-1]["config"] == "ring"
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "fragment"),
+    [
+        (_with("topology", _DELETE), "topology", "required key is missing"),
+        (_with("topology_digest", _DELETE), "topology_digest", "required key is missing"),
+        (_with("world_size", _DELETE), "world_size", "required key is missing"),
+        (_with("results", _DELETE), "results", "required key is missing"),
+        (_with("results", {"op": "all_reduce"}), "results", "list"),
+        (_with("results", []), "results", "at least 1"),
+        (_with("extra", 1), "extra", "unknown key 'extra'"),
+        (_with("world_size", 0), "world_size", "> 0"),
+        (_with("world_size", True), "world_size", "whole number"),
+        (_with("topology", ["ring8"]), "topology", "string"),
+        (_with("topology_digest", "nothex"), "topology_digest", "16 hexadecimal"),
+        (_with("results.0", "all_reduce"), "results.0", "section of keys"),
+        (_with("results.0.winner", _DELETE), "results.0.winner", "required key is missing"),
+        (_with("results.0.winner", "bruck"), "results.0.winner", "not one of the measured"),
+        (_with("results.0.op", "all_reduse"), "results.0.op", "'all_reduce'"),
+        (_with("results.0.bytes", "4KiB"), "results.0.bytes", "whole number"),
+        (_with("results.0.bytes", -5), "results.0.bytes", "> 0"),
+        (_with("results.1.bytes", 4096), "results.1", "results.0"),
+        (_with("results.0.world_size", 4), "results.0.world_size", "8"),
+        (_with("results.0.times_ps", {}), "results.0.times_ps", "at least 1"),
+        (_with("results.0.times_ps.ring", -1), "results.0.times_ps.ring", ">= 0"),
+        (_with("results.0.times_ps.ring", "fast"), "results.0.times_ps.ring", "whole number"),
+        (_with("results.0.times_ps", [1, 2]), "results.0.times_ps", "section of keys"),
+        (_with("results.0.predicted_ps.ring", 1.5), "results.0.predicted_ps.ring", "whole"),
+        (_with("results.0.rank", 3), "results.0.rank", "unknown key 'rank'"),
+        (_with("overrides", "x=1"), "overrides", "list"),
+    ],
+)
+def test_malformed_tables_name_the_key(tmp_path, table, key, fragment):
+    from kernbench.ccl.tune_table import load_tune_table
+
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(table))
+    with pytest.raises(ConfigError) as info:
+        load_tune_table(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert f"{key}: " in message and fragment in message, message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "top level must be a mapping"),
+        ("- 1\n- 2\n", "not a list"),
+        ("results: [1\n", "invalid YAML at line"),
+        (_BOMB, "aliases expand to more than"),
+    ],
+)
+def test_tables_that_are_not_tables(tmp_path, text, fragment):
+    from kernbench.ccl.tune_table import load_tune_table
+
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=fragment):
+        load_tune_table(path)
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo", "latin1", "utf16"])
+def test_tables_that_cannot_be_read(tmp_path, target):
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "latin1").write_bytes("topology: café\n".encode("latin-1"))
+    (tmp_path / "utf16").write_bytes("topology: x\n".encode("utf-16"))
+    path = target if target.startswith("/") else tmp_path / target
+    start = time.perf_counter()
+    with pytest.raises(KernBenchError) as info:
+        _auto_with_table(path)
+    assert time.perf_counter() - start < 5
+    assert "tune table" in str(info.value)
+
+
+def test_a_table_for_another_machine_is_refused(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(_valid_table("topologies/fc8.yaml")))
+    with pytest.raises(KernBenchError) as info:
+        _auto_with_table(path)
+    message = str(info.value)
+    assert "measured on topology 'fc8'" in message and "'ring8'" in message
+    assert "kernbench tune" in message
+
+
+def test_a_table_for_the_same_name_but_another_machine_is_refused(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(_valid_table()))
+    with pytest.raises(KernBenchError, match="digest") as info:
+        kernbench.simulate(
+            _all_reduce,
+            topology="topologies/ring8.yaml",
+            timing_only=True,
+            args=(4096,),
+            overrides=[
+                "ccl.all_reduce=auto",
+                f"ccl.tune_table={path}",
+                "system.interconnect.link.latency=2us",
+            ],
+        )
+    assert "ring8" in str(info.value)
+
+
+def test_a_table_for_another_world_size_is_refused(tmp_path):
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(_valid_table(world_size=4)))
+    with pytest.raises(KernBenchError) as info:
+        _auto_with_table(path)
+    assert "world size 4" in str(info.value) and "8 ranks" in str(info.value)
+
+
+def test_a_table_whose_winner_is_not_in_the_catalogue_is_refused(tmp_path):
+    path = tmp_path / "t.yaml"
+    table = _with("results.0.winner", "warp", _with("results.0.times_ps.warp", 1))
+    path.write_text(yaml.safe_dump(table))
+    with pytest.raises(KernBenchError) as info:
+        _auto_with_table(path)
+    assert "results.0.winner" in str(info.value) and "'warp'" in str(info.value)

@@ -558,6 +558,53 @@ def test_diameter_is_longest_pe_route(name):
     assert g.diameter_hops() == longest
 
 
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [
+        ("multi_sip", ()),
+        ("multi_sip", ("system.interconnect.attach_cube=5", "sip.cube_mesh.torus=true")),
+        ("multi_sip", ("system.sips.count=5", "sip.cube_mesh.w=3", "sip.cube_mesh.h=5")),
+        ("multi_sip", ("system.interconnect.kind=fully_connected", "sip.cube_mesh.w=2")),
+        ("rack", ("system.interconnect.attach_cube=9",)),
+        ("ring8", ("system.sips.count=7",)),
+    ],
+)
+def test_diameter_matches_every_pair_of_routers(name, overrides):
+    """The closed form over one SIP equals the longest route over every pair of cubes."""
+    g = graph(name, *overrides)
+    pes = [f"sip{s}.cube{c}.pe0" for s in range(g.num_sips) for c in range(g.cubes_per_sip)]
+    longest = max(len(g.route(a, b)) for a, b in itertools.combinations(pes, 2))
+    assert g.diameter_hops() == longest
+
+
+def test_topo_summary_of_a_large_machine_is_fast():
+    from kernbench.topology.summary import summarize
+
+    # 256 SIPs x 16 cubes: 4096 routers, 8 million pairs (27 s before the closed form).
+    topo = load_topology(TOPOLOGIES / "rack.yaml", ["system.sips.count=256"])
+    g = build_graph(topo)
+    start = time.perf_counter()
+    summary = summarize(topo, g)
+    assert time.perf_counter() - start < 2.0
+    assert summary["network"]["diameter_hops"] == 16
+
+
+def test_a_fault_rule_for_every_pe_is_cheap_to_look_up():
+    from kernbench.topology import apply_overrides, load_topology_document, validate_topology
+
+    document = apply_overrides(
+        load_topology_document(TOPOLOGIES / "rack.yaml"), ["system.sips.count=64"]
+    )
+    pes = [f"sip{s}.cube{c}.pe{p}" for s in range(64) for c in range(16) for p in range(8)]
+    document["faults"] = {"pes": [{"pe": pe, "slowdown": 1 + i % 3} for i, pe in enumerate(pes)]}
+    g = build_graph(validate_topology(document))
+    start = time.perf_counter()
+    slowdowns = [g.pe_slowdown(pe) for pe in pes]
+    assert time.perf_counter() - start < 1.0
+    assert slowdowns == [1 + i % 3 for i in range(len(pes))]
+    assert g.pe_slowdown("sip0.cube0.pe99") == 1.0
+
+
 def test_bisection_default():
     # 4x4 mesh: the cut between columns 1 and 2 crosses 4 links of 256 GB/s.
     assert graph("default").bisection_bandwidth() == {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from kernbench.topology import (
     load_topology_document,
     validate_topology,
 )
-from kernbench.topology.loader import deep_merge, parse_override
+from kernbench.topology.loader import MAX_EXTENDS_DEPTH, deep_merge, parse_override
 
 TOPOLOGIES = Path(kernbench.__file__).resolve().parent.parent / "topologies"
 
@@ -415,3 +416,100 @@ def test_bundled_file_with_override():
     topo = load_topology(TOPOLOGIES / "ring8.yaml", ["system.sips.count=4"])
     assert topo.num_pes == 4
     assert topo.system.interconnect.link.bandwidth == 50 * 10**9
+
+
+# --- hostile inputs: every one a ConfigError, at once ------------------------------
+
+
+def _quick_config_error(fn, *args) -> ConfigError:
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        fn(*args)
+    assert time.perf_counter() - start < 1.0
+    return info.value
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "/dev/urandom", "fifo", "dir"])
+def test_extends_a_special_file_is_refused_without_reading_it(tmp_path, target):
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "dir").mkdir()
+    child = write(tmp_path / "child.yaml", {"extends": target, "name": "child"})
+    error = _quick_config_error(load_topology, child)
+    assert error.key_path == "extends"
+    assert str(child) in str(error) and target in str(error)
+    assert "regular file" in str(error) or "directory" in str(error)
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "fifo"])
+def test_a_special_file_as_the_topology_is_refused(tmp_path, target):
+    os.mkfifo(tmp_path / "fifo")
+    path = target if target.startswith("/") else str(tmp_path / target)
+    error = _quick_config_error(load_topology, path)
+    assert "only regular files are read" in str(error)
+
+
+def test_a_long_extends_chain_is_refused(tmp_path):
+    write(tmp_path / "t0.yaml", PARENT)
+    for i in range(1, 5000):
+        (tmp_path / f"t{i}.yaml").write_text(f"extends: t{i - 1}.yaml\n")
+    error = _quick_config_error(load_topology, tmp_path / "t4999.yaml")
+    assert error.key_path == "extends"
+    assert f"more than {MAX_EXTENDS_DEPTH} files" in str(error)
+
+
+def test_an_extends_chain_at_the_limit_loads(tmp_path):
+    write(tmp_path / "t0.yaml", PARENT)
+    for i in range(1, MAX_EXTENDS_DEPTH):
+        (tmp_path / f"t{i}.yaml").write_text(f"extends: t{i - 1}.yaml\nname: t{i}\n")
+    assert load_topology(tmp_path / f"t{MAX_EXTENDS_DEPTH - 1}.yaml").num_sips == 2
+
+
+def test_extends_errors_never_echo_the_file_they_read(tmp_path):
+    secret = "root:$6$SECRETSALT$hashhashhash:19000:0:99999:7:::"
+    # /etc/shadow's lines end in ':', so YAML reads each line as a key.
+    shadow = write(tmp_path / "shadow", f"{secret}\ndaemon:*:19000:0:99999:7:::\n")
+    child = write(tmp_path / "child.yaml", {"extends": str(shadow), **PARENT})
+    error = _quick_config_error(load_topology, child)
+    assert "SECRET" not in str(error) and "daemon" not in str(error)
+    assert "unknown key" in str(error)
+    token = write(tmp_path / "token", "SECRETTOKEN-0123456789abcdef\n")
+    child = write(tmp_path / "child1.yaml", {"extends": str(token)})
+    error = _quick_config_error(load_topology, child)
+    assert "SECRET" not in str(error) and "not a str" in str(error)
+    broken = write(tmp_path / "broken", f"a: [1\nb: '{secret}\n")
+    child = write(tmp_path / "child2.yaml", {"extends": str(broken)})
+    error = _quick_config_error(load_topology, child)
+    assert "SECRET" not in str(error) and "invalid YAML at line" in str(error)
+
+
+def test_an_alias_bomb_topology_is_refused(tmp_path):
+    bomb = "\n".join(
+        ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
+        + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    )
+    # On its own the bomb is cheap (aliases share one list); echoing it is not.
+    bomb += "\nsystem: {sips: {count: 1}}\nsip: {cube_mesh: *a9}\n"
+    error = _quick_config_error(load_topology, write(tmp_path / "bomb.yaml", bomb))
+    assert "aliases expand to more than" in str(error) and len(str(error)) < 500
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "description=[" + ", ".join(["&a [x, x, x, x, x, x, x, x, x, x]"] + ["*a"] * 2000) + "]",
+        "description=" + "[" * 100_000 + "]" * 100_000,
+        "description=" + "{a: " * 100_000 + "1" + "}" * 100_000,
+        ".".join(["a"] * 100_000) + "=1",
+        "description={[1]: 2}",
+    ],
+)
+def test_hostile_overrides_are_config_errors(tmp_path, override):
+    path = write(tmp_path / "t.yaml", PARENT)
+    error = _quick_config_error(load_topology, path, [override])
+    assert "--set" in str(error)
+    assert len(str(error)) < 500
+
+
+def test_an_override_that_is_not_yaml_stays_a_string():
+    assert parse_override("description=a: b: c") == (["description"], "a: b: c")
+    assert parse_override("name=[unclosed") == (["name"], "[unclosed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import time
 from pathlib import Path
 
 import pydantic
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from kernbench.errors import ConfigError, KernBenchError, TopologyError, UnitError
-from kernbench.topology import Topology, load_topology, validate_topology
+from kernbench.topology import Topology, limits, load_topology, validate_topology
 
 MINIMAL = {
     "system": {"sips": {"count": 1}},
@@ -518,3 +519,149 @@ def test_duplicate_key_is_rejected(tmp_path):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError, match="name"):
         load_topology(path)
+
+
+# --- machine size limits (checked in the schema, before any graph is built) -------
+
+
+def _time_validate(document) -> ConfigError:
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        validate_topology(document)
+    assert time.perf_counter() - start < 1.0
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "limit", "reason"),
+    [
+        ("system.sips.count", 100_000, limits.MAX_SIPS, "sip field"),
+        ("system.sips.count", 10**20, limits.MAX_SIPS, "sip field"),
+        ("system.sips.count", limits.MAX_SIPS + 1, limits.MAX_SIPS, "sip field"),
+        ("sip.cube_mesh.w", 100_000, limits.MAX_CUBES_PER_SIP, "cube field"),
+        ("sip.cube_mesh.h", 10**20, limits.MAX_CUBES_PER_SIP, "cube field"),
+        ("cube.pe_layout.pe_per_corner", 10**6, limits.MAX_PES_PER_CUBE, "pe field"),
+        ("cube.memory_map.hbm_slices_per_cube", 10**9, limits.MAX_HBM_SLICES_PER_CUBE, "slice"),
+    ],
+)
+def test_sizes_past_a_limit_name_the_key_and_the_limit(key, value, limit, reason):
+    error = _time_validate(with_key(key, value))
+    assert error.key_path == key
+    message = str(error)
+    assert f"{key}: " in message
+    assert f"at most {limit}" in message and str(value) in message and reason in message
+
+
+def test_a_mesh_whose_product_is_too_big_names_the_mesh():
+    error = _time_validate(with_key("sip.cube_mesh", {"w": 16, "h": 16}))
+    assert error.key_path == "sip.cube_mesh"
+    assert f"at most {limits.MAX_CUBES_PER_SIP}" in str(error) and "16 x 16 = 256" in str(error)
+
+
+def test_a_machine_with_too_many_pes_names_the_limit():
+    document = with_key("system.sips.count", limits.MAX_SIPS)
+    document = with_key("sip.cube_mesh", {"w": 8, "h": 16}, document)
+    document = with_key("cube.pe_layout.pe_per_corner", 32, document)
+    error = _time_validate(document)
+    assert error.key_path == "system.sips.count"
+    assert f"at most {limits.MAX_PES} PEs" in str(error)
+    assert "256 SIPs x 128 cubes x 128 PEs = 4194304" in str(error)
+
+
+def test_the_largest_allowed_sizes_are_accepted():
+    document = with_key("system.sips.count", limits.MAX_SIPS)
+    document = with_key("sip.cube_mesh", {"w": 4, "h": 4}, document)
+    document = with_key("cube.pe_layout.pe_per_corner", 8, document)
+    document = with_key("cube.memory_map.hbm_slices_per_cube", 16, document)
+    topo = validate_topology(document)
+    assert topo.num_pes == limits.MAX_PES == 2**17
+    document = with_key("sip.cube_mesh", {"w": 8, "h": 16})
+    document = with_key("cube.pe_layout.pe_per_corner", 32, document)
+    document = with_key(
+        "cube.memory_map.hbm_slices_per_cube", limits.MAX_HBM_SLICES_PER_CUBE, document
+    )
+    document = with_key("cube.memory_map.hbm_total_gb_per_cube", 128, document)
+    topo = validate_topology(document)
+    assert topo.cubes_per_sip == limits.MAX_CUBES_PER_SIP
+    assert topo.pes_per_cube == limits.MAX_PES_PER_CUBE
+
+
+def test_the_limits_fit_the_physical_address_layout():
+    from kernbench.memory.address import FIELD_BITS
+
+    assert limits.MAX_SIPS <= 1 << FIELD_BITS["sip"]
+    assert limits.MAX_CUBES_PER_SIP <= 1 << FIELD_BITS["cube"]
+    assert limits.MAX_PES_PER_CUBE <= 1 << FIELD_BITS["pe"]
+    assert limits.MAX_MEMORY_BYTES <= 1 << FIELD_BITS["offset"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("cube.memory_map.hbm_total_gb_per_cube", 9_000_000_000),
+        ("cube.memory_map.hbm_total_gb_per_cube", "257GiB"),
+        ("cube.sram.size", 2**63 - 1),
+        ("cube.pe_template.components.pe_tcm.attrs.size_mb", "1TiB"),
+    ],
+)
+def test_a_memory_larger_than_the_address_offset_names_the_key(key, value):
+    error = _time_validate(with_key(key, value))
+    assert error.key_path == key
+    assert "at most 256GiB" in str(error) and "offset field" in str(error)
+
+
+def test_the_largest_memory_is_accepted():
+    topo = validate_topology(with_key("cube.sram.size", "256GiB"))
+    assert topo.cube.sram.size == limits.MAX_MEMORY_BYTES
+
+
+@pytest.mark.parametrize(
+    "value",
+    [float("inf"), float("-inf"), float("nan"), 1e300, 10**40],
+)
+def test_non_finite_or_huge_sizes_are_errors(value):
+    key = "cube.memory_map.hbm_total_gb_per_cube"
+    error = _time_validate(with_key(key, value))
+    assert error.key_path == key
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e300])
+def test_non_finite_slowdowns_are_errors(value):
+    document = with_key("faults.pes", [{"pe": "sip0.cube0.pe0", "slowdown": value}])
+    error = _time_validate(document)
+    assert error.key_path == "faults.pes.0.slowdown"
+
+
+# --- duplicate fault rules ----------------------------------------------------------
+
+
+def test_a_link_fault_listed_twice_names_both_indices():
+    link = "link:sip0.cube0->sip0.cube1"
+    document = with_key(
+        "faults.links",
+        [{"link": link, "slowdown": 2}, {"link": "link:sip0.cube1->sip0.cube0"}, {"link": link}],
+    )
+    error = _time_validate(document)
+    assert error.key_path == "faults.links.2.link"
+    assert "faults.links.0" in str(error) and link in str(error)
+
+
+def test_a_pe_fault_listed_twice_names_both_indices():
+    pe = {"pe": "sip0.cube0.pe1", "slowdown": 2}
+    error = _time_validate(with_key("faults.pes", [pe, pe]))
+    assert error.key_path == "faults.pes.1.pe"
+    assert "faults.pes.0" in str(error)
+
+
+# --- what errors echo ---------------------------------------------------------------
+
+
+def test_errors_cap_what_they_echo_of_a_huge_value():
+    error = _time_validate(with_key("sip.cube_mesh.w", "x" * 1_000_000))
+    assert len(str(error)) < 1000
+    error = _time_validate(with_key("cube.pe_layout.corners", ["NW", "XX"] * 100_000))
+    assert "at most 4 item(s) (got 200000)" in str(error) and len(str(error)) < 1000
+    faults = [{"pe": "x" * 1000, "slowdown": "fast"}] * 20_000
+    error = _time_validate(with_key("faults.pes", faults))
+    assert len(str(error)) < 5000
+    assert "... and 19990 more errors" in str(error)

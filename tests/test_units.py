@@ -328,3 +328,83 @@ def test_format_bandwidth_round_trips(bps):
 @pytest.mark.parametrize("nbytes", [1, 1_536, 16 * 2**20, 2**30, 48 * 2**30])
 def test_format_size_round_trips(nbytes):
     assert parse_size(format_size(nbytes)) == nbytes
+
+
+# --- exactness and bounds -----------------------------------------------------------
+
+
+def _quick_unit_error(parse, value) -> UnitError:
+    import time
+
+    start = time.perf_counter()
+    with pytest.raises(UnitError) as info:
+        parse(value)
+    assert time.perf_counter() - start < 0.5
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("parse", "text"),
+    [
+        (parse_time, "1e999999999ns"),
+        (parse_time, "1e+999999999999999999999999s"),
+        (parse_size, "1e999999999GiB"),
+        (parse_bandwidth, "9" * 5000 + "GB/s"),
+        (parse_frequency, "1e30GHz"),
+        (parse_time, "9223372036854775808ps"),
+    ],
+)
+def test_values_too_large_are_refused_at_once(parse, text):
+    error = _quick_unit_error(parse, text)
+    assert "too large" in str(error)
+    assert "9223372036854775807" in str(error)  # says the limit
+    assert len(str(error)) < 500
+
+
+def test_the_largest_value_is_accepted():
+    assert parse_time("9223372036854775807ps") == 2**63 - 1
+    assert parse_size(2**63 - 1) == 2**63 - 1
+    with pytest.raises(UnitError, match="too large"):
+        parse_size(2**63)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["1e-999999999s", "1e-40s", "0.0000000000000000000000000000001s", "1e-99999999999999999999ps"],
+)
+def test_tiny_values_are_not_rounded_to_zero(text):
+    error = _quick_unit_error(parse_time, text)
+    assert "not a whole number of ps" in str(error)
+
+
+def test_zero_with_any_exponent_is_zero():
+    assert parse_time("0e999999999ns") == 0
+    assert parse_time("0.000e-999999999s") == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("123456789012345678.901234567890ps", None),  # 30 significant digits, not whole
+        ("1234567890123456789.00000000000ns", None),  # too large once in ps
+        ("1.23456789012345678901234567890s", None),  # ps would need 29 more digits
+        ("9223372036854775.807000000000000ns", 9223372036854775807),
+        ("1.000000000000000000000000000000s", 10**12),
+        ("12345678901234567.8900000000000ps", None),
+    ],
+)
+def test_thirty_significant_digits_are_exact(text, expected):
+    if expected is None:
+        with pytest.raises(UnitError):
+            parse_time(text)
+    else:
+        assert parse_time(text) == expected
+
+
+def test_digits_past_twenty_eight_are_not_rounded_away():
+    # 29 significant digits: the decimal default context would round the 1 away.
+    with pytest.raises(UnitError, match="whole number of B"):
+        parse_size("100000000000000.00000000000001B")
+    with pytest.raises(UnitError, match="whole number of ps"):
+        parse_time("1000000000.0000000000000000001ps")
+    assert parse_time("1000000000000000000.0000000000000000000000ps") == 10**18

@@ -128,10 +128,11 @@ class SweepFile(BaseModel):
 
 def load_sweep(path: str | Path) -> SweepFile:
     """Read and validate a sweep file; errors name the key path."""
-    from kernbench.topology.loader import _read_yaml, format_validation_error
+    from kernbench.validation import format_validation_error
+    from kernbench.yamlfile import load_yaml_mapping
 
     path = Path(path)
-    document = _read_yaml(path)
+    document = load_yaml_mapping(path, what="sweep file")
     try:
         sweep = SweepFile.model_validate(document)
     except ValidationError as exc:

@@ -3,9 +3,12 @@
 For each op and each catalogue configuration that can run it on the world
 size, one timing-only run calls the op twice per size (the first call
 installs the IPCQ plan) and keeps the second call's time from launch to end.
-The table records, per size, every candidate's time and the winner; run with
+The table records, per size, every candidate's time and the winner, and what
+it was measured on (the topology's name and digest, the world size); run with
 ``--set ccl.tune_table=TABLE.yaml`` and ``algorithm="auto"`` (or
-``ccl.<op>=auto``) to use it.
+``ccl.<op>=auto``) to use it on that machine.  Its format is
+:class:`kernbench.ccl.tune_table.TuneTable`; what :func:`tune` returns is
+validated against it, so every table written can be read back.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from typing import Any
 import yaml
 
 from kernbench.bench.simulate import simulate
+from kernbench.ccl.tune_table import TuneTable
 from kernbench.ccl.tuner import candidates, predict
 from kernbench.files import write_text
 from kernbench.runtime import RuntimeContext
-from kernbench.topology import load_topology
+from kernbench.topology import load_topology, topology_digest
 
 __all__ = ["tune", "TUNABLE_OPS"]
 
@@ -103,12 +107,15 @@ def tune(
                     },
                 }
             )
-    return {
+    table = {
         "topology": topo.name,
+        "topology_digest": topology_digest(topo),
         "world_size": size,
         "overrides": list(overrides),
         "results": results,
     }
+    TuneTable.model_validate(table)  # what is written must read back
+    return table
 
 
 def write_table(table: dict[str, Any], path: str | Path) -> None:

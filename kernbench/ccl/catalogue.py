@@ -5,23 +5,30 @@ none: whatever the group has), where received data lands (``tcm``, ``sram``,
 ``hbm``), how many pieces each ring chunk is cut into (``chunks``), the IPCQ
 queue depth, and algorithm parameters.  ``defaults`` chooses a configuration
 (or ``auto``: the tuner) per op.  The file is validated like a topology:
-unknown keys and bad values are errors naming the key path.
+unknown keys and bad values are errors naming the key path, and every
+configuration's ``params`` are checked against what its algorithm declares
+(:class:`~kernbench.ccl.algorithms.Params`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from kernbench.errors import ConfigError
-from kernbench.topology.loader import (
-    _StrictLoader,
-    apply_overrides,
+from kernbench.topology import apply_overrides
+from kernbench.topology.limits import MAX_PES
+from kernbench.units import MAX_QUANTITY
+from kernbench.validation import (
+    KeyedValueError,
+    describe_error,
+    error_path,
     format_validation_error,
+    shown_value,
 )
+from kernbench.yamlfile import load_yaml_mapping
 
 __all__ = ["AlgorithmConfig", "Catalogue", "load_catalogue", "default_catalogue_path"]
 
@@ -45,10 +52,12 @@ class _Spec(BaseModel):
 
 class AlgorithmConfig(_Spec):
     module: str = Field(description="algorithm name in the registry (kernbench.ccl.algorithms)")
-    world_size: int | None = Field(None, gt=0, description="ranks it is for; none: any")
+    world_size: int | None = Field(None, gt=0, le=MAX_PES, description="ranks it is for; none: any")
     buffer: Buffer = Field("hbm", description="where received data lands")
-    chunks: int = Field(1, gt=0, description="pieces per chunk for pipelining")
-    queue_depth: int | None = Field(None, gt=0, description="IPCQ slots; none: the topology's")
+    chunks: int = Field(1, gt=0, le=MAX_QUANTITY, description="pieces per chunk for pipelining")
+    queue_depth: int | None = Field(
+        None, gt=0, le=MAX_QUANTITY, description="IPCQ slots; none: the topology's"
+    )
     params: dict[str, Any] = Field(default_factory=dict, description="algorithm parameters")
     description: str = ""
 
@@ -71,24 +80,27 @@ class Catalogue(_Spec):
         known = algorithms()
         for name, config in self.configs.items():
             if config.module not in known:
-                raise ValueError(
-                    f"configs.{name}.module: unknown algorithm {config.module!r}; known: "
-                    f"{', '.join(sorted(known))}"
+                raise KeyedValueError(
+                    f"configs.{name}.module",
+                    f"unknown algorithm {shown_value(config.module)}; known: "
+                    f"{', '.join(sorted(known))}",
                 )
             algorithm = known[config.module]
             if config.world_size and any(
                 algorithm.requires and algorithm.requires(op, config.world_size)
                 for op in algorithm.ops
             ):
-                raise ValueError(
-                    f"configs.{name}.world_size: {config.module} cannot run on "
-                    f"{config.world_size} ranks"
+                raise KeyedValueError(
+                    f"configs.{name}.world_size",
+                    f"{config.module} cannot run on {config.world_size} ranks",
                 )
+            _check_params(name, config, algorithm.params)
         for op, choice in self.defaults.algorithm.items():
             if choice != "auto" and choice not in self.configs and choice not in known:
-                raise ValueError(
-                    f"defaults.algorithm.{op}: {choice!r} is neither a configuration nor an "
-                    "algorithm; use one of the configs, an algorithm name or 'auto'"
+                raise KeyedValueError(
+                    f"defaults.algorithm.{op}",
+                    f"{shown_value(choice)} is neither a configuration nor an algorithm; use "
+                    "one of the configs, an algorithm name or 'auto'",
                 )
         return self
 
@@ -102,24 +114,27 @@ class Catalogue(_Spec):
         return choice, AlgorithmConfig(module=choice)
 
 
+def _check_params(name: str, config: AlgorithmConfig, declared: type[BaseModel]) -> None:
+    """``config.params`` against what its algorithm declares; errors name the param."""
+    try:
+        declared.model_validate(config.params, context={"world_size": config.world_size})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        at = error_path(error)
+        raise KeyedValueError(
+            f"configs.{name}.params" + (f".{at}" if at else ""),
+            f"{config.module}: {describe_error(error, declared)}",
+        ) from None
+
+
 def default_catalogue_path() -> Path:
     return Path(__file__).resolve().parents[2] / "ccl" / "ccl.yaml"
 
 
 def load_catalogue(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Catalogue:
     """Load and validate a catalogue; ``overrides`` are ``key.path=value`` as for topologies."""
-    import yaml
-
     path = Path(path) if path else default_catalogue_path()
-    try:
-        document = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 - safe loader
-    except FileNotFoundError:
-        raise ConfigError("file not found", source=str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"invalid YAML: {exc}", source=str(path)) from None
-    if not isinstance(document, Mapping):
-        raise ConfigError("the top level must be a mapping of keys", source=str(path))
-    document = apply_overrides(document, overrides)
+    document = apply_overrides(load_yaml_mapping(path, what="catalogue"), overrides)
     try:
         return Catalogue.model_validate(document)
     except ValidationError as exc:

@@ -22,18 +22,19 @@ table (``kernbench tune``) it takes the measured winner at the nearest size.
 from __future__ import annotations
 
 import math
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import yaml
-
-from kernbench.ccl.algorithms import Algorithm, get_algorithm
+from kernbench.ccl.algorithms import Algorithm, algorithms, get_algorithm
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.settings import ccl_settings
-from kernbench.errors import ConfigError, DistributedError
+from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
+from kernbench.distributed.world import active_world
+from kernbench.errors import DistributedError
+from kernbench.topology import topology_digest
 from kernbench.units import PS_PER_S
 
 __all__ = ["LinkCosts", "link_costs", "predict", "candidates", "auto_choice", "message_bytes"]
@@ -260,7 +261,7 @@ def auto_choice(ctx: Any, op: str, size: int, nbytes: int, pes: list[str]) -> st
     """The configuration ``auto`` runs: the tune table's winner, else the cost model's."""
     settings = ccl_settings(ctx)
     if settings.tune_table:
-        winner = _table_winner(settings.tune_table, op, size, nbytes)
+        winner = _table_winner(settings.tune_table, op, size, nbytes, ctx)
         if winner is not None:
             return winner
     best: tuple[float, str] | None = None
@@ -275,23 +276,46 @@ def auto_choice(ctx: Any, op: str, size: int, nbytes: int, pes: list[str]) -> st
     return best[1]
 
 
-_TABLES: dict[str, Any] = {}
+_TABLES: dict[str, tuple[tuple[int, ...], TuneTable]] = {}
+_DIGEST: list[Any] = [None, ""]  # the last topology digested, and its digest
 
 
-def _table_winner(path: str, op: str, size: int, nbytes: int) -> str | None:
-    table = _TABLES.get(path)
-    if table is None:
-        try:
-            table = _TABLES[path] = yaml.safe_load(Path(path).read_text())
-        except OSError as exc:
-            raise ConfigError(f"cannot read tune table: {exc.strerror}", source=path) from None
-    rows = [
-        row
-        for row in table.get("results", [])
-        if row.get("op") == op and row.get("world_size") == size
-    ]
+def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: Any) -> str | None:
+    """The tune table's winner for ``op`` on ``size`` ranks at the size nearest ``nbytes``.
+
+    The table is validated when first read (and again when the file changes) and
+    checked against this run: its machine, world size and catalogue.
+    """
+    try:
+        info = os.stat(path)
+        signature = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    except (OSError, ValueError):
+        signature = ()  # load_tune_table says what is wrong
+    cached = _TABLES.get(path)
+    if cached is not None and signature and cached[0] == signature:
+        table = cached[1]
+    else:
+        table = load_tune_table(path)
+        _TABLES[path] = (signature, table)
+    topology = ctx.topology
+    if _DIGEST[0] is not topology:
+        _DIGEST[:] = [topology, topology_digest(topology)]
+    try:
+        world_size: int | None = active_world().world_size
+    except DistributedError:  # asked outside a run: nothing to compare with
+        world_size = None
+    check_tune_table(
+        table,
+        path,
+        topology_name=topology.name,
+        digest=_DIGEST[1],
+        world_size=world_size,
+        choices=ccl_settings(ctx).catalogue.configs,
+        known=algorithms(),
+    )
+    rows = [row for row in table.results if row.op == op and row.world_size == size]
     if not rows:
         return None
     target = math.log2(max(nbytes, 1))
-    row = min(rows, key=lambda r: (abs(math.log2(max(r["bytes"], 1)) - target), r["bytes"]))
-    return row["winner"]
+    row = min(rows, key=lambda r: (abs(math.log2(r.bytes) - target), r.bytes))
+    return row.winner

@@ -6,6 +6,7 @@ from kernbench.topology.loader import (
     document_digest,
     load_topology,
     load_topology_document,
+    topology_digest,
     validate_topology,
 )
 from kernbench.topology.schema import Topology
@@ -19,5 +20,6 @@ __all__ = [
     "document_digest",
     "load_topology",
     "load_topology_document",
+    "topology_digest",
     "validate_topology",
 ]

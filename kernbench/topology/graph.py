@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from kernbench.errors import RouteError, TopologyError
+from kernbench.errors import RouteError, TopologyError, shown
 from kernbench.topology.schema import Topology
 
 __all__ = ["Edge", "MachineGraph", "build_graph"]
@@ -61,6 +61,7 @@ class MachineGraph:
         self._parsed: dict[str, tuple[str, int, int, int, int]] = {}
         self._adjacency: dict[str, list[tuple[str, int]]] | None = None
         self.down: set[int] = set()
+        self._pe_slowdowns = {fault.pe: fault.slowdown for fault in topology.faults.pes}
         self._build()
         self._apply_faults()
 
@@ -234,7 +235,7 @@ class MachineGraph:
         except ValueError:
             pass
         raise RouteError(
-            f"unknown endpoint {name!r}; valid names look like 'sip0.cube0.pe0', "
+            f"unknown endpoint {shown(repr(name), 100)}; valid names look like 'sip0.cube0.pe0', "
             f"'sip0.cube0.pe0.tcm', 'sip0.cube0.hbm0', 'sip0.cube0.sram', 'sip0.cube0.m_cpu', "
             f"'host' (this machine: {self.num_sips} SIPs x {self.cubes_per_sip} cubes x "
             f"{self.pes_per_cube} PEs, {self.hbm_slices} HBM slices per cube)"
@@ -266,8 +267,9 @@ class MachineGraph:
             index = by_name.get(fault.link)
             if index is None:
                 raise TopologyError(
-                    f"unknown link {fault.link!r}; links are named like 'link:sip0->sip1', "
-                    "'link:sip0.cube0->sip0.cube1', 'link:sip0.cube0.pe0->sip0.cube0.noc', "
+                    f"unknown link {shown(repr(fault.link), 100)}; links are named like "
+                    "'link:sip0->sip1', 'link:sip0.cube0->sip0.cube1', "
+                    "'link:sip0.cube0.pe0->sip0.cube0.noc', "
                     "'link:host->sip0' or 'port:sip0.cube0.hbm0' (see `kernbench topo show`)",
                     key_path=f"faults.links.{i}.link",
                 )
@@ -284,7 +286,7 @@ class MachineGraph:
                 kind = None
             if kind != "pe":
                 raise TopologyError(
-                    f"unknown PE {fault.pe!r}; PEs are named like 'sip0.cube0.pe0' "
+                    f"unknown PE {shown(repr(fault.pe), 100)}; PEs are named like 'sip0.cube0.pe0' "
                     f"({self.num_sips} SIPs x {self.cubes_per_sip} cubes x "
                     f"{self.pes_per_cube} PEs)",
                     key_path=f"faults.pes.{i}.pe",
@@ -292,10 +294,8 @@ class MachineGraph:
 
     def pe_slowdown(self, pe: str) -> float:
         """How many times slower a PE's engines are (1.0: healthy)."""
-        for fault in self.topology.faults.pes:
-            if fault.pe == pe:
-                return fault.slowdown
-        return 1.0
+        # A dict, not a scan of the rules: a file may list a rule for every PE.
+        return self._pe_slowdowns.get(pe, 1.0)
 
     def _detour(self, src: str, dst: str, blocked: tuple[int, ...]) -> tuple[int, ...]:
         """The fewest-hop path around links that are down (breadth first, by edge order).
@@ -429,14 +429,25 @@ class MachineGraph:
 
     # -- metrics ----------------------------------------------------------------
     def diameter_hops(self) -> int:
-        """Longest PE-to-PE route, in links (routes as the machine takes them)."""
-        routers = [(s, c) for s in range(self.num_sips) for c in range(self.cubes_per_sip)]
-        longest = 0
-        for a in routers:
-            for b in routers:
-                if a < b:
-                    hops = len(self._router_path("", a, "", b)) - 1
-                    longest = max(longest, hops)
+        """Longest PE-to-PE route, in links (routes as the machine takes them).
+
+        Every SIP's mesh is the same, and a route between SIPs runs from its
+        cube to the attach cube, across the SIPs, then on to its cube; so the
+        longest route is either inside one SIP or the farthest cube from the
+        attach cube, the longest SIP-to-SIP path and the farthest cube again.
+        That is O(cubes per SIP^2) work, not O((SIPs x cubes)^2).
+        """
+        cubes = range(self.cubes_per_sip)
+        longest = max(
+            (len(self._mesh_path(0, a, b)) - 1 for a in cubes for b in cubes if a < b),
+            default=0,
+        )
+        if self.num_sips > 1:
+            attach = self.attach_cube
+            out = max(len(self._mesh_path(0, c, attach)) - 1 for c in cubes)
+            back = max(len(self._mesh_path(0, attach, c)) - 1 for c in cubes)
+            across = max(len(self._sip_path(0, s)) - 1 for s in range(1, self.num_sips))
+            longest = max(longest, out + across + back)
         return longest + 2
 
     def bisection_bandwidth(self) -> dict[str, int]:

@@ -4,33 +4,47 @@ The YAML a user writes is validated against these frozen models (unknown keys
 are errors, units are parsed by :mod:`kernbench.units`).  Field names that
 existing bench code relies on (``system.sips.count``, ``sip.cube_mesh.{w,h}``,
 ``cube.pe_layout``, ``cube.memory_map``, ``pe_tcm.attrs.size_mb``,
-``pe_mmu.attrs.page_size``) keep their names; see ADR 0002.
+``pe_mmu.attrs.page_size``) keep their names; see ADR 0002.  Sizes are
+checked against :mod:`kernbench.topology.limits` here, from the counts alone,
+before any graph is built.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
-from kernbench.errors import UnitError
+from kernbench.errors import UnitError, shown
+from kernbench.topology.limits import (
+    MAX_CUBES_PER_SIP,
+    MAX_HBM_SLICES_PER_CUBE,
+    MAX_MEMORY_BYTES,
+    MAX_PES,
+    MAX_PES_PER_CUBE,
+    MAX_SIPS,
+    MAX_SLOWDOWN,
+)
 from kernbench.units import (
+    MAX_QUANTITY,
+    format_size,
     parse_bandwidth,
     parse_frequency,
     parse_size,
     parse_time,
+    scale_exact,
 )
+from kernbench.validation import KeyedValueError
 
 __all__ = ["Topology", "KeyedValueError"]
-
-
-class KeyedValueError(ValueError):
-    """A cross-field check's failure, pointing at the key (relative path) at fault."""
-
-    def __init__(self, subpath: str, message: str) -> None:
-        super().__init__(message)
-        self.subpath = subpath
 
 
 def _checked(parse):
@@ -50,14 +64,11 @@ def _decimal_unit_size(factor: int, unit: str):
     def validate(value: Any) -> int:
         if isinstance(value, bool):
             raise ValueError(f"expected a number of {unit} or a size such as '16MiB'")
-        if isinstance(value, int | float):
-            if value <= 0:
-                raise ValueError(f"must be positive (got {value!r})")
-            nbytes = Decimal(str(value)) * factor
-            if nbytes != nbytes.to_integral_value():
-                raise ValueError(f"{value!r} {unit} is not a whole number of bytes")
-            return int(nbytes)
         try:
+            if isinstance(value, int | float):
+                if not value > 0:  # also refuses nan
+                    raise UnitError(f"must be positive (got {value!r})")
+                return scale_exact(value, factor, what=f"{value!r} {unit}", base="bytes")
             return parse_size(value)
         except UnitError as exc:
             raise ValueError(str(exc)) from None
@@ -69,8 +80,43 @@ Time = Annotated[int, _checked(parse_time), Field(ge=0)]
 Size = Annotated[int, _checked(parse_size), Field(gt=0)]
 Bandwidth = Annotated[int, _checked(parse_bandwidth)]
 Frequency = Annotated[int, _checked(parse_frequency)]
-Count = Annotated[int, Field(strict=True, gt=0)]
-Index = Annotated[int, Field(strict=True, ge=0)]
+Count = Annotated[int, Field(strict=True, gt=0, le=MAX_QUANTITY)]
+Index = Annotated[int, Field(strict=True, ge=0, le=MAX_QUANTITY)]
+Slowdown = Annotated[float, Field(ge=1.0, le=MAX_SLOWDOWN, allow_inf_nan=False)]
+
+
+def _at_most(limit: int, what: str, reason: str):
+    """A count's limit (:mod:`kernbench.topology.limits`), saying why it is there."""
+
+    def check(value: int) -> int:
+        if value > limit:
+            raise ValueError(f"at most {limit} {what} ({reason}); got {value}")
+        return value
+
+    return AfterValidator(check)
+
+
+_ADDRESS = "the physical address's {} field holds {}"
+
+
+def _memory_fits(value: int) -> int:
+    if value > MAX_MEMORY_BYTES:
+        raise ValueError(
+            f"{format_size(value)} ({value} bytes) is larger than one memory can be: at most "
+            f"{format_size(MAX_MEMORY_BYTES)} (the physical address's offset field)"
+        )
+    return value
+
+
+MemorySize = Annotated[int, _checked(parse_size), Field(gt=0), AfterValidator(_memory_fits)]
+SipCount = Annotated[
+    int, Field(strict=True, gt=0), _at_most(MAX_SIPS, "SIPs", _ADDRESS.format("sip", MAX_SIPS))
+]
+MeshSide = Annotated[
+    int,
+    Field(strict=True, gt=0),
+    _at_most(MAX_CUBES_PER_SIP, "cubes", _ADDRESS.format("cube", MAX_CUBES_PER_SIP)),
+]
 
 
 class Spec(BaseModel):
@@ -100,7 +146,7 @@ class CubeLinkSpec(LinkSpec):
 
 
 class SipsSpec(Spec):
-    count: Count = Field(description="number of SIPs (chips) in the system")
+    count: SipCount = Field(description="number of SIPs (chips) in the system")
 
 
 class InterconnectSpec(Spec):
@@ -128,10 +174,20 @@ class SystemSpec(Spec):
 
 
 class CubeMeshSpec(Spec):
-    w: Count = Field(description="cubes per row of the SIP's mesh")
-    h: Count = Field(description="rows of cubes in the SIP's mesh")
+    w: MeshSide = Field(description="cubes per row of the SIP's mesh")
+    h: MeshSide = Field(description="rows of cubes in the SIP's mesh")
     torus: bool = Field(False, description="wrap-around links in both dimensions")
     link: CubeLinkSpec = Field(CubeLinkSpec(), description="each cube-to-cube link")
+
+    @model_validator(mode="after")
+    def _fits_address(self) -> CubeMeshSpec:
+        cubes = self.w * self.h
+        if cubes > MAX_CUBES_PER_SIP:
+            raise ValueError(
+                f"w x h = {self.w} x {self.h} = {cubes} cubes per SIP; at most "
+                f"{MAX_CUBES_PER_SIP} ({_ADDRESS.format('cube', MAX_CUBES_PER_SIP)})"
+            )
+        return self
 
 
 class SipSpec(Spec):
@@ -143,9 +199,16 @@ Corner = Literal["NW", "NE", "SW", "SE"]
 
 class PeLayoutSpec(Spec):
     corners: list[Corner] = Field(
-        ["NW", "NE", "SW", "SE"], min_length=1, description="corners of the cube that hold PEs"
+        ["NW", "NE", "SW", "SE"],
+        min_length=1,
+        max_length=4,
+        description="corners of the cube that hold PEs",
     )
-    pe_per_corner: Count = Field(2, description="PEs at each listed corner")
+    pe_per_corner: Annotated[
+        int,
+        Field(strict=True, gt=0),
+        _at_most(MAX_PES_PER_CUBE, "PEs", _ADDRESS.format("pe", MAX_PES_PER_CUBE)),
+    ] = Field(2, description="PEs at each listed corner")
 
     @field_validator("corners")
     @classmethod
@@ -154,12 +217,31 @@ class PeLayoutSpec(Spec):
             raise ValueError(f"corners must not repeat (got {corners})")
         return corners
 
+    @model_validator(mode="after")
+    def _fits_address(self) -> PeLayoutSpec:
+        pes = len(self.corners) * self.pe_per_corner
+        if pes > MAX_PES_PER_CUBE:
+            raise KeyedValueError(
+                "pe_per_corner",
+                f"{len(self.corners)} corners x {self.pe_per_corner} = {pes} PEs per cube; at "
+                f"most {MAX_PES_PER_CUBE} ({_ADDRESS.format('pe', MAX_PES_PER_CUBE)})",
+            )
+        return self
+
 
 class MemoryMapSpec(Spec):
-    hbm_total_gb_per_cube: Annotated[int, _decimal_unit_size(10**9, "GB")] = Field(
-        48, description="HBM per cube; a number is GB (10^9 bytes), or a size like '48GiB'"
-    )
-    hbm_slices_per_cube: Count = Field(8, description="independent HBM slices per cube")
+    hbm_total_gb_per_cube: Annotated[
+        int, _decimal_unit_size(10**9, "GB"), AfterValidator(_memory_fits)
+    ] = Field(48, description="HBM per cube; a number is GB (10^9 bytes), or a size like '48GiB'")
+    hbm_slices_per_cube: Annotated[
+        int,
+        Field(strict=True, gt=0),
+        _at_most(
+            MAX_HBM_SLICES_PER_CUBE,
+            "HBM slices per cube",
+            "each slice is a node and a memory port of the machine's graph",
+        ),
+    ] = Field(8, description="independent HBM slices per cube")
 
 
 class HbmSpec(Spec):
@@ -168,7 +250,7 @@ class HbmSpec(Spec):
 
 
 class SramSpec(Spec):
-    size: Size = Field("32MiB", description="cube SRAM shared by the cube's PEs")
+    size: MemorySize = Field("32MiB", description="cube SRAM shared by the cube's PEs")
     bandwidth: Bandwidth = Field("1TB/s", description="cube SRAM port bandwidth")
     latency: Time = Field("10ns", description="cube SRAM access latency")
 
@@ -194,7 +276,7 @@ class PeCoreSpec(Spec):
 
 
 class TcmAttrs(Spec):
-    size_mb: Annotated[int, _decimal_unit_size(10**6, "MB")] = Field(
+    size_mb: Annotated[int, _decimal_unit_size(10**6, "MB"), AfterValidator(_memory_fits)] = Field(
         16, description="TCM per PE; a number is MB (10^6 bytes), or a size like '16MiB'"
     )
     bandwidth: Bandwidth = Field("2TB/s", description="TCM bandwidth")
@@ -279,18 +361,35 @@ class FabricSpec(Spec):
 
 class LinkFault(Spec):
     link: str = Field(description="a directed link or a memory port, e.g. 'link:sip0->sip1'")
-    slowdown: float = Field(1.0, ge=1.0, description="the link's bandwidth is divided by this")
+    slowdown: Slowdown = Field(1.0, description="the link's bandwidth is divided by this")
     down: bool = Field(False, description="the link carries nothing; routes avoid it")
 
 
 class PeFault(Spec):
     pe: str = Field(description="a PE, e.g. 'sip0.cube0.pe0'")
-    slowdown: float = Field(ge=1.0, description="the PE's engines take this many times longer")
+    slowdown: Slowdown = Field(description="the PE's engines take this many times longer")
 
 
 class FaultsSpec(Spec):
     links: list[LinkFault] = Field(default_factory=list, description="slow or broken links")
     pes: list[PeFault] = Field(default_factory=list, description="straggler PEs")
+
+    @model_validator(mode="after")
+    def _each_target_once(self) -> FaultsSpec:
+        # A rule listed twice would be applied twice (a link slowed down twice);
+        # one rule per target says what is meant.
+        for kind, rules, key in (("link", self.links, "link"), ("PE", self.pes, "pe")):
+            first: dict[str, int] = {}
+            for index, rule in enumerate(rules):
+                target = getattr(rule, key)
+                if target in first:
+                    raise KeyedValueError(
+                        f"{kind.lower()}s.{index}.{key}",
+                        f"{kind} {shown(repr(target), 100)} is already listed at "
+                        f"faults.{kind.lower()}s.{first[target]}; list each {kind} once",
+                    )
+                first[target] = index
+        return self
 
 
 class Topology(Spec):
@@ -303,6 +402,17 @@ class Topology(Spec):
     cube: CubeSpec = CubeSpec()
     fabric: FabricSpec = FabricSpec()
     faults: FaultsSpec = Field(FaultsSpec(), description="injected faults and stragglers")
+
+    @model_validator(mode="after")
+    def _fits_limits(self) -> Topology:
+        if self.num_pes > MAX_PES:
+            raise KeyedValueError(
+                "system.sips.count",
+                f"{self.num_sips} SIPs x {self.cubes_per_sip} cubes x {self.pes_per_cube} PEs = "
+                f"{self.num_pes} PEs; at most {MAX_PES} PEs in a machine (its graph is built "
+                "whole; see kernbench.topology.limits)",
+            )
+        return self
 
     @model_validator(mode="after")
     def _attach_cube_exists(self) -> Topology:

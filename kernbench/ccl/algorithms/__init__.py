@@ -6,6 +6,11 @@ serves, each a state machine over a logical topology written against
 It also says which rank counts it handles, which peers each rank talks to (the
 IPCQ neighbour table to install) and, per op, its closed-form α-β-γ cost (the
 tuner's model).  Algorithms are chosen by name.
+
+An algorithm declares the catalogue parameters it takes (``params:`` of a
+configuration) as a :class:`Params` model; the catalogue validates every
+configuration's parameters against it when it is loaded, so a bad parameter is
+a configuration error naming the key, never a crash inside the simulation.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import importlib
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict
+
 from kernbench.ccl.comm import Comm, Region
 from kernbench.errors import DistributedError
 
 __all__ = [
     "OPS",
     "OpArgs",
+    "Params",
     "Algorithm",
     "register",
     "get_algorithm",
@@ -76,6 +84,18 @@ class OpArgs:
     root: int = 0
 
 
+class Params(BaseModel):
+    """An algorithm's catalogue parameters: frozen, and unknown keys are errors.
+
+    This base takes none; an algorithm with parameters declares a subclass
+    (each field with a type, a default and a description).  It is validated
+    with ``context={"world_size": ...}``: the configuration's world size, or
+    ``None`` when it is for any.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 Program = Callable[[Comm, OpArgs], Generator]
 # cost(p, nbytes, alpha, beta, gamma) -> seconds; nbytes as in reference/collective-costs.md
 Cost = Callable[[int, float, float, float, float], float]
@@ -92,6 +112,8 @@ class Algorithm:
     # Whom each rank sends to at once in a typical step (for the cost model's
     # count of flows sharing a link or a memory port); default: its neighbours.
     pattern: Callable[[int, int], list[int]] | None = None
+    # The catalogue parameters it takes (the base class: none).
+    params: type[Params] = Params
 
     @property
     def ops(self) -> tuple[str, ...]:

@@ -24,11 +24,26 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from pydantic import Field
+
+from kernbench.ccl.algorithms import Algorithm, OpArgs, Params, lg, register
 from kernbench.ccl.algorithms.recursive_doubling import place_blocks, post_blocks
 from kernbench.ccl.comm import Comm
+from kernbench.units import MAX_QUANTITY
 
 PACK_BYTES = 16 * 1024
+
+
+class BruckParams(Params):
+    """``pack_bytes``: see the module docstring."""
+
+    pack_bytes: int = Field(
+        PACK_BYTES,
+        strict=True,
+        ge=0,
+        le=MAX_QUANTITY,
+        description="bytes below which a step's blocks are packed into one message",
+    )
 
 
 def _runs(first: int, count: int, p: int, split: bool) -> list[list[int]]:
@@ -93,6 +108,7 @@ register(
         name="bruck",
         description="Bruck all-gather: ceil(lg p) steps for any p",
         programs={"all_gather": all_gather},
+        params=BruckParams,
         costs={"all_gather": _cost},
         peers=_peers,
         pattern=_pattern,

@@ -12,18 +12,110 @@ first by cube, then by SIP.  With k ranks in my innermost group:
 Every level may use any algorithm that serves the op it is given.  Groups of
 one level must all have the same size.  ``mesh2d`` is the same composition with
 rows of a logical grid as the groups.
+
+Parameters (:class:`HierarchicalParams`, checked when the catalogue loads):
+``levels``, one or two of ``cube``/``sip``; ``algorithms``, one per level plus
+one for the all-reduce across (fewer: the last is reused), each an algorithm
+that does not itself compose others and serves what its place needs.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Generator, Sequence
+from typing import Literal
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm, register
+from pydantic import Field, model_validator
+
+from kernbench.ccl.algorithms import (
+    Algorithm,
+    OpArgs,
+    Params,
+    algorithms,
+    get_algorithm,
+    register,
+)
 from kernbench.ccl.comm import Comm, chunk_bounds
 from kernbench.errors import DistributedError
+from kernbench.validation import KeyedValueError
 
-__all__ = ["compose_all_reduce", "placement_key"]
+__all__ = [
+    "ComposedParams",
+    "HierarchicalParams",
+    "compose_all_reduce",
+    "placement_key",
+]
+
+
+class ComposedParams(Params):
+    """Parameters of an algorithm that runs other algorithms at its levels."""
+
+    algorithms: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="algorithm per level, then the one across; default: ring everywhere",
+    )
+
+    def check_algorithms(self, levels: int) -> None:
+        """Each named algorithm exists, composes nothing itself, and serves its place.
+
+        With ``levels`` levels, ``algorithms[i]`` (i < levels) reduce-scatters and
+        all-gathers inside level i's groups and the last one all-reduces across;
+        a shorter list reuses its last entry for the places after it.
+        """
+        names = self.algorithms
+        if names is None:
+            return
+        if len(names) > levels + 1:
+            raise KeyedValueError(
+                "algorithms",
+                f"takes at most {levels + 1} algorithms (one per level and one across), "
+                f"got {len(names)}",
+            )
+        known = algorithms()
+        for index, name in enumerate(names):
+            algorithm = known.get(name)
+            if algorithm is None:
+                raise KeyedValueError(
+                    f"algorithms.{index}",
+                    f"unknown algorithm {name!r}; known: {', '.join(sorted(known))}",
+                )
+            if issubclass(algorithm.params, ComposedParams):
+                raise KeyedValueError(
+                    f"algorithms.{index}",
+                    f"{name} composes other algorithms itself; name one that does not "
+                    "(ring, recursive_doubling, ...)",
+                )
+            needs = ["reduce_scatter", "all_gather"] if index < levels else []
+            if index == len(names) - 1:
+                needs.append("all_reduce")
+            missing = [op for op in needs if op not in algorithm.programs]
+            if missing:
+                place = f"level {index}" if index < levels else "the all-reduce across"
+                raise KeyedValueError(
+                    f"algorithms.{index}",
+                    f"{name} does not serve {' or '.join(missing)}, which {place} needs "
+                    f"(it serves {', '.join(algorithm.ops)}); ring serves every place",
+                )
+
+
+class HierarchicalParams(ComposedParams):
+    """``levels``: how ranks are grouped, innermost first; ``algorithms``: per level."""
+
+    levels: list[Literal["cube", "sip"]] = Field(
+        ["sip"],
+        min_length=1,
+        max_length=2,
+        description="grouping levels, innermost first: cube, sip",
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> HierarchicalParams:
+        if len(set(self.levels)) != len(self.levels):
+            raise KeyedValueError("levels", "a level is listed twice; list each level once")
+        self.check_algorithms(len(self.levels))
+        return self
+
 
 # A grouping level: (the communicator's PEs, a rank in it) -> the rank's group.
 # Each level is evaluated on the communicator it splits, whose ranks are
@@ -105,5 +197,6 @@ register(
         name="hierarchical",
         description="reduce-scatter within cube/SIP groups, all-reduce across, all-gather within",
         programs={"all_reduce": all_reduce},
+        params=HierarchicalParams,
     )
 )

@@ -4,6 +4,10 @@ Ranks form a logical ``rows`` x ``cols`` grid (row-major: rank = row·cols +
 col).  Reduce-scatter along my row, all-reduce my part down my column,
 all-gather along my row (each with ``algorithms``, default ring).  Without
 ``rows``/``cols`` the grid is the most square factorisation of p.
+
+Parameters (:class:`Mesh2dParams`, checked when the catalogue loads): ``rows``
+and ``cols`` together or neither; ``algorithms``, one or two (along rows, then
+down columns).
 """
 
 from __future__ import annotations
@@ -12,10 +16,33 @@ import functools
 import math
 from collections.abc import Generator
 
+from pydantic import Field, ValidationInfo, model_validator
+
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
-from kernbench.ccl.algorithms.hierarchical import compose_all_reduce
+from kernbench.ccl.algorithms.hierarchical import ComposedParams, compose_all_reduce
 from kernbench.ccl.comm import Comm
 from kernbench.errors import DistributedError
+from kernbench.topology.limits import MAX_PES
+
+
+class Mesh2dParams(ComposedParams):
+    """``rows`` x ``cols`` grid (both or neither); ``algorithms``: along rows, down columns."""
+
+    rows: int | None = Field(None, strict=True, gt=0, le=MAX_PES, description="grid rows")
+    cols: int | None = Field(None, strict=True, gt=0, le=MAX_PES, description="grid columns")
+
+    @model_validator(mode="after")
+    def _check(self, info: ValidationInfo) -> Mesh2dParams:
+        if (self.rows is None) != (self.cols is None):
+            raise ValueError("give rows and cols together (or neither, for the most square grid)")
+        world_size = (info.context or {}).get("world_size")
+        if self.rows is not None and world_size and self.rows * self.cols != world_size:
+            raise ValueError(
+                f"a {self.rows} x {self.cols} grid holds {self.rows * self.cols} ranks, but "
+                f"the configuration is for {world_size} (world_size)"
+            )
+        self.check_algorithms(1)
+        return self
 
 
 def grid(size: int, params: dict) -> tuple[int, int]:
@@ -58,6 +85,7 @@ register(
         name="mesh2d",
         description="2-D grid: reduce-scatter along rows, all-reduce along columns, all-gather",
         programs={"all_reduce": all_reduce},
+        params=Mesh2dParams,
         requires=_requires,
         costs={
             # ring RS + AG over cols, ring AR over rows on n/cols bytes

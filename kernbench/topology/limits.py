@@ -1,0 +1,46 @@
+"""How large a machine KernBench builds, and why: every size limit in one place.
+
+The schema checks these when a topology is validated, from the counts alone,
+before any graph is built, so a mistyped ``system.sips.count=100000`` (or
+10^20) is a one-line error naming the key and the limit, not minutes of
+building or a MemoryError.
+
+Most limits come from the physical-address layout
+(:mod:`kernbench.memory.address`: 8 bits of SIP, 7 of cube, 7 of PE): a
+machine that does not fit it could not address its memory.  A test checks that
+these numbers fit the layout.  The whole-machine PE limit bounds the graph,
+which is built eagerly: about 4 directed links per PE, so ``kernbench topo
+show`` on 2^17 PEs takes about 4 s and 250 MB, and on 2^20 PEs (which the
+address fields would allow) over a minute and 1.8 GB.  Raising a limit means
+widening the address fields (or making the graph lazy) first, then changing
+the number here.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAX_SIPS",
+    "MAX_CUBES_PER_SIP",
+    "MAX_PES_PER_CUBE",
+    "MAX_PES",
+    "MAX_HBM_SLICES_PER_CUBE",
+    "MAX_MEMORY_BYTES",
+    "MAX_SLOWDOWN",
+]
+
+#: SIPs in a system: the physical address's sip field is 8 bits.
+MAX_SIPS = 256
+#: Cubes in one SIP's mesh (w x h): the address's cube field is 7 bits.
+MAX_CUBES_PER_SIP = 128
+#: PEs in one cube (corners x pe_per_corner): the address's pe field is 7 bits.
+MAX_PES_PER_CUBE = 128
+#: PEs in the whole machine: the graph holds every PE, port and link (131,072).
+MAX_PES = 2**17
+#: HBM slices per cube: each is a node and a memory port in the graph.
+MAX_HBM_SLICES_PER_CUBE = 128
+#: Bytes of one memory (a cube's HBM, its SRAM, a PE's TCM): the address's
+#: offset field is 38 bits (256 GiB).
+MAX_MEMORY_BYTES = 2**38
+#: A fault's slowdown: past a million times slower a link or PE is as good as
+#: down (use ``down: true``), and larger factors only push times past 2^63 ps.
+MAX_SLOWDOWN = 1e6
