@@ -73,6 +73,14 @@ class _Rendezvous:
     what: str = ""  # point to point: what the waiting rank is doing
     source: int | None = None  # point to point: the sender, once matched
 
+    def drop_payloads(self) -> None:
+        """Forget the ranks' tensors once the operation is over (a Work may live on)."""
+        self.arrived = {r: (what, sig, None) for r, (what, sig, _) in self.arrived.items()}
+
+    def finished(self) -> None:
+        self.drop_payloads()
+        self.done.succeed()
+
     def describe(self) -> str:
         missing = [r for r in self.group.ranks if r not in self.arrived]
         if not missing:
@@ -237,7 +245,7 @@ class World:
             rv = _Rendezvous(group, seq, launched=env.event(), done=env.event())
             self._rendezvous[(group.gid, seq)] = rv
         rv.arrived[me] = (what, signature, payload)
-        first_what, first_sig, _ = next(iter(rv.arrived.values()))
+        first_what, first_sig = next(iter(rv.arrived.values()))[:2]
         if (what, signature) != (first_what, first_sig):
             # Let every other rank run on until it blocks too, so that the error can
             # name every rank involved; this one waits for a launch that never comes.
@@ -263,11 +271,12 @@ class World:
             launcher = launch(payloads)
         except KernBenchError as exc:
             rv.error = exc
+            rv.drop_payloads()
             rv.launched.succeed()
             raise
         self.collectives.append(launcher)
         finished = launcher.finish()
-        finished.callbacks.append(lambda _ev: rv.done.succeed())
+        finished.callbacks.append(lambda _ev: rv.finished())
         rv.launched.succeed()
 
     # -- point to point ----------------------------------------------------------------

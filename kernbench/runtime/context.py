@@ -9,10 +9,11 @@ data into the shards and ``numpy`` gathers them back, all as timed messages.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,9 @@ class RuntimeContext:
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
         self._pending_release: list[Allocation] = []
+        # True while the allocators or the store are being changed: a tensor dropped by a
+        # garbage collection then must not change them under the running code.
+        self._bookkeeping = False
         self._pending: dict[int, Handle] = {}
 
     # -- clock and requests --------------------------------------------------------
@@ -228,43 +232,69 @@ class RuntimeContext:
         allocation = self._allocate(name, shape, dtype, shards)
         self._mmu(allocation, unmap=False)
         tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
-        tensor._finalizer = weakref.finalize(tensor, self._pending_release.append, allocation)
+        tensor._finalizer = weakref.finalize(tensor, self._dropped, allocation)
         self._live[id(allocation)] = allocation
         return tensor
+
+    def _dropped(self, allocation: Allocation) -> None:
+        """The last reference to a tensor went: its memory is given back now.
+
+        The unmap is timed messages, which cannot be sent from wherever the
+        reference went (a garbage collection may run anywhere, even in the
+        scheduler), so it waits until the next tensor is made or ``cleanup``.
+        """
+        if not self._bookkeeping:
+            self._give_back(allocation)
+        self._pending_release.append(allocation)
+
+    @contextlib.contextmanager
+    def _changing_memory(self) -> Iterator[None]:
+        previous, self._bookkeeping = self._bookkeeping, True
+        try:
+            yield
+        finally:
+            self._bookkeeping = previous
 
     def _allocate(
         self, name: str, shape: tuple[int, ...], dtype: DType, shards: list
     ) -> Allocation:
-        placements: list[ShardPlacement] = []
-        page = self.page_size
-        try:
-            for shard in shards:
-                pa = None
-                node = f"sip{shard.sip}.cube{shard.cube}.hbm0"
-                if shard.nbytes:
-                    pa = self.memory.alloc(
-                        MemoryKind.HBM, shard.sip, shard.cube, shard.pe, shard.nbytes, owner=name
-                    )
-                    node = f"sip{shard.sip}.cube{shard.cube}.hbm{self.memory.hbm_slice_of(pa)}"
-                placements.append(ShardPlacement(shard, pa, 0, node))
-        except OutOfMemoryError as exc:
-            for placement in placements:
+        with self._changing_memory():
+            placements: list[ShardPlacement] = []
+            page = self.page_size
+            try:
+                for shard in shards:
+                    pa = None
+                    node = f"sip{shard.sip}.cube{shard.cube}.hbm0"
+                    if shard.nbytes:
+                        pa = self.memory.alloc(
+                            MemoryKind.HBM,
+                            shard.sip,
+                            shard.cube,
+                            shard.pe,
+                            shard.nbytes,
+                            owner=name,
+                        )
+                        slice_index = self.memory.hbm_slice_of(pa)
+                        node = f"sip{shard.sip}.cube{shard.cube}.hbm{slice_index}"
+                    placements.append(ShardPlacement(shard, pa, 0, node))
+            except OutOfMemoryError as exc:
+                for placement in placements:
+                    if placement.pa is not None:
+                        self.memory.free(placement.pa)
+                raise OutOfMemoryError(
+                    f"tensor {name!r} (shape {shape}, {dtype.name}) does not fit: {exc}"
+                ) from None
+            va_bytes = sum(-(-p.shard.nbytes // page) * page for p in placements)
+            va_base = self.va.alloc(va_bytes, owner=name) if va_bytes else 0
+            offset = 0
+            for i, placement in enumerate(placements):
+                placements[i] = dataclasses.replace(placement, va=va_base + offset)
+                offset += -(-placement.shard.nbytes // page) * page
                 if placement.pa is not None:
-                    self.memory.free(placement.pa)
-            raise OutOfMemoryError(
-                f"tensor {name!r} (shape {shape}, {dtype.name}) does not fit: {exc}"
-            ) from None
-        va_bytes = sum(-(-p.shard.nbytes // page) * page for p in placements)
-        va_base = self.va.alloc(va_bytes, owner=name) if va_bytes else 0
-        offset = 0
-        for i, placement in enumerate(placements):
-            placements[i] = dataclasses.replace(placement, va=va_base + offset)
-            offset += -(-placement.shard.nbytes // page) * page
-            if placement.pa is not None:
-                self.store.create(
-                    placement.pa, placement.shard.nbytes, label=f"{name}@{placement.pe_name}"
-                )
-        return Allocation(name, va_base, va_bytes, placements)
+                    self.store.create(
+                        placement.pa, placement.shard.nbytes, label=f"{name}@{placement.pe_name}"
+                    )
+            return Allocation(name, va_base, va_bytes, placements)
 
     def _by_cube(self, allocation: Allocation) -> dict[tuple[int, int], list[ShardPlacement]]:
         groups: dict[tuple[int, int], list[ShardPlacement]] = defaultdict(list)
@@ -391,14 +421,22 @@ class RuntimeContext:
         return tensor.dtype.from_storage(stored)
 
     # -- release -----------------------------------------------------------------------
+    def _give_back(self, allocation: Allocation) -> None:
+        """Return an allocation's physical memory and stored bytes (once)."""
+        if allocation.memory_returned:
+            return
+        allocation.memory_returned = True
+        with self._changing_memory():
+            for p in allocation.placements:
+                if p.pa is not None:
+                    self.store.release(p.pa)
+                    self.memory.free(p.pa)
+
     def _release(self, allocation: Allocation) -> None:
         if allocation.released:
             return
         self._mmu(allocation, unmap=True)
-        for p in allocation.placements:
-            if p.pa is not None:
-                self.store.release(p.pa)
-                self.memory.free(p.pa)
+        self._give_back(allocation)
         if allocation.va_bytes:
             self.va.free(allocation.va_base)
         allocation.released = True
