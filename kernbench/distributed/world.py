@@ -9,7 +9,7 @@ the scheduler then reports every blocked rank and what it waits for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from kernbench.errors import (
     KernBenchError,
 )
 
-__all__ = ["World", "ProcessGroup", "Work", "active_world"]
+__all__ = ["World", "ProcessGroup", "Work", "active_world", "describe_call"]
 
 _ACTIVE: list[World] = []
 
@@ -35,6 +35,46 @@ def active_world() -> World:
             "kernbench.simulate(), or start ranks with kernbench.torch.multiprocessing"
         )
     return _ACTIVE[-1]
+
+
+def describe_call(what: str, signature: Any) -> str:
+    """``all_reduce(dtype='float32', shape=(8,), ...)`` for a signature of named arguments."""
+    if isinstance(signature, Mapping):
+        return f"{what}(" + ", ".join(f"{k}={v!r}" for k, v in signature.items()) + ")"
+    return f"{what} {signature}"
+
+
+def _by_value(values: dict[int, Any]) -> str:
+    """``'ring' on ranks [0, 2], 'tree' on ranks [1, 3]`` (groups in order of their first rank)."""
+    groups: dict[str, list[int]] = {}
+    for rank in sorted(values):
+        groups.setdefault(repr(values[rank]), []).append(rank)
+    return ", ".join(f"{value} on ranks {ranks}" for value, ranks in groups.items())
+
+
+class _NotPassed:
+    def __repr__(self) -> str:
+        return "(not passed)"
+
+
+_NOT_PASSED = _NotPassed()
+
+
+def _differences(calls: dict[int, tuple[str, Any]]) -> list[str]:
+    """What differs between the ranks' calls of one collective, argument by argument."""
+    whats = {rank: what for rank, (what, _) in calls.items()}
+    if len(set(whats.values())) > 1:
+        return [f"the collective differs: {_by_value(whats)}"]
+    signatures = {rank: sig for rank, (_, sig) in calls.items()}
+    if not all(isinstance(sig, Mapping) for sig in signatures.values()):
+        return [] if len({repr(s) for s in signatures.values()}) == 1 else ["arguments differ"]
+    keys = list(dict.fromkeys(key for sig in signatures.values() for key in sig))
+    lines = []
+    for key in keys:
+        values = {rank: sig.get(key, _NOT_PASSED) for rank, sig in signatures.items()}
+        if len({repr(v) for v in values.values()}) > 1:
+            lines.append(f"{key} differs: {_by_value(values)}")
+    return lines
 
 
 @dataclass(eq=False)
@@ -173,7 +213,9 @@ class World:
             lines = []
             for rv in self._mismatched:
                 lines.append(f"collective #{rv.seq} on {rv.group!r} does not match across ranks:")
-                lines += [f"  rank {r} called {w} {sig}" for r, (w, sig, _) in rv.arrived.items()]
+                calls = {r: (w, sig) for r, (w, sig, _) in sorted(rv.arrived.items())}
+                lines += [f"  {line}" for line in _differences(calls)]
+                lines += [f"  rank {r} called {describe_call(*call)}" for r, call in calls.items()]
                 missing = [r for r in rv.group.ranks if r not in rv.arrived]
                 if missing:
                     lines.append(f"  ranks {missing} have not called it")
@@ -229,8 +271,10 @@ class World:
     ) -> Work | None:
         """Record this rank's call; the last member to arrive launches ``launch``.
 
-        ``signature`` must be equal on every rank (op, shapes, dtypes, root);
-        ``launch`` gets the payloads in group-rank order and returns a
+        ``signature`` must be equal on every rank: the arguments that must agree
+        across ranks (op, shapes, dtypes, root, algorithm), best as a mapping of
+        argument name to value, so that a mismatch names the argument that
+        differs.  ``launch`` gets the payloads in group-rank order and returns a
         :class:`~kernbench.ccl.launch.CollectiveLauncher`.
         """
         me = self.rank
@@ -253,12 +297,13 @@ class World:
                 self._mismatched.append(rv)
             self.scheduler.wait_until(
                 env.event(),
-                f"{what} {signature} #{seq} on {group.name}, which does not match the others' call",
+                f"{describe_call(what, signature)} #{seq} on {group.name}, which does not match "
+                "the others' call",
             )
         if len(rv.arrived) == group.size() and rv not in self._mismatched:
             del self._rendezvous[(group.gid, seq)]
             self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
-        work = Work(self, rv, f"{what} {signature} #{seq} on {group.name}", result)
+        work = Work(self, rv, f"{describe_call(what, signature)} #{seq} on {group.name}", result)
         if async_op:
             return work
         work.wait()
