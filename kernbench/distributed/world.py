@@ -9,10 +9,12 @@ the scheduler then reports every blocked rank and what it waits for.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import simpy
 
 from kernbench.distributed.scheduler import Scheduler, current_rank
@@ -23,7 +25,7 @@ from kernbench.errors import (
     KernBenchError,
 )
 
-__all__ = ["World", "ProcessGroup", "Work", "active_world", "describe_call"]
+__all__ = ["World", "ProcessGroup", "Work", "active_world", "check_world_size", "describe_call"]
 
 _ACTIVE: list[World] = []
 
@@ -167,17 +169,28 @@ class Work:
         return f"<Work {self._what} {state}>"
 
 
+def check_world_size(world_size: Any, ctx: Any, what: str = "world size") -> int:
+    """``world_size`` as an int, if it is a whole number of ranks that fits the machine."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int | np.integer):
+        raise DistributedError(f"{what} must be a whole number of ranks, got {world_size!r}")
+    world_size = int(world_size)
+    if world_size < 1:
+        raise DistributedError(f"{what} must be at least 1 (got {world_size})")
+    if world_size > ctx.num_devices:
+        level = ctx.topology.system.device_level
+        raise DistributedError(
+            f"{what} {world_size} does not fit: the topology has {ctx.num_devices} "
+            f"devices at level {level!r} (set system.device_level to 'cube' or 'pe' for "
+            f"more devices, or use at most {ctx.num_devices} ranks)"
+        )
+    return world_size
+
+
 class World:
     """Ranks, groups and pending collectives of one run."""
 
     def __init__(self, ctx: Any, world_size: int) -> None:
-        if world_size > ctx.num_devices:
-            level = ctx.topology.system.device_level
-            raise DistributedError(
-                f"world size {world_size} does not fit: the topology has {ctx.num_devices} "
-                f"devices at level {level!r} (set system.device_level to 'cube' or 'pe' for "
-                f"more devices, or use at most {ctx.num_devices} ranks)"
-            )
+        world_size = check_world_size(world_size, ctx)
         self.ctx = ctx
         self.world_size = world_size
         self.scheduler = Scheduler(ctx.fabric.env, world_size)
@@ -237,7 +250,16 @@ class World:
     def new_group(self, ranks: Any) -> ProcessGroup:
         """The caller's next ``new_group`` call; every rank gets the same group object."""
         me = self.rank
-        chosen = tuple(range(self.world_size)) if ranks is None else tuple(int(r) for r in ranks)
+        if ranks is None:
+            chosen = tuple(range(self.world_size))
+        else:
+            # Read no more than one rank past the world's size: a longer list is wrong anyway.
+            chosen = tuple(int(r) for r in itertools.islice(ranks, self.world_size + 1))
+            if len(chosen) > self.world_size:
+                raise DistributedError(
+                    f"new_group: ranks must be distinct and in 0..{self.world_size - 1}, so at "
+                    f"most {self.world_size} of them; got more (starting {list(chosen)})"
+                )
         if len(set(chosen)) != len(chosen) or any(not 0 <= r < self.world_size for r in chosen):
             raise DistributedError(
                 f"new_group(ranks={list(chosen)}): ranks must be distinct and in "

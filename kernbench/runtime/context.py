@@ -5,12 +5,19 @@ and the memory store.  Creating a tensor resolves its DP placement, allocates
 each shard in its PE's HBM partition, maps it (host -> M_CPU -> every PE of the
 cube) through the fabric and, for ``zeros``, writes it; ``copy_`` scatters host
 data into the shards and ``numpy`` gathers them back, all as timed messages.
+
+In functional mode every tensor's values live on the host too, so a tensor is
+also refused (an ``OutOfMemoryError``) when the bytes of the live tensors would
+pass the host memory available to the run; timing-only mode holds no bytes.
+A tensor's memory is given back as soon as its last reference goes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
+import os
 import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,18 +27,55 @@ from typing import Any
 import numpy as np
 from greenlet import getcurrent
 
-from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
+from kernbench.errors import KernBenchError, OutOfMemoryError, PlacementError, TensorError
 from kernbench.fabric import Fabric, Handle, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.fabric.engine import MMU_ENTRY_BYTES
+from kernbench.files import read_text
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
 from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
 from kernbench.topology import Topology, load_topology
+from kernbench.units import format_size
 
-__all__ = ["RuntimeContext"]
+__all__ = ["RuntimeContext", "available_host_memory", "MAX_DIMS"]
 
 _LEVELS = ("sip", "cube", "pe")
+
+#: Dimensions a tensor may have (NumPy's limit, since values go through NumPy).
+MAX_DIMS = 64
+#: Sizes are 64-bit, as in PyTorch: no dimension and no element count beyond this.
+_MAX_SIZE = 2**63 - 1
+
+
+def available_host_memory() -> int:
+    """Bytes of host memory a functional run may fill with tensor values.
+
+    ``MemAvailable`` of ``/proc/meminfo`` where there is one, else the free
+    physical memory; no more than the process's address-space limit, if set.
+    """
+    available = None
+    try:
+        for line in read_text("/proc/meminfo", what="/proc/meminfo").splitlines():
+            if line.startswith("MemAvailable:"):
+                available = int(line.split()[1]) * 1024
+                break
+    except (KernBenchError, ValueError, IndexError):
+        available = None
+    if available is None:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            available = _MAX_SIZE
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY:
+            available = min(available, soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return available
 
 
 class RuntimeContext:
@@ -44,12 +88,21 @@ class RuntimeContext:
         timing_only: bool = False,
         overrides: Iterable[str] = (),
         fabric: Fabric | None = None,
+        host_memory_limit: int | None = None,
     ) -> None:
+        """``host_memory_limit``: bytes of tensor values a functional run may hold on the
+        host (default: :func:`available_host_memory` when the context is made)."""
         if not isinstance(topology, Topology):
             topology = load_topology(topology, overrides)
         self.topology = topology
         self.timing_only = timing_only
         self.store = NullStore() if timing_only else MemoryStore()
+        if timing_only:
+            self.host_memory_limit = None
+        else:
+            limit = available_host_memory() if host_memory_limit is None else host_memory_limit
+            self.host_memory_limit = int(limit)
+        self._host_bytes = 0  # bytes of values the live tensors may hold (functional mode)
         self.fabric = fabric or Fabric(topology)
         self.fabric.store = self.store
         cube = topology.cube
@@ -229,12 +282,31 @@ class RuntimeContext:
             cube_base=bases["cube"],
             pe_base=bases["pe"],
         )
+        host_bytes = self._check_host_memory(name, shape, dtype, shards)
         allocation = self._allocate(name, shape, dtype, shards)
+        self._host_bytes += host_bytes
         self._mmu(allocation, unmap=False)
         tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
         tensor._finalizer = weakref.finalize(tensor, self._dropped, allocation)
         self._live[id(allocation)] = allocation
         return tensor
+
+    def _check_host_memory(
+        self, name: str, shape: tuple[int, ...], dtype: DType, shards: list
+    ) -> int:
+        """The host bytes a functional tensor's values take; refused past the limit."""
+        if self.host_memory_limit is None:
+            return 0
+        need = sum(s.nbytes for s in shards)
+        if self._host_bytes + need > self.host_memory_limit:
+            raise OutOfMemoryError(
+                f"tensor {name!r} (shape {shape}, {dtype.name}, {format_size(need)} with its "
+                f"replicas) does not fit in host memory: functional mode keeps every tensor's "
+                f"values on the host, and this run has {format_size(self.host_memory_limit)} of "
+                f"host memory ({format_size(self._host_bytes)} held by live tensors); run with "
+                "--timing-only (sizes, not bytes) or use smaller tensors"
+            )
+        return need
 
     def _dropped(self, allocation: Allocation) -> None:
         """The last reference to a tensor went: its memory is given back now.
@@ -362,13 +434,30 @@ class RuntimeContext:
                 self._write_shards(tensor, pieces=None)
                 return
             src = self.from_numpy(src.numpy(), src.dtype)
-        if isinstance(src, HostTensor):
-            values = src if src.dtype == tensor.dtype else HostTensor(src.numpy(), tensor.dtype)
-        else:
-            values = HostTensor(np.asarray(src), tensor.dtype)
-        self._check_copy_shape(tensor, values.shape)
-        pieces = None if self.timing_only else scatter(values.storage, tensor.shards)
+        if self.timing_only:
+            # Sizes, not bytes: the source is never converted (a broadcast view stays one).
+            shape = src.shape if isinstance(src, HostTensor) else np.shape(src)
+            self._check_copy_shape(tensor, tuple(shape))
+            self._write_shards(tensor, pieces=None)
+            return
+        try:
+            if isinstance(src, HostTensor):
+                same = src.dtype == tensor.dtype
+                values = src if same else HostTensor(src.numpy(), tensor.dtype)
+            else:
+                values = HostTensor(np.asarray(src), tensor.dtype)
+            self._check_copy_shape(tensor, values.shape)
+            pieces = scatter(values.storage, tensor.shards)
+        except MemoryError:
+            raise self._host_out_of_memory(tensor, "copying values into") from None
         self._write_shards(tensor, pieces)
+
+    def _host_out_of_memory(self, tensor: DeviceTensor, doing: str) -> OutOfMemoryError:
+        return OutOfMemoryError(
+            f"{doing} tensor {tensor.name!r} (shape {tensor.shape}, {tensor.dtype.name}, "
+            f"{format_size(tensor.nbytes)}) ran out of host memory; run with --timing-only "
+            "(sizes, not bytes) or use smaller tensors"
+        )
 
     @staticmethod
     def _check_copy_shape(tensor: DeviceTensor, shape: tuple[int, ...]) -> None:
@@ -412,13 +501,16 @@ class RuntimeContext:
         storage = tensor.dtype.storage
         pieces = {}
         raw_by_shard = self._read_regions(tensor)
-        for shard, raw in raw_by_shard.items():
-            if raw is None:
-                pieces[shard.coord] = np.zeros(shard.shape, dtype=storage)
-            else:
-                pieces[shard.coord] = raw.view(storage).reshape(shard.shape)
-        stored = gather(list(raw_by_shard), pieces, tensor.shape, storage)
-        return tensor.dtype.from_storage(stored)
+        try:
+            for shard, raw in raw_by_shard.items():
+                if raw is None:
+                    pieces[shard.coord] = np.zeros(shard.shape, dtype=storage)
+                else:
+                    pieces[shard.coord] = raw.view(storage).reshape(shard.shape)
+            stored = gather(list(raw_by_shard), pieces, tensor.shape, storage)
+            return tensor.dtype.from_storage(stored)
+        except MemoryError:
+            raise self._host_out_of_memory(tensor, "reading back") from None
 
     # -- release -----------------------------------------------------------------------
     def _give_back(self, allocation: Allocation) -> None:
@@ -431,6 +523,8 @@ class RuntimeContext:
                 if p.pa is not None:
                     self.store.release(p.pa)
                     self.memory.free(p.pa)
+                    if self.host_memory_limit is not None:
+                        self._host_bytes -= p.shard.nbytes
 
     def _release(self, allocation: Allocation) -> None:
         if allocation.released:
@@ -461,9 +555,23 @@ class RuntimeContext:
 
 def _normalise_shape(shape: Sequence[int] | int) -> tuple[int, ...]:
     dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+    if len(dims) > MAX_DIMS:
+        raise TensorError(
+            f"a shape of {len(dims)} dimensions; tensors have at most {MAX_DIMS} dimensions"
+        )
     for i, dim in enumerate(dims):
         if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 0:
             raise TensorError(
                 f"shape {dims!r}: dimension {i} is {dim!r}; dimensions are non-negative ints"
             )
-    return tuple(int(d) for d in dims)
+        if dim > _MAX_SIZE:
+            raise TensorError(
+                f"shape {dims!r}: dimension {i} is {dim}; sizes are 64-bit (at most {_MAX_SIZE})"
+            )
+    dims = tuple(int(d) for d in dims)
+    numel = math.prod(dims)
+    if numel > _MAX_SIZE:
+        raise TensorError(
+            f"shape {dims!r} has {numel} elements; element counts are 64-bit (at most {_MAX_SIZE})"
+        )
+    return dims
