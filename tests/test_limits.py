@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import kernbench
+import kernbench.kernels as kernels
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.errors import KernBenchError, SimulationLimitError
@@ -198,6 +199,29 @@ def test_the_watchdog_does_not_outlive_a_run_that_finished():
 def test_a_wall_time_limit_must_be_a_positive_number_of_seconds(bad):
     with pytest.raises(KernBenchError, match="--max-wall-time must be a positive"):
         kernbench.simulate(_quick, topology=TINY, overrides=PE_LEVEL, max_wall_s=bad)
+
+
+@kernels.jit
+def _spinning_kernel(x_ptr):
+    while True:
+        pass
+
+
+def _launches_a_spinning_kernel() -> None:
+    dist.init_process_group()
+    _spinning_kernel[(1,)](torch.ones(16))
+
+
+def test_a_kernel_program_spinning_in_python_is_stopped_and_located():
+    error, elapsed = _limit_error(_launches_a_spinning_kernel, limit_s=0.5)
+    assert elapsed < 1.5
+    text = str(error)
+    assert re.search(
+        r"the simulated machine was running Python code at .*test_limits\.py:\d+ "
+        r"\(in _spinning_kernel\)",
+        text,
+    )
+    assert "rank 0 was waiting for request" in text
 
 
 SPINNER = """

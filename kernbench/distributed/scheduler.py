@@ -30,7 +30,12 @@ from typing import Any
 import simpy
 from greenlet import getcurrent, greenlet
 
-from kernbench.distributed.watchdog import WallClock, WallTimeExpired, where_it_ran
+from kernbench.distributed.watchdog import (
+    WallClock,
+    WallTimeExpired,
+    describe_frame,
+    where_it_ran,
+)
 from kernbench.errors import (
     DeadlockError,
     KernBenchError,
@@ -98,6 +103,9 @@ class Scheduler:
         self.max_sim_ps: int | None = None
         self.max_wall_s: float | None = None
         self._running: RankState | None = None  # the rank whose greenlet has control
+        self._wall: WallClock | None = None
+        # Where the last wall-time interrupt found the run: (rank or None, " at FILE:LINE").
+        self._interrupted: tuple[int | None, str] | None = None
 
     # -- called from rank greenlets ----------------------------------------------
     def block_on(self, event: simpy.Event, what: Any) -> None:
@@ -133,9 +141,10 @@ class Scheduler:
             raise SimulationError(
                 f"--max-wall-time must be a positive, finite number of seconds (got {limit!r})"
             )
-        self._running = None
+        self._running, self._interrupted = None, None
         with _fewer_collections():
-            wall = WallClock(limit) if limit is not None else None
+            wall = WallClock(limit, self._on_interrupt) if limit is not None else None
+            self._wall = wall
             try:
                 return self._run(fn)
             except WallTimeExpired as expired:
@@ -145,6 +154,11 @@ class Scheduler:
             finally:
                 if wall is not None:
                     wall.stop()
+                self._wall = None
+
+    def _on_interrupt(self, frame: Any) -> None:
+        state = current_rank()
+        self._interrupted = (state.rank if state else None, describe_frame(frame))
 
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         self._main = getcurrent()
@@ -193,10 +207,12 @@ class Scheduler:
     def _blocked(self, live: list[RankState]) -> dict[int, str]:
         return {s.rank: s.waiting_for() if callable(s.waiting_for) else s.waiting_for for s in live}
 
-    def _limit_error(self, reason: str, running: dict[int, str]) -> SimulationLimitError:
+    def _limit_error(
+        self, reason: str, running: dict[int, str], lines: list[str] | None = None
+    ) -> SimulationLimitError:
         """The error of a run stopped at a limit, saying what every rank was doing."""
         doing: dict[int, str] = {}  # rank -> what it waits for, or what it was running
-        lines = []
+        lines = list(lines or [])
         for state in self.ranks:
             if state.rank in running:
                 doing[state.rank] = running[state.rank]
@@ -216,14 +232,20 @@ class Scheduler:
         )
 
     def _wall_time_error(self, expired: WallTimeExpired) -> SimulationLimitError:
-        running = {}
-        state = self._running
-        if state is None:  # raised in a rank's greenlet, which caught and kept it
-            state = next((s for s in self.ranks if s.error is expired), None)
-        if state is not None:
-            running[state.rank] = f"running Python code{where_it_ran(expired)}"
+        if self._interrupted is not None:  # the signal handler saw where it was
+            rank, where = self._interrupted
+        else:
+            state = self._running
+            if state is None:  # raised in a rank's greenlet, which caught and kept it
+                state = next((s for s in self.ranks if s.error is expired), None)
+            rank, where = (state.rank if state else None), where_it_ran(expired)
+        running, lines = {}, []
+        if rank is not None:
+            running[rank] = f"running Python code{where}"
+        elif where:  # the machine was running user code: a kernel program
+            lines.append(f"the simulated machine was running Python code{where}")
         reason = f"wall time passed --max-wall-time ({self.max_wall_s:g} s)"
-        return self._limit_error(reason, running)
+        return self._limit_error(reason, running, lines)
 
     def _check_sim_time(self) -> None:
         if self.max_sim_ps is not None and self.env.now > self.max_sim_ps:
@@ -232,7 +254,12 @@ class Scheduler:
 
     def _advance(self, live: list[RankState]) -> list[int]:
         """Step the clock until some blocked rank wakes; those ranks, in rank order."""
+        wall = self._wall
         while not self._woken:
+            # SimPy turns an exception in a process into a failed event and steps on, so an
+            # interrupt that hit a kernel program is not always seen: stop here once fired.
+            if wall is not None and wall.fired:
+                raise WallTimeExpired
             if self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps:
                 self._check_sim_time()
             if not self.env._queue:  # noqa: SLF001

@@ -28,15 +28,20 @@ from __future__ import annotations
 import ctypes
 import signal
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
-__all__ = ["REPEAT_S", "WallClock", "WallTimeExpired", "where_it_ran"]
+import simpy
+
+__all__ = ["REPEAT_S", "WallClock", "WallTimeExpired", "describe_frame", "where_it_ran"]
 
 #: Seconds between interrupts once the limit has passed, until the run stops.
 REPEAT_S = 0.5
 
 _SIGNAL = getattr(signal, "SIGURG", None)
-_PACKAGE = str(Path(__file__).resolve().parents[1])
+# Code that is the simulator's, not the user's: KernBench and the SimPy engine it drives.
+_MACHINERY = (str(Path(__file__).resolve().parents[1]), str(Path(simpy.__file__).resolve().parent))
 
 
 class WallTimeExpired(BaseException):  # noqa: N818 - it is a signal of time, not an error
@@ -54,10 +59,18 @@ def _raise_in_thread(thread_id: int, exc_type: type[BaseException] | None) -> No
 
 
 class WallClock:
-    """Interrupts the calling thread with :class:`WallTimeExpired` after ``limit_s`` seconds."""
+    """Interrupts the calling thread with :class:`WallTimeExpired` after ``limit_s`` seconds.
 
-    def __init__(self, limit_s: float) -> None:
+    ``on_interrupt(frame)`` is called, in the interrupted thread, with the frame
+    that was running just before each interrupt is raised (when it is raised
+    by the signal handler; the other way knows no frame).
+    """
+
+    def __init__(
+        self, limit_s: float, on_interrupt: Callable[[FrameType | None], None] | None = None
+    ) -> None:
         self._target = threading.get_ident()
+        self._on_interrupt = on_interrupt
         self._lock = threading.Lock()  # orders an interrupt against stop()
         self._armed = True
         self._fired = False
@@ -82,8 +95,10 @@ class WallClock:
             self._disarm()
             raise
 
-    def _on_signal(self, signum: int, frame: object) -> None:
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         if self._armed and self._fired:
+            if self._on_interrupt is not None:
+                self._on_interrupt(frame)
             raise WallTimeExpired
         previous = self._previous_handler
         if callable(previous):
@@ -132,22 +147,32 @@ class WallClock:
             self._by_signal = False
 
 
-def where_it_ran(exc: BaseException) -> str:
-    """`` at FILE:LINE (in FUNCTION)``: the innermost frame of ``exc`` outside KernBench.
+def _is_users(filename: str) -> bool:
+    return not filename.startswith(_MACHINERY)
 
-    That is the user's code a rank was running when it was interrupted (or,
-    when the whole traceback is KernBench's, its innermost frame).
-    """
-    innermost = users = None
-    tb = exc.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        innermost = (code.co_filename, tb.tb_lineno, code.co_name)
-        if not code.co_filename.startswith(_PACKAGE):
-            users = innermost
-        tb = tb.tb_next
-    found = users or innermost
-    if found is None:
+
+def describe_frame(frame: FrameType | None) -> str:
+    """`` at FILE:LINE (in FUNCTION)`` for user code, ``""`` for the simulator's own."""
+    if frame is None or not _is_users(frame.f_code.co_filename):
         return ""
-    filename, line, function = found
-    return f" at {filename}:{line} (in {function})"
+    return f" at {frame.f_code.co_filename}:{frame.f_lineno} (in {frame.f_code.co_name})"
+
+
+def where_it_ran(exc: BaseException) -> str:
+    """`` at FILE:LINE (in FUNCTION)``: the user code ``exc`` interrupted, or ``""``.
+
+    That is the innermost frame of its traceback (following the exceptions it
+    was re-raised as, as SimPy does), when that frame is user code: a rank's,
+    or a kernel program's.
+    """
+    while isinstance(exc.__cause__, WallTimeExpired):
+        exc = exc.__cause__
+    tb = exc.__traceback__
+    if tb is None:
+        return ""
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if not _is_users(code.co_filename):
+        return ""
+    return f" at {code.co_filename}:{tb.tb_lineno} (in {code.co_name})"
