@@ -51,6 +51,19 @@ def test_a_syntax_error_names_file_line_column_and_message(
     assert "\n" not in text
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["x = " + "-" * 200_000 + "1\n", "x = 1" + " + 1" * 500_000 + "\n"],
+    ids=["deep-unary", "long-sum"],
+)
+def test_source_too_deep_for_the_compiler_is_a_script_error(tmp_path: Path, text: str):
+    path = _script(tmp_path, text)
+    with pytest.raises(ScriptError) as info:
+        load_script(path)
+    assert str(info.value).startswith(f"{path}: cannot compile the bench script (")
+    assert "nested too deeply" in str(info.value)
+
+
 def test_an_import_error_names_the_script_and_the_missing_module(tmp_path: Path):
     path = _script(tmp_path, "import kernbench_no_such_module\n" + GOOD)
     with pytest.raises(ScriptError) as info:

@@ -43,9 +43,13 @@ def load_script(path: str | Path) -> Any:
         raise ScriptError(
             f"{shown(name)}:{line}{column}: syntax error: {shown(str(exc.msg))}", path=name
         ) from None
-    except ValueError as exc:  # source the compiler refuses outright (e.g. a NUL byte)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # Refused outright (a NUL byte), or too deeply nested for the compiler.
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         raise ScriptError(
-            f"{shown(name)}: cannot compile the bench script: {exc}", path=name
+            f"{shown(name)}: cannot compile the bench script ({reason}); is an expression "
+            "nested too deeply?",
+            path=name,
         ) from None
     module = types.ModuleType(f"kernbench_script_{Path(name).stem}")
     module.__file__ = name
