@@ -225,6 +225,25 @@ def test_every_argument_that_must_agree_is_checked(case: str, differs: str) -> N
     assert differs in str(error)
 
 
+def _all_to_all_single_with_mismatched_splits() -> None:
+    dist.init_process_group()
+    group = dist.new_group([1, 2])
+    if dist.get_rank() in (1, 2):
+        splits = [2, 2] if dist.get_rank() == 1 else [1, 3]
+        dist.all_to_all_single(
+            torch.empty(4), torch.ones(4), output_split_sizes=splits, group=group
+        )
+
+
+def test_all_to_all_splits_that_disagree_name_the_global_ranks_and_counts() -> None:
+    with pytest.raises(CollectiveMismatchError) as info:
+        run(_all_to_all_single_with_mismatched_splits, 3)
+    assert "all_to_all: rank 1 sends 2 elements to rank 2, which expects 1 from it" in str(
+        info.value
+    )
+    assert set(info.value.blocked) == {1, 2}
+
+
 def _all_to_all_of_mixed_dtypes() -> None:
     dist.init_process_group()
     outs = [torch.empty(8, dtype=torch.int32) for _ in range(2)]

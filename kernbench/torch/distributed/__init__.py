@@ -18,7 +18,7 @@ from kernbench.ccl import launch as ccl
 from kernbench.ccl.comm import Region
 from kernbench.distributed.scheduler import current_rank
 from kernbench.distributed.world import ProcessGroup, Work, active_world, p2p_work
-from kernbench.errors import DistributedError
+from kernbench.errors import CollectiveMismatchError, DistributedError
 from kernbench.runtime.tensor import DeviceTensor
 
 __all__ = [
@@ -548,7 +548,7 @@ def all_to_all_single(
         "all_to_all_single",
         {"dtype": t.dtype.name, "algorithm": algorithm},
         (sends, recvs),
-        lambda ps: _all_to_all(world, ps, algorithm),
+        lambda ps: _all_to_all(world, pg, ps, algorithm),
         async_op,
     )
 
@@ -580,22 +580,30 @@ def all_to_all(
         "all_to_all",
         {"dtype": ins[0].dtype.name, "algorithm": algorithm},
         (sends, recvs),
-        lambda ps: _all_to_all(world, ps, algorithm),
+        lambda ps: _all_to_all(world, pg, ps, algorithm),
         async_op,
     )
 
 
 def _all_to_all(
-    world: Any, payloads: list[tuple[list[Region], list[Region]]], algorithm: str | None = None
+    world: Any,
+    pg: ProcessGroup,
+    payloads: list[tuple[list[Region], list[Region]]],
+    algorithm: str | None = None,
 ) -> Any:
     p = len(payloads)
     for r in range(p):
         for j in range(p):
             sent, expected = payloads[r][0][j].count, payloads[j][1][r].count
             if sent != expected:
-                raise DistributedError(
-                    f"all_to_all: rank {r} sends {sent} elements to rank {j}, which expects "
-                    f"{expected} from it"
+                src, dst = pg.ranks[r], pg.ranks[j]
+                raise CollectiveMismatchError(
+                    f"all_to_all: rank {src} sends {sent} elements to rank {dst}, which "
+                    f"expects {expected} from it",
+                    {
+                        src: f"all_to_all sending {sent} elements to rank {dst}",
+                        dst: f"all_to_all expecting {expected} elements from rank {src}",
+                    },
                 )
     return ccl.all_to_all(world.ctx, [s for s, _ in payloads], [r for _, r in payloads], algorithm)
 
