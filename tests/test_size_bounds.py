@@ -225,6 +225,9 @@ def _makes_block(out_ptr, WHAT: tl.constexpr, N: tl.constexpr):
     elif WHAT == "broadcast":
         column = tl.arange(0, N)
         values = column[:, None] + column[None, :]
+    elif WHAT == "pointer":
+        column = tl.arange(0, N)
+        values = tl.load(out_ptr + column[:, None] + column[None, :])
     else:
         values = tl.full((N, -1), 0, tl.float32)
     tl.store(out_ptr, tl.sum(values))
@@ -236,6 +239,7 @@ def _makes_block(out_ptr, WHAT: tl.constexpr, N: tl.constexpr):
         ("arange", 2**40, 2**40),
         ("zeros", 2**20, 2**40),
         ("broadcast", 2**20, 2**40),
+        ("pointer", 2**20, 2**40),
     ],
 )
 def test_a_block_larger_than_the_limit_is_refused_before_it_is_made(what, n, elements):

@@ -542,6 +542,7 @@ class Pointer:
         if isinstance(other, Pointer):
             raise KernelError(f"{_where_am_i()}: cannot add two pointers")
         delta = _offsets_of(other)
+        _check_operands([self.offsets, delta], "pointer arithmetic")
         combine = np.add if sign > 0 else np.subtract
         moved = Pointer(self.buffer, combine(self.offsets, delta, dtype=np.int64))
         _record_vector(int(moved.offsets.size), floating=False)
