@@ -8,6 +8,7 @@ sizes and group sizes are each bounded where they enter.
 
 from __future__ import annotations
 
+import os
 import time
 import tracemalloc
 
@@ -29,7 +30,7 @@ from kernbench.errors import (
 )
 from kernbench.kernels import MAX_BLOCK_ELEMENTS, MAX_GRID_PROGRAMS, ShapeOnlyBuffer, jit
 from kernbench.placement import DPPolicy
-from kernbench.runtime import RuntimeContext, use_context
+from kernbench.runtime import RuntimeContext, sizes, use_context
 
 DEFAULT = "topologies/default.yaml"
 TINY = "topologies/tiny.yaml"
@@ -69,7 +70,7 @@ def test_a_128_gib_tensor_in_timing_only_mode_allocates_nothing():
 
 
 def test_a_128_gib_tensor_in_functional_mode_is_an_out_of_memory_error(monkeypatch):
-    monkeypatch.setattr("kernbench.runtime.context.available_host_memory", lambda: 16 * GiB)
+    monkeypatch.setattr("kernbench.runtime.sizes.available_host_memory", lambda: 16 * GiB)
     error = _in_rank(lambda: torch.empty(FLOATS_128GIB, dp=SPREAD), timing_only=False)
     assert isinstance(error, OutOfMemoryError)
     text = str(error)
@@ -90,6 +91,12 @@ def test_the_host_memory_budget_counts_live_tensors_and_frees_them():
     del second
     third = ctx.empty((2**20,), "uint16")  # the dropped tensor's bytes are back
     assert not first.is_freed and not third.is_freed
+
+
+def test_the_default_host_memory_budget_is_what_the_host_has_available():
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    assert 0 < sizes.available_host_memory() <= physical
+    assert 0 < RuntimeContext(TINY).host_memory_limit <= physical
 
 
 def test_a_timing_only_context_has_no_host_memory_budget():

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
-import os
 import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -27,55 +25,20 @@ from typing import Any
 import numpy as np
 from greenlet import getcurrent
 
-from kernbench.errors import KernBenchError, OutOfMemoryError, PlacementError, TensorError
+from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
 from kernbench.fabric import Fabric, Handle, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.fabric.engine import MMU_ENTRY_BYTES
-from kernbench.files import read_text
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
 from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
+from kernbench.runtime import sizes
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
 from kernbench.topology import Topology, load_topology
 from kernbench.units import format_size
 
-__all__ = ["RuntimeContext", "available_host_memory", "MAX_DIMS"]
+__all__ = ["RuntimeContext"]
 
 _LEVELS = ("sip", "cube", "pe")
-
-#: Dimensions a tensor may have (NumPy's limit, since values go through NumPy).
-MAX_DIMS = 64
-#: Sizes are 64-bit, as in PyTorch: no dimension and no element count beyond this.
-_MAX_SIZE = 2**63 - 1
-
-
-def available_host_memory() -> int:
-    """Bytes of host memory a functional run may fill with tensor values.
-
-    ``MemAvailable`` of ``/proc/meminfo`` where there is one, else the free
-    physical memory; no more than the process's address-space limit, if set.
-    """
-    available = None
-    try:
-        for line in read_text("/proc/meminfo", what="/proc/meminfo").splitlines():
-            if line.startswith("MemAvailable:"):
-                available = int(line.split()[1]) * 1024
-                break
-    except (KernBenchError, ValueError, IndexError):
-        available = None
-    if available is None:
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            available = _MAX_SIZE
-    try:
-        import resource
-
-        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-        if soft != resource.RLIM_INFINITY:
-            available = min(available, soft)
-    except (ImportError, ValueError, OSError):
-        pass
-    return available
 
 
 class RuntimeContext:
@@ -91,7 +54,8 @@ class RuntimeContext:
         host_memory_limit: int | None = None,
     ) -> None:
         """``host_memory_limit``: bytes of tensor values a functional run may hold on the
-        host (default: :func:`available_host_memory` when the context is made)."""
+        host (default: :func:`~kernbench.runtime.sizes.available_host_memory` when the
+        context is made)."""
         if not isinstance(topology, Topology):
             topology = load_topology(topology, overrides)
         self.topology = topology
@@ -100,7 +64,9 @@ class RuntimeContext:
         if timing_only:
             self.host_memory_limit = None
         else:
-            limit = available_host_memory() if host_memory_limit is None else host_memory_limit
+            limit = (
+                sizes.available_host_memory() if host_memory_limit is None else host_memory_limit
+            )
             self.host_memory_limit = int(limit)
         self._host_bytes = 0  # bytes of values the live tensors may hold (functional mode)
         self.fabric = fabric or Fabric(topology)
@@ -265,7 +231,7 @@ class RuntimeContext:
         device: int | None = None,
     ) -> DeviceTensor:
         self._drain_releases()
-        shape = _normalise_shape(shape)
+        shape = sizes.checked_shape(shape)
         dtype = as_dtype(dtype)
         self._tensor_count += 1
         name = name or f"t{self._tensor_count}"
@@ -551,27 +517,3 @@ class RuntimeContext:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
-
-
-def _normalise_shape(shape: Sequence[int] | int) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    if len(dims) > MAX_DIMS:
-        raise TensorError(
-            f"a shape of {len(dims)} dimensions; tensors have at most {MAX_DIMS} dimensions"
-        )
-    for i, dim in enumerate(dims):
-        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 0:
-            raise TensorError(
-                f"shape {dims!r}: dimension {i} is {dim!r}; dimensions are non-negative ints"
-            )
-        if dim > _MAX_SIZE:
-            raise TensorError(
-                f"shape {dims!r}: dimension {i} is {dim}; sizes are 64-bit (at most {_MAX_SIZE})"
-            )
-    dims = tuple(int(d) for d in dims)
-    numel = math.prod(dims)
-    if numel > _MAX_SIZE:
-        raise TensorError(
-            f"shape {dims!r} has {numel} elements; element counts are 64-bit (at most {_MAX_SIZE})"
-        )
-    return dims
