@@ -30,6 +30,7 @@ __all__ = [
     "SimulationLimitError",
     "InputFileError",
     "OutputFileError",
+    "ScriptError",
 ]
 
 
@@ -83,6 +84,20 @@ class OutputFileError(KernBenchError):
     def __init__(self, message: str, *, path: str) -> None:
         self.path = path
         super().__init__(f"{shown(path)}: {message}")
+
+
+class ScriptError(KernBenchError):
+    """A bench script cannot be loaded: a syntax error, or an error raised while importing it.
+
+    ``path`` is the script; ``original`` is the exception its import raised
+    (``None`` for a syntax error, whose file, line, column and message are in
+    the text).
+    """
+
+    def __init__(self, message: str, *, path: str, original: BaseException | None = None) -> None:
+        self.path = path
+        self.original = original
+        super().__init__(message)
 
 
 class RouteError(KernBenchError):

@@ -139,6 +139,138 @@ def test_mismatched_broadcast_roots() -> None:
     assert set(error.blocked) == {0, 1}
 
 
+def _different_algorithms() -> None:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    dist.all_reduce(torch.ones(8), algorithm="ring" if rank % 2 == 0 else "recursive_doubling")
+
+
+def test_mismatched_algorithms_are_an_error_naming_the_ranks_and_values() -> None:
+    error = deadlock(_different_algorithms, 4)
+    assert isinstance(error, CollectiveMismatchError)
+    assert set(error.blocked) == {0, 1, 2, 3}
+    assert "algorithm differs: 'ring' on ranks [0, 2], 'recursive_doubling' on ranks [1, 3]" in str(
+        error
+    )
+
+
+def _explicit_and_default_algorithm() -> None:
+    dist.init_process_group()
+    dist.broadcast(torch.ones(8), src=0, algorithm="binomial" if dist.get_rank() else None)
+
+
+def test_an_algorithm_on_some_ranks_only_is_a_mismatch() -> None:
+    error = deadlock(_explicit_and_default_algorithm, 2)
+    assert isinstance(error, CollectiveMismatchError)
+    assert "algorithm differs: None on ranks [0], 'binomial' on ranks [1]" in str(error)
+
+
+def _mismatched(case: str) -> None:
+    """One argument that must agree across ranks differs between rank 0 and the others."""
+    dist.init_process_group()
+    first = dist.get_rank() == 0
+    p = dist.get_world_size()
+    t = torch.ones(8)
+    if case == "op":
+        dist.all_reduce(t, op=dist.ReduceOp.SUM if first else dist.ReduceOp.MAX)
+    elif case == "reduce_op":
+        dist.reduce(t, dst=0, op=dist.ReduceOp.SUM if first else dist.ReduceOp.MIN)
+    elif case == "reduce_dst":
+        dist.reduce(t, dst=0 if first else 1)
+    elif case == "reduce_scatter_op":
+        out = torch.ones(8)
+        dist.reduce_scatter_tensor(
+            out, torch.ones(8 * p), op=dist.ReduceOp.SUM if first else dist.ReduceOp.MAX
+        )
+    elif case == "all_gather_shape":
+        n = 8 if first else 16
+        dist.all_gather_into_tensor(torch.empty(n * p), torch.ones(n))
+    elif case == "gather_dst":
+        dst = 0 if first else 1
+        blocks = [torch.empty(8) for _ in range(p)] if dist.get_rank() == dst else None
+        dist.gather(t, blocks, dst=dst)
+    elif case == "scatter_dtype":
+        dtype = torch.float32 if first else torch.int32
+        blocks = [torch.ones(8, dtype=dtype) for _ in range(p)] if first else None
+        dist.scatter(torch.empty(8, dtype=dtype), blocks, src=0)
+    elif case == "all_to_all_dtype":
+        dtype = torch.float32 if first else torch.int32
+        ins = [torch.ones(8, dtype=dtype) for _ in range(p)]
+        dist.all_to_all([torch.empty(8, dtype=dtype) for _ in range(p)], ins)
+    elif case == "barrier_algorithm":
+        dist.barrier(algorithm="dissemination" if first else "direct")
+
+
+@pytest.mark.parametrize(
+    ("case", "differs"),
+    [
+        ("op", "op differs: 'sum' on ranks [0], 'max' on ranks [1, 2]"),
+        ("reduce_op", "op differs: 'sum' on ranks [0], 'min' on ranks [1, 2]"),
+        ("reduce_dst", "dst differs: 0 on ranks [0], 1 on ranks [1, 2]"),
+        ("reduce_scatter_op", "op differs: 'sum' on ranks [0], 'max' on ranks [1, 2]"),
+        ("all_gather_shape", "input differs: 'float32[8]' on ranks [0], 'float32[16]' on"),
+        ("gather_dst", "dst differs: 0 on ranks [0], 1 on ranks [1, 2]"),
+        ("scatter_dtype", "dtype differs: 'float32' on ranks [0], 'int32' on ranks [1, 2]"),
+        ("all_to_all_dtype", "dtype differs: 'float32' on ranks [0], 'int32' on ranks [1, 2]"),
+        (
+            "barrier_algorithm",
+            "algorithm differs: 'dissemination' on ranks [0], 'direct' on ranks [1, 2]",
+        ),
+    ],
+)
+def test_every_argument_that_must_agree_is_checked(case: str, differs: str) -> None:
+    error = deadlock(_mismatched, 3, case)
+    assert isinstance(error, CollectiveMismatchError)
+    assert set(error.blocked) == {0, 1, 2}
+    assert differs in str(error)
+
+
+def _all_to_all_single_with_mismatched_splits() -> None:
+    dist.init_process_group()
+    group = dist.new_group([1, 2])
+    if dist.get_rank() in (1, 2):
+        splits = [2, 2] if dist.get_rank() == 1 else [1, 3]
+        dist.all_to_all_single(
+            torch.empty(4), torch.ones(4), output_split_sizes=splits, group=group
+        )
+
+
+def test_all_to_all_splits_that_disagree_name_the_global_ranks_and_counts() -> None:
+    with pytest.raises(CollectiveMismatchError) as info:
+        run(_all_to_all_single_with_mismatched_splits, 3)
+    assert "all_to_all: rank 1 sends 2 elements to rank 2, which expects 1 from it" in str(
+        info.value
+    )
+    assert set(info.value.blocked) == {1, 2}
+
+
+def _all_to_all_of_mixed_dtypes() -> None:
+    dist.init_process_group()
+    outs = [torch.empty(8, dtype=torch.int32) for _ in range(2)]
+    dist.all_to_all(outs, [torch.ones(8) for _ in range(2)])
+
+
+def test_all_to_all_with_mixed_dtypes_on_one_rank_is_refused() -> None:
+    with pytest.raises(RankError) as info:
+        run(_all_to_all_of_mixed_dtypes, 2)
+    assert isinstance(info.value.original, DistributedError)
+    assert "same dtype; got ['float32', 'int32']" in str(info.value)
+
+
+def _async_on_some_ranks() -> list[float]:
+    dist.init_process_group()
+    t = torch.ones(8)
+    work = dist.all_reduce(t, async_op=dist.get_rank() == 0)
+    if work is not None:
+        work.wait()
+    return t.numpy().tolist()
+
+
+def test_async_op_need_not_agree_across_ranks() -> None:
+    result = run(_async_on_some_ranks, 2)
+    assert result.returns == [[2.0] * 8, [2.0] * 8]
+
+
 def _different_groups() -> None:
     dist.init_process_group()
     pair = dist.new_group([0, 1])

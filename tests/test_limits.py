@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 import kernbench
+import kernbench.kernels as kernels
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.errors import SimulationLimitError
+from kernbench.errors import KernBenchError, SimulationLimitError
 
 RUNAWAY = """
 import kernbench.torch as torch
@@ -82,3 +86,188 @@ def test_cli_writes_the_partial_report_and_exits_2(tmp_path: Path):
     partial = json.loads(report.read_text())
     assert partial["stopped"].startswith("stopped at ")
     assert partial["simulated_time_ps"] >= 200_000_000
+
+
+# -- a rank that never gives control back -----------------------------------------------------
+TINY = "topologies/tiny.yaml"
+PE_LEVEL = ("system.device_level=pe",)  # tiny: 4 ranks
+
+
+def _spins_in_python(stuck: int) -> None:
+    dist.init_process_group()
+    if dist.get_rank() == stuck:
+        while True:
+            pass
+    dist.barrier()
+
+
+def _limit_error(fn, *args, limit_s: float = 1.0) -> tuple[SimulationLimitError, float]:
+    start = time.perf_counter()
+    with pytest.raises(SimulationLimitError) as info:
+        kernbench.simulate(fn, topology=TINY, overrides=PE_LEVEL, args=args, max_wall_s=limit_s)
+    return info.value, time.perf_counter() - start
+
+
+def _watchdog_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if "wall" in t.name.lower()]
+
+
+def test_a_rank_spinning_in_python_is_stopped_on_time_and_named():
+    handler = signal.getsignal(signal.SIGINT)
+    error, elapsed = _limit_error(_spins_in_python, 2, limit_s=1.0)
+    assert 1.0 <= elapsed < 2.0
+    text = str(error)
+    assert text.startswith("stopped at ") and "wall time passed --max-wall-time (1 s)" in text
+    assert re.search(r"rank 2 was running Python code at .*test_limits\.py:\d+", text)
+    assert set(error.blocked) == {0, 1, 2, 3}
+    assert "barrier" in error.blocked[0] and "running Python code" in error.blocked[2]
+    assert error.report["stopped"] == text.splitlines()[0]  # the partial report is kept
+    assert _watchdog_threads() == []
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
+def _sleeps() -> None:
+    dist.init_process_group()
+    if dist.get_rank() == 1:
+        time.sleep(60)
+    dist.barrier()
+
+
+def test_a_rank_blocked_in_a_sleep_is_stopped_on_time():
+    error, elapsed = _limit_error(_sleeps, limit_s=0.5)
+    assert elapsed < 1.5
+    assert "rank 1 was running Python code" in str(error)
+
+
+def _swallows_exceptions() -> None:
+    dist.init_process_group()
+    while True:
+        try:
+            sum(range(1000))
+        except Exception:  # noqa: BLE001 - user code that hides its errors
+            pass
+
+
+def test_a_rank_that_catches_exception_is_still_stopped():
+    error, elapsed = _limit_error(_swallows_exceptions, limit_s=0.5)
+    assert elapsed < 1.5
+    assert "rank 0 was running Python code" in str(error)
+
+
+def test_the_watchdog_stops_a_run_in_another_thread():
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            kernbench.simulate(
+                _spins_in_python, topology=TINY, overrides=PE_LEVEL, args=(0,), max_wall_s=0.5
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            outcome.append(exc)
+
+    start = time.perf_counter()
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert time.perf_counter() - start < 1.5
+    assert isinstance(outcome[0], SimulationLimitError)
+    assert "rank 0 was running Python code" in str(outcome[0])
+
+
+def _quick() -> int:
+    dist.init_process_group()
+    dist.barrier()
+    return dist.get_rank()
+
+
+def test_the_watchdog_does_not_outlive_a_run_that_finished():
+    handlers = {s: signal.getsignal(s) for s in signal.valid_signals()}
+    before = set(threading.enumerate())
+    result = kernbench.simulate(_quick, topology=TINY, overrides=PE_LEVEL, max_wall_s=0.2)
+    assert result.returns == [0, 1, 2, 3]
+    assert set(threading.enumerate()) == before
+    assert {s: signal.getsignal(s) for s in signal.valid_signals()} == handlers
+    deadline = time.perf_counter() + 0.6  # well past the limit: nothing may fire now
+    spins = 0
+    while time.perf_counter() < deadline:
+        spins += 1
+    assert spins > 0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf")])
+def test_a_wall_time_limit_must_be_a_positive_number_of_seconds(bad):
+    with pytest.raises(KernBenchError, match="--max-wall-time must be a positive"):
+        kernbench.simulate(_quick, topology=TINY, overrides=PE_LEVEL, max_wall_s=bad)
+
+
+@kernels.jit
+def _spinning_kernel(x_ptr):
+    while True:
+        pass
+
+
+def _launches_a_spinning_kernel() -> None:
+    dist.init_process_group()
+    _spinning_kernel[(1,)](torch.ones(16))
+
+
+def test_a_kernel_program_spinning_in_python_is_stopped_and_located():
+    error, elapsed = _limit_error(_launches_a_spinning_kernel, limit_s=0.5)
+    assert elapsed < 1.5
+    text = str(error)
+    assert re.search(
+        r"the simulated machine was running Python code at .*test_limits\.py:\d+ "
+        r"\(in _spinning_kernel\)",
+        text,
+    )
+    assert "rank 0 was waiting for request" in text
+
+
+SPINNER = """
+import kernbench.torch.distributed as dist
+
+def main():
+    dist.init_process_group()
+    if dist.get_rank() == 3:
+        while True:
+            pass
+    dist.barrier()
+"""
+
+
+def test_cli_stops_a_spinning_rank_within_a_second_of_the_limit(tmp_path: Path):
+    script, report = tmp_path / "spin.py", tmp_path / "report.json"
+    script.write_text(SPINNER)
+    command = [sys.executable, "-c", "import kernbench.cli"]
+    start = time.perf_counter()
+    subprocess.run(command, check=True, timeout=60)  # interpreter and import time
+    startup = time.perf_counter() - start
+    start = time.perf_counter()
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kernbench.cli",
+            "run",
+            str(script),
+            "--topology",
+            TINY,
+            "--set",
+            "system.device_level=pe",
+            "--max-wall-time",
+            "2s",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    elapsed = time.perf_counter() - start - startup
+    assert result.returncode == 2
+    assert elapsed < 3.0
+    assert "error: stopped at" in result.stderr and "--max-wall-time (2 s)" in result.stderr
+    assert f"rank 3 was running Python code at {script}:7 (in main)" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert json.loads(report.read_text())["stopped"].startswith("stopped at ")

@@ -441,9 +441,10 @@ def test_cleanup_returns_all_memory_and_unmaps_everything():
 
 def test_context_manager_cleans_up():
     with RuntimeContext(TINY) as ctx:
-        ctx.zeros((8, 8), "float32", dp=DPPolicy(pe="row_wise"))
+        kept = ctx.zeros((8, 8), "float32", dp=DPPolicy(pe="row_wise"))
         assert ctx.memory.used_bytes() > 0
     assert ctx.memory.used_bytes() == 0
+    assert kept.is_freed
 
 
 def test_a_dropped_tensor_is_freed_before_the_next_one_is_made():
@@ -461,6 +462,30 @@ def test_a_dropped_tensor_is_freed_before_the_next_one_is_made():
     # The new tensor may reuse the first page; then it maps to the new tensor's memory.
     new = keep.placements[0]
     assert table.translate(new.va, 64) == [(new.pa, 64)]
+    assert not keep.is_freed
+
+
+def test_a_dropped_tensor_gives_its_memory_back_at_once():
+    ctx = RuntimeContext(TINY)
+    t = ctx.zeros((64, 64), "float32", dp=DPPolicy(pe="row_wise"))
+    t.copy_(np.ones((64, 64), dtype=np.float32))
+    assert (ctx.memory.used_bytes(), ctx.store.segment_count) == (64 * 64 * 4, 4)
+    del t
+    assert (ctx.memory.used_bytes(), ctx.store.segment_count) == (0, 0)
+    assert ctx.va.used == 4 * PAGE  # unmapped (timed messages) before the next tensor is made
+    keep = ctx.zeros(1)
+    assert ctx.va.used == PAGE
+    assert not keep.is_freed
+
+
+def test_a_tensor_dropped_while_memory_is_being_changed_waits_for_the_next_drain():
+    ctx = RuntimeContext(TINY)
+    t = ctx.zeros((64, 64), "float32")
+    with ctx._changing_memory():  # as when a garbage collection runs inside an allocation
+        del t
+        assert ctx.memory.used_bytes() == 64 * 64 * 4
+    keep = ctx.zeros(1)
+    assert ctx.memory.used_bytes() == 256
     assert not keep.is_freed
 
 

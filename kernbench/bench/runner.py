@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
-import importlib.util
 import io
 import sys
+import traceback
+import types
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,8 @@ from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import SimResult, simulate
 from kernbench.bench.trace import chrome_trace, write_json_atomic
-from kernbench.errors import ConfigError, SimulationLimitError
-from kernbench.files import write_text
+from kernbench.errors import ConfigError, ScriptError, SimulationLimitError, shown
+from kernbench.files import SCRIPT_LIMIT, read_text, write_text
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
 from kernbench.units import format_size, format_time
@@ -26,18 +27,62 @@ __all__ = ["load_script", "run_script", "format_run_summary", "csv_text", "write
 
 
 def load_script(path: str | Path) -> Any:
-    """Import a bench script by path (its ``__main__`` block does not run)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError("script not found", source=str(path))
-    spec = importlib.util.spec_from_file_location(f"kernbench_script_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(path.parent.resolve()))
+    """Import a bench script by path (its ``__main__`` block does not run).
+
+    The file is read with :func:`kernbench.files.read_text` (a regular UTF-8
+    file of at most ``SCRIPT_LIMIT`` bytes) and compiled here, so a syntax error
+    is a :class:`~kernbench.errors.ScriptError` saying file:line:col and the
+    compiler's message, and anything the script raises while it is imported is
+    one ``ScriptError`` naming the script and the line.  The script's directory
+    is on ``sys.path`` while it is imported, so it can import modules beside it.
+    """
+    name = str(path)
+    source = read_text(path, what="bench script", limit=SCRIPT_LIMIT)
     try:
-        spec.loader.exec_module(module)
+        code = compile(source, name, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        line = exc.lineno or 0
+        column = f":{exc.offset}" if exc.offset else ""
+        raise ScriptError(
+            f"{shown(name)}:{line}{column}: syntax error: {shown(str(exc.msg))}", path=name
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        # Refused outright (a NUL byte), or too deeply nested for the compiler.
+        reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise ScriptError(
+            f"{shown(name)}: cannot compile the bench script ({reason}); is an expression "
+            "nested too deeply?",
+            path=name,
+        ) from None
+    module = types.ModuleType(f"kernbench_script_{Path(name).stem}")
+    module.__file__ = name
+    # Registered as an import would be: dataclasses and pickling look classes up by module.
+    sys.modules[module.__name__] = module
+    directory = str(Path(name).parent.resolve())
+    sys.path.insert(0, directory)
+    try:
+        exec(code, module.__dict__)
+    except Exception as exc:  # noqa: BLE001 - any error of the script's own import
+        sys.modules.pop(module.__name__, None)
+        raise ScriptError(
+            f"{shown(name)}:{_script_line(exc, name)}: importing the bench script raised "
+            f"{type(exc).__name__}: {shown(str(exc))}",
+            path=name,
+            original=exc,
+        ) from exc
     finally:
-        sys.path.pop(0)
+        with contextlib.suppress(ValueError):  # the script may have taken it off itself
+            sys.path.remove(directory)
     return module
+
+
+def _script_line(exc: BaseException, filename: str) -> int:
+    """The line of ``filename`` that was running when ``exc`` was raised (its innermost frame)."""
+    line = 0
+    for frame, lineno in traceback.walk_tb(exc.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno
+    return line
 
 
 def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:

@@ -61,8 +61,8 @@ def simulate(
     ctx._ccl = CclSettings.from_overrides(ccl_overrides)
     if detail:
         ctx.fabric.enable_detail()
-    size = ctx.num_devices if world_size is None else int(world_size)
-    world = World(ctx, size)
+    world = World(ctx, ctx.num_devices if world_size is None else world_size)
+    size = world.world_size
     world.scheduler.max_sim_ps = max_sim_time_ps
     world.scheduler.max_wall_s = max_wall_s
     finished = [0] * size

@@ -11,7 +11,7 @@ algorithm gives the same time in both modes.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,12 @@ __all__ = ["LaneBuffer", "Region", "Comm"]
 
 @dataclass(eq=False)
 class LaneBuffer:
-    """One shard of one rank's tensor: where it lives and (functional) its values."""
+    """One shard of one rank's tensor: where it lives and (functional) its values.
+
+    ``owner`` is the tensor the shard belongs to: while a collective holds the
+    buffer, the tensor (so its memory) stays alive, as torch.distributed keeps
+    the tensors of an operation in flight.
+    """
 
     pe: str
     memory_node: str
@@ -33,6 +38,7 @@ class LaneBuffer:
     count: int
     storage: np.ndarray | None  # flat storage-dtype view into the memory store
     name: str = ""
+    owner: Any = field(default=None, repr=False)
 
     def region(self, start: int = 0, stop: int | None = None) -> Region:
         return Region(self, start, self.count if stop is None else stop)

@@ -48,7 +48,9 @@ def lanes_of(tensor: DeviceTensor) -> list[LaneBuffer]:
         if store.stores_bytes and p.pa is not None:
             storage = store.view(p.pa, p.shard.nbytes).view(tensor.dtype.storage)
         lanes.append(
-            LaneBuffer(p.pe_name, p.memory_node, tensor.dtype, count, storage, tensor.name)
+            LaneBuffer(
+                p.pe_name, p.memory_node, tensor.dtype, count, storage, tensor.name, owner=tensor
+            )
         )
     return lanes
 
@@ -174,6 +176,10 @@ class CollectiveLauncher:
             yield from self._refresh_all()
             self.end_ps = self.env.now
             self.fabric.ipcq.close(self.key)
+            # The launcher stays on as the run's record of this collective: it must not
+            # keep the tensors (and their memory) alive once they are done with.
+            self._lanes.clear()
+            self._refresh.clear()
             done.succeed()
 
         self.env.process(body())

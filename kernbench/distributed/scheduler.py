@@ -8,14 +8,21 @@ Same inputs, same interleaving: ranks start in rank order and wake in rank
 order at equal times.  If every live rank waits and nothing is scheduled, the
 run can never finish: a :class:`~kernbench.errors.DeadlockError` lists every
 blocked rank and what it waits for.
+
+A run may be given limits: a simulated time, checked as the clock advances,
+and a wall time, watched by a timer thread (:mod:`kernbench.distributed.watchdog`)
+that interrupts the thread running the ranks, so that a rank that never gives
+control back (``while True: pass``) is stopped on time too.  Either limit ends
+the run with a :class:`~kernbench.errors.SimulationLimitError` saying what
+every rank was doing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +30,19 @@ from typing import Any
 import simpy
 from greenlet import getcurrent, greenlet
 
-from kernbench.errors import DeadlockError, KernBenchError, RankError, SimulationLimitError
+from kernbench.distributed.watchdog import (
+    WallClock,
+    WallTimeExpired,
+    describe_frame,
+    where_it_ran,
+)
+from kernbench.errors import (
+    DeadlockError,
+    KernBenchError,
+    RankError,
+    SimulationError,
+    SimulationLimitError,
+)
 
 __all__ = ["Scheduler", "RankState", "current_rank"]
 
@@ -52,6 +71,7 @@ class RankState:
     glet: greenlet | None = None
     waiting: simpy.Event | None = None
     waiting_for: Any = ""  # a description, or a callable giving one when asked
+    started: bool = False
     finished: bool = False
     result: Any = None
     error: BaseException | None = None
@@ -82,7 +102,10 @@ class Scheduler:
         # A watchdog for runaway runs: stop at this simulated time / wall time.
         self.max_sim_ps: int | None = None
         self.max_wall_s: float | None = None
-        self._started_wall = 0.0
+        self._running: RankState | None = None  # the rank whose greenlet has control
+        self._wall: WallClock | None = None
+        # Where the last wall-time interrupt found the run: (rank or None, " at FILE:LINE").
+        self._interrupted: tuple[int | None, str] | None = None
 
     # -- called from rank greenlets ----------------------------------------------
     def block_on(self, event: simpy.Event, what: Any) -> None:
@@ -112,38 +135,65 @@ class Scheduler:
     # -- the loop ------------------------------------------------------------------
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
         """Run ``fn(rank)`` on every rank to completion; return the results in rank order."""
+        limit = self.max_wall_s
+        number = isinstance(limit, int | float) and not isinstance(limit, bool)
+        if limit is not None and not (number and 0 < limit < math.inf):
+            raise SimulationError(
+                f"--max-wall-time must be a positive, finite number of seconds (got {limit!r})"
+            )
+        self._running, self._interrupted = None, None
         with _fewer_collections():
-            return self._run(fn)
+            wall = WallClock(limit, self._on_interrupt) if limit is not None else None
+            self._wall = wall
+            try:
+                return self._run(fn)
+            except WallTimeExpired as expired:
+                if wall is not None:
+                    wall.stop()  # first: nothing may interrupt what follows
+                raise self._wall_time_error(expired) from None
+            finally:
+                if wall is not None:
+                    wall.stop()
+                self._wall = None
+
+    def _on_interrupt(self, frame: Any) -> None:
+        state = current_rank()
+        self._interrupted = (state.rank if state else None, describe_frame(frame))
 
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         self._main = getcurrent()
-        self._started_wall = time.perf_counter()
         for state in self.ranks:
             state.glet = greenlet(self._body(fn, state), parent=self._main)
             _RANK_OF[state.glet] = state
         try:
-            ready: Sequence[int] = list(range(self.world_size))
-            while True:
-                for rank in ready:
-                    state = self.ranks[rank]
-                    state.glet.switch()
-                    if isinstance(state.error, DeadlockError | SimulationLimitError):
-                        raise state.error  # it already names every rank involved
-                    if state.error is not None:
-                        raise RankError(rank, state.error).with_traceback(
-                            state.traceback
-                        ) from state.error
-                live = [s for s in self.ranks if not s.finished]
-                if not live:
-                    return [s.result for s in self.ranks]
-                ready = self._advance(live)
+            return self._loop()
         finally:
             for state in self.ranks:
                 _RANK_OF.pop(state.glet, None)
             self._main = None
 
+    def _loop(self) -> list[Any]:
+        ready: Sequence[int] = list(range(self.world_size))
+        while True:
+            for rank in ready:
+                state = self.ranks[rank]
+                self._running = state
+                state.glet.switch()
+                self._running = None
+                if isinstance(state.error, DeadlockError | SimulationLimitError | WallTimeExpired):
+                    raise state.error  # it already names every rank involved
+                if state.error is not None:
+                    raise RankError(rank, state.error).with_traceback(
+                        state.traceback
+                    ) from state.error
+            live = [s for s in self.ranks if not s.finished]
+            if not live:
+                return [s.result for s in self.ranks]
+            ready = self._advance(live)
+
     def _body(self, fn: Callable[[int], Any], state: RankState) -> Callable[[], None]:
         def body() -> None:
+            state.started = True
             try:
                 state.result = fn(state.rank)
             except BaseException as exc:  # noqa: BLE001 - re-raised by the scheduler
@@ -157,30 +207,61 @@ class Scheduler:
     def _blocked(self, live: list[RankState]) -> dict[int, str]:
         return {s.rank: s.waiting_for() if callable(s.waiting_for) else s.waiting_for for s in live}
 
-    def _check_limits(self, live: list[RankState]) -> None:
-        reason = None
+    def _limit_error(
+        self, reason: str, running: dict[int, str], lines: list[str] | None = None
+    ) -> SimulationLimitError:
+        """The error of a run stopped at a limit, saying what every rank was doing."""
+        doing: dict[int, str] = {}  # rank -> what it waits for, or what it was running
+        lines = list(lines or [])
+        for state in self.ranks:
+            if state.rank in running:
+                doing[state.rank] = running[state.rank]
+                lines.append(f"rank {state.rank} was {running[state.rank]}")
+            elif not state.started:
+                doing[state.rank] = "not started (an earlier rank kept control)"
+                lines.append(f"rank {state.rank} had {doing[state.rank]}")
+            elif not state.finished:
+                what = state.waiting_for
+                doing[state.rank] = what() if callable(what) else what
+                lines.append(f"rank {state.rank} was waiting for {doing[state.rank]}")
+        returned = [s.rank for s in self.ranks if s.finished and s.rank not in running]
+        if returned:
+            lines.append(f"ranks that had returned: {returned}")
+        return SimulationLimitError(
+            f"stopped at {self.env.now} ps: {reason}\n  " + "\n  ".join(lines), doing
+        )
+
+    def _wall_time_error(self, expired: WallTimeExpired) -> SimulationLimitError:
+        if self._interrupted is not None:  # the signal handler saw where it was
+            rank, where = self._interrupted
+        else:
+            state = self._running
+            if state is None:  # raised in a rank's greenlet, which caught and kept it
+                state = next((s for s in self.ranks if s.error is expired), None)
+            rank, where = (state.rank if state else None), where_it_ran(expired)
+        running, lines = {}, []
+        if rank is not None:
+            running[rank] = f"running Python code{where}"
+        elif where:  # the machine was running user code: a kernel program
+            lines.append(f"the simulated machine was running Python code{where}")
+        reason = f"wall time passed --max-wall-time ({self.max_wall_s:g} s)"
+        return self._limit_error(reason, running, lines)
+
+    def _check_sim_time(self) -> None:
         if self.max_sim_ps is not None and self.env.now > self.max_sim_ps:
             reason = f"simulated time passed --max-sim-time ({self.max_sim_ps} ps)"
-        elif (
-            self.max_wall_s is not None
-            and time.perf_counter() - self._started_wall > self.max_wall_s
-        ):
-            reason = f"wall time passed --max-wall-time ({self.max_wall_s:g} s)"
-        if reason:
-            blocked = self._blocked(live)
-            lines = [f"rank {r} was waiting for {what}" for r, what in blocked.items()]
-            raise SimulationLimitError(
-                f"stopped at {self.env.now} ps: {reason}\n  " + "\n  ".join(lines), blocked
-            )
+            raise self._limit_error(reason, {})
 
     def _advance(self, live: list[RankState]) -> list[int]:
         """Step the clock until some blocked rank wakes; those ranks, in rank order."""
-        steps = 0
+        wall = self._wall
         while not self._woken:
-            steps += 1
-            past_limit = self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps
-            if past_limit or steps % 1024 == 0:
-                self._check_limits(live)
+            # SimPy turns an exception in a process into a failed event and steps on, so an
+            # interrupt that hit a kernel program is not always seen: stop here once fired.
+            if wall is not None and wall.fired:
+                raise WallTimeExpired
+            if self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps:
+                self._check_sim_time()
             if not self.env._queue:  # noqa: SLF001
                 blocked = self._blocked(live)
                 finished = [s.rank for s in self.ranks if s.finished]
@@ -196,7 +277,7 @@ class Scheduler:
                     blocked,
                 )
             self.env.step()
-        self._check_limits(live)
+        self._check_sim_time()
         woken = sorted(set(self._woken))
         self._woken.clear()
         return woken

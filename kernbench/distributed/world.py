@@ -9,10 +9,12 @@ the scheduler then reports every blocked rank and what it waits for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import simpy
 
 from kernbench.distributed.scheduler import Scheduler, current_rank
@@ -23,7 +25,7 @@ from kernbench.errors import (
     KernBenchError,
 )
 
-__all__ = ["World", "ProcessGroup", "Work", "active_world"]
+__all__ = ["World", "ProcessGroup", "Work", "active_world", "check_world_size", "describe_call"]
 
 _ACTIVE: list[World] = []
 
@@ -35,6 +37,46 @@ def active_world() -> World:
             "kernbench.simulate(), or start ranks with kernbench.torch.multiprocessing"
         )
     return _ACTIVE[-1]
+
+
+def describe_call(what: str, signature: Any) -> str:
+    """``all_reduce(dtype='float32', shape=(8,), ...)`` for a signature of named arguments."""
+    if isinstance(signature, Mapping):
+        return f"{what}(" + ", ".join(f"{k}={v!r}" for k, v in signature.items()) + ")"
+    return f"{what} {signature}"
+
+
+def _by_value(values: dict[int, Any]) -> str:
+    """``'ring' on ranks [0, 2], 'tree' on ranks [1, 3]`` (groups in order of their first rank)."""
+    groups: dict[str, list[int]] = {}
+    for rank in sorted(values):
+        groups.setdefault(repr(values[rank]), []).append(rank)
+    return ", ".join(f"{value} on ranks {ranks}" for value, ranks in groups.items())
+
+
+class _NotPassed:
+    def __repr__(self) -> str:
+        return "(not passed)"
+
+
+_NOT_PASSED = _NotPassed()
+
+
+def _differences(calls: dict[int, tuple[str, Any]]) -> list[str]:
+    """What differs between the ranks' calls of one collective, argument by argument."""
+    whats = {rank: what for rank, (what, _) in calls.items()}
+    if len(set(whats.values())) > 1:
+        return [f"the collective differs: {_by_value(whats)}"]
+    signatures = {rank: sig for rank, (_, sig) in calls.items()}
+    if not all(isinstance(sig, Mapping) for sig in signatures.values()):
+        return [] if len({repr(s) for s in signatures.values()}) == 1 else ["arguments differ"]
+    keys = list(dict.fromkeys(key for sig in signatures.values() for key in sig))
+    lines = []
+    for key in keys:
+        values = {rank: sig.get(key, _NOT_PASSED) for rank, sig in signatures.items()}
+        if len({repr(v) for v in values.values()}) > 1:
+            lines.append(f"{key} differs: {_by_value(values)}")
+    return lines
 
 
 @dataclass(eq=False)
@@ -72,6 +114,14 @@ class _Rendezvous:
     error: BaseException | None = None
     what: str = ""  # point to point: what the waiting rank is doing
     source: int | None = None  # point to point: the sender, once matched
+
+    def drop_payloads(self) -> None:
+        """Forget the ranks' tensors once the operation is over (a Work may live on)."""
+        self.arrived = {r: (what, sig, None) for r, (what, sig, _) in self.arrived.items()}
+
+    def finished(self) -> None:
+        self.drop_payloads()
+        self.done.succeed()
 
     def describe(self) -> str:
         missing = [r for r in self.group.ranks if r not in self.arrived]
@@ -119,17 +169,28 @@ class Work:
         return f"<Work {self._what} {state}>"
 
 
+def check_world_size(world_size: Any, ctx: Any, what: str = "world size") -> int:
+    """``world_size`` as an int, if it is a whole number of ranks that fits the machine."""
+    if isinstance(world_size, bool) or not isinstance(world_size, int | np.integer):
+        raise DistributedError(f"{what} must be a whole number of ranks, got {world_size!r}")
+    world_size = int(world_size)
+    if world_size < 1:
+        raise DistributedError(f"{what} must be at least 1 (got {world_size})")
+    if world_size > ctx.num_devices:
+        level = ctx.topology.system.device_level
+        raise DistributedError(
+            f"{what} {world_size} does not fit: the topology has {ctx.num_devices} "
+            f"devices at level {level!r} (set system.device_level to 'cube' or 'pe' for "
+            f"more devices, or use at most {ctx.num_devices} ranks)"
+        )
+    return world_size
+
+
 class World:
     """Ranks, groups and pending collectives of one run."""
 
     def __init__(self, ctx: Any, world_size: int) -> None:
-        if world_size > ctx.num_devices:
-            level = ctx.topology.system.device_level
-            raise DistributedError(
-                f"world size {world_size} does not fit: the topology has {ctx.num_devices} "
-                f"devices at level {level!r} (set system.device_level to 'cube' or 'pe' for "
-                f"more devices, or use at most {ctx.num_devices} ranks)"
-            )
+        world_size = check_world_size(world_size, ctx)
         self.ctx = ctx
         self.world_size = world_size
         self.scheduler = Scheduler(ctx.fabric.env, world_size)
@@ -165,7 +226,9 @@ class World:
             lines = []
             for rv in self._mismatched:
                 lines.append(f"collective #{rv.seq} on {rv.group!r} does not match across ranks:")
-                lines += [f"  rank {r} called {w} {sig}" for r, (w, sig, _) in rv.arrived.items()]
+                calls = {r: (w, sig) for r, (w, sig, _) in sorted(rv.arrived.items())}
+                lines += [f"  {line}" for line in _differences(calls)]
+                lines += [f"  rank {r} called {describe_call(*call)}" for r, call in calls.items()]
                 missing = [r for r in rv.group.ranks if r not in rv.arrived]
                 if missing:
                     lines.append(f"  ranks {missing} have not called it")
@@ -187,7 +250,16 @@ class World:
     def new_group(self, ranks: Any) -> ProcessGroup:
         """The caller's next ``new_group`` call; every rank gets the same group object."""
         me = self.rank
-        chosen = tuple(range(self.world_size)) if ranks is None else tuple(int(r) for r in ranks)
+        if ranks is None:
+            chosen = tuple(range(self.world_size))
+        else:
+            # Read no more than one rank past the world's size: a longer list is wrong anyway.
+            chosen = tuple(int(r) for r in itertools.islice(ranks, self.world_size + 1))
+            if len(chosen) > self.world_size:
+                raise DistributedError(
+                    f"new_group: ranks must be distinct and in 0..{self.world_size - 1}, so at "
+                    f"most {self.world_size} of them; got more (starting {list(chosen)})"
+                )
         if len(set(chosen)) != len(chosen) or any(not 0 <= r < self.world_size for r in chosen):
             raise DistributedError(
                 f"new_group(ranks={list(chosen)}): ranks must be distinct and in "
@@ -221,8 +293,10 @@ class World:
     ) -> Work | None:
         """Record this rank's call; the last member to arrive launches ``launch``.
 
-        ``signature`` must be equal on every rank (op, shapes, dtypes, root);
-        ``launch`` gets the payloads in group-rank order and returns a
+        ``signature`` must be equal on every rank: the arguments that must agree
+        across ranks (op, shapes, dtypes, root, algorithm), best as a mapping of
+        argument name to value, so that a mismatch names the argument that
+        differs.  ``launch`` gets the payloads in group-rank order and returns a
         :class:`~kernbench.ccl.launch.CollectiveLauncher`.
         """
         me = self.rank
@@ -237,7 +311,7 @@ class World:
             rv = _Rendezvous(group, seq, launched=env.event(), done=env.event())
             self._rendezvous[(group.gid, seq)] = rv
         rv.arrived[me] = (what, signature, payload)
-        first_what, first_sig, _ = next(iter(rv.arrived.values()))
+        first_what, first_sig = next(iter(rv.arrived.values()))[:2]
         if (what, signature) != (first_what, first_sig):
             # Let every other rank run on until it blocks too, so that the error can
             # name every rank involved; this one waits for a launch that never comes.
@@ -245,12 +319,13 @@ class World:
                 self._mismatched.append(rv)
             self.scheduler.wait_until(
                 env.event(),
-                f"{what} {signature} #{seq} on {group.name}, which does not match the others' call",
+                f"{describe_call(what, signature)} #{seq} on {group.name}, which does not match "
+                "the others' call",
             )
         if len(rv.arrived) == group.size() and rv not in self._mismatched:
             del self._rendezvous[(group.gid, seq)]
             self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
-        work = Work(self, rv, f"{what} {signature} #{seq} on {group.name}", result)
+        work = Work(self, rv, f"{describe_call(what, signature)} #{seq} on {group.name}", result)
         if async_op:
             return work
         work.wait()
@@ -263,11 +338,12 @@ class World:
             launcher = launch(payloads)
         except KernBenchError as exc:
             rv.error = exc
+            rv.drop_payloads()
             rv.launched.succeed()
             raise
         self.collectives.append(launcher)
         finished = launcher.finish()
-        finished.callbacks.append(lambda _ev: rv.done.succeed())
+        finished.callbacks.append(lambda _ev: rv.finished())
         rv.launched.succeed()
 
     # -- point to point ----------------------------------------------------------------

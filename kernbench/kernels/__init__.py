@@ -34,6 +34,7 @@ from kernbench.kernels.interpreter import (
     ShapeOnlyBuffer,
 )
 from kernbench.kernels.jit import (
+    MAX_GRID_PROGRAMS,
     NC,
     Grid,
     JITFunction,
@@ -49,10 +50,12 @@ from kernbench.kernels.jit import (
     spmd_dim,
     use_launcher,
 )
-from kernbench.kernels.language import cdiv, next_power_of_2
+from kernbench.kernels.language import MAX_BLOCK_ELEMENTS, cdiv, next_power_of_2
 
 __all__ = [
     "BUILTIN_BLOCK",
+    "MAX_BLOCK_ELEMENTS",
+    "MAX_GRID_PROGRAMS",
     "NC",
     "ArrayBuffer",
     "CompileStats",

@@ -227,7 +227,16 @@ def _scalar(value: Any, kernel: str) -> Any:
     return value
 
 
+# The built-in kernels index elements with 32-bit offsets (program_id * BLOCK + arange).
+_MAX_ELEMENTS = 2**31 - 1
+
+
 def _grid(n: int, block: int) -> tuple[int]:
+    if n > _MAX_ELEMENTS:
+        raise KernelError(
+            f"a built-in kernel over {n} elements: the built-in kernels use 32-bit element "
+            f"offsets, so they cover at most {_MAX_ELEMENTS} elements; split the buffer"
+        )
     return (max(1, tl.cdiv(n, block)),)
 
 

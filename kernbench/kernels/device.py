@@ -242,6 +242,7 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
                 f"kernel {launch.kernel.name!r}: tensor {t.name!r} belongs to another context"
             )
         t._live()
+    launch.grid.check_size(launch.kernel.name)
     plan = plan_programs(launch, tensors[0])
     costs: dict[tuple, ProgramCost] = {}
     programs: dict[str, list[Callable[[], ProgramWork]]] = {}

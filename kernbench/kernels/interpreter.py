@@ -302,6 +302,7 @@ class Interpreter:
         return recorder.cost(pid, grid.core_of(pid))
 
     def iter_programs(self, launch: KernelLaunch) -> Iterator[ProgramCost]:
+        launch.grid.check_size(launch.kernel.name)  # before the first program runs
         args = self.kernel_args(launch)
         for pid in launch.grid.program_ids():
             yield self.run_program(launch, pid, kernel_args=args)

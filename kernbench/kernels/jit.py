@@ -45,6 +45,7 @@ from kernbench.kernels.interpreter import (
 )
 
 __all__ = [
+    "MAX_GRID_PROGRAMS",
     "NC",
     "Grid",
     "JITFunction",
@@ -60,6 +61,12 @@ __all__ = [
     "spmd_dim",
     "use_launcher",
 ]
+
+#: The most programs one launch may have.  The interpreter runs programs one at a
+#: time on the host (in timing-only mode too, to count their work), at thousands
+#: per second, so a larger grid would run for hours; no bundled bench or test
+#: comes near it (the largest launches a few thousand programs).
+MAX_GRID_PROGRAMS = 2**20
 
 # Launch keywords Triton accepts that mean nothing to the interpreter; kept in
 # ``KernelLaunch.options`` for whoever wants them.
@@ -151,6 +158,16 @@ class Grid:
         for d in self.dims:
             n *= d
         return n
+
+    def check_size(self, kernel: str = "?") -> None:
+        """Refuse, before any program runs, a grid with more than MAX_GRID_PROGRAMS programs."""
+        if self.num_programs > MAX_GRID_PROGRAMS:
+            raise KernelError(
+                f"kernel {kernel!r}: grid {self.dims} has {self.num_programs} programs; the "
+                f"interpreter runs programs one at a time (in timing-only mode too), so a launch "
+                f"may have at most {MAX_GRID_PROGRAMS} programs; use a smaller grid (more "
+                "elements per program)"
+            )
 
     def program_ids(self) -> Iterator[tuple[int, ...]]:
         """Every program id in program order (last axis fastest)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import builtins
 import contextvars
+import math
 import operator
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -48,6 +49,7 @@ import numpy as np
 from kernbench.errors import KernelError
 
 __all__ = [
+    "MAX_BLOCK_ELEMENTS",
     "Block",
     "Pointer",
     "ProgramState",
@@ -279,7 +281,40 @@ def _record_vector(elements: int, floating: bool, transcendental: bool = False) 
 
 # ----------------------------------------------------------------------------- blocks
 
+#: The most elements one block may hold (Triton's TRITON_MAX_TENSOR_NUMEL): a block
+#: is a NumPy array on the host, so its size is checked before it is made.
+MAX_BLOCK_ELEMENTS = 2**20
+
 _Scalar = (bool, int, float, np.generic)
+
+
+def _check_elements(count: int, what: str) -> None:
+    if count > MAX_BLOCK_ELEMENTS:
+        raise KernelError(
+            f"{_where_am_i()}: {what} would make a block of {count} elements; a block holds "
+            f"at most {MAX_BLOCK_ELEMENTS} (as in Triton); give each program less work and "
+            "launch more programs"
+        )
+
+
+def _check_operands(values: Sequence[Any], what: str) -> None:
+    """Refuse operands that broadcast to a block larger than MAX_BLOCK_ELEMENTS."""
+    # The result is no larger than the product of the operands' sizes, so only operands
+    # that could pass the limit are broadcast here (the common case costs a product).
+    bound = 1
+    for v in values:
+        if isinstance(v, np.ndarray):
+            bound *= v.size
+    if bound <= MAX_BLOCK_ELEMENTS:
+        return
+    shapes = [v.shape for v in values if isinstance(v, np.ndarray)]
+    if len(set(shapes)) == 1:
+        return
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        return  # shapes that do not broadcast: the operation itself says so
+    _check_elements(math.prod(shape), what)
 
 
 def _unwrap(x: Any) -> tuple[Any, dtype | None]:
@@ -313,6 +348,7 @@ def _finish(out: Any, operand_dtypes: Sequence[dtype | None]) -> Block:
 
 def _elementwise(fn: Callable[..., Any], *operands: Any, transcendental: bool = False) -> Block:
     values, dtypes = zip(*(_unwrap(x) for x in operands), strict=True)
+    _check_operands(values, "broadcasting the operands")
     with np.errstate(all="ignore"):
         out = fn(*values)
     result = _finish(out, dtypes)
@@ -506,6 +542,7 @@ class Pointer:
         if isinstance(other, Pointer):
             raise KernelError(f"{_where_am_i()}: cannot add two pointers")
         delta = _offsets_of(other)
+        _check_operands([self.offsets, delta], "pointer arithmetic")
         combine = np.add if sign > 0 else np.subtract
         moved = Pointer(self.buffer, combine(self.offsets, delta, dtype=np.int64))
         _record_vector(int(moved.offsets.size), floating=False)
@@ -567,6 +604,7 @@ def arange(start: int, end: int) -> Block:
     """``[start, end)`` as an int32 block; ``end - start`` must be a power of two."""
     lo, hi = _int(start, "tl.arange start"), _int(end, "tl.arange end")
     n = hi - lo
+    _check_elements(n, f"tl.arange({lo}, {hi})")
     if n <= 0 or n & (n - 1):
         raise KernelError(
             f"{_where_am_i()}: tl.arange({lo}, {hi}) has length {n}, which is not a "
@@ -578,7 +616,12 @@ def arange(start: int, end: int) -> Block:
 def _shape(shape: Any) -> tuple[int, ...]:
     if isinstance(shape, Block | constexpr) or not isinstance(shape, Sequence):
         shape = (shape,)
-    return tuple(_int(s, "a block dimension") for s in shape)
+    dims = tuple(_int(s, "a block dimension") for s in shape)
+    for d in dims:
+        if d < 0:
+            raise KernelError(f"{_where_am_i()}: block dimension {d} is negative in {dims}")
+    _check_elements(math.prod(dims), f"a block of shape {dims}")
+    return dims
 
 
 def _check_dtype(dt: Any, what: str) -> dtype:
@@ -625,6 +668,7 @@ def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray 
             f"{_where_am_i()}: tl.{what} mask of shape {mask_values.shape} does not "
             f"broadcast to the pointer shape {offsets.shape}"
         ) from None
+    _check_elements(math.prod(shape), f"tl.{what} with its mask")
     offsets = np.broadcast_to(offsets, shape)
     if mask_values.all():  # the common full block: skip boolean indexing
         return offsets, None
@@ -746,6 +790,7 @@ def dot(
             f"{_where_am_i()}: tl.dot shapes {a.shape} and {b.shape} do not match "
             "(inner dimensions and batch must agree)"
         )
+    _check_elements(math.prod(a.shape[:-1]) * b.shape[-1], f"tl.dot of {a.shape} and {b.shape}")
     integer = not a.dtype.is_floating() and not b.dtype.is_floating()
     work = np.int32 if integer else np.float32
     result_dtype = int32 if integer else _check_dtype(out_dtype, "tl.dot out_dtype")
@@ -829,6 +874,7 @@ def min(
 def where(condition: Any, x: Any, y: Any) -> Block:
     """``x`` where ``condition`` is true, else ``y`` (all broadcast together)."""
     cond = np.asarray(_unwrap(condition)[0]).astype(bool, copy=False)
+    _check_operands([cond, _unwrap(x)[0], _unwrap(y)[0]], "tl.where")
     return _elementwise(lambda a, b: np.where(cond, a, b), x, y)
 
 

@@ -5,14 +5,20 @@ and the memory store.  Creating a tensor resolves its DP placement, allocates
 each shard in its PE's HBM partition, maps it (host -> M_CPU -> every PE of the
 cube) through the fabric and, for ``zeros``, writes it; ``copy_`` scatters host
 data into the shards and ``numpy`` gathers them back, all as timed messages.
+
+In functional mode every tensor's values live on the host too, so a tensor is
+also refused (an ``OutOfMemoryError``) when the bytes of the live tensors would
+pass the host memory available to the run; timing-only mode holds no bytes.
+A tensor's memory is given back as soon as its last reference goes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import weakref
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +30,11 @@ from kernbench.fabric import Fabric, Handle, MemoryRead, MemoryWrite, Message, M
 from kernbench.fabric.engine import MMU_ENTRY_BYTES
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
 from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
+from kernbench.runtime import sizes
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
 from kernbench.topology import Topology, load_topology
+from kernbench.units import format_size
 
 __all__ = ["RuntimeContext"]
 
@@ -43,12 +51,24 @@ class RuntimeContext:
         timing_only: bool = False,
         overrides: Iterable[str] = (),
         fabric: Fabric | None = None,
+        host_memory_limit: int | None = None,
     ) -> None:
+        """``host_memory_limit``: bytes of tensor values a functional run may hold on the
+        host (default: :func:`~kernbench.runtime.sizes.available_host_memory` when the
+        context is made)."""
         if not isinstance(topology, Topology):
             topology = load_topology(topology, overrides)
         self.topology = topology
         self.timing_only = timing_only
         self.store = NullStore() if timing_only else MemoryStore()
+        if timing_only:
+            self.host_memory_limit = None
+        else:
+            limit = (
+                sizes.available_host_memory() if host_memory_limit is None else host_memory_limit
+            )
+            self.host_memory_limit = int(limit)
+        self._host_bytes = 0  # bytes of values the live tensors may hold (functional mode)
         self.fabric = fabric or Fabric(topology)
         self.fabric.store = self.store
         cube = topology.cube
@@ -68,6 +88,9 @@ class RuntimeContext:
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
         self._pending_release: list[Allocation] = []
+        # True while the allocators or the store are being changed: a tensor dropped by a
+        # garbage collection then must not change them under the running code.
+        self._bookkeeping = False
         self._pending: dict[int, Handle] = {}
 
     # -- clock and requests --------------------------------------------------------
@@ -208,7 +231,7 @@ class RuntimeContext:
         device: int | None = None,
     ) -> DeviceTensor:
         self._drain_releases()
-        shape = _normalise_shape(shape)
+        shape = sizes.checked_shape(shape)
         dtype = as_dtype(dtype)
         self._tensor_count += 1
         name = name or f"t{self._tensor_count}"
@@ -225,46 +248,91 @@ class RuntimeContext:
             cube_base=bases["cube"],
             pe_base=bases["pe"],
         )
+        host_bytes = self._check_host_memory(name, shape, dtype, shards)
         allocation = self._allocate(name, shape, dtype, shards)
+        self._host_bytes += host_bytes
         self._mmu(allocation, unmap=False)
         tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
-        tensor._finalizer = weakref.finalize(tensor, self._pending_release.append, allocation)
+        tensor._finalizer = weakref.finalize(tensor, self._dropped, allocation)
         self._live[id(allocation)] = allocation
         return tensor
+
+    def _check_host_memory(
+        self, name: str, shape: tuple[int, ...], dtype: DType, shards: list
+    ) -> int:
+        """The host bytes a functional tensor's values take; refused past the limit."""
+        if self.host_memory_limit is None:
+            return 0
+        need = sum(s.nbytes for s in shards)
+        if self._host_bytes + need > self.host_memory_limit:
+            raise OutOfMemoryError(
+                f"tensor {name!r} (shape {shape}, {dtype.name}, {format_size(need)} with its "
+                f"replicas) does not fit in host memory: functional mode keeps every tensor's "
+                f"values on the host, and this run has {format_size(self.host_memory_limit)} of "
+                f"host memory ({format_size(self._host_bytes)} held by live tensors); run with "
+                "--timing-only (sizes, not bytes) or use smaller tensors"
+            )
+        return need
+
+    def _dropped(self, allocation: Allocation) -> None:
+        """The last reference to a tensor went: its memory is given back now.
+
+        The unmap is timed messages, which cannot be sent from wherever the
+        reference went (a garbage collection may run anywhere, even in the
+        scheduler), so it waits until the next tensor is made or ``cleanup``.
+        """
+        if not self._bookkeeping:
+            self._give_back(allocation)
+        self._pending_release.append(allocation)
+
+    @contextlib.contextmanager
+    def _changing_memory(self) -> Iterator[None]:
+        previous, self._bookkeeping = self._bookkeeping, True
+        try:
+            yield
+        finally:
+            self._bookkeeping = previous
 
     def _allocate(
         self, name: str, shape: tuple[int, ...], dtype: DType, shards: list
     ) -> Allocation:
-        placements: list[ShardPlacement] = []
-        page = self.page_size
-        try:
-            for shard in shards:
-                pa = None
-                node = f"sip{shard.sip}.cube{shard.cube}.hbm0"
-                if shard.nbytes:
-                    pa = self.memory.alloc(
-                        MemoryKind.HBM, shard.sip, shard.cube, shard.pe, shard.nbytes, owner=name
-                    )
-                    node = f"sip{shard.sip}.cube{shard.cube}.hbm{self.memory.hbm_slice_of(pa)}"
-                placements.append(ShardPlacement(shard, pa, 0, node))
-        except OutOfMemoryError as exc:
-            for placement in placements:
+        with self._changing_memory():
+            placements: list[ShardPlacement] = []
+            page = self.page_size
+            try:
+                for shard in shards:
+                    pa = None
+                    node = f"sip{shard.sip}.cube{shard.cube}.hbm0"
+                    if shard.nbytes:
+                        pa = self.memory.alloc(
+                            MemoryKind.HBM,
+                            shard.sip,
+                            shard.cube,
+                            shard.pe,
+                            shard.nbytes,
+                            owner=name,
+                        )
+                        slice_index = self.memory.hbm_slice_of(pa)
+                        node = f"sip{shard.sip}.cube{shard.cube}.hbm{slice_index}"
+                    placements.append(ShardPlacement(shard, pa, 0, node))
+            except OutOfMemoryError as exc:
+                for placement in placements:
+                    if placement.pa is not None:
+                        self.memory.free(placement.pa)
+                raise OutOfMemoryError(
+                    f"tensor {name!r} (shape {shape}, {dtype.name}) does not fit: {exc}"
+                ) from None
+            va_bytes = sum(-(-p.shard.nbytes // page) * page for p in placements)
+            va_base = self.va.alloc(va_bytes, owner=name) if va_bytes else 0
+            offset = 0
+            for i, placement in enumerate(placements):
+                placements[i] = dataclasses.replace(placement, va=va_base + offset)
+                offset += -(-placement.shard.nbytes // page) * page
                 if placement.pa is not None:
-                    self.memory.free(placement.pa)
-            raise OutOfMemoryError(
-                f"tensor {name!r} (shape {shape}, {dtype.name}) does not fit: {exc}"
-            ) from None
-        va_bytes = sum(-(-p.shard.nbytes // page) * page for p in placements)
-        va_base = self.va.alloc(va_bytes, owner=name) if va_bytes else 0
-        offset = 0
-        for i, placement in enumerate(placements):
-            placements[i] = dataclasses.replace(placement, va=va_base + offset)
-            offset += -(-placement.shard.nbytes // page) * page
-            if placement.pa is not None:
-                self.store.create(
-                    placement.pa, placement.shard.nbytes, label=f"{name}@{placement.pe_name}"
-                )
-        return Allocation(name, va_base, va_bytes, placements)
+                    self.store.create(
+                        placement.pa, placement.shard.nbytes, label=f"{name}@{placement.pe_name}"
+                    )
+            return Allocation(name, va_base, va_bytes, placements)
 
     def _by_cube(self, allocation: Allocation) -> dict[tuple[int, int], list[ShardPlacement]]:
         groups: dict[tuple[int, int], list[ShardPlacement]] = defaultdict(list)
@@ -332,13 +400,30 @@ class RuntimeContext:
                 self._write_shards(tensor, pieces=None)
                 return
             src = self.from_numpy(src.numpy(), src.dtype)
-        if isinstance(src, HostTensor):
-            values = src if src.dtype == tensor.dtype else HostTensor(src.numpy(), tensor.dtype)
-        else:
-            values = HostTensor(np.asarray(src), tensor.dtype)
-        self._check_copy_shape(tensor, values.shape)
-        pieces = None if self.timing_only else scatter(values.storage, tensor.shards)
+        if self.timing_only:
+            # Sizes, not bytes: the source is never converted (a broadcast view stays one).
+            shape = src.shape if isinstance(src, HostTensor) else np.shape(src)
+            self._check_copy_shape(tensor, tuple(shape))
+            self._write_shards(tensor, pieces=None)
+            return
+        try:
+            if isinstance(src, HostTensor):
+                same = src.dtype == tensor.dtype
+                values = src if same else HostTensor(src.numpy(), tensor.dtype)
+            else:
+                values = HostTensor(np.asarray(src), tensor.dtype)
+            self._check_copy_shape(tensor, values.shape)
+            pieces = scatter(values.storage, tensor.shards)
+        except MemoryError:
+            raise self._host_out_of_memory(tensor, "copying values into") from None
         self._write_shards(tensor, pieces)
+
+    def _host_out_of_memory(self, tensor: DeviceTensor, doing: str) -> OutOfMemoryError:
+        return OutOfMemoryError(
+            f"{doing} tensor {tensor.name!r} (shape {tensor.shape}, {tensor.dtype.name}, "
+            f"{format_size(tensor.nbytes)}) ran out of host memory; run with --timing-only "
+            "(sizes, not bytes) or use smaller tensors"
+        )
 
     @staticmethod
     def _check_copy_shape(tensor: DeviceTensor, shape: tuple[int, ...]) -> None:
@@ -382,23 +467,36 @@ class RuntimeContext:
         storage = tensor.dtype.storage
         pieces = {}
         raw_by_shard = self._read_regions(tensor)
-        for shard, raw in raw_by_shard.items():
-            if raw is None:
-                pieces[shard.coord] = np.zeros(shard.shape, dtype=storage)
-            else:
-                pieces[shard.coord] = raw.view(storage).reshape(shard.shape)
-        stored = gather(list(raw_by_shard), pieces, tensor.shape, storage)
-        return tensor.dtype.from_storage(stored)
+        try:
+            for shard, raw in raw_by_shard.items():
+                if raw is None:
+                    pieces[shard.coord] = np.zeros(shard.shape, dtype=storage)
+                else:
+                    pieces[shard.coord] = raw.view(storage).reshape(shard.shape)
+            stored = gather(list(raw_by_shard), pieces, tensor.shape, storage)
+            return tensor.dtype.from_storage(stored)
+        except MemoryError:
+            raise self._host_out_of_memory(tensor, "reading back") from None
 
     # -- release -----------------------------------------------------------------------
+    def _give_back(self, allocation: Allocation) -> None:
+        """Return an allocation's physical memory and stored bytes (once)."""
+        if allocation.memory_returned:
+            return
+        allocation.memory_returned = True
+        with self._changing_memory():
+            for p in allocation.placements:
+                if p.pa is not None:
+                    self.store.release(p.pa)
+                    self.memory.free(p.pa)
+                    if self.host_memory_limit is not None:
+                        self._host_bytes -= p.shard.nbytes
+
     def _release(self, allocation: Allocation) -> None:
         if allocation.released:
             return
         self._mmu(allocation, unmap=True)
-        for p in allocation.placements:
-            if p.pa is not None:
-                self.store.release(p.pa)
-                self.memory.free(p.pa)
+        self._give_back(allocation)
         if allocation.va_bytes:
             self.va.free(allocation.va_base)
         allocation.released = True
@@ -419,13 +517,3 @@ class RuntimeContext:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
-
-
-def _normalise_shape(shape: Sequence[int] | int) -> tuple[int, ...]:
-    dims = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
-    for i, dim in enumerate(dims):
-        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 0:
-            raise TensorError(
-                f"shape {dims!r}: dimension {i} is {dim!r}; dimensions are non-negative ints"
-            )
-    return tuple(int(d) for d in dims)

@@ -46,7 +46,8 @@ class Allocation:
     va_base: int
     va_bytes: int
     placements: list[ShardPlacement]
-    released: bool = False
+    released: bool = False  # unmapped, and its memory and addresses given back
+    memory_returned: bool = False  # its physical memory given back (it may still be mapped)
     layout: Any = None  # element -> shard map, built by the kernel layer on first launch
 
 

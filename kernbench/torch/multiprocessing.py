@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.distributed.world import World
+from kernbench.distributed.world import World, check_world_size
 from kernbench.errors import DistributedError
 from kernbench.runtime import current_context
 
@@ -95,6 +95,7 @@ def spawn(
     start_method: str = "spawn",
 ) -> ProcessContext | None:
     """Run ``fn(i, *args)`` as ranks 0..nprocs-1 on the simulated machine."""
+    nprocs = check_world_size(nprocs, current_context(), what="nprocs")
     processes = [Process(target=fn, args=(i, *args)) for i in range(nprocs)]
     for process in processes:
         process.start()

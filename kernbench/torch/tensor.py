@@ -34,15 +34,16 @@ Decisions a PyTorch user would otherwise have to guess:
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 import kernbench.kernels.language as tl
-from kernbench.errors import TensorError
+from kernbench.errors import OutOfMemoryError, TensorError
 from kernbench.kernels.builtins import (
     launch_copy,
     launch_elementwise,
@@ -218,7 +219,17 @@ def _arange_kernel(out_ptr, n, start, step, BLOCK: tl.constexpr):
 _BLOCK = 16384
 
 
+# The kernels behind tensor arithmetic index elements with 32-bit offsets, as Triton's do.
+_MAX_KERNEL_ELEMENTS = 2**31 - 1
+
+
 def _grid(n: int) -> tuple[int]:
+    if n > _MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"an operation on {n} elements: the kernels behind tensor arithmetic use 32-bit "
+            f"element offsets, so they work on at most {_MAX_KERNEL_ELEMENTS} elements of one "
+            "tensor; split it into smaller tensors"
+        )
     return (max(1, -(-n // _BLOCK)),)
 
 
@@ -1056,13 +1067,42 @@ def _floating(dtype: Any, what: str) -> TorchDType:
     return dt
 
 
+def _drawn(
+    shape: tuple[int, ...],
+    dt: TorchDType,
+    device: Any,
+    dp: Any,
+    draw: Callable[[tuple[int, ...]], np.ndarray],
+    what: str,
+) -> Tensor:
+    """A tensor of ``draw(shape)`` values, drawn on the host and copied in.
+
+    The tensor is made first, so a size that does not fit is refused before any
+    value is drawn; in timing-only mode no values are drawn at all (the copy
+    still costs its time).
+    """
+    out = _new(shape, dt, index=device_index(device), dp=dp)
+    if out._ctx.timing_only:
+        out._dt.copy_(np.broadcast_to(np.zeros((), np.float32), shape))
+        return out
+    try:
+        values = draw(shape)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"{what}: drawing {math.prod(shape)} values for tensor {out._dt.name!r} ran out of "
+            "host memory; run with --timing-only (sizes, not bytes) or use a smaller tensor"
+        ) from None
+    out._dt.copy_(values)
+    return out
+
+
 def rand(
     *size: Any, generator: Any = None, dtype: Any = None, device: Any = None, dp: Any = None
 ) -> Tensor:
     """Uniform in [0, 1), drawn on the host from the rank's generator and copied in."""
     dt = _floating(dtype, "rand")
-    values = _random.resolve(generator).random(_size(size, "rand"), dtype=np.float32)
-    return _host_values(values, dt, device, dp)
+    draw = functools.partial(_random.resolve(generator).random, dtype=np.float32)
+    return _drawn(_size(size, "rand"), dt, device, dp, draw, "rand")
 
 
 def randn(
@@ -1070,8 +1110,8 @@ def randn(
 ) -> Tensor:
     """Standard normal, drawn on the host from the rank's generator and copied in."""
     dt = _floating(dtype, "randn")
-    values = _random.resolve(generator).standard_normal(_size(size, "randn"), dtype=np.float32)
-    return _host_values(values, dt, device, dp)
+    draw = functools.partial(_random.resolve(generator).standard_normal, dtype=np.float32)
+    return _drawn(_size(size, "randn"), dt, device, dp, draw, "randn")
 
 
 def randint(
@@ -1099,8 +1139,8 @@ def randint(
         raise TensorError(f"randint: low ({low}) must be below high ({high})")
     shape = _size((size,), "randint")
     dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int32"])
-    values = _random.resolve(generator).integers(low, high, shape, dtype=np.int64)
-    return _host_values(values, dt, device, dp)
+    draw = functools.partial(_random.resolve(generator).integers, low, high, dtype=np.int64)
+    return _drawn(shape, dt, device, dp, draw, "randint")
 
 
 def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002

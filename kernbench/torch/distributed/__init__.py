@@ -18,7 +18,7 @@ from kernbench.ccl import launch as ccl
 from kernbench.ccl.comm import Region
 from kernbench.distributed.scheduler import current_rank
 from kernbench.distributed.world import ProcessGroup, Work, active_world, p2p_work
-from kernbench.errors import DistributedError
+from kernbench.errors import CollectiveMismatchError, DistributedError
 from kernbench.runtime.tensor import DeviceTensor
 
 __all__ = [
@@ -129,8 +129,13 @@ def _check_on_device(tensor: DeviceTensor, what: str) -> None:
             )
 
 
-def _sig(t: DeviceTensor) -> tuple:
-    return (t.dtype.name, tuple(t.shape))
+def _sig(t: DeviceTensor, **others: Any) -> dict[str, Any]:
+    """The arguments of a one-tensor collective that must agree across ranks."""
+    return {"dtype": t.dtype.name, "shape": tuple(t.shape), **others}
+
+
+def _desc(t: DeviceTensor) -> str:
+    return f"{t.dtype.name}{list(t.shape)}"
 
 
 # -- process group lifecycle -----------------------------------------------------------
@@ -275,7 +280,7 @@ def all_reduce(
     return world.collective(
         pg,
         "all_reduce",
-        (_sig(t), red),
+        _sig(t, op=red, algorithm=algorithm),
         t,
         lambda ts: ccl.elementwise(world.ctx, "all_reduce", ts, redop=red, algorithm=algorithm),
         async_op,
@@ -297,7 +302,7 @@ def broadcast(
     return world.collective(
         pg,
         "broadcast",
-        (_sig(t), root),
+        _sig(t, src=pg.ranks[root], algorithm=algorithm),
         t,
         lambda ts: ccl.elementwise(world.ctx, "broadcast", ts, root=root, algorithm=algorithm),
         async_op,
@@ -320,7 +325,7 @@ def reduce(
     return world.collective(
         pg,
         "reduce",
-        (_sig(t), root, red),
+        _sig(t, dst=pg.ranks[root], op=red, algorithm=algorithm),
         t,
         lambda ts: ccl.elementwise(
             world.ctx, "reduce", ts, redop=red, root=root, algorithm=algorithm
@@ -346,7 +351,7 @@ def all_gather(
     return world.collective(
         pg,
         "all_gather",
-        _sig(t),
+        _sig(t, algorithm=algorithm),
         (outs, t),
         lambda ps: ccl.all_gather(world.ctx, [p[0] for p in ps], [p[1] for p in ps], algorithm),
         async_op,
@@ -368,7 +373,7 @@ def all_gather_into_tensor(
     return world.collective(
         pg,
         "all_gather_into_tensor",
-        (_sig(t), _sig(out)),
+        {"input": _desc(t), "output": _desc(out), "algorithm": algorithm},
         (out, t),
         lambda ps: ccl.all_gather(world.ctx, [p[0] for p in ps], [p[1] for p in ps], algorithm),
         async_op,
@@ -393,7 +398,7 @@ def reduce_scatter(
     return world.collective(
         pg,
         "reduce_scatter",
-        (_sig(out), red),
+        _sig(out, op=red, algorithm=algorithm),
         (out, ins),
         lambda ps: ccl.reduce_scatter(
             world.ctx, [p[0] for p in ps], [p[1] for p in ps], red, algorithm
@@ -418,7 +423,7 @@ def reduce_scatter_tensor(
     return world.collective(
         pg,
         "reduce_scatter_tensor",
-        (_sig(out), _sig(t), red),
+        {"output": _desc(out), "input": _desc(t), "op": red, "algorithm": algorithm},
         (out, t),
         lambda ps: ccl.reduce_scatter(
             world.ctx, [p[0] for p in ps], [p[1] for p in ps], red, algorithm
@@ -454,7 +459,7 @@ def _rooted_list(
     return world.collective(
         pg,
         op,
-        (_sig(t), root),
+        _sig(t, **{"dst" if op == "gather" else "src": pg.ranks[root]}, algorithm=algorithm),
         (t, blocks),
         lambda ps: launch(world.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
         async_op,
@@ -541,9 +546,9 @@ def all_to_all_single(
     return world.collective(
         pg,
         "all_to_all_single",
-        (t.dtype.name,),
+        {"dtype": t.dtype.name, "algorithm": algorithm},
         (sends, recvs),
-        lambda ps: _all_to_all(world, ps, algorithm),
+        lambda ps: _all_to_all(world, pg, ps, algorithm),
         async_op,
     )
 
@@ -562,29 +567,43 @@ def all_to_all(
     ins = [_device(x, "all_to_all") for x in input_tensor_list]
     _check_count(outs, pg, "all_to_all", "output_tensor_list")
     _check_count(ins, pg, "all_to_all", "input_tensor_list")
+    dtypes = {x.dtype.name for x in outs + ins}
+    if len(dtypes) > 1:
+        raise DistributedError(
+            f"all_to_all: every tensor of output_tensor_list and input_tensor_list must have "
+            f"the same dtype; got {sorted(dtypes)}"
+        )
     sends = [ccl.single_lane(x, "all_to_all").region() for x in ins]
     recvs = [ccl.single_lane(x, "all_to_all").region() for x in outs]
     return world.collective(
         pg,
         "all_to_all",
-        (ins[0].dtype.name,),
+        {"dtype": ins[0].dtype.name, "algorithm": algorithm},
         (sends, recvs),
-        lambda ps: _all_to_all(world, ps, algorithm),
+        lambda ps: _all_to_all(world, pg, ps, algorithm),
         async_op,
     )
 
 
 def _all_to_all(
-    world: Any, payloads: list[tuple[list[Region], list[Region]]], algorithm: str | None = None
+    world: Any,
+    pg: ProcessGroup,
+    payloads: list[tuple[list[Region], list[Region]]],
+    algorithm: str | None = None,
 ) -> Any:
     p = len(payloads)
     for r in range(p):
         for j in range(p):
             sent, expected = payloads[r][0][j].count, payloads[j][1][r].count
             if sent != expected:
-                raise DistributedError(
-                    f"all_to_all: rank {r} sends {sent} elements to rank {j}, which expects "
-                    f"{expected} from it"
+                src, dst = pg.ranks[r], pg.ranks[j]
+                raise CollectiveMismatchError(
+                    f"all_to_all: rank {src} sends {sent} elements to rank {dst}, which "
+                    f"expects {expected} from it",
+                    {
+                        src: f"all_to_all sending {sent} elements to rank {dst}",
+                        dst: f"all_to_all expecting {expected} elements from rank {src}",
+                    },
                 )
     return ccl.all_to_all(world.ctx, [s for s, _ in payloads], [r for _, r in payloads], algorithm)
 
@@ -601,7 +620,7 @@ def barrier(
     return world.collective(
         pg,
         "barrier",
-        (),
+        {"algorithm": algorithm},
         _device_pe(world, me),
         lambda pes: ccl.barrier(world.ctx, pes, algorithm),
         async_op,
