@@ -146,9 +146,16 @@ def test_a_kernbench_error_in_a_rank_names_the_script_line(tmp_path: Path, capsy
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ("x = 1 +\n", "SyntaxError: invalid syntax (at {path}:1; "),
-        ("import json\nCONFIG = json.loads('{')\n", "JSONDecodeError: Expecting property "),
-        ("raise KeyError('k')\n", "KeyError: 'k' (at {path}:1 in <module>; "),
+        ("x = 1 +\n", "error: {path}:1:8: syntax error: invalid syntax"),
+        (
+            "import json\nCONFIG = json.loads('{')\n",
+            "error: {path}:2: importing the bench script raised JSONDecodeError: Expecting "
+            "property name enclosed in double quotes: line 1 column 2 (char 1)",
+        ),
+        (
+            "raise KeyError('k')\n",
+            "error: {path}:1: importing the bench script raised KeyError: 'k'",
+        ),
     ],
     ids=["syntax", "runtime-in-a-library-call", "runtime"],
 )
@@ -158,9 +165,7 @@ def test_a_script_that_fails_to_load_is_a_user_error(
     path = _script(tmp_path, body)
     assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("error: the script raised "), err
-    assert expected.format(path=path) in err[0] and f"at {path}:" in err[0]
-    assert err[0].endswith(f"{HINT})")
+    assert err == [expected.format(path=path)]
 
 
 def test_a_script_sys_exit_keeps_its_status_and_message(tmp_path: Path, capsys) -> None:
