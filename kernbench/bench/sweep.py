@@ -507,7 +507,8 @@ def run_sweep(
 
     if executor == "dask" and pending:
         keys = [f"point-{p['id']}-{uuid.uuid4().hex[:8]}" for p in pending]
-        results = executors.run_dask(POINT_TARGET, pending, jobs, scheduler, keys=keys)
+        workers = jobs if scheduler else min(jobs, len(pending))  # a local cluster's size
+        results = executors.run_dask(POINT_TARGET, pending, workers, scheduler, keys=keys)
     else:
         results = executors.run_local(POINT_TARGET, pending, min(jobs, max(len(pending), 1)))
 
