@@ -123,3 +123,38 @@ def descendants_alive(pgid: int) -> list[int]:
         if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
             alive.append(int(entry))
     return alive
+
+
+# Targets for kernbench.bench.executors tests ("sweep_helpers:<name>"); each takes a JSON item.
+
+
+def target_loud(item: dict) -> dict:
+    """Print ``item["lines"]`` numbered lines to stdout and to stderr, then return."""
+    for index in range(item["lines"]):
+        print(f"out {index:07d}")
+        print(f"err {index:07d}", file=sys.stderr)
+    return {"printed": item["lines"]}
+
+
+def target_thread_left_running(item: dict) -> str:
+    import threading
+    import time
+
+    threading.Thread(target=time.sleep, args=(60,)).start()  # not a daemon
+    return "returned"
+
+
+def target_exit_with_text(item: dict) -> None:
+    sys.exit(item["text"])
+
+
+def target_timed(item: dict) -> list[float]:
+    import time
+
+    start = time.time()
+    time.sleep(item["sleep_s"])
+    return [start, time.time()]
+
+
+def target_big_result(item: dict) -> str:
+    return "x" * item["size"]
