@@ -451,7 +451,7 @@ def regress_cmd(
     "--executor",
     default=None,
     type=click.Choice(["local", "dask"]),
-    help="local: a process pool on this machine (the default); dask: a Dask cluster "
+    help="local: a process per point on this machine (the default); dask: a Dask cluster "
     "(the default with --scheduler).",
 )
 @click.option(
@@ -504,6 +504,7 @@ def sweep_cmd(
             trace=trace,
             timing_only=timing_only,
             echo=click.echo,
+            warn=lambda text: click.echo(text, err=True),
         )
     except SweepInterrupted as exc:
         click.echo(str(exc), err=True)

@@ -16,6 +16,7 @@ import yaml
 
 from kernbench.bench.runner import run_script
 from kernbench.bench.sweep import expand_points, load_sweep, point_id
+from kernbench.bench.sweep_records import IDENTITY_KEYS
 from kernbench.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -64,8 +65,17 @@ def test_points_are_the_product_with_stable_ids(tmp_path: Path) -> None:
     assert points[0]["overrides"] == ["ccl.all_reduce=ring"]
     assert points[0]["script_args"] == ["-b", "4KiB"]
     assert Path(points[0]["topology_path"]) == TOPOLOGIES[0]
-    defining = ("bench", "topology", "set", "args", "world_size", "timing_only", "seed")
-    assert points[5]["id"] == point_id({key: points[5][key] for key in defining})
+    # The id is the hash of what the run receives: resolved files, --set and argv text.
+    assert points[5]["id"] == point_id({key: points[5][key] for key in IDENTITY_KEYS})
+    assert IDENTITY_KEYS == (
+        "bench_path",
+        "topology_path",
+        "overrides",
+        "script_args",
+        "world_size",
+        "timing_only",
+        "seed",
+    )
     # The id depends on what the point is, not on where its output goes.
     elsewhere = expand_points(sweep, sweep_path, tmp_path / "b", trace=True)
     assert [p["id"] for p in elsewhere] == [p["id"] for p in points]

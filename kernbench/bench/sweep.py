@@ -2,38 +2,47 @@
 
 A sweep file names a bench, a list of topologies, ``--set`` keys with lists of
 values and bench flags with lists of values; every combination is a *point*.
-A point has a stable id (the first 16 hex digits of the sha256 of its
-canonical JSON) so that a re-run finds what an earlier run finished: the
-driver writes each finished point to ``OUTPUT/points/<id>.json`` (atomically)
-the moment it arrives, skips points whose file says ``ok`` and retries failed
-ones.  At the end it writes ``results.csv``, ``summary.json`` and a plot.
+A point's id is the first 16 hex digits of the sha256 of what the point runs:
+the bench and topology files by resolved path, the ``--set`` overrides and
+bench arguments as the text the run receives, world size, timing-only, seed.
+The driver writes each finished point to ``OUTPUT/points/<id>.json``
+(atomically) the moment it arrives.  A re-run skips points whose file is a
+valid ``ok`` record of that point for the same bench and topology contents
+(:mod:`kernbench.bench.sweep_records`) and runs the others again.  At the end
+it writes ``results.csv``, ``summary.json`` and a plot.
 
-Points run through :mod:`kernbench.bench.executors` (in process, a local
-process pool, or Dask); :func:`run_point` is the picklable unit of work.
+Every point runs in a child process of its own (:mod:`kernbench.bench.executors`),
+locally or on Dask; :func:`run_point` is what the child runs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import itertools
 import json
 import sys
-import threading
-import time
 import traceback
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
+from kernbench import files
 from kernbench.bench.runner import write_csv_atomic
-from kernbench.bench.trace import write_json_atomic
-from kernbench.errors import ConfigError, KernBenchError
+from kernbench.bench.sweep_records import (
+    IDENTITY_KEYS,
+    json_text,
+    move_aside,
+    not_regular,
+    point_record,
+    remove_stale_temporaries,
+    stored_record,
+)
+from kernbench.errors import ConfigError, KernBenchError, OutputFileError, shown
 from kernbench.topology.schema import KeyedValueError
 
 __all__ = [
@@ -47,6 +56,9 @@ __all__ = [
     "run_point",
     "run_sweep",
 ]
+
+#: What a point's child process runs (``module:function``).
+POINT_TARGET = "kernbench.bench.sweep:run_point"
 
 
 class SweepError(KernBenchError):
@@ -68,16 +80,49 @@ def _scalar(value: Any) -> Any:
     raise ValueError(f"expected a string, number or true/false (got {value!r})")
 
 
-def _values(values: list[Any]) -> list[Any]:
+def _text(value: Any) -> str:
+    """A value as the run receives it: ``--set key=<text>``, ``--flag <text>``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _arg_words(value: Any) -> tuple[str, ...] | None:
+    """What a flag's value puts after the flag: true -> nothing, false -> no flag at all."""
+    if value is True:
+        return ()
+    if value is False:
+        return None
+    return (_text(value),)
+
+
+def _unique(values: list[Any], as_received: Callable[[Any], Any]) -> list[Any]:
     if not values:
         raise ValueError("needs at least one value")
-    seen = set()
+    seen: dict[Any, Any] = {}
     for value in values:
-        canonical = json.dumps(value)
-        if canonical in seen:
-            raise ValueError(f"{value!r} appears twice (it would run the same points twice)")
-        seen.add(canonical)
+        received = as_received(value)
+        if received in seen:
+            text = received if isinstance(received, str) else " ".join(received or ("(absent)",))
+            same = "" if seen[received] == value else f" (as {seen[received]!r} and {value!r})"
+            raise ValueError(
+                f"{text!r} appears twice{same}; the run receives the same text, so it would "
+                "run the same points twice"
+            )
+        seen[received] = value
     return values
+
+
+def _values(values: list[Any]) -> list[Any]:
+    return _unique(values, lambda value: json.dumps(value))
+
+
+def _set_values(values: list[Any]) -> list[Any]:
+    return _unique(values, _text)
+
+
+def _arg_values(values: list[Any]) -> list[Any]:
+    return _unique(values, _arg_words)
 
 
 def _set_keys(values: dict[str, Any]) -> dict[str, Any]:
@@ -99,7 +144,8 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
 
 
 Scalar = Annotated[Any, AfterValidator(_scalar)]
-Values = Annotated[list[Scalar], AfterValidator(_values)]
+SetValues = Annotated[list[Scalar], AfterValidator(_set_values)]
+ArgValues = Annotated[list[Scalar], AfterValidator(_arg_values)]
 
 
 class SweepFile(BaseModel):
@@ -111,10 +157,10 @@ class SweepFile(BaseModel):
     topologies: Annotated[list[str], AfterValidator(_values)] = Field(
         description="Topology files; every point runs on one."
     )
-    set: Annotated[dict[str, Values], AfterValidator(_set_keys)] = Field(
+    set: Annotated[dict[str, SetValues], AfterValidator(_set_keys)] = Field(
         default_factory=dict, description="--set key -> values; the product is taken."
     )
-    args: Annotated[dict[str, Values], AfterValidator(_flags)] = Field(
+    args: Annotated[dict[str, ArgValues], AfterValidator(_flags)] = Field(
         default_factory=dict,
         description="Bench flag -> values; the product is taken (true: the flag alone, "
         "false: left out).",
@@ -142,6 +188,7 @@ def load_sweep(path: str | Path) -> SweepFile:
         raise ConfigError(
             f"bench script {sweep.bench!r} not found", key_path="bench", source=str(path)
         )
+    seen: dict[tuple[int, int], int] = {}
     for index, topology in enumerate(sweep.topologies):
         if not (base / topology).is_file():
             raise ConfigError(
@@ -149,19 +196,42 @@ def load_sweep(path: str | Path) -> SweepFile:
                 key_path=f"topologies.{index}",
                 source=str(path),
             )
+        info = (base / topology).stat()
+        first = seen.setdefault((info.st_dev, info.st_ino), index)
+        if first != index:
+            raise ConfigError(
+                f"{topology!r} is the same file as topologies.{first} "
+                f"({sweep.topologies[first]!r}); it would run the same points twice",
+                key_path=f"topologies.{index}",
+                source=str(path),
+            )
     return sweep
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def point_id(point: dict[str, Any]) -> str:
-    """First 16 hex digits of the sha256 of the point's canonical JSON."""
-    canonical = json.dumps(point, sort_keys=True, separators=(",", ":"))
+def point_id(identity: dict[str, Any]) -> str:
+    """First 16 hex digits of the sha256 of a point's identity as canonical JSON."""
+    canonical = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def _file_sha256(path: Path) -> str:
+    data = files.read_bytes(path, what="bench script", limit=files.SCRIPT_LIMIT)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _topology_digest(path: Path) -> str | None:
+    """The digest ``kernbench run`` reports (``extends:`` resolved), else of the bytes."""
+    from kernbench.topology import document_digest, load_topology_document
+
+    try:
+        return document_digest(load_topology_document(path))
+    except KernBenchError:
+        pass  # the point reports the error when it runs
+    try:
+        data = files.read_bytes(path, what="topology file", limit=files.CONFIG_LIMIT)
+    except KernBenchError:
+        return None
+    return "bytes:" + hashlib.sha256(data).hexdigest()[:16]
 
 
 def expand_points(
@@ -169,99 +239,86 @@ def expand_points(
 ) -> list[dict[str, Any]]:
     """Every point of the sweep as a plain dict (what :func:`run_point` takes), in a stable order.
 
-    The id covers what defines a point (bench and topology as written, set
-    values, args, world size, timing-only, seed), not where it runs or writes.
+    The id covers :data:`~kernbench.bench.sweep_records.IDENTITY_KEYS`: what the
+    run receives, not how the sweep file spells it nor where the output goes.
+    ``bench_sha256`` and ``topology_digest`` record the files' contents, which
+    decide whether a stored result is still valid.
     """
     base = Path(sweep_path).resolve().parent
     output = Path(output).resolve()
+    bench_path = (base / sweep.bench).resolve()
+    bench_sha256 = _file_sha256(bench_path)
     set_keys, arg_flags = list(sweep.set), list(sweep.args)
     points = []
     for topology in sweep.topologies:
+        topology_path = (base / topology).resolve()
+        topology_digest = _topology_digest(topology_path)
         for set_values in itertools.product(*sweep.set.values()):
             for arg_values in itertools.product(*sweep.args.values()):
-                defining = {
-                    "bench": sweep.bench,
-                    "topology": topology,
-                    "set": dict(zip(set_keys, set_values, strict=True)),
-                    "args": dict(zip(arg_flags, arg_values, strict=True)),
+                set_ = dict(zip(set_keys, set_values, strict=True))
+                args = dict(zip(arg_flags, arg_values, strict=True))
+                script_args: list[str] = []
+                for flag, value in args.items():
+                    words = _arg_words(value)
+                    if words is not None:
+                        script_args += [flag, *words]
+                overrides = [f"{key}={_text(v)}" for key, v in set_.items()]
+                point = {
+                    "bench_path": str(bench_path),
+                    "topology_path": str(topology_path),
+                    "overrides": overrides,
+                    "script_args": script_args,
                     "world_size": sweep.world_size,
                     "timing_only": sweep.timing_only,
                     "seed": sweep.seed,
                 }
-                pid = point_id(defining)
-                script_args: list[str] = []
-                for flag, value in defining["args"].items():
-                    if value is True:
-                        script_args.append(flag)
-                    elif value is not False:
-                        script_args += [flag, _text(value)]
-                overrides = [f"{key}={_text(v)}" for key, v in defining["set"].items()]
-                label = " ".join([Path(topology).stem, *overrides, *script_args])
+                pid = point_id({key: point[key] for key in IDENTITY_KEYS})
                 points.append(
                     {
-                        **defining,
                         "id": pid,
-                        "label": label,
-                        "bench_path": str((base / sweep.bench).resolve()),
-                        "topology_path": str((base / topology).resolve()),
-                        "overrides": overrides,
-                        "script_args": script_args,
+                        "label": " ".join([Path(topology).stem, *overrides, *script_args]),
+                        "bench": sweep.bench,
+                        "topology": topology,
+                        "set": set_,
+                        "args": args,
+                        **point,
+                        "bench_sha256": bench_sha256,
+                        "topology_digest": topology_digest,
                         "trace_path": str(output / "traces" / f"{pid}.json") if trace else None,
                     }
                 )
     return points
 
 
-# run_script swaps sys.argv and the current context, which are per process: threads
-# of one Dask worker process take turns.
-_RUN_LOCK = threading.Lock()
-
-
 def run_point(spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one point; the point's own errors are recorded, not raised.
+    """Run one point in this process (a sweep's child); the point's own errors are recorded.
 
-    What the bench prints (stdout and stderr, the last 10,000 characters) is
-    kept under ``"output"``: an ``argparse`` complaint is there, for instance.
+    Returns ``{"status": "ok", "report": ...}`` or ``{"status": "failed",
+    "error": ...}`` (plus ``"traceback"`` when the error is a bug rather than a
+    KernBench error).  What the bench prints goes to this process's stdout and
+    stderr, whose tails the driver keeps.  A bench that exits (``sys.exit``,
+    argparse) or dies ends the process; the driver records that.
     """
     from kernbench.bench.runner import run_script
 
-    start = time.perf_counter()
-    output = io.StringIO()
-    with _RUN_LOCK:
-        try:
-            with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-                result = run_script(
-                    spec["bench_path"],
-                    topology=spec["topology_path"],
-                    world_size=spec["world_size"],
-                    overrides=spec["overrides"],
-                    timing_only=spec["timing_only"],
-                    trace_path=spec["trace_path"],
-                    seed=spec["seed"],
-                    script_args=spec["script_args"],
-                    echo=lambda _text: None,
-                )
-        except Exception as exc:
-            if isinstance(getattr(exc, "original", None), KeyboardInterrupt):
-                # Ctrl-C while a rank ran (-j 1): the ranks' scheduler wrapped it.
-                raise KeyboardInterrupt from exc
-            failed = {
-                "point": spec,
-                "status": "failed",
-                "error": f"{type(exc).__name__}: {exc}",
-                "wall_s": time.perf_counter() - start,
-                "output": output.getvalue()[-10_000:],
-            }
-            if not isinstance(exc, KernBenchError):
-                failed["traceback"] = traceback.format_exc()
-            return failed
-    return {
-        "point": spec,
-        "status": "ok",
-        "report": result.report,
-        "wall_s": time.perf_counter() - start,
-        "output": output.getvalue()[-10_000:],
-    }
+    try:
+        result = run_script(
+            spec["bench_path"],
+            topology=spec["topology_path"],
+            world_size=spec["world_size"],
+            overrides=spec["overrides"],
+            timing_only=spec["timing_only"],
+            trace_path=spec["trace_path"],
+            seed=spec["seed"],
+            script_args=spec["script_args"],
+            echo=lambda _text: None,
+        )
+    except Exception as exc:
+        failed = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
+        if not isinstance(exc, KernBenchError):
+            failed["traceback"] = traceback.format_exc()
+        return failed
+    return {"status": "ok", "report": result.report}
 
 
 @dataclass
@@ -276,23 +333,11 @@ class SweepOutcome:
     rows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _read_point(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-
-
 def _topology_names(topologies: list[str]) -> dict[str, str]:
     """File stems when they tell the topologies apart (they read better), else paths as written."""
     stems = {topology: Path(topology).stem for topology in topologies}
     unique = len(set(stems.values())) == len(set(topologies))
     return stems if unique else {topology: topology for topology in topologies}
-
-
-def _is_ok(path: Path) -> bool:
-    record = _read_point(path)
-    return bool(record) and record.get("status") == "ok"
 
 
 def _results(
@@ -360,6 +405,54 @@ def _progress(total: int, initial: int, enabled: bool) -> Any:
     )
 
 
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _prepare_output(output: Path) -> Path:
+    """Make OUTPUT/points and refuse, before anything runs, outputs that cannot be written."""
+    for name in ("summary.json", "results.csv", "busbw.png"):
+        files.check_output_target(output / name, what=name)
+    points_dir = output / "points"
+    files.check_output_target(points_dir / "x.json", what="point file")
+    try:
+        points_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputFileError(
+            f"cannot make the points directory: {exc.strerror}", path=str(points_dir)
+        ) from None
+    if not points_dir.is_dir():
+        raise OutputFileError("is not a directory", path=str(points_dir))
+    return points_dir
+
+
+def _stored_points(
+    points: list[dict[str, Any]], points_dir: Path, warn: Callable[[str], None]
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The valid, current ok records on disk by point id, and the points to run.
+
+    A stale record gets a note, an unusable file a warning; what is not a
+    regular file is moved aside so that the new record can be written.
+    """
+    records: dict[str, dict[str, Any]] = {}
+    pending = []
+    for point in points:
+        path = points_dir / f"{point['id']}.json"
+        stored = stored_record(path, point)
+        if stored.record is not None and stored.record["status"] == "ok" and not stored.stale:
+            records[point["id"]] = stored.record
+            continue
+        pending.append(point)
+        aside = f"; moved aside to {move_aside(path)}" if not_regular(path) else ""
+        if stored.stale:
+            note = f"note: {point['label']} ({point['id']}): {stored.stale}{aside}"
+            warn(f"{note}; running it again")
+        elif stored.problem or aside:
+            problem = stored.problem or f"{path}: is not a regular file"
+            warn(f"warning: {problem}{aside}; running the point again")
+    return records, pending
+
+
 def run_sweep(
     sweep_path: str | Path,
     *,
@@ -371,13 +464,15 @@ def run_sweep(
     timing_only: bool | None = None,
     progress: bool = True,
     echo: Callable[[str], None] = print,
+    warn: Callable[[str], None] = _stderr,
 ) -> SweepOutcome:
     """Run every point not already done, then write results.csv, summary.json and a plot.
 
-    ``executor`` is "local" (a process pool; ``jobs == 1`` runs in this process) or
-    "dask" (the default when a ``scheduler`` address is given).  ``output``,
-    ``trace`` and ``timing_only`` override the sweep file when not None.
-    Raises :class:`SweepInterrupted` on Ctrl-C (after stopping the workers).
+    ``executor`` is "local" (``jobs`` child processes at a time) or "dask" (the
+    default when a ``scheduler`` address is given).  ``output``, ``trace`` and
+    ``timing_only`` override the sweep file when not None.  ``warn`` gets the
+    warnings and notes about stored point files.  Raises
+    :class:`SweepInterrupted` on Ctrl-C (after stopping the points that ran).
     """
     from kernbench.bench import executors
 
@@ -400,70 +495,75 @@ def run_sweep(
             else Path("out") / sweep_path.stem
         )
     output = Path(output)
-    points_dir = output / "points"
-    points_dir.mkdir(parents=True, exist_ok=True)
     points = expand_points(sweep, sweep_path, output, trace=trace)
+    points_dir = _prepare_output(output)
+    remove_stale_temporaries(points_dir)
 
-    done = {p["id"] for p in points if _is_ok(points_dir / f"{p['id']}.json")}
-    pending = [p for p in points if p["id"] not in done]
-    skipped = len(done)
+    records, pending = _stored_points(points, points_dir, warn)
+    skipped = len(records)
     echo(
         f"sweep: {len(points)} points, {skipped} already done (skipped), "
         f"{len(pending)} to run; output {output}"
     )
 
-    if not pending:
-        results: Iterator[dict] = executors.run_in_process(run_point, [])
-    elif executor == "dask":
+    if executor == "dask" and pending:
         keys = [f"point-{p['id']}-{uuid.uuid4().hex[:8]}" for p in pending]
-        results = executors.run_dask(run_point, pending, jobs, scheduler, keys=keys)
-    elif jobs == 1 or len(pending) <= 1:
-        results = executors.run_in_process(run_point, pending)
+        workers = jobs if scheduler else min(jobs, len(pending))  # a local cluster's size
+        results = executors.run_dask(POINT_TARGET, pending, workers, scheduler, keys=keys)
     else:
-        results = executors.run_local_pool(run_point, pending, min(jobs, len(pending)))
+        results = executors.run_local(POINT_TARGET, pending, min(jobs, max(len(pending), 1)))
 
     failures = 0
-    bar = _progress(len(points), len(done), progress)
+    bar = _progress(len(points), skipped, progress)
     bar.set_postfix(failed=failures)
     try:
         with contextlib.closing(results):
-            for record in results:
-                pid = record["point"]["id"]
-                write_json_atomic(points_dir / f"{pid}.json", record)
+            for point, outcome in results:
+                record = point_record(point, outcome)
+                path = points_dir / f"{point['id']}.json"
+                files.write_text(path, json_text(record), what="point file")
+                records[point["id"]] = record
                 if record["status"] != "ok":
                     failures += 1
                     bar.set_postfix(failed=failures)
                 bar.update(1)
+        bar.close()
+        return _finish(sweep, sweep_path, points, records, output, skipped, echo)
     except KeyboardInterrupt:
         bar.close()
-        on_disk = sum(_is_ok(points_dir / f"{p['id']}.json") for p in points)
-        raise SweepInterrupted(on_disk, len(points)) from None
-    bar.close()
-    return _finish(sweep, sweep_path, points, output, skipped, echo)
+        done = sum(record["status"] == "ok" for record in records.values())
+        raise SweepInterrupted(done, len(points)) from None
 
 
 def _finish(
     sweep: SweepFile,
     sweep_path: Path,
     points: list[dict[str, Any]],
+    records: dict[str, dict[str, Any]],
     output: Path,
     skipped: int,
     echo: Callable[[str], None],
 ) -> SweepOutcome:
-    """Gather every point file of this sweep into results.csv, summary.json and a plot."""
+    """Gather this sweep's point records into results.csv, summary.json and a plot."""
     set_keys, flags = list(sweep.set), list(sweep.args)
     names = _topology_names(sweep.topologies)
     rows: list[dict[str, Any]] = []
     failed = []
     ok = 0
     for point in points:
-        record = _read_point(output / "points" / f"{point['id']}.json")
-        if record and record.get("status") == "ok":
+        record = records.get(point["id"])
+        if record is not None and record["status"] == "ok":
             ok += 1
             rows += _results(point, record, names[point["topology"]], set_keys, flags)
-        else:
-            error = record.get("error", "not run") if record else "not run"
-            failed.append({"id": point["id"], "label": point["label"], "error": error})
+            continue
+        failure = {"id": point["id"], "label": point["label"], "error": "not run"}
+        if record is not None:
+            failure.update(
+                error=record["error"],
+                exit_status=record.get("exit_status"),
+                signal=record.get("signal"),
+            )
+        failed.append(failure)
     write_csv_atomic(output / "results.csv", rows)
     summary = {
         "sweep": str(sweep_path),
@@ -472,10 +572,11 @@ def _finish(
         "failed": failed,
         "rows": rows,
     }
-    write_json_atomic(output / "summary.json", summary)
+    files.write_text(output / "summary.json", json_text(summary), what="sweep summary")
     echo(f"results: {output / 'results.csv'} ({len(rows)} rows)")
     echo(f"summary: {output / 'summary.json'}")
     _plot(rows, output / "busbw.png", ["topology", *set_keys, *flags], echo)
     for failure in failed:
-        echo(f"failed: {failure['label']} ({failure['id']}): {failure['error']}")
+        echo(f"failed: {failure['label']} ({failure['id']}): {shown(failure['error'], 1000)}")
+    echo(f"points: {ok} ok, {len(failed)} failed, of {len(points)} ({skipped} done before)")
     return SweepOutcome(output, len(points), ok, skipped, failed, rows)

@@ -1,0 +1,299 @@
+"""Point files on resume (bad ones rerun with a warning, stale ones with a note); point identity."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from sweep_helpers import (
+    copy_topology,
+    hostile_sweep,
+    point_files,
+    records_by_label,
+    run_cli,
+    write_bench,
+    write_sweep,
+)
+
+from kernbench.bench.sweep import expand_points, load_sweep
+from kernbench.cli import main
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A finished two-point sweep; tests copy its output and damage the copy."""
+    directory = tmp_path_factory.mktemp("finished")
+    _run_two_points(directory)
+    return directory
+
+
+def _run_two_points(directory: Path) -> None:
+    sweep = hostile_sweep(directory, {"-n": [1, 2]})
+    result = run_cli(sweep, "-o", str(directory / "out"))
+    assert result.returncode == 0, result.stderr
+
+
+def _copy(finished: Path, tmp_path: Path) -> tuple[Path, Path, dict[str, Path]]:
+    """The finished sweep's file and a copy of its output (point ids name the bench's path)."""
+    out = tmp_path / "out"
+    shutil.copytree(finished / "out", out, symlinks=True)
+    paths = {
+        record["point"]["label"]: out / "points" / name for name, record in point_files(out).items()
+    }
+    return finished / "sweep.yaml", out, paths
+
+
+def _own(tmp_path: Path) -> tuple[Path, Path, dict[str, Path]]:
+    """A finished two-point sweep of its own, for a test that edits the bench or topology."""
+    directory = tmp_path / "sweep"
+    _run_two_points(directory)
+    out = directory / "out"
+    paths = {
+        record["point"]["label"]: out / "points" / name for name, record in point_files(out).items()
+    }
+    return directory / "sweep.yaml", out, paths
+
+
+def _damage(kind: str, target: Path, other: Path) -> None:
+    good = target.read_text()
+    if kind == "directory":
+        target.unlink()
+        target.mkdir()
+        (target / "inside.txt").write_text("kept")
+    elif kind == "fifo":
+        target.unlink()
+        os.mkfifo(target)
+    elif kind == "symlink to the other point":
+        target.unlink()
+        target.symlink_to(other)
+    elif kind == "dangling symlink":
+        target.unlink()
+        target.symlink_to(target.parent / "nowhere.json")
+    elif kind == "other point's record":
+        shutil.copy(other, target)
+    elif kind == "binary":
+        target.write_bytes(b"\xff\xfe\x00\x01garbage")
+    elif kind == "nested":
+        target.write_text("[" * 100_000 + "]" * 100_000)
+    elif kind == "truncated":
+        target.write_text(good[: len(good) // 2])
+    else:
+        record = json.loads(good)
+        documents = {
+            "[1]": [1],
+            "empty": "",
+            "status ok only": {"status": "ok"},
+            "report not a mapping": {**record, "report": []},
+            "results not rows": {**record, "report": {**record["report"], "results": [1, 2]}},
+            "unknown status": {**record, "status": "done"},
+            "point not a mapping": {**record, "point": "x"},
+            "edited point": {**record, "point": {**record["point"], "script_args": ["-n", "9"]}},
+        }
+        document = documents[kind]
+        target.write_text(document if isinstance(document, str) else json.dumps(document))
+
+
+KINDS = [
+    "[1]",
+    "status ok only",
+    "directory",
+    "other point's record",
+    "empty",
+    "truncated",
+    "binary",
+    "nested",
+    "fifo",
+    "symlink to the other point",
+    "dangling symlink",
+    "report not a mapping",
+    "results not rows",
+    "unknown status",
+    "point not a mapping",
+    "edited point",
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_bad_point_file_is_rerun_with_a_warning(finished: Path, tmp_path: Path, kind) -> None:
+    sweep, out, paths = _copy(finished, tmp_path)
+    target, other = paths["tiny -n 1"], paths["tiny -n 2"]
+    other_before = other.read_bytes()
+    _damage(kind, target, other)
+
+    result = run_cli(sweep, "-o", str(out), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "2 points, 1 already done (skipped), 1 to run" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1, result.stderr
+    assert str(target) in warnings[0] and "running the point again" in warnings[0]
+
+    assert target.is_file() and not target.is_symlink()
+    record = json.loads(target.read_text())
+    assert record["status"] == "ok"
+    assert record["point"]["id"] == target.stem
+    assert record["report"]["results"] == [{"n": 1, "mode": "ok"}]
+    assert other.read_bytes() == other_before
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["ok"], summary["failed"]) == (2, [])
+    if kind == "directory":  # not ours to delete: moved aside, contents kept
+        (aside,) = [p for p in target.parent.iterdir() if p.is_dir()]
+        assert (aside / "inside.txt").read_text() == "kept"
+        assert str(aside) in warnings[0]
+
+
+def test_an_unchanged_sweep_skips_everything_quietly(finished: Path, tmp_path: Path) -> None:
+    sweep, out, paths = _copy(finished, tmp_path)
+    before = {label: path.read_bytes() for label, path in paths.items()}
+    result = run_cli(sweep, "-o", str(out))
+    assert result.returncode == 0
+    assert "2 points, 2 already done (skipped), 0 to run" in result.stdout
+    assert "warning" not in result.stderr and "note" not in result.stdout + result.stderr
+    assert {label: path.read_bytes() for label, path in paths.items()} == before
+
+
+def test_an_edited_bench_makes_its_results_stale(tmp_path: Path) -> None:
+    sweep, out, paths = _own(tmp_path)
+    bench = sweep.parent / "hostile.py"
+    bench.write_text(bench.read_text().replace('"mode": args.mode', '"mode": "edited"'))
+    result = run_cli(sweep, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "2 points, 0 already done (skipped), 2 to run" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 2 and all("the bench changed since" in note for note in notes)
+    assert {r["report"]["results"][0]["mode"] for r in point_files(out).values()} == {"edited"}
+
+
+def test_an_edited_topology_parent_makes_its_results_stale(tmp_path: Path) -> None:
+    sweep, out, _ = _own(tmp_path)
+    parent = sweep.parent / "default.yaml"  # tiny.yaml extends it
+    text = parent.read_text()
+    assert 'host_link: {bandwidth: "64GB/s"' in text
+    parent.write_text(
+        text.replace('host_link: {bandwidth: "64GB/s"', 'host_link: {bandwidth: "32GB/s"')
+    )
+    result = run_cli(sweep, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "2 points, 0 already done (skipped), 2 to run" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 2 and all("the topology changed since" in note for note in notes)
+
+
+def test_another_bench_of_the_same_name_does_not_reuse_results(finished, tmp_path) -> None:
+    _, out, _ = _copy(finished, tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    text = (finished / "hostile.py").read_text()
+    write_bench(elsewhere, text=text.replace('"mode": args.mode', '"mode": "other"'))
+    copy_topology(elsewhere)
+    sweep = write_sweep(
+        elsewhere, {"bench": "hostile.py", "topologies": ["tiny.yaml"], "args": {"-n": [1, 2]}}
+    )
+    result = run_cli(sweep, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "2 points, 0 already done (skipped), 2 to run" in result.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert [row["mode"] for row in summary["rows"]] == ["other", "other"]
+    assert len(point_files(out)) == 4  # the first bench's points are still there
+
+
+def test_two_spellings_of_one_point_are_one_point(tmp_path: Path) -> None:
+    """Values as the bench receives them, paths resolved: a respelt sweep resumes."""
+    sweep, out, paths = _own(tmp_path)
+    before = {label: path.read_bytes() for label, path in paths.items()}
+    document = yaml.safe_load(sweep.read_text())
+    document.update(
+        bench="./hostile.py",
+        topologies=[f"../{sweep.parent.name}/./tiny.yaml"],
+        args={"-n": ["1", "2"]},
+    )
+    sweep.write_text(yaml.safe_dump(document, sort_keys=False))
+    result = run_cli(sweep, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "2 points, 2 already done (skipped), 0 to run" in result.stdout
+    assert {label: path.read_bytes() for label, path in paths.items()} == before
+
+
+@pytest.mark.parametrize(
+    ("section", "values", "message"),
+    [
+        ("args", {"-n": [1, "1"]}, "args.-n: '1' appears twice"),
+        ("args", {"-n": [1, 2], "--check": [True, "true", False]}, None),
+        ("set", {"system.sips.count": [1, "1"]}, "set.system.sips.count: '1' appears twice"),
+        ("set", {"ccl.all_reduce": [True, "true"]}, "set.ccl.all_reduce: 'true' appears twice"),
+    ],
+)
+def test_values_that_reach_the_bench_as_the_same_text_are_one_value(
+    tmp_path: Path, capsys, section: str, values: dict, message: str | None
+) -> None:
+    sweep = hostile_sweep(tmp_path, {})
+    document = yaml.safe_load(sweep.read_text())
+    document[section] = values
+    sweep.write_text(yaml.safe_dump(document, sort_keys=False))
+    if message is None:  # true (the flag alone), "true" (--check true), false: three argvs
+        points = expand_points(load_sweep(sweep), sweep, tmp_path, trace=False)
+        assert [p["script_args"] for p in points[:3]] == [
+            ["-n", "1", "--check"],
+            ["-n", "1", "--check", "true"],
+            ["-n", "1"],
+        ]
+        assert len({p["id"] for p in points}) == 6
+        return
+    assert main(["sweep", str(sweep), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_topology_file_listed_twice_is_an_error(tmp_path: Path, capsys) -> None:
+    sweep = hostile_sweep(tmp_path, {"-n": [1]})
+    (tmp_path / "link.yaml").symlink_to(tmp_path / "tiny.yaml")
+    for spelling in ("./tiny.yaml", "link.yaml", f"{tmp_path}/tiny.yaml"):
+        document = yaml.safe_load(sweep.read_text())
+        document["topologies"] = ["tiny.yaml", spelling]
+        sweep.write_text(yaml.safe_dump(document, sort_keys=False))
+        assert main(["sweep", str(sweep), "-o", str(tmp_path / "out")]) == 2
+        err = capsys.readouterr().err
+        assert f"topologies.1: {spelling!r} is the same file as topologies.0 ('tiny.yaml')" in err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("name", ["summary.json", "results.csv"])
+def test_an_output_that_is_not_a_regular_file_is_refused_before_any_point_runs(
+    tmp_path: Path, capsys, name: str
+) -> None:
+    sweep = hostile_sweep(tmp_path, {"-n": [1]})
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out / name).symlink_to(victim)
+    assert main(["sweep", str(sweep), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {out / name}: ") and "symbolic link" in err
+    assert victim.read_text() == "keep me"
+    assert not list((out / "points").glob("*.json")) if (out / "points").exists() else True
+
+
+def test_point_files_and_summary_are_strict_json(tmp_path: Path) -> None:
+    """A NaN in a bench's rows is written as null: every file the sweep writes is JSON."""
+    bench = write_bench(
+        tmp_path,
+        text="import kernbench.torch.distributed as dist\n\n\ndef main():\n"
+        "    dist.init_process_group()\n    return [{'ratio': float('nan'), 'ok': 1.5}]\n",
+    )
+    copy_topology(tmp_path)
+    sweep = write_sweep(tmp_path, {"bench": bench.name, "topologies": ["tiny.yaml"]})
+    out = tmp_path / "out"
+    assert run_cli(sweep, "-o", str(out)).returncode == 0
+
+    def strict(text: str):
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
+
+    (record,) = [strict(p.read_text()) for p in (out / "points").glob("*.json")]
+    assert record["report"]["results"] == [{"ratio": None, "ok": 1.5}]
+    assert strict((out / "summary.json").read_text())["rows"][0]["ratio"] is None
+    assert records_by_label(out)  # still readable by the helpers
