@@ -279,7 +279,7 @@ def test_an_output_that_is_not_a_regular_file_is_refused_before_any_point_runs(
 
 
 def test_point_files_and_summary_are_strict_json(tmp_path: Path) -> None:
-    """A NaN in a bench's rows is written as null: every file the sweep writes is JSON."""
+    """A NaN in a bench's rows is written as "NaN", as reports are: every file is strict JSON."""
     bench = write_bench(
         tmp_path,
         text="import kernbench.torch.distributed as dist\n\n\ndef main():\n"
@@ -294,6 +294,6 @@ def test_point_files_and_summary_are_strict_json(tmp_path: Path) -> None:
         return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
 
     (record,) = [strict(p.read_text()) for p in (out / "points").glob("*.json")]
-    assert record["report"]["results"] == [{"ratio": None, "ok": 1.5}]
-    assert strict((out / "summary.json").read_text())["rows"][0]["ratio"] is None
+    assert record["report"]["results"] == [{"ratio": "NaN", "ok": 1.5}]
+    assert strict((out / "summary.json").read_text())["rows"][0]["ratio"] == "NaN"
     assert records_by_label(out)  # still readable by the helpers

@@ -35,13 +35,13 @@ from kernbench import files
 from kernbench.bench.runner import write_csv_atomic
 from kernbench.bench.sweep_records import (
     IDENTITY_KEYS,
-    json_text,
     move_aside,
     not_regular,
     point_record,
     remove_stale_temporaries,
     stored_record,
 )
+from kernbench.bench.trace import json_text
 from kernbench.errors import ConfigError, KernBenchError, OutputFileError, shown
 from kernbench.topology.schema import KeyedValueError
 

@@ -16,7 +16,6 @@ and topology still have the contents it ran with (``bench_sha256``,
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import stat
@@ -33,7 +32,6 @@ from kernbench.errors import KernBenchError, OutputFileError, shown
 __all__ = [
     "IDENTITY_KEYS",
     "Stored",
-    "json_text",
     "point_record",
     "stored_record",
     "not_regular",
@@ -54,24 +52,6 @@ IDENTITY_KEYS = (
 # A temporary file of an atomic write older than this was left by a killed driver.
 _TEMPORARY_AGE_S = 60.0
 _TEMPORARY = re.compile(r"\.[0-9a-f]{16}\.json\..+")
-
-
-def _finite(data: Any) -> Any:
-    if isinstance(data, float) and not math.isfinite(data):
-        return None
-    if isinstance(data, dict):
-        return {key: _finite(value) for key, value in data.items()}
-    if isinstance(data, list | tuple):
-        return [_finite(value) for value in data]
-    return data
-
-
-def json_text(data: Any) -> str:
-    """Strict JSON (NaN and infinities, which JSON lacks, become null)."""
-    try:
-        return json.dumps(data, indent=1, allow_nan=False)
-    except ValueError:
-        return json.dumps(_finite(data), indent=1, allow_nan=False)
 
 
 def _last_line(text: str) -> str:
