@@ -187,6 +187,15 @@ def _system_exit(exc: SystemExit) -> int:
     return 1
 
 
+def _click_message(error: click.ClickException) -> str:
+    """A usage error on one line, pointing at the command's help."""
+    message = shown(" ".join(error.format_message().split()), 1000)
+    context = getattr(error, "ctx", None)
+    if context is not None:
+        message += f" (see {context.command_path} --help)"
+    return message
+
+
 def status_of(error: BaseException, *, show_traceback: bool, script: str | None = None) -> int:
     """The exit status for ``error``, after printing what it needs (see the module doc).
 
@@ -212,7 +221,7 @@ def status_of(error: BaseException, *, show_traceback: bool, script: str | None 
         click.echo(f"error: {error}", err=True)
         return EXIT_USER_ERROR
     if isinstance(error, click.ClickException):
-        error.show()
+        click.echo(f"error: {_click_message(error)}", err=True)
         return EXIT_USER_ERROR
     where = _script_location(error, script) if script else None
     if where:
