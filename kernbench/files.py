@@ -37,6 +37,7 @@ __all__ = [
     "write_bytes",
     "write_text",
     "is_stream_target",
+    "regular_file_problem",
     "check_output_target",
 ]
 
@@ -153,6 +154,20 @@ def read_text(path: str | Path, *, what: str = "file", limit: int = CONFIG_LIMIT
             path=str(path),
         ) from None
     return text.removeprefix("\ufeff")
+
+
+def regular_file_problem(path: str | Path) -> str | None:
+    """Why ``path`` cannot be read as a regular file (``None`` when it can); never raises."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return "not found"
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return f"cannot be read ({reason})"
+    if not stat.S_ISREG(info.st_mode):
+        return f"is {_kind(info.st_mode)}, not a regular file"
+    return None
 
 
 def is_stream_target(path: str | Path) -> bool:

@@ -69,6 +69,7 @@ class Case:
     fifos: tuple[str, ...] = ()
     dirs: tuple[str, ...] = ()
     links: dict[str, str] = field(default_factory=dict)  # name -> target
+    statuses: tuple[int, ...] = OK_STATUSES  # the bench's own sys.exit may add its status
 
 
 @dataclass
@@ -650,6 +651,8 @@ def gen_script(rng: random.Random) -> Case:
         case.argv = ["run", path, "--topology", str(REPO / "topologies" / "tiny.yaml")]
         return case
     case.files["bench.py"] = data
+    if b"sys.exit(3)" in data:
+        case.statuses = (*OK_STATUSES, 3)
     topology = rng.choice(["tiny.yaml", "ring8.yaml"])
     argv = ["run", "bench.py", "--topology", str(REPO / "topologies" / topology)]
     if rng.random() < 0.5:
@@ -745,7 +748,7 @@ def run_case(seed: int) -> Outcome:
         shutil.rmtree(folder, ignore_errors=True)
     seconds = time.perf_counter() - start
     text = err.getvalue()
-    if verdict == "ok" and (status not in OK_STATUSES or "Traceback (most recent" in text):
+    if verdict == "ok" and (status not in case.statuses or "Traceback (most recent" in text):
         verdict = "traceback"
     return Outcome(case.kind, seed, case.argv, status, verdict, seconds, text[-3000:])
 

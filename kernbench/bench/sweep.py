@@ -184,15 +184,18 @@ def load_sweep(path: str | Path) -> SweepFile:
     except ValidationError as exc:
         raise format_validation_error(exc, str(path), SweepFile) from None
     base = path.resolve().parent
-    if not (base / sweep.bench).is_file():
+    problem = files.regular_file_problem(base / sweep.bench)
+    if problem:
         raise ConfigError(
-            f"bench script {sweep.bench!r} not found", key_path="bench", source=str(path)
+            f"bench script {shown(sweep.bench)!r} {problem}", key_path="bench", source=str(path)
         )
     seen: dict[tuple[int, int], int] = {}
     for index, topology in enumerate(sweep.topologies):
-        if not (base / topology).is_file():
+        problem = files.regular_file_problem(base / topology)
+        if problem:
             raise ConfigError(
-                f"topology file {topology!r} not found (paths are relative to the sweep file)",
+                f"topology file {shown(topology)!r} {problem} (paths are relative to the sweep "
+                "file)",
                 key_path=f"topologies.{index}",
                 source=str(path),
             )
