@@ -128,7 +128,8 @@ def _check_params(name: str, config: AlgorithmConfig, declared: type[BaseModel])
 
 
 def default_catalogue_path() -> Path:
-    return Path(__file__).resolve().parents[2] / "ccl" / "ccl.yaml"
+    """The bundled catalogue (package data beside this module)."""
+    return Path(__file__).resolve().parent / "ccl.yaml"
 
 
 def load_catalogue(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Catalogue:

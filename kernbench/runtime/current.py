@@ -2,7 +2,8 @@
 
 ``kernbench run`` (and ``kernbench.simulate``) install a context with
 :func:`use_context`; a script run directly with ``python`` gets one built from
-``$KERNBENCH_TOPOLOGY`` (default: the bundled ``topologies/default.yaml``) and
+``$KERNBENCH_TOPOLOGY`` (a path or a bundled machine's name; default: the
+bundled ``default``) and
 ``$KERNBENCH_TIMING_ONLY`` (``1`` for timing-only mode).
 """
 
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kernbench.runtime.context import RuntimeContext
+from kernbench.topology import resolve_topology_path
 
 __all__ = ["current_context", "use_context", "default_topology_path"]
 
@@ -23,9 +25,7 @@ _ACTIVE: list[RuntimeContext] = []
 def default_topology_path() -> Path:
     """The topology used when none is given: ``$KERNBENCH_TOPOLOGY`` or the bundled default."""
     configured = os.environ.get("KERNBENCH_TOPOLOGY")
-    if configured:
-        return Path(configured)
-    return Path(__file__).resolve().parents[2] / "topologies" / "default.yaml"
+    return resolve_topology_path(configured or "default")
 
 
 def current_context() -> RuntimeContext:

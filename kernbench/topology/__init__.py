@@ -1,5 +1,6 @@
 """Configuration layer: topology YAML -> validated spec -> graph of named nodes and links."""
 
+from kernbench.topology.bundled import bundled_names, bundled_path, resolve_topology_path
 from kernbench.topology.graph import Edge, MachineGraph, build_graph
 from kernbench.topology.loader import (
     apply_overrides,
@@ -17,6 +18,9 @@ __all__ = [
     "Topology",
     "apply_overrides",
     "build_graph",
+    "bundled_names",
+    "bundled_path",
+    "resolve_topology_path",
     "document_digest",
     "load_topology",
     "load_topology_document",

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernbench.errors import ConfigError, InputFileError, shown
+from kernbench.topology.bundled import resolve_topology_path
 from kernbench.topology.schema import Topology
 from kernbench.validation import format_validation_error, shown_value
 from kernbench.yamlfile import MAX_DEPTH, YamlSyntaxError, load_yaml_mapping, parse_yaml
@@ -64,8 +65,13 @@ def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str
 
 
 def load_topology_document(path: str | Path) -> dict[str, Any]:
-    """The file's mapping with every ``extends:`` resolved (not yet validated)."""
+    """The file's mapping with every ``extends:`` resolved (not yet validated).
+
+    ``path`` may also name a bundled machine (:mod:`kernbench.topology.bundled`).
+    """
     name = str(path)
+    if "\x00" not in name:
+        name = str(resolve_topology_path(name))
     chain: list[dict[str, Any]] = []
     seen: list[str] = []
     extended_by: str | None = None
