@@ -3,17 +3,21 @@
 Ranks form a logical ``rows`` x ``cols`` grid (row-major: rank = row·cols +
 col).  Reduce-scatter along my row, all-reduce my part down my column,
 all-gather along my row (each with ``algorithms``, default ring).  Without
-``rows``/``cols`` the grid is the most square factorisation of p.
+``rows``/``cols`` the grid is the most square factorisation of p.  The
+schedule and the check that the grid and its algorithms fit the group are the
+hierarchical composition's (:func:`~kernbench.ccl.algorithms.hierarchical.composed_schedule`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
-from kernbench.ccl.algorithms.hierarchical import compose_all_reduce
+from kernbench.ccl.algorithms.hierarchical import compose_all_reduce, composed_schedule
+from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.comm import Comm
 from kernbench.errors import DistributedError
 
@@ -45,6 +49,28 @@ def _requires(op: str, size: int) -> str | None:
     return None if size >= 1 else "needs ranks"
 
 
+def _composition(pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    for key in ("rows", "cols"):
+        value = params.get(key)
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise DistributedError(f"mesh2d: {key} must be a positive whole number, not {value!r}")
+    rows, cols = grid(len(pes), dict(params))
+    names = list(params.get("algorithms", ["ring", "ring"]))
+    return composed_schedule(pes, [_row_key(cols)], names, nbytes, params)
+
+
+def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
+    try:
+        _composition(pes, 0, params)
+    except DistributedError as exc:
+        return str(exc)
+    return None
+
+
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    return _composition(pes, nbytes, params)
+
+
 def _peers(op: str, size: int, rank: int) -> set[int]:
     rows, cols = grid(size, {})
     row, col = divmod(rank, cols)
@@ -64,6 +90,8 @@ register(
             "all_reduce": lambda p, n, a, b, g: _mesh_cost(p, n, a, b, g),
         },
         peers=_peers,
+        fits=_fits,
+        schedule=_schedule,
     )
 )
 
