@@ -73,7 +73,7 @@ def tune(
     for op in ops:
         times: dict[str, list[int]] = {}
         predicted: dict[str, list[float | None]] = {}
-        for name, config in candidates(probe, op, size):
+        for name, config in candidates(probe, op, pes):
             if progress:
                 progress(f"{op}: {name}")
             run = simulate(

@@ -1,0 +1,550 @@
+"""The schedule cost model: an algorithm's schedule laid on the machine, in picoseconds.
+
+An algorithm describes a run of an op as a schedule
+(:mod:`kernbench.ccl.algorithms.schedule`): phases of steps, a step being
+the messages in flight together and the local work alongside and after
+them.  :func:`price` lays it on the machine: ranks on their PEs; a message
+on its route from the sender's memory (the HBM slice of its PE's partition)
+to the receiver's buffer (TCM, cube SRAM or HBM, as the configuration says);
+a reduction, placement or copy on the streams it makes between memory ports
+and the PE (as :class:`~kernbench.ccl.comm.Comm` makes them).  The
+resources are every link and memory port of the graph (bytes over
+bandwidth), every IPCQ channel (one message at a time) and every PE's
+program (one work item at a time).
+
+Time is followed per rank: a rank enters a step when it has finished the
+previous one, so ranks of a tree or of unequal groups run at their own pace.
+
+* A message of m bytes leaves when its sender enters the step and its channel
+  is free; it takes its latency λ = o + ΣL_i + min(m, P)·(Σ1/B_i − 1/B_min)
+  (o: the IPCQ endpoint overhead; L_i, B_i: its route's hops; P: the packet
+  size) plus, for the most loaded link or port of its route, the bytes on it
+  over its bandwidth, counting every message of the step in flight at the
+  same time (alone on its route; links are shared) and the work alongside.
+* Work alongside the messages starts with the step; work after them waits
+  for the rank's incoming messages (its i-th item for its i-th message when
+  they pair up, else for all).  An item takes the longer of its
+  vector-engine time and its busiest port's time, the port shared with the
+  other ranks working through it in the step.
+* A phase of C pieces is a pipeline: its steps for one piece, then C − 1 times
+  the busiest resource's time per piece (every message, work item and link
+  load of the steps, all at once: T = t_piece + (C − 1)·max_R busy_R).
+* A step repeated k times is followed once and, when it moves every rank on
+  by the same time (a symmetric step), extended by k − 1 times that.
+
+The op ends when the last rank is done and the last message has arrived;
+the PEs' launch overhead comes first.  Under any prediction lies the bound
+physics sets (:attr:`Priced.bound_ps`): the op's bytes on its busiest link
+or port over that link's bandwidth, plus its fastest message's latency.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
+from kernbench.ccl.catalogue import AlgorithmConfig
+from kernbench.units import PS_PER_S
+
+__all__ = ["Priced", "price", "memory_node"]
+
+# A step whose ranks move on by the same time, within this (ps), is symmetric.
+_UNIFORM_PS = 1e-3
+# Times a non-symmetric repeated step is followed before the rest is extrapolated.
+_FOLLOWED_REPEATS = 4
+# Steps with more flows than this are priced as if all were in flight together.
+_FLUID_FLOWS = 512
+# A flow with fewer bytes than this left, or less than this time's worth (ps), has
+# finished: what is left is float rounding.
+_DONE_BYTES = 1e-6
+_DONE_PS = 0.5
+
+
+def memory_node(ctx: Any, pe: str) -> str:
+    """The HBM slice of a PE's own partition (where its tensors live)."""
+    sip, cube, p = pe.split(".")
+    slices = ctx.topology.cube.memory_map.hbm_slices_per_cube
+    per_pe = max(1, ctx.topology.pes_per_cube // slices)
+    return f"{sip}.{cube}.hbm{int(p[2:]) // per_pe}"
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A schedule's time (``model_ps``, launch to end) and the physics bound under it."""
+
+    model_ps: float
+    bound_ps: float
+    busiest: str  # the link or port with the most time's worth of bytes ("" if none)
+    link_bytes: dict[str, float]  # bytes the op puts on each link or port, by name
+
+
+class _Machine:
+    """A configuration's view of the machine: routes, latencies and rates for its ranks."""
+
+    def __init__(
+        self, ctx: Any, config: AlgorithmConfig, pes: Sequence[str], itemsize: int
+    ) -> None:
+        from kernbench.ccl.launch import buffer_node
+
+        fabric = ctx.fabric
+        self.graph, self.network = fabric.graph, fabric.network
+        self.edges = self.graph.edges
+        self.overhead_ps = ctx.topology.cube.pe_template.components.pe_ipcq.attrs.endpoint_overhead
+        self.launch_ps = max(fabric.pe(pe).launch_overhead_ps for pe in pes)
+        self.pes = list(pes)
+        self.memory = [memory_node(ctx, pe) for pe in pes]
+        self.buffer = [
+            buffer_node(pe, node, config.buffer) for pe, node in zip(pes, self.memory, strict=True)
+        ]
+        self.element_ps = [PS_PER_S / fabric.pe(pe).flops_per_s["vector"] for pe in pes]
+        self.itemsize = itemsize
+        self._streams: dict[tuple[int, str], tuple[tuple[int, ...], ...]] = {}
+
+    def ps_per_byte(self, edge: int) -> float:
+        return PS_PER_S / self.edges[edge].bandwidth
+
+    def streams(self, w: Work) -> tuple[tuple[int, ...], ...]:
+        """The routes of the memory streams a work item makes (as Comm makes them)."""
+        key = (w.rank, w.kind)
+        routes = self._streams.get(key)
+        if routes is None:
+            route = self.graph.route
+            pe, memory, buffer = self.pes[w.rank], self.memory[w.rank], self.buffer[w.rank]
+            if w.kind == "reduce":
+                pairs = [(buffer, pe), (memory, pe), (pe, memory)]
+            elif w.kind == "copy":
+                pairs = [(memory, pe), (pe, memory)]
+            else:  # place: free when the message landed where it belongs
+                pairs = [(buffer, pe), (pe, memory)] if buffer != memory else []
+            routes = self._streams[key] = tuple(route(a, b) for a, b in pairs)
+        return routes
+
+
+Thread = tuple[int, Hashable]  # (rank, lane): one program on one rank
+
+
+@dataclass
+class _Item:
+    """A work item: its streams' routes, bytes per link or port, vector-engine time."""
+
+    routes: tuple[tuple[int, ...], ...]
+    nbytes: float
+    load: dict[int, float]
+    compute_ps: float
+
+
+@dataclass
+class _Shape:
+    """What does not depend on when ranks enter a step: routes, latencies, loads."""
+
+    src: list[Thread] = field(default_factory=list)
+    channel: list[tuple] = field(default_factory=list)
+    route: list[tuple[int, ...]] = field(default_factory=list)
+    nbytes: list[float] = field(default_factory=list)
+    tail: list[float] = field(default_factory=list)  # route latency + first packet's fill
+    incoming: dict[Thread, list[int]] = field(default_factory=dict)  # its messages
+    alongside: dict[Thread, list[_Item]] = field(default_factory=dict)
+    after: dict[Thread, list[_Item]] = field(default_factory=dict)
+    load: dict[int, float] = field(default_factory=dict)  # bytes per link: messages
+    alongside_load: dict[int, float] = field(default_factory=dict)
+    after_load: dict[int, float] = field(default_factory=dict)
+    fastest: float = math.inf  # the lowest o + route latency of its messages
+    threads: tuple[Thread, ...] = ()  # the programs that work or receive in the step
+
+
+def _items(machine: _Machine, works: Sequence[Work]) -> dict[Thread, list[_Item]]:
+    items: dict[Thread, list[_Item]] = {}
+    for w in works:
+        routes = machine.streams(w)
+        load: dict[int, float] = defaultdict(float)
+        for route in routes:
+            for e in route:
+                load[e] += w.nbytes
+        compute = 0.0
+        if w.kind == "reduce":
+            compute = w.nbytes / machine.itemsize * machine.element_ps[w.rank]
+        items.setdefault((w.rank, w.lane), []).append(_Item(routes, w.nbytes, dict(load), compute))
+    return items
+
+
+def _total(items: dict[Thread, list[_Item]]) -> dict[int, float]:
+    load: dict[int, float] = defaultdict(float)
+    for thread_items in items.values():
+        for item in thread_items:
+            for e, b in item.load.items():
+                load[e] += b
+    return dict(load)
+
+
+def _shape(machine: _Machine, step: Step) -> _Shape:
+    shape = _Shape()
+    network, packet = machine.network, machine.network.packet_bytes
+    load: dict[int, float] = defaultdict(float)
+    for m in step.messages:
+        route = machine.graph.route(machine.memory[m.src], machine.buffer[m.dst])
+        cost = network.route_cost(route)
+        shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
+        shape.src.append((m.src, m.lane))
+        shape.channel.append((m.src, m.dst, m.channel))
+        shape.route.append(route)
+        shape.nbytes.append(m.nbytes)
+        shape.tail.append(cost.latency_ps + min(m.nbytes, packet) * cost.fill_ps_per_byte)
+        shape.fastest = min(shape.fastest, machine.overhead_ps + cost.latency_ps)
+        for e in route:
+            load[e] += m.nbytes
+    shape.load = dict(load)
+    shape.alongside = _items(machine, step.alongside)
+    shape.after = _items(machine, step.work)
+    shape.alongside_load = _total(shape.alongside)
+    shape.after_load = _total(shape.after)
+    shape.threads = tuple(dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming]))
+    return shape
+
+
+class _Clock:
+    """Where every program and channel stands in time while a schedule is followed.
+
+    A rank's lanes start from where the rank stood at the end of the last phase
+    and join again at the end of each phase, once every message they sent has
+    arrived (a program drains its sends before it ends).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.base = [0.0] * size
+        self.lanes: dict[Thread, float] = {}
+        self.sent = [0.0] * size  # each rank's last arrival of the phase
+        self.free: dict[tuple, float] = {}  # when each channel can send again
+        self.last = 0.0  # the last arrival so far
+
+    def at(self, thread: Thread) -> float:
+        return self.lanes.get(thread, self.base[thread[0]])
+
+    def shift(self, delta: float, channels: Iterable[tuple]) -> None:
+        self.base = [t + delta for t in self.base]
+        self.sent = [t + delta for t in self.sent]
+        self.lanes = {thread: t + delta for thread, t in self.lanes.items()}
+        for key in set(channels):
+            self.free[key] = self.free.get(key, 0.0) + delta
+        self.last += delta
+
+    def join(self) -> None:
+        for (rank, _), t in self.lanes.items():
+            self.base[rank] = max(self.base[rank], t)
+        self.base = [max(t, sent) for t, sent in zip(self.base, self.sent, strict=True)]
+        self.lanes = {}
+
+
+@dataclass(eq=False)
+class _Flow:
+    """Bytes moving over a route: a message (``message`` >= 0) or a stream of work alongside."""
+
+    remaining: float
+    edges: tuple[int, ...]
+    message: int
+    owner: Any  # the working thread of a stream
+    rate: float = 0.0  # bytes per ps
+    frozen: bool = False
+
+
+def _max_min(flows: list[_Flow], capacity: Callable[[int], float]) -> None:
+    """Max-min fair rates by progressive filling, as the fabric shares its links."""
+    residual: dict[int, float] = {}
+    members: dict[int, list[_Flow]] = defaultdict(list)
+    for flow in flows:
+        flow.frozen = False
+        for e in flow.edges:
+            members[e].append(flow)
+            if e not in residual:
+                residual[e] = capacity(e)
+    count = {e: len(fs) for e, fs in members.items()}
+    heap = [(residual[e] / count[e], e) for e in members]
+    heapq.heapify(heap)
+    while heap:
+        share, e = heapq.heappop(heap)
+        if not count[e] or share != residual[e] / count[e]:
+            continue  # stale: a newer entry for this link is in the heap
+        touched = set()
+        for flow in members[e]:
+            if flow.frozen:
+                continue
+            flow.frozen, flow.rate = True, share
+            for other in flow.edges:
+                residual[other] = max(0.0, residual[other] - share)
+                count[other] -= 1
+                touched.add(other)
+        for other in touched:
+            if count[other]:
+                heapq.heappush(heap, (residual[other] / count[other], other))
+
+
+def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int]]:
+    """Each channel's first message, and each message's successor on its channel."""
+    first: dict[tuple, int] = {}
+    successor: dict[int, int] = {}
+    last: dict[tuple, int] = {}
+    for i, key in enumerate(shape.channel):
+        if key in last:
+            successor[last[key]] = i
+        else:
+            first[key] = i
+        last[key] = i
+    return first, successor
+
+
+def _fluid(
+    machine: _Machine, shape: _Shape, clock: _Clock
+) -> tuple[list[float], dict[Thread, float]]:
+    """Follow a step's flows in time, sharing links max-min fairly as the fabric does.
+
+    A message's flow starts o after its sender enters the step and its channel
+    is free, and arrives its route's latency (and first packet's fill) after
+    its last byte left; work alongside streams from the step's start.
+    Returns each message's arrival and each working thread's end of work alongside.
+    """
+    capacity: dict[int, float] = {}
+
+    def bytes_per_ps(e: int) -> float:
+        rate = capacity.get(e)
+        if rate is None:
+            rate = capacity[e] = machine.edges[e].bandwidth / PS_PER_S
+        return rate
+
+    first, successor = _channels(shape)
+    pending: list[tuple[float, int, _Flow]] = []
+    sequence = itertools.count()
+    arrivals = [0.0] * len(shape.src)
+    beside: dict[Thread, float] = {}
+
+    def push(at: float, flow: _Flow) -> None:
+        heapq.heappush(pending, (at, next(sequence), flow))
+
+    def send(i: int, at: float) -> None:
+        push(at + machine.overhead_ps, _Flow(shape.nbytes[i], shape.route[i], i, None))
+
+    for key, i in first.items():
+        send(i, max(clock.at(shape.src[i]), clock.free.get(key, 0.0)))
+    for thread, items in shape.alongside.items():
+        start = clock.at(thread)
+        beside[thread] = start + sum(item.compute_ps for item in items)
+        for item in items:
+            for route in item.routes:
+                push(start, _Flow(item.nbytes, route, -1, thread))
+
+    def finish(flow: _Flow, t: float) -> None:
+        if flow.message < 0:
+            beside[flow.owner] = max(beside[flow.owner], t)
+            return
+        i = flow.message
+        arrivals[i] = t + shape.tail[i]
+        if i in successor:
+            send(successor[i], arrivals[i])
+
+    active: list[_Flow] = []
+    now = 0.0
+    while pending or active:
+        horizon = math.inf
+        if active:
+            _max_min(active, bytes_per_ps)
+            horizon = now + min(f.remaining / f.rate if f.rate > 0 else math.inf for f in active)
+        t = min(horizon, pending[0][0] if pending else math.inf)
+        for f in active:
+            f.remaining -= f.rate * (t - now)
+        now = t
+        done = [f for f in active if f.remaining <= max(_DONE_BYTES, f.rate * _DONE_PS)]
+        if done:
+            active = [f for f in active if f.remaining > max(_DONE_BYTES, f.rate * _DONE_PS)]
+        elif t == math.inf:  # nothing can move any more (no capacity): stop here
+            break
+        for f in done:
+            finish(f, now)
+        while pending and pending[0][0] <= now:
+            f = heapq.heappop(pending)[2]
+            if f.remaining <= _DONE_BYTES or not f.edges:
+                finish(f, now)
+            else:
+                active.append(f)
+    return arrivals, beside
+
+
+def _at_once(
+    machine: _Machine, shape: _Shape, clock: _Clock
+) -> tuple[list[float], dict[Thread, float]]:
+    """The step's flows as if all in flight together: each link's load shared by all.
+
+    Exact for a symmetric step (every message leaving at once, one per
+    channel, on equally loaded routes); the shortcut for steps with too many
+    flows to follow one by one.
+    """
+    ppb = machine.ps_per_byte
+    load = defaultdict(float, shape.load)
+    for e, b in shape.alongside_load.items():
+        load[e] += b
+    first, successor = _channels(shape)
+    arrivals = [0.0] * len(shape.src)
+    for key, i in first.items():
+        at = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+        while True:
+            busiest = max((load[e] * ppb(e) for e in shape.route[i]), default=0.0)
+            at = arrivals[i] = at + machine.overhead_ps + shape.tail[i] + busiest
+            if i not in successor:
+                break
+            i = successor[i]
+    beside = {}
+    for thread, items in shape.alongside.items():
+        edges = {e for item in items for e in item.load}
+        port = max((load[e] * ppb(e) for e in edges), default=0.0)
+        beside[thread] = clock.at(thread) + max(sum(item.compute_ps for item in items), port)
+    return arrivals, beside
+
+
+def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
+    """Follow one step from where the clock stands."""
+    ppb = machine.ps_per_byte
+    starts = {
+        max(clock.at(shape.src[i]), clock.free.get(key, 0.0)) for i, key in enumerate(shape.channel)
+    }
+    streams = sum(len(item.routes) for items in shape.alongside.values() for item in items)
+    symmetric = (
+        len(set(shape.channel)) == len(shape.channel)
+        and not streams
+        and (not starts or max(starts) - min(starts) <= _UNIFORM_PS)
+    )
+    follow = _at_once if symmetric or len(shape.src) + streams > _FLUID_FLOWS else _fluid
+    arrivals, beside = follow(machine, shape, clock)
+    for i, key in enumerate(shape.channel):
+        clock.free[key] = arrivals[i]  # a channel's messages arrive in order
+        clock.sent[key[0]] = max(clock.sent[key[0]], arrivals[i])
+    if arrivals:
+        clock.last = max(clock.last, max(arrivals))
+    sharers: dict[int, int] = defaultdict(int)  # threads working through each link at once
+    for thread_items in shape.after.values():
+        for e in {e for item in thread_items for e in item.load}:
+            sharers[e] += 1
+    moved = {}
+    for thread in shape.threads:
+        t = beside.get(thread, clock.at(thread))
+        incoming = [arrivals[i] for i in shape.incoming.get(thread, ())]
+        times = [
+            max(
+                item.compute_ps,
+                max((b * sharers[e] * ppb(e) for e, b in item.load.items()), default=0.0),
+            )
+            for item in shape.after.get(thread, ())
+        ]
+        if len(incoming) == len(times):  # the i-th work item handles the i-th message
+            for arrival, work in zip(incoming, times, strict=True):
+                t = max(t, arrival) + work
+        else:
+            t = max([t, *incoming]) + sum(times)
+        moved[thread] = t
+    clock.lanes.update(moved)
+
+
+def _streams_per_link(items: Iterable[_Item]) -> dict[int, int]:
+    count: dict[int, int] = defaultdict(int)
+    for item in items:
+        for route in item.routes:
+            for e in route:
+                count[e] += 1
+    return count
+
+
+def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
+    return [
+        (thread, item)
+        for group in (shape.alongside, shape.after)
+        for thread, items in group.items()
+        for item in items
+    ]
+
+
+def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> float:
+    """The busiest resource's time per piece when a phase's steps all run at once.
+
+    In a pipeline's steady state the channels are always sending: a link is
+    shared among every channel crossing it in the phase and the work streams
+    of the step at hand.  A link carries the bytes of every step; a channel
+    sends its messages one at a time at their share of the links they cross;
+    a program does its work items one after another at their share of the ports.
+    """
+    ppb = machine.ps_per_byte
+    carried: dict[int, float] = defaultdict(float)
+    channels: dict[int, set] = defaultdict(set)
+    for shape, repeat in shapes:
+        for total in (shape.load, shape.alongside_load, shape.after_load):
+            for e, b in total.items():
+                carried[e] += b * repeat
+        for i, key in enumerate(shape.channel):
+            for e in shape.route[i]:
+                channels[e].add(key)
+    busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
+    for shape, repeat in shapes:
+        items = _work_items(shape)
+        streams = _streams_per_link(item for _, item in items)
+
+        def share(e: int, streams: dict[int, int] = streams) -> float:
+            """ps per byte of one flow's share of link ``e``."""
+            return (len(channels.get(e, ())) + streams.get(e, 0)) * ppb(e)
+
+        for i, key in enumerate(shape.channel):
+            transfer = shape.nbytes[i] * max((share(e) for e in shape.route[i]), default=0.0)
+            message = machine.overhead_ps + shape.tail[i] + transfer
+            busy[key] = busy.get(key, 0.0) + repeat * message
+        for thread, item in items:
+            own = _streams_per_link([item])
+            port = max((item.load[e] / own[e] * share(e) for e in item.load), default=0.0)
+            busy[thread] = busy.get(thread, 0.0) + repeat * max(item.compute_ps, port)
+    return max(busy.values(), default=0.0)
+
+
+def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None:
+    """Follow a step ``times`` times, extending a symmetric one instead of following it."""
+    for done in range(1, times + 1):
+        before = {thread: clock.at(thread) for thread in shape.threads}
+        _advance(machine, shape, clock)
+        deltas = [clock.at(thread) - t for thread, t in before.items()]
+        left = times - done
+        if not left or not deltas:
+            return
+        if max(deltas) - min(deltas) <= _UNIFORM_PS or done >= _FOLLOWED_REPEATS:
+            # Extend by the slowest program's pace: a non-symmetric step's laggards set it.
+            clock.shift(left * max(deltas), shape.channel)
+            return
+
+
+def price(
+    ctx: Any, config: AlgorithmConfig, pes: Sequence[str], schedule: Schedule, itemsize: int = 4
+) -> Priced:
+    """The time of ``schedule`` for ``config`` on ``pes``, and the bound under it."""
+    machine = _Machine(ctx, config, pes, itemsize)
+    clock = _Clock(len(pes))
+    carried: dict[int, float] = defaultdict(float)
+    fastest = math.inf
+    for phase in schedule:
+        shapes = []
+        for step in phase.steps:
+            shape = _shape(machine, step)
+            shapes.append((shape, step.repeat))
+            _repeat(machine, shape, clock, step.repeat)
+            fastest = min(fastest, shape.fastest)
+            for total in (shape.load, shape.alongside_load, shape.after_load):
+                for e, b in total.items():
+                    carried[e] += b * step.repeat * phase.pieces
+        if phase.pieces > 1:
+            channels = [key for shape, _ in shapes for key in shape.channel]
+            clock.shift((phase.pieces - 1) * _pipeline_busy(machine, shapes), channels)
+        clock.join()
+    end = max([clock.last, *clock.base])
+    busiest = max(carried, key=lambda e: carried[e] * machine.ps_per_byte(e), default=None)
+    bound = 0.0 if busiest is None else carried[busiest] * machine.ps_per_byte(busiest)
+    if fastest < math.inf:
+        bound += fastest
+    name = machine.edges[busiest].name if busiest is not None else ""
+    link_bytes = {machine.edges[e].name: b for e, b in carried.items()}
+    return Priced(machine.launch_ps + end, machine.launch_ps + bound, name, link_bytes)
