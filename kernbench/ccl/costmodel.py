@@ -67,11 +67,14 @@ _DONE_PS = 0.5
 
 
 def memory_node(ctx: Any, pe: str) -> str:
-    """The HBM slice of a PE's own partition (where its tensors live)."""
+    """The HBM slice where a PE's tensors live: the one its partition starts in.
+
+    PE p of P owns [p·H/P, (p+1)·H/P) of its cube's HBM (kernbench.memory), and
+    a slice is H/S of it: the partition starts in slice ⌊p·S/P⌋.
+    """
     sip, cube, p = pe.split(".")
     slices = ctx.topology.cube.memory_map.hbm_slices_per_cube
-    per_pe = max(1, ctx.topology.pes_per_cube // slices)
-    return f"{sip}.{cube}.hbm{int(p[2:]) // per_pe}"
+    return f"{sip}.{cube}.hbm{int(p[2:]) * slices // ctx.topology.pes_per_cube}"
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ class _Machine:
         self.buffer = [
             buffer_node(pe, node, config.buffer) for pe, node in zip(pes, self.memory, strict=True)
         ]
+        self.signal_buffer = [buffer_node(pe, pe, config.buffer) for pe in pes]
         self.element_ps = [PS_PER_S / fabric.pe(pe).flops_per_s["vector"] for pe in pes]
         self.itemsize = itemsize
         self._streams: dict[tuple[int, str], tuple[tuple[int, ...], ...]] = {}
@@ -187,7 +191,10 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     network, packet = machine.network, machine.network.packet_bytes
     load: dict[int, float] = defaultdict(float)
     for m in step.messages:
-        route = machine.graph.route(machine.memory[m.src], machine.buffer[m.dst])
+        if m.signal:  # no region: from the PE to the buffer of the PE (its memory is itself)
+            route = machine.graph.route(machine.pes[m.src], machine.signal_buffer[m.dst])
+        else:
+            route = machine.graph.route(machine.memory[m.src], machine.buffer[m.dst])
         cost = network.route_cost(route)
         shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
         shape.src.append((m.src, m.lane))
@@ -221,6 +228,9 @@ class _Clock:
         self.sent = [0.0] * size  # each rank's last arrival of the phase
         self.free: dict[tuple, float] = {}  # when each channel can send again
         self.last = 0.0  # the last arrival so far
+        # While a pipelined phase's first piece is followed: when each resource (link,
+        # channel, program) is first and last active.
+        self.windows: dict[Any, list[float]] | None = None
 
     def at(self, thread: Thread) -> float:
         return self.lanes.get(thread, self.base[thread[0]])
@@ -417,7 +427,12 @@ def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
     )
     follow = _at_once if symmetric or len(shape.src) + streams > _FLUID_FLOWS else _fluid
     arrivals, beside = follow(machine, shape, clock)
+    windows = clock.windows
     for i, key in enumerate(shape.channel):
+        if windows is not None:
+            start = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+            for resource in (key, *shape.route[i]):
+                _widen(windows, resource, start, arrivals[i])
         clock.free[key] = arrivals[i]  # a channel's messages arrive in order
         clock.sent[key[0]] = max(clock.sent[key[0]], arrivals[i])
     if arrivals:
@@ -437,13 +452,25 @@ def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
             )
             for item in shape.after.get(thread, ())
         ]
-        if len(incoming) == len(times):  # the i-th work item handles the i-th message
-            for arrival, work in zip(incoming, times, strict=True):
-                t = max(t, arrival) + work
-        else:
-            t = max([t, *incoming]) + sum(times)
+        if windows is not None and thread in shape.alongside:
+            _widen(windows, thread, clock.at(thread), t)
+        if len(incoming) != len(times):  # else the i-th work item handles the i-th message
+            incoming, times = [max([t, *incoming])], [sum(times)]
+        for arrival, work in zip(incoming, times, strict=False):
+            start, t = max(t, arrival), max(t, arrival) + work
+            if windows is not None and work:
+                _widen(windows, thread, start, t)
         moved[thread] = t
     clock.lanes.update(moved)
+
+
+def _widen(windows: dict[Any, list[float]], resource: Any, start: float, end: float) -> None:
+    """Stretch a resource's window of activity over [start, end]."""
+    window = windows.get(resource)
+    if window is None:
+        windows[resource] = [start, end]
+    else:
+        window[0], window[1] = min(window[0], start), max(window[1], end)
 
 
 def _streams_per_link(items: Iterable[_Item]) -> dict[int, int]:
@@ -464,56 +491,96 @@ def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
     ]
 
 
-def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> float:
-    """The busiest resource's time per piece when a phase's steps all run at once.
+def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> dict[Any, float]:
+    """Each resource's time per piece when a phase's steps all run at once.
 
-    In a pipeline's steady state the channels are always sending: a link is
-    shared among every channel crossing it in the phase and the work streams
-    of the step at hand.  A link carries the bytes of every step; a channel
-    sends its messages one at a time at their share of the links they cross;
-    a program does its work items one after another at their share of the ports.
+    In a pipeline's steady state every step works on some piece.  A link
+    carries the bytes of all steps.  Its users are the channels (messages one
+    after another) and the programs' work streams (items one after another, an
+    item's streams side by side) that cross it; they share it as processor
+    sharing does: a user moving b bytes over it per piece takes Σ_g min(b_g, b)/B
+    over every user g (B: the link's bandwidth).  A channel's time is its
+    messages' latencies plus its slowest link's share; a program's is its
+    vector-engine time or its slowest port's share, whichever is longer.  (This
+    takes the link to be busy whenever the user is: right where the links are
+    the bottleneck, pessimistic where latencies leave them idle.)
     """
     ppb = machine.ps_per_byte
     carried: dict[int, float] = defaultdict(float)
-    channels: dict[int, set] = defaultdict(set)
+    latency: dict[tuple, float] = defaultdict(float)  # per channel
+    users: dict[int, dict[Any, float]] = defaultdict(lambda: defaultdict(float))  # bytes
+    width: dict[tuple[Any, int], int] = defaultdict(int)  # a program's streams side by side
+    compute: dict[Thread, float] = defaultdict(float)
     for shape, repeat in shapes:
         for total in (shape.load, shape.alongside_load, shape.after_load):
             for e, b in total.items():
                 carried[e] += b * repeat
         for i, key in enumerate(shape.channel):
+            latency[key] += repeat * (machine.overhead_ps + shape.tail[i])
             for e in shape.route[i]:
-                channels[e].add(key)
+                users[e][key] += repeat * shape.nbytes[i]
+        for thread, item in _work_items(shape):
+            compute[thread] += repeat * item.compute_ps
+            for e, n in _streams_per_link([item]).items():
+                users[e][thread] += repeat * item.load[e]
+                width[thread, e] = max(width[thread, e], n)
+
+    def shared(e: int, user: Any) -> float:
+        """ps ``user`` takes for its bytes on link ``e`` per piece, sharing it."""
+        slots = {u: width.get((u, e), 1) for u in users[e]}
+        mine = users[e][user] / slots[user]
+        return sum(min(b / slots[u], mine) * slots[u] for u, b in users[e].items()) * ppb(e)
+
     busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
-    for shape, repeat in shapes:
-        items = _work_items(shape)
-        streams = _streams_per_link(item for _, item in items)
+    for e, on_link in users.items():
+        for user in on_link:
+            busy[user] = max(busy.get(user, 0.0), shared(e, user))
+    for key, t in latency.items():
+        busy[key] = busy.get(key, 0.0) + t
+    for thread, t in compute.items():
+        busy[thread] = max(busy.get(thread, 0.0), t)
+    return busy
 
-        def share(e: int, streams: dict[int, int] = streams) -> float:
-            """ps per byte of one flow's share of link ``e``."""
-            return (len(channels.get(e, ())) + streams.get(e, 0)) * ppb(e)
 
-        for i, key in enumerate(shape.channel):
-            transfer = shape.nbytes[i] * max((share(e) for e in shape.route[i]), default=0.0)
-            message = machine.overhead_ps + shape.tail[i] + transfer
-            busy[key] = busy.get(key, 0.0) + repeat * message
-        for thread, item in items:
-            own = _streams_per_link([item])
-            port = max((item.load[e] / own[e] * share(e) for e in item.load), default=0.0)
-            busy[thread] = busy.get(thread, 0.0) + repeat * max(item.compute_ps, port)
-    return max(busy.values(), default=0.0)
+def _pipelined_end(clock: _Clock, busy: dict[Any, float], pieces: int) -> float:
+    """How much longer than its first piece a phase of ``pieces`` pieces takes.
+
+    Every further piece costs each resource its busy time per piece b; a
+    resource that was active from s to e for the first piece with idle time
+    in between (e − s > b) takes the next pieces' work into that slack, so
+    the phase takes (pieces − 1)·b − (e − s − b) longer, for the resource for
+    which that is the most.
+    """
+    longest = 0.0
+    windows = clock.windows or {}
+    for resource, per_piece in busy.items():
+        start, stop = windows.get(resource, (0.0, 0.0))
+        slack = max(0.0, stop - start - per_piece)
+        longest = max(longest, (pieces - 1) * per_piece - slack)
+    return longest
 
 
 def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None:
-    """Follow a step ``times`` times, extending a symmetric one instead of following it."""
+    """Follow a step ``times`` times, extending a symmetric one instead of following it.
+
+    A step that moves every program and channel on by the same time is
+    extended by that much per remaining repetition; one that does not is
+    followed a few times and then extended at the pace of its slowest program
+    or channel (a ring whose one slow link sets the pace: its channel sends
+    back to back while the others wait for it).
+    """
+    channels = list(dict.fromkeys(shape.channel))
     for done in range(1, times + 1):
-        before = {thread: clock.at(thread) for thread in shape.threads}
+        before = [clock.at(thread) for thread in shape.threads]
+        before += [clock.free.get(key, 0.0) for key in channels]
         _advance(machine, shape, clock)
-        deltas = [clock.at(thread) - t for thread, t in before.items()]
+        after = [clock.at(thread) for thread in shape.threads]
+        after += [clock.free.get(key, 0.0) for key in channels]
+        deltas = [b - a for a, b in zip(before, after, strict=True)]
         left = times - done
         if not left or not deltas:
             return
         if max(deltas) - min(deltas) <= _UNIFORM_PS or done >= _FOLLOWED_REPEATS:
-            # Extend by the slowest program's pace: a non-symmetric step's laggards set it.
             clock.shift(left * max(deltas), shape.channel)
             return
 
@@ -525,9 +592,11 @@ def price(
     machine = _Machine(ctx, config, pes, itemsize)
     clock = _Clock(len(pes))
     carried: dict[int, float] = defaultdict(float)
+    worked: set[int] = set()  # links and ports that local work streams through
     fastest = math.inf
     for phase in schedule:
         shapes = []
+        clock.windows = {} if phase.pieces > 1 else None
         for step in phase.steps:
             shape = _shape(machine, step)
             shapes.append((shape, step.repeat))
@@ -536,15 +605,22 @@ def price(
             for total in (shape.load, shape.alongside_load, shape.after_load):
                 for e, b in total.items():
                     carried[e] += b * step.repeat * phase.pieces
+            worked.update(shape.alongside_load, shape.after_load)
         if phase.pieces > 1:
             channels = [key for shape, _ in shapes for key in shape.channel]
-            clock.shift((phase.pieces - 1) * _pipeline_busy(machine, shapes), channels)
+            busy = _pipeline_busy(machine, shapes)
+            clock.shift(_pipelined_end(clock, busy, phase.pieces), channels)
+            clock.windows = None
         clock.join()
     end = max([clock.last, *clock.base])
-    busiest = max(carried, key=lambda e: carried[e] * machine.ps_per_byte(e), default=None)
-    bound = 0.0 if busiest is None else carried[busiest] * machine.ps_per_byte(busiest)
-    if fastest < math.inf:
-        bound += fastest
+
+    def needs(e: int) -> float:
+        """The least time link ``e`` needs: its bytes at full bandwidth, after the endpoint
+        overhead every message pays first unless local work (no overhead) uses it too."""
+        return carried[e] * machine.ps_per_byte(e) + (0 if e in worked else machine.overhead_ps)
+
+    busiest = max(carried, key=needs, default=None)
+    bound = max(0.0 if busiest is None else needs(busiest), 0.0 if math.isinf(fastest) else fastest)
     name = machine.edges[busiest].name if busiest is not None else ""
     link_bytes = {machine.edges[e].name: b for e, b in carried.items()}
     return Priced(machine.launch_ps + end, machine.launch_ps + bound, name, link_bytes)

@@ -30,7 +30,8 @@ def _peers(op: str, size: int, rank: int) -> set[int]:
 
 def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
     p = len(pes)
-    return (Phase(tuple(ring_step(p, 0, None, shift=1 << k) for k in range(lg(p)))),)
+    steps = tuple(ring_step(p, 0, None, shift=1 << k, signal=True) for k in range(lg(p)))
+    return (Phase(steps),)
 
 
 register(

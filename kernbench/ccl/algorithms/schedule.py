@@ -52,13 +52,17 @@ WorkKind = Literal["reduce", "place", "copy"]
 
 @dataclass(frozen=True, slots=True)
 class Message:
-    """``nbytes`` from rank ``src``'s memory to rank ``dst``'s receive buffer."""
+    """``nbytes`` from rank ``src``'s memory to rank ``dst``'s receive buffer.
+
+    ``signal``: a message with no data region (a barrier's), sent from the PE itself.
+    """
 
     src: int
     dst: int
     nbytes: float
     channel: Hashable = 0
     lane: Hashable = 0
+    signal: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +104,18 @@ Schedule = tuple[Phase, ...]
 
 
 def ring_step(
-    size: int, nbytes: float, work: WorkKind | None, *, shift: int = 1, channel: Hashable = 0
+    size: int,
+    nbytes: float,
+    work: WorkKind | None,
+    *,
+    shift: int = 1,
+    channel: Hashable = 0,
+    signal: bool = False,
 ) -> Step:
     """Every rank r sends ``nbytes`` to r + ``shift`` (mod size) and then does ``work`` on it."""
-    messages = tuple(Message(r, (r + shift) % size, nbytes, channel) for r in range(size))
+    messages = tuple(
+        Message(r, (r + shift) % size, nbytes, channel, signal=signal) for r in range(size)
+    )
     done = tuple(Work(r, work, nbytes) for r in range(size)) if work else ()
     return Step(messages, done)
 
@@ -118,7 +130,7 @@ def relabel(schedule: Schedule, ranks: Sequence[int], tag: Hashable) -> Schedule
     def step(s: Step) -> Step:
         return Step(
             tuple(
-                Message(ranks[m.src], ranks[m.dst], m.nbytes, (tag, m.channel), m.lane)
+                replace(m, src=ranks[m.src], dst=ranks[m.dst], channel=(tag, m.channel))
                 for m in s.messages
             ),
             tuple(Work(ranks[w.rank], w.kind, w.nbytes, w.lane) for w in s.work),
