@@ -3,53 +3,74 @@
 An algorithm describes a run of an op as a schedule
 (:mod:`kernbench.ccl.algorithms.schedule`): phases of steps, a step being
 the messages in flight together and the local work alongside and after
-them.  :func:`price` lays it on the machine: ranks on their PEs; a message
-on its route from the sender's memory (the HBM slice of its PE's partition)
+them, each rank running one program or a few side by side (lanes).
+:func:`price` lays it on the machine: ranks on their PEs; a message on its
+route from the sender's memory (the HBM slice its PE's partition starts in)
 to the receiver's buffer (TCM, cube SRAM or HBM, as the configuration says);
-a reduction, placement or copy on the streams it makes between memory ports
-and the PE (as :class:`~kernbench.ccl.comm.Comm` makes them).  The
-resources are every link and memory port of the graph (bytes over
-bandwidth), every IPCQ channel (one message at a time) and every PE's
-program (one work item at a time).
+a reduction, placement or copy on the streams it makes between the memory
+ports and the PE, as :class:`~kernbench.ccl.comm.Comm` makes them.  The
+resources are the graph's links and memory ports (bytes at a bandwidth),
+the IPCQ channels (one message at a time, each paying the endpoint overhead
+o, its route's latency and its first packet's fill) and the programs (one
+work item at a time).
 
-Time is followed per rank: a rank enters a step when it has finished the
-previous one, so ranks of a tree or of unequal groups run at their own pace.
+**Following a schedule.**  Time is kept per program, so ranks of a tree or
+of unequal groups go at their own pace:
 
-* A message of m bytes leaves when its sender enters the step and its channel
-  is free; it takes its latency λ = o + ΣL_i + min(m, P)·(Σ1/B_i − 1/B_min)
-  (o: the IPCQ endpoint overhead; L_i, B_i: its route's hops; P: the packet
-  size) plus, for the most loaded link or port of its route, the bytes on it
-  over its bandwidth, counting every message of the step in flight at the
-  same time (alone on its route; links are shared) and the work alongside.
-* Work alongside the messages starts with the step; work after them waits
-  for the rank's incoming messages (its i-th item for its i-th message when
-  they pair up, else for all).  An item takes the longer of its
-  vector-engine time and its busiest port's time, the port shared with the
-  other ranks working through it in the step.
-* A phase of C pieces is a pipeline: its steps for one piece, then C − 1 times
-  the busiest resource's time per piece (every message, work item and link
-  load of the steps, all at once: T = t_piece + (C − 1)·max_R busy_R).
-* A step repeated k times is followed once and, when it moves every rank on
-  by the same time (a symmetric step), extended by k − 1 times that.
+* A message leaves when its sender enters the step and its channel is free.
+  The step's flows (its messages, and the streams of work alongside them)
+  move as the fabric moves them, sharing links max-min fairly
+  (:mod:`kernbench.ccl.fluid`); a symmetric step (every message leaving at
+  once, one per channel, no work alongside), or one with too many flows to
+  follow, takes each message's latency plus its most loaded link's load over
+  its bandwidth: exact when the step's flows are alike.
+* Work after the messages waits for the program's incoming messages (its
+  i-th item for its i-th message when they pair up, else for all) and takes
+  the longer of its vector-engine time and its busiest port's time, the
+  port shared with the other programs working through it in the step.
+* A step repeated k times is followed until it moves every program and
+  channel on by the same time, then extended by that (at most a few times,
+  then at the pace of the slowest program or channel).
+* At the end of a phase every program has drained its sends, and a rank's
+  lanes join.
+* A phase of C pieces is a pipeline: its steps are followed for one piece,
+  then each resource needs its time per piece b for each further piece,
+  less the idle slack it left inside the first piece's span; the phase
+  takes as much longer as the resource for which that is the most.  In the
+  steady state a link is shared as processor sharing shares it: a user
+  (a channel, a program's work streams) moving b bytes over it per piece
+  takes Σ_g min(b_g, b) over all its users at its bandwidth.
 
-The op ends when the last rank is done and the last message has arrived;
-the PEs' launch overhead comes first.  Under any prediction lies the bound
-physics sets (:attr:`Priced.bound_ps`): the op's bytes on its busiest link
-or port over that link's bandwidth, plus its fastest message's latency.
+The op ends when the last program is done and the last message has arrived,
+after the PEs' launch overhead.
+
+**The bound.**  Under every prediction lies what physics allows
+(:attr:`Priced.bound_ps`): the launch overhead plus the op's bytes on its
+busiest link or port over that link's bandwidth (after the endpoint overhead
+when only messages use the link), and no less than its fastest message.
+The bytes per link come from the schedule and the graph's routes
+(:attr:`Priced.link_bytes`); they are the bytes the simulation moves.
+
+**Extending it.**  A new algorithm gets a price by giving a schedule;
+new machine behaviour belongs in the shapes (:func:`_shape`: what a step
+puts on which links) or in the following (:func:`_advance`).  Known to be
+off: flows of different steps that overlap in time do not share links (a
+tree's deep and shallow leaves on a ring: up to ~20% under), and a chain
+(pipelined broadcast) whose every stage shares a port with the next is
+taken as if the first piece went alone (up to ~30% under).
 """
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
 from kernbench.ccl.catalogue import AlgorithmConfig
+from kernbench.ccl.fluid import Flow, follow
 from kernbench.units import PS_PER_S
 
 __all__ = ["Priced", "price", "memory_node"]
@@ -60,10 +81,6 @@ _UNIFORM_PS = 1e-3
 _FOLLOWED_REPEATS = 4
 # Steps with more flows than this are priced as if all were in flight together.
 _FLUID_FLOWS = 512
-# A flow with fewer bytes than this left, or less than this time's worth (ps), has
-# finished: what is left is float rounding.
-_DONE_BYTES = 1e-6
-_DONE_PS = 0.5
 
 
 def memory_node(ctx: Any, pe: str) -> str:
@@ -250,49 +267,6 @@ class _Clock:
         self.lanes = {}
 
 
-@dataclass(eq=False)
-class _Flow:
-    """Bytes moving over a route: a message (``message`` >= 0) or a stream of work alongside."""
-
-    remaining: float
-    edges: tuple[int, ...]
-    message: int
-    owner: Any  # the working thread of a stream
-    rate: float = 0.0  # bytes per ps
-    frozen: bool = False
-
-
-def _max_min(flows: list[_Flow], capacity: Callable[[int], float]) -> None:
-    """Max-min fair rates by progressive filling, as the fabric shares its links."""
-    residual: dict[int, float] = {}
-    members: dict[int, list[_Flow]] = defaultdict(list)
-    for flow in flows:
-        flow.frozen = False
-        for e in flow.edges:
-            members[e].append(flow)
-            if e not in residual:
-                residual[e] = capacity(e)
-    count = {e: len(fs) for e, fs in members.items()}
-    heap = [(residual[e] / count[e], e) for e in members]
-    heapq.heapify(heap)
-    while heap:
-        share, e = heapq.heappop(heap)
-        if not count[e] or share != residual[e] / count[e]:
-            continue  # stale: a newer entry for this link is in the heap
-        touched = set()
-        for flow in members[e]:
-            if flow.frozen:
-                continue
-            flow.frozen, flow.rate = True, share
-            for other in flow.edges:
-                residual[other] = max(0.0, residual[other] - share)
-                count[other] -= 1
-                touched.add(other)
-        for other in touched:
-            if count[other]:
-                heapq.heappush(heap, (residual[other] / count[other], other))
-
-
 def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int]]:
     """Each channel's first message, and each message's successor on its channel."""
     first: dict[tuple, int] = {}
@@ -326,59 +300,31 @@ def _fluid(
         return rate
 
     first, successor = _channels(shape)
-    pending: list[tuple[float, int, _Flow]] = []
-    sequence = itertools.count()
     arrivals = [0.0] * len(shape.src)
     beside: dict[Thread, float] = {}
 
-    def push(at: float, flow: _Flow) -> None:
-        heapq.heappush(pending, (at, next(sequence), flow))
+    def send(i: int, at: float) -> tuple[float, Flow]:
+        return at + machine.overhead_ps, Flow(shape.nbytes[i], shape.route[i], i)
 
-    def send(i: int, at: float) -> None:
-        push(at + machine.overhead_ps, _Flow(shape.nbytes[i], shape.route[i], i, None))
-
-    for key, i in first.items():
-        send(i, max(clock.at(shape.src[i]), clock.free.get(key, 0.0)))
+    starts = [
+        send(i, max(clock.at(shape.src[i]), clock.free.get(key, 0.0))) for key, i in first.items()
+    ]
     for thread, items in shape.alongside.items():
-        start = clock.at(thread)
-        beside[thread] = start + sum(item.compute_ps for item in items)
-        for item in items:
-            for route in item.routes:
-                push(start, _Flow(item.nbytes, route, -1, thread))
+        at = clock.at(thread)
+        beside[thread] = at + sum(item.compute_ps for item in items)
+        starts += [
+            (at, Flow(item.nbytes, route, thread)) for item in items for route in item.routes
+        ]
 
-    def finish(flow: _Flow, t: float) -> None:
-        if flow.message < 0:
-            beside[flow.owner] = max(beside[flow.owner], t)
-            return
-        i = flow.message
+    def finished(flow: Flow, t: float) -> list[tuple[float, Flow]]:
+        if not isinstance(flow.tag, int):  # a stream of work alongside
+            beside[flow.tag] = max(beside[flow.tag], t)
+            return []
+        i = flow.tag
         arrivals[i] = t + shape.tail[i]
-        if i in successor:
-            send(successor[i], arrivals[i])
+        return [send(successor[i], arrivals[i])] if i in successor else []
 
-    active: list[_Flow] = []
-    now = 0.0
-    while pending or active:
-        horizon = math.inf
-        if active:
-            _max_min(active, bytes_per_ps)
-            horizon = now + min(f.remaining / f.rate if f.rate > 0 else math.inf for f in active)
-        t = min(horizon, pending[0][0] if pending else math.inf)
-        for f in active:
-            f.remaining -= f.rate * (t - now)
-        now = t
-        done = [f for f in active if f.remaining <= max(_DONE_BYTES, f.rate * _DONE_PS)]
-        if done:
-            active = [f for f in active if f.remaining > max(_DONE_BYTES, f.rate * _DONE_PS)]
-        elif t == math.inf:  # nothing can move any more (no capacity): stop here
-            break
-        for f in done:
-            finish(f, now)
-        while pending and pending[0][0] <= now:
-            f = heapq.heappop(pending)[2]
-            if f.remaining <= _DONE_BYTES or not f.edges:
-                finish(f, now)
-            else:
-                active.append(f)
+    follow(starts, bytes_per_ps, finished)
     return arrivals, beside
 
 
@@ -525,16 +471,18 @@ def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> d
                 users[e][thread] += repeat * item.load[e]
                 width[thread, e] = max(width[thread, e], n)
 
-    def shared(e: int, user: Any) -> float:
-        """ps ``user`` takes for its bytes on link ``e`` per piece, sharing it."""
-        slots = {u: width.get((u, e), 1) for u in users[e]}
-        mine = users[e][user] / slots[user]
-        return sum(min(b / slots[u], mine) * slots[u] for u, b in users[e].items()) * ppb(e)
+    def shared(e: int, mine: float) -> float:
+        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it."""
+        on_link = users[e]
+        return sum(
+            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1) for u, b in on_link.items()
+        ) * ppb(e)
 
     busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
     for e, on_link in users.items():
-        for user in on_link:
-            busy[user] = max(busy.get(user, 0.0), shared(e, user))
+        for user, b in on_link.items():
+            t = shared(e, b / width.get((user, e), 1))
+            busy[user] = max(busy.get(user, 0.0), t)
     for key, t in latency.items():
         busy[key] = busy.get(key, 0.0) + t
     for thread, t in compute.items():

@@ -4,11 +4,11 @@
 (:mod:`kernbench.ccl.costmodel`): every algorithm describes its steps (the
 messages in flight together, the local work alongside and after them), and
 the model lays them on the machine's routes, links, memory ports, IPCQ
-channels and PEs, with flows of a step sharing the links they cross.  A
-prediction is never below the bound physics sets (:class:`Prediction`): the
-op's bytes on its busiest link or memory port over that link's bandwidth, plus
-its fastest message's latency.  To price a new algorithm, give it a
-schedule; one without falls back to its closed form below.
+channels and PEs, with flows in flight together sharing the links they
+cross.  A prediction is never below the bound physics sets
+(:class:`Prediction`): the op's bytes on its busiest link or memory port over
+that link's bandwidth, and no less than its fastest message.  To price a new
+algorithm, give it a schedule; one without falls back to its closed form below.
 
 **α, β, γ from the topology** (ADR 0008), for the closed forms of
 reference/collective-costs.md.  For a configuration and the PEs it runs on,
@@ -79,8 +79,9 @@ class Prediction:
     """A predicted time (seconds, launch to end) and the physics bound under it.
 
     ``bound``: launch overhead + the op's bytes on ``busiest`` (a link or memory
-    port) over its bandwidth + the fastest message's latency; ``seconds`` is
-    never below it.  ``model``: what the schedule model gives before that floor.
+    port) over its bandwidth (+ the endpoint overhead when only messages use
+    it), and no less than the fastest message; ``seconds`` is never below it.
+    ``model``: what the schedule model gives before that floor.
     ``link_bytes``: the bytes the op puts on each link and memory port, by name.
     """
 
@@ -292,9 +293,12 @@ _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def auto_choice(ctx: Any, op: str, size: int, nbytes: int, pes: list[str]) -> str:
     """The configuration ``auto`` runs: the tune table's winner, else the cost model's."""
     settings = ccl_settings(ctx)
-    cached = _CHOICES.get(ctx)
-    if cached is None or cached[0] is not settings:
-        cached = _CHOICES[ctx] = (settings, {})
+    try:
+        cached = _CHOICES.get(ctx)
+        if cached is None or cached[0] is not settings:
+            cached = _CHOICES[ctx] = (settings, {})
+    except TypeError:  # a context that cannot be referred to weakly: no memory of choices
+        return _choose(ctx, settings, op, size, nbytes, pes)
     key = (op, tuple(pes), nbytes)
     choice = cached[1].get(key)
     if choice is None:
