@@ -162,3 +162,20 @@ def test_tune_table_that_cannot_be_read_is_a_clear_error(tmp_path):
             args=(4096,),
             overrides=["ccl.all_reduce=auto", f"ccl.tune_table={missing}"],
         )
+
+
+def test_tune_measures_the_catalogue_as_its_runs_see_it():
+    """--set ccl.configs... reaches the candidates as well as the measured runs."""
+    from kernbench.bench.tune import tune
+
+    table = tune(
+        "topologies/ring8.yaml",
+        sizes=[4096],
+        overrides=[
+            "ccl.configs.ring_in_halves={module: ring, chunks: 2}",
+            "ccl.configs.bidirectional_ring.world_size=4",
+        ],
+    )
+    (row,) = table["results"]
+    assert "ring_in_halves" in row["times_ps"] and "ring_in_halves" in row["predicted_ps"]
+    assert "bidirectional_ring" not in row["times_ps"]

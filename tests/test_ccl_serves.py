@@ -146,6 +146,13 @@ MISFITS = [
         6,
         "'rabenseifner' cannot run reduce_scatter on 3 ranks",
     ),
+    ("{module: mesh2d, params: {rows: '2', cols: '4'}}", 8, "rows must be a positive whole"),
+    ("{module: ring, chunks: 2, params: {chunks: many}}", 8, "'chunks' must be a whole number"),
+    (
+        "{module: hierarchical, params: {levels: [sip], chunks: lots}}",
+        8,
+        "'chunks' must be a whole number, not 'lots'",
+    ),
     ("{module: ring, world_size: 4}", 8, "it is for 4 ranks, the group has 8"),
     ("{module: recursive_doubling, world_size: 8}", 5, "it is for 8 ranks, the group has 5"),
 ]
@@ -168,12 +175,22 @@ def test_a_configuration_that_cannot_serve_the_group_is_never_chosen(entry, size
     assert reason in str(info.value)
 
 
+def test_a_parameter_the_program_cannot_read_makes_a_configuration_unfit():
+    ctx = _context(["configs.misfit={module: bruck, params: {pack_bytes: [1]}}"])
+    config = ctx._ccl.catalogue.configs["misfit"]
+    assert "'pack_bytes' must be a whole number, not [1]" in unfit(config, "all_gather", PES)
+    assert "misfit" not in [name for name, _ in candidates(ctx, "all_gather", PES)]
+    assert "bruck" in [name for name, _ in candidates(ctx, "all_gather", PES)]
+
+
 # Configurations that do fit these groups: unfit agrees with the programs.
 FITS = [
     ("{module: hierarchical, params: {levels: [cube, sip]}}", 8),
     ("{module: hierarchical, params: {levels: [cube, sip]}}", 4),  # SIP level does not split
     ("{module: hierarchical, params: {levels: [sip], algorithms: [bidirectional_ring, ring]}}", 8),
     ("{module: mesh2d, params: {rows: 2, cols: 3}}", 6),
+    ("{module: mesh2d, params: {rows: 2.0, cols: 4}}", 8),
+    ("{module: ring, params: {chunks: '3'}}", 8),
     ("{module: mesh2d, params: {algorithms: [bidirectional_ring, recursive_doubling]}}", 8),
     ("{module: ring, world_size: 5}", 5),
 ]

@@ -31,6 +31,7 @@ __all__ = [
     "get_algorithm",
     "algorithms",
     "power_of_two",
+    "whole_number_params",
 ]
 
 OPS = (
@@ -198,6 +199,23 @@ def get_algorithm(name: str) -> Algorithm:
 def power_of_two(op: str, size: int) -> str | None:
     """A ``requires`` for algorithms that need a power-of-two rank count."""
     return None if size & (size - 1) == 0 else "needs a power-of-two number of ranks"
+
+
+def whole_number_params(*names: str) -> Fits:
+    """A ``fits`` for algorithms that read parameters ``names`` as whole numbers."""
+
+    def fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
+        for name in names:
+            value = params.get(name)
+            if value is None:
+                continue
+            try:
+                int(value)
+            except (TypeError, ValueError):
+                return f"parameter {name!r} must be a whole number, not {value!r}"
+        return None
+
+    return fits
 
 
 def lg(size: int) -> int:

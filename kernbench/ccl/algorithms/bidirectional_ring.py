@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import Any
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, register, ring
+from kernbench.ccl.algorithms import Algorithm, OpArgs, register, ring, whole_number_params
 from kernbench.ccl.algorithms.schedule import Schedule, in_lane, relabel, together
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
@@ -132,6 +132,7 @@ register(
         },
         peers=_peers,
         pattern=_pattern,
+        fits=whole_number_params("chunks"),
         schedule=_schedule,
     )
 )

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Generator, Hashable, Mapping, Sequence
 from typing import Any
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register, whole_number_params
 from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
@@ -244,6 +244,7 @@ register(
         },
         peers=_peers,
         pattern=_pattern,
+        fits=whole_number_params("chunks"),
         schedule=_schedule,
     )
 )

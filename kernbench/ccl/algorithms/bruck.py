@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register, whole_number_params
 from kernbench.ccl.algorithms.recursive_doubling import place_blocks, post_blocks
 from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
 from kernbench.ccl.comm import Comm
@@ -131,6 +131,7 @@ register(
         costs={"all_gather": _cost},
         peers=_peers,
         pattern=_pattern,
+        fits=whole_number_params("pack_bytes"),
         schedule=_schedule,
     )
 )

@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, register
+from kernbench.ccl.algorithms import Algorithm, OpArgs, register, whole_number_params
 from kernbench.ccl.algorithms.bidirectional_ring import concurrently, halves
 from kernbench.ccl.algorithms.binary_tree import (
     Tree,
@@ -142,6 +142,7 @@ register(
         },
         peers=_peers,
         pattern=_pattern,
+        fits=whole_number_params("chunks"),
         schedule=_schedule,
     )
 )

@@ -52,7 +52,8 @@ def _requires(op: str, size: int) -> str | None:
 def _composition(pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
     for key in ("rows", "cols"):
         value = params.get(key)
-        if value is not None and (not isinstance(value, int) or value < 1):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if value is not None and not (number and value == int(value) and value >= 1):
             raise DistributedError(f"mesh2d: {key} must be a positive whole number, not {value!r}")
     rows, cols = grid(len(pes), dict(params))
     names = list(params.get("algorithms", ["ring", "ring"]))

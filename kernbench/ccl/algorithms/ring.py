@@ -18,7 +18,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, register
+from kernbench.ccl.algorithms import Algorithm, OpArgs, register, whole_number_params
 from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work, ring_step
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
@@ -195,6 +195,7 @@ register(
         },
         peers=_ring_peers,
         pattern=lambda size, rank: [(rank + 1) % size],
+        fits=whole_number_params("chunks"),
         schedule=schedule,
     )
 )
