@@ -177,6 +177,7 @@ class _Shape:
     after_load: dict[int, float] = field(default_factory=dict)
     fastest: float = math.inf  # the lowest o + route latency of its messages
     threads: tuple[Thread, ...] = ()  # the programs that work or receive in the step
+    outgoing: dict[Thread, list[int]] = field(default_factory=dict)  # to drain, if drain
 
 
 def _items(machine: _Machine, works: Sequence[Work]) -> dict[Thread, list[_Item]]:
@@ -214,6 +215,8 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
             route = machine.graph.route(machine.memory[m.src], machine.buffer[m.dst])
         cost = network.route_cost(route)
         shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
+        if step.drain:
+            shape.outgoing.setdefault((m.src, m.lane), []).append(len(shape.src))
         shape.src.append((m.src, m.lane))
         shape.channel.append((m.src, m.dst, m.channel))
         shape.route.append(route)
@@ -227,7 +230,9 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     shape.after = _items(machine, step.work)
     shape.alongside_load = _total(shape.alongside)
     shape.after_load = _total(shape.after)
-    shape.threads = tuple(dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming]))
+    shape.threads = tuple(
+        dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming, *shape.outgoing])
+    )
     return shape
 
 
@@ -391,6 +396,8 @@ def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
     for thread in shape.threads:
         t = beside.get(thread, clock.at(thread))
         incoming = [arrivals[i] for i in shape.incoming.get(thread, ())]
+        if shape.outgoing.get(thread):  # its own sends arrive before its work starts
+            t = max(t, *(arrivals[i] for i in shape.outgoing[thread]))
         times = [
             max(
                 item.compute_ps,

@@ -138,12 +138,14 @@ def doubling_peers(size: int, rank: int) -> set[int]:
 
 
 # -- schedules ---------------------------------------------------------------------------
-def exchange_step(fold: Fold, distance: int, nbytes: float, work: str) -> Step:
-    """Every rank of the folded group exchanges ``nbytes`` with new rank XOR ``distance``."""
+def exchange_step(fold: Fold, distance: int, nbytes: float, work: str, drain: bool = False) -> Step:
+    """Every rank of the folded group exchanges ``nbytes`` with new rank XOR ``distance``
+    (``drain``: and waits for its own message to arrive before its work)."""
     pairs = [(fold.old_rank(v), fold.old_rank(v ^ distance)) for v in range(fold.pof2)]
     return Step(
         tuple(Message(a, b, nbytes) for a, b in pairs),
         tuple(Work(b, work, nbytes) for _, b in pairs),  # type: ignore[arg-type]
+        drain=drain,
     )
 
 
@@ -178,7 +180,8 @@ def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, A
             )
         return (Phase(tuple(steps)),)
     before, after = fold_steps(fold, nbytes)
-    middle = tuple(exchange_step(fold, d, nbytes, "reduce") for d in distances)
+    # The program drains its send before it reduces into the buffer the send reads.
+    middle = tuple(exchange_step(fold, d, nbytes, "reduce", drain=True) for d in distances)
     return (Phase(before + middle + after),)
 
 

@@ -84,12 +84,18 @@ class Work:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """Messages in flight together, work alongside them, work after them; ``repeat`` times."""
+    """Messages in flight together, work alongside them, work after them; ``repeat`` times.
+
+    ``drain``: a rank's work after the messages also waits until the messages it
+    sent in the step have arrived (a program that drains its sends before it
+    overwrites what they read).
+    """
 
     messages: tuple[Message, ...] = ()
     work: tuple[Work, ...] = ()
     alongside: tuple[Work, ...] = ()
     repeat: int = 1
+    drain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +142,7 @@ def relabel(schedule: Schedule, ranks: Sequence[int], tag: Hashable) -> Schedule
             tuple(Work(ranks[w.rank], w.kind, w.nbytes, w.lane) for w in s.work),
             tuple(Work(ranks[w.rank], w.kind, w.nbytes, w.lane) for w in s.alongside),
             s.repeat,
+            s.drain,
         )
 
     return tuple(Phase(tuple(step(s) for s in phase.steps), phase.pieces) for phase in schedule)
@@ -150,6 +157,7 @@ def in_lane(schedule: Schedule, lane: Hashable) -> Schedule:
             tuple(replace(w, lane=(lane, w.lane)) for w in s.work),
             tuple(replace(w, lane=(lane, w.lane)) for w in s.alongside),
             s.repeat,
+            s.drain,
         )
 
     return tuple(Phase(tuple(step(s) for s in phase.steps), phase.pieces) for phase in schedule)
@@ -165,6 +173,7 @@ def _merge(steps: Sequence[Step], repeat: int) -> Step:
         tuple(w for s in steps for w in s.work),
         tuple(w for s in steps for w in s.alongside),
         repeat,
+        any(s.drain for s in steps),
     )
 
 
