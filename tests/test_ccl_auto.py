@@ -69,37 +69,46 @@ def _body(op: str, config: str, sizes: Sequence[int], calls: int) -> None:
                 dist.barrier(algorithm=config)
 
 
-def _simulate(machine: str, op: str, config: str, sizes: Sequence[int], calls: int):
+def _simulate(machine: str, op: str, config: str, sizes: Sequence[int], calls: int, ranks: int = 0):
     return kernbench.simulate(
         _body,
         topology=f"topologies/{machine}.yaml",
         timing_only=True,
+        world_size=ranks or None,
         args=(op, config, tuple(sizes), calls),
     )
 
 
 @functools.cache
-def _probe(machine: str) -> tuple[RuntimeContext, list[str]]:
+def _probe(machine: str, ranks: int = 0) -> tuple[RuntimeContext, list[str]]:
     ctx = RuntimeContext(load_topology(f"topologies/{machine}.yaml"), timing_only=True)
-    pes = [f"sip{rank}.cube0.pe0" for rank in range(MACHINES[machine])]
+    pes = [f"sip{rank}.cube0.pe0" for rank in range(ranks or MACHINES[machine])]
     return ctx, pes
 
 
+def _sizes(ranks: int) -> tuple[int, ...]:
+    """SIZES, cut to whole elements per rank's block when the group is not a power of two."""
+    unit = 4 * ranks * ranks
+    return tuple(size // unit * unit for size in SIZES)
+
+
 @functools.cache
-def _measured(machine: str, op: str, config: str) -> dict[int, int]:
+def _measured(machine: str, op: str, config: str, ranks: int = 0) -> dict[int, int]:
     """Picoseconds of the second call at each size, launch to end (as kernbench tune)."""
-    sizes = SIZES if op != "barrier" else SIZES[:1]
-    run = _simulate(machine, op, config, sizes, 2)
+    sizes = _sizes(ranks or MACHINES[machine])
+    sizes = sizes if op != "barrier" else sizes[:1]
+    run = _simulate(machine, op, config, sizes, 2, ranks)
     records = run.report["collectives"][1::2]
     return {size: c["end_ps"] - c["launch_ps"] for size, c in zip(sizes, records, strict=True)}
 
 
-def _misses(machine: str, op: str, sizes: Sequence[int]) -> list[str]:
-    ctx, pes = _probe(machine)
+def _misses(machine: str, op: str, sizes: Sequence[int], ranks: int = 0) -> list[str]:
+    ctx, pes = _probe(machine, ranks)
     names = [name for name, _ in candidates(ctx, op, pes)]
+    sizes = _sizes(len(pes)) if ranks else sizes
     misses = []
-    for nbytes in sizes if op != "barrier" else SIZES[:1]:
-        times = {name: _measured(machine, op, name)[nbytes] for name in names}
+    for nbytes in sizes if op != "barrier" else sizes[:1]:
+        times = {name: _measured(machine, op, name, ranks)[nbytes] for name in names}
         pick = auto_choice(ctx, op, len(pes), nbytes, pes)
         best = min(times, key=times.get)
         if times[pick] > 1.10 * times[best]:
@@ -126,6 +135,15 @@ def test_auto_is_within_10_percent_of_the_best_for_every_op(machine, op):
 @pytest.mark.parametrize("machine", MACHINES)
 def test_auto_is_within_10_percent_of_the_best_for_every_op_at_every_size(machine, op):
     assert _misses(machine, op, SIZES) == []
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter", "all_gather", "broadcast"])
+@pytest.mark.parametrize(("machine", "ranks"), [("ring8", 6), ("fc8", 5), ("multi_sip", 3)])
+def test_auto_is_within_10_percent_of_the_best_on_groups_that_are_not_a_power_of_two(
+    machine, ranks, op
+):
+    """Folded recursive doubling, unequal tree levels, rings that wrap unevenly."""
+    assert _misses(machine, op, (), ranks) == []
 
 
 def test_auto_runs_what_auto_choice_says():
