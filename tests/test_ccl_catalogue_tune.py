@@ -441,3 +441,20 @@ def test_a_table_whose_winner_is_not_in_the_catalogue_is_refused(tmp_path):
     with pytest.raises(KernBenchError) as info:
         _auto_with_table(path)
     assert "results.0.winner" in str(info.value) and "'warp'" in str(info.value)
+
+
+def test_tune_measures_the_catalogue_as_its_runs_see_it():
+    """--set ccl.configs... reaches the candidates as well as the measured runs."""
+    from kernbench.bench.tune import tune
+
+    table = tune(
+        "topologies/ring8.yaml",
+        sizes=[4096],
+        overrides=[
+            "ccl.configs.ring_in_halves={module: ring, chunks: 2}",
+            "ccl.configs.bidirectional_ring.world_size=4",
+        ],
+    )
+    (row,) = table["results"]
+    assert "ring_in_halves" in row["times_ps"] and "ring_in_halves" in row["predicted_ps"]
+    assert "bidirectional_ring" not in row["times_ps"]

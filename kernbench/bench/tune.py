@@ -1,8 +1,10 @@
 """``kernbench tune``: measure every candidate algorithm in simulation over a size sweep.
 
-For each op and each catalogue configuration that can run it on the world
-size, one timing-only run calls the op twice per size (the first call
-installs the IPCQ plan) and keeps the second call's time from launch to end.
+For each op and each catalogue configuration that can run it on the group
+(:func:`kernbench.ccl.tuner.candidates`: the world size, and where the PEs
+sit for the algorithms that care), one timing-only run calls the op twice per
+size (the first call installs the IPCQ plan) and keeps the second call's time
+from launch to end.
 The table records, per size, every candidate's time and the winner, and what
 it was measured on (the topology's name and digest, the world size); run with
 ``--set ccl.tune_table=TABLE.yaml`` and ``algorithm="auto"`` (or
@@ -20,8 +22,10 @@ from typing import Any
 import yaml
 
 from kernbench.bench.simulate import simulate
+from kernbench.ccl.settings import CclSettings, split_overrides
 from kernbench.ccl.tune_table import TuneTable
 from kernbench.ccl.tuner import candidates, predict
+from kernbench.errors import DistributedError
 from kernbench.files import write_text
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology, topology_digest
@@ -67,8 +71,11 @@ def tune(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """The tune table (a dict ready to dump as YAML)."""
-    topo = load_topology(topology, [o for o in overrides if not o.startswith("ccl.")])
+    topology_overrides, ccl_overrides = split_overrides(overrides)
+    topo = load_topology(topology, topology_overrides)
     probe = RuntimeContext(topo, timing_only=True)
+    # The candidates are the catalogue as the measured runs see it (with --set ccl.*).
+    probe._ccl = CclSettings.from_overrides(ccl_overrides)
     size = world_size or probe.num_devices
     pes = []
     for rank in range(size):
@@ -78,7 +85,12 @@ def tune(
     for op in ops:
         times: dict[str, list[int]] = {}
         predicted: dict[str, list[float | None]] = {}
-        for name, config in candidates(probe, op, size):
+        fitting = candidates(probe, op, pes)
+        if not fitting:
+            raise DistributedError(
+                f"tune: no configuration in the catalogue can run {op} on {size} ranks"
+            )
+        for name, config in fitting:
             if progress:
                 progress(f"{op}: {name}")
             run = simulate(

@@ -79,20 +79,20 @@ def choose(
     ctx: Any, op: str, requested: str | None, size: int, nbytes: int, pes: Sequence[str]
 ) -> tuple[str, AlgorithmConfig, Algorithm]:
     """The configuration a call runs with, checked against the group size."""
+    from kernbench.ccl.tuner import auto_choice, unfit
+
     settings = ccl_settings(ctx)
     choice = requested or settings.choice(op)
     if choice == "auto":
-        from kernbench.ccl.tuner import auto_choice
-
         choice = auto_choice(ctx, op, size, nbytes, list(pes))
     name, config = settings.resolve(choice)
     algorithm = get_algorithm(config.module)
-    if config.world_size is not None and config.world_size != size:
+    reason = unfit(config, op, pes)
+    if reason:
         raise DistributedError(
-            f"{op}: configuration {name!r} is for {config.world_size} ranks but the group has "
-            f"{size}; choose another (or one without world_size)"
+            f"{op}: configuration {name!r} cannot run on this group of {size} ranks: {reason}; "
+            "choose another (or auto)"
         )
-    algorithm.check(op, size)
     return name, config, algorithm
 
 

@@ -1,10 +1,18 @@
-"""Choosing an algorithm: a cost model from the topology, and tables measured in simulation.
+"""Choosing an algorithm: a cost model of the machine, and tables measured in simulation.
 
-**α, β, γ from the topology** (ADR 0008).  For a configuration and the PEs it
-runs on, every message an algorithm sends goes from the sender's memory to the
-receiver's buffer memory over a route with hop latencies L_i and bandwidths
-B_i, and pays the IPCQ endpoint overhead o.  A message of m bytes takes
-``o + ΣL_i + m/B_min + min(m, P)·(Σ 1/B_i − 1/B_min)`` (P: packet size), so
+**Predictions** (``predict``, ``auto``) come from the schedule model
+(:mod:`kernbench.ccl.costmodel`): every algorithm describes its steps (the
+messages in flight together, the local work alongside and after them), and
+the model lays them on the machine's routes, links, memory ports, IPCQ
+channels and PEs, with flows in flight together sharing the links they
+cross.  A prediction is never below the bound physics sets
+(:class:`Prediction`): the op's bytes on its busiest link or memory port over
+that link's bandwidth, and no less than its fastest message.  To price a new
+algorithm, give it a schedule; one without falls back to its closed form below.
+
+**α, β, γ from the topology** (ADR 0008), for the closed forms of
+reference/collective-costs.md.  For a configuration and the PEs it runs on,
+a message of m bytes takes ``o + ΣL_i + m/B_min + min(m, P)·(Σ 1/B_i − 1/B_min)``, so
 
 * α = o + ΣL_i (+ P·(Σ1/B_i − 1/B_min) when m ≥ P),
 * β = 1/B_min (+ (Σ1/B_i − 1/B_min) when m < P),
@@ -15,21 +23,29 @@ bytes from HBM and writes the result to HBM while the vector engine combines
 them: γ = max(1 / (vector FLOP/s · itemsize), max over memory ports of
 bytes through the port per byte reduced / port bandwidth).
 
-**auto** picks the configuration with the least predicted time; with a tune
-table (``kernbench tune``) it takes the measured winner at the nearest size.
+**Which configurations can run** on a group: :func:`unfit` (the
+configuration's world size, the algorithm's op and rank count, and where the
+PEs sit for the algorithms that care), the one check ``auto`` and
+``kernbench tune`` both use (:func:`candidates`).
+
+**auto** picks the fitting configuration with the least predicted time; with
+a tune table (``kernbench tune``) it takes the measured winner at the nearest
+size when that winner fits the group.
 """
 
 from __future__ import annotations
 
 import math
 import os
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+import weakref
+from collections import OrderedDict, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, algorithms, get_algorithm
 from kernbench.ccl.catalogue import AlgorithmConfig
+from kernbench.ccl.costmodel import memory_node, price
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
 from kernbench.distributed.world import active_world
@@ -37,7 +53,17 @@ from kernbench.errors import DistributedError
 from kernbench.topology import topology_digest
 from kernbench.units import PS_PER_S
 
-__all__ = ["LinkCosts", "link_costs", "predict", "candidates", "auto_choice", "message_bytes"]
+__all__ = [
+    "LinkCosts",
+    "link_costs",
+    "Prediction",
+    "predict",
+    "predict_detail",
+    "unfit",
+    "candidates",
+    "auto_choice",
+    "message_bytes",
+]
 
 
 @dataclass(frozen=True)
@@ -49,14 +75,25 @@ class LinkCosts:
     gamma: float
 
 
-def _memory_node(ctx: Any, pe: str) -> str:
-    """The HBM slice of a PE's own partition (where its tensors live)."""
-    sip, cube, p = pe.split(".")
-    slices = ctx.topology.cube.memory_map.hbm_slices_per_cube
-    per_pe = max(1, ctx.topology.pes_per_cube // slices)
-    return f"{sip}.{cube}.hbm{int(p[2:]) // per_pe}"
+@dataclass(frozen=True)
+class Prediction:
+    """A predicted time (seconds, launch to end) and the physics bound under it.
+
+    ``bound``: launch overhead + the op's bytes on ``busiest`` (a link or memory
+    port) over its bandwidth (+ the endpoint overhead when only messages use
+    it), and no less than the fastest message; ``seconds`` is never below it.
+    ``model``: what the schedule model gives before that floor.
+    ``link_bytes``: the bytes the op puts on each link and memory port, by name.
+    """
+
+    seconds: float
+    model: float
+    bound: float
+    busiest: str
+    link_bytes: Mapping[str, float] = field(default_factory=dict)
 
 
+# -- α, β, γ for the closed forms --------------------------------------------------------
 def _message_time_terms(ctx: Any, src: str, dst: str, m: int) -> tuple[float, float]:
     """(α, β) of the route src -> dst for messages of m bytes, in seconds."""
     graph, network = ctx.fabric.graph, ctx.fabric.network
@@ -104,8 +141,8 @@ def link_costs(
         terms = []
         for peer in peers:
             target = pes[peer]
-            src = _memory_node(ctx, pe)
-            dst = buffer_node(target, _memory_node(ctx, target), config.buffer)
+            src = memory_node(ctx, pe)
+            dst = buffer_node(target, memory_node(ctx, target), config.buffer)
             terms.append(_message_time_terms(ctx, src, dst, message))
             route = graph.route(src, dst)
             if peer in targets:
@@ -124,36 +161,13 @@ def link_costs(
     return LinkCosts(alpha, max(beta, shared), _gamma(ctx, config, pes[0], itemsize))
 
 
-def _ring_port_bound(ctx: Any, config: AlgorithmConfig, pe: str, p: int, nbytes: int) -> float:
-    """Seconds a rank's busiest memory port needs for a ring all-reduce's traffic."""
-    from kernbench.ccl.launch import buffer_node
-
-    hbm = _memory_node(ctx, pe)
-    buffer = buffer_node(pe, hbm, config.buffer)
-    per_byte: dict[str, float] = defaultdict(float)
-    # reduce-scatter: send (read HBM), receive (write buffer), reduce (read buffer and
-    # HBM, write HBM); all-gather: send, receive, and a copy out when the buffer is not HBM.
-    for node, count in ((hbm, 1), (buffer, 1), (buffer, 1), (hbm, 2), (hbm, 1), (buffer, 1)):
-        per_byte[node] += count
-    if buffer != hbm:
-        per_byte[buffer] += 1
-        per_byte[hbm] += 1
-    share = nbytes * (p - 1) / p
-    graph = ctx.fabric.graph
-    worst = 0.0
-    for node, count in per_byte.items():
-        port = graph.edges[graph.route(pe, node)[-1]]
-        worst = max(worst, share * count / port.bandwidth)
-    return worst
-
-
 def _gamma(ctx: Any, config: AlgorithmConfig, pe: str, itemsize: int) -> float:
     from kernbench.ccl.launch import buffer_node
 
     core = ctx.topology.cube.pe_template.components.pe_core.attrs
     compute = 1 / (core.vector_flops_per_cycle * core.clock * itemsize)
     graph = ctx.fabric.graph
-    local = _memory_node(ctx, pe)
+    local = memory_node(ctx, pe)
     incoming = buffer_node(pe, local, config.buffer)
     load: dict[int, float] = defaultdict(float)
     for src, dst in ((incoming, pe), (local, pe), (pe, local)):
@@ -170,6 +184,84 @@ def message_bytes(algorithm: str, op: str, p: int, n: int) -> int:
     return max(1, n // max(p, 1))
 
 
+# -- predictions -------------------------------------------------------------------------
+def _params(config: AlgorithmConfig) -> dict[str, Any]:
+    """The parameters the programs see (as the launcher passes them)."""
+    return {"chunks": config.chunks, **config.params}
+
+
+def unfit(config: AlgorithmConfig, op: str, pes: Sequence[str]) -> str | None:
+    """Why ``config`` cannot run ``op`` on the group of ``pes`` (None: it can).
+
+    The one check of whether a configuration serves a group: its world size,
+    whether its algorithm serves the op on that many ranks, and whether the
+    algorithm (with the configuration's parameters) fits where the PEs sit.
+    """
+    if config.world_size is not None and config.world_size != len(pes):
+        return f"it is for {config.world_size} ranks, the group has {len(pes)}"
+    key = (id(config), op, tuple(pes))
+    known = _UNFIT.get(key)
+    if known is not None and known[0] is config:
+        _UNFIT.move_to_end(key)
+        return known[1]
+    try:
+        reason = get_algorithm(config.module).unfit(op, pes, _params(config))
+    except DistributedError as exc:
+        reason = str(exc)
+    _UNFIT[key] = (config, reason)
+    if len(_UNFIT) > _UNFIT_KEPT:
+        _UNFIT.popitem(last=False)
+    return reason
+
+
+# unfit's answers, most recent last: every collective call asks, and checking where a
+# large group's PEs sit (a composition's levels) is not free.  The configuration is kept
+# with its answer so that its id is not reused meanwhile.
+_UNFIT: OrderedDict[tuple, tuple[AlgorithmConfig, str | None]] = OrderedDict()
+_UNFIT_KEPT = 4096
+
+
+def predict_detail(
+    ctx: Any,
+    op: str,
+    config: AlgorithmConfig,
+    pes: Sequence[str],
+    nbytes: int,
+    itemsize: int = 4,
+) -> Prediction | None:
+    """The schedule model's prediction for ``op`` on ``nbytes``, or None when ``config``
+    cannot run it on these PEs (or has neither a schedule nor a closed form for it)."""
+    if unfit(config, op, pes):
+        return None
+    algorithm = get_algorithm(config.module)
+    if algorithm.schedule is None:
+        return _closed_form(ctx, config, algorithm, op, pes, nbytes, itemsize)
+    schedule = algorithm.schedule(op, pes, float(nbytes), _params(config))
+    priced = price(ctx, config, pes, schedule, itemsize)
+    model, bound = priced.model_ps / PS_PER_S, priced.bound_ps / PS_PER_S
+    return Prediction(max(model, bound), model, bound, priced.busiest, priced.link_bytes)
+
+
+def _closed_form(
+    ctx: Any,
+    config: AlgorithmConfig,
+    algorithm: Algorithm,
+    op: str,
+    pes: Sequence[str],
+    nbytes: int,
+    itemsize: int,
+) -> Prediction | None:
+    cost = algorithm.costs.get(op)
+    if cost is None:
+        return None
+    p = len(pes)
+    overhead = max(ctx.fabric.pe(pe).launch_overhead_ps for pe in pes) / PS_PER_S
+    m = message_bytes(config.module, op, p, nbytes)
+    c = link_costs(ctx, config, algorithm, op, pes, m, itemsize)
+    seconds = overhead + cost(p, nbytes, c.alpha, c.beta, c.gamma)
+    return Prediction(seconds, seconds, 0.0, "")
+
+
 def predict(
     ctx: Any,
     op: str,
@@ -179,99 +271,59 @@ def predict(
     nbytes: int,
     itemsize: int = 4,
 ) -> float | None:
-    """Predicted seconds of ``op`` on ``nbytes`` (as in the closed forms), or None."""
-    algorithm = get_algorithm(config.module)
-    p = len(pes)
-    if not algorithm.serves(op, p):
-        return None
-    overhead = ctx.topology.cube.pe_template.components.pe_core.attrs.launch_overhead / PS_PER_S
-    if config.module == "hierarchical":
-        return _predict_hierarchical(ctx, op, config, pes, nbytes, itemsize, overhead)
-    cost = algorithm.costs.get(op)
-    if cost is None:
-        return None
-    m = message_bytes(config.module, op, p, nbytes)
-    pieces = config.chunks if config.module == "ring" else 1
-    c = link_costs(ctx, config, algorithm, op, pes, max(1, m // pieces), itemsize)
-    if pieces > 1 and op == "all_reduce":
-        # 2(p-1) pipeline stages of one piece each, C pieces through them; only the
-        # last piece's reductions are not hidden behind later transfers.  Overlapped,
-        # the traffic through a rank's memory ports bounds it from below.
-        piece = m / pieces
-        stages = 2 * (p - 1) + pieces - 1
-        pipeline = stages * (c.alpha + piece * c.beta) + (p - 1) * piece * c.gamma
-        return overhead + max(pipeline, _ring_port_bound(ctx, config, pes[0], p, nbytes))
-    return overhead + cost(p, nbytes, c.alpha, c.beta, c.gamma)
+    """Predicted seconds of ``op`` on ``nbytes`` from launch to end (see :func:`predict_detail`)."""
+    prediction = predict_detail(ctx, op, config, pes, nbytes, itemsize)
+    return None if prediction is None else prediction.seconds
 
 
-def _predict_hierarchical(
-    ctx: Any,
-    op: str,
-    config: AlgorithmConfig,
-    pes: Sequence[str],
-    nbytes: int,
-    itemsize: int,
-    overhead: float,
-) -> float | None:
-    if op != "all_reduce":
-        return None
-    levels = list(config.params.get("levels", ["sip"]))
-    names = list(config.params.get("algorithms", ["ring"] * (len(levels) + 1)))
-    total, group, n = 0.0, list(pes), float(nbytes)
-    for depth, level in enumerate(levels):
-
-        def key(pe: str, level: str = level) -> str:
-            return pe.split(".")[0] if level == "sip" else pe.rsplit(".", 1)[0]
-
-        inner = [pe for pe in group if key(pe) == key(group[0])]
-        if len(inner) in (1, len(group)):
-            continue
-        name = names[min(depth, len(names) - 1)]
-        algo = get_algorithm(name)
-        k = len(inner)
-        sub = AlgorithmConfig(module=name, buffer=config.buffer)
-        for step in ("reduce_scatter", "all_gather"):
-            c = link_costs(ctx, sub, algo, step, inner, int(n / k), itemsize)
-            total += algo.costs[step](k, n, c.alpha, c.beta, c.gamma)
-        n /= k
-        group = [pe for pe in group if pe in {p for p in group[::k]}] or group[::k]
-    name = names[-1]
-    algo = get_algorithm(name)
-    if len(group) > 1:
-        sub = AlgorithmConfig(module=name, buffer=config.buffer)
-        m = message_bytes(name, "all_reduce", len(group), int(n))
-        c = link_costs(ctx, sub, algo, "all_reduce", group, m, itemsize)
-        total += algo.costs["all_reduce"](len(group), n, c.alpha, c.beta, c.gamma)
-    return overhead + total
-
-
-def candidates(ctx: Any, op: str, size: int) -> list[tuple[str, AlgorithmConfig]]:
-    """Catalogue configurations that can run ``op`` on ``size`` ranks (one per module+buffer)."""
+def candidates(ctx: Any, op: str, pes: Sequence[str]) -> list[tuple[str, AlgorithmConfig]]:
+    """The catalogue configurations that can run ``op`` on the group of ``pes``, in order."""
     settings = ccl_settings(ctx)
-    found = []
-    for name, config in settings.catalogue.configs.items():
-        if config.world_size not in (None, size):
-            continue
-        if get_algorithm(config.module).serves(op, size):
-            found.append((name, config))
-    return found
+    return [
+        (name, config)
+        for name, config in settings.catalogue.configs.items()
+        if unfit(config, op, pes) is None
+    ]
+
+
+# auto's choices per context: (settings, {(op, pes, nbytes): name}); the settings are kept
+# so a context given other settings starts afresh.
+_CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def auto_choice(ctx: Any, op: str, size: int, nbytes: int, pes: list[str]) -> str:
     """The configuration ``auto`` runs: the tune table's winner, else the cost model's."""
     settings = ccl_settings(ctx)
+    try:
+        cached = _CHOICES.get(ctx)
+        if cached is None or cached[0] is not settings:
+            cached = _CHOICES[ctx] = (settings, {})
+    except TypeError:  # a context that cannot be referred to weakly: no memory of choices
+        return _choose(ctx, settings, op, size, nbytes, pes)
+    key = (op, tuple(pes), nbytes)
+    choice = cached[1].get(key)
+    if choice is None:
+        choice = cached[1][key] = _choose(ctx, settings, op, size, nbytes, pes)
+    return choice
+
+
+def _choose(ctx: Any, settings: Any, op: str, size: int, nbytes: int, pes: list[str]) -> str:
+    fitting = candidates(ctx, op, pes)
     if settings.tune_table:
         winner = _table_winner(settings.tune_table, op, size, nbytes, ctx)
-        if winner is not None:
+        if winner is not None and any(name == winner for name, _ in fitting):
             return winner
+    if len(fitting) == 1:
+        return fitting[0][0]
     best: tuple[float, str] | None = None
-    for name, config in candidates(ctx, op, size):
+    for name, config in fitting:
         t = predict(ctx, op, name, config, pes, nbytes)
         if t is not None and (best is None or t < best[0]):
             best = (t, name)
     if best is None:
         raise DistributedError(
-            f"auto: no configuration in the catalogue can run {op} on {size} ranks"
+            f"auto: no configuration in the catalogue can run {op} on these {size} ranks"
+            f" ({', '.join(pes[:4])}{', ...' if size > 4 else ''})"
         )
     return best[1]
 

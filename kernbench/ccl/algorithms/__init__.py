@@ -3,9 +3,13 @@
 An :class:`Algorithm` is a set of per-rank programs, one per collective op it
 serves, each a state machine over a logical topology written against
 :class:`~kernbench.ccl.comm.Comm` (ASTRA-sim style: send, recv, reduce, now).
-It also says which rank counts it handles, which peers each rank talks to (the
-IPCQ neighbour table to install) and, per op, its closed-form α-β-γ cost (the
-tuner's model).  Algorithms are chosen by name.
+It also says which rank counts it handles (``requires``) and which groups of
+PEs with which parameters it can run on (``fits``, for algorithms that care
+where ranks sit), which peers each rank talks to (the IPCQ neighbour table to
+install), per op its closed-form α-β-γ cost (reference/collective-costs.md),
+and its :mod:`~kernbench.ccl.algorithms.schedule`: the messages and local work
+of every step, which the tuner's cost model prices on the machine.
+Algorithms are chosen by name.
 
 An algorithm declares the catalogue parameters it takes (``params:`` of a
 configuration) as a :class:`Params` model; the catalogue validates every
@@ -16,11 +20,13 @@ a configuration error naming the key, never a crash inside the simulation.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.comm import Comm, Region
 from kernbench.errors import DistributedError
 
@@ -99,6 +105,10 @@ class Params(BaseModel):
 Program = Callable[[Comm, OpArgs], Generator]
 # cost(p, nbytes, alpha, beta, gamma) -> seconds; nbytes as in reference/collective-costs.md
 Cost = Callable[[int, float, float, float, float], float]
+# fits(op, pes, params) -> why the algorithm cannot run op on these PEs, or None
+Fits = Callable[[str, Sequence[str], Mapping[str, Any]], str | None]
+# schedule(op, pes, nbytes, params) -> the steps of one run (nbytes as for Cost)
+Scheduler = Callable[[str, Sequence[str], float, Mapping[str, Any]], Schedule]
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,8 @@ class Algorithm:
     pattern: Callable[[int, int], list[int]] | None = None
     # The catalogue parameters it takes (the base class: none).
     params: type[Params] = Params
+    fits: Fits | None = None
+    schedule: Scheduler | None = None
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -137,6 +149,21 @@ class Algorithm:
         except DistributedError:
             return False
         return True
+
+    def unfit(self, op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
+        """Why this algorithm cannot run ``op`` on exactly these PEs with ``params`` (None: it can).
+
+        The rank count (``requires``) and, for algorithms that care where ranks
+        sit or read parameters that must match the group, ``fits``.
+        """
+        try:
+            self.check(op, len(pes))
+        except DistributedError as exc:
+            return str(exc)
+        reason = self.fits(op, pes, params) if self.fits else None
+        if reason:
+            return f"algorithm {self.name!r} cannot run {op} on these {len(pes)} ranks: {reason}"
+        return None
 
     def step_targets(self, op: str, size: int, rank: int) -> list[int]:
         """The ranks ``rank`` sends to concurrently in a typical step."""

@@ -18,13 +18,19 @@ its memory port (γ stays the ring's):
 * all-reduce: 2(p-1)α + n(p-1)/p·β + n(p-1)/p·γ
 * reduce-scatter: (p-1)α + n(p-1)/p·(β/2 + γ)
 * all-gather: (p-1)α + n(p-1)/(2p)·β
+
+The schedule is the ring's on each half, run together as two programs on
+every rank, the counter-clockwise one relabelled to the reversed ranks on
+channels of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register, ring
+from kernbench.ccl.algorithms.schedule import Schedule, in_lane, relabel, together
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
 __all__ = ["halves", "concurrently"]
@@ -103,6 +109,12 @@ def _pattern(size: int, rank: int) -> list[int]:
     return sorted(_peers("all_reduce", size, rank))
 
 
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    half = ring.schedule(op, pes, nbytes / 2, params)
+    mirrored = relabel(half, list(range(len(pes)))[::-1], "ccw")
+    return together([in_lane(half, "cw"), in_lane(mirrored, "ccw")])
+
+
 register(
     Algorithm(
         name="bidirectional_ring",
@@ -120,5 +132,6 @@ register(
         },
         peers=_peers,
         pattern=_pattern,
+        schedule=_schedule,
     )
 )

@@ -18,13 +18,20 @@ children at once (contention for shared links belongs in β):
   tree (p = 2^(D+1) - 1) that is D·(α + nβ + 2nγ), for p = 2^D it is
   D·(α + nβ) + (2D - 1)·nγ
 * all-reduce (reduce, then broadcast): reduce + D·(α + nβ)
+
+Schedule (for the cost model): the reduce goes up level by level from the
+deepest, each parent combining its children's messages one after the other;
+the broadcast comes down level by level; the ``chunks`` pieces flow through
+these steps as a pipeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Hashable, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
 __all__ = [
@@ -35,6 +42,8 @@ __all__ = [
     "tree_all_reduce",
     "levels",
     "reduce_time",
+    "tree_steps",
+    "tree_schedule",
 ]
 
 
@@ -151,6 +160,63 @@ def all_reduce(c: Comm, a: OpArgs) -> Generator:
     yield from c.drain()
 
 
+def tree_steps(
+    ranks: Sequence[int], op: str, nbytes: float, channel: Hashable = 0
+) -> tuple[Step, ...]:
+    """One piece through the heap-ordered tree over ``ranks`` (position v is ``ranks[v]``),
+    on its own channels and lane ``channel``.
+
+    ``reduce``: level by level from the deepest, each parent reducing its
+    children's messages; ``broadcast``: level by level down, each child placing
+    its parent's; ``all_reduce``: both.
+    """
+    depth = levels(len(ranks))
+    by_level = [range(2**d - 1, min(2 ** (d + 1) - 1, len(ranks))) for d in range(depth + 1)]
+    up = tuple(
+        Step(
+            tuple(
+                Message(ranks[v], ranks[(v - 1) // 2], nbytes, channel, channel)
+                for v in by_level[d]
+            ),
+            tuple(Work(ranks[(v - 1) // 2], "reduce", nbytes, channel) for v in by_level[d]),
+        )
+        for d in range(depth, 0, -1)
+    )
+    down = tuple(
+        Step(
+            tuple(
+                Message(ranks[(v - 1) // 2], ranks[v], nbytes, channel, channel)
+                for v in by_level[d]
+            ),
+            tuple(Work(ranks[v], "place", nbytes, channel) for v in by_level[d]),
+        )
+        for d in range(1, depth + 1)
+    )
+    return {"reduce": up, "broadcast": down}.get(op, up + down)
+
+
+def tree_schedule(
+    trees: Sequence[Sequence[int]], op: str, nbytes: float, params: Mapping[str, Any]
+) -> Schedule:
+    """Trees (each a rank order) run together, each on its share of ``nbytes`` and its own
+    channels and program on every rank, pieces of ``chunks`` in a pipeline."""
+    pieces = max(1, int(params.get("chunks", 1)))
+    share = nbytes / len(trees) / pieces
+    parts = [tree_steps(ranks, op, share, i) for i, ranks in enumerate(trees)]
+    steps = tuple(
+        Step(
+            tuple(m for part in parts for m in part[j].messages),
+            tuple(w for part in parts for w in part[j].work),
+        )
+        for j in range(len(parts[0]))
+    )
+    return (Phase(steps, pieces),) if steps else ()
+
+
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    return tree_schedule([list(range(len(pes)))], op, nbytes, params)
+
+
 def _peers(op: str, size: int, rank: int) -> set[int]:
     if op == "all_reduce":
         return Tree.rooted(size, 0, rank).neighbours()
@@ -178,5 +244,6 @@ register(
         },
         peers=_peers,
         pattern=_pattern,
+        schedule=_schedule,
     )
 )

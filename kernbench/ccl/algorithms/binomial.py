@@ -1,10 +1,18 @@
-"""Binomial trees rooted anywhere: broadcast, reduce, and all-reduce as reduce + broadcast."""
+"""Binomial trees rooted anywhere: broadcast, reduce, and all-reduce as reduce + broadcast.
+
+Schedules (for the cost model, root 0): the broadcast reaches rank v in
+round popcount(v), sent by v - lowbit(v), which posts all its sends at once;
+the reduce runs round k with every rank whose lowest set bit is 2^k sending
+its partial sum 2^k down, after the non-root ranks copied their buffer.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work, then
 from kernbench.ccl.comm import Comm
 
 
@@ -63,6 +71,45 @@ def _peers(op: str, size: int, rank: int) -> set[int]:
     return peers
 
 
+def broadcast_steps(p: int, nbytes: float) -> tuple[Step, ...]:
+    """Round j: every rank v with popcount(v) = j receives from v - lowbit(v) and places."""
+    rounds: dict[int, list[int]] = {}
+    for v in range(1, p):
+        rounds.setdefault(v.bit_count(), []).append(v)
+    return tuple(
+        Step(
+            tuple(Message(v - (v & -v), v, nbytes) for v in rounds[j]),
+            tuple(Work(v, "place", nbytes) for v in rounds[j]),
+        )
+        for j in sorted(rounds)
+    )
+
+
+def reduce_steps(p: int, nbytes: float) -> tuple[Step, ...]:
+    """The non-root ranks' copy, then round k: v with lowbit 2^k sends to v - 2^k, which reduces."""
+    steps = [Step(work=tuple(Work(v, "copy", nbytes) for v in range(1, p)))] if p > 1 else []
+    mask = 1
+    while mask < p:
+        senders = [v for v in range(mask, p, 2 * mask)]
+        steps.append(
+            Step(
+                tuple(Message(v, v - mask, nbytes) for v in senders),
+                tuple(Work(v - mask, "reduce", nbytes) for v in senders),
+            )
+        )
+        mask <<= 1
+    return tuple(steps)
+
+
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    p = len(pes)
+    down: Schedule = (Phase(broadcast_steps(p, nbytes)),)
+    if op == "broadcast":
+        return down
+    up: Schedule = (Phase(reduce_steps(p, nbytes)),)
+    return up if op == "reduce" else then(up, down)
+
+
 register(
     Algorithm(
         name="binomial",
@@ -75,5 +122,6 @@ register(
         },
         # Rooted anywhere, a rank may talk to any other.
         peers=None,
+        schedule=_schedule,
     )
 )

@@ -18,16 +18,19 @@ Cost (p ranks, n bytes gathered per rank): ⌈lg p⌉α + n(p-1)/p·β (the
 reference model), plus α for every step that sends its wrapping blocks as two
 messages (steps after the first whose message reaches ``pack_bytes``; the
 cost model assumes the default); a packed step's local copy is left out.
+The schedule has it, and the step's messages as the program sends them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from pydantic import Field
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, Params, lg, register
 from kernbench.ccl.algorithms.recursive_doubling import place_blocks, post_blocks
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
 from kernbench.ccl.comm import Comm
 from kernbench.units import MAX_QUANTITY
 
@@ -88,6 +91,38 @@ def _cost(p: int, n: float, a: float, b: float, g: float) -> float:
     return (lg(p) + split) * a + n * (p - 1) / p * b
 
 
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    """Step d: rank r sends its first min(d, p-d) blocks to r-d (the own block at d=1 leaves
+    while it is copied); blocks that wrap past p-1 go packed (a copy first) or as two
+    messages, as the program decides."""
+    p = len(pes)
+    limit = int(params.get("pack_bytes", PACK_BYTES))
+    block = nbytes / p
+    steps = []
+    distance = 1
+    while distance < p:
+        count = min(distance, p - distance)
+        split = count * block >= limit
+        packs, messages = [], []
+        for r in range(p):
+            runs = _runs(r, count, p, split) if distance > 1 else [[r]]
+            if distance > 1 and not split and r + count > p:
+                packs.append(Work(r, "copy", count * block))
+            messages += [Message(r, (r - distance) % p, len(run) * block) for run in runs]
+        if packs:
+            steps.append(Step(work=tuple(packs)))
+        copies = tuple(Work(r, "copy", block) for r in range(p)) if distance == 1 else ()
+        steps.append(
+            Step(
+                tuple(messages),
+                tuple(Work(m.dst, "place", m.nbytes) for m in messages),
+                copies,
+            )
+        )
+        distance <<= 1
+    return (Phase(tuple(steps)),)
+
+
 def _peers(op: str, size: int, rank: int) -> set[int]:
     peers, distance = set(), 1
     while distance < size:
@@ -112,5 +147,6 @@ register(
         costs={"all_gather": _cost},
         peers=_peers,
         pattern=_pattern,
+        schedule=_schedule,
     )
 )

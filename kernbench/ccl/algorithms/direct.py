@@ -2,13 +2,19 @@
 
 Gather, scatter, all-to-all (sends posted to rank+1, rank+2, … so no rank is
 flooded first) and a one-step all-gather for small messages.
+
+Each is one step in the schedule: all its messages in flight together (the
+root's, or every rank's, sharing their memory ports and links), the own block
+copied alongside, the messages placed after.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
 from kernbench.ccl.comm import Comm
 
 
@@ -49,6 +55,27 @@ def all_gather(c: Comm, a: OpArgs) -> Generator:
     return all_to_all(c, OpArgs(sends=(a.inp,) * c.size, recvs=a.blocks))
 
 
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    """Root 0 for gather and scatter; ``nbytes`` is p blocks (one rank's sends, all-to-all)."""
+    p = len(pes)
+    block = nbytes / p
+    if op == "gather":
+        pairs = [(r, 0) for r in range(1, p)]
+        copies = [0]
+    elif op == "scatter":
+        pairs = [(0, r) for r in range(1, p)]
+        copies = [0]
+    else:  # all_to_all, all_gather
+        pairs = [(r, (r + k) % p) for r in range(p) for k in range(1, p)]
+        copies = list(range(p))
+    step = Step(
+        tuple(Message(a, b, block) for a, b in pairs),
+        tuple(Work(b, "place", block) for _, b in pairs),
+        tuple(Work(r, "copy", block) for r in copies),
+    )
+    return (Phase((step,)),)
+
+
 register(
     Algorithm(
         name="direct",
@@ -66,5 +93,6 @@ register(
             "all_to_all": lambda p, n, a, b, g: (p - 1) * (a + n / p * b),
             "all_gather": lambda p, n, a, b, g: (p - 1) * (a + n / p * b),
         },
+        schedule=_schedule,
     )
 )

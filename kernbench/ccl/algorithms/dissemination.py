@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, register
+from kernbench.ccl.algorithms.schedule import Phase, Schedule, ring_step
 from kernbench.ccl.comm import Comm
 
 
@@ -26,6 +28,12 @@ def _peers(op: str, size: int, rank: int) -> set[int]:
     return peers - {rank}
 
 
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    p = len(pes)
+    steps = tuple(ring_step(p, 0, None, shift=1 << k, signal=True) for k in range(lg(p)))
+    return (Phase(steps),)
+
+
 register(
     Algorithm(
         name="dissemination",
@@ -33,5 +41,6 @@ register(
         programs={"barrier": barrier},
         costs={"barrier": lambda p, n, a, b, g: lg(p) * a},
         peers=_peers,
+        schedule=_schedule,
     )
 )

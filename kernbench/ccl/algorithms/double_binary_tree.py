@@ -25,11 +25,14 @@ bytes (:mod:`~kernbench.ccl.algorithms.binary_tree`; D = ⌈lg(p+1)⌉ - 1):
   plus the root's combining for the second tree, which waits for the first's
   (the root is interior in both)
 * all-reduce: reduce_time(p, n/2) + D·(α + nβ/2)
+
+The schedule is the binary tree's for both trees at once, each on its half.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
 from kernbench.ccl.algorithms.bidirectional_ring import concurrently, halves
@@ -40,7 +43,9 @@ from kernbench.ccl.algorithms.binary_tree import (
     tree_all_reduce,
     tree_broadcast,
     tree_reduce,
+    tree_schedule,
 )
+from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.comm import Comm
 
 
@@ -102,6 +107,16 @@ def _peers(op: str, size: int, rank: int) -> set[int]:
     return set(range(size)) - {rank}
 
 
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    """Root 0 for broadcast and reduce: tree 2 is then 0, p-1, p-2, ..., 1."""
+    p = len(pes)
+    if op == "all_reduce":
+        trees = [list(range(p)), list(range(p))[::-1]]
+    else:
+        trees = [list(range(p)), [(-v) % p for v in range(p)]]
+    return tree_schedule(trees, op, nbytes, params)
+
+
 def _pattern(size: int, rank: int) -> list[int]:
     """Both trees' broadcast steps at once: to the children in each (a leaf: to its parent)."""
     targets: set[int] = set()
@@ -127,5 +142,6 @@ register(
         },
         peers=_peers,
         pattern=_pattern,
+        schedule=_schedule,
     )
 )

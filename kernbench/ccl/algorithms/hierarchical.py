@@ -17,13 +17,19 @@ Parameters (:class:`HierarchicalParams`, checked when the catalogue loads):
 ``levels``, one or two of ``cube``/``sip``; ``algorithms``, one per level plus
 one for the all-reduce across (fewer: the last is reused), each an algorithm
 that does not itself compose others and serves what its place needs.
+
+:func:`composed_schedule` walks the same levels over the PEs without running
+anything: it gives the composition's schedule (the inner groups' steps run
+together, then the groups across, then the inner groups again) and refuses,
+with the reason, every group the programs could not run on (unequal groups at
+a level, a level algorithm that cannot run its op on the ranks it gets).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Generator, Sequence
-from typing import Literal
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -35,6 +41,7 @@ from kernbench.ccl.algorithms import (
     get_algorithm,
     register,
 )
+from kernbench.ccl.algorithms.schedule import Schedule, relabel, then, together
 from kernbench.ccl.comm import Comm, chunk_bounds
 from kernbench.errors import DistributedError
 from kernbench.validation import KeyedValueError
@@ -43,6 +50,7 @@ __all__ = [
     "ComposedParams",
     "HierarchicalParams",
     "compose_all_reduce",
+    "composed_schedule",
     "placement_key",
 ]
 
@@ -181,15 +189,87 @@ def compose_all_reduce(
     yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=tuple(parts)))
 
 
+def _level_algorithm(name: str, op: str, pes: Sequence[str], params: Mapping[str, Any]):
+    algorithm = get_algorithm(name)
+    if issubclass(algorithm.params, ComposedParams):
+        raise DistributedError(f"{name} cannot be a level of a composition")
+    reason = algorithm.unfit(op, pes, params)
+    if reason:
+        raise DistributedError(reason)
+    return algorithm
+
+
+def composed_schedule(
+    pes: Sequence[str],
+    keys: Sequence[GroupKey],
+    names: Sequence[str],
+    nbytes: float,
+    params: Mapping[str, Any],
+    depth: int = 0,
+) -> Schedule:
+    """The schedule of :func:`compose_all_reduce` over ``pes`` (ranks numbered as in ``pes``).
+
+    Raises :class:`DistributedError` saying why where the programs would fail on these PEs.
+    """
+    if not names:
+        raise DistributedError("a composition needs at least one algorithm (params.algorithms)")
+    if len(pes) == 1:
+        return ()
+    if not keys:
+        algorithm = _level_algorithm(names[0], "all_reduce", pes, params)
+        return algorithm.schedule("all_reduce", pes, nbytes, params) if algorithm.schedule else ()
+    rest = names[1:] or names[-1:]
+    labels, groups = _grouping(tuple(pes), keys[0])
+    if len({len(g) for g in groups.values()}) != 1:
+        sizes = {str(k): len(g) for k, g in groups.items()}
+        raise DistributedError(f"level {depth} splits the ranks into unequal groups {sizes}")
+    k = len(groups[labels[0]])
+    if k in (1, len(pes)):  # this level does not split the ranks: skipped
+        return composed_schedule(pes, keys[1:], rest, nbytes, params, depth + 1)
+    inner = []
+    for op in ("reduce_scatter", "all_gather"):
+        parts = []
+        for group in groups.values():
+            members = [pes[r] for r in group]
+            algorithm = _level_algorithm(names[0], op, members, params)
+            if algorithm.schedule:
+                steps = algorithm.schedule(op, members, nbytes, params)
+                parts.append(relabel(steps, group, ("in", depth)))
+        inner.append(together(parts))
+    across = []
+    for i in range(k):
+        ranks = [g[i] for g in groups.values()]
+        members = [pes[r] for r in ranks]
+        part = composed_schedule(members, keys[1:], rest, nbytes / k, params, depth + 1)
+        across.append(relabel(part, ranks, ("out", depth)))
+    return then(inner[0], together(across), inner[1])
+
+
 _PLACEMENT_KEYS = {level: placement_key(level) for level in ("sip", "cube")}
 
 
-def all_reduce(c: Comm, a: OpArgs) -> Generator:
-    params = c.params or {}
+def _levels(params: Mapping[str, Any]) -> tuple[list[GroupKey], list[str]]:
     levels = list(params.get("levels", ["sip"]))
     names = list(params.get("algorithms", ["ring"] * (len(levels) + 1)))
     keys = [_PLACEMENT_KEYS.get(level) or placement_key(level) for level in levels]
+    return keys, names
+
+
+def all_reduce(c: Comm, a: OpArgs) -> Generator:
+    keys, names = _levels(c.params or {})
     yield from compose_all_reduce(c, a, keys, names)
+
+
+def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
+    try:
+        composed_schedule(pes, *_levels(params), 0, params)
+    except DistributedError as exc:
+        return str(exc)
+    return None
+
+
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    return composed_schedule(pes, *_levels(params), nbytes, params)
 
 
 register(
@@ -198,5 +278,7 @@ register(
         description="reduce-scatter within cube/SIP groups, all-reduce across, all-gather within",
         programs={"all_reduce": all_reduce},
         params=HierarchicalParams,
+        fits=_fits,
+        schedule=_schedule,
     )
 )

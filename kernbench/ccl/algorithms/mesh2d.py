@@ -3,7 +3,9 @@
 Ranks form a logical ``rows`` x ``cols`` grid (row-major: rank = row·cols +
 col).  Reduce-scatter along my row, all-reduce my part down my column,
 all-gather along my row (each with ``algorithms``, default ring).  Without
-``rows``/``cols`` the grid is the most square factorisation of p.
+``rows``/``cols`` the grid is the most square factorisation of p.  The
+schedule and the check that the grid and its algorithms fit the group are the
+hierarchical composition's (:func:`~kernbench.ccl.algorithms.hierarchical.composed_schedule`).
 
 Parameters (:class:`Mesh2dParams`, checked when the catalogue loads): ``rows``
 and ``cols`` together or neither; ``algorithms``, one or two (along rows, then
@@ -14,12 +16,18 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 from pydantic import Field, ValidationInfo, model_validator
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
-from kernbench.ccl.algorithms.hierarchical import ComposedParams, compose_all_reduce
+from kernbench.ccl.algorithms.hierarchical import (
+    ComposedParams,
+    compose_all_reduce,
+    composed_schedule,
+)
+from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.comm import Comm
 from kernbench.errors import DistributedError
 from kernbench.topology.limits import MAX_PES
@@ -72,6 +80,29 @@ def _requires(op: str, size: int) -> str | None:
     return None if size >= 1 else "needs ranks"
 
 
+def _composition(pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    for key in ("rows", "cols"):
+        value = params.get(key)
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if value is not None and not (number and value == int(value) and value >= 1):
+            raise DistributedError(f"mesh2d: {key} must be a positive whole number, not {value!r}")
+    rows, cols = grid(len(pes), dict(params))
+    names = list(params.get("algorithms", ["ring", "ring"]))
+    return composed_schedule(pes, [_row_key(cols)], names, nbytes, params)
+
+
+def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
+    try:
+        _composition(pes, 0, params)
+    except DistributedError as exc:
+        return str(exc)
+    return None
+
+
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    return _composition(pes, nbytes, params)
+
+
 def _peers(op: str, size: int, rank: int) -> set[int]:
     rows, cols = grid(size, {})
     row, col = divmod(rank, cols)
@@ -92,6 +123,8 @@ register(
             "all_reduce": lambda p, n, a, b, g: _mesh_cost(p, n, a, b, g),
         },
         peers=_peers,
+        fits=_fits,
+        schedule=_schedule,
     )
 )
 

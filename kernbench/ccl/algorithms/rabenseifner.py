@@ -15,11 +15,16 @@ Costs (p ranks, n bytes; reference/collective-costs.md):
 * all-reduce: 2 lg p·α + 2n(p-1)/p·β + n(p-1)/p·γ; when p is not a power of
   two, the same with p' for p plus 2α + 2nβ + nγ for the fold and unfold
 * reduce-scatter: lg p·α + n(p-1)/p·(β + γ)
+
+The schedule: the fold, the halving steps (partners p'/2, p'/4, ... apart
+exchange half of what they hold and reduce the half they keep), the doubling
+steps back, the unfold.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,11 +33,14 @@ from kernbench.ccl.algorithms.recursive_doubling import (
     Fold,
     doubling_pattern,
     doubling_peers,
+    exchange_step,
     fold_in,
     fold_out,
+    fold_steps,
     post_blocks,
     span,
 )
+from kernbench.ccl.algorithms.schedule import Phase, Schedule
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
 
@@ -121,6 +129,19 @@ def _requires(op: str, size: int) -> str | None:
     return power_of_two(op, size) if op == "reduce_scatter" else None
 
 
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    fold = Fold(len(pes))
+    q = fold.pof2
+    distances = [1 << k for k in range(q.bit_length() - 1)]
+    # At distance d a rank gives away (and reduces) d of the q blocks it still holds.
+    halving = tuple(exchange_step(fold, d, nbytes * d / q, "reduce") for d in distances[::-1])
+    if op == "reduce_scatter":
+        return (Phase(halving),)
+    doubling = tuple(exchange_step(fold, d, nbytes * d / q, "place") for d in distances)
+    before, after = fold_steps(fold, nbytes)
+    return (Phase(before + halving + doubling + after),)
+
+
 def _peers(op: str, size: int, rank: int) -> set[int]:
     return doubling_peers(size, rank)
 
@@ -145,5 +166,6 @@ register(
         peers=_peers,
         # One partner per step; the first halving step (p'/2 away, half the data) is shown.
         pattern=doubling_pattern,
+        schedule=_schedule,
     )
 )

@@ -18,15 +18,21 @@ Costs (p ranks, n bytes; reference/collective-costs.md):
 * all-reduce: lg p·α + n·lg p·β + n·lg p·γ; when p is not a power of two,
   with s = ⌊lg p⌋: (s+2)·α + (s+2)·n·β + (s+1)·n·γ (the fold and the unfold)
 * all-gather: lg p·α + n(p-1)/p·β
+
+The schedule has one step per exchange (the fold and the unfold are steps of
+their own): all ranks of the power-of-two group exchange with their partner
+at once, then reduce (all-reduce) or place (all-gather).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, lg, power_of_two, register
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
 from kernbench.ccl.comm import Comm, Region
 
 __all__ = [
@@ -38,6 +44,8 @@ __all__ = [
     "fold_out",
     "doubling_peers",
     "doubling_pattern",
+    "exchange_step",
+    "fold_steps",
 ]
 
 
@@ -129,6 +137,54 @@ def doubling_peers(size: int, rank: int) -> set[int]:
     return peers - {rank}
 
 
+# -- schedules ---------------------------------------------------------------------------
+def exchange_step(fold: Fold, distance: int, nbytes: float, work: str, drain: bool = False) -> Step:
+    """Every rank of the folded group exchanges ``nbytes`` with new rank XOR ``distance``
+    (``drain``: and waits for its own message to arrive before its work)."""
+    pairs = [(fold.old_rank(v), fold.old_rank(v ^ distance)) for v in range(fold.pof2)]
+    return Step(
+        tuple(Message(a, b, nbytes) for a, b in pairs),
+        tuple(Work(b, work, nbytes) for _, b in pairs),  # type: ignore[arg-type]
+        drain=drain,
+    )
+
+
+def fold_steps(fold: Fold, nbytes: float) -> tuple[tuple[Step, ...], tuple[Step, ...]]:
+    """(the fold: even ranks of the first 2r send to the odd ones, which reduce;
+    the unfold: the odd ones send the result back)."""
+    if not fold.rest:
+        return (), ()
+    pairs = [(2 * i, 2 * i + 1) for i in range(fold.rest)]
+    fold_in_step = Step(
+        tuple(Message(a, b, nbytes) for a, b in pairs),
+        tuple(Work(b, "reduce", nbytes) for _, b in pairs),
+    )
+    fold_out_step = Step(
+        tuple(Message(b, a, nbytes) for a, b in pairs),
+        tuple(Work(a, "place", nbytes) for a, _ in pairs),
+    )
+    return (fold_in_step,), (fold_out_step,)
+
+
+def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    p = len(pes)
+    fold = Fold(p)
+    distances = [1 << k for k in range(fold.pof2.bit_length() - 1)]
+    if op == "all_gather":  # a power of two: no fold; d blocks go in the exchange at distance d
+        steps = [exchange_step(fold, d, d * nbytes / p, "place") for d in distances]
+        if steps:  # the own block leaves while it is copied into the output
+            steps[0] = Step(
+                steps[0].messages,
+                steps[0].work,
+                tuple(Work(r, "copy", nbytes / p) for r in range(p)),
+            )
+        return (Phase(tuple(steps)),)
+    before, after = fold_steps(fold, nbytes)
+    # The program drains its send before it reduces into the buffer the send reads.
+    middle = tuple(exchange_step(fold, d, nbytes, "reduce", drain=True) for d in distances)
+    return (Phase(before + middle + after),)
+
+
 # -- the programs ----------------------------------------------------------------------
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
     fold = Fold(c.size)
@@ -203,5 +259,6 @@ register(
         requires=_requires,
         peers=_peers,
         pattern=doubling_pattern,
+        schedule=_schedule,
     )
 )

@@ -6,16 +6,23 @@ that many pieces that flow through the ring independently: piece k of the next
 step leaves as soon as piece k of this one has been reduced, so transfers of
 one piece overlap reductions of another and large messages approach the
 bandwidth bound.  Broadcast is a pipelined chain from the root.
+
+The schedule (for the cost model) follows the programs: all-reduce is p-1
+steps of "send a piece right, reduce the one from the left" and p-1 of "send,
+place", all with ``chunks`` pieces in a pipeline through them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work, ring_step
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
-__all__ = ["reduce_scatter_steps", "all_gather_steps"]
+__all__ = ["reduce_scatter_steps", "all_gather_steps", "schedule", "chunks"]
 
 
 def _pieces(c: Comm, region: Region) -> list[Region]:
@@ -133,6 +140,37 @@ def broadcast(c: Comm, a: OpArgs) -> Generator:
     yield from c.drain()
 
 
+def chunks(params: Mapping[str, Any]) -> int:
+    """How many pieces a chunk is cut into (the ``chunks`` parameter, at least one)."""
+    return max(1, int(params.get("chunks", 1)))
+
+
+def schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
+    """The steps of the ring programs, per piece of a chunk (the root of a broadcast is rank 0)."""
+    p, pieces = len(pes), chunks(params)
+    if p == 1:
+        return ()
+    piece = nbytes / p / pieces
+    if op == "all_reduce":
+        steps = (
+            replace(ring_step(p, piece, "reduce"), repeat=p - 1),
+            replace(ring_step(p, piece, "place"), repeat=p - 1),
+        )
+    elif op == "reduce_scatter":
+        steps = (replace(ring_step(p, piece, "reduce"), repeat=p - 1),)
+    elif op == "all_gather":
+        # The own block leaves while it is copied into the output.
+        first = ring_step(p, piece, "place")
+        first = replace(first, alongside=tuple(Work(r, "copy", piece) for r in range(p)))
+        steps = (first, replace(ring_step(p, piece, "place"), repeat=p - 2))
+    else:  # broadcast: a chain, one hop per step
+        piece = nbytes / pieces
+        steps = tuple(
+            Step((Message(k - 1, k, piece),), (Work(k, "place", piece),)) for k in range(1, p)
+        )
+    return (Phase(tuple(s for s in steps if s.repeat), pieces),)
+
+
 def _ring_peers(op: str, size: int, rank: int) -> set[int]:
     return {(rank + 1) % size, (rank - 1) % size} - {rank}
 
@@ -157,5 +195,6 @@ register(
         },
         peers=_ring_peers,
         pattern=lambda size, rank: [(rank + 1) % size],
+        schedule=schedule,
     )
 )

@@ -1,0 +1,581 @@
+"""The schedule cost model: an algorithm's schedule laid on the machine, in picoseconds.
+
+An algorithm describes a run of an op as a schedule
+(:mod:`kernbench.ccl.algorithms.schedule`): phases of steps, a step being
+the messages in flight together and the local work alongside and after
+them, each rank running one program or a few side by side (lanes).
+:func:`price` lays it on the machine: ranks on their PEs; a message on its
+route from the sender's memory (the HBM slice its PE's partition starts in)
+to the receiver's buffer (TCM, cube SRAM or HBM, as the configuration says);
+a reduction, placement or copy on the streams it makes between the memory
+ports and the PE, as :class:`~kernbench.ccl.comm.Comm` makes them.  The
+resources are the graph's links and memory ports (bytes at a bandwidth),
+the IPCQ channels (one message at a time, each paying the endpoint overhead
+o, its route's latency and its first packet's fill) and the programs (one
+work item at a time).
+
+**Following a schedule.**  Time is kept per program, so ranks of a tree or
+of unequal groups go at their own pace:
+
+* A message leaves when its sender enters the step and its channel is free.
+  The step's flows (its messages, and the streams of work alongside them)
+  move as the fabric moves them, sharing links max-min fairly
+  (:mod:`kernbench.ccl.fluid`); a symmetric step (every message leaving at
+  once, one per channel, no work alongside), or one with too many flows to
+  follow, takes each message's latency plus its most loaded link's load over
+  its bandwidth: exact when the step's flows are alike.
+* Work after the messages waits for the program's incoming messages (its
+  i-th item for its i-th message when they pair up, else for all) and takes
+  the longer of its vector-engine time and its busiest port's time, the
+  port shared with the other programs working through it in the step.
+* A step repeated k times is followed until it moves every program and
+  channel on by the same time, then extended by that (at most a few times,
+  then at the pace of the slowest program or channel).
+* At the end of a phase every program has drained its sends, and a rank's
+  lanes join.
+* A phase of C pieces is a pipeline: its steps are followed for one piece,
+  then each resource needs its time per piece b for each further piece,
+  less the idle slack it left inside the first piece's span; the phase
+  takes as much longer as the resource for which that is the most.  In the
+  steady state a link is shared as processor sharing shares it: a user
+  (a channel, a program's work streams) moving b bytes over it per piece
+  takes Σ_g min(b_g, b) over all its users at its bandwidth.
+
+The op ends when the last program is done and the last message has arrived,
+after the PEs' launch overhead.
+
+**The bound.**  Under every prediction lies what physics allows
+(:attr:`Priced.bound_ps`): the launch overhead plus the op's bytes on its
+busiest link or port over that link's bandwidth (after the endpoint overhead
+when only messages use the link), and no less than its fastest message.
+The bytes per link come from the schedule and the graph's routes
+(:attr:`Priced.link_bytes`); they are the bytes the simulation moves.
+
+**Extending it.**  A new algorithm gets a price by giving a schedule;
+new machine behaviour belongs in the shapes (:func:`_shape`: what a step
+puts on which links) or in the following (:func:`_advance`).  Known to be
+off: flows of different steps that overlap in time do not share links (a
+tree's deep and shallow leaves on a ring: up to ~20% under), and a chain
+(pipelined broadcast) whose every stage shares a port with the next is
+taken as if the first piece went alone (up to ~30% under).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
+from kernbench.ccl.catalogue import AlgorithmConfig
+from kernbench.ccl.fluid import Flow, follow
+from kernbench.units import PS_PER_S
+
+__all__ = ["Priced", "price", "memory_node"]
+
+# A step whose ranks move on by the same time, within this (ps), is symmetric.
+_UNIFORM_PS = 1e-3
+# Times a non-symmetric repeated step is followed before the rest is extrapolated.
+_FOLLOWED_REPEATS = 4
+# Steps with more flows than this are priced as if all were in flight together.
+_FLUID_FLOWS = 512
+
+
+def memory_node(ctx: Any, pe: str) -> str:
+    """The HBM slice where a PE's tensors live: the one its partition starts in.
+
+    PE p of P owns [p·H/P, (p+1)·H/P) of its cube's HBM (kernbench.memory), and
+    a slice is H/S of it: the partition starts in slice ⌊p·S/P⌋.
+    """
+    sip, cube, p = pe.split(".")
+    slices = ctx.topology.cube.memory_map.hbm_slices_per_cube
+    return f"{sip}.{cube}.hbm{int(p[2:]) * slices // ctx.topology.pes_per_cube}"
+
+
+@dataclass(frozen=True)
+class Priced:
+    """A schedule's time (``model_ps``, launch to end) and the physics bound under it."""
+
+    model_ps: float
+    bound_ps: float
+    busiest: str  # the link or port with the most time's worth of bytes ("" if none)
+    link_bytes: dict[str, float]  # bytes the op puts on each link or port, by name
+
+
+class _Machine:
+    """A configuration's view of the machine: routes, latencies and rates for its ranks."""
+
+    def __init__(
+        self, ctx: Any, config: AlgorithmConfig, pes: Sequence[str], itemsize: int
+    ) -> None:
+        from kernbench.ccl.launch import buffer_node
+
+        fabric = ctx.fabric
+        self.graph, self.network = fabric.graph, fabric.network
+        self.edges = self.graph.edges
+        self.overhead_ps = ctx.topology.cube.pe_template.components.pe_ipcq.attrs.endpoint_overhead
+        self.launch_ps = max(fabric.pe(pe).launch_overhead_ps for pe in pes)
+        self.pes = list(pes)
+        self.memory = [memory_node(ctx, pe) for pe in pes]
+        self.buffer = [
+            buffer_node(pe, node, config.buffer) for pe, node in zip(pes, self.memory, strict=True)
+        ]
+        self.signal_buffer = [buffer_node(pe, pe, config.buffer) for pe in pes]
+        self.element_ps = [PS_PER_S / fabric.pe(pe).flops_per_s["vector"] for pe in pes]
+        self.itemsize = itemsize
+        self._streams: dict[tuple[int, str], tuple[tuple[int, ...], ...]] = {}
+
+    def ps_per_byte(self, edge: int) -> float:
+        return PS_PER_S / self.edges[edge].bandwidth
+
+    def streams(self, w: Work) -> tuple[tuple[int, ...], ...]:
+        """The routes of the memory streams a work item makes (as Comm makes them)."""
+        key = (w.rank, w.kind)
+        routes = self._streams.get(key)
+        if routes is None:
+            route = self.graph.route
+            pe, memory, buffer = self.pes[w.rank], self.memory[w.rank], self.buffer[w.rank]
+            if w.kind == "reduce":
+                pairs = [(buffer, pe), (memory, pe), (pe, memory)]
+            elif w.kind == "copy":
+                pairs = [(memory, pe), (pe, memory)]
+            else:  # place: free when the message landed where it belongs
+                pairs = [(buffer, pe), (pe, memory)] if buffer != memory else []
+            routes = self._streams[key] = tuple(route(a, b) for a, b in pairs)
+        return routes
+
+
+Thread = tuple[int, Hashable]  # (rank, lane): one program on one rank
+
+
+@dataclass
+class _Item:
+    """A work item: its streams' routes, bytes per link or port, vector-engine time."""
+
+    routes: tuple[tuple[int, ...], ...]
+    nbytes: float
+    load: dict[int, float]
+    compute_ps: float
+
+
+@dataclass
+class _Shape:
+    """What does not depend on when ranks enter a step: routes, latencies, loads."""
+
+    src: list[Thread] = field(default_factory=list)
+    channel: list[tuple] = field(default_factory=list)
+    route: list[tuple[int, ...]] = field(default_factory=list)
+    nbytes: list[float] = field(default_factory=list)
+    tail: list[float] = field(default_factory=list)  # route latency + first packet's fill
+    incoming: dict[Thread, list[int]] = field(default_factory=dict)  # its messages
+    alongside: dict[Thread, list[_Item]] = field(default_factory=dict)
+    after: dict[Thread, list[_Item]] = field(default_factory=dict)
+    load: dict[int, float] = field(default_factory=dict)  # bytes per link: messages
+    alongside_load: dict[int, float] = field(default_factory=dict)
+    after_load: dict[int, float] = field(default_factory=dict)
+    fastest: float = math.inf  # the lowest o + route latency of its messages
+    threads: tuple[Thread, ...] = ()  # the programs that work or receive in the step
+    outgoing: dict[Thread, list[int]] = field(default_factory=dict)  # to drain, if drain
+
+
+def _items(machine: _Machine, works: Sequence[Work]) -> dict[Thread, list[_Item]]:
+    items: dict[Thread, list[_Item]] = {}
+    for w in works:
+        routes = machine.streams(w)
+        load: dict[int, float] = defaultdict(float)
+        for route in routes:
+            for e in route:
+                load[e] += w.nbytes
+        compute = 0.0
+        if w.kind == "reduce":
+            compute = w.nbytes / machine.itemsize * machine.element_ps[w.rank]
+        items.setdefault((w.rank, w.lane), []).append(_Item(routes, w.nbytes, dict(load), compute))
+    return items
+
+
+def _total(items: dict[Thread, list[_Item]]) -> dict[int, float]:
+    load: dict[int, float] = defaultdict(float)
+    for thread_items in items.values():
+        for item in thread_items:
+            for e, b in item.load.items():
+                load[e] += b
+    return dict(load)
+
+
+def _shape(machine: _Machine, step: Step) -> _Shape:
+    shape = _Shape()
+    network, packet = machine.network, machine.network.packet_bytes
+    load: dict[int, float] = defaultdict(float)
+    for m in step.messages:
+        if m.signal:  # no region: from the PE to the buffer of the PE (its memory is itself)
+            route = machine.graph.route(machine.pes[m.src], machine.signal_buffer[m.dst])
+        else:
+            route = machine.graph.route(machine.memory[m.src], machine.buffer[m.dst])
+        cost = network.route_cost(route)
+        shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
+        if step.drain:
+            shape.outgoing.setdefault((m.src, m.lane), []).append(len(shape.src))
+        shape.src.append((m.src, m.lane))
+        shape.channel.append((m.src, m.dst, m.channel))
+        shape.route.append(route)
+        shape.nbytes.append(m.nbytes)
+        shape.tail.append(cost.latency_ps + min(m.nbytes, packet) * cost.fill_ps_per_byte)
+        shape.fastest = min(shape.fastest, machine.overhead_ps + cost.latency_ps)
+        for e in route:
+            load[e] += m.nbytes
+    shape.load = dict(load)
+    shape.alongside = _items(machine, step.alongside)
+    shape.after = _items(machine, step.work)
+    shape.alongside_load = _total(shape.alongside)
+    shape.after_load = _total(shape.after)
+    shape.threads = tuple(
+        dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming, *shape.outgoing])
+    )
+    return shape
+
+
+class _Clock:
+    """Where every program and channel stands in time while a schedule is followed.
+
+    A rank's lanes start from where the rank stood at the end of the last phase
+    and join again at the end of each phase, once every message they sent has
+    arrived (a program drains its sends before it ends).
+    """
+
+    def __init__(self, size: int) -> None:
+        self.base = [0.0] * size
+        self.lanes: dict[Thread, float] = {}
+        self.sent = [0.0] * size  # each rank's last arrival of the phase
+        self.free: dict[tuple, float] = {}  # when each channel can send again
+        self.last = 0.0  # the last arrival so far
+        # While a pipelined phase's first piece is followed: when each resource (link,
+        # channel, program) is first and last active.
+        self.windows: dict[Any, list[float]] | None = None
+
+    def at(self, thread: Thread) -> float:
+        return self.lanes.get(thread, self.base[thread[0]])
+
+    def shift(self, delta: float, channels: Iterable[tuple]) -> None:
+        self.base = [t + delta for t in self.base]
+        self.sent = [t + delta for t in self.sent]
+        self.lanes = {thread: t + delta for thread, t in self.lanes.items()}
+        for key in set(channels):
+            self.free[key] = self.free.get(key, 0.0) + delta
+        self.last += delta
+
+    def join(self) -> None:
+        for (rank, _), t in self.lanes.items():
+            self.base[rank] = max(self.base[rank], t)
+        self.base = [max(t, sent) for t, sent in zip(self.base, self.sent, strict=True)]
+        self.lanes = {}
+
+
+def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int]]:
+    """Each channel's first message, and each message's successor on its channel."""
+    first: dict[tuple, int] = {}
+    successor: dict[int, int] = {}
+    last: dict[tuple, int] = {}
+    for i, key in enumerate(shape.channel):
+        if key in last:
+            successor[last[key]] = i
+        else:
+            first[key] = i
+        last[key] = i
+    return first, successor
+
+
+def _fluid(
+    machine: _Machine, shape: _Shape, clock: _Clock
+) -> tuple[list[float], dict[Thread, float]]:
+    """Follow a step's flows in time, sharing links max-min fairly as the fabric does.
+
+    A message's flow starts o after its sender enters the step and its channel
+    is free, and arrives its route's latency (and first packet's fill) after
+    its last byte left; work alongside streams from the step's start.
+    Returns each message's arrival and each working thread's end of work alongside.
+    """
+    capacity: dict[int, float] = {}
+
+    def bytes_per_ps(e: int) -> float:
+        rate = capacity.get(e)
+        if rate is None:
+            rate = capacity[e] = machine.edges[e].bandwidth / PS_PER_S
+        return rate
+
+    first, successor = _channels(shape)
+    arrivals = [0.0] * len(shape.src)
+    beside: dict[Thread, float] = {}
+
+    def send(i: int, at: float) -> tuple[float, Flow]:
+        return at + machine.overhead_ps, Flow(shape.nbytes[i], shape.route[i], i)
+
+    starts = [
+        send(i, max(clock.at(shape.src[i]), clock.free.get(key, 0.0))) for key, i in first.items()
+    ]
+    for thread, items in shape.alongside.items():
+        at = clock.at(thread)
+        beside[thread] = at + sum(item.compute_ps for item in items)
+        starts += [
+            (at, Flow(item.nbytes, route, thread)) for item in items for route in item.routes
+        ]
+
+    def finished(flow: Flow, t: float) -> list[tuple[float, Flow]]:
+        if not isinstance(flow.tag, int):  # a stream of work alongside
+            beside[flow.tag] = max(beside[flow.tag], t)
+            return []
+        i = flow.tag
+        arrivals[i] = t + shape.tail[i]
+        return [send(successor[i], arrivals[i])] if i in successor else []
+
+    follow(starts, bytes_per_ps, finished)
+    return arrivals, beside
+
+
+def _at_once(
+    machine: _Machine, shape: _Shape, clock: _Clock
+) -> tuple[list[float], dict[Thread, float]]:
+    """The step's flows as if all in flight together: each link's load shared by all.
+
+    Exact for a symmetric step (every message leaving at once, one per
+    channel, on equally loaded routes); the shortcut for steps with too many
+    flows to follow one by one.
+    """
+    ppb = machine.ps_per_byte
+    load = defaultdict(float, shape.load)
+    for e, b in shape.alongside_load.items():
+        load[e] += b
+    first, successor = _channels(shape)
+    arrivals = [0.0] * len(shape.src)
+    for key, i in first.items():
+        at = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+        while True:
+            busiest = max((load[e] * ppb(e) for e in shape.route[i]), default=0.0)
+            at = arrivals[i] = at + machine.overhead_ps + shape.tail[i] + busiest
+            if i not in successor:
+                break
+            i = successor[i]
+    beside = {}
+    for thread, items in shape.alongside.items():
+        edges = {e for item in items for e in item.load}
+        port = max((load[e] * ppb(e) for e in edges), default=0.0)
+        beside[thread] = clock.at(thread) + max(sum(item.compute_ps for item in items), port)
+    return arrivals, beside
+
+
+def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
+    """Follow one step from where the clock stands."""
+    ppb = machine.ps_per_byte
+    starts = {
+        max(clock.at(shape.src[i]), clock.free.get(key, 0.0)) for i, key in enumerate(shape.channel)
+    }
+    streams = sum(len(item.routes) for items in shape.alongside.values() for item in items)
+    symmetric = (
+        len(set(shape.channel)) == len(shape.channel)
+        and not streams
+        and (not starts or max(starts) - min(starts) <= _UNIFORM_PS)
+    )
+    follow = _at_once if symmetric or len(shape.src) + streams > _FLUID_FLOWS else _fluid
+    arrivals, beside = follow(machine, shape, clock)
+    windows = clock.windows
+    for i, key in enumerate(shape.channel):
+        if windows is not None:
+            start = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+            for resource in (key, *shape.route[i]):
+                _widen(windows, resource, start, arrivals[i])
+        clock.free[key] = arrivals[i]  # a channel's messages arrive in order
+        clock.sent[key[0]] = max(clock.sent[key[0]], arrivals[i])
+    if arrivals:
+        clock.last = max(clock.last, max(arrivals))
+    sharers: dict[int, int] = defaultdict(int)  # threads working through each link at once
+    for thread_items in shape.after.values():
+        for e in {e for item in thread_items for e in item.load}:
+            sharers[e] += 1
+    moved = {}
+    for thread in shape.threads:
+        t = beside.get(thread, clock.at(thread))
+        incoming = [arrivals[i] for i in shape.incoming.get(thread, ())]
+        if shape.outgoing.get(thread):  # its own sends arrive before its work starts
+            t = max(t, *(arrivals[i] for i in shape.outgoing[thread]))
+        times = [
+            max(
+                item.compute_ps,
+                max((b * sharers[e] * ppb(e) for e, b in item.load.items()), default=0.0),
+            )
+            for item in shape.after.get(thread, ())
+        ]
+        if windows is not None and thread in shape.alongside:
+            _widen(windows, thread, clock.at(thread), t)
+        if len(incoming) != len(times):  # else the i-th work item handles the i-th message
+            incoming, times = [max([t, *incoming])], [sum(times)]
+        for arrival, work in zip(incoming, times, strict=False):
+            start, t = max(t, arrival), max(t, arrival) + work
+            if windows is not None and work:
+                _widen(windows, thread, start, t)
+        moved[thread] = t
+    clock.lanes.update(moved)
+
+
+def _widen(windows: dict[Any, list[float]], resource: Any, start: float, end: float) -> None:
+    """Stretch a resource's window of activity over [start, end]."""
+    window = windows.get(resource)
+    if window is None:
+        windows[resource] = [start, end]
+    else:
+        window[0], window[1] = min(window[0], start), max(window[1], end)
+
+
+def _streams_per_link(items: Iterable[_Item]) -> dict[int, int]:
+    count: dict[int, int] = defaultdict(int)
+    for item in items:
+        for route in item.routes:
+            for e in route:
+                count[e] += 1
+    return count
+
+
+def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
+    return [
+        (thread, item)
+        for group in (shape.alongside, shape.after)
+        for thread, items in group.items()
+        for item in items
+    ]
+
+
+def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> dict[Any, float]:
+    """Each resource's time per piece when a phase's steps all run at once.
+
+    In a pipeline's steady state every step works on some piece.  A link
+    carries the bytes of all steps.  Its users are the channels (messages one
+    after another) and the programs' work streams (items one after another, an
+    item's streams side by side) that cross it; they share it as processor
+    sharing does: a user moving b bytes over it per piece takes Σ_g min(b_g, b)/B
+    over every user g (B: the link's bandwidth).  A channel's time is its
+    messages' latencies plus its slowest link's share; a program's is its
+    vector-engine time or its slowest port's share, whichever is longer.  (This
+    takes the link to be busy whenever the user is: right where the links are
+    the bottleneck, pessimistic where latencies leave them idle.)
+    """
+    ppb = machine.ps_per_byte
+    carried: dict[int, float] = defaultdict(float)
+    latency: dict[tuple, float] = defaultdict(float)  # per channel
+    users: dict[int, dict[Any, float]] = defaultdict(lambda: defaultdict(float))  # bytes
+    width: dict[tuple[Any, int], int] = defaultdict(int)  # a program's streams side by side
+    compute: dict[Thread, float] = defaultdict(float)
+    for shape, repeat in shapes:
+        for total in (shape.load, shape.alongside_load, shape.after_load):
+            for e, b in total.items():
+                carried[e] += b * repeat
+        for i, key in enumerate(shape.channel):
+            latency[key] += repeat * (machine.overhead_ps + shape.tail[i])
+            for e in shape.route[i]:
+                users[e][key] += repeat * shape.nbytes[i]
+        for thread, item in _work_items(shape):
+            compute[thread] += repeat * item.compute_ps
+            for e, n in _streams_per_link([item]).items():
+                users[e][thread] += repeat * item.load[e]
+                width[thread, e] = max(width[thread, e], n)
+
+    def shared(e: int, mine: float) -> float:
+        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it."""
+        on_link = users[e]
+        return sum(
+            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1) for u, b in on_link.items()
+        ) * ppb(e)
+
+    busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
+    for e, on_link in users.items():
+        for user, b in on_link.items():
+            t = shared(e, b / width.get((user, e), 1))
+            busy[user] = max(busy.get(user, 0.0), t)
+    for key, t in latency.items():
+        busy[key] = busy.get(key, 0.0) + t
+    for thread, t in compute.items():
+        busy[thread] = max(busy.get(thread, 0.0), t)
+    return busy
+
+
+def _pipelined_end(clock: _Clock, busy: dict[Any, float], pieces: int) -> float:
+    """How much longer than its first piece a phase of ``pieces`` pieces takes.
+
+    Every further piece costs each resource its busy time per piece b; a
+    resource that was active from s to e for the first piece with idle time
+    in between (e − s > b) takes the next pieces' work into that slack, so
+    the phase takes (pieces − 1)·b − (e − s − b) longer, for the resource for
+    which that is the most.
+    """
+    longest = 0.0
+    windows = clock.windows or {}
+    for resource, per_piece in busy.items():
+        start, stop = windows.get(resource, (0.0, 0.0))
+        slack = max(0.0, stop - start - per_piece)
+        longest = max(longest, (pieces - 1) * per_piece - slack)
+    return longest
+
+
+def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None:
+    """Follow a step ``times`` times, extending a symmetric one instead of following it.
+
+    A step that moves every program and channel on by the same time is
+    extended by that much per remaining repetition; one that does not is
+    followed a few times and then extended at the pace of its slowest program
+    or channel (a ring whose one slow link sets the pace: its channel sends
+    back to back while the others wait for it).
+    """
+    channels = list(dict.fromkeys(shape.channel))
+    for done in range(1, times + 1):
+        before = [clock.at(thread) for thread in shape.threads]
+        before += [clock.free.get(key, 0.0) for key in channels]
+        _advance(machine, shape, clock)
+        after = [clock.at(thread) for thread in shape.threads]
+        after += [clock.free.get(key, 0.0) for key in channels]
+        deltas = [b - a for a, b in zip(before, after, strict=True)]
+        left = times - done
+        if not left or not deltas:
+            return
+        if max(deltas) - min(deltas) <= _UNIFORM_PS or done >= _FOLLOWED_REPEATS:
+            clock.shift(left * max(deltas), shape.channel)
+            return
+
+
+def price(
+    ctx: Any, config: AlgorithmConfig, pes: Sequence[str], schedule: Schedule, itemsize: int = 4
+) -> Priced:
+    """The time of ``schedule`` for ``config`` on ``pes``, and the bound under it."""
+    machine = _Machine(ctx, config, pes, itemsize)
+    clock = _Clock(len(pes))
+    carried: dict[int, float] = defaultdict(float)
+    worked: set[int] = set()  # links and ports that local work streams through
+    fastest = math.inf
+    for phase in schedule:
+        shapes = []
+        clock.windows = {} if phase.pieces > 1 else None
+        for step in phase.steps:
+            shape = _shape(machine, step)
+            shapes.append((shape, step.repeat))
+            _repeat(machine, shape, clock, step.repeat)
+            fastest = min(fastest, shape.fastest)
+            for total in (shape.load, shape.alongside_load, shape.after_load):
+                for e, b in total.items():
+                    carried[e] += b * step.repeat * phase.pieces
+            worked.update(shape.alongside_load, shape.after_load)
+        if phase.pieces > 1:
+            channels = [key for shape, _ in shapes for key in shape.channel]
+            busy = _pipeline_busy(machine, shapes)
+            clock.shift(_pipelined_end(clock, busy, phase.pieces), channels)
+            clock.windows = None
+        clock.join()
+    end = max([clock.last, *clock.base])
+
+    def needs(e: int) -> float:
+        """The least time link ``e`` needs: its bytes at full bandwidth, after the endpoint
+        overhead every message pays first unless local work (no overhead) uses it too."""
+        return carried[e] * machine.ps_per_byte(e) + (0 if e in worked else machine.overhead_ps)
+
+    busiest = max(carried, key=needs, default=None)
+    bound = max(0.0 if busiest is None else needs(busiest), 0.0 if math.isinf(fastest) else fastest)
+    name = machine.edges[busiest].name if busiest is not None else ""
+    link_bytes = {machine.edges[e].name: b for e, b in carried.items()}
+    return Priced(machine.launch_ps + end, machine.launch_ps + bound, name, link_bytes)
