@@ -27,6 +27,7 @@ import numpy as np
 from kernbench.errors import OutputFileError
 from kernbench.fabric import TraceRow
 from kernbench.files import write_text
+from kernbench.topology import names
 
 __all__ = ["NON_FINITE", "chrome_trace", "json_text", "write_json_atomic", "place_of"]
 
@@ -42,16 +43,14 @@ def place_of(component: str) -> tuple[str, str]:
     if component.startswith(("link:", "port:")):
         kind, _, ends = component.partition(":")
         source = ends.split("->", 1)[0]
-        if source == "host":
-            return "host", component
-        parts = source.split(".")
-        if len(parts) >= 2 and parts[1].startswith("cube"):
-            return f"{parts[0]}.{parts[1]}", component
-        return "interconnect", component
-    parts = component.split(".")
-    if len(parts) >= 2 and parts[0].startswith("sip") and parts[1].startswith("cube"):
-        return f"{parts[0]}.{parts[1]}", ".".join(parts[2:]) or "noc"
-    return component, component
+        if source == names.HOST:
+            return names.HOST, component
+        inside = names.within_cube(source)
+        return (inside[0], component) if inside else ("interconnect", component)
+    inside = names.within_cube(component)
+    if inside is None:
+        return component, component
+    return inside[0], inside[1] or "noc"
 
 
 def chrome_trace(

@@ -77,10 +77,7 @@ def tune(
     # The candidates are the catalogue as the measured runs see it (with --set ccl.*).
     probe._ccl = CclSettings.from_overrides(ccl_overrides)
     size = world_size or probe.num_devices
-    pes = []
-    for rank in range(size):
-        sip, cube, pe = probe.device_coords(rank)
-        pes.append(f"sip{sip}.cube{cube or 0}.pe{pe or 0}")
+    pes = [probe.device_pe(rank) for rank in range(size)]
     results = []
     for op in ops:
         times: dict[str, list[int]] = {}

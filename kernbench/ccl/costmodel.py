@@ -71,6 +71,7 @@ from typing import Any
 from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.fluid import Flow, follow
+from kernbench.topology import names
 from kernbench.units import PS_PER_S
 
 __all__ = ["Priced", "price", "memory_node"]
@@ -89,9 +90,9 @@ def memory_node(ctx: Any, pe: str) -> str:
     PE p of P owns [p·H/P, (p+1)·H/P) of its cube's HBM (kernbench.memory), and
     a slice is H/S of it: the partition starts in slice ⌊p·S/P⌋.
     """
-    sip, cube, p = pe.split(".")
+    s, c, p = names.pe_coordinates(pe)
     slices = ctx.topology.cube.memory_map.hbm_slices_per_cube
-    return f"{sip}.{cube}.hbm{int(p[2:]) * slices // ctx.topology.pes_per_cube}"
+    return names.hbm(s, c, p * slices // ctx.topology.pes_per_cube)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from kernbench.ccl.settings import ccl_settings
 from kernbench.errors import DistributedError
 from kernbench.fabric import IpcqInstall
 from kernbench.runtime.tensor import DeviceTensor
+from kernbench.topology import names
 
 __all__ = ["lanes_of", "single_lane", "CollectiveLauncher", "buffer_node"]
 
@@ -69,9 +70,9 @@ def single_lane(tensor: DeviceTensor, op: str) -> LaneBuffer:
 def buffer_node(pe: str, memory_node: str, buffer: str) -> str:
     """Where messages to ``pe`` land for a configuration's ``buffer`` location."""
     if buffer == "tcm":
-        return f"{pe}.tcm"
+        return names.tcm_of(pe)
     if buffer == "sram":
-        return pe.rsplit(".", 1)[0] + ".sram"
+        return names.sram_of(pe)
     return memory_node
 
 
@@ -211,12 +212,11 @@ class CollectiveLauncher:
                 peers = self.algorithm.neighbours(self.op, comm.size, comm.rank)
                 entries = tuple(sorted(comm.pes[p] for p in peers))
                 table[comm.pe] = entries
-                cube = comm.pe.rsplit(".", 1)[0]
                 installs.append(
                     self.fabric.submit(
                         IpcqInstall(
-                            src="host",
-                            dst=f"{cube}.m_cpu",
+                            src=names.HOST,
+                            dst=names.m_cpu_of(comm.pe),
                             targets=(comm.pe,),
                             entries=entries,
                             nbytes=INSTALL_ENTRY_BYTES * max(1, len(entries)),

@@ -100,8 +100,7 @@ class Fabric:
     def pe(self, name: str) -> PeUnit:
         unit = self._pes.get(name)
         if unit is None:
-            kind = self.graph._parse(name)[0]
-            if kind != "pe":
+            if self.graph.check_name(name).kind != "pe":
                 raise RouteError(f"{name!r} is not a PE; PE names look like 'sip0.cube0.pe0'")
             core = self.topology.cube.pe_template.components.pe_core.attrs
             unit = self._pes[name] = PeUnit(name, core, self.graph.pe_slowdown(name))
@@ -159,7 +158,7 @@ class Fabric:
 
     def _check_endpoint(self, name: str) -> None:
         if name not in self._known_endpoints:
-            self.graph._parse(name)  # raises RouteError naming the valid forms
+            self.graph.check_name(name)  # raises RouteError naming the valid forms
             self._known_endpoints.add(name)
 
     def wait(self, handle: Handle) -> Completion:

@@ -34,6 +34,7 @@ from kernbench.fabric import ProgramWork, RunPrograms
 from kernbench.kernels import language as tl
 from kernbench.kernels.interpreter import LaunchRecord, ProgramCost
 from kernbench.kernels.jit import KernelLaunch
+from kernbench.topology import names
 
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
@@ -209,12 +210,7 @@ def plan_programs(launch: KernelLaunch, anchor: DeviceTensor) -> dict[str, list[
 
 
 def _pe_name(coord: tuple[int, int, int]) -> str:
-    return f"sip{coord[0]}.cube{coord[1]}.pe{coord[2]}"
-
-
-def _coord(pe_name: str) -> tuple[int, int, int]:
-    sip, cube, pe = pe_name.split(".")
-    return int(sip[3:]), int(cube[4:]), int(pe[2:])
+    return names.pe(*coord)
 
 
 @dataclass(frozen=True)
@@ -248,19 +244,18 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
     programs: dict[str, list[Callable[[], ProgramWork]]] = {}
     for pe, pids in plan.items():
         traffic = _Traffic()
-        coord = _coord(pe)
+        coord = names.pe_coordinates(pe)
         args = tuple(
             DeviceBuffer(a, coord, traffic) if _is_device_tensor(a) else a for a in launch.args
         )
         local = dataclasses.replace(launch, args=args)
         programs[pe] = [_program(local, pid, traffic, costs) for pid in pids]
     first_pe = next(iter(plan))
-    sip, cube, _ = _coord(first_pe)
     start = ctx.now
     handle = ctx.submit(
         RunPrograms(
             src="host",
-            dst=f"sip{sip}.cube{cube}.m_cpu",
+            dst=names.m_cpu_of(first_pe),
             nbytes=LAUNCH_COMMAND_BYTES,
             programs=programs,
             tag=launch.kernel.name,

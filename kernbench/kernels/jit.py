@@ -255,7 +255,7 @@ def use_launcher(launcher: Launcher):
 def _is_constexpr(annotation: Any) -> bool:
     if annotation is tl.constexpr:
         return True
-    return isinstance(annotation, str) and annotation.rsplit(".", 1)[-1] == "constexpr"
+    return isinstance(annotation, str) and annotation.rpartition(".")[2] == "constexpr"
 
 
 class JITFunction:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from kernbench.errors import MemoryFaultError
+from kernbench.topology import names
 
 __all__ = ["MemoryKind", "PhysAddr", "PA_BITS", "OFFSET_BITS", "FIELD_BITS"]
 
@@ -146,10 +147,9 @@ class PhysAddr:
     def location(self) -> str:
         """Hierarchical name of the memory, e.g. ``sip0.cube3.pe5.hbm``."""
         rack = f"rack{self.rack}." if self.rack else ""
-        base = f"{rack}sip{self.sip}.cube{self.cube}"
         if self.kind is MemoryKind.SRAM:
-            return f"{base}.sram"
-        return f"{base}.pe{self.pe}.{self.kind.name.lower()}"
+            return rack + names.sram(self.sip, self.cube)
+        return f"{rack}{names.pe(self.sip, self.cube, self.pe)}.{self.kind.name.lower()}"
 
     def __str__(self) -> str:
         return f"{self.location}+{self.offset:#x}"

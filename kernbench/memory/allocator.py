@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kernbench.errors import AllocationError, ConfigError, OutOfMemoryError
 from kernbench.memory.address import FIELD_BITS, OFFSET_BITS, MemoryKind, PhysAddr
+from kernbench.topology import names
 from kernbench.units import format_size
 
 __all__ = ["RangeAllocator", "MachineMemory", "MemoryUsage"]
@@ -241,11 +242,11 @@ class MachineMemory:
         if allocator is None:
             if kind is MemoryKind.HBM:
                 capacity = self.hbm_partition_bytes
-                name = f"sip{sip}.cube{cube}.pe{pe} HBM partition"
+                name = f"{names.pe(sip, cube, pe)} HBM partition"
             elif kind is MemoryKind.SRAM:
-                capacity, name = self.sram_bytes_per_cube, f"sip{sip}.cube{cube} SRAM"
+                capacity, name = self.sram_bytes_per_cube, f"{names.cube(sip, cube)} SRAM"
             else:
-                capacity, name = self.tcm_bytes_per_pe, f"sip{sip}.cube{cube}.pe{pe} TCM"
+                capacity, name = self.tcm_bytes_per_pe, f"{names.pe(sip, cube, pe)} TCM"
             if self.rack:
                 name = f"rack{self.rack}.{name}"
             allocator = RangeAllocator(capacity, alignment=self.alignment, name=name)

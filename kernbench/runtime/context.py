@@ -33,7 +33,7 @@ from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regio
 from kernbench.runtime import sizes
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
-from kernbench.topology import Topology, load_topology
+from kernbench.topology import Topology, load_topology, names
 from kernbench.units import format_size
 
 __all__ = ["RuntimeContext"]
@@ -152,6 +152,11 @@ class RuntimeContext:
         if level == "cube":
             return device // cps, device % cps, None
         return device // (cps * ppc), (device // ppc) % cps, device % ppc
+
+    def device_pe(self, device: int) -> str:
+        """The PE a device's tensors and collectives start on (its first PE)."""
+        sip, cube, pe = self.device_coords(device)
+        return names.pe(sip, cube or 0, pe or 0)
 
     def _scope(
         self, dp: DPPolicy | None, device: int | None = None
@@ -302,7 +307,7 @@ class RuntimeContext:
             try:
                 for shard in shards:
                     pa = None
-                    node = f"sip{shard.sip}.cube{shard.cube}.hbm0"
+                    node = names.hbm(shard.sip, shard.cube, 0)
                     if shard.nbytes:
                         pa = self.memory.alloc(
                             MemoryKind.HBM,
@@ -313,7 +318,7 @@ class RuntimeContext:
                             owner=name,
                         )
                         slice_index = self.memory.hbm_slice_of(pa)
-                        node = f"sip{shard.sip}.cube{shard.cube}.hbm{slice_index}"
+                        node = names.hbm(shard.sip, shard.cube, slice_index)
                     placements.append(ShardPlacement(shard, pa, 0, node))
             except OutOfMemoryError as exc:
                 for placement in placements:
@@ -342,7 +347,7 @@ class RuntimeContext:
         return groups
 
     def _cube_pes(self, sip: int, cube: int) -> tuple[str, ...]:
-        return tuple(f"sip{sip}.cube{cube}.pe{p}" for p in range(self.topology.pes_per_cube))
+        return tuple(names.pe(sip, cube, p) for p in range(self.topology.pes_per_cube))
 
     def _mmu(self, allocation: Allocation, unmap: bool) -> None:
         """One MmuMap (or MmuUnmap) per cube holding shards: host -> M_CPU -> every PE."""
@@ -356,7 +361,7 @@ class RuntimeContext:
                 self.fabric.submit(
                     msg_type(
                         src="host",
-                        dst=f"sip{sip}.cube{cube}.m_cpu",
+                        dst=names.m_cpu(sip, cube),
                         nbytes=MMU_ENTRY_BYTES * len(entries),
                         targets=self._cube_pes(sip, cube),
                         entries=entries,

@@ -16,6 +16,7 @@ from kernbench.errors import TensorError
 from kernbench.memory import PhysAddr
 from kernbench.placement import DPPolicy, ShardSpec
 from kernbench.runtime.dtypes import DType
+from kernbench.topology import names
 
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
@@ -35,7 +36,7 @@ class ShardPlacement:
     @property
     def pe_name(self) -> str:
         s = self.shard
-        return f"sip{s.sip}.cube{s.cube}.pe{s.pe}"
+        return names.pe(s.sip, s.cube, s.pe)
 
 
 @dataclass

@@ -16,6 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from kernbench.errors import RouteError, TopologyError, shown
+from kernbench.topology import names
+from kernbench.topology.names import NodeName
 from kernbench.topology.schema import Topology
 
 __all__ = ["Edge", "MachineGraph", "build_graph"]
@@ -35,11 +37,11 @@ class Edge:
 
 
 def pe_name(sip: int, cube: int, pe: int) -> str:
-    return f"sip{sip}.cube{cube}.pe{pe}"
+    return names.pe(sip, cube, pe)
 
 
 def router_name(sip: int, cube: int) -> str:
-    return f"sip{sip}.cube{cube}.noc"
+    return names.noc(sip, cube)
 
 
 class MachineGraph:
@@ -58,7 +60,7 @@ class MachineGraph:
         self.edges: list[Edge] = []
         self._edge_by_ends: dict[tuple[str, str], int] = {}
         self._route_cache: dict[tuple[str, str], tuple[int, ...]] = {}
-        self._parsed: dict[str, tuple[str, int, int, int, int]] = {}
+        self._checked: dict[str, NodeName] = {}
         self._adjacency: dict[str, list[tuple[str, int]]] | None = None
         self.down: set[int] = set()
         self._pe_slowdowns = {fault.pe: fault.slowdown for fault in topology.faults.pes}
@@ -78,7 +80,7 @@ class MachineGraph:
     ) -> None:
         for src, dst, src_label, dst_label in ((a, b, a_label, b_label), (b, a, b_label, a_label)):
             index = len(self.edges)
-            name = f"link:{src_label or src}->{dst_label or dst}"
+            name = names.link(src_label or src, dst_label or dst)
             self.edges.append(Edge(index, name, src, dst, bandwidth, latency_ps, link_class))
             self._edge_by_ends[(src, dst)] = index
 
@@ -88,7 +90,7 @@ class MachineGraph:
         """A memory's port: one edge that reads and writes share (a memory is half duplex)."""
         index = len(self.edges)
         self.edges.append(
-            Edge(index, f"port:{memory}", outside, memory, bandwidth, latency_ps, link_class)
+            Edge(index, names.port(memory), outside, memory, bandwidth, latency_ps, link_class)
         )
         self._edge_by_ends[(outside, memory)] = index
         self._edge_by_ends[(memory, outside)] = index
@@ -102,28 +104,27 @@ class MachineGraph:
         for s in range(self.num_sips):
             for c in range(self.cubes_per_sip):
                 router = router_name(s, c)
-                prefix = f"sip{s}.cube{c}"
-                self._add_link(router, f"{prefix}.m_cpu", noc.bandwidth, noc.latency, "mcpu_port")
-                self._add_port(router, f"{prefix}.sram", sram.bandwidth, sram.latency, "sram_port")
+                self._add_link(router, names.m_cpu(s, c), noc.bandwidth, noc.latency, "mcpu_port")
+                self._add_port(router, names.sram(s, c), sram.bandwidth, sram.latency, "sram_port")
                 for k in range(self.hbm_slices):
                     self._add_port(
-                        router, f"{prefix}.hbm{k}", hbm.slice_bandwidth, hbm.latency, "hbm_port"
+                        router, names.hbm(s, c, k), hbm.slice_bandwidth, hbm.latency, "hbm_port"
                     )
                 for p in range(self.pes_per_cube):
                     pe = pe_name(s, c, p)
                     self._add_link(pe, router, noc.bandwidth, noc.latency, "pe_port")
-                    self._add_port(pe, f"{pe}.tcm", tcm.bandwidth, tcm.latency, "tcm_port")
+                    self._add_port(pe, names.tcm(s, c, p), tcm.bandwidth, tcm.latency, "tcm_port")
             self._build_mesh(s)
         self._build_interconnect()
         host = topo.system.host_link
         for s in range(self.num_sips):
             self._add_link(
-                "host",
+                names.HOST,
                 router_name(s, self.attach_cube),
                 host.bandwidth,
                 host.latency,
                 "host_link",
-                b_label=f"sip{s}",
+                b_label=names.sip(s),
             )
 
     def _build_mesh(self, s: int) -> None:
@@ -149,8 +150,8 @@ class MachineGraph:
                         link.bandwidth,
                         link.latency,
                         "cube_link",
-                        f"sip{s}.cube{here}",
-                        f"sip{s}.cube{there}",
+                        names.cube(s, here),
+                        names.cube(s, there),
                     )
 
     def _build_interconnect(self) -> None:
@@ -167,21 +168,25 @@ class MachineGraph:
             for s in range(n):
                 self._add_link(
                     attach(s),
-                    "switch",
+                    names.SWITCH,
                     bw,
                     lat + spec.switch_latency,
                     "sip_link",
-                    f"sip{s}",
-                    "switch",
+                    names.sip(s),
+                    names.SWITCH,
                 )
         elif spec.kind == "fully_connected":
             for a in range(n):
                 for b in range(a + 1, n):
-                    self._add_link(attach(a), attach(b), bw, lat, "sip_link", f"sip{a}", f"sip{b}")
+                    self._add_link(
+                        attach(a), attach(b), bw, lat, "sip_link", names.sip(a), names.sip(b)
+                    )
         else:
             pairs = {(min(s, (s + 1) % n), max(s, (s + 1) % n)) for s in range(n)}
             for a, b in sorted(pairs):
-                self._add_link(attach(a), attach(b), bw, lat, "sip_link", f"sip{a}", f"sip{b}")
+                self._add_link(
+                    attach(a), attach(b), bw, lat, "sip_link", names.sip(a), names.sip(b)
+                )
 
     # -- naming ---------------------------------------------------------------
     def pe_names(self) -> list[str]:
@@ -192,54 +197,41 @@ class MachineGraph:
             for p in range(self.pes_per_cube)
         ]
 
-    def _parse(self, name: str) -> tuple[str, int, int, int, int]:
-        """(kind, sip, cube, pe, index) for a node name; raises on unknown names."""
-        cached = self._parsed.get(name)
-        if cached is not None:
-            return cached
-        parsed = self._parse_uncached(name)
-        self._parsed[name] = parsed
-        return parsed
+    def check_name(self, name: str) -> NodeName:
+        """The parsed name of an endpoint of this machine; raises :class:`RouteError` if none."""
+        checked = self._checked.get(name)
+        if checked is None:
+            checked = self._checked[name] = self._check_uncached(name)
+        return checked
 
-    def _parse_uncached(self, name: str) -> tuple[str, int, int, int, int]:
-        if name in ("host", "switch") and (name == "host" or self.interconnect == "switch"):
-            return name, -1, -1, -1, -1
-        parts = name.split(".")
-
-        def index(text: str) -> int:
-            value = int(text)
-            if str(value) != text:  # only canonical spellings: no "00", "+1", " 1"
-                raise ValueError(text)
-            return value
-
+    def _check_uncached(self, name: str) -> NodeName:
         try:
-            if len(parts) >= 3 and parts[0].startswith("sip") and parts[1].startswith("cube"):
-                s, c = index(parts[0][3:]), index(parts[1][4:])
-                if not (0 <= s < self.num_sips and 0 <= c < self.cubes_per_sip):
-                    raise ValueError
-                leaf = parts[2]
-                if leaf.startswith("pe"):
-                    p = index(leaf[2:])
-                    if not 0 <= p < self.pes_per_cube:
-                        raise ValueError
-                    if len(parts) == 3:
-                        return "pe", s, c, p, -1
-                    if len(parts) == 4 and parts[3] == "tcm":
-                        return "tcm", s, c, p, -1
-                elif leaf.startswith("hbm") and len(parts) == 3:
-                    k = index(leaf[3:])
-                    if 0 <= k < self.hbm_slices:
-                        return "hbm", s, c, -1, k
-                elif leaf in ("noc", "sram", "m_cpu") and len(parts) == 3:
-                    return leaf, s, c, -1, -1
+            node = names.parse(name)
         except ValueError:
-            pass
+            node = None
+        if node is not None and self._exists(node):
+            return node
         raise RouteError(
             f"unknown endpoint {shown(repr(name), 100)}; valid names look like 'sip0.cube0.pe0', "
             f"'sip0.cube0.pe0.tcm', 'sip0.cube0.hbm0', 'sip0.cube0.sram', 'sip0.cube0.m_cpu', "
             f"'host' (this machine: {self.num_sips} SIPs x {self.cubes_per_sip} cubes x "
             f"{self.pes_per_cube} PEs, {self.hbm_slices} HBM slices per cube)"
         )
+
+    def _exists(self, node: NodeName) -> bool:
+        if node.kind == names.HOST:
+            return True
+        if node.kind == names.SWITCH:
+            return self.interconnect == "switch"
+        if node.kind in ("sip", "cube"):  # groups of components, not endpoints
+            return False
+        if not (0 <= node.sip < self.num_sips and 0 <= node.cube < self.cubes_per_sip):
+            return False
+        if node.kind in ("pe", "tcm"):
+            return 0 <= node.pe < self.pes_per_cube
+        if node.kind == "hbm":
+            return 0 <= node.index < self.hbm_slices
+        return True
 
     # -- routing --------------------------------------------------------------
     def route(self, src: str, dst: str) -> tuple[int, ...]:
@@ -281,7 +273,7 @@ class MachineGraph:
                 self.down.add(index)
         for i, fault in enumerate(faults.pes):
             try:
-                kind = self._parse(fault.pe)[0]
+                kind = self.check_name(fault.pe).kind
             except RouteError:
                 kind = None
             if kind != "pe":
@@ -314,7 +306,7 @@ class MachineGraph:
         while frontier and dst not in previous:
             following = []
             for node in frontier:
-                if node != src and not (node.endswith(".noc") or node == "switch"):
+                if node != src and node != names.SWITCH and self.check_name(node).kind != "noc":
                     continue
                 for nxt, index in self._adjacency.get(node, ()):
                     if index in self.down or nxt in previous:
@@ -323,9 +315,9 @@ class MachineGraph:
                     following.append(nxt)
             frontier = following
         if dst not in previous:
-            names = ", ".join(self.edges[i].name for i in blocked if i in self.down)
+            down = ", ".join(self.edges[i].name for i in blocked if i in self.down)
             raise RouteError(
-                f"no route from {src} to {dst}: {names} is down and no other route exists"
+                f"no route from {src} to {dst}: {down} is down and no other route exists"
             )
         path = []
         node = dst
@@ -336,28 +328,24 @@ class MachineGraph:
 
     def _uplink(self, name: str) -> tuple[list[str], tuple[int, int] | None]:
         """Nodes from ``name`` up to its cube router, and that router's (sip, cube)."""
-        kind, s, c, p, _ = self._parse(name)
-        if kind == "host":
-            return ["host"], None
-        if kind == "switch":
-            return ["switch"], None
+        node = self.check_name(name)
+        kind, s, c = node.kind, node.sip, node.cube
+        if kind in (names.HOST, names.SWITCH):
+            return [kind], None
         router = router_name(s, c)
         if kind == "noc":
             return [router], (s, c)
         if kind == "tcm":
-            return [name, pe_name(s, c, p), router], (s, c)
+            return [name, pe_name(s, c, node.pe), router], (s, c)
         return [name, router], (s, c)
 
     def _route_nodes(self, src: str, dst: str) -> list[str]:
         if src == dst:
-            self._parse(src)
+            self.check_name(src)
             return [src]
-        src_kind = self._parse(src)
-        dst_kind = self._parse(dst)
+        a, b = self.check_name(src), self.check_name(dst)
         # A PE reaches its own TCM directly, not through the router.
-        if src_kind[0] == "tcm" and dst_kind[0] == "pe" and src_kind[1:4] == dst_kind[1:4]:
-            return [src, dst]
-        if dst_kind[0] == "tcm" and src_kind[0] == "pe" and src_kind[1:4] == dst_kind[1:4]:
+        if {a.kind, b.kind} == {"tcm", "pe"} and (a.sip, a.cube, a.pe) == (b.sip, b.cube, b.pe):
             return [src, dst]
         up, src_router = self._uplink(src)
         down, dst_router = self._uplink(dst)

@@ -44,6 +44,7 @@ from kernbench.ccl.algorithms import (
 from kernbench.ccl.algorithms.schedule import Schedule, relabel, then, together
 from kernbench.ccl.comm import Comm, chunk_bounds
 from kernbench.errors import DistributedError
+from kernbench.topology import names
 from kernbench.validation import KeyedValueError
 
 __all__ = [
@@ -135,10 +136,10 @@ def placement_key(level: str) -> GroupKey:
     """Rank -> the SIP, or (SIP, cube), its PE sits in."""
     if level not in ("sip", "cube"):
         raise DistributedError(f"hierarchical: unknown level {level!r}; valid: cube, sip")
-    depth = 1 if level == "sip" else 2
+    of = names.sip_of if level == "sip" else names.cube_of
 
     def key(pes: Sequence[str], rank: int) -> object:
-        return pes[rank].rsplit(".", 3 - depth)[0]
+        return of(pes[rank])
 
     return key
 

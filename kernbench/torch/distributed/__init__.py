@@ -628,8 +628,7 @@ def barrier(
 
 
 def _device_pe(world: Any, rank: int) -> str:
-    sip, cube, pe = world.ctx.device_coords(rank)
-    return f"sip{sip}.cube{cube or 0}.pe{pe or 0}"
+    return world.ctx.device_pe(rank)
 
 
 def _check_count(items: list, pg: ProcessGroup, what: str, arg: str) -> None:

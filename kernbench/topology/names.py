@@ -1,0 +1,210 @@
+"""Component names: the one place that builds and parses them.
+
+Names are hierarchical and stable (DESIGN.md): ``sip0``, ``sip0.cube3``,
+``sip0.cube3.pe5``, ``sip0.cube3.pe5.tcm``, ``sip0.cube3.hbm2``,
+``sip0.cube3.sram``, ``sip0.cube3.m_cpu``, ``sip0.cube3.noc`` (the cube's
+router), ``host``, ``switch``; links are ``link:A->B`` and memory ports
+``port:MEMORY``.  Nobody else formats a name with an f-string or splits one:
+build them here, and take them apart with :func:`parse` (syntax only; whether a
+name exists on a machine is :meth:`MachineGraph.check_name`'s business).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    "HOST",
+    "SWITCH",
+    "NodeName",
+    "sip",
+    "cube",
+    "pe",
+    "tcm",
+    "hbm",
+    "sram",
+    "m_cpu",
+    "noc",
+    "link",
+    "port",
+    "parse",
+    "cube_of",
+    "within_cube",
+    "sip_of",
+    "tcm_of",
+    "sram_of",
+    "m_cpu_of",
+    "pe_coordinates",
+]
+
+HOST = "host"
+SWITCH = "switch"
+
+# Node kinds inside a cube (besides PEs and their TCMs).
+_CUBE_LEAVES = ("sram", "m_cpu", "noc")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeName:
+    """A parsed node name: its kind and coordinates (-1 where a level does not apply)."""
+
+    kind: str  # host | switch | sip | cube | pe | tcm | hbm | sram | m_cpu | noc
+    sip: int = -1
+    cube: int = -1
+    pe: int = -1
+    index: int = -1  # the HBM slice
+
+    def __str__(self) -> str:
+        return _format(self)
+
+
+def sip(s: int) -> str:
+    return f"sip{s}"
+
+
+def cube(s: int, c: int) -> str:
+    return f"sip{s}.cube{c}"
+
+
+def pe(s: int, c: int, p: int) -> str:
+    return f"sip{s}.cube{c}.pe{p}"
+
+
+def tcm(s: int, c: int, p: int) -> str:
+    return f"sip{s}.cube{c}.pe{p}.tcm"
+
+
+def hbm(s: int, c: int, k: int) -> str:
+    return f"sip{s}.cube{c}.hbm{k}"
+
+
+def sram(s: int, c: int) -> str:
+    return f"sip{s}.cube{c}.sram"
+
+
+def m_cpu(s: int, c: int) -> str:
+    return f"sip{s}.cube{c}.m_cpu"
+
+
+def noc(s: int, c: int) -> str:
+    return f"sip{s}.cube{c}.noc"
+
+
+def link(src: str, dst: str) -> str:
+    """The name of the directed link from ``src`` to ``dst`` (node names or labels)."""
+    return f"link:{src}->{dst}"
+
+
+def port(memory: str) -> str:
+    """The name of a memory's port (the link into and out of it)."""
+    return f"port:{memory}"
+
+
+def _index(text: str, prefix: str) -> int:
+    if not text.startswith(prefix):
+        raise ValueError(text)
+    digits = text[len(prefix) :]
+    value = int(digits) if digits.isdigit() and digits.isascii() else -1
+    if value < 0 or str(value) != digits:  # only canonical spellings: no "00", "+1", " 1"
+        raise ValueError(text)
+    return value
+
+
+@lru_cache(maxsize=65536)
+def parse(name: str) -> NodeName:
+    """The kind and coordinates of ``name``; ``ValueError`` if it is not a node name."""
+    if name in (HOST, SWITCH):
+        return NodeName(name)
+    parts = name.split(".")
+    s = _index(parts[0], "sip")
+    if len(parts) == 1:
+        return NodeName("sip", s)
+    c = _index(parts[1], "cube")
+    if len(parts) == 2:
+        return NodeName("cube", s, c)
+    leaf = parts[2]
+    if leaf.startswith("pe"):
+        p = _index(leaf, "pe")
+        if len(parts) == 3:
+            return NodeName("pe", s, c, p)
+        if len(parts) == 4 and parts[3] == "tcm":
+            return NodeName("tcm", s, c, p)
+    elif len(parts) == 3 and leaf.startswith("hbm"):
+        return NodeName("hbm", s, c, -1, _index(leaf, "hbm"))
+    elif len(parts) == 3 and leaf in _CUBE_LEAVES:
+        return NodeName(leaf, s, c)
+    raise ValueError(name)
+
+
+def _format(node: NodeName) -> str:
+    kind = node.kind
+    if kind in (HOST, SWITCH):
+        return kind
+    if kind == "sip":
+        return sip(node.sip)
+    if kind == "cube":
+        return cube(node.sip, node.cube)
+    if kind == "pe":
+        return pe(node.sip, node.cube, node.pe)
+    if kind == "tcm":
+        return tcm(node.sip, node.cube, node.pe)
+    if kind == "hbm":
+        return hbm(node.sip, node.cube, node.index)
+    return f"{cube(node.sip, node.cube)}.{kind}"
+
+
+def cube_of(name: str) -> str:
+    """The cube a node sits in: ``sip0.cube3.pe5`` -> ``sip0.cube3`` (``ValueError`` if none)."""
+    node = parse(name)
+    if node.cube < 0:
+        raise ValueError(name)
+    return cube(node.sip, node.cube)
+
+
+def within_cube(name: str) -> tuple[str, str] | None:
+    """``(cube, rest)`` for a name inside a cube, sub-components included.
+
+    ``sip0.cube3.pe5.vector`` (an engine of a PE) -> ``("sip0.cube3", "pe5.vector")``;
+    ``sip0.cube3`` -> ``("sip0.cube3", "")``; ``None`` for names outside any cube.
+    """
+    parts = name.split(".", 2)
+    if len(parts) < 2:
+        return None
+    try:
+        node = parse(f"{parts[0]}.{parts[1]}")
+    except ValueError:
+        return None
+    return cube(node.sip, node.cube), parts[2] if len(parts) == 3 else ""
+
+
+def sip_of(name: str) -> str:
+    """The SIP a node sits in: ``sip0.cube3.pe5`` -> ``sip0`` (``ValueError`` outside one)."""
+    node = parse(name)
+    if node.sip < 0:
+        raise ValueError(name)
+    return sip(node.sip)
+
+
+def tcm_of(pe_name: str) -> str:
+    """A PE's scratchpad: ``sip0.cube3.pe5`` -> ``sip0.cube3.pe5.tcm``."""
+    node = parse(pe_name)
+    return tcm(node.sip, node.cube, node.pe)
+
+
+def sram_of(name: str) -> str:
+    """The SRAM of the cube a node sits in."""
+    return f"{cube_of(name)}.sram"
+
+
+def m_cpu_of(name: str) -> str:
+    """The command processor of the cube a node sits in."""
+    return f"{cube_of(name)}.m_cpu"
+
+
+def pe_coordinates(pe_name: str) -> tuple[int, int, int]:
+    """``sip0.cube3.pe5`` -> ``(0, 3, 5)``; ``ValueError`` for any other kind of name."""
+    node = parse(pe_name)
+    if node.kind != "pe":
+        raise ValueError(pe_name)
+    return node.sip, node.cube, node.pe
