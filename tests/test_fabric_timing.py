@@ -6,7 +6,8 @@ import pytest
 import simpy
 
 from kernbench.errors import KernBenchError, RouteError
-from kernbench.fabric import Compute, Fabric, FlowNetwork, MemoryRead, MemoryWrite, Transfer
+from kernbench.fabric import Fabric, FlowNetwork
+from kernbench.machine import Compute, MemoryRead, MemoryWrite, Transfer
 from kernbench.topology import load_topology
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S, parse_bandwidth, parse_time

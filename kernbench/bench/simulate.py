@@ -11,7 +11,7 @@ from typing import Any
 
 from kernbench.distributed.world import World
 from kernbench.errors import SimulationLimitError
-from kernbench.fabric import TraceRow
+from kernbench.machine import TraceRow
 from kernbench.runtime import RuntimeContext, use_context
 from kernbench.topology import Topology, load_topology
 from kernbench.units import PS_PER_S

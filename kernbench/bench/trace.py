@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import OutputFileError
-from kernbench.fabric import TraceRow
 from kernbench.files import write_text
+from kernbench.machine import TraceRow
 from kernbench.topology import names
 
 __all__ = ["NON_FINITE", "chrome_trace", "json_text", "write_json_atomic", "place_of"]

@@ -15,10 +15,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from kernbench.machine import maxmin
 
 __all__ = ["Flow", "max_min", "follow"]
 
@@ -30,49 +30,36 @@ _DONE_PS = 0.5
 Capacity = Callable[[int], float]  # link -> bytes per ps
 
 
-@dataclass(eq=False)
-class Flow:
+class Flow(maxmin.Flow):
     """``remaining`` bytes moving over ``edges``; ``tag`` says what it is to the caller."""
 
-    remaining: float
-    edges: tuple[int, ...]
-    tag: Any = None
-    rate: float = 0.0
-    frozen: bool = False
+    __slots__ = ("remaining", "tag")
+    _ids = itertools.count()
+
+    def __init__(self, remaining: float, edges: tuple[int, ...], tag: Any = None) -> None:
+        super().__init__(next(Flow._ids), tuple(edges))
+        self.remaining = remaining
+        self.tag = tag
 
     def done(self) -> bool:
         return self.remaining <= max(_DONE_BYTES, self.rate * _DONE_PS)
 
 
+class _Capacities:
+    """A capacity function read as a sequence (what the solver indexes)."""
+
+    __slots__ = ("capacity",)
+
+    def __init__(self, capacity: Capacity) -> None:
+        self.capacity = capacity
+
+    def __getitem__(self, link: int) -> float:
+        return self.capacity(link)
+
+
 def max_min(flows: list[Flow], capacity: Capacity) -> None:
     """Give every flow its max-min fair rate (in place)."""
-    residual: dict[int, float] = {}
-    members: dict[int, list[Flow]] = defaultdict(list)
-    for flow in flows:
-        flow.frozen = False
-        for e in flow.edges:
-            members[e].append(flow)
-            if e not in residual:
-                residual[e] = capacity(e)
-    count = {e: len(fs) for e, fs in members.items()}
-    heap = [(residual[e] / count[e], e) for e in members]
-    heapq.heapify(heap)
-    while heap:
-        share, e = heapq.heappop(heap)
-        if not count[e] or share != residual[e] / count[e]:
-            continue  # stale: a newer entry for this link is in the heap
-        touched = set()
-        for flow in members[e]:
-            if flow.frozen:
-                continue
-            flow.frozen, flow.rate = True, share
-            for other in flow.edges:
-                residual[other] = max(0.0, residual[other] - share)
-                count[other] -= 1
-                touched.add(other)
-        for other in touched:
-            if count[other]:
-                heapq.heappush(heap, (residual[other] / count[other], other))
+    maxmin.fair_rates(flows, _Capacities(capacity))
 
 
 def follow(

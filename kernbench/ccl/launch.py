@@ -28,7 +28,7 @@ from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.settings import ccl_settings
 from kernbench.errors import DistributedError
-from kernbench.fabric import IpcqInstall
+from kernbench.machine import IpcqInstall
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.topology import names
 

@@ -1,39 +1,11 @@
-"""Hardware layer: the SimPy engine, components, links and messages."""
+"""The detailed backend: the SimPy fabric, exact to the picosecond (ADR 0005, 0014).
+
+Components (links, PE engines, memories, the M_CPUs, IPCQ) each serve the
+messages they register; :class:`Fabric` composes them and implements the
+machine API of :mod:`kernbench.machine`.
+"""
 
 from kernbench.fabric.engine import Fabric, Handle
 from kernbench.fabric.flows import FlowNetwork, RouteCost
-from kernbench.fabric.messages import (
-    Completion,
-    Compute,
-    Delay,
-    IpcqInstall,
-    MemoryRead,
-    MemoryWrite,
-    Message,
-    MmuMap,
-    MmuUnmap,
-    ProgramWork,
-    RunPrograms,
-    TraceRow,
-    Transfer,
-)
 
-__all__ = [
-    "Completion",
-    "Compute",
-    "Delay",
-    "Fabric",
-    "FlowNetwork",
-    "Handle",
-    "IpcqInstall",
-    "MemoryRead",
-    "MemoryWrite",
-    "Message",
-    "MmuMap",
-    "MmuUnmap",
-    "ProgramWork",
-    "RouteCost",
-    "RunPrograms",
-    "TraceRow",
-    "Transfer",
-]
+__all__ = ["Fabric", "FlowNetwork", "Handle", "RouteCost"]

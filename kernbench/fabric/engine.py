@@ -15,7 +15,8 @@ import simpy
 
 from kernbench.errors import KernBenchError, RouteError
 from kernbench.fabric.flows import FlowNetwork
-from kernbench.fabric.messages import (
+from kernbench.fabric.pe import PeUnit
+from kernbench.machine.messages import (
     Completion,
     Compute,
     Delay,
@@ -29,7 +30,6 @@ from kernbench.fabric.messages import (
     TraceRow,
     Transfer,
 )
-from kernbench.fabric.pe import PeUnit
 from kernbench.topology.graph import MachineGraph, build_graph
 from kernbench.topology.schema import Topology
 

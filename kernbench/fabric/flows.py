@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import simpy
 
-from kernbench.fabric.arrayfill import ArrayRegion, recheck_outside
+from kernbench.machine import maxmin
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S
 
@@ -34,14 +34,6 @@ __all__ = ["FlowNetwork", "RouteCost"]
 # exact integer bandwidths may land a hair above an integer, which must not
 # cost an extra picosecond.
 _ROUNDING_SLACK = 1e-6
-# A link counts as saturated, and a flow as the fastest on it, within this
-# relative margin (rates from different sums of the same capacities differ in
-# their last bits).
-_SATURATED = 1 - 1e-9
-# Regions of at least this many flows are filled with array operations: a
-# level of progressive filling is then a few passes over arrays instead of a
-# Python loop over every link of every flow frozen at it.
-VECTOR_REGION = 128
 
 
 class RouteCost:
@@ -69,24 +61,35 @@ class RouteCost:
         return math.ceil(first_packet * self.fill_ps_per_byte - _ROUNDING_SLACK)
 
 
-def _succeed_after(env: simpy.Environment, event: simpy.Event, delay: int) -> None:
-    """Trigger ``event`` ``delay`` picoseconds from now with one scheduled event.
+class Delivery(simpy.Event):
+    """The event a transfer hands out: it fires when the last byte has arrived.
 
-    This is how ``simpy.Timeout`` schedules itself; doing it for an event handed
-    out earlier saves a timeout and a callback per transfer on the hot path.
+    It is triggered and scheduled in one step once the arrival time is known,
+    the way ``simpy.Timeout`` schedules itself, which saves a timeout and a
+    callback per transfer on the hot path.
     """
-    if not delay:
-        event.succeed()
-        return
-    event._ok = True  # noqa: SLF001 - see the docstring
-    event._value = None  # noqa: SLF001
-    env.schedule(event, simpy.events.NORMAL, delay)
+
+    __slots__ = ()
+
+    def fire_after(self, delay: int) -> None:
+        """Succeed ``delay`` picoseconds from now (at once for no delay)."""
+        if not delay:
+            self.succeed()
+            return
+        self._ok = True
+        self._value = None
+        self.env.schedule(self, simpy.events.NORMAL, delay)
 
 
 def _deliver(env: simpy.Environment, done: simpy.Event | Callable[[], None], delay: int) -> None:
-    """Succeed the event, or call the callable, ``delay`` picoseconds from now."""
-    if isinstance(done, simpy.Event):
-        _succeed_after(env, done, delay)
+    """Fire the delivery (or succeed the event, or call the callable) ``delay`` ps from now."""
+    if isinstance(done, Delivery):
+        done.fire_after(delay)
+    elif isinstance(done, simpy.Event):
+        if delay:
+            env.timeout(delay).callbacks.append(lambda _ev: done.succeed())
+        else:
+            done.succeed()
     elif not delay:
         done()
     else:
@@ -94,34 +97,19 @@ def _deliver(env: simpy.Environment, done: simpy.Event | Callable[[], None], del
         timer.callbacks.append(lambda _ev: done())
 
 
-class _Flow:
-    __slots__ = (
-        "fid",
-        "edges",
-        "remaining",
-        "rate",
-        "updated",
-        "version",
-        "done",
-        "start",
-        "size",
-        "tail",
-        "weight",
-        "neck",
-    )
+class _Flow(maxmin.Flow):
+    """A flow in progress: the solver's view plus how far it has got."""
+
+    __slots__ = ("remaining", "updated", "version", "done", "start", "size", "tail")
 
     def __init__(
         self, fid: int, edges: tuple[int, ...], nbytes: int, now: int, weight: int = 1
     ) -> None:
-        self.fid = fid
         # ``weight`` identical flows (same route, size and start) moving as one:
         # max-min fairness gives them equal rates, so they finish together.
-        self.weight = weight
-        self.neck = -1  # the link it was last frozen at: its bottleneck
+        super().__init__(fid, edges, weight)
         self.size = nbytes
-        self.edges = edges
         self.remaining = float(nbytes)
-        self.rate = 0.0  # bytes per second
         self.updated = now
         self.version = 0
         self.done: simpy.Event | Callable[[], None] | None = None
@@ -154,7 +142,7 @@ class FlowNetwork:
         # When a detailed trace is wanted: ("flow", edge, start, end, bytes) per flow and
         # hop, and ("util", edge, time, fraction) whenever a link's load changes.
         self.link_log: list[tuple] | None = None
-        self.vector_region = VECTOR_REGION
+        self.vector_region = maxmin.VECTOR_REGION
         self._capacity_array = np.array(self.capacity, dtype=np.float64)
 
     def route_cost(self, route: tuple[int, ...]) -> RouteCost:
@@ -164,13 +152,13 @@ class FlowNetwork:
             self._route_costs[route] = cost
         return cost
 
-    def transfer(self, route: tuple[int, ...], nbytes: int, *, stream: bool = False) -> simpy.Event:
+    def transfer(self, route: tuple[int, ...], nbytes: int, *, stream: bool = False) -> Delivery:
         """An event that fires when the last byte has arrived at the route's end.
 
         ``stream=True`` charges bandwidth only (no latency, no packet fill): a
         PE streaming data through its memory with the access latency hidden.
         """
-        delivered = self.env.event()
+        delivered = Delivery(self.env)
         self.start(route, nbytes, delivered, stream=stream)
         return delivered
 
@@ -217,7 +205,7 @@ class FlowNetwork:
         if idle:
             # Alone on its links: its rate is known now, no rebalance needed.  A
             # flow joining later (even at this instant) rebalances it as usual.
-            flow.neck, flow.rate = self._alone_rate(flow)
+            flow.bottleneck, flow.rate = maxmin.alone_rate(flow, self.capacity)
             self._schedule(flow)
         else:
             self._mark_dirty(route)
@@ -263,25 +251,11 @@ class FlowNetwork:
             region.update(self.active[e])
         if not region:
             return
-        while True:
-            arrays = None
-            if len(region) >= self.vector_region:
-                arrays = ArrayRegion(region, self.active, self._capacity_array, _SATURATED)
-                arrays.fill()
-                grow = arrays.unfair()
-            else:
-                rates, necks, links = self._fill(region)
-                grow = self._unfair(region, rates, necks, links)
-            if not grow:
-                break
-            region.update(grow)
-        if arrays is not None:
-            solved = zip(arrays.flows, arrays.rate.tolist(), arrays.necks(), strict=True)
-            links = dict.fromkeys(arrays.link_list)
-        else:
-            solved = ((flow, rates[fid], necks[fid]) for fid, flow in region.items())
+        solved, links = maxmin.solve_region(
+            region, self.active, self.capacity, self._capacity_array, self.vector_region
+        )
         for flow, rate, neck in solved:
-            flow.neck = neck
+            flow.bottleneck = neck
             if rate != flow.rate or flow.version == 0:
                 if flow.rate:  # bank progress made at the old rate
                     flow.remaining -= flow.rate * (now - flow.updated) / PS_PER_S
@@ -292,132 +266,6 @@ class FlowNetwork:
             for e in links:
                 used = sum(f.rate * f.weight for f in self.active[e].values())
                 self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
-
-    def _alone_rate(self, flow: _Flow) -> tuple[int, float]:
-        """The bottleneck link and rate of a flow with its links to itself."""
-        capacity = self.capacity
-        neck = flow.edges[0]
-        for e in flow.edges:
-            if capacity[e] < capacity[neck] or (capacity[e] == capacity[neck] and e < neck):
-                neck = e
-        return neck, capacity[neck] / flow.weight
-
-    def _fill(
-        self, region: dict[int, _Flow]
-    ) -> tuple[dict[int, float], dict[int, int], dict[int, None]]:
-        """Progressive filling of ``region``'s flows, every other flow at its current rate.
-
-        Repeatedly take the link whose remaining capacity per unfrozen flow is the
-        smallest (ties: the lowest link index), freeze its flows at that share and
-        take their rate off every link they cross.  Every change pushes the link's
-        new share; an entry whose share is out of date is skipped when popped.
-        Returns each flow's rate and the link it was frozen at, and the links.
-        """
-        active, capacity = self.active, self.capacity
-        links: dict[int, None] = {}
-        for flow in region.values():
-            for e in flow.edges:
-                links[e] = None
-        residual: dict[int, float] = {}
-        count: dict[int, int] = {}
-        heap = []
-        for e in links:
-            free, n = capacity[e], 0
-            for fid, other in active[e].items():
-                if fid in region:
-                    n += other.weight
-                else:
-                    free -= other.rate * other.weight
-            if free < 0.0:
-                free = 0.0
-            residual[e] = free
-            count[e] = n
-            heap.append((free / n, e))
-        heapq.heapify(heap)
-        rate: dict[int, float] = {}
-        neck: dict[int, int] = {}
-        todo = len(region)
-        heappop, heappush = heapq.heappop, heapq.heappush
-        while todo:
-            share, link = heappop(heap)
-            n = count[link]
-            if not n or share != residual[link] / n:
-                continue  # stale: a newer entry for this link is in the heap
-            touched: dict[int, None] = {}
-            for fid, flow in active[link].items():
-                if fid in rate or fid not in region:
-                    continue
-                rate[fid] = share
-                neck[fid] = link
-                todo -= 1
-                weight = flow.weight
-                used = share * weight
-                for e in flow.edges:
-                    residual[e] -= used
-                    count[e] -= weight
-                    touched[e] = None
-            for e in touched:  # one new share per link the frozen flows cross
-                left = residual[e]
-                if left < 0.0:
-                    residual[e] = left = 0.0
-                n = count[e]
-                if n:
-                    heappush(heap, (left / n, e))
-        return rate, neck, links
-
-    def _unfair(
-        self,
-        region: dict[int, _Flow],
-        rates: dict[int, float],
-        necks: dict[int, int],
-        links: dict[int, None],
-    ) -> dict[int, _Flow]:
-        """Flows outside ``region`` that must join it for ``rates`` to be max-min fair.
-
-        A flow inside whose freezing link carries a faster outside flow, or an
-        outside flow on the region's links left without a bottleneck, shows the
-        fixed rates were wrong there.  An outside flow whose last bottleneck is
-        off the region's links keeps it: nothing on that link changed.
-        """
-        active, capacity = self.active, self.capacity
-        stats: dict[int, tuple[float, float]] = {}  # link -> (load, fastest flow)
-
-        def bottleneck_at(e: int, r: float) -> bool:
-            known = stats.get(e)
-            if known is None:
-                load = fastest = 0.0
-                for fid, f in active[e].items():
-                    fr = rates[fid] if fid in region else f.rate
-                    load += fr * f.weight
-                    if fr > fastest:
-                        fastest = fr
-                known = stats[e] = (load, fastest)
-            return known[0] >= capacity[e] * _SATURATED and r >= known[1] * _SATURATED
-
-        grow: dict[int, _Flow] = {}
-        for fid, f in region.items():
-            r = rates[fid]
-            if bottleneck_at(necks[fid], r):
-                continue
-            # Frozen at a link where a flow held from outside is faster: another
-            # link must be its bottleneck, and is remembered as such, since the
-            # skip below relies on a flow's remembered link being one.
-            for e in f.edges:
-                if bottleneck_at(e, r):
-                    necks[fid] = e
-                    break
-            else:
-                for e in f.edges:
-                    for other_id, g in active[e].items():
-                        if other_id not in region and g.rate > r:
-                            grow[other_id] = g
-        outside: dict[int, _Flow] = {}
-        for e in links:
-            for fid, g in active[e].items():
-                if fid not in region:
-                    outside[fid] = g
-        recheck_outside(outside.items(), links, bottleneck_at, grow)
-        return grow
 
     def _schedule(self, flow: _Flow) -> None:
         """Queue the flow's completion at its current rate (an earlier entry goes stale)."""
@@ -430,14 +278,7 @@ class FlowNetwork:
         heapq.heappush(self._due, (when, self._seq, flow, flow.version))
         if not self._wakes or when < self._wakes[0]:
             heapq.heappush(self._wakes, when)
-            self.env.schedule(self._wake_event(), simpy.events.NORMAL, delay)
-
-    def _wake_event(self) -> simpy.Event:
-        event = simpy.Event(self.env)
-        event._ok = True  # noqa: SLF001 - scheduled directly, like a Timeout
-        event._value = None  # noqa: SLF001
-        event.callbacks.append(self._wake)
-        return event
+            self.env.timeout(delay).callbacks.append(self._wake)
 
     def _wake(self, _event: simpy.Event) -> None:
         """Finish every flow due now; keep one wake-up queued for the next one due."""
@@ -452,7 +293,7 @@ class FlowNetwork:
             heapq.heappop(due)  # superseded: no wake-up for it
         if due and (not self._wakes or due[0][0] < self._wakes[0]):
             heapq.heappush(self._wakes, due[0][0])
-            self.env.schedule(self._wake_event(), simpy.events.NORMAL, due[0][0] - now)
+            self.env.timeout(due[0][0] - now).callbacks.append(self._wake)
 
     def _finish(self, flow: _Flow) -> None:
         for e in flow.edges:

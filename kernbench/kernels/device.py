@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import KernelError
-from kernbench.fabric import ProgramWork, RunPrograms
 from kernbench.kernels import language as tl
 from kernbench.kernels.interpreter import LaunchRecord, ProgramCost
 from kernbench.kernels.jit import KernelLaunch
+from kernbench.machine import ProgramWork, RunPrograms
 from kernbench.topology import names
 
 if TYPE_CHECKING:

@@ -26,8 +26,9 @@ import numpy as np
 from greenlet import getcurrent
 
 from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
-from kernbench.fabric import Fabric, Handle, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
+from kernbench.fabric import Fabric, Handle
 from kernbench.fabric.engine import MMU_ENTRY_BYTES
+from kernbench.machine import MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
 from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
 from kernbench.runtime import sizes

@@ -1,0 +1,417 @@
+"""Max-min fair rates for flows sharing links: the solver every backend uses.
+
+A *flow* moves bytes over a route of links; flows that cross one link share
+its capacity max-min fairly (progressive filling: the link with the least
+capacity per unfrozen flow freezes its flows at that share, takes their rate
+off every link they cross, and so on).  This module is pure: flows are plain
+objects with ``fid``, ``edges``, ``weight``, ``rate`` and ``bottleneck``,
+links are indices into a capacity list, and nothing here knows a clock.
+
+* :func:`fair_rates` solves a set of flows from scratch.
+* :func:`solve_region` re-solves only the flows near a change (ADR 0011):
+  the region is filled with every other flow's rate held fixed, then checked
+  (every flow touching the region must still have a bottleneck: a saturated
+  link on which no flow is faster); flows that fail the check join the region
+  and it is filled again.  Regions of :data:`VECTOR_REGION` flows or more are
+  filled in NumPy passes (:class:`ArrayRegion`), smaller ones with loops.
+
+``weight`` > 1 stands for that many identical flows (same route, same start)
+moving as one; they get equal rates, so one object carries them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Container, Iterable, Sequence
+from itertools import chain
+
+import numpy as np
+
+__all__ = [
+    "SATURATED",
+    "VECTOR_REGION",
+    "Flow",
+    "alone_rate",
+    "fair_rates",
+    "fill",
+    "unfair",
+    "solve_region",
+    "ArrayRegion",
+    "recheck_outside",
+]
+
+# A link counts as saturated, and a flow as the fastest on it, within this
+# relative margin (rates from different sums of the same capacities differ in
+# their last bits).
+SATURATED = 1 - 1e-9
+# Regions of at least this many flows are filled with array operations: a
+# level of progressive filling is then a few passes over arrays instead of a
+# Python loop over every link of every flow frozen at it.
+VECTOR_REGION = 128
+
+Active = Sequence[dict[int, "Flow"]]  # per link: the flows on it, by id, in arrival order
+
+
+class Flow:
+    """What the solver knows of a flow: its links, weight, rate and bottleneck link."""
+
+    __slots__ = ("fid", "edges", "weight", "rate", "bottleneck")
+
+    def __init__(self, fid: int, edges: tuple[int, ...], weight: int = 1) -> None:
+        self.fid = fid
+        self.edges = edges
+        self.weight = weight
+        self.rate = 0.0  # bytes per second
+        self.bottleneck = -1  # the link it was frozen at (or checked to be held by)
+
+
+def alone_rate(flow: Flow, capacity: Sequence[float]) -> tuple[int, float]:
+    """The bottleneck link and rate of a flow with its links to itself."""
+    neck = flow.edges[0]
+    for e in flow.edges:
+        if capacity[e] < capacity[neck] or (capacity[e] == capacity[neck] and e < neck):
+            neck = e
+    return neck, capacity[neck] / flow.weight
+
+
+def fill(
+    region: dict[int, Flow], active: Active, capacity: Sequence[float]
+) -> tuple[dict[int, float], dict[int, int], dict[int, None]]:
+    """Progressive filling of ``region``'s flows, every other flow at its current rate.
+
+    Repeatedly take the link whose remaining capacity per unfrozen flow is the
+    smallest (ties: the lowest link index), freeze its flows at that share and
+    take their rate off every link they cross.  Every change pushes the link's
+    new share; an entry whose share is out of date is skipped when popped.
+    Returns each flow's rate and the link it was frozen at, and the links.
+    """
+    links: dict[int, None] = {}
+    for flow in region.values():
+        for e in flow.edges:
+            links[e] = None
+    residual: dict[int, float] = {}
+    count: dict[int, int] = {}
+    heap = []
+    for e in links:
+        free, n = capacity[e], 0
+        for fid, other in active[e].items():
+            if fid in region:
+                n += other.weight
+            else:
+                free -= other.rate * other.weight
+        if free < 0.0:
+            free = 0.0
+        residual[e] = free
+        count[e] = n
+        heap.append((free / n, e))
+    heapq.heapify(heap)
+    rate: dict[int, float] = {}
+    neck: dict[int, int] = {}
+    todo = len(region)
+    heappop, heappush = heapq.heappop, heapq.heappush
+    while todo:
+        share, link = heappop(heap)
+        n = count[link]
+        if not n or share != residual[link] / n:
+            continue  # stale: a newer entry for this link is in the heap
+        touched: dict[int, None] = {}
+        for fid, flow in active[link].items():
+            if fid in rate or fid not in region:
+                continue
+            rate[fid] = share
+            neck[fid] = link
+            todo -= 1
+            weight = flow.weight
+            used = share * weight
+            for e in flow.edges:
+                residual[e] -= used
+                count[e] -= weight
+                touched[e] = None
+        for e in touched:  # one new share per link the frozen flows cross
+            left = residual[e]
+            if left < 0.0:
+                residual[e] = left = 0.0
+            n = count[e]
+            if n:
+                heappush(heap, (left / n, e))
+    return rate, neck, links
+
+
+def unfair(
+    region: dict[int, Flow],
+    rates: dict[int, float],
+    necks: dict[int, int],
+    links: dict[int, None],
+    active: Active,
+    capacity: Sequence[float],
+) -> dict[int, Flow]:
+    """Flows outside ``region`` that must join it for ``rates`` to be max-min fair.
+
+    A flow inside whose freezing link carries a faster outside flow, or an
+    outside flow on the region's links left without a bottleneck, shows the
+    fixed rates were wrong there.  An outside flow whose last bottleneck is
+    off the region's links keeps it: nothing on that link changed.
+    """
+    stats: dict[int, tuple[float, float]] = {}  # link -> (load, fastest flow)
+
+    def bottleneck_at(e: int, r: float) -> bool:
+        known = stats.get(e)
+        if known is None:
+            load = fastest = 0.0
+            for fid, f in active[e].items():
+                fr = rates[fid] if fid in region else f.rate
+                load += fr * f.weight
+                if fr > fastest:
+                    fastest = fr
+            known = stats[e] = (load, fastest)
+        return known[0] >= capacity[e] * SATURATED and r >= known[1] * SATURATED
+
+    grow: dict[int, Flow] = {}
+    for fid, f in region.items():
+        r = rates[fid]
+        if bottleneck_at(necks[fid], r):
+            continue
+        # Frozen at a link where a flow held from outside is faster: another
+        # link must be its bottleneck, and is remembered as such, since the
+        # skip below relies on a flow's remembered link being one.
+        for e in f.edges:
+            if bottleneck_at(e, r):
+                necks[fid] = e
+                break
+        else:
+            for e in f.edges:
+                for other_id, g in active[e].items():
+                    if other_id not in region and g.rate > r:
+                        grow[other_id] = g
+    outside: dict[int, Flow] = {}
+    for e in links:
+        for fid, g in active[e].items():
+            if fid not in region:
+                outside[fid] = g
+    recheck_outside(outside.items(), links, bottleneck_at, grow)
+    return grow
+
+
+def solve_region(
+    region: dict[int, Flow],
+    active: Active,
+    capacity: Sequence[float],
+    capacity_array: np.ndarray,
+    vector_region: int = VECTOR_REGION,
+) -> tuple[list[tuple[Flow, float, int]], Iterable[int]]:
+    """Max-min fair rates around a change: ``(flow, rate, bottleneck)`` per flow, and the links.
+
+    ``region`` starts as the flows on the changed links and grows as the
+    fairness check requires; every flow outside keeps its rate.
+    """
+    while True:
+        arrays = None
+        if len(region) >= vector_region:
+            arrays = ArrayRegion(region, active, capacity_array, SATURATED)
+            arrays.fill()
+            grow = arrays.unfair()
+        else:
+            rates, necks, links = fill(region, active, capacity)
+            grow = unfair(region, rates, necks, links, active, capacity)
+        if not grow:
+            break
+        region.update(grow)
+    if arrays is not None:
+        solved = list(zip(arrays.flows, arrays.rate.tolist(), arrays.necks(), strict=True))
+        return solved, arrays.link_list
+    return [(flow, rates[fid], necks[fid]) for fid, flow in region.items()], links
+
+
+def fair_rates(flows: Iterable[Flow], capacity: Sequence[float]) -> None:
+    """Give every flow its max-min fair rate and bottleneck link, from scratch (in place)."""
+    region = {flow.fid: flow for flow in flows}
+    active: dict[int, dict[int, Flow]] = {}
+    for fid, flow in region.items():
+        for e in flow.edges:
+            active.setdefault(e, {})[fid] = flow
+    if not region:
+        return
+    rates, necks, _ = fill(region, _Sparse(active), capacity)
+    for fid, flow in region.items():
+        flow.rate, flow.bottleneck = rates[fid], necks[fid]
+
+
+class _Sparse(dict):
+    """Per-link flow maps for the links some flow crosses (others read as empty)."""
+
+    def __missing__(self, key: int) -> dict[int, Flow]:
+        return {}
+
+
+class ArrayRegion:
+    """A region's flows as (flow, link) pairs, filled progressively (ADR 0011).
+
+    Same filling and fairness check as :func:`fill` and :func:`unfair`, with
+    NumPy over (flow, link) pairs.  ``saturated`` is the relative margin within
+    which a link counts as full and a flow as the fastest on it.
+    """
+
+    def __init__(
+        self,
+        region: dict[int, Flow],
+        active: Active,
+        capacity: np.ndarray,
+        saturated: float,
+    ) -> None:
+        self.region = region
+        self.active = active
+        self.saturated = saturated
+        flows = self.flows = list(region.values())
+        n = self.n = len(flows)
+        routes = [f.edges for f in flows]
+        lengths = np.fromiter(map(len, routes), dtype=np.intp, count=n)
+        n_pairs = int(lengths.sum())
+        pair_edge = np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=n_pairs)
+        weight = np.array([f.weight for f in flows], dtype=np.float64)
+        self.pair_flow = np.repeat(np.arange(n), lengths)
+        self.flow_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        # Links in ascending index (ties between links go to the lower index).
+        seen = np.zeros(len(capacity), dtype=bool)
+        seen[pair_edge] = True
+        self.link_ids = np.flatnonzero(seen)
+        local = np.empty(len(capacity), dtype=np.intp)
+        local[self.link_ids] = np.arange(len(self.link_ids))
+        self.pair_link = local[pair_edge]
+        self.link_list: list[int] = self.link_ids.tolist()
+        self.local = dict(zip(self.link_list, range(len(self.link_list)), strict=True))
+        self.all_capacity = capacity
+        self.capacity = capacity[self.link_ids]
+        self.pair_weight = weight[self.pair_flow]
+        # Flows outside the region hold their rates: their load and the fastest of them.
+        n_links = len(self.link_ids)
+        members = np.bincount(self.pair_link, minlength=n_links)
+        crowd = np.fromiter(map(len, map(active.__getitem__, self.link_list)), np.intp, n_links)
+        self.outside: dict[int, Flow] = {}
+        self.out_load = np.zeros(n_links)
+        self.out_fast = np.zeros(n_links)
+        for j in np.flatnonzero(crowd != members).tolist():
+            load = fast = 0.0
+            for fid, other in active[self.link_list[j]].items():
+                if fid not in region:
+                    self.outside[fid] = other
+                    load += other.rate * other.weight
+                    if other.rate > fast:
+                        fast = other.rate
+            self.out_load[j] = load
+            self.out_fast[j] = fast
+        self.rate = np.empty(n)
+        self.local_neck = np.empty(n, dtype=np.intp)  # each flow's bottleneck, a local index
+
+    def necks(self) -> list[int]:
+        """Each flow's bottleneck link (after :meth:`fill` and :meth:`unfair`)."""
+        return self.link_ids[self.local_neck].tolist()
+
+    def fill(self) -> None:
+        """Progressive filling, freezing every link that is at its level at once.
+
+        Filling freezes links in order of their share (remaining capacity per
+        unfrozen flow), and freezing a link only raises the shares of the
+        links its flows cross.  So a link whose share no unfrozen flow on it
+        beats elsewhere freezes at that share whatever freezes before it; each
+        pass freezes all such links (a flow on two of them, tied, takes the
+        lower link index as its bottleneck).
+        """
+        pair_link, pair_flow, pair_weight = self.pair_link, self.pair_flow, self.pair_weight
+        flow_start, n_links = self.flow_start, len(self.link_ids)
+        count = np.bincount(pair_link, weights=pair_weight, minlength=n_links)
+        free = np.maximum(self.capacity - self.out_load, 0.0)
+        unfrozen = np.ones(self.n, dtype=bool)
+        todo = self.n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            while todo:
+                share = np.where(count > 0, free / count, np.inf)
+                pair_share = share[pair_link]
+                lowest = np.minimum.reduceat(pair_share, flow_start)  # per flow
+                live = unfrozen[pair_flow]
+                blocked = live & (lowest[pair_flow] < pair_share)
+                ready = (count > 0) & (np.bincount(pair_link[blocked], minlength=n_links) == 0)
+                candidate = np.where(live & ready[pair_link], pair_link, n_links)
+                at = np.minimum.reduceat(candidate, flow_start)  # lowest ready link per flow
+                frozen = at < n_links
+                self.rate[frozen] = lowest[frozen]
+                self.local_neck[frozen] = at[frozen]
+                unfrozen &= ~frozen
+                todo -= int(np.count_nonzero(frozen))
+                pairs = frozen[pair_flow]
+                links_hit = pair_link[pairs]
+                w = pair_weight[pairs]
+                count -= np.bincount(links_hit, weights=w, minlength=n_links)
+                used = w * lowest[pair_flow[pairs]]
+                free -= np.bincount(links_hit, weights=used, minlength=n_links)
+                np.maximum(free, 0.0, out=free)
+
+    def unfair(self) -> dict[int, Flow]:
+        """The flows outside that must join the region (as :func:`unfair`)."""
+        pair_link, pair_flow = self.pair_link, self.pair_flow
+        rate, margin = self.rate, self.saturated
+        pair_rate = rate[pair_flow]
+        load = self.out_load + np.bincount(
+            pair_link, weights=pair_rate * self.pair_weight, minlength=len(self.link_ids)
+        )
+        fast = self.out_fast.copy()
+        np.maximum.at(fast, pair_link, pair_rate)
+        full = load >= self.capacity * margin
+        held = full[pair_link] & (pair_rate >= fast[pair_link] * margin)
+        has_neck = np.logical_or.reduceat(held, self.flow_start)
+        # A flow frozen at a link where an outside flow is faster remembers
+        # one of its links that is a bottleneck instead (see unfair()).
+        n_links = len(self.link_ids)
+        at_neck = self.local_neck
+        moved = has_neck & ~(full[at_neck] & (rate >= fast[at_neck] * margin))
+        if moved.any():
+            first = np.minimum.reduceat(np.where(held, pair_link, n_links), self.flow_start)
+            at_neck[moved] = first[moved]
+        active, region = self.active, self.region
+        grow: dict[int, Flow] = {}
+        # A flow without one is squeezed by faster flows held from outside: on
+        # its links whose fastest outside flow beats it, those flows join.
+        squeezed = ~has_neck[pair_flow] & (self.out_fast[pair_link] > pair_rate)
+        for j, r in zip(pair_link[squeezed].tolist(), pair_rate[squeezed].tolist(), strict=True):
+            for other_id, g in active[self.link_list[j]].items():
+                if other_id not in region and g.rate > r:
+                    grow[other_id] = g
+        if not self.outside:
+            return grow
+        local, all_capacity = self.local, self.all_capacity
+        full_list, fast_list = full.tolist(), fast.tolist()
+
+        def bottleneck_at(e: int, r: float) -> bool:
+            j = local.get(e)
+            if j is not None:
+                return full_list[j] and r >= fast_list[j] * margin
+            load = fastest = 0.0  # a link off the region: every flow on it holds its rate
+            for f in active[e].values():
+                load += f.rate * f.weight
+                fastest = max(fastest, f.rate)
+            return load >= all_capacity[e] * margin and r >= fastest * margin
+
+        recheck_outside(self.outside.items(), local, bottleneck_at, grow)
+        return grow
+
+
+def recheck_outside(
+    outside: Iterable[tuple[int, Flow]],
+    region_links: Container[int],
+    bottleneck_at: Callable[[int, float], bool],
+    grow: dict[int, Flow],
+) -> None:
+    """Outside flows keep their rates while their remembered bottleneck holds.
+
+    One whose remembered link is off the region's links keeps it: nothing on
+    that link changed.  One whose link is on them and no longer a bottleneck
+    remembers another of its links that is, or else joins ``grow``.
+    """
+    for fid, g in outside:
+        if g.bottleneck not in region_links or bottleneck_at(g.bottleneck, g.rate):
+            continue
+        for e in g.edges:
+            if bottleneck_at(e, g.rate):
+                g.bottleneck = e
+                break
+        else:
+            grow[fid] = g

@@ -1,0 +1,68 @@
+"""The max-min solver on its own, without a clock: exact shares on known cases."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from kernbench.machine import maxmin
+from kernbench.machine.maxmin import Flow
+
+
+def test_one_link_shared_equally_and_a_second_bottleneck_gives_the_rest():
+    # Link 0 (6 GB/s) carries a, b, c; link 1 (2 GB/s) carries c only.
+    a, b, c = Flow(0, (0,)), Flow(1, (0,)), Flow(2, (0, 1))
+    maxmin.fair_rates([a, b, c], [6e9, 2e9])
+    assert (c.rate, c.bottleneck) == (2e9, 1)
+    assert (a.rate, a.bottleneck) == (2e9, 0) and b.rate == 2e9
+
+
+def test_weight_counts_as_that_many_flows():
+    single, triple = Flow(0, (0,)), Flow(1, (0,), weight=3)
+    maxmin.fair_rates([single, triple], [4e9])
+    assert single.rate == triple.rate == 1e9
+
+
+def test_a_flow_alone_gets_its_slowest_link():
+    flow = Flow(0, (2, 0, 1))
+    assert maxmin.alone_rate(flow, [5.0, 3.0, 3.0]) == (1, 3.0)
+
+
+def _random_case(rng: random.Random, flows: int, links: int):
+    capacity = [rng.choice([1.0, 2.0, 3.0, 5.0]) * 1e9 for _ in range(links)]
+    made = [
+        Flow(
+            i,
+            tuple(sorted(rng.sample(range(links), rng.randint(1, min(3, links))))),
+            rng.choice([1, 1, 2]),
+        )
+        for i in range(flows)
+    ]
+    return capacity, made
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("vector_region", [1, 10**9], ids=["arrays", "loops"])
+def test_solving_a_region_from_nothing_is_the_full_solution(seed, vector_region):
+    """solve_region with every flow in the region (nothing outside) agrees with fair_rates,
+    in both its loop and its array form."""
+    rng = random.Random(seed)
+    capacity, flows = _random_case(rng, 60, 12)
+    reference = [Flow(f.fid, f.edges, f.weight) for f in flows]
+    maxmin.fair_rates(reference, capacity)
+    active: list[dict[int, Flow]] = [{} for _ in capacity]
+    for f in flows:
+        for e in f.edges:
+            active[e][f.fid] = f
+    solved, _ = maxmin.solve_region(
+        {f.fid: f for f in flows}, active, capacity, np.array(capacity), vector_region
+    )
+    rates = {flow.fid: rate for flow, rate, _ in solved}
+    for ref in reference:
+        assert rates[ref.fid] == pytest.approx(ref.rate, rel=1e-9)
+    # No link is over its capacity, and every flow is held by a full link.
+    for e, cap in enumerate(capacity):
+        load = sum(rates[f.fid] * f.weight for f in active[e].values())
+        assert load <= cap * (1 + 1e-9)
