@@ -12,11 +12,11 @@ from kernbench.machine.maxmin import Flow
 
 
 def test_one_link_shared_equally_and_a_second_bottleneck_gives_the_rest():
-    # Link 0 (6 GB/s) carries a, b, c; link 1 (2 GB/s) carries c only.
+    # Link 0 (6 GB/s) carries a, b, c; link 1 (1 GB/s) carries c only.
     a, b, c = Flow(0, (0,)), Flow(1, (0,)), Flow(2, (0, 1))
-    maxmin.fair_rates([a, b, c], [6e9, 2e9])
-    assert (c.rate, c.bottleneck) == (2e9, 1)
-    assert (a.rate, a.bottleneck) == (2e9, 0) and b.rate == 2e9
+    maxmin.fair_rates([a, b, c], [6e9, 1e9])
+    assert (c.rate, c.bottleneck) == (1e9, 1)
+    assert (a.rate, a.bottleneck) == (2.5e9, 0) and b.rate == 2.5e9
 
 
 def test_weight_counts_as_that_many_flows():
