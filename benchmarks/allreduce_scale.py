@@ -34,7 +34,7 @@ from kernbench.units import parse_size  # noqa: E402
 def one_run(ranks: int, algorithm: str, nbytes: int) -> dict:
     topology = load_topology("topologies/rack.yaml", ["system.device_level=pe"])
     env = CountingEnvironment()
-    ctx = RuntimeContext(topology, timing_only=True, fabric=Fabric(topology, env=env))
+    ctx = RuntimeContext(topology, timing_only=True, machine=Fabric(topology, env=env))
     ctx._ccl = CclSettings.from_overrides()
     world = World(ctx, ranks)
 

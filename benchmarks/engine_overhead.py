@@ -19,7 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import bare_simpy_seconds  # noqa: E402
 
-from kernbench.fabric import Fabric, Transfer  # noqa: E402
+from kernbench.fabric import Fabric  # noqa: E402
+from kernbench.machine import Transfer  # noqa: E402
 from kernbench.topology import load_topology  # noqa: E402
 
 

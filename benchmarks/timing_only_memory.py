@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     peak = peak_rss_bytes()
     print(f"topology: {args.topology}")
-    print(f"tensor: {shape} float32, {src.nbytes} B, {len(ctx.fabric.trace)} requests")
+    print(f"tensor: {shape} float32, {src.nbytes} B, {len(ctx.trace)} requests")
     print(f"wall time: {wall:.2f} s")
     print(f"simulated time: {ctx.now} ps ({ctx.now / 1e9:.3f} ms)")
     print(f"peak RSS: {peak // 1024} KiB ({peak / GiB:.3f} GiB)")

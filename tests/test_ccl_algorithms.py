@@ -368,7 +368,7 @@ def test_bruck_splits_wrapping_steps(p: int, monkeypatch: pytest.MonkeyPatch) ->
         count = min(distance, p - distance)
         messages += sum(2 if r + count > p else 1 for r in range(p))
         distance <<= 1
-    assert result.context.fabric.ipcq.messages == 3 * messages  # three all-gathers
+    assert result.context.machine.ipcq_messages == 3 * messages  # three all-gathers
 
 
 def _timing_size(name: str) -> int:
@@ -539,4 +539,4 @@ def test_sub_communicator_channels_are_closed() -> None:
         rank_args=True,
         timing_only=True,
     )
-    assert result.context.fabric.ipcq._channels == {}
+    assert result.context.machine.ipcq.open_channels == 0

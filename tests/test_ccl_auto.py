@@ -160,14 +160,14 @@ def _one_call_link_bytes(machine: str, op: str, config: str, nbytes: int) -> dic
     """Bytes one call moves over each link and memory port (two calls less one call: the
     first call's IPCQ plan install and the tensors' set-up cancel out)."""
     runs = [_simulate(machine, op, config, [nbytes], calls) for calls in (1, 2)]
-    edges = runs[0].context.fabric.graph.edges
-    once, twice = (run.context.fabric.network.bytes_carried for run in runs)
+    edges = runs[0].context.machine.graph.edges
+    once, twice = (run.link_bytes for run in runs)
     return {edges[e].name: twice[e] - once[e] for e in range(len(edges)) if twice[e] != once[e]}
 
 
 def _check_against_the_links(machine: str, nbytes: int) -> list[str]:
     ctx, pes = _probe(machine)
-    graph = ctx.fabric.graph
+    graph = ctx.machine.graph
     bandwidth = {e.name: e.bandwidth for e in graph.edges}
     launch = ctx.topology.cube.pe_template.components.pe_core.attrs.launch_overhead / 1e12
     problems = []

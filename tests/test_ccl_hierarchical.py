@@ -46,4 +46,4 @@ def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
     expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
     for r in range(8):
         np.testing.assert_array_equal(result.returns[r], expected)
-    assert result.context.fabric.ipcq.messages == 8 * 6
+    assert result.context.machine.ipcq_messages == 8 * 6

@@ -8,6 +8,7 @@ import simpy
 from kernbench.errors import KernBenchError, RouteError
 from kernbench.fabric import Fabric, FlowNetwork
 from kernbench.machine import Compute, MemoryRead, MemoryWrite, Transfer
+from kernbench.machine.observe import RowRecorder
 from kernbench.topology import load_topology
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S, parse_bandwidth, parse_time
@@ -154,6 +155,8 @@ def test_compute_serialises_on_an_engine_and_engines_run_in_parallel() -> None:
 def test_same_requests_give_the_same_trace() -> None:
     def run() -> list:
         fabric = Fabric(load_topology("topologies/default.yaml"))
+        recorder = RowRecorder()
+        fabric.observers.add(recorder)
         handles = [
             fabric.submit(
                 MemoryWrite(
@@ -166,7 +169,7 @@ def test_same_requests_give_the_same_trace() -> None:
             for p in range(8)
         ]
         fabric.wait_all(handles)
-        return fabric.trace
+        return recorder.rows
 
     first, second = run(), run()
     assert first == second

@@ -13,7 +13,7 @@ A, B = "sip0.cube0.pe0", "sip0.cube0.pe1"
 def _fabric() -> tuple[Fabric, int, int, int]:
     fabric = Fabric(load_topology("topologies/tiny.yaml"))
     ipcq = fabric.ipcq
-    network, graph = fabric.network, fabric.graph
+    network, graph = fabric.links, fabric.graph
     there = network.route_cost(graph.route(A, B)).latency_ps
     back = network.route_cost(graph.route(B, A)).latency_ps
     return fabric, ipcq.endpoint_overhead_ps, there, back

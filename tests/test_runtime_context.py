@@ -162,7 +162,7 @@ def check_placement(
             assert p.memory_node == f"sip{sip}.cube{cube}.hbm{pe}"
         # Virtual address: page aligned, and the PE's MMU maps it onto the shard.
         assert p.va % PAGE == 0
-        table = ctx.fabric.page_table(p.pe_name)
+        table = ctx.machine.page_table(p.pe_name)
         assert table.translate(p.va, nbytes) == [(pa, nbytes)]
         spans.append((p.va, p.va + nbytes))
     spans.sort()
@@ -264,10 +264,10 @@ def test_a_shard_is_mapped_in_every_pe_of_its_cube_only():
     assert [p.pe_name for p in t.placements] == ["sip0.cube0.pe0", "sip0.cube1.pe0"]
     for p in t.placements:
         for pe in range(8):
-            table = ctx.fabric.page_table(f"sip0.cube{p.shard.cube}.pe{pe}")
+            table = ctx.machine.page_table(f"sip0.cube{p.shard.cube}.pe{pe}")
             assert table.translate(p.va, p.shard.nbytes) == [(p.pa, p.shard.nbytes)]
         with pytest.raises(MemoryFaultError, match="page fault"):
-            ctx.fabric.page_table("sip0.cube2.pe0").translate(p.va, p.shard.nbytes)
+            ctx.machine.page_table("sip0.cube2.pe0").translate(p.va, p.shard.nbytes)
 
 
 def test_zeros_reads_back_zeros_in_memory_a_freed_tensor_had_written():
@@ -341,7 +341,7 @@ def test_out_of_memory_names_the_tensor_and_leaves_the_machine_as_it_was():
     small = ctx.zeros((4, 8), "int32", name="small")
     small.copy_(values)
     used, va_used, segments = ctx.memory.used_bytes(), ctx.va.used, ctx.store.segment_count
-    now, rows = ctx.now, len(ctx.fabric.trace)
+    now, rows = ctx.now, len(ctx.trace)
     too_big = 1000 * 250_001 * 4  # 1_000_004_000 B > the 1 GB partition of one PE
     with pytest.raises(OutOfMemoryError) as info:
         ctx.zeros((1000, 250_001), "float32", name="huge")
@@ -355,7 +355,7 @@ def test_out_of_memory_names_the_tensor_and_leaves_the_machine_as_it_was():
     assert ctx.memory.used_bytes() == used
     assert ctx.va.used == va_used
     assert ctx.store.segment_count == segments
-    assert (ctx.now, len(ctx.fabric.trace)) == (now, rows)  # nothing was sent
+    assert (ctx.now, len(ctx.trace)) == (now, rows)  # nothing was sent
     np.testing.assert_array_equal(small.numpy(), values)
 
 
@@ -410,8 +410,8 @@ def test_free_returns_memory_and_unmaps_now():
     assert ctx.store.segment_count == 0
     for pe_name, va, nbytes in shards:
         with pytest.raises(MemoryFaultError, match="page fault"):
-            ctx.fabric.page_table(pe_name).translate(va, nbytes)
-    assert [row.kind for row in ctx.fabric.trace if row.tag == t.name][-1] == "mmu_unmap"
+            ctx.machine.page_table(pe_name).translate(va, nbytes)
+    assert [row.kind for row in ctx.trace if row.tag == t.name][-1] == "mmu_unmap"
 
 
 def test_cleanup_returns_all_memory_and_unmaps_everything():
@@ -430,7 +430,7 @@ def test_cleanup_returns_all_memory_and_unmaps_everything():
     assert ctx.store.segment_count == 0
     for pe_name, va, nbytes in shards:
         with pytest.raises(MemoryFaultError, match="page fault"):
-            ctx.fabric.page_table(pe_name).translate(va, nbytes)
+            ctx.machine.page_table(pe_name).translate(va, nbytes)
     for t in tensors:
         assert t.is_freed
         with pytest.raises(TensorError, match="was freed"):
@@ -456,7 +456,7 @@ def test_a_dropped_tensor_is_freed_before_the_next_one_is_made():
     keep = ctx.zeros((4, 4), "float32")
     assert ctx.memory.used_bytes() == 256  # only the new tensor (4x4x4 B, rounded to 256)
     assert ctx.va.used == PAGE
-    table = ctx.fabric.page_table(pe_name)
+    table = ctx.machine.page_table(pe_name)
     with pytest.raises(MemoryFaultError, match="page fault"):
         table.translate(va, nbytes)
     # The new tensor may reuse the first page; then it maps to the new tensor's memory.
@@ -570,7 +570,7 @@ def test_a_placement_that_does_not_divide_is_a_placement_error(shape, policy, fr
     for fragment in fragments:
         assert fragment in str(info.value)
     assert ctx.memory.used_bytes() == 0
-    assert ctx.fabric.trace == []
+    assert ctx.trace == []
 
 
 def test_a_placement_that_does_not_divide_across_cubes_names_the_outer_split():

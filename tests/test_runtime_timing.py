@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from kernbench.errors import TensorError
-from kernbench.fabric import RouteCost
+from kernbench.machine.api import RouteCost
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext
 
@@ -52,11 +52,11 @@ def stream(nbytes: int, bandwidth: int) -> int:
 
 
 def rows_of(ctx: RuntimeContext, kind: str, tag: str):
-    return [row for row in ctx.fabric.trace if row.kind == kind and row.tag == tag]
+    return [row for row in ctx.trace if row.kind == kind and row.tag == tag]
 
 
 def route_cost(ctx: RuntimeContext, src: str, dst: str) -> RouteCost:
-    graph = ctx.fabric.graph
+    graph = ctx.machine.graph
     return RouteCost([graph.edges[i] for i in graph.route(src, dst)])
 
 
@@ -77,8 +77,8 @@ def test_zeros_into_one_hbm_slice_costs_the_host_link_bottleneck():
     assert write.duration_ps == expected
     assert write.duration_ps == route_cost(ctx, "host", "sip0.cube0.hbm0").idle_ps(size, PACKET)
     classes = [
-        ctx.fabric.graph.edges[i].link_class
-        for i in ctx.fabric.graph.route("host", t.placements[0].memory_node)
+        ctx.machine.graph.edges[i].link_class
+        for i in ctx.machine.graph.route("host", t.placements[0].memory_node)
     ]
     assert classes == ["host_link", "hbm_port"]
     # The write starts once the mapping is installed, and the clock stops when it ends.
@@ -211,7 +211,7 @@ def script(ctx: RuntimeContext, sip_policies: bool) -> list:
     f = ctx.zeros(shape, "float16", dp=DPPolicy(**{level: "row_wise"}))
     f.copy_(b)
     ctx.cleanup()
-    return [(r.kind, r.src, r.dst, r.start_ps, r.end_ps, r.nbytes) for r in ctx.fabric.trace]
+    return [(r.kind, r.src, r.dst, r.start_ps, r.end_ps, r.nbytes) for r in ctx.trace]
 
 
 @pytest.mark.parametrize(
@@ -232,7 +232,7 @@ def test_the_same_script_twice_gives_the_same_trace():
     first, second = RuntimeContext(RING8), RuntimeContext(RING8)
     script(first, sip_policies=True)
     script(second, sip_policies=True)
-    assert first.fabric.trace == second.fabric.trace  # ids, tags and times, bit for bit
+    assert first.trace == second.trace  # ids, tags and times, bit for bit
     assert first.now == second.now
 
 

@@ -517,8 +517,8 @@ def test_generators_and_other_distributions(ctx):
 
 def test_each_rank_has_its_own_generator():
     context = RuntimeContext(TINY, overrides=PE_DEVICES)
-    scheduler = Scheduler(context.fabric.env, 3)
-    context.fabric.waiter = lambda h: scheduler.wait_until(h.event, f"request {h.request_id}")
+    scheduler = Scheduler(context.machine.clock, 3)
+    context.machine.set_waiter(lambda h: scheduler.wait_until(h.event, f"request {h.request_id}"))
 
     def body(rank: int):
         torch.cuda.set_device(rank)

@@ -180,11 +180,10 @@ def run_script(
         write_csv_atomic(csv_path, result.report.get("results", []), result.report["metadata"])
         echo(f"csv: {csv_path}")
     if trace_path:
-        fabric = result.context.fabric
         trace = chrome_trace(
             result.trace,
-            link_log=fabric.network.link_log,
-            edges=fabric.graph.edges,
+            detail=result.detail,
+            edges=result.context.machine.graph.edges,
             metadata=result.report,
         )
         write_json_atomic(trace_path, trace, what="trace")

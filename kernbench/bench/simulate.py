@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernbench.bench.trace import TraceCollector
 from kernbench.distributed.world import World
 from kernbench.errors import SimulationLimitError
 from kernbench.machine import TraceRow
+from kernbench.machine.observe import LinkBytes
 from kernbench.runtime import RuntimeContext, use_context
 from kernbench.topology import Topology, load_topology
 from kernbench.units import PS_PER_S
@@ -29,6 +31,10 @@ class SimResult:
     trace: list[TraceRow]
     report: dict[str, Any]
     context: RuntimeContext = field(repr=False)
+    # Link, engine and queue activity, when the run asked for a trace (``detail``).
+    detail: TraceCollector | None = field(default=None, repr=False)
+    # Bytes every link of the machine carried (by link index).
+    link_bytes: list[int] = field(default_factory=list, repr=False)
 
 
 def simulate(
@@ -59,8 +65,12 @@ def simulate(
         topology = load_topology(topology, topology_overrides)
     ctx = RuntimeContext(topology, timing_only=timing_only)
     ctx._ccl = CclSettings.from_overrides(ccl_overrides)
+    link_bytes = LinkBytes(len(ctx.machine.graph.edges))
+    ctx.machine.observers.add(link_bytes)
+    collector = None
     if detail:
-        ctx.fabric.enable_detail()
+        collector = TraceCollector()
+        ctx.machine.observers.add(collector)
     world = World(ctx, ctx.num_devices if world_size is None else world_size)
     size = world.world_size
     world.scheduler.max_sim_ps = max_sim_time_ps
@@ -77,16 +87,18 @@ def simulate(
         try:
             returns = world.run(body)
         except SimulationLimitError as exc:
-            exc.report = run_report(ctx, world, finished)
+            exc.report = run_report(ctx, world, finished, link_bytes)
             exc.report["stopped"] = str(exc).splitlines()[0]
             raise
-    report = run_report(ctx, world, finished)
+    report = run_report(ctx, world, finished, link_bytes)
     report["overrides"] = list(overrides)
     report["seed"] = seed
     rows = next((r for r in returns if _is_rows(r)), None)
     if rows is not None:
         report["results"] = rows
-    return SimResult(returns, ctx.now, finished, ctx.fabric.trace, report, ctx)
+    return SimResult(
+        returns, ctx.now, finished, ctx.trace, report, ctx, collector, link_bytes.carried
+    )
 
 
 def trace_digest(rows: Iterable[TraceRow]) -> str:
@@ -104,13 +116,14 @@ def _is_rows(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
-def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) -> dict[str, Any]:
+def run_report(
+    ctx: RuntimeContext, world: World | None, per_rank: list[int], link_bytes: LinkBytes
+) -> dict[str, Any]:
     """Simulated time, per-rank time, bytes per link class, busiest component."""
-    network = ctx.fabric.network
-    edges = ctx.fabric.graph.edges
+    edges = ctx.machine.graph.edges
     by_class: dict[str, int] = defaultdict(int)
     busiest = None
-    for edge, carried in zip(edges, network.bytes_carried, strict=True):
+    for edge, carried in zip(edges, link_bytes.carried, strict=True):
         if not carried:
             continue
         by_class[edge.link_class] += carried
@@ -119,14 +132,14 @@ def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) ->
             busiest = (edge, busy, carried)
     elapsed = ctx.now
     report: dict[str, Any] = {
-        "trace_digest": trace_digest(ctx.fabric.trace),
+        "trace_digest": trace_digest(ctx.trace),
         "topology": ctx.topology.name,
         "world_size": world.world_size if world else 1,
         "timing_only": ctx.timing_only,
         "simulated_time_ps": elapsed,
         "per_rank_time_ps": list(per_rank),
         "bytes_by_link_class": dict(sorted(by_class.items())),
-        "requests": len(ctx.fabric.trace),
+        "requests": len(ctx.trace),
         "collectives": [
             {
                 "op": c.op,
@@ -139,7 +152,7 @@ def run_report(ctx: RuntimeContext, world: World | None, per_rank: list[int]) ->
             }
             for c in (world.collectives if world else [])
         ],
-        "ipcq_messages": ctx.fabric.ipcq.messages if ctx.fabric._ipcq else 0,
+        "ipcq_messages": ctx.machine.ipcq_messages,
     }
     if busiest is not None:
         edge, busy, carried = busiest

@@ -6,8 +6,9 @@ its IPCQ, its kernel programs and collective programs, each memory, M_CPU and
 link.  Requests served by one component can overlap in time (flows sharing a
 link); they are spread over numbered lanes (``link:... #1``) so that slices on
 one thread never partially overlap, as the format requires.  Link utilisation
-is a counter track per link.  Engine, IPCQ and link activity is recorded only
-when the run asked for a trace (``Fabric.enable_detail``).
+is a counter track per link.  Engine, IPCQ and link activity comes from a
+:class:`TraceCollector` hook, registered on the machine only when the run asked
+for a trace (observation off costs nothing).
 
 Traces and run reports are written by :func:`write_json_atomic` as strict JSON
 (no bare ``NaN``) through :mod:`kernbench.files`, which never replaces a
@@ -27,9 +28,17 @@ import numpy as np
 from kernbench.errors import OutputFileError
 from kernbench.files import write_text
 from kernbench.machine import TraceRow
+from kernbench.machine.observe import EngineBusy, LinkBusy, LinkLoad, QueueDepth
 from kernbench.topology import names
 
-__all__ = ["NON_FINITE", "chrome_trace", "json_text", "write_json_atomic", "place_of"]
+__all__ = [
+    "NON_FINITE",
+    "TraceCollector",
+    "chrome_trace",
+    "json_text",
+    "write_json_atomic",
+    "place_of",
+]
 
 #: How reports spell the floats JSON has no numbers for (read back by ``regress``).
 NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
@@ -38,11 +47,62 @@ NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 _PE_KINDS = {"collective": "collectives", "programs": "kernels"}
 
 
+class TraceCollector:
+    """Hook: the link, engine and queue activity a Chrome trace shows beside the rows."""
+
+    def __init__(self) -> None:
+        self.link_busy: list[LinkBusy] = []
+        self.link_load: list[LinkLoad] = []
+        self.engine_busy: list[EngineBusy] = []
+        self.queue: list[QueueDepth] = []
+
+    def on_link_busy(self, record: LinkBusy) -> None:
+        self.link_busy.append(record)
+
+    def on_link_load(self, record: LinkLoad) -> None:
+        self.link_load.append(record)
+
+    def on_engine_busy(self, record: EngineBusy) -> None:
+        self.engine_busy.append(record)
+
+    def on_queue(self, record: QueueDepth) -> None:
+        self.queue.append(record)
+
+    def rows(self) -> list[TraceRow]:
+        """Engine work and IPCQ messages as trace rows (the way requests are shown)."""
+        rows = [
+            TraceRow(
+                -1,
+                "engine",
+                r.pe,
+                names.part_of(r.pe, r.engine),
+                r.start_ps,
+                r.end_ps,
+                0,
+                f"{r.flops} FLOP",
+            )
+            for r in self.engine_busy
+        ]
+        rows += [
+            TraceRow(
+                -1,
+                "ipcq",
+                r.src_pe,
+                names.part_of(r.src_pe, "ipcq"),
+                r.start_ps,
+                r.end_ps,
+                r.nbytes,
+                f"to {r.dst_pe} (queue {r.depth})",
+            )
+            for r in self.queue
+        ]
+        return rows
+
+
 def place_of(component: str) -> tuple[str, str]:
     """(process, thread) names for a component, link or memory port."""
-    if component.startswith(("link:", "port:")):
-        kind, _, ends = component.partition(":")
-        source = ends.split("->", 1)[0]
+    source = names.link_source(component)
+    if source is not None:
         if source == names.HOST:
             return names.HOST, component
         inside = names.within_cube(source)
@@ -56,7 +116,7 @@ def place_of(component: str) -> tuple[str, str]:
 def chrome_trace(
     rows: Iterable[TraceRow],
     *,
-    link_log: Sequence[tuple] | None = None,
+    detail: TraceCollector | None = None,
     edges: Sequence[Any] | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> dict:
@@ -100,11 +160,10 @@ def chrome_trace(
         )
 
     timeline: list[tuple[int, int, str, Any]] = []
-    for row in rows:
+    for row in [*rows, *(detail.rows() if detail else ())]:
         timeline.append((row.start_ps, row.end_ps, "row", row))
-    for entry in link_log or ():
-        if entry[0] == "flow":
-            timeline.append((entry[2], entry[3], "flow", entry))
+    for span in detail.link_busy if detail else ():
+        timeline.append((span.start_ps, span.end_ps, "flow", span))
     timeline.sort(key=lambda item: (item[0], -item[1], item[2]))
     for start, end, kind, item in timeline:
         if kind == "row":
@@ -120,30 +179,29 @@ def chrome_trace(
                 {"src": row.src, "dst": row.dst, "bytes": row.nbytes, "id": row.request_id},
             )
         else:
-            edge = edges[item[1]]
+            edge = edges[item.edge]
             slice_(
                 edge.name,
                 "",
-                f"flow {item[4]}B",
+                f"flow {item.nbytes}B",
                 "link",
                 start,
                 end,
-                {"bytes": item[4], "class": edge.link_class},
+                {"bytes": item.nbytes, "class": edge.link_class},
             )
-    for entry in link_log or ():
-        if entry[0] == "util":
-            edge = edges[entry[1]]
-            process, _ = place_of(edge.name)
-            pid = pids.setdefault(process, len(pids) + 1)
-            events.append(
-                {
-                    "name": f"utilisation {edge.name}",
-                    "ph": "C",
-                    "ts": entry[2] / 1e6,
-                    "pid": pid,
-                    "args": {"utilisation": round(entry[3], 6)},
-                }
-            )
+    for load in detail.link_load if detail else ():
+        edge = edges[load.edge]
+        process, _ = place_of(edge.name)
+        pid = pids.setdefault(process, len(pids) + 1)
+        events.append(
+            {
+                "name": f"utilisation {edge.name}",
+                "ph": "C",
+                "ts": load.time_ps / 1e6,
+                "pid": pid,
+                "args": {"utilisation": round(load.utilisation, 6)},
+            }
+        )
     meta = [
         {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}}
         for name, pid in pids.items()

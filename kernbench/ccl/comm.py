@@ -10,14 +10,14 @@ algorithm gives the same time in both modes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import simpy
 
 from kernbench.ccl.ops import combine, finish_average
+from kernbench.machine.api import Clock, Event, Machine, Stream
 from kernbench.runtime.dtypes import DType
 
 __all__ = ["LaneBuffer", "Region", "Comm"]
@@ -95,15 +95,6 @@ class Region:
             self.write(combine(op, current, incoming))
 
 
-def _succeed_at(env: simpy.Environment, event: simpy.Event, at: int) -> None:
-    """Succeed ``event`` now, or at ``at`` if that is later."""
-    if at > env.now:
-        timer = env.timeout(at - env.now)
-        timer.callbacks.append(lambda _ev: event.succeed())
-    else:
-        event.succeed()
-
-
 def chunk_bounds(count: int, parts: int) -> list[tuple[int, int]]:
     """``parts`` contiguous ranges covering ``count`` (sizes differ by at most one)."""
     base, extra = divmod(count, parts)
@@ -122,12 +113,14 @@ class Comm:
     rank i land (its IPCQ buffer: TCM, cube SRAM or HBM).  Work on the PE
     (reductions, copies) streams through memory: it costs bandwidth on the
     memories it touches and vector-engine time, overlapped, with the access
-    latency hidden (ADR 0008).
+    latency hidden (ADR 0008).  Everything goes through the machine API
+    (:class:`~kernbench.machine.api.Machine`), so an algorithm runs on any
+    backend.
     """
 
     def __init__(
         self,
-        fabric: Any,
+        machine: Machine,
         rank: int,
         pes: list[str],
         nodes: list[str],
@@ -137,8 +130,8 @@ class Comm:
         depth: int | None = None,
         params: Any = None,
     ) -> None:
-        self.fabric = fabric
-        self.env: simpy.Environment = fabric.env
+        self.machine = machine
+        self.clock: Clock = machine.clock
         self.rank = rank
         self.size = len(pes)
         self.pes = pes
@@ -149,13 +142,12 @@ class Comm:
         self.depth = depth
         self.params = params
         self._unsent = 0  # messages posted and not yet in their receiver's queue
-        self._drained: simpy.Event | None = None
-        self._unit = fabric.pe(self.pe)
+        self._drained: Event | None = None
 
     def sub(self, ranks: list[int], tag: Any) -> Comm:
         """A communicator over ``ranks`` (this rank must be one), numbered in list order."""
         return Comm(
-            self.fabric,
+            self.machine,
             ranks.index(self.rank),
             [self.pes[r] for r in ranks],
             [self.nodes[r] for r in ranks],
@@ -188,13 +180,13 @@ class Comm:
         size = region.nbytes if region is not None else (nbytes or 0)
         source = region.buffer.memory_node if region is not None else self.pe
         self._unsent += 1
-        self.fabric.ipcq.post(
+        self.machine.post(
             self.pe,
             self.pes[peer],
             size,
             src_node=source,
             dst_node=self.nodes[peer],
-            key=self.key,
+            channel=self.key,
             payload_fn=(region.read if region is not None else None),
             depth=self.depth,
             on_sent=on_sent,
@@ -208,7 +200,7 @@ class Comm:
 
     def send(self, peer: int, region: Region | None, nbytes: int | None = None) -> Generator:
         """Send and wait until the message is in ``peer``'s queue."""
-        sent = self.env.event()
+        sent = self.clock.event()
 
         def on_sent() -> None:
             self._sent()
@@ -219,58 +211,27 @@ class Comm:
 
     def recv(self, peer: int) -> Generator:
         """The next payload from ``peer`` (values, or None in timing-only mode)."""
-        message = yield from self.fabric.ipcq.recv(self.pes[peer], self.pe, self.key, self.depth)
-        return message.payload
+        return (yield from self.machine.receive(self.pes[peer], self.pe, self.key, self.depth))
 
     def drain(self) -> Generator:
         """Wait until every send this rank posted has been delivered."""
         if self._unsent:
-            self._drained = self.env.event()
+            self._drained = self.clock.event()
             yield self._drained
 
+    def concurrently(self, bodies: Iterable[Generator]) -> Generator:
+        """Run program bodies side by side on this rank's PE; wait for all of them."""
+        processes = [self.clock.process(body) for body in bodies]
+        if processes:
+            yield self.clock.all_of(processes)
+
     # -- work on the PE ----------------------------------------------------------------
-    def _stream(
-        self, loads: list[tuple[str, int]], stores: list[tuple[str, int]], flops: int
-    ) -> Generator:
-        """Memory traffic and vector work, overlapped; resumes when all are done.
-
-        Identical streams (the same route and size, two reads of one memory)
-        move as one weighted flow: they would get equal shares and end together.
-        """
-        route = self.fabric.graph.route
-        streams: dict[tuple[tuple[int, ...], int], int] = {}
-        for node, n in loads:
-            if n:
-                key = (route(node, self.pe), n)
-                streams[key] = streams.get(key, 0) + 1
-        for node, n in stores:
-            if n:
-                key = (route(self.pe, node), n)
-                streams[key] = streams.get(key, 0) + 1
-        env, fabric = self.env, self.fabric
-        parts = len(streams)
-        engine_event, engine_end = None, 0
-        if flops and (fabric.detail or not streams):  # its own event (and trace row)
-            engine_event = fabric.compute(self._unit, "vector", flops)
-            parts += 1
-        elif flops:
-            # The engine's end is known now: once the last stream ends, wait for
-            # whatever is left of it (usually nothing: reductions are memory-bound).
-            engine_end = fabric.compute_end(self._unit, "vector", flops)
-        if not parts:
+    def _stream(self, loads: list[Stream], stores: list[Stream], flops: int) -> Generator:
+        """Memory traffic and vector work, overlapped; resumes when all are done."""
+        if not flops and not any(n for _, n in loads) and not any(n for _, n in stores):
             return
-        done = env.event()
-        left = [parts]
-
-        def one_done() -> None:
-            left[0] -= 1
-            if not left[0]:
-                _succeed_at(env, done, engine_end)
-
-        for (path, n), weight in streams.items():
-            fabric.network.start(path, n, one_done, stream=True, weight=weight)
-        if engine_event is not None:
-            engine_event.callbacks.append(lambda _ev: one_done())
+        done = self.clock.event()
+        self.machine.stream(self.pe, loads, stores, flops, done.succeed)
         yield done
 
     def reduce(self, region: Region, incoming: np.ndarray | None) -> Generator:

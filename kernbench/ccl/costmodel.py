@@ -113,18 +113,20 @@ class _Machine:
     ) -> None:
         from kernbench.ccl.launch import buffer_node
 
-        fabric = ctx.fabric
-        self.graph, self.network = fabric.graph, fabric.network
+        machine = ctx.machine
+        self.machine = machine
+        self.graph = machine.graph
+        self.packet_bytes = ctx.topology.fabric.packet_bytes
         self.edges = self.graph.edges
         self.overhead_ps = ctx.topology.cube.pe_template.components.pe_ipcq.attrs.endpoint_overhead
-        self.launch_ps = max(fabric.pe(pe).launch_overhead_ps for pe in pes)
+        self.launch_ps = max(machine.pe_spec(pe).launch_overhead_ps for pe in pes)
         self.pes = list(pes)
         self.memory = [memory_node(ctx, pe) for pe in pes]
         self.buffer = [
             buffer_node(pe, node, config.buffer) for pe, node in zip(pes, self.memory, strict=True)
         ]
         self.signal_buffer = [buffer_node(pe, pe, config.buffer) for pe in pes]
-        self.element_ps = [PS_PER_S / fabric.pe(pe).flops_per_s["vector"] for pe in pes]
+        self.element_ps = [PS_PER_S / machine.pe_spec(pe).flops_per_s["vector"] for pe in pes]
         self.itemsize = itemsize
         self._streams: dict[tuple[int, str], tuple[tuple[int, ...], ...]] = {}
 
@@ -207,14 +209,15 @@ def _total(items: dict[Thread, list[_Item]]) -> dict[int, float]:
 
 def _shape(machine: _Machine, step: Step) -> _Shape:
     shape = _Shape()
-    network, packet = machine.network, machine.network.packet_bytes
+    packet = machine.packet_bytes
     load: dict[int, float] = defaultdict(float)
     for m in step.messages:
         if m.signal:  # no region: from the PE to the buffer of the PE (its memory is itself)
-            route = machine.graph.route(machine.pes[m.src], machine.signal_buffer[m.dst])
+            src, dst = machine.pes[m.src], machine.signal_buffer[m.dst]
         else:
-            route = machine.graph.route(machine.memory[m.src], machine.buffer[m.dst])
-        cost = network.route_cost(route)
+            src, dst = machine.memory[m.src], machine.buffer[m.dst]
+        route = machine.graph.route(src, dst)
+        cost = machine.machine.route_cost(src, dst)
         shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
         if step.drain:
             shape.outgoing.setdefault((m.src, m.lane), []).append(len(shape.src))

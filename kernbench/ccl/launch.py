@@ -20,7 +20,6 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import numpy as np
-import simpy
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm
 from kernbench.ccl.catalogue import AlgorithmConfig
@@ -29,6 +28,7 @@ from kernbench.ccl.ops import check_op
 from kernbench.ccl.settings import ccl_settings
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
+from kernbench.machine.api import Clock, Event, Machine
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.topology import names
 
@@ -106,8 +106,8 @@ class CollectiveLauncher:
         self, ctx: Any, op: str, name: str, config: AlgorithmConfig, algorithm: Algorithm
     ) -> None:
         self.ctx = ctx
-        self.fabric = ctx.fabric
-        self.env: simpy.Environment = ctx.fabric.env
+        self.machine: Machine = ctx.machine
+        self.env: Clock = ctx.machine.clock
         self.op = op
         self.config_name = name
         self.config = config
@@ -137,7 +137,7 @@ class CollectiveLauncher:
         params = {"chunks": self.config.chunks, **self.config.params}
         comms = [
             Comm(
-                self.fabric,
+                self.machine,
                 rank,
                 pes,
                 nodes,
@@ -153,14 +153,14 @@ class CollectiveLauncher:
     def refresh_replicas(self, tensor: DeviceTensor) -> None:
         self._refresh.append(tensor)
 
-    def finish(self) -> simpy.Event:
+    def finish(self) -> Event:
         done = self.env.event()
 
         def body() -> Generator:
             yield from self._install()
             overhead = max(
                 (
-                    self.fabric.pe(c.pe).launch_overhead_ps
+                    self.machine.pe_spec(c.pe).launch_overhead_ps
                     for comms, _ in self._lanes
                     for c in comms
                 ),
@@ -176,7 +176,7 @@ class CollectiveLauncher:
             yield self.env.all_of(processes)
             yield from self._refresh_all()
             self.end_ps = self.env.now
-            self.fabric.ipcq.close(self.key)
+            self.machine.close_channels(self.key)
             # The launcher stays on as the run's record of this collective: it must not
             # keep the tensors (and their memory) alive once they are done with.
             self._lanes.clear()
@@ -189,7 +189,7 @@ class CollectiveLauncher:
     def _on_pe(self, comm: Comm, program: Callable[[Comm], Generator]) -> Generator:
         start = self.env.now
         yield from program(comm)
-        self.fabric.record(
+        self.machine.record(
             "collective",
             comm.pe,
             comm.pe,
@@ -213,7 +213,7 @@ class CollectiveLauncher:
                 entries = tuple(sorted(comm.pes[p] for p in peers))
                 table[comm.pe] = entries
                 installs.append(
-                    self.fabric.submit(
+                    self.machine.submit(
                         IpcqInstall(
                             src=names.HOST,
                             dst=names.m_cpu_of(comm.pe),
@@ -241,7 +241,7 @@ class CollectiveLauncher:
                     continue
                 source = primaries[tuple((s.start, s.stop) for s in p.shard.index)]
                 copies.append(
-                    self.fabric.transfer(source.memory_node, p.memory_node, p.shard.nbytes)
+                    self.machine.transfer(source.memory_node, p.memory_node, p.shard.nbytes)
                 )
                 store = tensor._ctx.store
                 if store.stores_bytes:

@@ -243,14 +243,14 @@ def _fused_program(
                 piece = x.sub(a, b)
                 yield from ring["all_reduce"](tpc, OpArgs(buf=piece))
                 args = OpArgs(inp=piece, blocks=tuple(o.sub(a, b) for o in blocks(out, d)))
-                tail.append(c.env.process(ring["all_gather"](c.sub(dp, ("dp", k)), args)))
+                tail.append(c.clock.process(ring["all_gather"](c.sub(dp, ("dp", k)), args)))
             else:  # reduce_scatter_all_reduce
                 piece = out.sub(a, b)
                 args = OpArgs(blocks=tuple(i.sub(a, b) for i in blocks(x, d)), out=piece)
                 yield from ring["reduce_scatter"](c.sub(dp, ("dp", k)), args)
-                tail.append(c.env.process(ring["all_reduce"](tpc, OpArgs(buf=piece))))
+                tail.append(c.clock.process(ring["all_reduce"](tpc, OpArgs(buf=piece))))
         if tail:
-            yield c.env.all_of(tail)
+            yield c.clock.all_of(tail)
 
     return program
 

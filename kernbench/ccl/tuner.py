@@ -96,14 +96,14 @@ class Prediction:
 # -- α, β, γ for the closed forms --------------------------------------------------------
 def _message_time_terms(ctx: Any, src: str, dst: str, m: int) -> tuple[float, float]:
     """(α, β) of the route src -> dst for messages of m bytes, in seconds."""
-    graph, network = ctx.fabric.graph, ctx.fabric.network
+    graph = ctx.machine.graph
     edges = [graph.edges[i] for i in graph.route(src, dst)]
     overhead = ctx.topology.cube.pe_template.components.pe_ipcq.attrs.endpoint_overhead
     latency = sum(e.latency_ps for e in edges) + overhead
     inv = [PS_PER_S / e.bandwidth for e in edges]  # ps per byte
     slowest = max(inv)
     fill = sum(inv) - slowest
-    packet = network.packet_bytes
+    packet = ctx.topology.fabric.packet_bytes
     if m >= packet:
         return (latency + packet * fill) / PS_PER_S, slowest / PS_PER_S
     return latency / PS_PER_S, (slowest + fill) / PS_PER_S
@@ -128,7 +128,7 @@ def link_costs(
     from kernbench.ccl.launch import buffer_node
 
     size = len(pes)
-    graph = ctx.fabric.graph
+    graph = ctx.machine.graph
     alpha = beta = 0.0
     load: dict[int, int] = defaultdict(int)
     routes = []
@@ -166,7 +166,7 @@ def _gamma(ctx: Any, config: AlgorithmConfig, pe: str, itemsize: int) -> float:
 
     core = ctx.topology.cube.pe_template.components.pe_core.attrs
     compute = 1 / (core.vector_flops_per_cycle * core.clock * itemsize)
-    graph = ctx.fabric.graph
+    graph = ctx.machine.graph
     local = memory_node(ctx, pe)
     incoming = buffer_node(pe, local, config.buffer)
     load: dict[int, float] = defaultdict(float)
@@ -255,7 +255,7 @@ def _closed_form(
     if cost is None:
         return None
     p = len(pes)
-    overhead = max(ctx.fabric.pe(pe).launch_overhead_ps for pe in pes) / PS_PER_S
+    overhead = max(ctx.machine.pe_spec(pe).launch_overhead_ps for pe in pes) / PS_PER_S
     m = message_bytes(config.module, op, p, nbytes)
     c = link_costs(ctx, config, algorithm, op, pes, m, itemsize)
     seconds = overhead + cost(p, nbytes, c.alpha, c.beta, c.gamma)

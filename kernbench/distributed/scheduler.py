@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import simpy
 from greenlet import getcurrent, greenlet
 
 from kernbench.distributed.watchdog import (
@@ -43,6 +42,7 @@ from kernbench.errors import (
     SimulationError,
     SimulationLimitError,
 )
+from kernbench.machine.api import Clock, Event
 
 __all__ = ["Scheduler", "RankState", "current_rank"]
 
@@ -69,7 +69,7 @@ def _fewer_collections():
 class RankState:
     rank: int
     glet: greenlet | None = None
-    waiting: simpy.Event | None = None
+    waiting: Event | None = None
     waiting_for: Any = ""  # a description, or a callable giving one when asked
     started: bool = False
     finished: bool = False
@@ -78,6 +78,9 @@ class RankState:
     traceback: Any = None
     local: dict[str, Any] = field(default_factory=dict)  # per-rank state of upper layers
 
+
+# What the clock's peek() says when nothing is scheduled.
+_IDLE = float("inf")
 
 _RANK_OF: dict[greenlet, RankState] = {}
 
@@ -90,7 +93,7 @@ def current_rank() -> RankState | None:
 class Scheduler:
     """Runs ``fn(rank)`` for every rank, interleaving them on ``env``'s clock."""
 
-    def __init__(self, env: simpy.Environment, world_size: int) -> None:
+    def __init__(self, env: Clock, world_size: int) -> None:
         if world_size < 1:
             raise KernBenchError(f"world size must be at least 1 (got {world_size})")
         self.env = env
@@ -108,7 +111,7 @@ class Scheduler:
         self._interrupted: tuple[int | None, str] | None = None
 
     # -- called from rank greenlets ----------------------------------------------
-    def block_on(self, event: simpy.Event, what: Any) -> None:
+    def block_on(self, event: Event, what: Any) -> None:
         """Suspend the calling rank until ``event`` has fired (or return at once)."""
         state = current_rank()
         if state is None or self._main is None:
@@ -121,13 +124,13 @@ class Scheduler:
         self._main.switch()
         state.waiting, state.waiting_for = None, ""
 
-    def wait_until(self, event: simpy.Event, what: Any) -> None:
+    def wait_until(self, event: Event, what: Any) -> None:
         """Block the current rank, or when called outside ranks step the clock."""
         if current_rank() is not None:
             self.block_on(event, what)
             return
         while not event.processed:
-            if not self.env._queue:  # noqa: SLF001 - SimPy has no public "is idle"
+            if self.env.peek() == _IDLE:
                 what = what() if callable(what) else what
                 raise DeadlockError(f"nothing is scheduled and {what} never happens", {})
             self.env.step()
@@ -262,7 +265,7 @@ class Scheduler:
                 raise WallTimeExpired
             if self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps:
                 self._check_sim_time()
-            if not self.env._queue:  # noqa: SLF001
+            if self.env.peek() == _IDLE:
                 blocked = self._blocked(live)
                 finished = [s.rank for s in self.ranks if s.finished]
                 lines = [f"rank {r} waits for {what}" for r, what in blocked.items()]

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import simpy
 
 from kernbench.distributed.scheduler import Scheduler, current_rank
 from kernbench.errors import (
@@ -24,6 +23,7 @@ from kernbench.errors import (
     DistributedError,
     KernBenchError,
 )
+from kernbench.machine.api import Event
 
 __all__ = ["World", "ProcessGroup", "Work", "active_world", "check_world_size", "describe_call"]
 
@@ -109,8 +109,8 @@ class _Rendezvous:
     group: ProcessGroup
     seq: int
     arrived: dict[int, tuple[str, Any, Any]] = field(default_factory=dict)
-    launched: simpy.Event | None = None
-    done: simpy.Event | None = None
+    launched: Event | None = None
+    done: Event | None = None
     error: BaseException | None = None
     what: str = ""  # point to point: what the waiting rank is doing
     source: int | None = None  # point to point: the sender, once matched
@@ -193,7 +193,7 @@ class World:
         world_size = check_world_size(world_size, ctx)
         self.ctx = ctx
         self.world_size = world_size
-        self.scheduler = Scheduler(ctx.fabric.env, world_size)
+        self.scheduler = Scheduler(ctx.machine.clock, world_size)
         self.world_group = ProcessGroup(0, tuple(range(world_size)), "WORLD")
         self.groups: list[ProcessGroup] = [self.world_group]
         self._group_calls: dict[int, int] = {}
@@ -207,10 +207,11 @@ class World:
 
     # -- running ranks ---------------------------------------------------------------
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
-        fabric = self.ctx.fabric
-        previous = fabric.waiter
-        fabric.waiter = lambda h: self.scheduler.wait_until(
-            h.event, f"request {h.request_id} ({h.msg.kind} {h.msg.src} -> {h.msg.dst})"
+        machine = self.ctx.machine
+        previous = machine.set_waiter(
+            lambda h: self.scheduler.wait_until(
+                h.event, f"request {h.request_id} ({h.msg.kind} {h.msg.src} -> {h.msg.dst})"
+            )
         )
         _ACTIVE.append(self)
 
@@ -237,7 +238,7 @@ class World:
             raise CollectiveMismatchError("\n  ".join(lines), exc.blocked) from None
         finally:
             _ACTIVE.remove(self)
-            fabric.waiter = previous
+            machine.set_waiter(previous)
 
     @property
     def rank(self) -> int:
@@ -306,7 +307,7 @@ class World:
         seq = self._seq.get((group.gid, me), 0)
         self._seq[(group.gid, me)] = seq + 1
         rv = self._rendezvous.get((group.gid, seq))
-        env = self.ctx.fabric.env
+        env = self.ctx.machine.clock
         if rv is None:
             rv = _Rendezvous(group, seq, launched=env.event(), done=env.event())
             self._rendezvous[(group.gid, seq)] = rv
@@ -377,7 +378,7 @@ class World:
         return rv
 
     def _p2p_rendezvous(self, what: str) -> _Rendezvous:
-        env = self.ctx.fabric.env
+        env = self.ctx.machine.clock
         rv = _Rendezvous(self.world_group, -1, launched=env.event(), done=env.event())
         rv.what = what
         return rv

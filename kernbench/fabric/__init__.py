@@ -5,7 +5,20 @@ messages they register; :class:`Fabric` composes them and implements the
 machine API of :mod:`kernbench.machine`.
 """
 
-from kernbench.fabric.engine import Fabric, Handle
-from kernbench.fabric.flows import FlowNetwork, RouteCost
+from typing import Any
 
-__all__ = ["Fabric", "FlowNetwork", "Handle", "RouteCost"]
+from kernbench.fabric.engine import Fabric, Handle
+from kernbench.fabric.flows import FlowNetwork
+from kernbench.machine.backends import register_backend
+from kernbench.topology.schema import Topology
+
+__all__ = ["Fabric", "FlowNetwork", "Handle", "BACKEND"]
+
+BACKEND = "detailed"
+
+
+def _build(topology: Topology, store: Any) -> Fabric:
+    return Fabric(topology, store=store)
+
+
+register_backend(BACKEND, _build)

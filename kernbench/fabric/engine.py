@@ -1,22 +1,31 @@
-"""The SimPy engine: build the fabric from a topology, submit messages, wait.
+"""The detailed backend's engine: components composed on one SimPy clock (ADR 0005, 0014).
 
-``submit(msg) -> Handle`` starts serving a message; ``wait(handle)`` advances
-the clock until it is done (the distributed scheduler replaces the waiter so
-that a waiting rank yields instead); ``completion(handle)`` gives the
-:class:`Completion` and the request's :class:`TraceRow`.
+A :class:`Fabric` is built from a topology: the links (a max-min fair flow
+network), the PE engines, the memories, the MMUs, kernel dispatch and IPCQ,
+each made from its own section of the topology.  Each component registers
+the message types it serves; ``submit(msg) -> Handle`` hands a message to its
+component, ``wait(handle)`` advances the clock until it is done (the
+distributed scheduler replaces the waiter so that a waiting rank yields
+instead), ``completion(handle)`` gives the :class:`Completion` and the
+request's :class:`TraceRow`.  Trace rows, link activity, engine activity and
+queue depths go to the hooks registered on :attr:`Fabric.observers`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 import simpy
 
-from kernbench.errors import KernBenchError, RouteError
+from kernbench.errors import KernBenchError
+from kernbench.fabric.dispatch import KernelDispatch
 from kernbench.fabric.flows import FlowNetwork
-from kernbench.fabric.pe import PeUnit
-from kernbench.machine.messages import (
+from kernbench.fabric.ipcq import Ipcq
+from kernbench.fabric.memory import MemoryAccess
+from kernbench.fabric.mmu import Mmus
+from kernbench.fabric.pe import PeEngines
+from kernbench.machine import (
     Completion,
     Compute,
     Delay,
@@ -30,13 +39,18 @@ from kernbench.machine.messages import (
     TraceRow,
     Transfer,
 )
+from kernbench.machine.api import PeSpec, RouteCost, Stream
+from kernbench.machine.observe import Observers
+from kernbench.memory.mmu import PageTable
 from kernbench.topology.graph import MachineGraph, build_graph
 from kernbench.topology.schema import Topology
 
 __all__ = ["Fabric", "Handle"]
 
-# Bytes one page-table entry takes in an MMU command.
-MMU_ENTRY_BYTES = 16
+# A handler serves one message: a generator function (run as a process whose
+# return value is the completion's data), or, registered ``direct``, a
+# function of the handle that completes or fails it itself (the hot path).
+Handler = Callable[..., Any]
 
 
 class Handle:
@@ -75,91 +89,103 @@ class Fabric:
         self.topology = topology
         self.graph = graph or build_graph(topology)
         self.env = env or simpy.Environment()
-        self.network = FlowNetwork(self.env, self.graph.edges, topology.fabric.packet_bytes)
-        self.store = store
-        self._pes: dict[str, PeUnit] = {}
-        self.trace: list[TraceRow] = []
+        self.observers = Observers()
+        self.links = FlowNetwork(
+            self.env, self.graph.edges, topology.fabric.packet_bytes, self.observers
+        )
         self._next_id = 0
         self._known_endpoints: set[str] = set()
-        self._ipcq = None
-        self.detail = False  # record engine, IPCQ and link activity (for traces)
+        self._handlers: dict[type, tuple[Handler, bool]] = {}
         self.waiter: Callable[[Handle], None] = self._run_until
-        self._handlers: dict[type, Callable[[Message], Generator]] = {
-            Transfer: self._serve_transfer,
-            MemoryWrite: self._serve_write,
-            MemoryRead: self._serve_read,
-            MmuMap: self._serve_mmu,
-            MmuUnmap: self._serve_mmu,
-            Compute: self._serve_compute,
-            Delay: self._serve_delay,
-            RunPrograms: self._serve_programs,
-            IpcqInstall: self._serve_install,
-        }
+        cube = topology.cube
+        parts = cube.pe_template.components
+        command_ps = cube.m_cpu.command_latency
+        self.engines = PeEngines(
+            self.env, self.graph, self.links, parts.pe_core.attrs, self.observers
+        )
+        self.memory = MemoryAccess(self.transfer, self._complete, self._fail)
+        self.memory.store = store
+        self.mmus = Mmus(self.env, self.transfer, parts.pe_mmu.attrs, command_ps)
+        self.dispatch = KernelDispatch(
+            self.env, self.transfer, self.engines, self.record, command_ps
+        )
+        self.ipcq = Ipcq(
+            self.env,
+            self.graph,
+            self.links,
+            self.transfer,
+            parts.pe_ipcq.attrs,
+            command_ps,
+            self.observers,
+        )
+        self.register(Transfer, self.memory.start_transfer, direct=True)
+        self.register(MemoryWrite, self.memory.start_transfer, direct=True)
+        self.register(MemoryRead, self.memory.serve_read)
+        self.register(MmuMap, self.mmus.serve)
+        self.register(MmuUnmap, self.mmus.serve)
+        self.register(Compute, self.engines.serve_compute)
+        self.register(Delay, self._serve_delay)
+        self.register(RunPrograms, self.dispatch.serve)
+        self.register(IpcqInstall, self.ipcq.serve_install)
 
-    # -- components -------------------------------------------------------------
-    def pe(self, name: str) -> PeUnit:
-        unit = self._pes.get(name)
-        if unit is None:
-            if self.graph.check_name(name).kind != "pe":
-                raise RouteError(f"{name!r} is not a PE; PE names look like 'sip0.cube0.pe0'")
-            core = self.topology.cube.pe_template.components.pe_core.attrs
-            unit = self._pes[name] = PeUnit(name, core, self.graph.pe_slowdown(name))
-        return unit
-
-    def page_table(self, pe_name: str):
-        unit = self.pe(pe_name)
-        if unit.page_table is None:
-            from kernbench.memory.mmu import PageTable
-
-            page_size = self.topology.cube.pe_template.components.pe_mmu.attrs.page_size
-            unit.page_table = PageTable(page_size, name=f"{pe_name}.mmu")
-        return unit.page_table
+    # -- composition ----------------------------------------------------------------------------
+    def register(self, message_type: type, handler: Handler, *, direct: bool = False) -> None:
+        """Make ``handler`` serve every submitted ``message_type`` (one component per type)."""
+        if message_type in self._handlers:
+            raise ValueError(f"{message_type.__name__} already has a component serving it")
+        self._handlers[message_type] = (handler, direct)
 
     @property
-    def ipcq(self):
-        """The inter-PE queues (created on first use)."""
-        if self._ipcq is None:
-            from kernbench.fabric.ipcq import Ipcq
+    def clock(self) -> simpy.Environment:
+        """The clock and its events (SimPy's environment has the machine API's Clock surface)."""
+        return self.env
 
-            self._ipcq = Ipcq(self)
-        return self._ipcq
+    @property
+    def store(self) -> Any:
+        return self.memory.store
+
+    @store.setter
+    def store(self, store: Any) -> None:
+        self.memory.store = store
 
     @property
     def now(self) -> int:
         return self.env.now
 
-    # -- the engine contract ----------------------------------------------------
+    def pe_spec(self, pe: str) -> PeSpec:
+        return self.engines.spec(pe)
+
+    def page_table(self, pe: str) -> PageTable:
+        """The MMU page table of ``pe`` (read by tests and diagnostics)."""
+        return self.mmus.page_table(pe)
+
+    def route_cost(self, src: str, dst: str) -> RouteCost:
+        return self.links.route_cost(self.graph.route(src, dst))
+
+    # -- the engine contract --------------------------------------------------------------------
     def submit(self, msg: Message) -> Handle:
-        handler = self._handlers.get(type(msg))
-        if handler is None:
+        served = self._handlers.get(type(msg))
+        if served is None:
             raise TypeError(f"no component serves {type(msg).__name__}")
         self._check_endpoint(msg.src)
         self._check_endpoint(msg.dst)
         handle = Handle(self._next_id, msg, self.env.event(), self.env.now)
         self._next_id += 1
-        if type(msg) is Transfer or type(msg) is MemoryWrite:
-            # The hot path: a single flow, finished by a callback rather than a process.
-            delivered = self.transfer(msg.src, msg.dst, msg.nbytes)
-            delivered.callbacks.append(lambda _ev: self._delivered(handle))
+        handler, direct = served
+        if direct:
+            handler(handle)
         else:
             self.env.process(self._serve(handle, handler))
         return handle
-
-    def _delivered(self, handle: Handle) -> None:
-        msg = handle.msg
-        try:
-            if isinstance(msg, MemoryWrite):
-                self._store_write(msg)
-        except KernBenchError as exc:
-            handle.event.fail(exc)
-            handle.event.defused = True
-            return
-        self._complete(handle, None)
 
     def _check_endpoint(self, name: str) -> None:
         if name not in self._known_endpoints:
             self.graph.check_name(name)  # raises RouteError naming the valid forms
             self._known_endpoints.add(name)
+
+    def set_waiter(self, waiter: Callable[[Handle], None]) -> Callable[[Handle], None]:
+        previous, self.waiter = self.waiter, waiter
+        return previous
 
     def wait(self, handle: Handle) -> Completion:
         if not handle.done:
@@ -183,30 +209,34 @@ class Fabric:
         on one PE, a PE's share of a kernel), ending now."""
         row = TraceRow(self._next_id, kind, src, dst, start_ps, self.env.now, nbytes, tag)
         self._next_id += 1
-        self.trace.append(row)
+        for hook in self.observers.row:
+            hook(row)
         return row
 
     def run(self, until: int | None = None) -> None:
         self.env.run(until=until)
 
     def _run_until(self, handle: Handle) -> None:
+        env = self.env
         while not handle.event.triggered:
-            if not self.env._queue:  # noqa: SLF001 - SimPy has no public "is idle"
+            if env.peek() == float("inf"):
                 raise KernBenchError(
                     f"request {handle.request_id} ({handle.msg.kind} {handle.msg.src} -> "
                     f"{handle.msg.dst}) can never complete: nothing else is scheduled"
                 )
-            self.env.step()
+            env.step()
 
-    def _serve(self, handle: Handle, handler: Callable[[Message], Generator]) -> Generator:
-        msg = handle.msg
+    def _serve(self, handle: Handle, handler: Handler) -> Generator:
         try:
-            data = yield from handler(msg)
+            data = yield from handler(handle.msg)
         except KernBenchError as exc:
-            handle.event.fail(exc)
-            handle.event.defused = True
+            self._fail(handle, exc)
             return
         self._complete(handle, data)
+
+    def _fail(self, handle: Handle, exc: BaseException) -> None:
+        handle.event.fail(exc)
+        handle.event.defused = True
 
     def _complete(self, handle: Handle, data: Any) -> None:
         msg = handle.msg
@@ -222,135 +252,63 @@ class Fabric:
             msg.nbytes,
             msg.tag,
         )
-        self.trace.append(handle.trace)
+        for hook in self.observers.row:
+            hook(handle.trace)
         handle.event.succeed(handle.completion)
-
-    # -- handlers -----------------------------------------------------------------
-    def transfer(self, src: str, dst: str, nbytes: int, *, stream: bool = False) -> simpy.Event:
-        """An event for moving ``nbytes`` from ``src`` to ``dst`` (for components).
-
-        ``stream=True``: bandwidth only, the access latency hidden (see FlowNetwork).
-        """
-        return self.network.transfer(self.graph.route(src, dst), nbytes, stream=stream)
-
-    def _serve_transfer(self, msg: Transfer) -> Generator:
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-
-    def _serve_write(self, msg: MemoryWrite) -> Generator:
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-        self._store_write(msg)
-
-    def _store_write(self, msg: MemoryWrite) -> None:
-        if msg.data is not None and self.store is not None and self.store.stores_bytes:
-            self.store.write(msg.addr, msg.data, keep=msg.handed_over)
-
-    def _serve_read(self, msg: MemoryRead) -> Generator:
-        yield self.transfer(msg.src, msg.dst, 0)
-        data = None
-        if self.store is not None and self.store.stores_bytes and msg.addr is not None:
-            data = self.store.read(msg.addr, msg.nbytes)
-        yield self.transfer(msg.dst, msg.src, msg.nbytes)
-        return data
-
-    def _serve_mmu(self, msg: MmuMap | MmuUnmap) -> Generator:
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-        cube = self.topology.cube
-        yield self.env.timeout(cube.m_cpu.command_latency)
-        per_page = cube.pe_template.components.pe_mmu.attrs.map_latency_per_page
-        page_size = cube.pe_template.components.pe_mmu.attrs.page_size
-        pages = sum(-(-entry[-1] // page_size) for entry in msg.entries)
-        installs = [
-            self.env.process(self._install(msg, target, pages * per_page)) for target in msg.targets
-        ]
-        yield self.env.all_of(installs)
-        for process in installs:  # surface a fault from any target
-            if not process.ok:
-                raise process.value
-
-    def _install(self, msg: MmuMap | MmuUnmap, target: str, install_ps: int) -> Generator:
-        yield self.transfer(msg.dst, target, msg.nbytes)
-        yield self.env.timeout(install_ps)
-        table = self.page_table(target)
-        if isinstance(msg, MmuMap):
-            for va, pa, nbytes in msg.entries:
-                table.map(va, pa, nbytes)
-        else:
-            for va, nbytes in msg.entries:
-                table.unmap(va, nbytes)
-
-    def _serve_install(self, msg: IpcqInstall) -> Generator:
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-        yield self.env.timeout(self.topology.cube.m_cpu.command_latency)
-        per_entry = self.topology.cube.pe_template.components.pe_ipcq.attrs
-        installs = []
-        for target in msg.targets:
-            installs.append(self.transfer(msg.dst, target, msg.nbytes))
-        yield self.env.all_of(installs)
-        yield self.env.timeout(per_entry.install_latency_per_entry * len(msg.entries))
-
-    def _serve_compute(self, msg: Compute) -> Generator:
-        unit = self.pe(msg.dst)
-        if msg.engine not in unit.free_at:
-            raise KernBenchError(f"unknown engine {msg.engine!r}; valid: matrix, vector")
-        yield self.compute(unit, msg.engine, msg.flops)
 
     def _serve_delay(self, msg: Delay) -> Generator:
         yield self.env.timeout(msg.duration_ps)
 
-    def _serve_programs(self, msg: RunPrograms) -> Generator:
-        """Dispatch (host -> M_CPU -> each PE), then each PE runs its programs in order."""
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-        yield self.env.timeout(self.topology.cube.m_cpu.command_latency)
-        runs = [
-            self.env.process(self._run_on_pe(msg, pe, programs))
-            for pe, programs in msg.programs.items()
-        ]
-        yield self.env.all_of(runs)
+    # -- services components and the layers above use -------------------------------------------
+    def transfer(self, src: str, dst: str, nbytes: int, *, stream: bool = False) -> simpy.Event:
+        """An event for moving ``nbytes`` from ``src`` to ``dst``.
 
-    def _run_on_pe(self, msg: RunPrograms, pe: str, programs: list) -> Generator:
-        unit = self.pe(pe)
-        yield self.transfer(msg.dst, pe, msg.nbytes)
-        start, moved = self.env.now, 0
-        for program in programs:
-            yield self.env.timeout(unit.launch_overhead_ps)
-            work = program()
-            moved += sum(n for _, n in work.loads) + sum(n for _, n in work.stores)
-            yield self.env.all_of(list(self._program_events(unit, work)))
-        self.record("programs", msg.dst, pe, start, moved, f"{msg.tag} x{len(programs)}")
+        ``stream=True``: bandwidth only, the access latency hidden (see FlowNetwork).
+        """
+        return self.links.transfer(self.graph.route(src, dst), nbytes, stream=stream)
 
-    def _program_events(self, unit: PeUnit, work) -> Generator:
-        """Events for one program's memory traffic and engine work, which overlap."""
-        for node, nbytes in work.loads:
-            yield self.env.process(self._load(unit.name, node, nbytes))
-        for node, nbytes in work.stores:
-            yield self.transfer(unit.name, node, nbytes)
-        for engine, flops in (("matrix", work.matrix_flops), ("vector", work.vector_flops)):
-            if flops:
-                yield self.compute(unit, engine, flops)
+    def stream(
+        self,
+        pe: str,
+        loads: Sequence[Stream],
+        stores: Sequence[Stream],
+        flops: int,
+        on_done: Callable[[], None],
+    ) -> None:
+        self.engines.stream(pe, loads, stores, flops, on_done)
 
-    def _load(self, pe: str, node: str, nbytes: int) -> Generator:
-        # The request travels to the memory (latency only), then the data comes back.
-        yield self.transfer(pe, node, 0)
-        yield self.transfer(node, pe, nbytes)
+    def post(
+        self,
+        src_pe: str,
+        dst_pe: str,
+        nbytes: int,
+        *,
+        src_node: str,
+        dst_node: str,
+        channel: Any,
+        payload_fn: Callable[[], Any] | None,
+        depth: int | None,
+        on_sent: Callable[[], None] | None,
+    ) -> None:
+        self.ipcq.post(
+            src_pe,
+            dst_pe,
+            nbytes,
+            src_node=src_node,
+            dst_node=dst_node,
+            key=channel,
+            payload_fn=payload_fn,
+            depth=depth,
+            on_sent=on_sent,
+        )
 
-    def compute_end(self, unit: PeUnit, engine: str, flops: int) -> int:
-        """Queue ``flops`` on one of ``unit``'s engines; the time it will be done (no event)."""
-        return unit.reserve(engine, flops, self.env.now)[1]
+    def receive(self, src_pe: str, dst_pe: str, channel: Any, depth: int | None) -> Generator:
+        message = yield from self.ipcq.recv(src_pe, dst_pe, channel, depth)
+        return message.payload
 
-    def compute(self, unit: PeUnit, engine: str, flops: int) -> simpy.Event:
-        """An event for ``flops`` on one of ``unit``'s engines, queued behind its earlier work."""
-        now = self.env.now
-        start, end = unit.reserve(engine, flops, now)
-        done = self.env.timeout(end - now)
-        if self.detail:
-            tag = f"{flops} FLOP"
-            done.callbacks.append(
-                lambda _ev: self.record("engine", unit.name, f"{unit.name}.{engine}", start, 0, tag)
-            )
-        return done
+    def close_channels(self, root: Any) -> None:
+        self.ipcq.close(root)
 
-    def enable_detail(self) -> None:
-        """Record engine, IPCQ and per-link activity from now on (costs memory and time)."""
-        self.detail = True
-        if self.network.link_log is None:
-            self.network.link_log = []
+    @property
+    def ipcq_messages(self) -> int:
+        return self.ipcq.messages

@@ -25,40 +25,12 @@ import numpy as np
 import simpy
 
 from kernbench.machine import maxmin
+from kernbench.machine.api import ROUNDING_SLACK, RouteCost
+from kernbench.machine.observe import FlowStarted, LinkBusy, LinkLoad, Observers
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S
 
-__all__ = ["FlowNetwork", "RouteCost"]
-
-# Completion times are rounded up to whole picoseconds; a rate computed from
-# exact integer bandwidths may land a hair above an integer, which must not
-# cost an extra picosecond.
-_ROUNDING_SLACK = 1e-6
-
-
-class RouteCost:
-    """The static part of a route's cost, computed once per (route, size class)."""
-
-    __slots__ = ("edges", "latency_ps", "bottleneck", "fill_ps_per_byte")
-
-    def __init__(self, edges: Sequence[Edge]) -> None:
-        self.edges = tuple(e.index for e in edges)
-        self.latency_ps = sum(e.latency_ps for e in edges)
-        self.bottleneck = min((e.bandwidth for e in edges), default=0)
-        # ps per byte of the first packet, summed over the non-bottleneck hops.
-        per_byte = sum(PS_PER_S / e.bandwidth for e in edges)
-        self.fill_ps_per_byte = per_byte - (PS_PER_S / self.bottleneck if edges else 0.0)
-
-    def idle_ps(self, nbytes: int, packet_bytes: int) -> int:
-        """Time on an otherwise idle network (what the closed forms assume)."""
-        if not self.edges:
-            return 0
-        stream = -(-nbytes * PS_PER_S // self.bottleneck) if nbytes else 0
-        return self.latency_ps + stream + self.tail_fill_ps(nbytes, packet_bytes)
-
-    def tail_fill_ps(self, nbytes: int, packet_bytes: int) -> int:
-        first_packet = min(nbytes, packet_bytes)
-        return math.ceil(first_packet * self.fill_ps_per_byte - _ROUNDING_SLACK)
+__all__ = ["Delivery", "FlowNetwork"]
 
 
 class Delivery(simpy.Event):
@@ -120,14 +92,19 @@ class _Flow(maxmin.Flow):
 class FlowNetwork:
     """Bandwidth sharing over a fixed set of directed links."""
 
-    def __init__(self, env: simpy.Environment, edges: Sequence[Edge], packet_bytes: int) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        edges: Sequence[Edge],
+        packet_bytes: int,
+        observers: Observers | None = None,
+    ) -> None:
         self.env = env
         self.edges = edges
         self.packet_bytes = packet_bytes
         self.capacity = [float(e.bandwidth) for e in edges]
         # Insertion-ordered dicts keep every iteration deterministic.
         self.active: list[dict[int, _Flow]] = [{} for _ in edges]
-        self.bytes_carried = [0] * len(edges)
         self._next_fid = 0
         self.flows_started = 0
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
@@ -139,9 +116,8 @@ class FlowNetwork:
         self._due: list[tuple[int, int, _Flow, int]] = []
         self._wakes: list[int] = []
         self._seq = 0
-        # When a detailed trace is wanted: ("flow", edge, start, end, bytes) per flow and
-        # hop, and ("util", edge, time, fraction) whenever a link's load changes.
-        self.link_log: list[tuple] | None = None
+        # Hooks taking flow starts, link busy spans and link loads (observe.py).
+        self.observers = observers if observers is not None else Observers()
         self.vector_region = maxmin.VECTOR_REGION
         self._capacity_array = np.array(self.capacity, dtype=np.float64)
 
@@ -196,12 +172,16 @@ class FlowNetwork:
         self._next_fid += 1
         flow.done = done
         flow.tail = tail
-        carried = nbytes * weight
         active = self.active
-        idle = self.link_log is None and not any(active[e] for e in route)
+        observers = self.observers
+        if observers.flow:
+            record = FlowStarted(route, nbytes * weight)
+            for hook in observers.flow:
+                hook(record)
+        # A trace of link loads rebalances even idle links, to log their load.
+        idle = not observers.link_load and not any(active[e] for e in route)
         for e in route:
             active[e][flow.fid] = flow
-            self.bytes_carried[e] += carried
         if idle:
             # Alone on its links: its rate is known now, no rebalance needed.  A
             # flow joining later (even at this instant) rebalances it as usual.
@@ -227,11 +207,11 @@ class FlowNetwork:
         self._rebalance_pending = False
         dirty, self._dirty = tuple(sorted(self._dirty)), set()
         self._rebalance(dirty)
-        if self.link_log is not None:
+        if self.observers.link_load:
             now = self.env.now
             for e in dirty:
                 if not self.active[e]:
-                    self.link_log.append(("util", e, now, 0.0))
+                    self._load(e, now, 0.0)
 
     # -- rate allocation ---------------------------------------------------------
     def _rebalance(self, seed_edges: tuple[int, ...]) -> None:
@@ -262,15 +242,20 @@ class FlowNetwork:
                 flow.updated = now
                 flow.rate = rate
                 self._schedule(flow)
-        if self.link_log is not None:
+        if self.observers.link_load:
             for e in links:
                 used = sum(f.rate * f.weight for f in self.active[e].values())
-                self.link_log.append(("util", e, now, min(1.0, used / self.capacity[e])))
+                self._load(e, now, min(1.0, used / self.capacity[e]))
+
+    def _load(self, edge: int, now: int, utilisation: float) -> None:
+        record = LinkLoad(edge, now, utilisation)
+        for hook in self.observers.link_load:
+            hook(record)
 
     def _schedule(self, flow: _Flow) -> None:
         """Queue the flow's completion at its current rate (an earlier entry goes stale)."""
         flow.version += 1
-        delay = math.ceil(flow.remaining * PS_PER_S / flow.rate - _ROUNDING_SLACK)
+        delay = math.ceil(flow.remaining * PS_PER_S / flow.rate - ROUNDING_SLACK)
         if delay < 0:
             delay = 0
         when = self.env.now + delay
@@ -298,13 +283,16 @@ class FlowNetwork:
     def _finish(self, flow: _Flow) -> None:
         for e in flow.edges:
             del self.active[e][flow.fid]
-        if self.link_log is not None:
+        observers = self.observers
+        if observers.link_busy:
             now = self.env.now
-            entry = [("flow", e, flow.start, now, flow.size) for e in flow.edges]
-            self.link_log.extend(entry * flow.weight)
+            spans = [LinkBusy(e, flow.start, now, flow.size) for e in flow.edges] * flow.weight
+            for record in spans:
+                for hook in observers.link_busy:
+                    hook(record)
         done, flow.done = flow.done, None
         _deliver(self.env, done, flow.tail)  # the last byte still has to arrive
-        if self.link_log is None:  # links left idle need no rates (a trace logs them idle)
+        if not observers.link_load:  # links left idle need no rates (a trace logs them idle)
             busy = tuple(e for e in flow.edges if self.active[e])
             if busy:
                 self._mark_dirty(busy)

@@ -19,10 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from kernbench.machine import IpcqInstall
+from kernbench.machine.observe import Observers, QueueDepth
+from kernbench.topology.graph import MachineGraph
+from kernbench.topology.schema import IpcqAttrs
+
 if TYPE_CHECKING:
-    from kernbench.fabric.engine import Fabric
+    from kernbench.fabric.flows import FlowNetwork
 
 __all__ = ["Ipcq", "IpcqMessage"]
+
+Transferring = Callable[[str, str, int], simpy.Event]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,24 +98,53 @@ class _Channel:
 
 
 class Ipcq:
-    """Every PE's inter-PE queues (created lazily, one channel per PE pair)."""
+    """Every PE's inter-PE queues (created lazily, one channel per PE pair and key).
 
-    def __init__(self, fabric: Fabric) -> None:
-        self.fabric = fabric
-        self.env = fabric.env
-        attrs = fabric.topology.cube.pe_template.components.pe_ipcq.attrs
+    Also serves :class:`IpcqInstall`: the host sends a neighbour table to a
+    cube's M_CPU, which takes its command latency and installs the entries on
+    the target PEs at ``install_latency_per_entry`` apiece.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        graph: MachineGraph,
+        links: FlowNetwork,
+        transfer: Transferring,
+        attrs: IpcqAttrs,
+        command_latency_ps: int,
+        observers: Observers,
+    ) -> None:
+        self.env = env
+        self.graph = graph
+        self.links = links
+        self.transfer = transfer
+        self.attrs = attrs
+        self.command_latency_ps = command_latency_ps
+        self.observers = observers
         self.default_depth = attrs.depth
         self.endpoint_overhead_ps = attrs.endpoint_overhead
         self._channels: dict[tuple[str, str, Any], _Channel] = {}
         self._by_key: dict[Any, list[tuple[str, str, Any]]] = {}
         self.messages = 0
 
+    def serve_install(self, msg: IpcqInstall) -> Generator:
+        yield self.transfer(msg.src, msg.dst, msg.nbytes)
+        yield self.env.timeout(self.command_latency_ps)
+        yield self.env.all_of([self.transfer(msg.dst, pe, msg.nbytes) for pe in msg.targets])
+        yield self.env.timeout(self.attrs.install_latency_per_entry * len(msg.entries))
+
+    @property
+    def open_channels(self) -> int:
+        """Channels of collectives still running (finished ones are forgotten)."""
+        return len(self._channels)
+
     def channel(self, src_pe: str, dst_pe: str, key: Any = None, depth: int | None = None):
         ident = (src_pe, dst_pe, key)
         channel = self._channels.get(ident)
         if channel is None:
-            route = self.fabric.graph.route(dst_pe, src_pe) if src_pe != dst_pe else ()
-            latency = self.fabric.network.route_cost(route).latency_ps
+            route = self.graph.route(dst_pe, src_pe) if src_pe != dst_pe else ()
+            latency = self.links.route_cost(route).latency_ps
             channel = _Channel(src_pe, dst_pe, depth or self.default_depth, latency)
             self._channels[ident] = channel
             self._by_key.setdefault(_root(key), []).append(ident)
@@ -141,7 +177,7 @@ class Ipcq:
         called when the message is in the receiver's queue.
         """
         channel = self.channel(src_pe, dst_pe, key, depth)
-        route = self.fabric.graph.route(src_node or src_pe, dst_node or dst_pe)
+        route = self.graph.route(src_node or src_pe, dst_node or dst_pe)
         send = _Send(nbytes, payload, payload_fn, route, on_sent)
         if channel.returning:
             self._count_returned(channel)
@@ -166,9 +202,7 @@ class Ipcq:
         start = self.env.now
 
         def cross() -> None:
-            self.fabric.network.start(
-                send.route, send.nbytes, lambda: self._arrived(channel, send, start)
-            )
+            self.links.start(send.route, send.nbytes, lambda: self._arrived(channel, send, start))
 
         if self.endpoint_overhead_ps:
             timer = self.env.timeout(self.endpoint_overhead_ps)
@@ -179,14 +213,17 @@ class Ipcq:
     def _arrived(self, channel: _Channel, send: _Send, start: int) -> None:
         self.messages += 1
         channel.sent += 1
-        if self.fabric.detail:
-            src = channel.src
-            self.fabric.record("ipcq", src, f"{src}.ipcq", start, send.nbytes, f"to {channel.dst}")
         message = IpcqMessage(channel.src, channel.dst, send.nbytes, channel.sent, send.payload)
         if channel.receivers:
             channel.receivers.popleft().succeed(message)
         else:
             channel.inbox.append(message)
+        if self.observers.queue:
+            record = QueueDepth(
+                channel.src, channel.dst, start, self.env.now, send.nbytes, len(channel.inbox)
+            )
+            for hook in self.observers.queue:
+                hook(record)
         channel.busy = False
         if send.on_sent is not None:
             send.on_sent()

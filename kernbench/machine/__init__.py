@@ -8,6 +8,7 @@ backends share, and the registry that builds a run's backend from
 """
 
 from kernbench.machine.messages import (
+    MMU_ENTRY_BYTES,
     Completion,
     Compute,
     Delay,
@@ -24,6 +25,7 @@ from kernbench.machine.messages import (
 )
 
 __all__ = [
+    "MMU_ENTRY_BYTES",
     "Completion",
     "Compute",
     "Delay",

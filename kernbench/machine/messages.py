@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "MMU_ENTRY_BYTES",
     "Message",
     "Transfer",
     "MemoryWrite",
@@ -25,6 +26,10 @@ __all__ = [
     "Completion",
     "TraceRow",
 ]
+
+
+# Bytes one page-table entry takes in an MMU command.
+MMU_ENTRY_BYTES = 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

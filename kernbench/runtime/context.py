@@ -1,15 +1,11 @@
 """The runtime context: tensors on the simulated machine, and the engine handles.
 
-``RuntimeContext`` owns the fabric, the allocators, the virtual address space
-and the memory store.  Creating a tensor resolves its DP placement, allocates
-each shard in its PE's HBM partition, maps it (host -> M_CPU -> every PE of the
-cube) through the fabric and, for ``zeros``, writes it; ``copy_`` scatters host
-data into the shards and ``numpy`` gathers them back, all as timed messages.
-
-In functional mode every tensor's values live on the host too, so a tensor is
-also refused (an ``OutOfMemoryError``) when the bytes of the live tensors would
-pass the host memory available to the run; timing-only mode holds no bytes.
-A tensor's memory is given back as soon as its last reference goes.
+``RuntimeContext`` owns the machine (:mod:`kernbench.machine`), the
+allocators, the virtual address space and the memory store.  Creating a
+tensor resolves its DP placement, allocates each shard in its PE's HBM
+partition, maps it (host -> M_CPU -> every PE of the cube) through the machine
+and, for ``zeros``, writes it; ``copy_`` scatters host data into the shards
+and ``numpy`` gathers them back, all as timed messages.
 """
 
 from __future__ import annotations
@@ -25,10 +21,12 @@ from typing import Any
 import numpy as np
 from greenlet import getcurrent
 
+import kernbench.fabric  # noqa: F401 - registers the detailed backend
 from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
-from kernbench.fabric import Fabric, Handle
-from kernbench.fabric.engine import MMU_ENTRY_BYTES
-from kernbench.machine import MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
+from kernbench.machine import MMU_ENTRY_BYTES, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
+from kernbench.machine.api import Handle, Machine
+from kernbench.machine.backends import build_machine
+from kernbench.machine.observe import RowRecorder
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
 from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
 from kernbench.runtime import sizes
@@ -51,7 +49,7 @@ class RuntimeContext:
         *,
         timing_only: bool = False,
         overrides: Iterable[str] = (),
-        fabric: Fabric | None = None,
+        machine: Machine | None = None,
         host_memory_limit: int | None = None,
     ) -> None:
         """``host_memory_limit``: bytes of tensor values a functional run may hold on the
@@ -70,8 +68,13 @@ class RuntimeContext:
             )
             self.host_memory_limit = int(limit)
         self._host_bytes = 0  # bytes of values the live tensors may hold (functional mode)
-        self.fabric = fabric or Fabric(topology)
-        self.fabric.store = self.store
+        if machine is None:
+            machine = build_machine(topology, store=self.store)
+        else:
+            machine.store = self.store
+        self.machine: Machine = machine
+        self._rows = RowRecorder()
+        self.machine.observers.add(self._rows)
         cube = topology.cube
         components = cube.pe_template.components
         self.memory = MachineMemory(
@@ -96,12 +99,17 @@ class RuntimeContext:
 
     # -- clock and requests --------------------------------------------------------
     @property
+    def trace(self) -> list:
+        """Every request and component work row so far, in order (the run's trace)."""
+        return self._rows.rows
+
+    @property
     def now(self) -> int:
         """The simulated clock, in picoseconds."""
-        return self.fabric.now
+        return self.machine.now
 
     def submit(self, msg: Message) -> Handle:
-        handle = self.fabric.submit(msg)
+        handle = self.machine.submit(msg)
         self._pending[handle.request_id] = handle
         return handle
 
@@ -109,7 +117,7 @@ class RuntimeContext:
         # Forget the handle first: a waited request (even a failed one) is no longer pending,
         # and holding it would keep its payloads alive.
         self._pending.pop(handle.request_id, None)
-        return self.fabric.wait(handle)
+        return self.machine.wait(handle)
 
     def wait_all(self, handles: Sequence[Handle] | None = None) -> list:
         """Wait for ``handles``, or for every request submitted here and not yet waited on."""
@@ -359,7 +367,7 @@ class RuntimeContext:
             else:
                 msg_type, entries = MmuMap, tuple((p.va, p.pa, p.shard.nbytes) for p in group)
             handles.append(
-                self.fabric.submit(
+                self.machine.submit(
                     msg_type(
                         src="host",
                         dst=names.m_cpu(sip, cube),
@@ -370,7 +378,7 @@ class RuntimeContext:
                     )
                 )
             )
-        self.fabric.wait_all(handles)
+        [self.machine.wait(h) for h in handles]
 
     # -- data movement ---------------------------------------------------------------
     def _write_shards(self, tensor: DeviceTensor, pieces: dict | None) -> None:
@@ -382,7 +390,7 @@ class RuntimeContext:
                 continue
             data = None if pieces is None else pieces[p.shard.coord]
             handles.append(
-                self.fabric.submit(
+                self.machine.submit(
                     MemoryWrite(
                         src="host",
                         dst=p.memory_node,
@@ -394,7 +402,7 @@ class RuntimeContext:
                     )
                 )
             )
-        self.fabric.wait_all(handles)
+        [self.machine.wait(h) for h in handles]
 
     def _copy_in(self, tensor: DeviceTensor, src: Any) -> None:
         tensor._live()
@@ -448,7 +456,7 @@ class RuntimeContext:
                 continue
             handle = None
             if p.pa is not None:
-                handle = self.fabric.submit(
+                handle = self.machine.submit(
                     MemoryRead(
                         src="host",
                         dst=p.memory_node,
@@ -459,7 +467,7 @@ class RuntimeContext:
                 )
             reads.append((p.shard, handle))
         return {
-            shard: (None if handle is None else self.fabric.wait(handle).data)
+            shard: (None if handle is None else self.machine.wait(handle).data)
             for shard, handle in reads
         }
 

@@ -28,6 +28,7 @@ __all__ = [
     "noc",
     "link",
     "port",
+    "link_source",
     "parse",
     "cube_of",
     "within_cube",
@@ -35,6 +36,7 @@ __all__ = [
     "tcm_of",
     "sram_of",
     "m_cpu_of",
+    "part_of",
     "pe_coordinates",
 ]
 
@@ -43,6 +45,8 @@ SWITCH = "switch"
 
 # Node kinds inside a cube (besides PEs and their TCMs).
 _CUBE_LEAVES = ("sram", "m_cpu", "noc")
+# Parts of a PE that trace rows and errors name (not nodes of the graph).
+_PE_PARTS = ("mmu", "ipcq", "matrix", "vector")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +103,14 @@ def link(src: str, dst: str) -> str:
 def port(memory: str) -> str:
     """The name of a memory's port (the link into and out of it)."""
     return f"port:{memory}"
+
+
+def link_source(name: str) -> str | None:
+    """Where a ``link:A->B`` starts (``A``), or a ``port:M``'s memory (``M``); else ``None``."""
+    kind, sep, ends = name.partition(":")
+    if not sep or kind not in ("link", "port"):
+        return None
+    return ends.split("->", 1)[0]
 
 
 def _index(text: str, prefix: str) -> int:
@@ -200,6 +212,14 @@ def sram_of(name: str) -> str:
 def m_cpu_of(name: str) -> str:
     """The command processor of the cube a node sits in."""
     return f"{cube_of(name)}.m_cpu"
+
+
+def part_of(pe_name: str, part: str) -> str:
+    """A named part of a PE that is not a node of the graph: ``mmu``, ``ipcq``, an engine
+    (``matrix``, ``vector``): ``sip0.cube3.pe5`` -> ``sip0.cube3.pe5.vector``."""
+    if part not in _PE_PARTS:
+        raise ValueError(f"{part!r} is not a part of a PE; parts: {', '.join(_PE_PARTS)}")
+    return f"{pe_name}.{part}"
 
 
 def pe_coordinates(pe_name: str) -> tuple[int, int, int]:

@@ -26,27 +26,20 @@ channels of its own.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register, ring
 from kernbench.ccl.algorithms.schedule import Schedule, in_lane, relabel, together
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
-__all__ = ["halves", "concurrently"]
+__all__ = ["halves"]
 
 
 def halves(region: Region) -> tuple[Region, Region]:
     """The two halves of ``region`` (the first one element longer when the count is odd)."""
     (a, b), (c, d) = chunk_bounds(region.count, 2)
     return region.sub(a, b), region.sub(c, d)
-
-
-def concurrently(c: Comm, bodies: Iterable[Generator]) -> Generator:
-    """Run program bodies side by side on this rank's PE; wait for all of them."""
-    processes = [c.env.process(body) for body in bodies]
-    if processes:
-        yield c.env.all_of(processes)
 
 
 def _rings(c: Comm) -> tuple[Comm, Comm]:
@@ -61,7 +54,7 @@ def _both(c: Comm, program, args: tuple[OpArgs, OpArgs], empty: tuple[bool, bool
         for comm, half, skip in zip(_rings(c), args, empty, strict=True)
         if not skip
     ]
-    yield from concurrently(c, bodies)
+    yield from c.concurrently(bodies)
 
 
 def _mirror(blocks: list[Region]) -> tuple[Region, ...]:

@@ -138,9 +138,7 @@ def tree_all_reduce(c: Comm, tree: Tree, buf: Region) -> Generator:
         return
     # A piece comes down only after the root has this rank's contribution to it, so
     # placing it cannot overtake the send up.
-    up = c.env.process(tree_reduce(c, tree, buf))
-    down = c.env.process(tree_broadcast(c, tree, buf))
-    yield c.env.all_of([up, down])
+    yield from c.concurrently([tree_reduce(c, tree, buf), tree_broadcast(c, tree, buf)])
 
 
 def broadcast(c: Comm, a: OpArgs) -> Generator:

@@ -35,7 +35,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
-from kernbench.ccl.algorithms.bidirectional_ring import concurrently, halves
+from kernbench.ccl.algorithms.bidirectional_ring import halves
 from kernbench.ccl.algorithms.binary_tree import (
     Tree,
     levels,
@@ -68,7 +68,7 @@ def all_reduce(c: Comm, a: OpArgs) -> Generator:
     first, second = _all_reduce_trees(c.size, c.rank)
     c2 = _second(c)
     lo, hi = halves(a.buf)
-    yield from concurrently(c, [tree_all_reduce(c, first, lo), tree_all_reduce(c2, second, hi)])
+    yield from c.concurrently([tree_all_reduce(c, first, lo), tree_all_reduce(c2, second, hi)])
     yield from c.drain()
     yield from c2.drain()
 
@@ -79,7 +79,7 @@ def broadcast(c: Comm, a: OpArgs) -> Generator:
     first, second = _rooted_trees(c.size, a.root, c.rank)
     c2 = _second(c)
     lo, hi = halves(a.buf)
-    yield from concurrently(c, [tree_broadcast(c, first, lo), tree_broadcast(c2, second, hi)])
+    yield from c.concurrently([tree_broadcast(c, first, lo), tree_broadcast(c2, second, hi)])
     yield from c.drain()
     yield from c2.drain()
 
@@ -92,8 +92,8 @@ def reduce(c: Comm, a: OpArgs) -> Generator:
     c2 = _second(c)
     acc = a.buf if c.rank == a.root else c.scratch(a.buf)
     (acc_lo, acc_hi), (own_lo, own_hi) = halves(acc), halves(a.buf)
-    yield from concurrently(
-        c, [tree_reduce(c, first, acc_lo, own_lo), tree_reduce(c2, second, acc_hi, own_hi)]
+    yield from c.concurrently(
+        [tree_reduce(c, first, acc_lo, own_lo), tree_reduce(c2, second, acc_hi, own_hi)]
     )
     yield from c.drain()
     yield from c2.drain()

@@ -1,0 +1,72 @@
+"""Kernel dispatch: a cube's M_CPU starts kernel programs on its PEs.
+
+The host sends :class:`RunPrograms` to an M_CPU, which takes its command
+latency, then sends each PE its programs; a PE runs them one after another,
+each paying the PE's launch overhead, its memory traffic and engine work
+overlapping (ADR 0006).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+
+import simpy
+
+from kernbench.fabric.pe import PeEngines, PeUnit
+from kernbench.machine import ProgramWork, RunPrograms
+from kernbench.machine.messages import TraceRow
+
+__all__ = ["KernelDispatch"]
+
+
+class KernelDispatch:
+    """Serves :class:`RunPrograms`: dispatch, then each PE's programs in order."""
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        transfer: Callable[..., simpy.Event],
+        engines: PeEngines,
+        record: Callable[..., TraceRow],
+        command_latency_ps: int,
+    ) -> None:
+        self.env = env
+        self.transfer = transfer
+        self.engines = engines
+        self.record = record
+        self.command_latency_ps = command_latency_ps
+
+    def serve(self, msg: RunPrograms) -> Generator:
+        yield self.transfer(msg.src, msg.dst, msg.nbytes)
+        yield self.env.timeout(self.command_latency_ps)
+        runs = [
+            self.env.process(self._run_on_pe(msg, pe, programs))
+            for pe, programs in msg.programs.items()
+        ]
+        yield self.env.all_of(runs)
+
+    def _run_on_pe(self, msg: RunPrograms, pe: str, programs: list) -> Generator:
+        unit = self.engines.unit(pe)
+        yield self.transfer(msg.dst, pe, msg.nbytes)
+        start, moved = self.env.now, 0
+        for program in programs:
+            yield self.env.timeout(unit.launch_overhead_ps)
+            work = program()
+            moved += sum(n for _, n in work.loads) + sum(n for _, n in work.stores)
+            yield self.env.all_of(list(self._program_events(unit, work)))
+        self.record("programs", msg.dst, pe, start, moved, f"{msg.tag} x{len(programs)}")
+
+    def _program_events(self, unit: PeUnit, work: ProgramWork) -> Generator:
+        """Events for one program's memory traffic and engine work, which overlap."""
+        for node, nbytes in work.loads:
+            yield self.env.process(self._load(unit.name, node, nbytes))
+        for node, nbytes in work.stores:
+            yield self.transfer(unit.name, node, nbytes)
+        for engine, flops in (("matrix", work.matrix_flops), ("vector", work.vector_flops)):
+            if flops:
+                yield self.engines.compute(unit, engine, flops)
+
+    def _load(self, pe: str, node: str, nbytes: int) -> Generator:
+        # The request travels to the memory (latency only), then the data comes back.
+        yield self.transfer(pe, node, 0)
+        yield self.transfer(node, pe, nbytes)
