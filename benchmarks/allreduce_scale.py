@@ -23,7 +23,6 @@ from _common import CountingEnvironment, machine_index, peak_rss_mib  # noqa: E4
 
 import kernbench.torch as torch  # noqa: E402
 import kernbench.torch.distributed as dist  # noqa: E402
-from kernbench.ccl.settings import CclSettings  # noqa: E402
 from kernbench.distributed.world import World  # noqa: E402
 from kernbench.fabric import Fabric  # noqa: E402
 from kernbench.runtime import RuntimeContext, use_context  # noqa: E402
@@ -35,7 +34,6 @@ def one_run(ranks: int, algorithm: str, nbytes: int) -> dict:
     topology = load_topology("topologies/rack.yaml", ["system.device_level=pe"])
     env = CountingEnvironment()
     ctx = RuntimeContext(topology, timing_only=True, machine=Fabric(topology, env=env))
-    ctx._ccl = CclSettings.from_overrides()
     world = World(ctx, ranks)
 
     window: dict[str, float] = {}

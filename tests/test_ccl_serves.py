@@ -17,7 +17,7 @@ import pytest
 
 import kernbench
 from kernbench.bench.tune import tune
-from kernbench.ccl.settings import CclSettings
+from kernbench.ccl.settings import CclSettings, ccl_settings, use_settings
 from kernbench.ccl.tuner import auto_choice, candidates, unfit
 from kernbench.errors import DistributedError, KernBenchError
 from kernbench.runtime import RuntimeContext
@@ -38,7 +38,7 @@ PES = [f"sip{s}.cube{c}.pe{p}" for s in range(2) for c in range(2) for p in rang
 
 def _context(ccl: list[str] = ()) -> RuntimeContext:
     ctx = RuntimeContext(load_topology(TOPOLOGY, SMALL), timing_only=True)
-    ctx._ccl = CclSettings.from_overrides(ccl)
+    use_settings(ctx, CclSettings.from_overrides(ccl))
     return ctx
 
 
@@ -69,7 +69,7 @@ def test_hierarchical_on_5_ranks_of_a_2x2x2_machine_is_no_candidate():
     names = [name for name, _ in candidates(ctx, "all_reduce", PES[:5])]
     assert "hierarchical" not in names and "multi_cube" not in names
     assert {"ring", "recursive_doubling", "rabenseifner"} <= set(names)
-    configs = ctx._ccl.catalogue.configs
+    configs = ccl_settings(ctx).catalogue.configs
     assert "unequal groups {'sip0.cube0': 2, 'sip0.cube1': 2, 'sip1.cube0': 1}" in unfit(
         configs["multi_cube"], "all_reduce", PES[:5]
     )
@@ -166,7 +166,7 @@ REFUSED_AT_LOAD = [
 def test_a_configuration_that_cannot_serve_the_group_is_never_chosen(entry, size, reason):
     ccl = [f"configs.misfit={entry}"]
     ctx = _context(ccl)
-    config = ctx._ccl.catalogue.configs["misfit"]
+    config = ccl_settings(ctx).catalogue.configs["misfit"]
     assert reason in unfit(config, "all_reduce", PES[:size])
     assert "misfit" not in [name for name, _ in candidates(ctx, "all_reduce", PES[:size])]
     for nbytes in (4 << 10, 16 << 20):
@@ -204,7 +204,7 @@ FITS = [
 def test_a_configuration_that_fits_runs(entry, size):
     ccl = [f"configs.fit={entry}"]
     ctx = _context(ccl)
-    assert unfit(ctx._ccl.catalogue.configs["fit"], "all_reduce", PES[:size]) is None
+    assert unfit(ccl_settings(ctx).catalogue.configs["fit"], "all_reduce", PES[:size]) is None
     assert "fit" in [name for name, _ in candidates(ctx, "all_reduce", PES[:size])]
     result = _run(size, 4096, "fit", ccl)
     assert result.returns == [size * (size + 1) / 2] * size

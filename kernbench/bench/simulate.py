@@ -56,7 +56,7 @@ def simulate(
     ``seed`` seeds every rank's default random generator (``torch.rand`` and friends),
     so the same seed gives the same values and the same trace.
     """
-    from kernbench.ccl.settings import CclSettings, split_overrides
+    from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
     from kernbench.torch import random as torch_random
 
     overrides = tuple(overrides or ())
@@ -64,7 +64,7 @@ def simulate(
     if not isinstance(topology, Topology):
         topology = load_topology(topology, topology_overrides)
     ctx = RuntimeContext(topology, timing_only=timing_only)
-    ctx._ccl = CclSettings.from_overrides(ccl_overrides)
+    use_settings(ctx, CclSettings.from_overrides(ccl_overrides))
     link_bytes = LinkBytes(len(ctx.machine.graph.edges))
     ctx.machine.observers.add(link_bytes)
     collector = None

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from kernbench.bench.simulate import simulate
-from kernbench.ccl.settings import CclSettings, split_overrides
+from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
 from kernbench.ccl.tune_table import TuneTable
 from kernbench.ccl.tuner import candidates, predict
 from kernbench.errors import DistributedError
@@ -75,7 +75,7 @@ def tune(
     topo = load_topology(topology, topology_overrides)
     probe = RuntimeContext(topo, timing_only=True)
     # The candidates are the catalogue as the measured runs see it (with --set ccl.*).
-    probe._ccl = CclSettings.from_overrides(ccl_overrides)
+    use_settings(probe, CclSettings.from_overrides(ccl_overrides))
     size = world_size or probe.num_devices
     pes = [probe.device_pe(rank) for rank in range(size)]
     results = []

@@ -69,12 +69,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
+from kernbench.ccl.buffers import buffer_node, memory_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.fluid import Flow, follow
-from kernbench.topology import names
+from kernbench.runtime import RuntimeContext
 from kernbench.units import PS_PER_S
 
-__all__ = ["Priced", "price", "memory_node"]
+__all__ = ["Priced", "price"]
 
 # A step whose ranks move on by the same time, within this (ps), is symmetric.
 _UNIFORM_PS = 1e-3
@@ -82,17 +83,6 @@ _UNIFORM_PS = 1e-3
 _FOLLOWED_REPEATS = 4
 # Steps with more flows than this are priced as if all were in flight together.
 _FLUID_FLOWS = 512
-
-
-def memory_node(ctx: Any, pe: str) -> str:
-    """The HBM slice where a PE's tensors live: the one its partition starts in.
-
-    PE p of P owns [p·H/P, (p+1)·H/P) of its cube's HBM (kernbench.memory), and
-    a slice is H/S of it: the partition starts in slice ⌊p·S/P⌋.
-    """
-    s, c, p = names.pe_coordinates(pe)
-    slices = ctx.topology.cube.memory_map.hbm_slices_per_cube
-    return names.hbm(s, c, p * slices // ctx.topology.pes_per_cube)
 
 
 @dataclass(frozen=True)
@@ -109,10 +99,8 @@ class _Machine:
     """A configuration's view of the machine: routes, latencies and rates for its ranks."""
 
     def __init__(
-        self, ctx: Any, config: AlgorithmConfig, pes: Sequence[str], itemsize: int
+        self, ctx: RuntimeContext, config: AlgorithmConfig, pes: Sequence[str], itemsize: int
     ) -> None:
-        from kernbench.ccl.launch import buffer_node
-
         machine = ctx.machine
         self.machine = machine
         self.graph = machine.graph
@@ -121,7 +109,7 @@ class _Machine:
         self.overhead_ps = ctx.topology.cube.pe_template.components.pe_ipcq.attrs.endpoint_overhead
         self.launch_ps = max(machine.pe_spec(pe).launch_overhead_ps for pe in pes)
         self.pes = list(pes)
-        self.memory = [memory_node(ctx, pe) for pe in pes]
+        self.memory = [memory_node(ctx.topology, pe) for pe in pes]
         self.buffer = [
             buffer_node(pe, node, config.buffer) for pe, node in zip(pes, self.memory, strict=True)
         ]
@@ -545,7 +533,11 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
 
 
 def price(
-    ctx: Any, config: AlgorithmConfig, pes: Sequence[str], schedule: Schedule, itemsize: int = 4
+    ctx: RuntimeContext,
+    config: AlgorithmConfig,
+    pes: Sequence[str],
+    schedule: Schedule,
+    itemsize: int = 4,
 ) -> Priced:
     """The time of ``schedule`` for ``config`` on ``pes``, and the bound under it."""
     machine = _Machine(ctx, config, pes, itemsize)

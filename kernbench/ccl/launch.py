@@ -17,22 +17,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Generator, Sequence
-from typing import Any
 
 import numpy as np
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm
+from kernbench.ccl.buffers import buffer_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.settings import ccl_settings
+from kernbench.ccl.tuner import auto_choice, unfit
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
 from kernbench.machine.api import Clock, Event, Machine
+from kernbench.runtime import RuntimeContext
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.topology import names
 
-__all__ = ["lanes_of", "single_lane", "CollectiveLauncher", "buffer_node"]
+__all__ = ["lanes_of", "single_lane", "CollectiveLauncher"]
 
 INSTALL_ENTRY_BYTES = 16
 
@@ -67,20 +69,10 @@ def single_lane(tensor: DeviceTensor, op: str) -> LaneBuffer:
     return lanes[0]
 
 
-def buffer_node(pe: str, memory_node: str, buffer: str) -> str:
-    """Where messages to ``pe`` land for a configuration's ``buffer`` location."""
-    if buffer == "tcm":
-        return names.tcm_of(pe)
-    if buffer == "sram":
-        return names.sram_of(pe)
-    return memory_node
-
-
 def choose(
-    ctx: Any, op: str, requested: str | None, size: int, nbytes: int, pes: Sequence[str]
+    ctx: RuntimeContext, op: str, requested: str | None, size: int, nbytes: int, pes: Sequence[str]
 ) -> tuple[str, AlgorithmConfig, Algorithm]:
     """The configuration a call runs with, checked against the group size."""
-    from kernbench.ccl.tuner import auto_choice, unfit
 
     settings = ccl_settings(ctx)
     choice = requested or settings.choice(op)
@@ -103,7 +95,7 @@ class CollectiveLauncher:
     _ids = itertools.count()
 
     def __init__(
-        self, ctx: Any, op: str, name: str, config: AlgorithmConfig, algorithm: Algorithm
+        self, ctx: RuntimeContext, op: str, name: str, config: AlgorithmConfig, algorithm: Algorithm
     ) -> None:
         self.ctx = ctx
         self.machine: Machine = ctx.machine
@@ -276,7 +268,7 @@ def _program(
 
 
 def _launcher(
-    ctx: Any, op: str, algorithm: str | None, size: int, nbytes: int, pes: Sequence[str]
+    ctx: RuntimeContext, op: str, algorithm: str | None, size: int, nbytes: int, pes: Sequence[str]
 ) -> CollectiveLauncher:
     name, config, algo = choose(ctx, op, algorithm, size, nbytes, pes)
     launcher = CollectiveLauncher(ctx, op, name, config, algo)
@@ -292,7 +284,7 @@ def _average(region: Region, size: int) -> Callable[[Comm], Generator]:
 
 
 def elementwise(
-    ctx: Any,
+    ctx: RuntimeContext,
     op: str,
     tensors: Sequence[DeviceTensor],
     *,
@@ -342,7 +334,7 @@ def _block_list(value: Sequence[DeviceTensor] | DeviceTensor, parts: int, op: st
 
 
 def all_gather(
-    ctx: Any,
+    ctx: RuntimeContext,
     outputs: Sequence[Sequence[DeviceTensor] | DeviceTensor],
     inputs: Sequence[DeviceTensor],
     algorithm: str | None = None,
@@ -364,7 +356,7 @@ def all_gather(
 
 
 def reduce_scatter(
-    ctx: Any,
+    ctx: RuntimeContext,
     outputs: Sequence[DeviceTensor],
     inputs: Sequence[Sequence[DeviceTensor] | DeviceTensor],
     redop: str,
@@ -390,7 +382,7 @@ def reduce_scatter(
 
 
 def _rooted(
-    ctx: Any,
+    ctx: RuntimeContext,
     op: str,
     mine: Sequence[DeviceTensor],
     blocks: Sequence[DeviceTensor] | None,
@@ -416,7 +408,7 @@ def _rooted(
 
 
 def gather(
-    ctx: Any,
+    ctx: RuntimeContext,
     inputs: Sequence[DeviceTensor],
     blocks: Sequence[DeviceTensor] | None,
     root: int,
@@ -427,7 +419,7 @@ def gather(
 
 
 def scatter(
-    ctx: Any,
+    ctx: RuntimeContext,
     outputs: Sequence[DeviceTensor],
     blocks: Sequence[DeviceTensor] | None,
     root: int,
@@ -438,7 +430,7 @@ def scatter(
 
 
 def all_to_all(
-    ctx: Any,
+    ctx: RuntimeContext,
     sends: Sequence[Sequence[Region]],
     recvs: Sequence[Sequence[Region]],
     algorithm: str | None = None,
@@ -459,20 +451,20 @@ def all_to_all(
     return launcher
 
 
-def barrier(ctx: Any, pes: list[str], algorithm: str | None = None) -> CollectiveLauncher:
+def barrier(
+    ctx: RuntimeContext, pes: list[str], algorithm: str | None = None
+) -> CollectiveLauncher:
     launcher = _launcher(ctx, "barrier", algorithm, len(pes), 0, pes)
     programs = [_program(launcher.algorithm, "barrier", OpArgs()) for _ in pes]
     launcher.lane(programs, pes, pes)
     return launcher
 
 
-def send_recv(ctx: Any, src: DeviceTensor, dst: DeviceTensor) -> CollectiveLauncher:
+def send_recv(ctx: RuntimeContext, src: DeviceTensor, dst: DeviceTensor) -> CollectiveLauncher:
     """Point to point: ``src``'s lanes into ``dst``'s (same split)."""
-    from kernbench.ccl.catalogue import AlgorithmConfig as Config
-
     table = _lane_table([src, dst], "send/recv")
     launcher = CollectiveLauncher(
-        ctx, "send_recv", "p2p", Config(module="direct"), get_algorithm("direct")
+        ctx, "send_recv", "p2p", AlgorithmConfig(module="direct"), get_algorithm("direct")
     )
     for j in range(len(table[0])):
         a, b = table[0][j], table[1][j]

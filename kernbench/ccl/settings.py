@@ -14,8 +14,12 @@ from typing import Any
 from kernbench.ccl.algorithms import OPS
 from kernbench.ccl.catalogue import AlgorithmConfig, Catalogue, load_catalogue
 from kernbench.errors import ConfigError
+from kernbench.runtime import RuntimeContext
 
-__all__ = ["CclSettings", "ccl_settings", "split_overrides"]
+__all__ = ["CclSettings", "ccl_settings", "use_settings", "split_overrides"]
+
+# The key of the collectives' settings among a run context's extensions.
+EXTENSION = "ccl"
 
 
 def split_overrides(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -69,9 +73,14 @@ class CclSettings:
         return settings
 
 
-def ccl_settings(ctx: Any) -> CclSettings:
+def ccl_settings(ctx: RuntimeContext) -> CclSettings:
     """The context's collective settings (the bundled catalogue unless a run set others)."""
-    settings = getattr(ctx, "_ccl", None)
+    settings = ctx.extensions.get(EXTENSION)
     if settings is None:
-        settings = ctx._ccl = CclSettings.from_overrides()
+        settings = ctx.extensions[EXTENSION] = CclSettings.from_overrides()
     return settings
+
+
+def use_settings(ctx: RuntimeContext, settings: CclSettings) -> None:
+    """Make ``settings`` the collective settings of the run ``ctx`` belongs to."""
+    ctx.extensions[EXTENSION] = settings

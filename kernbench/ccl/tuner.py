@@ -44,12 +44,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, algorithms, get_algorithm
+from kernbench.ccl.buffers import buffer_node, memory_node
 from kernbench.ccl.catalogue import AlgorithmConfig
-from kernbench.ccl.costmodel import memory_node, price
+from kernbench.ccl.costmodel import price
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
 from kernbench.distributed.world import active_world
 from kernbench.errors import DistributedError
+from kernbench.runtime import RuntimeContext
 from kernbench.topology import topology_digest
 from kernbench.units import PS_PER_S
 
@@ -94,7 +96,7 @@ class Prediction:
 
 
 # -- α, β, γ for the closed forms --------------------------------------------------------
-def _message_time_terms(ctx: Any, src: str, dst: str, m: int) -> tuple[float, float]:
+def _message_time_terms(ctx: RuntimeContext, src: str, dst: str, m: int) -> tuple[float, float]:
     """(α, β) of the route src -> dst for messages of m bytes, in seconds."""
     graph = ctx.machine.graph
     edges = [graph.edges[i] for i in graph.route(src, dst)]
@@ -110,7 +112,7 @@ def _message_time_terms(ctx: Any, src: str, dst: str, m: int) -> tuple[float, fl
 
 
 def link_costs(
-    ctx: Any,
+    ctx: RuntimeContext,
     config: AlgorithmConfig,
     algorithm: Algorithm,
     op: str,
@@ -125,8 +127,6 @@ def link_costs(
     typical step at once (a rank's HBM port carries its outgoing and its
     incoming message together, for instance).
     """
-    from kernbench.ccl.launch import buffer_node
-
     size = len(pes)
     graph = ctx.machine.graph
     alpha = beta = 0.0
@@ -141,8 +141,8 @@ def link_costs(
         terms = []
         for peer in peers:
             target = pes[peer]
-            src = memory_node(ctx, pe)
-            dst = buffer_node(target, memory_node(ctx, target), config.buffer)
+            src = memory_node(ctx.topology, pe)
+            dst = buffer_node(target, memory_node(ctx.topology, target), config.buffer)
             terms.append(_message_time_terms(ctx, src, dst, message))
             route = graph.route(src, dst)
             if peer in targets:
@@ -161,13 +161,11 @@ def link_costs(
     return LinkCosts(alpha, max(beta, shared), _gamma(ctx, config, pes[0], itemsize))
 
 
-def _gamma(ctx: Any, config: AlgorithmConfig, pe: str, itemsize: int) -> float:
-    from kernbench.ccl.launch import buffer_node
-
+def _gamma(ctx: RuntimeContext, config: AlgorithmConfig, pe: str, itemsize: int) -> float:
     core = ctx.topology.cube.pe_template.components.pe_core.attrs
     compute = 1 / (core.vector_flops_per_cycle * core.clock * itemsize)
     graph = ctx.machine.graph
-    local = memory_node(ctx, pe)
+    local = memory_node(ctx.topology, pe)
     incoming = buffer_node(pe, local, config.buffer)
     load: dict[int, float] = defaultdict(float)
     for src, dst in ((incoming, pe), (local, pe), (pe, local)):
@@ -222,7 +220,7 @@ _UNFIT_KEPT = 4096
 
 
 def predict_detail(
-    ctx: Any,
+    ctx: RuntimeContext,
     op: str,
     config: AlgorithmConfig,
     pes: Sequence[str],
@@ -243,7 +241,7 @@ def predict_detail(
 
 
 def _closed_form(
-    ctx: Any,
+    ctx: RuntimeContext,
     config: AlgorithmConfig,
     algorithm: Algorithm,
     op: str,
@@ -263,7 +261,7 @@ def _closed_form(
 
 
 def predict(
-    ctx: Any,
+    ctx: RuntimeContext,
     op: str,
     name: str,
     config: AlgorithmConfig,
@@ -276,7 +274,9 @@ def predict(
     return None if prediction is None else prediction.seconds
 
 
-def candidates(ctx: Any, op: str, pes: Sequence[str]) -> list[tuple[str, AlgorithmConfig]]:
+def candidates(
+    ctx: RuntimeContext, op: str, pes: Sequence[str]
+) -> list[tuple[str, AlgorithmConfig]]:
     """The catalogue configurations that can run ``op`` on the group of ``pes``, in order."""
     settings = ccl_settings(ctx)
     return [
@@ -291,7 +291,7 @@ def candidates(ctx: Any, op: str, pes: Sequence[str]) -> list[tuple[str, Algorit
 _CHOICES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def auto_choice(ctx: Any, op: str, size: int, nbytes: int, pes: list[str]) -> str:
+def auto_choice(ctx: RuntimeContext, op: str, size: int, nbytes: int, pes: list[str]) -> str:
     """The configuration ``auto`` runs: the tune table's winner, else the cost model's."""
     settings = ccl_settings(ctx)
     try:
@@ -307,7 +307,9 @@ def auto_choice(ctx: Any, op: str, size: int, nbytes: int, pes: list[str]) -> st
     return choice
 
 
-def _choose(ctx: Any, settings: Any, op: str, size: int, nbytes: int, pes: list[str]) -> str:
+def _choose(
+    ctx: RuntimeContext, settings: Any, op: str, size: int, nbytes: int, pes: list[str]
+) -> str:
     fitting = candidates(ctx, op, pes)
     if settings.tune_table:
         winner = _table_winner(settings.tune_table, op, size, nbytes, ctx)
@@ -332,7 +334,7 @@ _TABLES: dict[str, tuple[tuple[int, ...], TuneTable]] = {}
 _DIGEST: list[Any] = [None, ""]  # the last topology digested, and its digest
 
 
-def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: Any) -> str | None:
+def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: RuntimeContext) -> str | None:
     """The tune table's winner for ``op`` on ``size`` ranks at the size nearest ``nbytes``.
 
     The table is validated when first read (and again when the file changes) and

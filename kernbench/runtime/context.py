@@ -75,6 +75,9 @@ class RuntimeContext:
         self.machine: Machine = machine
         self._rows = RowRecorder()
         self.machine.observers.add(self._rows)
+        # Per-run state the layers above keep on the context (the collectives'
+        # settings, ...), by layer: the runtime knows nothing of what is in it.
+        self.extensions: dict[str, Any] = {}
         cube = topology.cube
         components = cube.pe_template.components
         self.memory = MachineMemory(
