@@ -29,7 +29,7 @@ from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
 from kernbench.fabric import Fabric, Handle, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.fabric.engine import MMU_ENTRY_BYTES
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
-from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
+from kernbench.placement import DPPolicy, gather, plan_shards, scatter, unique_blocks
 from kernbench.runtime import sizes
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
@@ -242,7 +242,7 @@ class RuntimeContext:
         name = name or f"t{self._tensor_count}"
         policy, bases = self._scope(dp, device)
         topo = self.topology
-        shards = resolve(
+        shards = plan_shards(
             policy,
             shape,
             dtype.itemsize,
@@ -440,7 +440,7 @@ class RuntimeContext:
 
     def _read_regions(self, tensor: DeviceTensor) -> dict[tuple[int, int, int], Any]:
         """Read one copy of every region to the host; shard coord -> raw bytes or None."""
-        regions = {id(s) for s in unique_regions(tensor.shards)}
+        regions = {id(s) for s in unique_blocks(tensor.shards)}
         reads = []
         for p in tensor.placements:
             if id(p.shard) not in regions:
