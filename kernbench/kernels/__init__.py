@@ -23,31 +23,26 @@ from kernbench.kernels.builtins import (
     scalar_kernel,
 )
 from kernbench.kernels.compile import CompileStats, DeviceKernel, clear_cache
+from kernbench.kernels.grid import MAX_GRID_PROGRAMS, NC, Grid, SpmdDim, nc, spmd_dim
 from kernbench.kernels.interpreter import (
     ArrayBuffer,
     Interpreter,
     KernelBuffer,
     LaunchRecord,
     MemoryTraffic,
-    ProgramCost,
+    ProgramCounts,
     ProgramRecorder,
     ShapeOnlyBuffer,
 )
 from kernbench.kernels.jit import (
-    MAX_GRID_PROGRAMS,
-    NC,
-    Grid,
     JITFunction,
     KernelLaunch,
     Launcher,
-    SpmdDim,
     get_launcher,
     jit,
-    nc,
     reset_launcher,
     run_on_host,
     set_launcher,
-    spmd_dim,
     use_launcher,
 )
 from kernbench.kernels.language import MAX_BLOCK_ELEMENTS, cdiv, next_power_of_2
@@ -68,7 +63,7 @@ __all__ = [
     "LaunchRecord",
     "Launcher",
     "MemoryTraffic",
-    "ProgramCost",
+    "ProgramCounts",
     "ProgramRecorder",
     "ShapeOnlyBuffer",
     "SpmdDim",

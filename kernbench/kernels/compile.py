@@ -5,7 +5,7 @@ for one input signature: it binds the inputs as
 :class:`~kernbench.kernels.interpreter.ShapeOnlyBuffer` objects, runs program 0
 of the grid in timing-only mode to check that it runs, and writes an artifact
 ``<root>/<content_hash>/kernel.json`` (kernel name, hash, input signature,
-meta-parameters, grid and the traced program's cost). The returned
+meta-parameters, grid and what the traced program did). The returned
 :class:`DeviceKernel` launches ``kernel[grid](*inputs, **meta)`` through the
 current launcher when called with inputs of the same signature.
 
@@ -18,7 +18,7 @@ the kernel runs as a single program.
 
 Content hash: SHA-256 over the kernel's source text (``inspect.getsource``;
 device functions it calls are not included), module and name, the input
-signature, meta-parameters, launch options and the resolved grid. Like NKIPy it
+signature, meta-parameters, launch options and the launch grid. Like NKIPy it
 does not depend on the CC mode. The in-memory cache is keyed by the artifact
 directory and the hash, so MPMD ranks simulated in one process each keep
 their own entry; ``use_cached_if_exists=False`` recompiles.
@@ -57,8 +57,9 @@ import numpy as np
 
 import kernbench.kernels.language as tl
 from kernbench.errors import KernelError
+from kernbench.kernels.grid import Grid
 from kernbench.kernels.interpreter import ShapeOnlyBuffer
-from kernbench.kernels.jit import Grid, JITFunction
+from kernbench.kernels.jit import JITFunction
 
 __all__ = ["CompileStats", "DeviceKernel", "DistributedState", "clear_cache"]
 
@@ -476,14 +477,14 @@ def _compile(
         return cached, True
     name = launch.kernel.name
     try:
-        cost = launch.run_program(next(iter(launch.grid.program_ids())))
+        counts = launch.run_program(next(iter(launch.grid.program_ids())))
     except KernelError as exc:
         raise KernelError(f"compile_and_load of kernel {name!r} failed: {exc}") from exc
     artifact = {
         "format": ARTIFACT_FORMAT,
         "content_hash": key[1],
         **payload,
-        "traced_program": _canonical(dataclasses.asdict(cost)),
+        "traced_program": _canonical(dataclasses.asdict(counts)),
     }
     _write_artifact(artifact_path, artifact)
     _CACHE[key] = artifact

@@ -32,7 +32,7 @@ import numpy as np
 from kernbench.errors import KernelError
 from kernbench.fabric import ProgramWork, RunPrograms
 from kernbench.kernels import language as tl
-from kernbench.kernels.interpreter import LaunchRecord, ProgramCost
+from kernbench.kernels.interpreter import LaunchRecord, ProgramCounts
 from kernbench.kernels.jit import KernelLaunch
 from kernbench.topology import names
 
@@ -240,7 +240,7 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
         t._live()
     launch.grid.check_size(launch.kernel.name)
     plan = plan_programs(launch, tensors[0])
-    costs: dict[tuple, ProgramCost] = {}
+    costs: dict[tuple, ProgramCounts] = {}
     programs: dict[str, list[Callable[[], ProgramWork]]] = {}
     for pe, pids in plan.items():
         traffic = _Traffic()
@@ -272,7 +272,7 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
 
 
 def _program(
-    launch: KernelLaunch, pid: tuple, traffic: _Traffic, costs: dict[tuple, ProgramCost]
+    launch: KernelLaunch, pid: tuple, traffic: _Traffic, costs: dict[tuple, ProgramCounts]
 ) -> Callable[[], ProgramWork]:
     def run() -> ProgramWork:
         cost = launch.run_program(pid)
