@@ -2,10 +2,12 @@
 
 Write kernels with ``@jit`` and ``import kernbench.kernels.language as tl``;
 launch them with ``kernel[grid](*args, **meta)``, or trace one for an input
-signature with ``DeviceKernel.compile_and_load``. The built-in flat-buffer
-kernels (elementwise, scalar, fill, copy, reduce) and their ``launch_*``
-helpers back tensor arithmetic and the collectives. ``cdiv`` and
-``next_power_of_2`` stand in for ``triton.cdiv`` and ``triton.next_power_of_2``.
+signature with ``DeviceKernel.compile_and_load``. A launch whose arguments
+include device tensors runs on the simulated machine (``kernels.device``) and
+returns a :class:`DeviceLaunchResult`. The built-in flat-buffer kernels
+(elementwise, scalar, fill, copy, reduce) and their ``launch_*`` helpers back
+tensor arithmetic and the collectives. ``cdiv`` and ``next_power_of_2`` stand
+in for ``triton.cdiv`` and ``triton.next_power_of_2``.
 """
 
 from kernbench.kernels import language
@@ -23,6 +25,9 @@ from kernbench.kernels.builtins import (
     scalar_kernel,
 )
 from kernbench.kernels.compile import CompileStats, DeviceKernel, clear_cache
+
+# Importing the device module registers device tensors as arguments that claim launches.
+from kernbench.kernels.device import DeviceLaunchResult, launch_on_device
 from kernbench.kernels.grid import MAX_GRID_PROGRAMS, NC, Grid, SpmdDim, nc, spmd_dim
 from kernbench.kernels.interpreter import (
     ArrayBuffer,
@@ -55,6 +60,7 @@ __all__ = [
     "ArrayBuffer",
     "CompileStats",
     "DeviceKernel",
+    "DeviceLaunchResult",
     "Grid",
     "Interpreter",
     "JITFunction",
@@ -78,6 +84,7 @@ __all__ = [
     "launch_copy",
     "launch_elementwise",
     "launch_fill",
+    "launch_on_device",
     "launch_reduce",
     "launch_scalar",
     "nc",

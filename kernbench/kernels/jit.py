@@ -9,6 +9,11 @@ program with the :class:`Interpreter` and returns a :class:`LaunchRecord`; a
 caller installs its own launcher (``set_launcher`` / ``use_launcher``) to run
 programs elsewhere, calling ``launch.run_program(pid, recorder)`` for the
 programs each executor owns.
+
+With the default launcher, an argument of a type registered with
+:func:`register_argument_launcher` claims the launch: the kernel layer's device
+module registers the runtime's device tensors that way, so a kernel on device
+tensors runs on the simulated machine.
 """
 
 from __future__ import annotations
@@ -36,11 +41,14 @@ from kernbench.kernels.interpreter import (
 )
 
 __all__ = [
+    "ArgumentLauncher",
     "JITFunction",
     "KernelLaunch",
     "Launcher",
+    "argument_launcher",
     "get_launcher",
     "jit",
+    "register_argument_launcher",
     "reset_launcher",
     "run_on_host",
     "set_launcher",
@@ -116,6 +124,37 @@ def use_launcher(launcher: Launcher):
         reset_launcher(token)
 
 
+#: Runs a launch that one of its arguments claimed: ``(argument, launch) -> result``.
+ArgumentLauncher = Callable[[Any, "KernelLaunch"], Any]
+
+_ARGUMENT_LAUNCHERS: dict[type, ArgumentLauncher] = {}
+
+
+def register_argument_launcher(argument_type: type, launcher: ArgumentLauncher) -> None:
+    """Let arguments of ``argument_type`` (and its subclasses) claim launches.
+
+    Under the default launcher, ``kernel[grid](...)`` with such an argument
+    returns ``launcher(argument, launch)`` instead of running on the host.
+    Registering a type again replaces its launcher.
+    """
+    if not isinstance(argument_type, type):
+        raise KernelError(f"an argument launcher is registered for a type, got {argument_type!r}")
+    if not callable(launcher):
+        raise KernelError(
+            f"an argument launcher must be callable with (argument, launch), got {launcher!r}"
+        )
+    _ARGUMENT_LAUNCHERS[argument_type] = launcher
+
+
+def argument_launcher(value: Any) -> ArgumentLauncher | None:
+    """The launcher registered for ``value``'s type or its nearest base, if any."""
+    for cls in type(value).__mro__:
+        launcher = _ARGUMENT_LAUNCHERS.get(cls)
+        if launcher is not None:
+            return launcher
+    return None
+
+
 def _is_constexpr(annotation: Any) -> bool:
     if annotation is tl.constexpr:
         return True
@@ -173,15 +212,15 @@ class JITFunction:
     def launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
         """Prepare a launch and hand it to the current launcher; return what it returns.
 
-        With the default launcher, an argument whose type defines
-        ``__kernel_launch__(value, launch)`` (a device tensor) claims the launch,
-        so kernels on device tensors run on the simulated machine.
+        With the default launcher, the first argument whose type has an
+        :func:`argument_launcher` (a device tensor) claims the launch, so kernels
+        on device tensors run on the simulated machine.
         """
         launch = self.prepare(grid, *args, **kwargs)
         launcher = get_launcher()
         if launcher is run_on_host:
             for value in launch.args:
-                claim = getattr(type(value), "__kernel_launch__", None)
+                claim = argument_launcher(value)
                 if claim is not None:
                     return claim(value, launch)
         return launcher(launch)

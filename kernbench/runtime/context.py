@@ -395,8 +395,8 @@ class RuntimeContext:
             )
         self.fabric.wait_all(handles)
 
-    def _copy_in(self, tensor: DeviceTensor, src: Any) -> None:
-        tensor._live()
+    def copy_in(self, tensor: DeviceTensor, src: Any) -> None:
+        tensor.live_allocation()
         if isinstance(src, DeviceTensor):
             # Staged through the host: a device-side copy kernel is the faster path.
             self._check_copy_shape(tensor, src.shape)
@@ -462,8 +462,8 @@ class RuntimeContext:
             for shard, handle in reads
         }
 
-    def _copy_out(self, tensor: DeviceTensor) -> np.ndarray:
-        tensor._live()
+    def copy_out(self, tensor: DeviceTensor) -> np.ndarray:
+        tensor.live_allocation()
         if self.timing_only:
             raise TensorError(
                 f"tensor {tensor.name!r} has no values in timing-only mode (it carries sizes, "
@@ -497,7 +497,7 @@ class RuntimeContext:
                     if self.host_memory_limit is not None:
                         self._host_bytes -= p.shard.nbytes
 
-    def _release(self, allocation: Allocation) -> None:
+    def release(self, allocation: Allocation) -> None:
         if allocation.released:
             return
         self._mmu(allocation, unmap=True)
@@ -509,13 +509,13 @@ class RuntimeContext:
 
     def _drain_releases(self) -> None:
         while self._pending_release:
-            self._release(self._pending_release.pop(0))
+            self.release(self._pending_release.pop(0))
 
     def cleanup(self) -> None:
         """Free every tensor this context still holds (unmap, return PA and VA)."""
         self._drain_releases()
         for allocation in list(self._live.values()):
-            self._release(allocation)
+            self.release(allocation)
 
     def __enter__(self) -> RuntimeContext:
         return self
