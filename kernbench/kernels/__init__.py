@@ -8,6 +8,9 @@ returns a :class:`DeviceLaunchResult`. The built-in flat-buffer kernels
 (elementwise, scalar, fill, copy, reduce) and their ``launch_*`` helpers back
 tensor arithmetic and the collectives. ``cdiv`` and ``next_power_of_2`` stand
 in for ``triton.cdiv`` and ``triton.next_power_of_2``.
+
+The layers above register what the kernel layer cannot import: the process
+group ``compile_and_load`` asks for its rank (:func:`set_rank_provider`).
 """
 
 from kernbench.kernels import language
@@ -51,6 +54,12 @@ from kernbench.kernels.jit import (
     use_launcher,
 )
 from kernbench.kernels.language import MAX_BLOCK_ELEMENTS, cdiv, next_power_of_2
+from kernbench.kernels.ranks import (
+    DistributedState,
+    RankProvider,
+    distributed_state,
+    set_rank_provider,
+)
 
 __all__ = [
     "BUILTIN_BLOCK",
@@ -61,6 +70,7 @@ __all__ = [
     "CompileStats",
     "DeviceKernel",
     "DeviceLaunchResult",
+    "DistributedState",
     "Grid",
     "Interpreter",
     "JITFunction",
@@ -71,11 +81,13 @@ __all__ = [
     "MemoryTraffic",
     "ProgramCounts",
     "ProgramRecorder",
+    "RankProvider",
     "ShapeOnlyBuffer",
     "SpmdDim",
     "cdiv",
     "clear_cache",
     "copy_kernel",
+    "distributed_state",
     "elementwise_kernel",
     "fill_kernel",
     "get_launcher",
@@ -94,6 +106,7 @@ __all__ = [
     "run_on_host",
     "scalar_kernel",
     "set_launcher",
+    "set_rank_provider",
     "spmd_dim",
     "use_launcher",
 ]
