@@ -27,6 +27,7 @@ from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.settings import ccl_settings
+from kernbench.distributed.world import set_p2p_launch
 from kernbench.errors import DistributedError
 from kernbench.fabric import IpcqInstall
 from kernbench.runtime.tensor import DeviceTensor
@@ -486,3 +487,6 @@ def send_recv(ctx: Any, src: DeviceTensor, dst: DeviceTensor) -> CollectiveLaunc
         launcher.lane([sender, receiver], [a.pe, b.pe], [a.memory_node, b.memory_node], lane=j)
     launcher.refresh_replicas(dst)
     return launcher
+
+
+set_p2p_launch(send_recv)  # worlds run point-to-point transfers with it
