@@ -9,11 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import kernbench.kernels.compile as compile_mod
 import kernbench.kernels.language as tl
 from kernbench.errors import KernelError
 from kernbench.kernels import DeviceKernel, clear_cache, elementwise_kernel, jit
-from kernbench.kernels.compile import DistributedState
+from kernbench.kernels.ranks import DistributedState, distributed_state, set_rank_provider
 
 
 @jit
@@ -226,8 +225,16 @@ def test_no_cc_when_nothing_is_given(tmp_path):
     )
 
 
-def test_without_the_distributed_layer_there_is_no_process_group():
-    assert compile_mod._distributed_state() == DistributedState(False)
+@pytest.fixture
+def no_rank_provider():
+    """No rank provider registered during the test; the one before is restored after it."""
+    previous = set_rank_provider(None)
+    yield
+    set_rank_provider(previous)
+
+
+def test_without_the_distributed_layer_there_is_no_process_group(no_rank_provider):
+    assert distributed_state() == DistributedState(False)
 
 
 def test_mpmd_namespaces_the_build_dir_by_rank(tmp_path):
@@ -253,10 +260,12 @@ def test_mpmd_ranks_in_one_process_each_compile_with_the_same_hash(tmp_path):
 
 
 class FakeGroup:
-    """A process group of ``world_size`` ranks whose barrier is logged."""
+    """A process group of ``world_size`` ranks whose barrier is logged.
 
-    def __init__(self, monkeypatch, world_size=2):
-        self.monkeypatch = monkeypatch
+    It registers itself as the rank provider; ``no_rank_provider`` restores the one before.
+    """
+
+    def __init__(self, world_size=2):
         self.world_size = world_size
         self.log = []
         self.on_barrier = None
@@ -268,11 +277,11 @@ class FakeGroup:
                 self.on_barrier()
 
         state = DistributedState(True, rank, self.world_size, barrier)
-        self.monkeypatch.setattr(compile_mod, "_distributed_state", lambda: state)
+        set_rank_provider(lambda: state)
 
 
-def test_spmd_rank0_compiles_then_waits(tmp_path, monkeypatch):
-    group = FakeGroup(monkeypatch)
+def test_spmd_rank0_compiles_then_waits(tmp_path, no_rank_provider):
+    group = FakeGroup()
     group.become(0)
     kernel = compile_axpy(tmp_path, axpy_inputs())
     assert (kernel.mode, kernel.cc_enabled, kernel.rank_id, kernel.world_size) == (
@@ -285,8 +294,8 @@ def test_spmd_rank0_compiles_then_waits(tmp_path, monkeypatch):
     assert kernel.artifact_path == tmp_path / kernel.content_hash / "kernel.json"
 
 
-def test_spmd_other_ranks_wait_then_load_rank0s_artifact(tmp_path, monkeypatch):
-    group = FakeGroup(monkeypatch)
+def test_spmd_other_ranks_wait_then_load_rank0s_artifact(tmp_path, no_rank_provider):
+    group = FakeGroup()
     inputs = axpy_inputs()
 
     def rank0_arrives():
@@ -307,31 +316,31 @@ def test_spmd_other_ranks_wait_then_load_rank0s_artifact(tmp_path, monkeypatch):
     np.testing.assert_array_equal(out, np.float32(alpha) * x + y)
 
 
-def test_spmd_rank_without_rank0s_artifact_fails_clearly(tmp_path, monkeypatch):
-    FakeGroup(monkeypatch).become(1)
+def test_spmd_rank_without_rank0s_artifact_fails_clearly(tmp_path, no_rank_provider):
+    FakeGroup().become(1)
     with pytest.raises(KernelError, match="rank 0's artifact .* does not exist after the barrier"):
         compile_axpy(tmp_path, axpy_inputs())
     assert stats()[0] == 0
 
 
-def test_spmd_rank0_still_waits_when_its_trace_fails(tmp_path, monkeypatch):
-    group = FakeGroup(monkeypatch)
+def test_spmd_rank0_still_waits_when_its_trace_fails(tmp_path, no_rank_provider):
+    group = FakeGroup()
     group.become(0)
     with pytest.raises(KernelError, match="compile_and_load of kernel 'broken_kernel' failed"):
         DeviceKernel.compile_and_load(broken_kernel, np.zeros(4), build_dir=tmp_path, BLOCK=8)
     assert group.log == [("barrier", 0, 0)]
 
 
-def test_cc_disabled_overrides_a_process_group(tmp_path, monkeypatch):
-    group = FakeGroup(monkeypatch)
+def test_cc_disabled_overrides_a_process_group(tmp_path, no_rank_provider):
+    group = FakeGroup()
     group.become(1)
     kernel = compile_axpy(tmp_path, axpy_inputs(), cc_enabled=False)
     assert (kernel.mode, kernel.cc_enabled) == ("no_cc", False)
     assert group.log == [] and stats()[0] == 1
 
 
-def test_mpmd_takes_the_rank_from_the_process_group(tmp_path, monkeypatch):
-    FakeGroup(monkeypatch, world_size=4).become(2)
+def test_mpmd_takes_the_rank_from_the_process_group(tmp_path, no_rank_provider):
+    FakeGroup(world_size=4).become(2)
     kernel = compile_axpy(tmp_path, axpy_inputs(), is_spmd=False)
     assert (kernel.mode, kernel.rank_id, kernel.world_size) == ("mpmd", 2, 4)
     assert kernel.artifact_path.parent.parent == tmp_path / "rank_2"

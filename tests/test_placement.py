@@ -1,4 +1,4 @@
-"""Tests for kernbench.placement: DP policies resolved into per-PE shards, and host I/O."""
+"""Tests for kernbench.placement: DP policies planned into per-PE shards, and host I/O."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from kernbench.placement import (
     DPPolicy,
     ShardSpec,
     gather,
-    resolve,
+    plan_shards,
     scatter,
     shards_by_pe,
-    unique_regions,
+    unique_blocks,
 )
 
 # 2 SIPs x 4 cubes x 2 PEs.
@@ -75,7 +75,7 @@ def _copies(policy: DPPolicy, counts: tuple[int, int, int]) -> int:
 
 
 def test_sip_row_cube_column_pe_replicate_on_8x16() -> None:
-    shards = resolve(
+    shards = plan_shards(
         DPPolicy(sip="row_wise", cube="column_wise", pe="replicate"), (8, 16), 4, **MACHINE
     )
     # SIP s holds rows 4s:4s+4; cube c of it holds columns 4c:4c+4; both PEs hold a copy.
@@ -89,7 +89,9 @@ def test_sip_row_cube_column_pe_replicate_on_8x16() -> None:
 
 
 def test_column_wise_at_every_level_nests_outer_to_inner() -> None:
-    shards = resolve(DPPolicy("column_wise", "column_wise", "column_wise"), (2, 32), 2, **MACHINE)
+    shards = plan_shards(
+        DPPolicy("column_wise", "column_wise", "column_wise"), (2, 32), 2, **MACHINE
+    )
     table = _table(shards)
     assert len(table) == 16
     assert table[(0, 0, 0)] == (((0, 2), (0, 2)), 0)
@@ -100,7 +102,7 @@ def test_column_wise_at_every_level_nests_outer_to_inner() -> None:
 
 
 def test_replicated_sips_number_copies_sip_major() -> None:
-    shards = resolve(DPPolicy("replicate", "row_wise", "replicate"), (4, 3), 1, **MACHINE)
+    shards = plan_shards(DPPolicy("replicate", "row_wise", "replicate"), (4, 3), 1, **MACHINE)
     table = _table(shards)
     # Block of cube c is rows c:c+1; copies across (sip, pe) are numbered sip-major.
     assert table[(0, 2, 0)] == (((2, 3), (0, 3)), 0)
@@ -112,7 +114,7 @@ def test_replicated_sips_number_copies_sip_major() -> None:
 @pytest.mark.parametrize("policy", ALL_POLICIES, ids=lambda p: f"{p.sip}-{p.cube}-{p.pe}")
 @pytest.mark.parametrize("shape", [(16, 16), (16,), (16, 3, 32)])
 def test_every_mode_combination_matches_closed_form(policy: DPPolicy, shape: tuple) -> None:
-    shards = resolve(policy, shape, 2, **MACHINE)
+    shards = plan_shards(policy, shape, 2, **MACHINE)
     assert _table(shards) == _reference(policy, shape, (2, 4, 2), (0, 0, 0))
     assert [s.coord for s in shards] == sorted(_table(shards))
     copies = _copies(policy, (2, 4, 2))
@@ -128,14 +130,14 @@ def test_every_mode_combination_matches_closed_form(policy: DPPolicy, shape: tup
 
 
 def test_1d_row_wise_and_column_wise_both_split_the_only_dimension() -> None:
-    row = resolve(DPPolicy(sip="row_wise", cube="column_wise"), (24,), 4, **MACHINE)
-    column = resolve(DPPolicy(sip="column_wise", cube="row_wise"), (24,), 4, **MACHINE)
+    row = plan_shards(DPPolicy(sip="row_wise", cube="column_wise"), (24,), 4, **MACHINE)
+    column = plan_shards(DPPolicy(sip="column_wise", cube="row_wise"), (24,), 4, **MACHINE)
     assert _table(row) == _table(column)
     assert _table(row)[(1, 1, 0)] == (((15, 18),), 0)
 
 
 def test_0d_tensor_replicates_to_every_pe() -> None:
-    shards = resolve(DPPolicy(), (), 8, **MACHINE)
+    shards = plan_shards(DPPolicy(), (), 8, **MACHINE)
     assert len(shards) == 16
     assert all(s.index == () and s.shape == () and s.nbytes == 8 for s in shards)
     assert sorted(s.replica for s in shards) == list(range(16))
@@ -148,7 +150,7 @@ def test_0d_tensor_replicates_to_every_pe() -> None:
 def test_0d_tensor_cannot_be_split_even_over_one_member(level: str, mode: str) -> None:
     policy = DPPolicy(**{level: mode, f"num_{level}s": 1})
     with pytest.raises(PlacementError, match=rf"0-d tensor with {level}='{mode}'.*replicate"):
-        resolve(policy, (), 4, **MACHINE)
+        plan_shards(policy, (), 4, **MACHINE)
 
 
 # --- counts and bases ---------------------------------------------------------------
@@ -156,20 +158,20 @@ def test_0d_tensor_cannot_be_split_even_over_one_member(level: str, mode: str) -
 
 def test_counts_select_the_first_members_from_each_base() -> None:
     policy = DPPolicy(sip="row_wise", cube="replicate", pe="column_wise", num_cubes=2, num_pes=1)
-    shards = resolve(policy, (4, 6), 4, **MACHINE, cube_base=1, pe_base=1)
+    shards = plan_shards(policy, (4, 6), 4, **MACHINE, cube_base=1, pe_base=1)
     assert sorted(_table(shards)) == [(0, 1, 1), (0, 2, 1), (1, 1, 1), (1, 2, 1)]
     assert _table(shards) == _reference(policy, (4, 6), (2, 2, 1), (0, 1, 1))
 
 
 def test_default_counts_take_every_member_from_the_base() -> None:
-    shards = resolve(DPPolicy(pe="row_wise"), (4, 2), 4, **MACHINE, sip_base=1, cube_base=3)
+    shards = plan_shards(DPPolicy(pe="row_wise"), (4, 2), 4, **MACHINE, sip_base=1, cube_base=3)
     assert sorted(_table(shards)) == [(1, 3, 0), (1, 3, 1)]
 
 
 def test_num_sips_one_keeps_the_tensor_on_one_sip() -> None:
-    shards = resolve(DPPolicy(cube="row_wise", num_sips=1), (8, 2), 4, **MACHINE, sip_base=1)
+    shards = plan_shards(DPPolicy(cube="row_wise", num_sips=1), (8, 2), 4, **MACHINE, sip_base=1)
     assert {s.sip for s in shards} == {1}
-    assert len(unique_regions(shards)) == 4
+    assert len(unique_blocks(shards)) == 4
 
 
 @pytest.mark.parametrize(
@@ -183,7 +185,7 @@ def test_num_sips_one_keeps_the_tensor_on_one_sip() -> None:
 )
 def test_counts_beyond_the_machine_are_rejected(policy, bases, pattern) -> None:
     with pytest.raises(PlacementError, match=pattern):
-        resolve(policy, (8, 8), 4, **MACHINE, **bases)
+        plan_shards(policy, (8, 8), 4, **MACHINE, **bases)
 
 
 # --- errors -------------------------------------------------------------------------
@@ -214,7 +216,7 @@ def test_numpy_integer_counts_are_normalised() -> None:
 
 def test_indivisible_dimension_names_everything_needed_to_fix_it() -> None:
     with pytest.raises(PlacementError) as err:
-        resolve(DPPolicy(sip="row_wise", cube="row_wise", num_cubes=3), (8, 16), 4, **MACHINE)
+        plan_shards(DPPolicy(sip="row_wise", cube="row_wise", num_cubes=3), (8, 16), 4, **MACHINE)
     message = str(err.value)
     assert "shape (8, 16)" in message
     assert "cube='row_wise' over 3 cubes" in message
@@ -227,7 +229,7 @@ def test_indivisible_dimension_names_everything_needed_to_fix_it() -> None:
 
 def test_indivisible_last_dimension_lists_divisors_that_fit_the_machine() -> None:
     with pytest.raises(PlacementError) as err:
-        resolve(DPPolicy(cube="column_wise"), (2, 6), 4, **MACHINE)
+        plan_shards(DPPolicy(cube="column_wise"), (2, 6), 4, **MACHINE)
     message = str(err.value)
     assert "dimension 1 has size 6" in message
     assert "over 4 cubes" in message
@@ -246,30 +248,30 @@ def test_indivisible_last_dimension_lists_divisors_that_fit_the_machine() -> Non
 )
 def test_bad_machine_arguments_are_rejected(kwargs, pattern) -> None:
     with pytest.raises(PlacementError, match=pattern):
-        resolve(DPPolicy(), (4,), 4, **{**MACHINE, **kwargs})
+        plan_shards(DPPolicy(), (4,), 4, **{**MACHINE, **kwargs})
 
 
 def test_bad_shape_and_itemsize_are_rejected() -> None:
     with pytest.raises(PlacementError, match="shape entry must be a non-negative int"):
-        resolve(DPPolicy(), (4, -1), 4, **MACHINE)
+        plan_shards(DPPolicy(), (4, -1), 4, **MACHINE)
     with pytest.raises(PlacementError, match="itemsize must be a positive int"):
-        resolve(DPPolicy(), (4,), 0, **MACHINE)
+        plan_shards(DPPolicy(), (4,), 0, **MACHINE)
     with pytest.raises(PlacementError, match="policy must be a DPPolicy"):
-        resolve("row_wise", (4,), 4, **MACHINE)  # type: ignore[arg-type]
+        plan_shards("row_wise", (4,), 4, **MACHINE)  # type: ignore[arg-type]
 
 
 # --- shard records and helpers ------------------------------------------------------
 
 
 def test_contiguous_offset_is_given_only_for_single_runs() -> None:
-    rows = resolve(DPPolicy(sip="row_wise", cube="row_wise"), (16, 4), 2, **MACHINE)
+    rows = plan_shards(DPPolicy(sip="row_wise", cube="row_wise"), (16, 4), 2, **MACHINE)
     assert [s.contiguous_offset_bytes for s in rows if s.pe == 0] == [
         r * 2 * 4 * 2 for r in range(8)
     ]
-    columns = resolve(DPPolicy(cube="column_wise"), (4, 8), 2, **MACHINE)
+    columns = plan_shards(DPPolicy(cube="column_wise"), (4, 8), 2, **MACHINE)
     assert all(s.contiguous_offset_bytes is None for s in columns)
     # One row split by columns is still one run per shard.
-    row_vector = resolve(DPPolicy(cube="column_wise"), (1, 8), 2, **MACHINE)
+    row_vector = plan_shards(DPPolicy(cube="column_wise"), (1, 8), 2, **MACHINE)
     assert [s.contiguous_offset_bytes for s in row_vector if s.sip == 0 and s.pe == 0] == [
         0,
         4,
@@ -280,21 +282,21 @@ def test_contiguous_offset_is_given_only_for_single_runs() -> None:
 
 def test_shards_are_hashable_and_resolution_is_deterministic() -> None:
     policy = DPPolicy(sip="row_wise", pe="column_wise")
-    first = resolve(policy, (4, 4), 4, **MACHINE)
-    assert first == resolve(policy, (4, 4), 4, **MACHINE)
+    first = plan_shards(policy, (4, 4), 4, **MACHINE)
+    assert first == plan_shards(policy, (4, 4), 4, **MACHINE)
     assert len(set(first)) == len(first)
 
 
 def test_shards_by_pe_rejects_two_shards_on_one_pe() -> None:
-    shards = resolve(DPPolicy(pe="row_wise"), (4, 4), 4, **MACHINE)
+    shards = plan_shards(DPPolicy(pe="row_wise"), (4, 4), 4, **MACHINE)
     assert set(shards_by_pe(shards)) == {s.coord for s in shards}
     with pytest.raises(PlacementError, match=r"two shards of one tensor on PE .*\(0, 0, 0\)"):
         shards_by_pe(shards + shards[:1])
 
 
-def test_unique_regions_tile_the_tensor_once() -> None:
-    shards = resolve(DPPolicy(sip="column_wise", pe="row_wise"), (4, 4), 4, **MACHINE)
-    unique = unique_regions(shards)
+def test_unique_blocks_tile_the_tensor_once() -> None:
+    shards = plan_shards(DPPolicy(sip="column_wise", pe="row_wise"), (4, 4), 4, **MACHINE)
+    unique = unique_blocks(shards)
     assert [s.coord for s in unique] == [(0, 0, 0), (0, 0, 1), (1, 0, 0), (1, 0, 1)]
     covered = np.zeros((4, 4), dtype=int)
     for s in unique:
@@ -309,7 +311,7 @@ def test_scatter_gather_round_trip_for_every_mode_dtype_and_shape(policy: DPPoli
         (np.float32, np.int8, np.uint16), [(32,), (16, 16), (16, 3, 16)]
     ):
         array = rng.integers(0, 100, size=shape).astype(dtype)
-        shards = resolve(policy, shape, array.itemsize, **MACHINE)
+        shards = plan_shards(policy, shape, array.itemsize, **MACHINE)
         pieces = scatter(array, shards)
         assert set(pieces) == {s.coord for s in shards}
         for s in shards:
@@ -325,7 +327,7 @@ def test_scatter_gather_round_trip_for_every_mode_dtype_and_shape(policy: DPPoli
 
 def test_scattered_pieces_are_independent_copies() -> None:
     array = np.arange(16, dtype=np.int32).reshape(4, 4)
-    shards = resolve(DPPolicy(), (4, 4), 4, **MACHINE)
+    shards = plan_shards(DPPolicy(), (4, 4), 4, **MACHINE)
     pieces = scatter(array, shards)
     pieces[(0, 0, 0)][0, 0] = -1
     assert array[0, 0] == 0 and pieces[(0, 0, 1)][0, 0] == 0
@@ -333,7 +335,7 @@ def test_scattered_pieces_are_independent_copies() -> None:
 
 def test_gather_reads_replica_zero_and_accepts_flat_pieces() -> None:
     array = np.arange(32, dtype=np.uint16).reshape(4, 8)
-    shards = resolve(DPPolicy(cube="column_wise"), (4, 8), 2, **MACHINE)
+    shards = plan_shards(DPPolicy(cube="column_wise"), (4, 8), 2, **MACHINE)
     pieces = {coord: piece.ravel() for coord, piece in scatter(array, shards).items()}
     pieces[(1, 0, 1)] = np.zeros_like(pieces[(1, 0, 1)])  # a replica: ignored
     del pieces[(0, 3, 1)]
@@ -342,7 +344,7 @@ def test_gather_reads_replica_zero_and_accepts_flat_pieces() -> None:
 
 def test_gather_and_scatter_reject_mismatches() -> None:
     array = np.zeros((4, 8), dtype=np.float32)
-    shards = resolve(DPPolicy(cube="row_wise"), (4, 8), 4, **MACHINE)
+    shards = plan_shards(DPPolicy(cube="row_wise"), (4, 8), 4, **MACHINE)
     pieces = scatter(array, shards)
     with pytest.raises(PlacementError, match=r"array of shape \(8, 4\).*shape \(4, 8\)"):
         scatter(array.T, shards)
@@ -353,7 +355,7 @@ def test_gather_and_scatter_reject_mismatches() -> None:
     with pytest.raises(PlacementError, match="as int16"):
         gather(shards, pieces, (4, 8), np.int16)
     with pytest.raises(PlacementError, match=r"cover 16 of the 32 elements"):
-        gather(unique_regions(shards)[:2], pieces, (4, 8), np.float32)
+        gather(unique_blocks(shards)[:2], pieces, (4, 8), np.float32)
     with pytest.raises(PlacementError, match=r"no piece for PE .*\(0, 2, 0\)"):
         gather(shards, {c: p for c, p in pieces.items() if c != (0, 2, 0)}, (4, 8), np.float32)
     with pytest.raises(PlacementError, match=r"piece for PE \(0, 0, 0\) has 3 elements"):
@@ -362,7 +364,7 @@ def test_gather_and_scatter_reject_mismatches() -> None:
 
 def test_zero_sized_dimension_round_trips() -> None:
     array = np.zeros((0, 4), dtype=np.int8)
-    shards = resolve(DPPolicy(sip="row_wise", cube="column_wise"), (0, 4), 1, **MACHINE)
+    shards = plan_shards(DPPolicy(sip="row_wise", cube="column_wise"), (0, 4), 1, **MACHINE)
     assert all(s.nbytes == 0 for s in shards)
     assert gather(shards, scatter(array, shards), (0, 4), np.int8).shape == (0, 4)
 
@@ -407,7 +409,7 @@ def test_random_placements_round_trip(placement, seed: int) -> None:
     policy, shape, dtype, machine, counts, bases = placement
     array = np.random.default_rng(seed).integers(0, 120, size=shape).astype(dtype)
     base_args = dict(zip(("sip_base", "cube_base", "pe_base"), bases, strict=True))
-    shards = resolve(policy, shape, array.itemsize, **machine, **base_args)
+    shards = plan_shards(policy, shape, array.itemsize, **machine, **base_args)
     assert _table(shards) == _reference(policy, shape, counts, bases)
     pieces = scatter(array, shards)
     assert sum(s.nbytes for s in shards) == array.nbytes * _copies(policy, counts)

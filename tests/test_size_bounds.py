@@ -194,11 +194,11 @@ def test_a_huge_grid_on_the_device_is_refused_before_any_program_runs(timing_onl
 def test_a_grid_at_the_limit_is_accepted():
     from kernbench.kernels import Grid
 
-    grid = Grid.resolve((MAX_GRID_PROGRAMS // 4, 4), "k")
+    grid = Grid.from_spec((MAX_GRID_PROGRAMS // 4, 4), "k")
     assert grid.num_programs == MAX_GRID_PROGRAMS
     grid.check_size("k")
     with pytest.raises(KernelError):
-        Grid.resolve((MAX_GRID_PROGRAMS + 1,), "k").check_size("k")
+        Grid.from_spec((MAX_GRID_PROGRAMS + 1,), "k").check_size("k")
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tuner import auto_choice, unfit
+from kernbench.distributed.world import set_p2p_launch
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
 from kernbench.machine.api import Clock, Event, Machine
@@ -478,3 +479,6 @@ def send_recv(ctx: RuntimeContext, src: DeviceTensor, dst: DeviceTensor) -> Coll
         launcher.lane([sender, receiver], [a.pe, b.pe], [a.memory_node, b.memory_node], lane=j)
     launcher.refresh_replicas(dst)
     return launcher
+
+
+set_p2p_launch(send_recv)  # worlds run point-to-point transfers with it

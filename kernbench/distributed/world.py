@@ -5,6 +5,13 @@ group): the call is recorded, and when the last member arrives the collective
 is checked (same op, shapes, dtypes, roots on every rank) and launched on the
 PEs.  A rank that returns or calls something else leaves the others waiting;
 the scheduler then reports every blocked rank and what it waits for.
+
+Point-to-point send/recv runs as a program on the PEs too, which the
+collective layer builds.  That layer sits above this one, so a world is handed
+the function that launches a matched send/recv (a :data:`P2PLaunch`, as
+``collective`` is handed its ``launch``): passed to :class:`World`, or
+registered with :func:`set_p2p_launch` (``kernbench.ccl.launch`` registers its
+own when it is imported).
 """
 
 from __future__ import annotations
@@ -25,9 +32,48 @@ from kernbench.errors import (
 )
 from kernbench.machine.api import Event
 
-__all__ = ["World", "ProcessGroup", "Work", "active_world", "check_world_size", "describe_call"]
+__all__ = [
+    "P2PLaunch",
+    "ProcessGroup",
+    "Work",
+    "World",
+    "active_world",
+    "check_world_size",
+    "describe_call",
+    "p2p_launch",
+    "set_p2p_launch",
+]
 
 _ACTIVE: list[World] = []
+
+#: Launches a matched send/recv: ``(ctx, src_tensor, dst_tensor) -> launcher``, whose
+#: ``finish()`` is an event that fires when the transfer is done.
+P2PLaunch = Callable[[Any, Any, Any], Any]
+
+_P2P_LAUNCH: P2PLaunch | None = None
+
+
+def set_p2p_launch(launch: P2PLaunch | None) -> P2PLaunch | None:
+    """Make ``launch`` the point-to-point launch of worlds built without one.
+
+    ``None`` removes it.  Returns the one it replaces; handing that back restores it.
+    """
+    global _P2P_LAUNCH
+    _check_p2p_launch(launch)
+    previous, _P2P_LAUNCH = _P2P_LAUNCH, launch
+    return previous
+
+
+def p2p_launch() -> P2PLaunch | None:
+    """The registered point-to-point launch, if any."""
+    return _P2P_LAUNCH
+
+
+def _check_p2p_launch(launch: Any) -> None:
+    if launch is not None and not callable(launch):
+        raise DistributedError(
+            f"a point-to-point launch must be callable with (ctx, src, dst), got {launch!r}"
+        )
 
 
 def active_world() -> World:
@@ -187,10 +233,16 @@ def check_world_size(world_size: Any, ctx: Any, what: str = "world size") -> int
 
 
 class World:
-    """Ranks, groups and pending collectives of one run."""
+    """Ranks, groups and pending collectives of one run.
 
-    def __init__(self, ctx: Any, world_size: int) -> None:
+    ``p2p_launch`` launches matched sends and receives; without it, the one
+    registered with :func:`set_p2p_launch` (when the transfer is matched) does.
+    """
+
+    def __init__(self, ctx: Any, world_size: int, *, p2p_launch: P2PLaunch | None = None) -> None:
         world_size = check_world_size(world_size, ctx)
+        _check_p2p_launch(p2p_launch)
+        self._p2p_launch = p2p_launch
         self.ctx = ctx
         self.world_size = world_size
         self.scheduler = Scheduler(ctx.machine.clock, world_size)
@@ -348,8 +400,18 @@ class World:
         rv.launched.succeed()
 
     # -- point to point ----------------------------------------------------------------
+    def _p2p(self, what: str) -> P2PLaunch:
+        launch = self._p2p_launch or _P2P_LAUNCH
+        if launch is None:
+            raise DistributedError(
+                f"{what}: nothing launches point-to-point transfers: import kernbench.ccl.launch "
+                "(kernbench.torch.distributed does) or build the World with p2p_launch="
+            )
+        return launch
+
     def post_send(self, tensor: Any, dst: int, tag: int) -> _Rendezvous:
         me = self.rank
+        self._p2p("send")
         self._check_peer(dst, "send")
         rv = self._p2p_rendezvous(f"send to rank {dst} (tag {tag})")
         waiting = self._p2p_recvs.get((dst, tag), [])
@@ -363,6 +425,7 @@ class World:
 
     def post_recv(self, tensor: Any, src: int | None, tag: int) -> _Rendezvous:
         me = self.rank
+        self._p2p("recv")
         if src is not None:
             self._check_peer(src, "recv")
         where = "any rank" if src is None else f"rank {src}"
@@ -398,8 +461,6 @@ class World:
         send_rv: _Rendezvous,
         recv_rv: _Rendezvous,
     ) -> None:
-        from kernbench.ccl import launch as ccl
-
         if (src_tensor.shape, src_tensor.dtype) != (dst_tensor.shape, dst_tensor.dtype):
             error = CollectiveMismatchError(
                 f"send from rank {src} ({src_tensor.dtype.name}{list(src_tensor.shape)}) does "
@@ -410,7 +471,7 @@ class World:
                 rv.error = error
                 rv.launched.succeed()
             return
-        launcher = ccl.send_recv(self.ctx, src_tensor, dst_tensor)
+        launcher = self._p2p("send/recv")(self.ctx, src_tensor, dst_tensor)
         self.collectives.append(launcher)
         finished = launcher.finish()
         for rv in (send_rv, recv_rv):

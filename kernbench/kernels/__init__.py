@@ -2,10 +2,15 @@
 
 Write kernels with ``@jit`` and ``import kernbench.kernels.language as tl``;
 launch them with ``kernel[grid](*args, **meta)``, or trace one for an input
-signature with ``DeviceKernel.compile_and_load``. The built-in flat-buffer
-kernels (elementwise, scalar, fill, copy, reduce) and their ``launch_*``
-helpers back tensor arithmetic and the collectives. ``cdiv`` and
-``next_power_of_2`` stand in for ``triton.cdiv`` and ``triton.next_power_of_2``.
+signature with ``DeviceKernel.compile_and_load``. A launch whose arguments
+include device tensors runs on the simulated machine (``kernels.device``) and
+returns a :class:`DeviceLaunchResult`. The built-in flat-buffer kernels
+(elementwise, scalar, fill, copy, reduce) and their ``launch_*`` helpers back
+tensor arithmetic and the collectives. ``cdiv`` and ``next_power_of_2`` stand
+in for ``triton.cdiv`` and ``triton.next_power_of_2``.
+
+The layers above register what the kernel layer cannot import: the process
+group ``compile_and_load`` asks for its rank (:func:`set_rank_provider`).
 """
 
 from kernbench.kernels import language
@@ -23,34 +28,38 @@ from kernbench.kernels.builtins import (
     scalar_kernel,
 )
 from kernbench.kernels.compile import CompileStats, DeviceKernel, clear_cache
+
+# Importing the device module registers device tensors as arguments that claim launches.
+from kernbench.kernels.device import DeviceLaunchResult, launch_on_device
+from kernbench.kernels.grid import MAX_GRID_PROGRAMS, NC, Grid, SpmdDim, nc, spmd_dim
 from kernbench.kernels.interpreter import (
     ArrayBuffer,
     Interpreter,
     KernelBuffer,
     LaunchRecord,
     MemoryTraffic,
-    ProgramCost,
+    ProgramCounts,
     ProgramRecorder,
     ShapeOnlyBuffer,
 )
 from kernbench.kernels.jit import (
-    MAX_GRID_PROGRAMS,
-    NC,
-    Grid,
     JITFunction,
     KernelLaunch,
     Launcher,
-    SpmdDim,
     get_launcher,
     jit,
-    nc,
     reset_launcher,
     run_on_host,
     set_launcher,
-    spmd_dim,
     use_launcher,
 )
 from kernbench.kernels.language import MAX_BLOCK_ELEMENTS, cdiv, next_power_of_2
+from kernbench.kernels.ranks import (
+    DistributedState,
+    RankProvider,
+    distributed_state,
+    set_rank_provider,
+)
 
 __all__ = [
     "BUILTIN_BLOCK",
@@ -60,6 +69,8 @@ __all__ = [
     "ArrayBuffer",
     "CompileStats",
     "DeviceKernel",
+    "DeviceLaunchResult",
+    "DistributedState",
     "Grid",
     "Interpreter",
     "JITFunction",
@@ -68,13 +79,15 @@ __all__ = [
     "LaunchRecord",
     "Launcher",
     "MemoryTraffic",
-    "ProgramCost",
+    "ProgramCounts",
     "ProgramRecorder",
+    "RankProvider",
     "ShapeOnlyBuffer",
     "SpmdDim",
     "cdiv",
     "clear_cache",
     "copy_kernel",
+    "distributed_state",
     "elementwise_kernel",
     "fill_kernel",
     "get_launcher",
@@ -83,6 +96,7 @@ __all__ = [
     "launch_copy",
     "launch_elementwise",
     "launch_fill",
+    "launch_on_device",
     "launch_reduce",
     "launch_scalar",
     "nc",
@@ -92,6 +106,7 @@ __all__ = [
     "run_on_host",
     "scalar_kernel",
     "set_launcher",
+    "set_rank_provider",
     "spmd_dim",
     "use_launcher",
 ]

@@ -5,7 +5,7 @@ for one input signature: it binds the inputs as
 :class:`~kernbench.kernels.interpreter.ShapeOnlyBuffer` objects, runs program 0
 of the grid in timing-only mode to check that it runs, and writes an artifact
 ``<root>/<content_hash>/kernel.json`` (kernel name, hash, input signature,
-meta-parameters, grid and the traced program's cost). The returned
+meta-parameters, grid and what the traced program did). The returned
 :class:`DeviceKernel` launches ``kernel[grid](*inputs, **meta)`` through the
 current launcher when called with inputs of the same signature.
 
@@ -18,7 +18,7 @@ the kernel runs as a single program.
 
 Content hash: SHA-256 over the kernel's source text (``inspect.getsource``;
 device functions it calls are not included), module and name, the input
-signature, meta-parameters, launch options and the resolved grid. Like NKIPy it
+signature, meta-parameters, launch options and the launch grid. Like NKIPy it
 does not depend on the CC mode. The in-memory cache is keyed by the artifact
 directory and the hash, so MPMD ranks simulated in one process each keep
 their own entry; ``use_cached_if_exists=False`` recompiles.
@@ -27,6 +27,9 @@ Modes (``DeviceKernel.mode``):
 
 * ``"no_cc"`` -- ``cc_enabled=False``, or ``None`` with no process group and no
   explicit ``rank_id``/``world_size``. Compiles locally into ``<build_dir>``.
+  The process group is what the registered rank provider reports
+  (:mod:`kernbench.kernels.ranks`; ``kernbench.torch.distributed`` registers
+  one); without a provider there is none.
 * ``"spmd"`` -- ``is_spmd=True`` with CC on and a process group: rank 0
   compiles, every rank then enters the group's barrier, and the other ranks
   load rank 0's artifact from the shared ``<build_dir>``. Explicit
@@ -57,33 +60,15 @@ import numpy as np
 
 import kernbench.kernels.language as tl
 from kernbench.errors import KernelError
+from kernbench.kernels.grid import Grid
 from kernbench.kernels.interpreter import ShapeOnlyBuffer
-from kernbench.kernels.jit import Grid, JITFunction
+from kernbench.kernels.jit import JITFunction
+from kernbench.kernels.ranks import distributed_state
 
-__all__ = ["CompileStats", "DeviceKernel", "DistributedState", "clear_cache"]
+__all__ = ["CompileStats", "DeviceKernel", "clear_cache"]
 
 ARTIFACT_FORMAT = "kernbench-kernel/1"
 ARTIFACT_NAME = "kernel.json"
-
-
-class DistributedState(NamedTuple):
-    """What compile_and_load needs from the process group (``rank``/``barrier`` when set up)."""
-
-    initialized: bool
-    rank: int | None = None
-    world_size: int | None = None
-    barrier: Callable[[], Any] | None = None
-
-
-def _distributed_state() -> DistributedState:
-    """The process group, if the torch-like distributed layer has one initialised."""
-    try:
-        import kernbench.torch.distributed as dist  # type: ignore[import-not-found]
-    except ImportError:
-        return DistributedState(False)
-    if not dist.is_initialized():
-        return DistributedState(False)
-    return DistributedState(True, dist.get_rank(), dist.get_world_size(), dist.barrier)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,12 +111,17 @@ def _default_build_dir() -> Path:
 @dataclass(frozen=True, slots=True)
 class _TensorSpec:
     shape: tuple[int, ...]
-    dtype: str  # the tensor's own dtype name ("bfloat16" for a device bf16 tensor)
+    dtype_name: str  # the tensor's own dtype name ("bfloat16" for a device bf16 tensor)
     storage: np.dtype  # what a kernel buffer over it holds
     numel: int
 
     def as_json(self, param: str) -> dict[str, Any]:
-        return {"param": param, "kind": "tensor", "shape": list(self.shape), "dtype": self.dtype}
+        return {
+            "param": param,
+            "kind": "tensor",
+            "shape": list(self.shape),
+            "dtype": self.dtype_name,
+        }
 
 
 def _is_tensor(value: Any) -> bool:
@@ -217,7 +207,9 @@ def _optional_int(value: Any, what: str, kernel: str) -> int | None:
         raise KernelError(f"kernel {kernel!r}: {what} must be an integer, got {value!r}") from None
 
 
-class _Placement(NamedTuple):
+class _CompileMode(NamedTuple):
+    """The mode a kernel is compiled in, with the rank and barrier that mode uses."""
+
     mode: str
     cc_enabled: bool
     rank: int | None
@@ -225,13 +217,13 @@ class _Placement(NamedTuple):
     barrier: Callable[[], Any] | None
 
 
-def _resolve_mode(
+def _choose_mode(
     kernel: str,
     is_spmd: bool,
     cc_enabled: bool | None,
     rank_id: Any,
     world_size: Any,
-) -> _Placement:
+) -> _CompileMode:
     rank = _optional_int(rank_id, "rank_id", kernel)
     world = _optional_int(world_size, "world_size", kernel)
     if (rank is None) != (world is None):
@@ -251,10 +243,10 @@ def _resolve_mode(
     if cc_enabled is not None and not isinstance(cc_enabled, bool):
         raise KernelError(f"kernel {kernel!r}: cc_enabled must be None, True or False")
     if cc_enabled is False:
-        return _Placement("no_cc", False, rank, world, None)
-    state = _distributed_state()
+        return _CompileMode("no_cc", False, rank, world, None)
+    state = distributed_state()
     if cc_enabled is None and not (state.initialized or explicit):
-        return _Placement("no_cc", False, None, None, None)
+        return _CompileMode("no_cc", False, None, None, None)
     if not explicit:
         if not state.initialized:
             raise KernelError(
@@ -263,14 +255,14 @@ def _resolve_mode(
             )
         rank, world = state.rank, state.world_size
     if not is_spmd:
-        return _Placement("mpmd", True, rank, world, None)
+        return _CompileMode("mpmd", True, rank, world, None)
     if not state.initialized:
         raise KernelError(
             f"kernel {kernel!r}: explicit rank_id/world_size without an initialised process "
             "group needs is_spmd=False (MPMD: every rank compiles); SPMD needs the process "
             "group's barrier so other ranks can load rank 0's artifact"
         )
-    return _Placement("spmd", True, rank, world, state.barrier)
+    return _CompileMode("spmd", True, rank, world, state.barrier)
 
 
 # ----------------------------------------------------------------------------- artifacts
@@ -311,7 +303,7 @@ class DeviceKernel:
         meta: Mapping[str, Any],
         tensor_specs: Mapping[int, _TensorSpec],
         num_inputs: int,
-        placement: _Placement,
+        compile_mode: _CompileMode,
         artifact_path: Path,
         from_cache: bool,
     ) -> None:
@@ -321,10 +313,10 @@ class DeviceKernel:
         self.meta: Mapping[str, Any] = MappingProxyType(dict(meta))
         self._tensor_specs = dict(tensor_specs)
         self._num_inputs = num_inputs
-        self.mode: str = placement.mode
-        self.cc_enabled: bool = placement.cc_enabled
-        self.rank_id: int | None = placement.rank
-        self.world_size: int | None = placement.world_size
+        self.mode: str = compile_mode.mode
+        self.cc_enabled: bool = compile_mode.cc_enabled
+        self.rank_id: int | None = compile_mode.rank
+        self.world_size: int | None = compile_mode.world_size
         self.artifact_path: Path = artifact_path
         self.content_hash: str = artifact["content_hash"]
         self.from_cache: bool = from_cache
@@ -350,11 +342,11 @@ class DeviceKernel:
             param = self.kernel.params[index]
             value = inputs[index]
             got = _tensor_spec(value, param, self.name) if _is_tensor(value) else None
-            if got is None or (got.shape, got.dtype) != (spec.shape, spec.dtype):
-                seen = "not a tensor" if got is None else f"{got.shape} {got.dtype}"
+            if got is None or (got.shape, got.dtype_name) != (spec.shape, spec.dtype_name):
+                seen = "not a tensor" if got is None else f"{got.shape} {got.dtype_name}"
                 raise KernelError(
                     f"kernel {self.name!r}: input {param!r} is {seen}, but it was compiled "
-                    f"for {spec.shape} {spec.dtype}; compile_and_load it for this signature"
+                    f"for {spec.shape} {spec.dtype_name}; compile_and_load it for this signature"
                 )
         return self.kernel[self.grid](*inputs, **self.meta)
 
@@ -384,7 +376,7 @@ class DeviceKernel:
                 "kernbench.kernels.jit"
             )
         name = fn.name
-        placement = _resolve_mode(name, is_spmd, cc_enabled, rank_id, world_size)
+        compile_mode = _choose_mode(name, is_spmd, cc_enabled, rank_id, world_size)
         grid_spec = (1,) if grid is None else grid
 
         if len(inputs) > len(fn.params):
@@ -423,8 +415,8 @@ class DeviceKernel:
         content_hash = _content_hash(fn, payload)
 
         root = Path(build_dir) if build_dir is not None else _default_build_dir()
-        if placement.mode == "mpmd":
-            root = root / f"rank_{placement.rank}"
+        if compile_mode.mode == "mpmd":
+            root = root / f"rank_{compile_mode.rank}"
         artifact_path = root / content_hash / ARTIFACT_NAME
         key = (str(root.resolve()), content_hash)
 
@@ -436,14 +428,14 @@ class DeviceKernel:
                 meta=meta,
                 tensor_specs=specs,
                 num_inputs=len(inputs),
-                placement=placement,
+                compile_mode=compile_mode,
                 artifact_path=artifact_path,
                 from_cache=from_cache,
             )
 
-        if placement.mode == "spmd" and placement.rank != 0:
-            if placement.barrier is not None:
-                placement.barrier()
+        if compile_mode.mode == "spmd" and compile_mode.rank != 0:
+            if compile_mode.barrier is not None:
+                compile_mode.barrier()
             artifact = _read_artifact(artifact_path, name, content_hash)
             _COUNTERS.loads += 1
             return make(artifact, from_cache=False)
@@ -455,8 +447,8 @@ class DeviceKernel:
         finally:
             # rank 0 enters the barrier even when its trace fails, so the other ranks
             # are not left waiting; they then report the missing artifact
-            if placement.mode == "spmd" and placement.barrier is not None:
-                placement.barrier()
+            if compile_mode.mode == "spmd" and compile_mode.barrier is not None:
+                compile_mode.barrier()
         return make(artifact, from_cache=from_cache)
 
 
@@ -476,14 +468,14 @@ def _compile(
         return cached, True
     name = launch.kernel.name
     try:
-        cost = launch.run_program(next(iter(launch.grid.program_ids())))
+        counts = launch.run_program(next(iter(launch.grid.program_ids())))
     except KernelError as exc:
         raise KernelError(f"compile_and_load of kernel {name!r} failed: {exc}") from exc
     artifact = {
         "format": ARTIFACT_FORMAT,
         "content_hash": key[1],
         **payload,
-        "traced_program": _canonical(dataclasses.asdict(cost)),
+        "traced_program": _canonical(dataclasses.asdict(counts)),
     }
     _write_artifact(artifact_path, artifact)
     _CACHE[key] = artifact

@@ -1,9 +1,12 @@
 """Running kernels on the simulated PEs: device buffers, program placement, launch.
 
-A launch whose arguments include device tensors runs on the machine:
+A launch whose arguments include device tensors runs on the machine: this
+module registers the runtime's :class:`~kernbench.runtime.tensor.DeviceTensor`
+with ``jit`` as an argument that claims launches (the runtime knows nothing of
+kernels).
 
 * **Placement.** Programs go to the PEs that hold the first device tensor's
-  shards (one copy of each region, in (sip, cube, pe) order), in contiguous
+  shards (one copy of each block, in (sip, cube, pe) order), in contiguous
   runs of program order: with G programs over P PEs, program i runs on PE
   ``floor(i·P/G)``.  A grid with ``spmd_dim(g, nc(k))`` puts core c's programs
   on the c-th of those PEs (continuing with the next PEs of the same cube when
@@ -31,14 +34,14 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.kernels import language as tl
-from kernbench.kernels.interpreter import LaunchRecord, ProgramCost
-from kernbench.kernels.jit import KernelLaunch
+from kernbench.kernels.interpreter import LaunchRecord, ProgramCounts
+from kernbench.kernels.jit import KernelLaunch, register_argument_launcher
 from kernbench.machine import ProgramWork, RunPrograms
+from kernbench.runtime.tensor import DeviceTensor, ShardPlacement
 from kernbench.topology import names
 
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
-    from kernbench.runtime.tensor import DeviceTensor, ShardPlacement
 
 __all__ = ["DeviceBuffer", "DeviceLaunchResult", "plan_programs", "launch_on_device"]
 
@@ -47,41 +50,40 @@ LAUNCH_COMMAND_BYTES = 256
 
 
 class _Layout:
-    """Where each element of a tensor lives: a regular grid of blocks (regions)."""
+    """Where each element of a tensor lives: a regular grid of blocks, each with its copies."""
 
     def __init__(self, tensor: DeviceTensor) -> None:
         self.shape = tensor.shape
-        regions: dict[tuple, list[ShardPlacement]] = {}
+        blocks: dict[tuple, list[ShardPlacement]] = {}
         for p in tensor.placements:
             key = tuple((s.start, s.stop) for s in p.shard.index)
-            regions.setdefault(key, []).append(p)
+            blocks.setdefault(key, []).append(p)
         self.ndim = len(self.shape)
         self.split_dims = [0] if self.ndim == 1 else ([0, self.ndim - 1] if self.ndim else [])
         self.starts = [
-            np.array(sorted({key[d][0] for key in regions}), dtype=np.int64)
-            for d in self.split_dims
+            np.array(sorted({key[d][0] for key in blocks}), dtype=np.int64) for d in self.split_dims
         ]
         counts = [len(s) for s in self.starts]
         self.replicas: list[list[ShardPlacement]] = [[] for _ in range(int(np.prod(counts)))]
-        for key, placements in regions.items():
-            rid = 0
+        for key, placements in blocks.items():
+            block_id = 0
             for d, starts in zip(self.split_dims, self.starts, strict=True):
-                rid = rid * len(starts) + int(np.searchsorted(starts, key[d][0]))
-            self.replicas[rid] = placements
-        self.block_shape = next(iter(regions.values()))[0].shard.shape if regions else ()
+                block_id = block_id * len(starts) + int(np.searchsorted(starts, key[d][0]))
+            self.replicas[block_id] = placements
+        self.block_shape = next(iter(blocks.values()))[0].shard.shape if blocks else ()
 
     def locate(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(region id, flat index inside the region's shard) of global flat indices."""
+        """(block id, flat index inside the block's shard) of global flat indices."""
         if self.ndim == 0:
             return np.zeros_like(flat), np.zeros_like(flat)
         multi = list(np.unravel_index(flat, self.shape))
-        rid = np.zeros_like(flat)
+        block_ids = np.zeros_like(flat)
         for d, starts in zip(self.split_dims, self.starts, strict=True):
             block = np.searchsorted(starts, multi[d], side="right") - 1
-            rid = rid * len(starts) + block
+            block_ids = block_ids * len(starts) + block
             multi[d] = multi[d] - starts[block]
         local = np.ravel_multi_index(tuple(multi), self.block_shape)
-        return rid, local
+        return block_ids, local
 
 
 def _distance(pe: tuple[int, int, int], placement: ShardPlacement) -> int:
@@ -95,9 +97,9 @@ class DeviceBuffer:
     memory = "hbm"
 
     def __init__(self, tensor: DeviceTensor, pe: tuple[int, int, int], traffic: _Traffic) -> None:
-        ctx = tensor._ctx
+        ctx = tensor.context
         self.name = tensor.name
-        self._dtype = tensor.dtype
+        self._tensor_dtype = tensor.dtype
         self.dtype = tensor.dtype.value
         self.element_type = tl.bfloat16 if tensor.dtype.name == "bfloat16" else None
         self.numel = tensor.numel
@@ -115,31 +117,31 @@ class DeviceBuffer:
         view = self._views.get(id(placement))
         if view is None:
             raw = self._store.view(placement.pa, placement.shard.nbytes)
-            view = self._views[id(placement)] = raw.view(self._dtype.storage)
+            view = self._views[id(placement)] = raw.view(self._tensor_dtype.storage)
         return view
 
     def load(self, indices: np.ndarray) -> np.ndarray:
-        rid, local = self._layout.locate(indices)
+        block_ids, local = self._layout.locate(indices)
         out = np.zeros(indices.shape, dtype=self.dtype)
-        for region in np.unique(rid):
-            chosen = rid == region
-            placement = self._nearest[region]
+        for block in np.unique(block_ids):
+            chosen = block_ids == block
+            placement = self._nearest[block]
             self._traffic.loads[placement.memory_node] += int(chosen.sum()) * self._itemsize
             if self._store is not None:
                 stored = self._view(placement)[local[chosen]]
-                out[chosen] = self._dtype.from_storage(stored)
+                out[chosen] = self._tensor_dtype.from_storage(stored)
         return out
 
     def store(self, indices: np.ndarray, values: np.ndarray) -> None:
-        rid, local = self._layout.locate(indices)
+        block_ids, local = self._layout.locate(indices)
         values = np.broadcast_to(np.asarray(values), indices.shape)
-        for region in np.unique(rid):
-            chosen = rid == region
+        for block in np.unique(block_ids):
+            chosen = block_ids == block
             count = int(chosen.sum())
             stored = None
             if self._store is not None:
-                stored = self._dtype.to_storage(values[chosen])
-            for placement in self._layout.replicas[region]:
+                stored = self._tensor_dtype.to_storage(values[chosen])
+            for placement in self._layout.replicas[block]:
                 self._traffic.stores[placement.memory_node] += count * self._itemsize
                 if stored is not None:
                     self._view(placement)[local[chosen]] = stored
@@ -150,7 +152,7 @@ class DeviceBuffer:
 
 def _layout_of(tensor: DeviceTensor) -> _Layout:
     """The tensor's layout, kept with its allocation (it lives exactly as long)."""
-    allocation = tensor._live()
+    allocation = tensor.live_allocation()
     if allocation.layout is None:
         allocation.layout = _Layout(tensor)
     return allocation.layout
@@ -170,12 +172,6 @@ class _Traffic:
         return loads, stores
 
 
-def _is_device_tensor(value: Any) -> bool:
-    from kernbench.runtime.tensor import DeviceTensor
-
-    return isinstance(value, DeviceTensor)
-
-
 def plan_programs(launch: KernelLaunch, anchor: DeviceTensor) -> dict[str, list[tuple]]:
     """PE name -> the program ids it runs, in program order."""
     grid = launch.grid
@@ -187,7 +183,7 @@ def plan_programs(launch: KernelLaunch, anchor: DeviceTensor) -> dict[str, list[
     home = list(seen) or [anchor.placements[0].shard.coord]
     plan: dict[str, list[tuple]] = {}
     if grid.num_cores > 1:
-        topo = anchor._ctx.topology
+        topo = anchor.context.topology
         cores = list(home[: grid.num_cores])
         sip, cube, pe = home[0]
         step = 1
@@ -215,7 +211,7 @@ def _pe_name(coord: tuple[int, int, int]) -> str:
 
 @dataclass(frozen=True)
 class DeviceLaunchResult:
-    """A finished launch: per-program costs, where they ran and when."""
+    """A finished launch: what each program did, where it ran and when."""
 
     record: LaunchRecord
     placement: dict[str, tuple[tuple[int, ...], ...]]
@@ -229,27 +225,28 @@ class DeviceLaunchResult:
 
 def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = True) -> Any:
     """Run ``launch`` on the PEs of ``ctx``; returns a :class:`DeviceLaunchResult`."""
-    tensors = [a for a in launch.args if _is_device_tensor(a)]
+    tensors = [a for a in launch.args if isinstance(a, DeviceTensor)]
     if not tensors:
         raise KernelError(f"kernel {launch.kernel.name!r}: no device tensor among its arguments")
     for t in tensors:
-        if t._ctx is not ctx:
+        if t.context is not ctx:
             raise KernelError(
                 f"kernel {launch.kernel.name!r}: tensor {t.name!r} belongs to another context"
             )
-        t._live()
+        t.live_allocation()
     launch.grid.check_size(launch.kernel.name)
     plan = plan_programs(launch, tensors[0])
-    costs: dict[tuple, ProgramCost] = {}
+    counts: dict[tuple, ProgramCounts] = {}
     programs: dict[str, list[Callable[[], ProgramWork]]] = {}
     for pe, pids in plan.items():
         traffic = _Traffic()
         coord = names.pe_coordinates(pe)
         args = tuple(
-            DeviceBuffer(a, coord, traffic) if _is_device_tensor(a) else a for a in launch.args
+            DeviceBuffer(a, coord, traffic) if isinstance(a, DeviceTensor) else a
+            for a in launch.args
         )
         local = dataclasses.replace(launch, args=args)
-        programs[pe] = [_program(local, pid, traffic, costs) for pid in pids]
+        programs[pe] = [_program(local, pid, traffic, counts) for pid in pids]
     first_pe = next(iter(plan))
     start = ctx.now
     handle = ctx.submit(
@@ -265,19 +262,27 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
         return handle
     ctx.wait(handle)
     order = list(launch.grid.program_ids())
-    record = LaunchRecord(launch.kernel.name, launch.grid, tuple(costs[p] for p in order))
+    record = LaunchRecord(launch.kernel.name, launch.grid, tuple(counts[p] for p in order))
     return DeviceLaunchResult(
         record, {pe: tuple(pids) for pe, pids in plan.items()}, start, ctx.now
     )
 
 
 def _program(
-    launch: KernelLaunch, pid: tuple, traffic: _Traffic, costs: dict[tuple, ProgramCost]
+    launch: KernelLaunch, pid: tuple, traffic: _Traffic, counts: dict[tuple, ProgramCounts]
 ) -> Callable[[], ProgramWork]:
     def run() -> ProgramWork:
-        cost = launch.run_program(pid)
-        costs[pid] = cost
+        program = launch.run_program(pid)
+        counts[pid] = program
         loads, stores = traffic.take()
-        return ProgramWork(loads, stores, cost.matrix_flops, cost.vector_flops)
+        return ProgramWork(loads, stores, program.matrix_flops, program.vector_flops)
 
     return run
+
+
+def _launch_on_tensor_context(tensor: DeviceTensor, launch: KernelLaunch) -> Any:
+    """A launch claimed by a device tensor runs on the machine of that tensor's context."""
+    return launch_on_device(tensor.context, launch)
+
+
+register_argument_launcher(DeviceTensor, _launch_on_tensor_context)

@@ -7,34 +7,37 @@ checked, loads give zeros, stores are dropped, nothing of ``numel`` elements is
 ever allocated).
 
 The :class:`Interpreter` runs one program at a time with a
-:class:`ProgramRecorder` collecting its work; the recorder turns the counts
-into a frozen :class:`ProgramCost`, and a whole launch gives a
-:class:`LaunchRecord` with one cost per program in program order. A cost
-model reads those records; it can also subclass ``ProgramRecorder`` to see
-each load, store, dot and vector op as it happens.
+:class:`ProgramRecorder` collecting its work; the recorder freezes what it
+counted into a :class:`ProgramCounts`, and a whole launch gives a
+:class:`LaunchRecord` with one ``ProgramCounts`` per program in program order.
+A cost model turns those counts into time; it can also subclass
+``ProgramRecorder`` to see each load, store, dot and vector op as it happens.
+
+The interpreter runs any :class:`ProgramLaunch` (what ``@jit`` launches are),
+so it needs nothing from the ``jit`` module that builds them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from kernbench.errors import KernBenchError, KernelError
 from kernbench.kernels import language as tl
-
-if TYPE_CHECKING:
-    from kernbench.kernels.jit import Grid, KernelLaunch
+from kernbench.kernels.grid import Grid
 
 __all__ = [
     "ArrayBuffer",
     "Interpreter",
     "KernelBuffer",
     "LaunchRecord",
+    "LaunchedKernel",
     "MemoryTraffic",
-    "ProgramCost",
+    "ProgramCounts",
+    "ProgramLaunch",
     "ProgramRecorder",
     "ShapeOnlyBuffer",
 ]
@@ -129,7 +132,7 @@ class MemoryTraffic:
 
 
 @dataclass(frozen=True, slots=True)
-class ProgramCost:
+class ProgramCounts:
     """Everything one program did, as counts (see ``language`` for what is counted)."""
 
     pid: tuple[int, ...]
@@ -200,11 +203,12 @@ class ProgramRecorder:
         else:
             self.int_ops += elements
 
-    def cost(self, pid: tuple[int, ...], core: int = 0) -> ProgramCost:
+    def counts(self, pid: tuple[int, ...], core: int = 0) -> ProgramCounts:
+        """What the program did, frozen."""
         traffic = tuple(
             MemoryTraffic(name, memory, *counts) for (name, memory), counts in self._traffic.items()
         )
-        return ProgramCost(
+        return ProgramCounts(
             pid=tuple(pid),
             core=core,
             loads=sum(t.loads for t in traffic),
@@ -225,18 +229,18 @@ class ProgramRecorder:
 
 @dataclass(frozen=True, slots=True)
 class LaunchRecord:
-    """What a launch did: one :class:`ProgramCost` per program, in program order."""
+    """What a launch did: one :class:`ProgramCounts` per program, in program order."""
 
     kernel: str
     grid: Grid
-    programs: tuple[ProgramCost, ...]
+    programs: tuple[ProgramCounts, ...]
 
     @property
     def cores(self) -> tuple[int, ...]:
         """The core each program is assigned to, in program order."""
         return tuple(p.core for p in self.programs)
 
-    def on_core(self, core: int) -> tuple[ProgramCost, ...]:
+    def on_core(self, core: int) -> tuple[ProgramCounts, ...]:
         return tuple(p for p in self.programs if p.core == core)
 
     @property
@@ -265,10 +269,35 @@ def _pad3(values: tuple[int, ...], fill: int) -> tuple[int, int, int]:
     return padded[0], padded[1], padded[2]
 
 
-class Interpreter:
-    """Runs the programs of a :class:`KernelLaunch` one at a time on the host."""
+class LaunchedKernel(Protocol):
+    """The kernel of a launch, as the interpreter sees it: a name and a function."""
 
-    def kernel_args(self, launch: KernelLaunch) -> dict[str, Any]:
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fn(self) -> Callable[..., Any]: ...
+
+
+class ProgramLaunch(Protocol):
+    """A launch the interpreter can run (``@jit``'s ``KernelLaunch`` is one)."""
+
+    @property
+    def kernel(self) -> LaunchedKernel: ...
+
+    @property
+    def grid(self) -> Grid: ...
+
+    @property
+    def arguments(self) -> Mapping[str, Any]:
+        """Every parameter by name: what the kernel function is called with."""
+        ...
+
+
+class Interpreter:
+    """Runs the programs of a launch one at a time on the host."""
+
+    def kernel_args(self, launch: ProgramLaunch) -> dict[str, Any]:
         """The launch's arguments by parameter name, buffers turned into pointers."""
         values = launch.arguments
         return {
@@ -277,12 +306,12 @@ class Interpreter:
 
     def run_program(
         self,
-        launch: KernelLaunch,
+        launch: ProgramLaunch,
         pid: tuple[int, ...],
         recorder: ProgramRecorder | None = None,
         *,
         kernel_args: dict[str, Any] | None = None,
-    ) -> ProgramCost:
+    ) -> ProgramCounts:
         """Run program ``pid`` of ``launch`` and return what it did."""
         grid = launch.grid
         pid = grid.check_pid(pid)
@@ -299,15 +328,15 @@ class Interpreter:
                 raise KernelError(
                     f"kernel {name!r} program {pid}: {type(exc).__name__}: {exc}"
                 ) from exc
-        return recorder.cost(pid, grid.core_of(pid))
+        return recorder.counts(pid, grid.core_of(pid))
 
-    def iter_programs(self, launch: KernelLaunch) -> Iterator[ProgramCost]:
+    def iter_programs(self, launch: ProgramLaunch) -> Iterator[ProgramCounts]:
         launch.grid.check_size(launch.kernel.name)  # before the first program runs
         args = self.kernel_args(launch)
         for pid in launch.grid.program_ids():
             yield self.run_program(launch, pid, kernel_args=args)
 
-    def run(self, launch: KernelLaunch) -> LaunchRecord:
+    def run(self, launch: ProgramLaunch) -> LaunchRecord:
         """Run every program in program order."""
         programs = tuple(self.iter_programs(launch))
         return LaunchRecord(kernel=launch.kernel.name, grid=launch.grid, programs=programs)

@@ -1,31 +1,26 @@
-"""``@jit`` kernels, launch grids and the pluggable launcher.
+"""``@jit`` kernels, their launches and the pluggable launcher.
 
 ``kernel[grid](*args, **meta)`` binds the arguments (NumPy arrays become
-:class:`ArrayBuffer` objects named after their parameter), resolves the grid
-and hands a frozen :class:`KernelLaunch` to the current *launcher*. The default
-launcher, :func:`run_on_host`, runs every program with the
-:class:`Interpreter` and returns a :class:`LaunchRecord`; the runtime installs
-its own launcher (``set_launcher`` / ``use_launcher``) to run programs on
-simulated PEs, calling ``launch.run_program(pid, recorder)`` for the programs
-each PE owns.
+:class:`ArrayBuffer` objects named after their parameter), builds the grid
+(:class:`~kernbench.kernels.grid.Grid`, which also says in what order programs
+run and which core each belongs to) and hands a frozen :class:`KernelLaunch` to
+the current *launcher*. The default launcher, :func:`run_on_host`, runs every
+program with the :class:`Interpreter` and returns a :class:`LaunchRecord`; a
+caller installs its own launcher (``set_launcher`` / ``use_launcher``) to run
+programs elsewhere, calling ``launch.run_program(pid, recorder)`` for the
+programs each executor owns.
 
-Program order: row-major over the grid with the *last* axis fastest, as
-Triton's interpreter does (``for x: for y: for z:``), so a grid ``(2, 3)`` runs
-``(0,0) (0,1) (0,2) (1,0) (1,1) (1,2)``.
-
-SPMD grids (after NKI): an entry ``spmd_dim(g, nc(k))`` makes that axis
-``g * k`` programs long, spread over ``k`` cores; program ``n`` on that axis
-belongs to core ``n % k``. Programs of grids without one are on core 0. At
-most one axis may be split this way.
+With the default launcher, an argument of a type registered with
+:func:`register_argument_launcher` claims the launch: the kernel layer's device
+module registers the runtime's device tensors that way, so a kernel on device
+tensors runs on the simulated machine.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-import itertools
-import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -36,158 +31,35 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.kernels import language as tl
+from kernbench.kernels.grid import Grid
 from kernbench.kernels.interpreter import (
     ArrayBuffer,
     Interpreter,
     LaunchRecord,
-    ProgramCost,
+    ProgramCounts,
     ProgramRecorder,
 )
 
 __all__ = [
-    "MAX_GRID_PROGRAMS",
-    "NC",
-    "Grid",
+    "ArgumentLauncher",
     "JITFunction",
     "KernelLaunch",
     "Launcher",
-    "SpmdDim",
+    "argument_launcher",
     "get_launcher",
     "jit",
-    "nc",
+    "register_argument_launcher",
     "reset_launcher",
     "run_on_host",
     "set_launcher",
-    "spmd_dim",
     "use_launcher",
 ]
-
-#: The most programs one launch may have.  The interpreter runs programs one at a
-#: time on the host (in timing-only mode too, to count their work), at thousands
-#: per second, so a larger grid would run for hours; no bundled bench or test
-#: comes near it (the largest launches a few thousand programs).
-MAX_GRID_PROGRAMS = 2**20
 
 # Launch keywords Triton accepts that mean nothing to the interpreter; kept in
 # ``KernelLaunch.options`` for whoever wants them.
 LAUNCH_OPTIONS = frozenset(
     {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "stream"}
 )
-
-
-def _positive_int(value: Any, what: str) -> int:
-    if isinstance(value, bool):
-        raise KernelError(f"{what} must be a positive integer, got {value!r}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise KernelError(f"{what} must be a positive integer, got {value!r}") from None
-    if n <= 0:
-        raise KernelError(f"{what} must be a positive integer, got {n}")
-    return n
-
-
-@dataclass(frozen=True, slots=True)
-class NC:
-    """A number of cores to spread one grid axis over (``nc(2)``)."""
-
-    count: int
-
-    def __post_init__(self) -> None:
-        _positive_int(self.count, "nc() core count")
-
-
-def nc(count: int) -> NC:
-    return NC(_positive_int(count, "nc() core count"))
-
-
-@dataclass(frozen=True, slots=True)
-class SpmdDim:
-    """A grid entry of ``size * cores.count`` programs spread over the cores."""
-
-    size: int
-    cores: NC
-
-    def __post_init__(self) -> None:
-        _positive_int(self.size, "spmd_dim() size")
-        if not isinstance(self.cores, NC):
-            raise KernelError(f"spmd_dim() needs nc(k) as its second argument, got {self.cores!r}")
-
-
-def spmd_dim(size: int, cores: NC) -> SpmdDim:
-    return SpmdDim(_positive_int(size, "spmd_dim() size"), cores)
-
-
-@dataclass(frozen=True, slots=True)
-class Grid:
-    """A resolved launch grid: 1 to 3 axis lengths, and the SPMD core split if any."""
-
-    dims: tuple[int, ...]
-    spmd_axis: int | None = None
-    num_cores: int = 1
-
-    @classmethod
-    def resolve(cls, spec: Any, kernel: str = "?") -> Grid:
-        """A grid from a launch spec: an int, a ``spmd_dim`` or a tuple of them."""
-        entries = tuple(spec) if isinstance(spec, tuple | list) else (spec,)
-        if not 1 <= len(entries) <= 3:
-            raise KernelError(
-                f"kernel {kernel!r}: grid {spec!r} has {len(entries)} dimensions; a grid has 1 to 3"
-            )
-        dims: list[int] = []
-        spmd_axis, num_cores = None, 1
-        for axis, entry in enumerate(entries):
-            if isinstance(entry, SpmdDim):
-                if spmd_axis is not None:
-                    raise KernelError(
-                        f"kernel {kernel!r}: grid {spec!r} splits axes {spmd_axis} and {axis} "
-                        "over cores; at most one axis may be a spmd_dim"
-                    )
-                spmd_axis, num_cores = axis, entry.cores.count
-                dims.append(entry.size * entry.cores.count)
-                continue
-            try:
-                dims.append(_positive_int(entry, f"axis {axis}"))
-            except KernelError as exc:
-                raise KernelError(f"kernel {kernel!r}: grid {spec!r}: {exc}") from None
-        return cls(tuple(dims), spmd_axis, num_cores)
-
-    @property
-    def num_programs(self) -> int:
-        n = 1
-        for d in self.dims:
-            n *= d
-        return n
-
-    def check_size(self, kernel: str = "?") -> None:
-        """Refuse, before any program runs, a grid with more than MAX_GRID_PROGRAMS programs."""
-        if self.num_programs > MAX_GRID_PROGRAMS:
-            raise KernelError(
-                f"kernel {kernel!r}: grid {self.dims} has {self.num_programs} programs; the "
-                f"interpreter runs programs one at a time (in timing-only mode too), so a launch "
-                f"may have at most {MAX_GRID_PROGRAMS} programs; use a smaller grid (more "
-                "elements per program)"
-            )
-
-    def program_ids(self) -> Iterator[tuple[int, ...]]:
-        """Every program id in program order (last axis fastest)."""
-        return itertools.product(*(range(d) for d in self.dims))
-
-    def check_pid(self, pid: Any) -> tuple[int, ...]:
-        pid = tuple(int(p) for p in (pid if isinstance(pid, tuple | list) else (pid,)))
-        inside = len(pid) == len(self.dims) and all(
-            0 <= p < d for p, d in zip(pid, self.dims, strict=True)
-        )
-        if not inside:
-            raise KernelError(f"program id {pid} is not in grid {self.dims}")
-        return pid
-
-    def core_of(self, pid: tuple[int, ...]) -> int:
-        """The core a program belongs to: its index on the SPMD axis modulo the cores."""
-        return 0 if self.spmd_axis is None else pid[self.spmd_axis] % self.num_cores
-
-    def programs_on_core(self, core: int) -> tuple[tuple[int, ...], ...]:
-        return tuple(p for p in self.program_ids() if self.core_of(p) == core)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +81,7 @@ class KernelLaunch:
 
     def run_program(
         self, pid: tuple[int, ...], recorder: ProgramRecorder | None = None
-    ) -> ProgramCost:
+    ) -> ProgramCounts:
         """Run one program on the host; an executor calls this for the programs it owns."""
         return Interpreter().run_program(self, pid, recorder)
 
@@ -252,6 +124,37 @@ def use_launcher(launcher: Launcher):
         reset_launcher(token)
 
 
+#: Runs a launch that one of its arguments claimed: ``(argument, launch) -> result``.
+ArgumentLauncher = Callable[[Any, "KernelLaunch"], Any]
+
+_ARGUMENT_LAUNCHERS: dict[type, ArgumentLauncher] = {}
+
+
+def register_argument_launcher(argument_type: type, launcher: ArgumentLauncher) -> None:
+    """Let arguments of ``argument_type`` (and its subclasses) claim launches.
+
+    Under the default launcher, ``kernel[grid](...)`` with such an argument
+    returns ``launcher(argument, launch)`` instead of running on the host.
+    Registering a type again replaces its launcher.
+    """
+    if not isinstance(argument_type, type):
+        raise KernelError(f"an argument launcher is registered for a type, got {argument_type!r}")
+    if not callable(launcher):
+        raise KernelError(
+            f"an argument launcher must be callable with (argument, launch), got {launcher!r}"
+        )
+    _ARGUMENT_LAUNCHERS[argument_type] = launcher
+
+
+def argument_launcher(value: Any) -> ArgumentLauncher | None:
+    """The launcher registered for ``value``'s type or its nearest base, if any."""
+    for cls in type(value).__mro__:
+        launcher = _ARGUMENT_LAUNCHERS.get(cls)
+        if launcher is not None:
+            return launcher
+    return None
+
+
 def _is_constexpr(annotation: Any) -> bool:
     if annotation is tl.constexpr:
         return True
@@ -287,7 +190,7 @@ class JITFunction:
         return self.fn(*args, **kwargs)  # a device function called from another kernel
 
     def prepare(self, grid: Any, *args: Any, **kwargs: Any) -> KernelLaunch:
-        """Bind arguments and resolve ``grid`` (a spec or a callable of the meta dict)."""
+        """Bind arguments and build the grid (``grid``: a spec or a callable of the meta dict)."""
         options = {k: kwargs.pop(k) for k in LAUNCH_OPTIONS & kwargs.keys() if k not in self.params}
         try:
             bound = self.signature.bind(*args, **kwargs)
@@ -300,7 +203,7 @@ class JITFunction:
         spec = grid(MappingProxyType(values)) if callable(grid) else grid
         return KernelLaunch(
             kernel=self,
-            grid=Grid.resolve(spec, self.name),
+            grid=Grid.from_spec(spec, self.name),
             args=tuple(values[n] for n in self.runtime_params),
             meta=MappingProxyType({n: values[n] for n in self.params if n in self.constexprs}),
             options=MappingProxyType(options),
@@ -309,15 +212,15 @@ class JITFunction:
     def launch(self, grid: Any, *args: Any, **kwargs: Any) -> Any:
         """Prepare a launch and hand it to the current launcher; return what it returns.
 
-        With the default launcher, an argument whose type defines
-        ``__kernel_launch__(value, launch)`` (a device tensor) claims the launch,
-        so kernels on device tensors run on the simulated machine.
+        With the default launcher, the first argument whose type has an
+        :func:`argument_launcher` (a device tensor) claims the launch, so kernels
+        on device tensors run on the simulated machine.
         """
         launch = self.prepare(grid, *args, **kwargs)
         launcher = get_launcher()
         if launcher is run_on_host:
             for value in launch.args:
-                claim = getattr(type(value), "__kernel_launch__", None)
+                claim = argument_launcher(value)
                 if claim is not None:
                     return claim(value, launch)
         return launcher(launch)
@@ -330,7 +233,7 @@ class JITFunction:
         recorder: ProgramRecorder | None = None,
         *,
         grid: Any,
-    ) -> ProgramCost:
+    ) -> ProgramCounts:
         """Run just program ``pid`` of ``self[grid](*args, **meta)`` on the host."""
         return self.prepare(grid, *args, **meta).run_program(pid, recorder)
 

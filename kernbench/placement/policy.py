@@ -2,7 +2,7 @@
 
 A :class:`DPPolicy` names one mode per machine level — SIP, cube within a SIP,
 PE within a cube — and, optionally, how many members of each level take part.
-It is plain, frozen data checked where it is built; :func:`kernbench.placement.resolve`
+It is plain, frozen data checked where it is built; :func:`kernbench.placement.plan_shards`
 turns it into concrete shards for one tensor on one machine.
 """
 
@@ -33,7 +33,7 @@ COLUMN_WISE: Final = "column_wise"
 #: Every valid mode, in the order error messages list them.
 MODES: Final[tuple[str, ...]] = (REPLICATE, ROW_WISE, COLUMN_WISE)
 
-#: Machine levels, outermost first; placement is resolved in this order.
+#: Machine levels, outermost first; shards are planned in this order.
 LEVELS: Final[tuple[str, ...]] = ("sip", "cube", "pe")
 
 
@@ -69,7 +69,7 @@ class DPPolicy:
     ``num_sips`` / ``num_cubes`` / ``num_pes`` choose how many members of each
     level take part (the first ``k`` from the level's base); ``None`` means all
     that the machine makes available.  Counts are bounded by the machine only
-    when the policy is resolved.
+    when the shards are planned.
     """
 
     sip: Mode = "replicate"

@@ -1,4 +1,4 @@
-"""Resolving a DP policy for one tensor on one machine into per-PE shards.
+"""Planning the shards of one tensor on one machine from its DP policy.
 
 The policy is applied level by level, outermost first.  The whole tensor is one
 block; at each level every block is handed to each of the level's members,
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from kernbench.errors import PlacementError
 from kernbench.placement.policy import LEVELS, REPLICATE, ROW_WISE, DPPolicy, count_field
 
-__all__ = ["ShardSpec", "resolve"]
+__all__ = ["ShardSpec", "plan_shards"]
 
 Coord = tuple[int, int, int]
 
@@ -164,7 +164,7 @@ def _divisibility_error(
     )
 
 
-def resolve(
+def plan_shards(
     policy: DPPolicy,
     shape: Sequence[int],
     itemsize: int,
@@ -176,7 +176,7 @@ def resolve(
     cube_base: int = 0,
     pe_base: int = 0,
 ) -> list[ShardSpec]:
-    """Place a tensor of ``shape`` (elements of ``itemsize`` bytes) on the machine.
+    """The shards of a tensor of ``shape`` (elements of ``itemsize`` bytes) under ``policy``.
 
     The machine has ``num_sips`` SIPs, each with ``cubes_per_sip`` cubes of
     ``pes_per_cube`` PEs.  Members of a level are taken from its base upwards:

@@ -16,13 +16,13 @@ import numpy.typing as npt
 from kernbench.errors import PlacementError
 from kernbench.placement.shard import Coord, ShardSpec
 
-__all__ = ["gather", "scatter", "shards_by_pe", "unique_regions"]
+__all__ = ["gather", "scatter", "shards_by_pe", "unique_blocks"]
 
 
 def shards_by_pe(shards: Iterable[ShardSpec]) -> dict[Coord, ShardSpec]:
     """Index a tensor's shards by ``(sip, cube, pe)``.
 
-    :func:`~kernbench.placement.resolve` gives each PE at most one shard of a
+    :func:`~kernbench.placement.plan_shards` gives each PE at most one shard of a
     tensor, so two shards on one PE mean the list mixes tensors or placements.
     """
     by_pe: dict[Coord, ShardSpec] = {}
@@ -37,7 +37,7 @@ def shards_by_pe(shards: Iterable[ShardSpec]) -> dict[Coord, ShardSpec]:
     return by_pe
 
 
-def unique_regions(shards: Iterable[ShardSpec]) -> list[ShardSpec]:
+def unique_blocks(shards: Iterable[ShardSpec]) -> list[ShardSpec]:
     """One shard per distinct block (the replica-0 copy), in the order given."""
     return [shard for shard in shards if shard.replica == 0]
 
@@ -56,7 +56,7 @@ def _global_layout(shards: list[ShardSpec]) -> tuple[tuple[int, ...], int]:
 def scatter(array: npt.ArrayLike, shards: Iterable[ShardSpec]) -> dict[Coord, np.ndarray]:
     """The local array each PE holds: a contiguous row-major copy of its block of ``array``.
 
-    ``array`` must have the shape and item size the shards were resolved for.
+    ``array`` must have the shape and item size the shards were planned for.
     Replicas get equal but independent arrays, so writing one leaves the
     others as they were.
     """
@@ -71,7 +71,7 @@ def scatter(array: npt.ArrayLike, shards: Iterable[ShardSpec]) -> dict[Coord, np
     if host.dtype.itemsize != itemsize:
         raise PlacementError(
             f"cannot scatter {host.dtype} ({host.dtype.itemsize} bytes per element) into "
-            f"shards resolved for {itemsize}-byte elements"
+            f"shards planned for {itemsize}-byte elements"
         )
     return {
         coord: np.array(host[shard.index], order="C", copy=True)
@@ -101,10 +101,10 @@ def gather(
         )
     if out_dtype.itemsize != itemsize:
         raise PlacementError(
-            f"cannot gather shards resolved for {itemsize}-byte elements as {out_dtype} "
+            f"cannot gather shards planned for {itemsize}-byte elements as {out_dtype} "
             f"({out_dtype.itemsize} bytes per element)"
         )
-    blocks = unique_regions(shard_list)
+    blocks = unique_blocks(shard_list)
     # Blocks of one placement are disjoint, so equal element counts mean full coverage;
     # without this a partial shard list would return uninitialised memory.
     covered = sum(math.prod(s.shape) for s in blocks)

@@ -28,7 +28,7 @@ from kernbench.machine.api import Handle, Machine
 from kernbench.machine.backends import build_machine
 from kernbench.machine.observe import RowRecorder
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
-from kernbench.placement import DPPolicy, gather, resolve, scatter, unique_regions
+from kernbench.placement import DPPolicy, gather, plan_shards, scatter, unique_blocks
 from kernbench.runtime import sizes
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
@@ -254,7 +254,7 @@ class RuntimeContext:
         name = name or f"t{self._tensor_count}"
         policy, bases = self._scope(dp, device)
         topo = self.topology
-        shards = resolve(
+        shards = plan_shards(
             policy,
             shape,
             dtype.itemsize,
@@ -407,8 +407,8 @@ class RuntimeContext:
             )
         [self.machine.wait(h) for h in handles]
 
-    def _copy_in(self, tensor: DeviceTensor, src: Any) -> None:
-        tensor._live()
+    def copy_in(self, tensor: DeviceTensor, src: Any) -> None:
+        tensor.live_allocation()
         if isinstance(src, DeviceTensor):
             # Staged through the host: a device-side copy kernel is the faster path.
             self._check_copy_shape(tensor, src.shape)
@@ -452,7 +452,7 @@ class RuntimeContext:
 
     def _read_regions(self, tensor: DeviceTensor) -> dict[tuple[int, int, int], Any]:
         """Read one copy of every region to the host; shard coord -> raw bytes or None."""
-        regions = {id(s) for s in unique_regions(tensor.shards)}
+        regions = {id(s) for s in unique_blocks(tensor.shards)}
         reads = []
         for p in tensor.placements:
             if id(p.shard) not in regions:
@@ -474,8 +474,8 @@ class RuntimeContext:
             for shard, handle in reads
         }
 
-    def _copy_out(self, tensor: DeviceTensor) -> np.ndarray:
-        tensor._live()
+    def copy_out(self, tensor: DeviceTensor) -> np.ndarray:
+        tensor.live_allocation()
         if self.timing_only:
             raise TensorError(
                 f"tensor {tensor.name!r} has no values in timing-only mode (it carries sizes, "
@@ -509,7 +509,7 @@ class RuntimeContext:
                     if self.host_memory_limit is not None:
                         self._host_bytes -= p.shard.nbytes
 
-    def _release(self, allocation: Allocation) -> None:
+    def release(self, allocation: Allocation) -> None:
         if allocation.released:
             return
         self._mmu(allocation, unmap=True)
@@ -521,13 +521,13 @@ class RuntimeContext:
 
     def _drain_releases(self) -> None:
         while self._pending_release:
-            self._release(self._pending_release.pop(0))
+            self.release(self._pending_release.pop(0))
 
     def cleanup(self) -> None:
         """Free every tensor this context still holds (unmap, return PA and VA)."""
         self._drain_releases()
         for allocation in list(self._live.values()):
-            self._release(allocation)
+            self.release(allocation)
 
     def __enter__(self) -> RuntimeContext:
         return self

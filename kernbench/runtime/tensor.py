@@ -3,6 +3,8 @@
 A :class:`DeviceTensor` is a shape, a dtype and a list of shards, each shard a
 block of the tensor held in one PE's HBM partition, mapped into every PE of its
 cube at a virtual address.  Data moves in and out only through the fabric.
+Kernels take device tensors as arguments; the kernel layer recognises them
+itself, so this module needs nothing from it.
 """
 
 from __future__ import annotations
@@ -97,25 +99,31 @@ class DeviceTensor:
 
     # -- state ------------------------------------------------------------------
     @property
+    def context(self) -> RuntimeContext:
+        """The runtime context (and so the machine) the tensor lives on."""
+        return self._ctx
+
+    @property
     def is_freed(self) -> bool:
         return self._allocation.released
 
-    def _live(self) -> Allocation:
+    def live_allocation(self) -> Allocation:
+        """What the tensor holds on the machine; a TensorError once it was freed."""
         if self._allocation.released:
             raise TensorError(f"tensor {self.name!r} was freed; it can no longer be used")
         return self._allocation
 
     @property
     def placements(self) -> list[ShardPlacement]:
-        return self._live().placements
+        return self.live_allocation().placements
 
     @property
     def shards(self) -> list[ShardSpec]:
-        return [p.shard for p in self._live().placements]
+        return [p.shard for p in self.live_allocation().placements]
 
     @property
     def va_base(self) -> int:
-        return self._live().va_base
+        return self.live_allocation().va_base
 
     @property
     def numel(self) -> int:
@@ -129,12 +137,12 @@ class DeviceTensor:
     # -- data movement ------------------------------------------------------------
     def copy_(self, src: HostTensor | np.ndarray) -> DeviceTensor:
         """Scatter ``src`` into this tensor's shards through the fabric."""
-        self._ctx._copy_in(self, src)
+        self._ctx.copy_in(self, src)
         return self
 
     def numpy(self) -> np.ndarray:
         """Gather the tensor back to the host through the fabric."""
-        return self._ctx._copy_out(self)
+        return self._ctx.copy_out(self)
 
     def free(self) -> None:
         """Unmap and return the tensor's memory now.  Freeing twice is an error."""
@@ -142,13 +150,7 @@ class DeviceTensor:
             raise TensorError(f"tensor {self.name!r} was already freed (double free)")
         if self._finalizer is not None:
             self._finalizer.detach()
-        self._ctx._release(self._allocation)
-
-    def __kernel_launch__(self, launch: Any) -> Any:
-        """Run a kernel launch that takes this tensor on the simulated machine."""
-        from kernbench.kernels.device import launch_on_device
-
-        return launch_on_device(self._ctx, launch)
+        self._ctx.release(self._allocation)
 
     def __repr__(self) -> str:
         state = " freed" if self.is_freed else ""

@@ -19,6 +19,7 @@ from kernbench.ccl.comm import Region
 from kernbench.distributed.scheduler import current_rank
 from kernbench.distributed.world import ProcessGroup, Work, active_world, p2p_work
 from kernbench.errors import CollectiveMismatchError, DistributedError
+from kernbench.kernels.ranks import DistributedState, set_rank_provider
 from kernbench.runtime.tensor import DeviceTensor
 
 __all__ = [
@@ -625,6 +626,16 @@ def barrier(
         lambda pes: ccl.barrier(world.ctx, pes, algorithm),
         async_op,
     )
+
+
+def _compile_ranks() -> DistributedState:
+    """The process group as compile_and_load sees it (the kernel layer asks, never imports)."""
+    if not is_initialized():
+        return DistributedState(False)
+    return DistributedState(True, get_rank(), get_world_size(), barrier)
+
+
+set_rank_provider(_compile_ranks)
 
 
 def _device_pe(world: Any, rank: int) -> str:
