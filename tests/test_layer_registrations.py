@@ -180,7 +180,7 @@ class FakeTransfer:
 
     def __call__(self, ctx, src, dst):
         self.calls.append((src.name, dst.name))
-        env = ctx.fabric.env
+        env = ctx.machine.clock
         return type("Launched", (), {"finish": lambda _self: env.timeout(self.duration_ps)})()
 
 
