@@ -97,6 +97,11 @@ class DeviceTensor:
 
     # -- state ------------------------------------------------------------------
     @property
+    def context(self) -> RuntimeContext:
+        """The runtime context the tensor was created in (its machine and clock)."""
+        return self._ctx
+
+    @property
     def is_freed(self) -> bool:
         return self._allocation.released
 
