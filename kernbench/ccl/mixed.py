@@ -81,7 +81,8 @@ from kernbench.ccl.settings import ccl_settings
 from kernbench.distributed.world import ProcessGroup, active_world
 from kernbench.errors import DistributedError
 from kernbench.runtime import current_context
-from kernbench.torch.tensor import Tensor, as_torch_dtype
+from kernbench.torch.dtypes import as_torch_dtype
+from kernbench.torch.tensor import Tensor
 
 __all__ = [
     "AUTOTUNE_BASE_BYTES",

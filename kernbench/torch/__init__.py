@@ -14,12 +14,14 @@ from contextlib import ContextDecorator
 from typing import Any
 
 from kernbench.torch.devices import Event, accelerator, ahbm, device
-from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
-from kernbench.torch.tensor import (
+from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
     UNSUPPORTED,
-    Size,
-    Tensor,
+    get_default_dtype,
+    set_default_dtype,
+)
+from kernbench.torch.dtypes import TorchDType as dtype
+from kernbench.torch.factories import (
     arange,
     as_tensor,
     cat,
@@ -28,21 +30,17 @@ from kernbench.torch.tensor import (
     from_numpy,
     full,
     full_like,
-    get_default_dtype,
     ones,
     ones_like,
-    rand,
-    rand_like,
-    randint,
-    randn,
-    randn_like,
-    set_default_dtype,
     stack,
     tensor,
     zeros,
     zeros_like,
 )
-from kernbench.torch.tensor import TorchDType as dtype
+from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
+from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
+from kernbench.torch.shapes import Size
+from kernbench.torch.tensor import Tensor
 
 cuda = ahbm
 

@@ -144,11 +144,11 @@ class Event:
                 raise SimulationError(
                     f"Event.elapsed_time: the {which} event was created without enable_timing=True"
                 )
-            if event._time_ps is None:
+            if event.time_ps is None:
                 raise SimulationError(
                     f"Event.elapsed_time: the {which} event was never recorded; call record()"
                 )
-        return (end_event._time_ps - self._time_ps) / PS_PER_MS
+        return (end_event.time_ps - self._time_ps) / PS_PER_MS
 
     def __repr__(self) -> str:
         state = "unrecorded" if self._time_ps is None else f"at {self._time_ps} ps"
