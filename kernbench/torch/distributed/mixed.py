@@ -540,7 +540,7 @@ class MixedCommHandler:
             raise DistributedError(
                 f"MixedCommHandler.{op}: expected a kernbench.torch Tensor, got {type(x).__name__}"
             )
-        single_lane(x._dt, f"MixedCommHandler.{op}")
+        single_lane(x.device_tensor, f"MixedCommHandler.{op}")
         if x.ndim < 1:
             raise DistributedError(f"MixedCommHandler.{op}: x needs at least one dimension")
         rows, rest = x.shape[0], tuple(x.shape[1:])
@@ -613,7 +613,12 @@ class MixedCommHandler:
             return _launch_fused(world.ctx, op, layout, payloads, steps)
 
         world.collective(
-            world.world_group, f"mixed {op} (fused)", signature, (x._dt, out._dt), launch, False
+            world.world_group,
+            f"mixed {op} (fused)",
+            signature,
+            (x.device_tensor, out.device_tensor),
+            launch,
+            False,
         )
 
     def __repr__(self) -> str:
