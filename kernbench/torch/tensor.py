@@ -108,7 +108,7 @@ class Tensor(TensorArithmetic, TensorReductions):
                 "Tensor wraps a runtime DeviceTensor; create tensors with torch.zeros, "
                 "torch.tensor, torch.from_numpy, ..."
             )
-        self._dt = device_tensor
+        self._device_tensor = device_tensor
         if device_index is None:
             device_index = device_tensor.context.current_device() or 0
         self._index = device_index
@@ -118,7 +118,7 @@ class Tensor(TensorArithmetic, TensorReductions):
     @property
     def device_tensor(self) -> DeviceTensor:
         """The runtime tensor underneath (for collectives and custom kernels)."""
-        return self._dt
+        return self._device_tensor
 
     @property
     def dp(self) -> Any:
@@ -130,11 +130,11 @@ class Tensor(TensorArithmetic, TensorReductions):
 
     @property
     def shape(self) -> Size:
-        return Size(self._dt.shape)
+        return Size(self._device_tensor.shape)
 
     @property
     def dtype(self) -> TorchDType:
-        return DTYPE_OBJECTS[self._dt.dtype.name]
+        return DTYPE_OBJECTS[self._device_tensor.dtype.name]
 
     @property
     def device(self) -> device:
@@ -146,15 +146,15 @@ class Tensor(TensorArithmetic, TensorReductions):
 
     @property
     def ndim(self) -> int:
-        return len(self._dt.shape)
+        return len(self._device_tensor.shape)
 
     @property
     def nbytes(self) -> int:
-        return self._dt.nbytes
+        return self._device_tensor.nbytes
 
     @property
     def itemsize(self) -> int:
-        return self._dt.dtype.itemsize
+        return self._device_tensor.dtype.itemsize
 
     @property
     def is_cuda(self) -> bool:
@@ -162,10 +162,10 @@ class Tensor(TensorArithmetic, TensorReductions):
         return True
 
     def numel(self) -> int:
-        return self._dt.numel
+        return self._device_tensor.numel
 
     def element_size(self) -> int:
-        return self._dt.dtype.itemsize
+        return self._device_tensor.dtype.itemsize
 
     def dim(self) -> int:
         return self.ndim
@@ -177,7 +177,7 @@ class Tensor(TensorArithmetic, TensorReductions):
 
     def data_ptr(self) -> int:
         """The tensor's base virtual address."""
-        return self._dt.va_base
+        return self._device_tensor.va_base
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return True
@@ -190,12 +190,12 @@ class Tensor(TensorArithmetic, TensorReductions):
 
     def free(self) -> None:
         """Return the tensor's memory now (KernBench only; otherwise freed when unreferenced)."""
-        self._dt.free()
+        self._device_tensor.free()
 
     # -- reading values --------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The values, read to the host through the fabric (a copy; costs time)."""
-        return self._dt.numpy()
+        return self._device_tensor.numpy()
 
     def tolist(self) -> Any:
         return self.numpy().tolist()
@@ -203,7 +203,8 @@ class Tensor(TensorArithmetic, TensorReductions):
     def item(self) -> int | float:
         if self.numel() != 1:
             raise TensorError(
-                f"item() needs a one-element tensor; {self._dt.name!r} has {self.numel()} elements"
+                f"item() needs a one-element tensor; {self._device_tensor.name!r} has "
+                f"{self.numel()} elements"
             )
         return self.numpy().reshape(()).item()
 
@@ -225,9 +226,9 @@ class Tensor(TensorArithmetic, TensorReductions):
         extras = [f"device='{self.device}'"]
         if self.dtype.name not in ("float32", "int32"):
             extras.append(f"dtype={self.dtype!r}")
-        if self._dt.is_freed:
+        if self._device_tensor.is_freed:
             body = f"<freed>, size={tuple(self.shape)}"
-        elif self._dt.context.timing_only:
+        elif self._device_tensor.context.timing_only:
             body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
         else:
             body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
@@ -254,28 +255,28 @@ class Tensor(TensorArithmetic, TensorReductions):
             as_torch_dtype(dtype, self.dtype),
             index=self._index if index is None else index,
             dp=self._dp if shape == tuple(self.shape) else None,
-            ctx=self._dt.context,
+            ctx=self._device_tensor.context,
         )
 
     def clone(self, memory_format: Any = None) -> Tensor:
         """A copy made on the device by the copy kernel."""
         out = self.new_empty(self.shape)
-        launch_copy(self._dt, out.device_tensor)
+        launch_copy(self._device_tensor, out.device_tensor)
         return out
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
         """Copy a Tensor (device copy kernel) or host values (written through the fabric)."""
         if isinstance(src, Tensor):
-            if src.device_tensor is self._dt:
+            if src.device_tensor is self._device_tensor:
                 return self
             if src.shape != self.shape:
                 raise TensorError(
-                    f"copy_ into {self._dt.name!r}: source shape {tuple(src.shape)} does not "
-                    f"match {tuple(self.shape)}"
+                    f"copy_ into {self._device_tensor.name!r}: source shape {tuple(src.shape)} "
+                    f"does not match {tuple(self.shape)}"
                 )
-            launch_copy(src.device_tensor, self._dt)
+            launch_copy(src.device_tensor, self._device_tensor)
         else:
-            self._dt.copy_(np.asarray(src))
+            self._device_tensor.copy_(np.asarray(src))
         return self
 
     def fill_(self, value: Any) -> Tensor:
@@ -285,7 +286,7 @@ class Tensor(TensorArithmetic, TensorReductions):
         number = python_scalar(value)
         if number is None:
             raise TensorError(f"fill_ needs a scalar, got {type(value).__name__}")
-        launch_fill(self._dt, number)
+        launch_fill(self._device_tensor, number)
         return self
 
     def zero_(self) -> Tensor:
@@ -317,8 +318,10 @@ class Tensor(TensorArithmetic, TensorReductions):
         index = self._index if index is None else index
         if not copy and target_dtype is self.dtype and index == self._index:
             return self
-        out = new_tensor(self.shape, target_dtype, index=index, dp=self._dp, ctx=self._dt.context)
-        launch_copy(self._dt, out.device_tensor)
+        out = new_tensor(
+            self.shape, target_dtype, index=index, dp=self._dp, ctx=self._device_tensor.context
+        )
+        launch_copy(self._device_tensor, out.device_tensor)
         return out
 
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
@@ -344,13 +347,13 @@ class Tensor(TensorArithmetic, TensorReductions):
     def _whole(self, key: Any, what: str) -> None:
         if not is_whole_key(key):
             raise TensorError(
-                f"{what} {self._dt.name!r}[{key!r}]: only the whole tensor (t[:] or t[...]) "
-                "is supported; read values with t.numpy()[...]"
+                f"{what} {self._device_tensor.name!r}[{key!r}]: only the whole tensor "
+                "(t[:] or t[...]) is supported; read values with t.numpy()[...]"
             )
 
     def __getitem__(self, key: Any) -> Tensor:
         self._whole(key, "indexing")
-        return Tensor(self._dt, device_index=self._index, dp=self._dp)
+        return Tensor(self._device_tensor, device_index=self._index, dp=self._dp)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._whole(key, "assigning to")
@@ -363,10 +366,10 @@ class Tensor(TensorArithmetic, TensorReductions):
 
     def __iter__(self) -> Iterator[Any]:
         raise TensorError(
-            f"iterating over {self._dt.name!r} is not supported; iterate over t.tolist()"
+            f"iterating over {self._device_tensor.name!r} is not supported; iterate over t.tolist()"
         )
 
     # -- kernels -------------------------------------------------------------------------
     def __kernel_arg__(self) -> DeviceTensor:
         """What a kernel launch receives for this tensor: the device tensor under it."""
-        return self._dt
+        return self._device_tensor

@@ -108,9 +108,9 @@ def _launch(
     algorithm: str | None = None,
 ) -> Any:
     """Check that every pair of ranks agrees on its block sizes, then launch the exchange."""
-    p = len(payloads)
-    for r in range(p):
-        for j in range(p):
+    group_size = len(payloads)
+    for r in range(group_size):
+        for j in range(group_size):
             sent, expected = payloads[r][0][j].count, payloads[j][1][r].count
             if sent != expected:
                 src, dst = group.ranks[r], group.ranks[j]
