@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import ContextDecorator
 from typing import Any
 
+from kernbench.torch import random
 from kernbench.torch.devices import Event, accelerator, ahbm, device
 from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
@@ -138,19 +139,9 @@ def numel(input: Tensor) -> int:  # noqa: A002 - torch's name
 
 def __getattr__(name: str) -> Any:
     if name == "default_generator":  # per rank, so looked up on each access
-        from kernbench.torch.random import current_generator
-
-        return current_generator()
+        return random.current_generator()
     raise AttributeError(f"module 'kernbench.torch' has no attribute {name!r}")
 
 
-try:
-    from kernbench.torch import distributed  # noqa: E402,F401
-except ModuleNotFoundError as exc:  # written separately; absent until then
-    if exc.name != "kernbench.torch.distributed":
-        raise
-try:
-    from kernbench.torch import multiprocessing  # noqa: E402,F401
-except ModuleNotFoundError as exc:
-    if exc.name != "kernbench.torch.multiprocessing":
-        raise
+# The subpackages users import as torch.distributed and torch.multiprocessing.
+from kernbench.torch import distributed, multiprocessing  # noqa: E402,F401

@@ -18,6 +18,7 @@ from typing import Any
 
 from kernbench.errors import PlacementError, SimulationError
 from kernbench.runtime.current import current_context
+from kernbench.torch import random as torch_random
 
 __all__ = ["Event", "accelerator", "ahbm", "device"]
 
@@ -226,9 +227,7 @@ class _AhbmModule:
 
     def manual_seed(self, seed: int) -> None:
         """Seed the calling rank's generator (device and host share one here)."""
-        from kernbench.torch.random import manual_seed
-
-        manual_seed(seed)
+        torch_random.manual_seed(seed)
 
     manual_seed_all = manual_seed
 
