@@ -1,6 +1,6 @@
 """Mixed TP x DP collectives on 64 cube ranks: the autotune table and two-step vs fused times.
 
-Runs ``kernbench.ccl.mixed.MixedCommHandler`` on ``topologies/multi_sip.yaml``
+Runs ``kernbench.torch.distributed.mixed.MixedCommHandler`` on ``topologies/multi_sip.yaml``
 with ranks at cube level (``system.device_level=cube``: 4 SIPs x 16 cubes =
 64 ranks), in timing-only mode.  Every rank builds the handler with the
 default split (TP over the 16 cubes of a SIP, DP over the 4 SIPs), which runs
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import kernbench
 import kernbench.torch.distributed as dist
-from kernbench.ccl.mixed import AUTOTUNE_BASE_BYTES, MODES, MixedCommHandler
+from kernbench.torch.distributed.mixed import AUTOTUNE_BASE_BYTES, MODES, MixedCommHandler
 
 __all__ = ["main", "run"]
 

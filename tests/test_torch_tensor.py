@@ -53,7 +53,7 @@ def test_dtype_objects_name_runtime_dtypes_and_aliases():
     assert torch.float is torch.float32 and torch.half is torch.float16
     assert torch.int is torch.int32
     for dt in (torch.float16, torch.bfloat16, torch.int8, torch.uint16, torch.uint32):
-        assert as_dtype(dt).name == dt.kernbench_dtype == repr(dt).removeprefix("torch.")
+        assert as_dtype(dt).name == dt.runtime_dtype_name == repr(dt).removeprefix("torch.")
     assert torch.bfloat16.itemsize == 2 and torch.bfloat16.is_floating_point
     assert not torch.int8.is_floating_point and not torch.uint8.is_signed
     assert isinstance(torch.float32, torch.dtype)
@@ -173,7 +173,7 @@ def test_tensor_op_tensor_matches_numpy(ctx, kind, op):
         assert out.dtype is torch.float32  # true division, also for integers
         expected = (a.astype(np.float32) / b.astype(np.float32)).astype(np.float32)
     else:
-        assert out.dtype.kernbench_dtype == kind
+        assert out.dtype.runtime_dtype_name == kind
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-6)
 
 

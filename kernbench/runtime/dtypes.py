@@ -101,7 +101,7 @@ def as_dtype(dtype: object) -> DType:
     """A :class:`DType` from a DType, a name (``"float32"``, ``"bf16"``) or a NumPy dtype."""
     if isinstance(dtype, DType):
         return dtype
-    name = getattr(dtype, "kernbench_dtype", None)  # torch-like dtype objects
+    name = getattr(dtype, "runtime_dtype_name", None)  # torch-like dtype objects
     if isinstance(name, str):
         return DTYPES[name]
     if isinstance(dtype, str):

@@ -100,7 +100,7 @@ class DeviceTensor:
     # -- state ------------------------------------------------------------------
     @property
     def context(self) -> RuntimeContext:
-        """The runtime context (and so the machine) the tensor lives on."""
+        """The runtime context the tensor was created in (its machine and clock)."""
         return self._ctx
 
     @property

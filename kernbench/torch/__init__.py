@@ -13,13 +13,16 @@ from __future__ import annotations
 from contextlib import ContextDecorator
 from typing import Any
 
+from kernbench.torch import random
 from kernbench.torch.devices import Event, accelerator, ahbm, device
-from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
-from kernbench.torch.tensor import (
+from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
     UNSUPPORTED,
-    Size,
-    Tensor,
+    get_default_dtype,
+    set_default_dtype,
+)
+from kernbench.torch.dtypes import TorchDType as dtype
+from kernbench.torch.factories import (
     arange,
     as_tensor,
     cat,
@@ -28,21 +31,17 @@ from kernbench.torch.tensor import (
     from_numpy,
     full,
     full_like,
-    get_default_dtype,
     ones,
     ones_like,
-    rand,
-    rand_like,
-    randint,
-    randn,
-    randn_like,
-    set_default_dtype,
     stack,
     tensor,
     zeros,
     zeros_like,
 )
-from kernbench.torch.tensor import TorchDType as dtype
+from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
+from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
+from kernbench.torch.shapes import Size
+from kernbench.torch.tensor import Tensor
 
 cuda = ahbm
 
@@ -140,19 +139,9 @@ def numel(input: Tensor) -> int:  # noqa: A002 - torch's name
 
 def __getattr__(name: str) -> Any:
     if name == "default_generator":  # per rank, so looked up on each access
-        from kernbench.torch.random import current_generator
-
-        return current_generator()
+        return random.current_generator()
     raise AttributeError(f"module 'kernbench.torch' has no attribute {name!r}")
 
 
-try:
-    from kernbench.torch import distributed  # noqa: E402,F401
-except ModuleNotFoundError as exc:  # written separately; absent until then
-    if exc.name != "kernbench.torch.distributed":
-        raise
-try:
-    from kernbench.torch import multiprocessing  # noqa: E402,F401
-except ModuleNotFoundError as exc:
-    if exc.name != "kernbench.torch.multiprocessing":
-        raise
+# The subpackages users import as torch.distributed and torch.multiprocessing.
+from kernbench.torch import distributed, multiprocessing  # noqa: E402,F401

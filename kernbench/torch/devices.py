@@ -18,6 +18,7 @@ from typing import Any
 
 from kernbench.errors import PlacementError, SimulationError
 from kernbench.runtime.current import current_context
+from kernbench.torch import random as torch_random
 
 __all__ = ["Event", "accelerator", "ahbm", "device"]
 
@@ -144,11 +145,11 @@ class Event:
                 raise SimulationError(
                     f"Event.elapsed_time: the {which} event was created without enable_timing=True"
                 )
-            if event._time_ps is None:
+            if event.time_ps is None:
                 raise SimulationError(
                     f"Event.elapsed_time: the {which} event was never recorded; call record()"
                 )
-        return (end_event._time_ps - self._time_ps) / PS_PER_MS
+        return (end_event.time_ps - self._time_ps) / PS_PER_MS
 
     def __repr__(self) -> str:
         state = "unrecorded" if self._time_ps is None else f"at {self._time_ps} ps"
@@ -226,9 +227,7 @@ class _AhbmModule:
 
     def manual_seed(self, seed: int) -> None:
         """Seed the calling rank's generator (device and host share one here)."""
-        from kernbench.torch.random import manual_seed
-
-        manual_seed(seed)
+        torch_random.manual_seed(seed)
 
     manual_seed_all = manual_seed
 

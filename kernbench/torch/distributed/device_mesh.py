@@ -1,4 +1,4 @@
-"""``init_device_mesh``: ranks arranged in an n-D mesh with one group per dimension."""
+"""``torch.distributed.device_mesh``: ``init_device_mesh`` and the ``DeviceMesh`` it returns."""
 
 from __future__ import annotations
 
@@ -8,94 +8,18 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import DistributedError
+from kernbench.torch.distributed.groups import get_rank, get_world_size, new_group
+from kernbench.torch.distributed.mesh import DeviceMesh
 
 __all__ = ["DeviceMesh", "init_device_mesh"]
-
-
-class DeviceMesh:
-    """A mesh of global ranks; ``get_group(dim)`` is the group along ``dim`` holding me."""
-
-    def __init__(
-        self,
-        device_type: str,
-        mesh: np.ndarray,
-        names: tuple[str, ...] | None,
-        groups: dict[int, Any],
-        me: int,
-    ) -> None:
-        self.device_type = device_type
-        self.mesh = mesh
-        self.mesh_dim_names = names
-        self._groups = groups
-        self._me = me
-        self._pg = groups[0] if mesh.ndim == 1 else None
-
-    @property
-    def ndim(self) -> int:
-        return self.mesh.ndim
-
-    def _dim(self, mesh_dim: int | str | None) -> int:
-        if mesh_dim is None:
-            if self.ndim != 1:
-                raise DistributedError("this mesh has several dimensions; name one")
-            return 0
-        if isinstance(mesh_dim, str):
-            if not self.mesh_dim_names or mesh_dim not in self.mesh_dim_names:
-                raise DistributedError(
-                    f"no mesh dimension {mesh_dim!r}; names: {self.mesh_dim_names}"
-                )
-            return self.mesh_dim_names.index(mesh_dim)
-        if not 0 <= mesh_dim < self.ndim:
-            raise DistributedError(f"mesh dimension {mesh_dim} is not in 0..{self.ndim - 1}")
-        return mesh_dim
-
-    def get_group(self, mesh_dim: int | str | None = None) -> Any:
-        return self._groups[self._dim(mesh_dim)]
-
-    def size(self, mesh_dim: int | str | None = None) -> int:
-        return (
-            int(self.mesh.size) if mesh_dim is None else int(self.mesh.shape[self._dim(mesh_dim)])
-        )
-
-    def get_rank(self) -> int:
-        return self._me
-
-    def get_coordinate(self) -> list[int]:
-        return [int(i) for i in np.argwhere(self.mesh == self._me)[0]]
-
-    def get_local_rank(self, mesh_dim: int | str | None = None) -> int:
-        return self.get_coordinate()[self._dim(mesh_dim)]
-
-    def __getitem__(self, name: str | tuple[str, ...]) -> DeviceMesh:
-        if isinstance(name, tuple):
-            if len(name) != 1:
-                raise DistributedError("only one-dimensional sub-meshes are supported")
-            name = name[0]
-        dim = self._dim(name)
-        coord = self.get_coordinate()
-        index = tuple(slice(None) if d == dim else coord[d] for d in range(self.ndim))
-        return DeviceMesh(
-            self.device_type,
-            self.mesh[index],
-            (self.mesh_dim_names[dim],),
-            {0: self._groups[dim]},
-            self._me,
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"DeviceMesh({self.device_type!r}, {self.mesh.tolist()}, names={self.mesh_dim_names})"
-        )
 
 
 def init_device_mesh(
     device_type: str, mesh_shape: Sequence[int], *, mesh_dim_names: Sequence[str] | None = None
 ) -> DeviceMesh:
     """Every rank calls it; it creates one group per slice of each dimension, in order."""
-    from kernbench.torch import distributed as dist
-
     shape = tuple(int(s) for s in mesh_shape)
-    world_size = dist.get_world_size()
+    world_size = get_world_size()
     if int(np.prod(shape)) != world_size:
         raise DistributedError(
             f"init_device_mesh: mesh shape {shape} holds {int(np.prod(shape))} ranks but the "
@@ -105,12 +29,12 @@ def init_device_mesh(
     if names is not None and len(names) != len(shape):
         raise DistributedError(f"mesh_dim_names {names} must name each of {len(shape)} dims")
     mesh = np.arange(world_size).reshape(shape)
-    me = dist.get_rank()
+    me = get_rank()
     groups: dict[int, Any] = {}
     for dim in range(len(shape)):
         moved = np.moveaxis(mesh, dim, -1).reshape(-1, shape[dim])
         for ranks in moved:
-            group = dist.new_group([int(r) for r in ranks])
+            group = new_group([int(r) for r in ranks])
             if me in ranks:
                 groups[dim] = group
     return DeviceMesh(device_type, mesh, names, groups, me)

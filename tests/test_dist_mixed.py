@@ -16,7 +16,10 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.ccl.mixed import (
+from kernbench.errors import CollectiveMismatchError, DeadlockError, DistributedError, RankError
+from kernbench.placement import DPPolicy
+from kernbench.runtime import current_context
+from kernbench.torch.distributed.mixed import (
     AUTOTUNE_BASE_BYTES,
     DEFAULT_MODE,
     FUSED_OPS,
@@ -26,9 +29,6 @@ from kernbench.ccl.mixed import (
     MixedCommHandler,
     MixedLayout,
 )
-from kernbench.errors import CollectiveMismatchError, DeadlockError, DistributedError, RankError
-from kernbench.placement import DPPolicy
-from kernbench.runtime import current_context
 
 ROOT = Path(__file__).resolve().parents[1]
 MULTI_SIP = ROOT / "topologies" / "multi_sip.yaml"

@@ -1,266 +1,32 @@
-"""Mixed TP x DP collectives with a per-size autotune, after FlashInfer's ``MixedCommHandler``.
+"""``MixedCommHandler``: one rank's TP / DP collectives, after FlashInfer's handler.
 
-Ranks form a two-level machine: ``local`` ranks share a SIP (a node),
-``inter`` ranks are the SIPs.  Each level is split into a tensor-parallel (TP)
-and a data-parallel (DP) part::
-
-    world_rank = local_rank + inter_rank * local_size
-    local_rank = local_tp_rank + local_dp_rank * local_tp_size
-    inter_rank = inter_tp_rank + inter_dp_rank * inter_tp_size
-
-so the TP group has ``local_tp_size * inter_tp_size`` ranks (TP rank
-``local_tp_rank + inter_tp_rank * local_tp_size``) and the DP group
-``local_dp_size * inter_dp_size`` ranks (DP rank ``local_dp_rank +
-inter_dp_rank * local_dp_size``).  Both orders are increasing world-rank
-order, so the ``torch.distributed`` groups (whose ranks are sorted) number
-their members as TP / DP ranks.
-
-Operations (``x`` is a single-lane :class:`kernbench.torch.Tensor` of at least
-one dimension; results are new tensors; dimension 0 is the one split or
-joined; the reduction is a sum):
-
-* ``all_reduce`` over TP;
-* ``all_gather`` over TP (``tp_size * x.shape[0]`` rows, block i from TP rank i);
-* ``reduce_scatter`` over TP (``x.shape[0]`` divisible by ``tp_size``; TP rank
-  j keeps block j);
-* ``all_reduce_all_gather``: all-reduce ``x`` over TP, then all-gather the
-  result over DP (``dp_size * x.shape[0]`` rows, block i from DP rank i);
-* ``reduce_scatter_all_reduce``: reduce-scatter ``x`` over DP (DP rank j keeps
-  block j of ``dp_size``), then all-reduce that block over TP.
-
-Modes:
-
-* ``"two_step"``: the op's collectives one after another through
-  ``kernbench.torch.distributed`` (so each goes through its own rendezvous
-  and :class:`~kernbench.ccl.launch.CollectiveLauncher` with the catalogue's
-  default algorithm); a single-phase op is one collective.
-* ``"fused"``: one rendezvous on the WORLD group launching one program per
-  rank.  The program cuts the data into pieces (``min_num_steps``, fewer when
-  a piece would drop below ``min_block_size`` elements, more when one would
-  exceed ``max_block_size``) and pipelines them: piece k's first phase runs on
-  its own sub-communicator, then piece k's second phase starts as a separate
-  SimPy process on another sub-communicator, overlapping piece k+1's first
-  phase.  Each phase is the registry's ``ring`` program, run with the
-  catalogue's ``ring`` configuration.  For the single-phase ops the second
-  phase is empty: the pieces run one after another in one launch.  The
-  launch is checked like any collective (op, dtype, shape, pieces and layout
-  must match on every rank) and appears in the run report's ``collectives``
-  as config ``mixed_fused``.
-
-Where an op reduces in place (``all_reduce``, ``all_reduce_all_gather``)
-both modes first copy ``x`` the same way (``x.clone()``), so the modes
-differ only in how the collectives run.
-
-Autotune (``use_autotune=True`` runs it at construction; it is collective)
-times every valid (op, mode) in simulation on inputs of ``8 KiB * 2**i`` bytes
-per rank, ``i = 0 .. max_coef - 1``, and keeps the fastest mode per size in
-``autotune_map``; ``select_autotune_mode`` looks up
-``round(log2(bytes / 8 KiB))`` clamped to the table.  The simulation is
-deterministic, so every rank builds the same table.  ``autotune_times`` keeps
-the measured picoseconds, ``{op: [{mode: ps} per size]}``.  ``shutdown()``
-only marks the handler closed (there is nothing to free on simulated ranks).
-
-FlashInfer's hardware arguments (``device``, ``grid_size``,
-``ib_enable_ibgda``, ``should_init_nvshmem``) are accepted and recorded; they
-do not change the simulation.
+See :mod:`kernbench.torch.distributed.mixed` for the layout, the ops, the two
+modes and the autotune.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm
-from kernbench.ccl.comm import Comm, Region, chunk_bounds
 from kernbench.ccl.launch import CollectiveLauncher, single_lane
-from kernbench.ccl.settings import ccl_settings
 from kernbench.distributed.world import ProcessGroup, active_world
 from kernbench.errors import DistributedError
 from kernbench.runtime import current_context
-from kernbench.torch.tensor import Tensor, as_torch_dtype
+from kernbench.torch.distributed.mixed.fused import launch_fused
+from kernbench.torch.distributed.mixed.layout import OPS, MixedLayout, split_level
+from kernbench.torch.dtypes import as_torch_dtype
+from kernbench.torch.tensor import Tensor
 
-__all__ = [
-    "AUTOTUNE_BASE_BYTES",
-    "DEFAULT_MODE",
-    "FUSED_OPS",
-    "MODES",
-    "OPS",
-    "SINGLE_OPS",
-    "MixedCommHandler",
-    "MixedLayout",
-]
+__all__ = ["AUTOTUNE_BASE_BYTES", "DEFAULT_MODE", "MODES", "MixedCommHandler"]
 
-SINGLE_OPS = ("all_reduce", "all_gather", "reduce_scatter")
-FUSED_OPS = ("all_reduce_all_gather", "reduce_scatter_all_reduce")
-OPS = SINGLE_OPS + FUSED_OPS
 MODES = ("two_step", "fused")
 DEFAULT_MODE = "two_step"  # the mode of an op with no autotune entry
 AUTOTUNE_BASE_BYTES = 8 * 1024
-FUSED_CONFIG = "mixed_fused"  # the configuration name fused launches report
 
 
-# ----------------------------------------------------------------------------- layout
-@dataclass(frozen=True)
-class MixedLayout:
-    """How ``local_size * inter_size`` world ranks split into TP and DP groups."""
-
-    local_size: int
-    inter_size: int
-    local_tp_size: int
-    local_dp_size: int
-    inter_tp_size: int
-    inter_dp_size: int
-
-    @property
-    def world_size(self) -> int:
-        return self.local_size * self.inter_size
-
-    @property
-    def tp_size(self) -> int:
-        return self.local_tp_size * self.inter_tp_size
-
-    @property
-    def dp_size(self) -> int:
-        return self.local_dp_size * self.inter_dp_size
-
-    def coords(self, world_rank: int) -> tuple[int, int, int, int]:
-        """(local_tp_rank, local_dp_rank, inter_tp_rank, inter_dp_rank) of a world rank."""
-        local, inter = world_rank % self.local_size, world_rank // self.local_size
-        return (
-            local % self.local_tp_size,
-            local // self.local_tp_size,
-            inter % self.inter_tp_size,
-            inter // self.inter_tp_size,
-        )
-
-    def world_rank(self, ltp: int, ldp: int, itp: int, idp: int) -> int:
-        local = ltp + ldp * self.local_tp_size
-        inter = itp + idp * self.inter_tp_size
-        return local + inter * self.local_size
-
-    def tp_rank(self, world_rank: int) -> int:
-        ltp, _, itp, _ = self.coords(world_rank)
-        return ltp + itp * self.local_tp_size
-
-    def dp_rank(self, world_rank: int) -> int:
-        _, ldp, _, idp = self.coords(world_rank)
-        return ldp + idp * self.local_dp_size
-
-    def tp_groups(self) -> list[tuple[int, ...]]:
-        """Every TP group (ranks sharing DP coordinates), in DP-rank order, members by TP rank."""
-        return [
-            tuple(
-                self.world_rank(ltp, ldp, itp, idp)
-                for itp in range(self.inter_tp_size)
-                for ltp in range(self.local_tp_size)
-            )
-            for idp in range(self.inter_dp_size)
-            for ldp in range(self.local_dp_size)
-        ]
-
-    def dp_groups(self) -> list[tuple[int, ...]]:
-        """Every DP group (ranks sharing TP coordinates), in TP-rank order, members by DP rank."""
-        return [
-            tuple(
-                self.world_rank(ltp, ldp, itp, idp)
-                for idp in range(self.inter_dp_size)
-                for ldp in range(self.local_dp_size)
-            )
-            for itp in range(self.inter_tp_size)
-            for ltp in range(self.local_tp_size)
-        ]
-
-    def tp_group_of(self, world_rank: int) -> tuple[int, ...]:
-        return self.tp_groups()[self.dp_rank(world_rank)]
-
-    def dp_group_of(self, world_rank: int) -> tuple[int, ...]:
-        return self.dp_groups()[self.tp_rank(world_rank)]
-
-    def valid_ops(self) -> list[str]:
-        ops = list(SINGLE_OPS) if self.tp_size > 1 else []
-        if self.tp_size > 1 and self.dp_size > 1:
-            ops += FUSED_OPS
-        return ops
-
-
-def _split(size: int, tp: int | None, dp: int | None, default_tp: bool, level: str) -> tuple:
-    """(tp, dp) of one level; a missing one is derived from the other or defaulted."""
-    for name, value in ((f"{level}_tp_size", tp), (f"{level}_dp_size", dp)):
-        if value is not None and (not isinstance(value, int) or value < 1):
-            raise DistributedError(f"MixedCommHandler: {name}={value!r} must be a positive int")
-    if tp is None and dp is None:
-        tp, dp = (size, 1) if default_tp else (1, size)
-    elif tp is None:
-        tp = size // dp if size % dp == 0 else 0
-    elif dp is None:
-        dp = size // tp if size % tp == 0 else 0
-    if tp * dp != size or not tp or not dp:
-        raise DistributedError(
-            f"MixedCommHandler: {level}_tp_size ({tp or '?'}) x {level}_dp_size ({dp or '?'}) "
-            f"must equal {level}_size ({size})"
-        )
-    return tp, dp
-
-
-# ----------------------------------------------------------------------------- fused programs
-def _fused_program(
-    op: str,
-    x: Region,
-    out: Region,
-    tp: list[int],
-    dp: list[int],
-    steps: int,
-) -> Callable[[Comm], Generator]:
-    """One rank's fused program: ``steps`` pieces, phase 2 of piece k overlapping phase 1 of k+1."""
-    ring = get_algorithm("ring").programs
-    t, d = len(tp), len(dp)
-
-    def blocks(region: Region, parts: int) -> list[Region]:
-        size = region.count // parts
-        return [region.sub(i * size, (i + 1) * size) for i in range(parts)]
-
-    # The piece grid: the extent every block is cut along.
-    extent = x.count // {"reduce_scatter": t, "reduce_scatter_all_reduce": d}.get(op, 1)
-    bounds = chunk_bounds(extent, steps)
-
-    def program(c: Comm) -> Generator:
-        tail = []
-        for k, (a, b) in enumerate(bounds):
-            tpc = c.sub(tp, ("tp", k))
-            if op == "all_reduce":  # in place: x is the output
-                yield from ring["all_reduce"](tpc, OpArgs(buf=x.sub(a, b)))
-            elif op == "all_gather":
-                args = OpArgs(inp=x.sub(a, b), blocks=tuple(o.sub(a, b) for o in blocks(out, t)))
-                yield from ring["all_gather"](tpc, args)
-            elif op == "reduce_scatter":
-                args = OpArgs(blocks=tuple(i.sub(a, b) for i in blocks(x, t)), out=out.sub(a, b))
-                yield from ring["reduce_scatter"](tpc, args)
-            elif op == "all_reduce_all_gather":  # x is a working copy, reduced in place
-                piece = x.sub(a, b)
-                yield from ring["all_reduce"](tpc, OpArgs(buf=piece))
-                args = OpArgs(inp=piece, blocks=tuple(o.sub(a, b) for o in blocks(out, d)))
-                tail.append(c.clock.process(ring["all_gather"](c.sub(dp, ("dp", k)), args)))
-            else:  # reduce_scatter_all_reduce
-                piece = out.sub(a, b)
-                args = OpArgs(blocks=tuple(i.sub(a, b) for i in blocks(x, d)), out=piece)
-                yield from ring["reduce_scatter"](c.sub(dp, ("dp", k)), args)
-                tail.append(c.clock.process(ring["all_reduce"](tpc, OpArgs(buf=piece))))
-        if tail:
-            yield c.clock.all_of(tail)
-
-    return program
-
-
-def _ring_neighbours(group: Sequence[int], rank: int) -> set[int]:
-    i = list(group).index(rank)
-    return {group[(i + 1) % len(group)], group[(i - 1) % len(group)]} - {rank}
-
-
-# ----------------------------------------------------------------------------- the handler
 class MixedCommHandler:
     """TP / DP collectives of one rank, with FlashInfer's constructor and methods.
 
@@ -320,8 +86,8 @@ class MixedCommHandler:
                 f"MixedCommHandler: local_size ({local_size}) x inter_size ({inter_size}) must "
                 f"equal world_size ({world_size})"
             )
-        ltp, ldp = _split(local_size, local_tp_size, local_dp_size, True, "local")
-        itp, idp = _split(inter_size, inter_tp_size, inter_dp_size, False, "inter")
+        ltp, ldp = split_level(local_size, local_tp_size, local_dp_size, True, "local")
+        itp, idp = split_level(inter_size, inter_tp_size, inter_dp_size, False, "inter")
         if not 0 <= local_rank < local_size or not 0 <= inter_rank < inter_size:
             raise DistributedError(
                 f"MixedCommHandler: local_rank {local_rank} must be in 0..{local_size - 1} and "
@@ -539,7 +305,7 @@ class MixedCommHandler:
             raise DistributedError(
                 f"MixedCommHandler.{op}: expected a kernbench.torch Tensor, got {type(x).__name__}"
             )
-        single_lane(x._dt, f"MixedCommHandler.{op}")
+        single_lane(x.device_tensor, f"MixedCommHandler.{op}")
         if x.ndim < 1:
             raise DistributedError(f"MixedCommHandler.{op}: x needs at least one dimension")
         rows, rest = x.shape[0], tuple(x.shape[1:])
@@ -609,10 +375,15 @@ class MixedCommHandler:
         signature = (x.dtype.name, tuple(x.shape), steps, layout)
 
         def launch(payloads: list[tuple[Any, Any]]) -> CollectiveLauncher:
-            return _launch_fused(world.ctx, op, layout, payloads, steps)
+            return launch_fused(world.ctx, op, layout, payloads, steps)
 
         world.collective(
-            world.world_group, f"mixed {op} (fused)", signature, (x._dt, out._dt), launch, False
+            world.world_group,
+            f"mixed {op} (fused)",
+            signature,
+            (x.device_tensor, out.device_tensor),
+            launch,
+            False,
         )
 
     def __repr__(self) -> str:
@@ -621,37 +392,3 @@ class MixedCommHandler:
             f"local {self.local_tp_size}tp x {self.local_dp_size}dp, "
             f"inter {self.inter_tp_size}tp x {self.inter_dp_size}dp)"
         )
-
-
-def _launch_fused(
-    ctx: Any, op: str, layout: MixedLayout, payloads: list[tuple[Any, Any]], steps: int
-) -> CollectiveLauncher:
-    """The WORLD launch of a fused op: one program per rank (run by the last rank to arrive)."""
-    name, config = ccl_settings(ctx).resolve("ring")
-    tp_of = [layout.tp_group_of(w) for w in range(layout.world_size)]
-    dp_of = [layout.dp_group_of(w) for w in range(layout.world_size)]
-
-    def peers(_op: str, _size: int, rank: int) -> set[int]:
-        found = _ring_neighbours(tp_of[rank], rank)
-        if op in FUSED_OPS:
-            found |= _ring_neighbours(dp_of[rank], rank)
-        return found
-
-    algorithm = Algorithm(
-        name=FUSED_CONFIG,
-        programs={},
-        description=f"pipelined TP/DP phases over the {name!r} ring configuration",
-        peers=peers,
-    )
-    launcher = CollectiveLauncher(ctx, op, FUSED_CONFIG, config, algorithm)
-    ins = [single_lane(x, op) for x, _ in payloads]
-    outs = [single_lane(o, op) for _, o in payloads]
-    launcher.nbytes = max(ins[0].region().nbytes, outs[0].region().nbytes)
-    programs = [
-        _fused_program(op, ins[w].region(), outs[w].region(), list(tp_of[w]), list(dp_of[w]), steps)
-        for w in range(layout.world_size)
-    ]
-    launcher.lane(programs, [x.pe for x in ins], [x.memory_node for x in ins])
-    for _, o in payloads:
-        launcher.refresh_replicas(o)
-    return launcher

@@ -1,0 +1,199 @@
+"""Tensor arithmetic: ``+ - * /`` and their methods, with PyTorch's type promotion.
+
+:class:`TensorArithmetic` is mixed into :class:`~kernbench.torch.Tensor`; it
+holds the operators (also reflected and in place) and ``add``/``sub``/``mul``/
+``div`` with their in-place forms.  An operation runs the elementwise device
+kernels on same-shape tensors or a tensor and a Python/NumPy scalar (there is
+no broadcasting).  Operands of another dtype are first converted on the device
+into temporaries, which are freed once the result is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kernbench.errors import TensorError
+from kernbench.torch.device_kernels import (
+    launch_copy,
+    launch_elementwise,
+    launch_fill,
+    launch_scalar,
+)
+from kernbench.torch.dtypes import (
+    check_scalar_fits,
+    get_default_dtype,
+    promote_types,
+    python_scalar,
+    scalar_result_dtype,
+)
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorArithmetic"]
+
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+
+
+class TensorArithmetic:
+    """The arithmetic operators and methods of :class:`~kernbench.torch.Tensor`."""
+
+    __slots__ = ()
+
+    def __add__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("add", other)
+
+    def __sub__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("sub", other)
+
+    def __mul__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("mul", other)
+
+    def __truediv__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("div", other)
+
+    def __radd__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("add", other)
+
+    def __rmul__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("mul", other)
+
+    def __rsub__(self: Tensor, other: Any) -> Tensor:
+        return self._reversed("sub", other)
+
+    def __rtruediv__(self: Tensor, other: Any) -> Tensor:
+        return self._reversed("div", other)
+
+    def __iadd__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("add", other, out=self)
+
+    def __isub__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("sub", other, out=self)
+
+    def __imul__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("mul", other, out=self)
+
+    def __itruediv__(self: Tensor, other: Any) -> Tensor:
+        return self._binary("div", other, out=self)
+
+    def __neg__(self: Tensor) -> Tensor:
+        if self.dtype.is_signed:
+            return self._binary("mul", -1)
+        return self._reversed("sub", 0)  # unsigned: wraps around like torch
+
+    def __pos__(self: Tensor) -> Tensor:
+        return self
+
+    def add(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._binary("add", _times_alpha(other, alpha))
+
+    def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._binary("sub", _times_alpha(other, alpha))
+
+    def mul(self: Tensor, other: Any) -> Tensor:
+        return self._binary("mul", other)
+
+    def div(self: Tensor, other: Any) -> Tensor:
+        return self._binary("div", other)
+
+    def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._binary("add", _times_alpha(other, alpha), out=self)
+
+    def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        return self._binary("sub", _times_alpha(other, alpha), out=self)
+
+    def mul_(self: Tensor, other: Any) -> Tensor:
+        return self._binary("mul", other, out=self)
+
+    def div_(self: Tensor, other: Any) -> Tensor:
+        return self._binary("div", other, out=self)
+
+    # -- the two forms every operator reduces to ---------------------------------------
+    def _binary(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
+        """``self op other`` in ``out`` (in place) or a new tensor, with torch's promotion."""
+        what = f"{op} of {self.device_tensor.name!r}"
+        if isinstance(other, TensorArithmetic):
+            _check_pair(self, other, what)
+            rtype = promote_types(self.dtype, other.dtype)
+            value = None
+        else:
+            value = python_scalar(other)
+            if value is None:
+                raise TensorError(
+                    f"{what}: operand {type(other).__name__} is not supported; use a Tensor of "
+                    "the same shape or a Python scalar (torch.from_numpy converts arrays)"
+                )
+            rtype = scalar_result_dtype(self.dtype, value)
+        if op == "div" and not rtype.is_floating_point:
+            rtype = get_default_dtype()  # true division, as torch does
+        if out is not None and rtype.is_floating_point and not out.dtype.is_floating_point:
+            raise TensorError(
+                f"{what}: result type {rtype!r} can't be cast to the in-place output type "
+                f"{out.dtype!r}; use an out-of-place op (a = a {_SYMBOL[op]} b)"
+            )
+        temps = []
+        x = self.to(rtype)
+        target = (
+            out
+            if out is not None and out.dtype is rtype
+            else self.new_empty(self.shape, dtype=rtype)
+        )
+        if x is not self:
+            temps.append(x)
+        if value is None:
+            y = other.to(rtype)
+            if y is not other:
+                temps.append(y)
+            launch_elementwise(op, x.device_tensor, y.device_tensor, target.device_tensor)
+        else:
+            check_scalar_fits(value, rtype, what)
+            launch_scalar(op, x.device_tensor, value, target.device_tensor)
+        if out is not None and target is not out:
+            launch_copy(target.device_tensor, out.device_tensor)
+            temps.append(target)
+            target = out
+        _free_temporaries(*temps)
+        return target
+
+    def _reversed(self: Tensor, op: str, other: Any) -> Tensor:
+        """``other op self`` for a scalar ``other``: a tensor filled with it, then the op."""
+        value = python_scalar(other)
+        if value is None:
+            raise TensorError(
+                f"{op} into {self.device_tensor.name!r}: operand {type(other).__name__} is not "
+                "supported; use a Python scalar or a Tensor of the same shape"
+            )
+        rtype = scalar_result_dtype(self.dtype, value)
+        if op == "div" and not rtype.is_floating_point:
+            rtype = get_default_dtype()
+        check_scalar_fits(value, rtype, f"{op} of {self.device_tensor.name!r}")
+        result = self.new_empty(self.shape, dtype=rtype)
+        launch_fill(result.device_tensor, value)
+        x = self.to(rtype)
+        launch_elementwise(op, result.device_tensor, x.device_tensor, result.device_tensor)
+        if x is not self:
+            _free_temporaries(x)
+        return result
+
+
+def _times_alpha(other: Any, alpha: Any) -> Any:
+    return other if alpha == 1 else other * alpha
+
+
+def _check_pair(a: Tensor, b: Tensor, what: str) -> None:
+    if a.shape != b.shape:
+        raise TensorError(
+            f"{what}: shapes {tuple(a.shape)} and {tuple(b.shape)} differ; only tensors of "
+            "the same shape or scalars are supported (no broadcasting)"
+        )
+    if a.get_device() != b.get_device():
+        raise TensorError(
+            f"{what}: tensors are on different devices ({a.device} and {b.device}); "
+            "move one with .to(...)"
+        )
+
+
+def _free_temporaries(*temps: Tensor) -> None:
+    for t in temps:
+        if not t.device_tensor.is_freed:
+            t.free()

@@ -1,0 +1,158 @@
+"""The device kernels behind tensor operations, launched with the tensor layer's block size.
+
+Elementwise arithmetic, fills and copies run the kernel layer's built-in
+kernels (:mod:`kernbench.kernels.builtins`); sums, ``cat``/``stack`` and
+``arange`` run the Triton-style kernels defined here.  Every launch takes
+runtime device tensors and uses :data:`BLOCK` elements per program, so the
+cost of a tensor operation depends on this one choice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kernbench.kernels.language as tl
+from kernbench.errors import TensorError
+from kernbench.kernels import builtins
+from kernbench.kernels.jit import jit
+from kernbench.runtime.tensor import DeviceTensor
+
+__all__ = [
+    "BLOCK",
+    "MAX_KERNEL_ELEMENTS",
+    "launch_arange",
+    "launch_copy",
+    "launch_elementwise",
+    "launch_fill",
+    "launch_place",
+    "launch_scalar",
+    "launch_sum",
+]
+
+# Elements per program of the kernels behind tensor arithmetic: large enough that a
+# program's memory access latency and launch overhead are small next to its streaming
+# time (64 KiB of float32 per operand), as a tuned device library would choose.
+BLOCK = 16384
+
+# The kernels behind tensor arithmetic index elements with 32-bit offsets, as Triton's do.
+MAX_KERNEL_ELEMENTS = 2**31 - 1
+
+
+@jit
+def _sum_kernel(
+    x_ptr,
+    out_ptr,
+    n_out,
+    R,
+    C,
+    ACC: tl.constexpr,
+    MEAN: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Output o = (a, c) sums x[a, r, c] over r < R, with x viewed as (A, R, C).
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_out
+    base = (o // C) * (R * C) + o % C
+    acc = tl.zeros((OBLOCK, RBLOCK), ACC)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        acc += tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=0)
+    total = tl.sum(acc, axis=1)
+    if MEAN:
+        total = total / R
+    tl.store(out_ptr + o, total, mask=o_mask)
+
+
+@jit
+def _place_kernel(src_ptr, dst_ptr, n, row, width, offset, BLOCK: tl.constexpr):
+    # Rows of ``row`` source elements land ``width`` apart in dst, from ``offset`` (cat/stack).
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    dst = (i // row) * width + offset + i % row
+    tl.store(dst_ptr + dst, tl.load(src_ptr + i, mask=mask), mask=mask)
+
+
+@jit
+def _arange_kernel(out_ptr, n, start, step, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, start + i * step, mask=i < n)
+
+
+def _grid(n: int) -> tuple[int]:
+    if n > MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"an operation on {n} elements: the kernels behind tensor arithmetic use 32-bit "
+            f"element offsets, so they work on at most {MAX_KERNEL_ELEMENTS} elements of one "
+            "tensor; split it into smaller tensors"
+        )
+    return (max(1, -(-n // BLOCK)),)
+
+
+# ----------------------------------------------------------------------------- built-ins
+
+
+def launch_copy(src: DeviceTensor, dst: DeviceTensor) -> Any:
+    """``dst[...] = src`` converted to ``dst``'s dtype."""
+    return builtins.launch_copy(src, dst, block=BLOCK)
+
+
+def launch_fill(out: DeviceTensor, value: int | float) -> Any:
+    return builtins.launch_fill(out, value, block=BLOCK)
+
+
+def launch_elementwise(op: str, x: DeviceTensor, y: DeviceTensor, out: DeviceTensor) -> Any:
+    """``out = x op y`` for ``op`` in add, sub, mul, div."""
+    return builtins.launch_elementwise(op, x, y, out, block=BLOCK)
+
+
+def launch_scalar(op: str, x: DeviceTensor, value: int | float, out: DeviceTensor) -> Any:
+    """``out = x op value``."""
+    return builtins.launch_scalar(op, x, value, out, block=BLOCK)
+
+
+# ----------------------------------------------------------------------------- our kernels
+
+
+def launch_sum(
+    x: DeviceTensor,
+    out: DeviceTensor,
+    n_out: int,
+    length: int,
+    cols: int,
+    *,
+    floating: bool,
+    mean: bool,
+) -> None:
+    """Sum (or average) ``x`` viewed as (rows, ``length``, ``cols``) over its middle axis.
+
+    ``n_out`` is rows x cols; the accumulator is float32 when ``floating``,
+    int32 otherwise.
+    """
+    rblock = tl.next_power_of_2(max(1, min(length, 1024)))
+    oblock = tl.next_power_of_2(max(1, min(n_out, max(1, 4096 // rblock))))
+    acc = tl.float32 if floating else tl.int32
+    _sum_kernel[(-(-n_out // oblock),)](
+        x,
+        out,
+        n_out,
+        length,
+        cols,
+        ACC=acc,
+        MEAN=mean,
+        OBLOCK=oblock,
+        RBLOCK=rblock,
+    )
+
+
+def launch_place(
+    src: DeviceTensor, dst: DeviceTensor, n: int, row: int, width: int, offset: int
+) -> None:
+    """Copy ``n`` elements of ``src`` into ``dst`` in rows of ``row``, ``width`` apart."""
+    _place_kernel[_grid(n)](src, dst, n, row, width, offset, BLOCK=BLOCK)
+
+
+def launch_arange(out: DeviceTensor, n: int, start: int | float, step: int | float) -> None:
+    """``out[i] = start + i * step`` for ``i < n``."""
+    _arange_kernel[_grid(n)](out, n, start, step, BLOCK=BLOCK)

@@ -1,0 +1,223 @@
+"""What every ``torch.distributed`` call checks and normalises, in one place.
+
+A call is made from a rank (:func:`calling_rank`) whose default group is
+initialised (:func:`initialised`); ``group=`` resolves to a
+:class:`~kernbench.distributed.world.ProcessGroup` (:func:`resolve_group`),
+``op=`` to the name the collectives take (:func:`reduce_op_name`), a root or
+peer given as a global or a group rank to one rank (:func:`root_group_rank`,
+:func:`peer_rank`), and each tensor to the runtime tensor under it, on the
+caller's own device (:func:`device_tensor`).  A collective's call gathers
+these in a :class:`CollectiveCall` and submits itself to the world's
+rendezvous with the arguments that must agree across ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kernbench.distributed.scheduler import current_rank
+from kernbench.distributed.world import ProcessGroup, Work, World, active_world
+from kernbench.errors import DistributedError
+from kernbench.runtime.tensor import DeviceTensor
+from kernbench.torch.distributed.constants import GroupMember, ReduceOp
+from kernbench.torch.distributed.mesh import DeviceMesh
+from kernbench.torch.tensor import Tensor
+
+__all__ = [
+    "CollectiveCall",
+    "calling_rank",
+    "check_count",
+    "check_same",
+    "check_sized",
+    "collective_call",
+    "describe",
+    "device_tensor",
+    "initialised",
+    "peer_rank",
+    "reduce_op_name",
+    "resolve_group",
+    "root_group_rank",
+    "signature",
+]
+
+
+# -- who calls ---------------------------------------------------------------------------
+def calling_rank() -> tuple[World, int]:
+    """The active world and the calling rank's global rank."""
+    world = active_world()
+    state = current_rank()
+    if state is None:
+        raise DistributedError("torch.distributed calls must be made from a rank")
+    return world, state.rank
+
+
+def initialised(what: str) -> tuple[World, int]:
+    """:func:`calling_rank`, once the rank has called ``init_process_group``."""
+    world, me = calling_rank()
+    if me not in world.initialised:
+        raise DistributedError(
+            f"rank {me} called {what} before init_process_group(); call "
+            "dist.init_process_group() first"
+        )
+    return world, me
+
+
+# -- group, op, root, peer ------------------------------------------------------------------
+def resolve_group(group: Any, world: World) -> ProcessGroup:
+    """``group=``: None or WORLD, a ProcessGroup, or a one-dimensional DeviceMesh."""
+    if group is None or group is GroupMember.WORLD:
+        return world.world_group
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise DistributedError("this rank is not a member of the group it passed")
+    if isinstance(group, ProcessGroup):
+        return group
+    if isinstance(group, DeviceMesh):
+        return group.get_group()
+    raise DistributedError(f"group must be a ProcessGroup, got {type(group).__name__}")
+
+
+def reduce_op_name(op: Any) -> str:
+    if isinstance(op, ReduceOp):
+        return op.value
+    raise DistributedError(f"op must be a dist.ReduceOp (got {op!r})")
+
+
+def root_group_rank(
+    group: ProcessGroup, rank: int | None, group_rank: int | None, what: str
+) -> int:
+    """The root's rank in ``group``, from its global ``rank`` or its ``group_rank``."""
+    if group_rank is not None:
+        if not 0 <= group_rank < group.size():
+            raise DistributedError(f"{what}: group rank {group_rank} is not in {group!r}")
+        return group_rank
+    if rank is None:
+        raise DistributedError(f"{what}: give the root rank")
+    root = group.group_rank(int(rank))
+    if root < 0:
+        raise DistributedError(f"{what}: root rank {rank} is not a member of {group!r}")
+    return root
+
+
+def peer_rank(group: Any, world: World, rank: int | None, group_rank: int | None, what: str) -> int:
+    """The global rank of a point-to-point peer, from its global or its group rank."""
+    pg = resolve_group(group, world)
+    if group_rank is not None:
+        return pg.ranks[group_rank]
+    if rank is None:
+        raise DistributedError(f"{what}: give the peer rank")
+    return int(rank)
+
+
+# -- tensors -------------------------------------------------------------------------------
+def device_tensor(tensor: Any, what: str) -> DeviceTensor:
+    """The device tensor behind a torch tensor, checked to be on the caller's device."""
+    inner = tensor.device_tensor if isinstance(tensor, Tensor) else tensor
+    if not isinstance(inner, DeviceTensor):
+        raise DistributedError(
+            f"{what}: expected a device tensor (kernbench.torch tensor), "
+            f"got {type(tensor).__name__}"
+        )
+    _check_on_device(inner, what)
+    return inner
+
+
+def _check_on_device(tensor: DeviceTensor, what: str) -> None:
+    """A rank may only hand collectives tensors on its own device (its set_device)."""
+    ctx = tensor.context
+    device = ctx.current_device()
+    if device is None:
+        return
+    sip, cube, pe = ctx.device_coords(device)
+    for placement in tensor.placements:
+        s = placement.shard
+        if s.sip != sip or cube is not None and s.cube != cube or pe is not None and s.pe != pe:
+            state = current_rank()
+            who = f"rank {state.rank}" if state else "this rank"
+            raise DistributedError(
+                f"{what}: tensor {tensor.name!r} has a shard on {placement.pe_name}, which is "
+                f"not on {who}'s device {device}; create the tensor while that device is "
+                "current (torch.cuda.set_device) or pass it to the rank that owns it"
+            )
+
+
+def check_count(items: list, group: ProcessGroup, what: str, arg: str) -> None:
+    """A tensor list holds one tensor per member of ``group``."""
+    if len(items) != group.size():
+        raise DistributedError(
+            f"{what}: {arg} has {len(items)} tensors; the group has {group.size()} ranks"
+        )
+
+
+def check_same(a: DeviceTensor, b: DeviceTensor, what: str) -> None:
+    """``a`` has the dtype and element count of ``b``."""
+    if (a.dtype, a.numel) != (b.dtype, b.numel):
+        raise DistributedError(
+            f"{what}: tensor {a.name!r} ({a.dtype.name}, {a.numel} elements) does not match "
+            f"{b.name!r} ({b.dtype.name}, {b.numel} elements)"
+        )
+
+
+def check_sized(t: DeviceTensor, numel: int, like: DeviceTensor, what: str, arg: str) -> None:
+    """``t`` holds ``numel`` elements of ``like``'s dtype."""
+    if t.numel != numel or t.dtype != like.dtype:
+        raise DistributedError(
+            f"{what}: {arg} {t.name!r} has {t.numel} {t.dtype.name} elements; it needs "
+            f"{numel} {like.dtype.name} elements (group size x the other tensor)"
+        )
+
+
+def signature(t: DeviceTensor, **others: Any) -> dict[str, Any]:
+    """The arguments of a one-tensor collective that must agree across ranks."""
+    return {"dtype": t.dtype.name, "shape": tuple(t.shape), **others}
+
+
+def describe(t: DeviceTensor) -> str:
+    """``float32[4, 8]``: a tensor's dtype and shape in a signature."""
+    return f"{t.dtype.name}{list(t.shape)}"
+
+
+# -- one collective call ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class CollectiveCall:
+    """One rank's call of a collective: its name, the world, the caller and the group."""
+
+    what: str
+    world: World
+    rank: int
+    group: ProcessGroup
+
+    @property
+    def ctx(self) -> Any:
+        """The runtime context the collective runs in."""
+        return self.world.ctx
+
+    def tensor(self, tensor: Any) -> DeviceTensor:
+        return device_tensor(tensor, self.what)
+
+    def tensors(self, tensors: list[Any]) -> list[DeviceTensor]:
+        return [device_tensor(t, self.what) for t in tensors]
+
+    def root(self, rank: int | None, group_rank: int | None) -> int:
+        return root_group_rank(self.group, rank, group_rank, self.what)
+
+    def submit(
+        self,
+        agreed: dict[str, Any],
+        payload: Any,
+        launch: Callable[[list[Any]], Any],
+        async_op: bool,
+    ) -> Work | None:
+        """Join the group's rendezvous; ``agreed`` must be equal on every rank.
+
+        The last rank to arrive runs ``launch`` on the payloads in group-rank
+        order; the call returns a :class:`Work` when ``async_op``.
+        """
+        return self.world.collective(self.group, self.what, agreed, payload, launch, async_op)
+
+
+def collective_call(what: str, group: Any) -> CollectiveCall:
+    """The call of collective ``what`` on ``group=`` by an initialised rank."""
+    world, me = initialised(what)
+    return CollectiveCall(what, world, me, resolve_group(group, world))

@@ -1,0 +1,111 @@
+"""Process groups: ``init_process_group``, ``new_group``, ranks and world sizes.
+
+Every rank joins the default group (WORLD) with ``init_process_group`` before
+any other call; ``new_group`` is called by every rank in the same order and
+gives non-members ``GroupMember.NON_GROUP_MEMBER``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kernbench.distributed.world import ProcessGroup
+from kernbench.errors import DistributedError
+from kernbench.torch.distributed.arguments import calling_rank, initialised, resolve_group
+from kernbench.torch.distributed.constants import BACKEND, GroupMember
+
+__all__ = [
+    "destroy_process_group",
+    "get_backend",
+    "get_rank",
+    "get_world_size",
+    "init_process_group",
+    "is_available",
+    "is_initialized",
+    "new_group",
+]
+
+
+def is_available() -> bool:
+    return True
+
+
+def init_process_group(
+    backend: str | None = None,
+    init_method: str | None = None,
+    timeout: Any = None,
+    world_size: int = -1,
+    rank: int = -1,
+    store: Any = None,
+    group_name: str = "",
+    pg_options: Any = None,
+    device_id: Any = None,
+) -> None:
+    """Join the default group.  ``rank``/``world_size`` (or $RANK/$WORLD_SIZE) must match."""
+    world, me = calling_rank()
+    if me in world.initialised:
+        raise DistributedError(
+            f"rank {me}: init_process_group() was already called; the default process group "
+            "is initialised once (destroy_process_group() first to start again)"
+        )
+    if world_size not in (-1, None) and int(world_size) != world.world_size:
+        raise DistributedError(
+            f"rank {me}: init_process_group(world_size={world_size}) but this run has "
+            f"{world.world_size} ranks"
+        )
+    if rank not in (-1, None) and int(rank) != me:
+        raise DistributedError(
+            f"init_process_group(rank={rank}) was called on rank {me}: each rank must pass "
+            "its own rank (ranks are numbered in the order processes are started)"
+        )
+    world.initialised.add(me)
+
+
+def is_initialized() -> bool:
+    try:
+        world, me = calling_rank()
+    except DistributedError:
+        return False
+    return me in world.initialised
+
+
+def destroy_process_group(group: ProcessGroup | None = None) -> None:
+    world, me = calling_rank()
+    if group is None or group is world.world_group:
+        world.initialised.discard(me)
+
+
+def get_rank(group: Any = None) -> int:
+    world, me = initialised("get_rank()")
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    return resolve_group(group, world).group_rank(me)
+
+
+def get_world_size(group: Any = None) -> int:
+    world, me = initialised("get_world_size()")
+    if group is GroupMember.NON_GROUP_MEMBER:
+        return -1
+    pg = resolve_group(group, world)
+    return pg.size() if pg.group_rank(me) >= 0 else -1
+
+
+def get_backend(group: Any = None) -> str:
+    initialised("get_backend()")
+    return BACKEND
+
+
+def new_group(
+    ranks: Sequence[int] | None = None,
+    timeout: Any = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    use_local_synchronization: bool = False,
+    group_desc: str | None = None,
+    device_id: Any = None,
+) -> Any:
+    """Every rank calls it in the same order; non-members get ``GroupMember.NON_GROUP_MEMBER``."""
+    world, me = initialised("new_group()")
+    group = world.new_group(ranks)
+    return group if group.group_rank(me) >= 0 else GroupMember.NON_GROUP_MEMBER

@@ -1,0 +1,166 @@
+"""Torch dtypes over KernBench's runtime dtypes, the default dtype, and type promotion.
+
+``torch.float32`` and friends are :class:`TorchDType` objects, one per runtime
+dtype (:data:`~kernbench.runtime.dtypes.DTYPES`); float64, int64, bool and
+complex64 exist so comparisons work, but making a tensor of them raises a
+:class:`~kernbench.errors.TensorError` that names the valid dtypes.  The
+promotion rules follow PyTorch within a 32-bit world: two floats give float32,
+a float and an integer the float, two integers what NumPy promotes them to
+(if it is supported), and a Python float scalar turns an integer result into
+the default dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.runtime.dtypes import DTYPES, DType, as_dtype
+
+__all__ = [
+    "DTYPE_OBJECTS",
+    "UNSUPPORTED",
+    "VALID_DTYPES",
+    "TorchDType",
+    "as_torch_dtype",
+    "check_scalar_fits",
+    "get_default_dtype",
+    "promote_types",
+    "python_scalar",
+    "runtime_dtype",
+    "scalar_dtype",
+    "scalar_result_dtype",
+    "set_default_dtype",
+]
+
+
+class TorchDType:
+    """``torch.float32`` and friends.
+
+    ``runtime_dtype_name`` is the name of the runtime dtype the torch dtype
+    stands for (``None`` when tensors cannot hold it); the runtime's
+    :func:`~kernbench.runtime.dtypes.as_dtype` reads it, so a torch dtype can
+    be passed wherever the runtime takes a dtype.
+    """
+
+    __slots__ = ("name", "runtime_dtype_name")
+
+    def __init__(self, name: str, supported: bool = True) -> None:
+        self.name = name
+        self.runtime_dtype_name = name if supported else None
+
+    @property
+    def is_floating_point(self) -> bool:
+        return self.runtime_dtype_name is not None and DTYPES[self.name].is_floating_point
+
+    @property
+    def is_signed(self) -> bool:
+        return self.runtime_dtype_name is not None and not self.name.startswith("uint")
+
+    @property
+    def itemsize(self) -> int:
+        return runtime_dtype(self).itemsize
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+
+DTYPE_OBJECTS: dict[str, TorchDType] = {name: TorchDType(name) for name in DTYPES}
+UNSUPPORTED = {name: TorchDType(name, False) for name in ("float64", "int64", "bool", "complex64")}
+VALID_DTYPES = ", ".join(f"torch.{name}" for name in DTYPES)  # for error messages
+_default_dtype = DTYPE_OBJECTS["float32"]
+
+
+def runtime_dtype(dt: TorchDType) -> DType:
+    """The runtime dtype ``dt`` stands for; a TensorError for an unsupported one."""
+    if dt.runtime_dtype_name is None:
+        raise TensorError(
+            f"dtype {dt!r} is not supported: tensors hold at most 32-bit values; "
+            f"valid: {VALID_DTYPES}"
+        )
+    return DTYPES[dt.runtime_dtype_name]
+
+
+def as_torch_dtype(value: Any, default: TorchDType | None = None) -> TorchDType:
+    """A torch dtype from a torch dtype, a name, a NumPy dtype or ``float``/``int``."""
+    if value is None:
+        return default or _default_dtype
+    if isinstance(value, TorchDType):
+        runtime_dtype(value)  # refuses float64 and the other unsupported ones
+        return value
+    if value is float:
+        return _default_dtype
+    if value is int:
+        return DTYPE_OBJECTS["int32"]
+    try:
+        return DTYPE_OBJECTS[as_dtype(value).name]
+    except TensorError:
+        raise TensorError(
+            f"unsupported dtype {value!r}: tensors hold at most 32-bit values; "
+            f"valid: {VALID_DTYPES}"
+        ) from None
+
+
+def get_default_dtype() -> TorchDType:
+    return _default_dtype
+
+
+def set_default_dtype(d: Any) -> None:
+    """Set the dtype Python floats infer (float16, bfloat16 or float32)."""
+    global _default_dtype
+    dt = as_torch_dtype(d)
+    if not dt.is_floating_point:
+        raise TensorError(f"set_default_dtype needs a floating dtype, got {dt!r}")
+    _default_dtype = dt
+
+
+def promote_types(a: TorchDType, b: TorchDType) -> TorchDType:
+    """The dtype of an operation on tensors of dtypes ``a`` and ``b``."""
+    if a is b:
+        return a
+    if a.is_floating_point and b.is_floating_point:
+        return DTYPE_OBJECTS["float32"]
+    if a.is_floating_point or b.is_floating_point:
+        return a if a.is_floating_point else b
+    name = np.promote_types(DTYPES[a.name].storage, DTYPES[b.name].storage).name
+    if name not in DTYPE_OBJECTS:
+        raise TensorError(
+            f"{a!r} and {b!r} promote to {name}, which is not supported; convert one "
+            f"with .to(...) first (valid: {VALID_DTYPES})"
+        )
+    return DTYPE_OBJECTS[name]
+
+
+def python_scalar(value: Any) -> int | float | None:
+    """A Python number from a scalar operand, or None when it is not one."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float):
+        return value
+    return None
+
+
+def scalar_dtype(value: Any) -> TorchDType:
+    """The dtype a scalar infers: the default dtype for a float, int32 otherwise."""
+    return _default_dtype if isinstance(python_scalar(value), float) else DTYPE_OBJECTS["int32"]
+
+
+def scalar_result_dtype(dt: TorchDType, value: int | float) -> TorchDType:
+    """The dtype of an operation on a ``dt`` tensor and the scalar ``value``."""
+    if isinstance(value, float) and not dt.is_floating_point:
+        return _default_dtype
+    return dt
+
+
+def check_scalar_fits(value: int | float, dt: TorchDType, what: str) -> None:
+    """Refuse an integer scalar outside the range of the integer dtype ``dt``."""
+    if isinstance(value, int) and not dt.is_floating_point:
+        info = np.iinfo(DTYPES[dt.name].storage)
+        if not info.min <= value <= info.max:
+            raise TensorError(
+                f"{what}: scalar {value} does not fit {dt!r} [{info.min}, {info.max}]"
+            )

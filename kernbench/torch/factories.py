@@ -1,0 +1,286 @@
+"""Tensor factories: ``zeros``, ``ones``, ``empty``, ``full``, ``arange``, ``tensor``, ``cat``, ...
+
+Each makes a :class:`~kernbench.torch.Tensor` on the current device (or
+``device=``), placed by ``dp=`` (default: whole on the device's first PE).
+``zeros`` is written by the runtime (a host write); ``ones``/``full`` run the
+fill kernel and ``arange`` a device kernel; ``tensor``/``from_numpy`` copy
+host values in through the fabric; ``cat``/``stack`` copy on the device.
+The random factories are in :mod:`kernbench.torch.sampling`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.torch.device_kernels import launch_arange, launch_place
+from kernbench.torch.devices import device_index
+from kernbench.torch.dtypes import (
+    DTYPE_OBJECTS,
+    VALID_DTYPES,
+    TorchDType,
+    as_torch_dtype,
+    get_default_dtype,
+    python_scalar,
+    scalar_dtype,
+)
+from kernbench.torch.shapes import dim_index, shape_argument
+from kernbench.torch.tensor import Tensor, new_tensor
+
+__all__ = [
+    "arange",
+    "as_tensor",
+    "cat",
+    "empty",
+    "empty_like",
+    "from_numpy",
+    "full",
+    "full_like",
+    "like_arguments",
+    "ones",
+    "ones_like",
+    "stack",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]
+
+_NUMPY_HINT = {"f": "np.float32", "i": "np.int32", "u": "np.uint32", "b": "np.uint8"}
+_INFER = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
+
+
+def _check_grad(requires_grad: bool, what: str) -> None:
+    if requires_grad:
+        raise TensorError(f"{what}: requires_grad=True is not supported (there is no autograd)")
+
+
+def like_arguments(t: Tensor, dtype: Any, device: Any) -> tuple[TorchDType, int]:
+    """The dtype and device index of a ``*_like(t, dtype=, device=)`` result."""
+    if not isinstance(t, Tensor):
+        raise TensorError(f"expected a Tensor, got {type(t).__name__}")
+    index = device_index(device)
+    return as_torch_dtype(dtype, t.dtype), t.get_device() if index is None else index
+
+
+def zeros(
+    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
+) -> Tensor:
+    """Zeros, written to the device by the runtime."""
+    _check_grad(requires_grad, "zeros")
+    shape = shape_argument(size, "zeros")
+    return new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp, zero=True)
+
+
+def empty(
+    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
+) -> Tensor:
+    """Allocated and mapped, values not written."""
+    _check_grad(requires_grad, "empty")
+    shape = shape_argument(size, "empty")
+    return new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp)
+
+
+def full(
+    size: Sequence[int],
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
+) -> Tensor:
+    """``fill_value`` everywhere, by the fill kernel; the dtype follows the value by default."""
+    _check_grad(requires_grad, "full")
+    if python_scalar(fill_value) is None:
+        raise TensorError(f"full: fill_value must be a scalar, got {fill_value!r}")
+    dt = as_torch_dtype(dtype, scalar_dtype(fill_value))
+    out = new_tensor(shape_argument((size,), "full"), dt, index=device_index(device), dp=dp)
+    return out.fill_(fill_value)
+
+
+def ones(
+    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
+) -> Tensor:
+    """Ones, by the fill kernel."""
+    _check_grad(requires_grad, "ones")
+    shape = shape_argument(size, "ones")
+    return new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp).fill_(1)
+
+
+def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+    dt, index = like_arguments(input, dtype, device)
+    return new_tensor(input.shape, dt, index=index, dp=input.dp, zero=True)
+
+
+def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+    dt, index = like_arguments(input, dtype, device)
+    return new_tensor(input.shape, dt, index=index, dp=input.dp)
+
+
+def full_like(
+    input: Tensor,  # noqa: A002
+    fill_value: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+) -> Tensor:
+    return empty_like(input, dtype=dtype, device=device).fill_(fill_value)
+
+
+def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+    return full_like(input, 1, dtype=dtype, device=device)
+
+
+def arange(
+    start: Any,
+    end: Any = None,
+    step: Any = 1,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    dp: Any = None,
+) -> Tensor:
+    """``[start, end)`` in steps of ``step``, computed on the device."""
+    if end is None:
+        start, end = 0, start
+    values = [python_scalar(v) for v in (start, end, step)]
+    if any(v is None for v in values):
+        raise TensorError(f"arange: start, end and step must be numbers, got {start, end, step}")
+    start, end, step = values
+    if step == 0:
+        raise TensorError("arange: step must be non-zero")
+    floating = any(isinstance(v, float) for v in values)
+    dt = as_torch_dtype(dtype, get_default_dtype() if floating else DTYPE_OBJECTS["int32"])
+    n = max(0, math.ceil((end - start) / step))
+    out = new_tensor((n,), dt, index=device_index(device), dp=dp)
+    launch_arange(out.device_tensor, n, start, step)
+    return out
+
+
+def _host_values(array: np.ndarray, dt: TorchDType, device: Any, dp: Any) -> Tensor:
+    out = new_tensor(array.shape, dt, index=device_index(device), dp=dp)
+    out.device_tensor.copy_(array)
+    return out
+
+
+def tensor(
+    data: Any,
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
+) -> Tensor:
+    """A tensor holding a copy of ``data`` (nested lists, scalars or an array), copied in.
+
+    Python floats infer the default dtype and ints ``int32``; float64/int64
+    arrays are converted the same way (int64 values must fit in 32 bits).
+    """
+    _check_grad(requires_grad, "tensor")
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device, copy=True)
+    array = np.asarray(data)
+    if dtype is not None:
+        dt = as_torch_dtype(dtype)
+    elif array.dtype.kind == "f" and array.dtype.name == "float64":
+        dt = get_default_dtype()
+    elif array.dtype.name in _INFER:
+        target = np.dtype(_INFER[array.dtype.name])
+        if array.size and not (
+            np.iinfo(target).min <= array.min() and array.max() <= np.iinfo(target).max
+        ):
+            raise TensorError(
+                f"tensor: integer values in [{array.min()}, {array.max()}] do not fit "
+                f"{target.name} (there is no int64); pass dtype=torch.float32"
+            )
+        dt = DTYPE_OBJECTS[target.name]
+    elif array.dtype.name in DTYPE_OBJECTS:
+        dt = DTYPE_OBJECTS[array.dtype.name]
+    else:
+        raise TensorError(
+            f"tensor: data of NumPy dtype {array.dtype} is not supported; pass dtype= "
+            f"(valid: {VALID_DTYPES})"
+        )
+    return _host_values(array, dt, device, dp)
+
+
+def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
+    if isinstance(data, Tensor):
+        return data.to(dtype=dtype, device=device)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray: np.ndarray, *, dp: Any = None) -> Tensor:
+    """A device tensor holding a copy of ``ndarray`` in its own dtype (copied in; no sharing)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TensorError(f"from_numpy expects a numpy.ndarray, got {type(ndarray).__name__}")
+    name = ndarray.dtype.name
+    if name not in DTYPE_OBJECTS:
+        hint = _NUMPY_HINT.get(ndarray.dtype.kind, "np.float32")
+        raise TensorError(
+            f"from_numpy: arrays of dtype {name} are not supported (tensors hold at most "
+            f"32-bit values); convert first, e.g. array.astype({hint}); valid: {VALID_DTYPES}"
+        )
+    return _host_values(ndarray, DTYPE_OBJECTS[name], None, dp)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Concatenate same-dtype tensors along ``dim`` on the device (one copy kernel each)."""
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+        raise TensorError("cat needs a non-empty sequence of Tensors")
+    first = tensors[0]
+    d = dim_index(dim, first.ndim)
+    for t in tensors[1:]:
+        same = t.ndim == first.ndim and all(
+            a == b for i, (a, b) in enumerate(zip(t.shape, first.shape, strict=True)) if i != d
+        )
+        if not same or t.dtype is not first.dtype or t.get_device() != first.get_device():
+            raise TensorError(
+                f"cat: tensors must share dtype, device and every size but dim {d}; got "
+                f"{tuple(first.shape)} {first.dtype!r} and {tuple(t.shape)} {t.dtype!r}"
+            )
+    shape = list(first.shape)
+    shape[d] = sum(t.shape[d] for t in tensors)
+    out = first.new_empty(shape)
+    inner = math.prod(shape[d + 1 :])
+    width = shape[d] * inner
+    offset = 0
+    for t in tensors:
+        row = t.shape[d] * inner
+        n = t.numel()
+        if n:
+            launch_place(t.device_tensor, out.device_tensor, n, row, width, offset)
+        offset += row
+    return out
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Stack same-shape tensors along a new ``dim`` on the device."""
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
+        raise TensorError("stack needs a non-empty sequence of Tensors")
+    first = tensors[0]
+    for t in tensors[1:]:
+        if t.shape != first.shape:
+            raise TensorError(
+                f"stack: every tensor must have shape {tuple(first.shape)}, got {tuple(t.shape)}"
+            )
+    ndim = first.ndim + 1
+    if not -ndim <= dim < ndim:
+        raise TensorError(f"stack: dim {dim} is out of range for {ndim}-d results")
+    d = dim % ndim
+    shape = list(first.shape)
+    shape.insert(d, len(tensors))
+    out = first.new_empty(shape)
+    inner = math.prod(shape[d + 1 :])
+    for k, t in enumerate(tensors):
+        n = t.numel()
+        if n:
+            row, width = inner, len(tensors) * inner
+            launch_place(t.device_tensor, out.device_tensor, n, row, width, k * inner)
+    return out

@@ -1,0 +1,119 @@
+"""Random tensors: ``rand``, ``randn``, ``randint`` and the ``*_like`` forms.
+
+Values are drawn on the host from the rank's generator
+(:mod:`kernbench.torch.random`) and copied in through the fabric, which costs
+time.  In timing-only mode no values are drawn at all: the copy still runs
+and costs the same time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import OutOfMemoryError, TensorError
+from kernbench.torch import random as torch_random
+from kernbench.torch.devices import device_index
+from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.factories import like_arguments
+from kernbench.torch.shapes import shape_argument
+from kernbench.torch.tensor import Tensor, new_tensor
+
+__all__ = ["rand", "rand_like", "randint", "randn", "randn_like"]
+
+
+def _floating(dtype: Any, what: str) -> TorchDType:
+    dt = as_torch_dtype(dtype)
+    if not dt.is_floating_point:
+        raise TensorError(f"{what}: needs a floating dtype, got {dt!r}")
+    return dt
+
+
+def _drawn(
+    shape: tuple[int, ...],
+    dt: TorchDType,
+    device: Any,
+    dp: Any,
+    draw: Callable[[tuple[int, ...]], np.ndarray],
+    what: str,
+) -> Tensor:
+    """A tensor of ``draw(shape)`` values, drawn on the host and copied in.
+
+    The tensor is made first, so a size that does not fit is refused before any
+    value is drawn.
+    """
+    out = new_tensor(shape, dt, index=device_index(device), dp=dp)
+    target = out.device_tensor
+    if target.context.timing_only:
+        target.copy_(np.broadcast_to(np.zeros((), np.float32), shape))
+        return out
+    try:
+        values = draw(shape)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"{what}: drawing {math.prod(shape)} values for tensor {target.name!r} ran out of "
+            "host memory; run with --timing-only (sizes, not bytes) or use a smaller tensor"
+        ) from None
+    target.copy_(values)
+    return out
+
+
+def rand(
+    *size: Any, generator: Any = None, dtype: Any = None, device: Any = None, dp: Any = None
+) -> Tensor:
+    """Uniform in [0, 1), drawn on the host from the rank's generator and copied in."""
+    dt = _floating(dtype, "rand")
+    draw = functools.partial(torch_random.resolve(generator).random, dtype=np.float32)
+    return _drawn(shape_argument(size, "rand"), dt, device, dp, draw, "rand")
+
+
+def randn(
+    *size: Any, generator: Any = None, dtype: Any = None, device: Any = None, dp: Any = None
+) -> Tensor:
+    """Standard normal, drawn on the host from the rank's generator and copied in."""
+    dt = _floating(dtype, "randn")
+    draw = functools.partial(torch_random.resolve(generator).standard_normal, dtype=np.float32)
+    return _drawn(shape_argument(size, "randn"), dt, device, dp, draw, "randn")
+
+
+def randint(
+    *args: Any,
+    size: Any = None,
+    generator: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    dp: Any = None,
+) -> Tensor:
+    """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
+    if size is None:
+        if len(args) < 2:
+            raise TensorError("randint needs high and size: randint(high, size)")
+        *args, size = args
+    if len(args) == 1:
+        low, high = 0, args[0]
+    elif len(args) == 2:
+        low, high = args
+    else:
+        raise TensorError(
+            f"randint takes (high, size) or (low, high, size); got {len(args)} bounds"
+        )
+    if not low < high:
+        raise TensorError(f"randint: low ({low}) must be below high ({high})")
+    shape = shape_argument((size,), "randint")
+    dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int32"])
+    draw = functools.partial(torch_random.resolve(generator).integers, low, high, dtype=np.int64)
+    return _drawn(shape, dt, device, dp, draw, "randint")
+
+
+def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+    dt, index = like_arguments(input, dtype, device)
+    return rand(input.shape, dtype=dt, device=index, dp=input.dp)
+
+
+def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+    dt, index = like_arguments(input, dtype, device)
+    return randn(input.shape, dtype=dt, device=index, dp=input.dp)
