@@ -42,7 +42,7 @@ INSTALL_ENTRY_BYTES = 16
 
 def lanes_of(tensor: DeviceTensor) -> list[LaneBuffer]:
     """One :class:`LaneBuffer` per distinct region of ``tensor`` (its replica 0)."""
-    store = tensor._ctx.store
+    store = tensor.context.store
     lanes = []
     for p in tensor.placements:
         if p.shard.replica:
@@ -236,7 +236,7 @@ class CollectiveLauncher:
                 copies.append(
                     self.machine.transfer(source.memory_node, p.memory_node, p.shard.nbytes)
                 )
-                store = tensor._ctx.store
+                store = tensor.context.store
                 if store.stores_bytes:
                     store.write(p.pa, store.read(source.pa, p.shard.nbytes))
         if copies:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -270,7 +269,7 @@ class RuntimeContext:
         self._host_bytes += host_bytes
         self._mmu(allocation, unmap=False)
         tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
-        tensor._finalizer = weakref.finalize(tensor, self._dropped, allocation)
+        tensor.on_drop(self._dropped, allocation)
         self._live[id(allocation)] = allocation
         return tensor
 

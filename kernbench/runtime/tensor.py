@@ -2,13 +2,15 @@
 
 A :class:`DeviceTensor` is a shape, a dtype and a list of shards, each shard a
 block of the tensor held in one PE's HBM partition, mapped into every PE of its
-cube at a virtual address.  Data moves in and out only through the fabric.
+cube at a virtual address.  Data moves in and out only through the machine.
 Kernels take device tensors as arguments; the kernel layer recognises them
 itself, so this module needs nothing from it.
 """
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -136,13 +138,17 @@ class DeviceTensor:
 
     # -- data movement ------------------------------------------------------------
     def copy_(self, src: HostTensor | np.ndarray) -> DeviceTensor:
-        """Scatter ``src`` into this tensor's shards through the fabric."""
+        """Scatter ``src`` into this tensor's shards through the machine."""
         self._ctx.copy_in(self, src)
         return self
 
     def numpy(self) -> np.ndarray:
-        """Gather the tensor back to the host through the fabric."""
+        """Gather the tensor back to the host through the machine."""
         return self._ctx.copy_out(self)
+
+    def on_drop(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Call ``callback(*args)`` when the tensor is garbage (not when it is freed)."""
+        self._finalizer = weakref.finalize(self, callback, *args)
 
     def free(self) -> None:
         """Unmap and return the tensor's memory now.  Freeing twice is an error."""
