@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from kernbench import __version__
+from kernbench.ccl.ops import TUNABLE_OPS
 from kernbench.errors import shown
 from kernbench.exits import (
     EXIT_BROKEN_PIPE,
@@ -232,7 +233,7 @@ def run_cmd(
     "ops",
     multiple=True,
     default=("all_reduce",),
-    type=click.Choice(["all_reduce", "all_gather", "reduce_scatter", "broadcast"]),
+    type=click.Choice(TUNABLE_OPS),
     help="Collective to tune (repeatable; default all_reduce).",
 )
 @click.option("--min-size", default="4KiB", show_default=True, help="Smallest message.")

@@ -18,11 +18,12 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from kernbench.errors import ConfigError, shown
 
 __all__ = [
+    "StrictModel",
     "MAX_ERRORS_SHOWN",
     "KeyedValueError",
     "shown_value",
@@ -31,6 +32,14 @@ __all__ = [
     "error_path",
     "format_validation_error",
 ]
+
+
+class StrictModel(BaseModel):
+    """The base of every model a user's file is validated against: unknown keys are errors,
+    the result is frozen, and defaults are validated like given values."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
 
 #: Errors listed in one message; the rest are counted.
 MAX_ERRORS_SHOWN = 10

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError
 
 from kernbench import files
 from kernbench.bench.runner import write_csv_atomic
@@ -44,6 +44,7 @@ from kernbench.bench.sweep_records import (
 from kernbench.bench.trace import json_text
 from kernbench.errors import ConfigError, KernBenchError, OutputFileError, shown
 from kernbench.topology.schema import KeyedValueError
+from kernbench.validation import StrictModel
 
 __all__ = [
     "SweepFile",
@@ -148,10 +149,8 @@ SetValues = Annotated[list[Scalar], AfterValidator(_set_values)]
 ArgValues = Annotated[list[Scalar], AfterValidator(_arg_values)]
 
 
-class SweepFile(BaseModel):
+class SweepFile(StrictModel):
     """A sweep: ``bench`` and ``topologies`` are paths relative to the sweep file."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     bench: str = Field(description="Bench script to run at every point.")
     topologies: Annotated[list[str], AfterValidator(_values)] = Field(

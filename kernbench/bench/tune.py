@@ -30,9 +30,7 @@ from kernbench.files import write_text
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology, topology_digest
 
-__all__ = ["tune", "TUNABLE_OPS"]
-
-TUNABLE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
+__all__ = ["tune"]
 
 
 def _calls(op: str, config: str, sizes: Sequence[int]) -> Callable[[], None]:

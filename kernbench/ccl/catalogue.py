@@ -16,13 +16,15 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from kernbench.ccl.ops import COLLECTIVE_OPS
 from kernbench.topology import apply_overrides
 from kernbench.topology.limits import MAX_PES
 from kernbench.units import MAX_QUANTITY
 from kernbench.validation import (
     KeyedValueError,
+    StrictModel,
     describe_error,
     error_path,
     format_validation_error,
@@ -33,24 +35,10 @@ from kernbench.yamlfile import load_yaml_mapping
 __all__ = ["AlgorithmConfig", "Catalogue", "load_catalogue", "default_catalogue_path"]
 
 Buffer = Literal["tcm", "sram", "hbm"]
-OpName = Literal[
-    "all_reduce",
-    "reduce_scatter",
-    "all_gather",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "all_to_all",
-    "barrier",
-]
+OpName = Literal[COLLECTIVE_OPS]
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class AlgorithmConfig(_Spec):
+class AlgorithmConfig(StrictModel):
     module: str = Field(description="algorithm name in the registry (kernbench.ccl.algorithms)")
     world_size: int | None = Field(None, gt=0, le=MAX_PES, description="ranks it is for; none: any")
     buffer: Buffer = Field("hbm", description="where received data lands")
@@ -62,14 +50,14 @@ class AlgorithmConfig(_Spec):
     description: str = ""
 
 
-class Defaults(_Spec):
+class Defaults(StrictModel):
     algorithm: dict[OpName, str] = Field(
         default_factory=dict, description="configuration (or 'auto') per op"
     )
     tune_table: str | None = Field(None, description="a `kernbench tune` table for auto")
 
 
-class Catalogue(_Spec):
+class Catalogue(StrictModel):
     defaults: Defaults = Defaults()
     configs: dict[str, AlgorithmConfig]
 

@@ -1,4 +1,4 @@
-"""Reduction operators of collectives, applied to value arrays."""
+"""The collective ops and reduction operators: the one list of each, and reductions on arrays."""
 
 from __future__ import annotations
 
@@ -6,7 +6,29 @@ import numpy as np
 
 from kernbench.errors import DistributedError
 
-__all__ = ["combine", "finish_average", "REDUCE_OPS", "INTEGER_ONLY"]
+__all__ = [
+    "COLLECTIVE_OPS",
+    "TUNABLE_OPS",
+    "combine",
+    "finish_average",
+    "REDUCE_OPS",
+    "INTEGER_ONLY",
+]
+
+#: Every collective op an algorithm may serve (catalogue keys, ccl.<op> overrides).
+COLLECTIVE_OPS = (
+    "all_reduce",
+    "reduce_scatter",
+    "all_gather",
+    "broadcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "all_to_all",
+    "barrier",
+)
+#: The ops ``kernbench tune`` measures.
+TUNABLE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast")
 
 REDUCE_OPS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
 INTEGER_ONLY = frozenset({"band", "bor", "bxor"})

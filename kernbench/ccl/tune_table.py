@@ -25,13 +25,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from kernbench.ccl.catalogue import OpName
 from kernbench.errors import ConfigError, shown
 from kernbench.topology.limits import MAX_PES
 from kernbench.units import MAX_QUANTITY
-from kernbench.validation import KeyedValueError, format_validation_error, shown_value
+from kernbench.validation import KeyedValueError, StrictModel, format_validation_error, shown_value
 from kernbench.yamlfile import load_yaml
 
 __all__ = ["TuneRow", "TuneTable", "load_tune_table", "check_tune_table"]
@@ -52,11 +52,7 @@ def _digest(value: str) -> str:
     return value
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class TuneRow(_Spec):
+class TuneRow(StrictModel):
     """Every candidate's measured time for one op and message size, and the fastest."""
 
     op: OpName = Field(description="the collective measured")
@@ -81,7 +77,7 @@ class TuneRow(_Spec):
         return self
 
 
-class TuneTable(_Spec):
+class TuneTable(StrictModel):
     """A whole table: what it was measured on, and its rows."""
 
     topology: str = Field(description="name of the machine it was measured on")

@@ -15,9 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
@@ -42,7 +40,7 @@ from kernbench.units import (
     parse_time,
     scale_exact,
 )
-from kernbench.validation import KeyedValueError
+from kernbench.validation import KeyedValueError, StrictModel
 
 __all__ = ["Topology", "KeyedValueError"]
 
@@ -119,11 +117,7 @@ MeshSide = Annotated[
 ]
 
 
-class Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
-
-
-class LinkSpec(Spec):
+class LinkSpec(StrictModel):
     """One direction of a link; links are full duplex, each direction its own."""
 
     bandwidth: Bandwidth = Field(description="bytes per second in each direction, e.g. '50GB/s'")
@@ -145,11 +139,11 @@ class CubeLinkSpec(LinkSpec):
     latency: Time = Field("20ns", description="time of flight per hop")
 
 
-class SipsSpec(Spec):
+class SipsSpec(StrictModel):
     count: SipCount = Field(description="number of SIPs (chips) in the system")
 
 
-class InterconnectSpec(Spec):
+class InterconnectSpec(StrictModel):
     kind: Literal["ring", "switch", "fully_connected"] = Field(
         "ring", description="how SIPs are joined: a bidirectional ring, one switch, or all pairs"
     )
@@ -161,7 +155,7 @@ class InterconnectSpec(Spec):
     attach_cube: Index = Field(0, description="cube whose router hosts the SIP's external ports")
 
 
-class SystemSpec(Spec):
+class SystemSpec(StrictModel):
     sips: SipsSpec
     interconnect: InterconnectSpec = Field(InterconnectSpec(), description="inter-SIP network")
     host_link: HostLinkSpec = Field(
@@ -173,7 +167,7 @@ class SystemSpec(Spec):
     )
 
 
-class CubeMeshSpec(Spec):
+class CubeMeshSpec(StrictModel):
     w: MeshSide = Field(description="cubes per row of the SIP's mesh")
     h: MeshSide = Field(description="rows of cubes in the SIP's mesh")
     torus: bool = Field(False, description="wrap-around links in both dimensions")
@@ -190,14 +184,14 @@ class CubeMeshSpec(Spec):
         return self
 
 
-class SipSpec(Spec):
+class SipSpec(StrictModel):
     cube_mesh: CubeMeshSpec
 
 
 Corner = Literal["NW", "NE", "SW", "SE"]
 
 
-class PeLayoutSpec(Spec):
+class PeLayoutSpec(StrictModel):
     corners: list[Corner] = Field(
         ["NW", "NE", "SW", "SE"],
         min_length=1,
@@ -229,7 +223,7 @@ class PeLayoutSpec(Spec):
         return self
 
 
-class MemoryMapSpec(Spec):
+class MemoryMapSpec(StrictModel):
     hbm_total_gb_per_cube: Annotated[
         int, _decimal_unit_size(10**9, "GB"), AfterValidator(_memory_fits)
     ] = Field(48, description="HBM per cube; a number is GB (10^9 bytes), or a size like '48GiB'")
@@ -244,38 +238,38 @@ class MemoryMapSpec(Spec):
     ] = Field(8, description="independent HBM slices per cube")
 
 
-class HbmSpec(Spec):
+class HbmSpec(StrictModel):
     slice_bandwidth: Bandwidth = Field("128GB/s", description="bandwidth of one HBM slice")
     latency: Time = Field("100ns", description="access latency of an HBM slice")
 
 
-class SramSpec(Spec):
+class SramSpec(StrictModel):
     size: MemorySize = Field("32MiB", description="cube SRAM shared by the cube's PEs")
     bandwidth: Bandwidth = Field("1TB/s", description="cube SRAM port bandwidth")
     latency: Time = Field("10ns", description="cube SRAM access latency")
 
 
-class NocSpec(Spec):
+class NocSpec(StrictModel):
     bandwidth: Bandwidth = Field("512GB/s", description="each PE's and M_CPU's port to the router")
     latency: Time = Field("5ns", description="latency of a port to the cube router")
 
 
-class MCpuSpec(Spec):
+class MCpuSpec(StrictModel):
     command_latency: Time = Field("200ns", description="time the M_CPU takes per command")
 
 
-class PeCoreAttrs(Spec):
+class PeCoreAttrs(StrictModel):
     clock: Frequency = Field("1.5GHz", description="PE clock")
     matrix_flops_per_cycle: Count = Field(2048, description="matrix engine FLOP per cycle")
     vector_flops_per_cycle: Count = Field(256, description="vector engine FLOP per cycle")
     launch_overhead: Time = Field("100ns", description="fixed cost to start one kernel program")
 
 
-class PeCoreSpec(Spec):
+class PeCoreSpec(StrictModel):
     attrs: PeCoreAttrs = PeCoreAttrs()
 
 
-class TcmAttrs(Spec):
+class TcmAttrs(StrictModel):
     size_mb: Annotated[int, _decimal_unit_size(10**6, "MB"), AfterValidator(_memory_fits)] = Field(
         16, description="TCM per PE; a number is MB (10^6 bytes), or a size like '16MiB'"
     )
@@ -283,11 +277,11 @@ class TcmAttrs(Spec):
     latency: Time = Field("2ns", description="TCM access latency")
 
 
-class TcmSpec(Spec):
+class TcmSpec(StrictModel):
     attrs: TcmAttrs = TcmAttrs()
 
 
-class MmuAttrs(Spec):
+class MmuAttrs(StrictModel):
     page_size: Size = Field(4096, description="page size; a number is bytes, or e.g. '64KiB'")
     map_latency_per_page: Time = Field("1ns", description="time to install or remove one page")
 
@@ -299,11 +293,11 @@ class MmuAttrs(Spec):
         return page_size
 
 
-class MmuSpec(Spec):
+class MmuSpec(StrictModel):
     attrs: MmuAttrs = MmuAttrs()
 
 
-class IpcqAttrs(Spec):
+class IpcqAttrs(StrictModel):
     depth: Count = Field(8, description="slots per queue (credits)")
     slot_bytes: Size = Field("64KiB", description="bytes per slot")
     endpoint_overhead: Time = Field("100ns", description="fixed cost per message (alpha)")
@@ -312,22 +306,22 @@ class IpcqAttrs(Spec):
     )
 
 
-class IpcqSpec(Spec):
+class IpcqSpec(StrictModel):
     attrs: IpcqAttrs = IpcqAttrs()
 
 
-class PeComponents(Spec):
+class PeComponents(StrictModel):
     pe_core: PeCoreSpec = PeCoreSpec()
     pe_tcm: TcmSpec = TcmSpec()
     pe_mmu: MmuSpec = MmuSpec()
     pe_ipcq: IpcqSpec = IpcqSpec()
 
 
-class PeTemplateSpec(Spec):
+class PeTemplateSpec(StrictModel):
     components: PeComponents = PeComponents()
 
 
-class CubeSpec(Spec):
+class CubeSpec(StrictModel):
     pe_layout: PeLayoutSpec = PeLayoutSpec()
     memory_map: MemoryMapSpec = MemoryMapSpec()
     hbm: HbmSpec = HbmSpec()
@@ -353,24 +347,24 @@ class CubeSpec(Spec):
         return len(self.pe_layout.corners) * self.pe_layout.pe_per_corner
 
 
-class FabricSpec(Spec):
+class FabricSpec(StrictModel):
     packet_bytes: Size = Field(
         "4KiB", description="packet size at which multi-hop routes are pipelined"
     )
 
 
-class LinkFault(Spec):
+class LinkFault(StrictModel):
     link: str = Field(description="a directed link or a memory port, e.g. 'link:sip0->sip1'")
     slowdown: Slowdown = Field(1.0, description="the link's bandwidth is divided by this")
     down: bool = Field(False, description="the link carries nothing; routes avoid it")
 
 
-class PeFault(Spec):
+class PeFault(StrictModel):
     pe: str = Field(description="a PE, e.g. 'sip0.cube0.pe0'")
     slowdown: Slowdown = Field(description="the PE's engines take this many times longer")
 
 
-class FaultsSpec(Spec):
+class FaultsSpec(StrictModel):
     links: list[LinkFault] = Field(default_factory=list, description="slow or broken links")
     pes: list[PeFault] = Field(default_factory=list, description="straggler PEs")
 
@@ -392,7 +386,7 @@ class FaultsSpec(Spec):
         return self
 
 
-class Topology(Spec):
+class Topology(StrictModel):
     """A whole machine.  Build one with :func:`kernbench.topology.load_topology`."""
 
     name: str = Field("unnamed", description="short name used in reports")

@@ -24,11 +24,11 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.comm import Comm, Region
+from kernbench.ccl.ops import COLLECTIVE_OPS
 from kernbench.errors import DistributedError
+from kernbench.validation import StrictModel
 
 __all__ = [
     "OPS",
@@ -41,17 +41,7 @@ __all__ = [
     "power_of_two",
 ]
 
-OPS = (
-    "all_reduce",
-    "reduce_scatter",
-    "all_gather",
-    "broadcast",
-    "reduce",
-    "gather",
-    "scatter",
-    "all_to_all",
-    "barrier",
-)
+OPS = COLLECTIVE_OPS
 
 # Modules whose import registers their algorithms.
 _MODULES = (
@@ -90,7 +80,7 @@ class OpArgs:
     root: int = 0
 
 
-class Params(BaseModel):
+class Params(StrictModel):
     """An algorithm's catalogue parameters: frozen, and unknown keys are errors.
 
     This base takes none; an algorithm with parameters declares a subclass
@@ -98,8 +88,6 @@ class Params(BaseModel):
     with ``context={"world_size": ...}``: the configuration's world size, or
     ``None`` when it is for any.
     """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 Program = Callable[[Comm, OpArgs], Generator]
