@@ -18,6 +18,7 @@ from kernbench.ccl.catalogue import Catalogue
 from kernbench.errors import ConfigError, KernBenchError
 from kernbench.topology import build_graph, load_topology_document, validate_topology
 from kernbench.topology.loader import apply_overrides
+from kernbench.topology.metrics import diameter_hops
 
 TOPOLOGIES = sorted(Path("topologies").glob("*.yaml"))
 DOCUMENTS = [load_topology_document(p) for p in TOPOLOGIES]
@@ -98,7 +99,7 @@ def _check_topology(doc: dict) -> None:
         return
     if topology.num_pes <= 4096:  # building is linear in the machine; keep runs short
         try:
-            build_graph(topology).diameter_hops()
+            diameter_hops(build_graph(topology))
         except KernBenchError:
             pass
 

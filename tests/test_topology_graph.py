@@ -13,6 +13,7 @@ import pytest
 import kernbench
 from kernbench.errors import KernBenchError, RouteError
 from kernbench.topology import MachineGraph, build_graph, load_topology
+from kernbench.topology.metrics import bisection_bandwidth, diameter_hops
 
 TOPOLOGIES = Path(kernbench.__file__).resolve().parent.parent / "topologies"
 GB = 10**9
@@ -547,7 +548,7 @@ def test_non_canonical_endpoint_names_are_unknown(bad, to_self):
     ],
 )
 def test_diameter_hops(name, hops):
-    assert graph(name).diameter_hops() == hops
+    assert diameter_hops(graph(name)) == hops
 
 
 @pytest.mark.parametrize("name", ["tiny", "ring8", "default"])
@@ -555,7 +556,7 @@ def test_diameter_is_longest_pe_route(name):
     g = graph(name)
     pes = g.pe_names()
     longest = max(len(g.route(a, b)) for a in pes for b in pes)
-    assert g.diameter_hops() == longest
+    assert diameter_hops(g) == longest
 
 
 @pytest.mark.parametrize(
@@ -574,7 +575,7 @@ def test_diameter_matches_every_pair_of_routers(name, overrides):
     g = graph(name, *overrides)
     pes = [f"sip{s}.cube{c}.pe0" for s in range(g.num_sips) for c in range(g.cubes_per_sip)]
     longest = max(len(g.route(a, b)) for a, b in itertools.combinations(pes, 2))
-    assert g.diameter_hops() == longest
+    assert diameter_hops(g) == longest
 
 
 def test_topo_summary_of_a_large_machine_is_fast():
@@ -607,7 +608,7 @@ def test_a_fault_rule_for_every_pe_is_cheap_to_look_up():
 
 def test_bisection_default():
     # 4x4 mesh: the cut between columns 1 and 2 crosses 4 links of 256 GB/s.
-    assert graph("default").bisection_bandwidth() == {
+    assert bisection_bandwidth(graph("default")) == {
         "sip_mesh": 4 * 256 * GB,
         "machine": 4 * 256 * GB,
     }
@@ -615,47 +616,47 @@ def test_bisection_default():
 
 def test_bisection_ring8():
     # cutting a ring in two crosses 2 links of 50 GB/s; a 1x1 mesh has no cut.
-    assert graph("ring8").bisection_bandwidth() == {"system": 2 * 50 * GB, "machine": 100 * GB}
+    assert bisection_bandwidth(graph("ring8")) == {"system": 2 * 50 * GB, "machine": 100 * GB}
 
 
 def test_bisection_rack():
     # switch: half of the 8 SIPs' links to the switch, 4 x 200 GB/s.
-    result = graph("rack").bisection_bandwidth()
+    result = bisection_bandwidth(graph("rack"))
     assert result["system"] == 4 * 200 * GB
     assert result["machine"] == 800 * GB
     assert result["sip_mesh"] == 4 * 256 * GB
 
 
 def test_bisection_multi_sip():
-    result = graph("multi_sip").bisection_bandwidth()
+    result = bisection_bandwidth(graph("multi_sip"))
     assert result["system"] == 2 * 100 * GB
     assert result["machine"] == 200 * GB
 
 
 def test_bisection_two_sip_ring_is_one_link():
-    assert graph("multi_sip", "system.sips.count=2").bisection_bandwidth()["system"] == 100 * GB
+    assert bisection_bandwidth(graph("multi_sip", "system.sips.count=2"))["system"] == 100 * GB
 
 
 def test_bisection_fully_connected():
-    result = graph("multi_sip", "system.interconnect.kind=fully_connected").bisection_bandwidth()
+    result = bisection_bandwidth(graph("multi_sip", "system.interconnect.kind=fully_connected"))
     assert result["system"] == 4 * 100 * GB  # 2 x 2 pairs cross the cut
 
 
 def test_bisection_torus_doubles_the_cut():
-    result = graph("default", "sip.cube_mesh.torus=true").bisection_bandwidth()
+    result = bisection_bandwidth(graph("default", "sip.cube_mesh.torus=true"))
     assert result["sip_mesh"] == 8 * 256 * GB
 
 
 def test_bisection_rectangular_mesh_cuts_across_the_long_side():
-    result = graph("default", "sip.cube_mesh.w=4", "sip.cube_mesh.h=2").bisection_bandwidth()
+    result = bisection_bandwidth(graph("default", "sip.cube_mesh.w=4", "sip.cube_mesh.h=2"))
     assert result["sip_mesh"] == 2 * 256 * GB
-    result = graph("default", "sip.cube_mesh.w=2", "sip.cube_mesh.h=8").bisection_bandwidth()
+    result = bisection_bandwidth(graph("default", "sip.cube_mesh.w=2", "sip.cube_mesh.h=8"))
     assert result["sip_mesh"] == 2 * 256 * GB
 
 
 def test_bisection_machine_is_the_narrower_cut():
     g = graph("multi_sip", "sip.cube_mesh.link.bandwidth=10GB/s")
-    result = g.bisection_bandwidth()
+    result = bisection_bandwidth(g)
     assert result["sip_mesh"] == 4 * 10 * GB
     assert result["system"] == 2 * 100 * GB
     assert result["machine"] == 40 * GB

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from kernbench.topology.graph import MachineGraph
+from kernbench.topology.metrics import bisection_bandwidth, diameter_hops
 from kernbench.topology.schema import Topology
 from kernbench.units import format_bandwidth, format_size, format_time
 
@@ -34,7 +35,7 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
         )
         if entry["bandwidth_Bps"] != edge.bandwidth or entry["latency_ps"] != edge.latency_ps:
             entry["mixed"] = True
-    bisection = graph.bisection_bandwidth()
+    bisection = bisection_bandwidth(graph)
     return {
         "name": topology.name,
         "description": topology.description,
@@ -68,7 +69,7 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
         "interconnect": topology.system.interconnect.kind if topology.num_sips > 1 else "none",
         "packet_bytes": topology.fabric.packet_bytes,
         "network": {
-            "diameter_hops": graph.diameter_hops(),
+            "diameter_hops": diameter_hops(graph),
             "bisection_Bps": bisection["machine"],
             "bisection_detail_Bps": bisection,
         },
