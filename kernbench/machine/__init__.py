@@ -7,6 +7,7 @@ backends share, and the registry that builds a run's backend from
 ``simulation.backend`` (ADR 0014).
 """
 
+from kernbench.machine.backends import build_machine, register_backend
 from kernbench.machine.messages import (
     MMU_ENTRY_BYTES,
     Completion,
@@ -25,6 +26,8 @@ from kernbench.machine.messages import (
 )
 
 __all__ = [
+    "build_machine",
+    "register_backend",
     "MMU_ENTRY_BYTES",
     "Completion",
     "Compute",
