@@ -23,8 +23,8 @@ from kernbench.errors import ConfigError, KernBenchError
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = ROOT / "benches"
-RING8 = str(ROOT / "topologies" / "ring8.yaml")
-DEFAULT = str(ROOT / "topologies" / "default.yaml")
+RING8 = "ring8"
+DEFAULT = "default"
 LINK_GBPS = 50.0  # ring8's link bandwidth
 PERF = {
     "allreduce_perf.py": "all_reduce",

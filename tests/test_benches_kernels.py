@@ -21,8 +21,8 @@ from kernbench.runtime import RuntimeContext, use_context
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHES = ROOT / "benches"
-TINY = str(ROOT / "topologies" / "tiny.yaml")
-DEFAULT = str(ROOT / "topologies" / "default.yaml")
+TINY = "tiny"
+DEFAULT = "default"
 
 
 def load_bench(name: str):

@@ -4,22 +4,25 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 
-def _run(*args: str) -> str:
-    result = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120)
+def _run(script: Path, *args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def test_engine_overhead_prints_both_rates_and_the_ratio():
-    out = _run("benchmarks/engine_overhead.py", "--messages", "500")
+def test_engine_overhead_prints_both_rates_and_the_ratio(benchmarks_dir):
+    out = _run(benchmarks_dir / "engine_overhead.py", "--messages", "500")
     assert "bare SimPy:" in out and "fabric:" in out and "ratio fabric/bare cost" in out
 
 
-def test_allreduce_scale_prints_a_row_per_run():
+def test_allreduce_scale_prints_a_row_per_run(benchmarks_dir):
     out = _run(
-        "benchmarks/allreduce_scale.py",
+        benchmarks_dir / "allreduce_scale.py",
         "--ranks",
         "8",
         "--bytes",
@@ -33,11 +36,11 @@ def test_allreduce_scale_prints_a_row_per_run():
     assert len(lines) == 4 and lines[2].split()[:2] == ["8", "ring"]
 
 
-def test_functional_prints_wall_time_and_memory_ratio():
-    out = _run("benchmarks/functional.py", "--ranks", "4", "--bytes", "64KiB")
+def test_functional_prints_wall_time_and_memory_ratio(benchmarks_dir):
+    out = _run(benchmarks_dir / "functional.py", "--ranks", "4", "--bytes", "64KiB")
     assert "values checked: True" in out and "peak RSS" in out and "in the all-reduce" in out
 
 
-def test_sweep_speedup_prints_the_speed_up():
-    out = _run("benchmarks/sweep_speedup.py", "--max-bytes", "64KiB", "--iters", "1")
+def test_sweep_speedup_prints_the_speed_up(benchmarks_dir):
+    out = _run(benchmarks_dir / "sweep_speedup.py", "--max-bytes", "64KiB", "--iters", "1")
     assert "1 worker:" in out and "2 workers:" in out and "speed-up:" in out

@@ -72,7 +72,7 @@ def _body(op: str, config: str, sizes: Sequence[int], calls: int) -> None:
 def _simulate(machine: str, op: str, config: str, sizes: Sequence[int], calls: int, ranks: int = 0):
     return kernbench.simulate(
         _body,
-        topology=f"topologies/{machine}.yaml",
+        topology=machine,
         timing_only=True,
         world_size=ranks or None,
         args=(op, config, tuple(sizes), calls),
@@ -81,7 +81,7 @@ def _simulate(machine: str, op: str, config: str, sizes: Sequence[int], calls: i
 
 @functools.cache
 def _probe(machine: str, ranks: int = 0) -> tuple[RuntimeContext, list[str]]:
-    ctx = RuntimeContext(load_topology(f"topologies/{machine}.yaml"), timing_only=True)
+    ctx = RuntimeContext(load_topology(machine), timing_only=True)
     pes = [f"sip{rank}.cube0.pe0" for rank in range(ranks or MACHINES[machine])]
     return ctx, pes
 

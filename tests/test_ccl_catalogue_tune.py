@@ -72,7 +72,7 @@ def _all_reduce(nbytes: int) -> None:
 def test_set_ccl_chooses_the_configuration_for_a_run():
     result = kernbench.simulate(
         _all_reduce,
-        topology="topologies/ring8.yaml",
+        topology="ring8",
         timing_only=True,
         overrides=["ccl.all_reduce=ring_tcm_8"],
         args=(1 << 16,),
@@ -81,7 +81,7 @@ def test_set_ccl_chooses_the_configuration_for_a_run():
     with pytest.raises(ConfigError, match="ccl.all_reduce"):
         kernbench.simulate(
             _all_reduce,
-            topology="topologies/ring8.yaml",
+            topology="ring8",
             timing_only=True,
             overrides=["ccl.all_reduce=warp_drive"],
             args=(4096,),
@@ -93,7 +93,7 @@ def test_buffer_location_changes_the_time():
     for config in ("ring_tcm_8", "ring_hbm_8", "ring_sram_8"):
         result = kernbench.simulate(
             _all_reduce,
-            topology="topologies/ring8.yaml",
+            topology="ring8",
             timing_only=True,
             overrides=[f"ccl.all_reduce={config}", "cube.hbm.slice_bandwidth=100GB/s"],
             args=(8 << 20,),
@@ -106,9 +106,7 @@ def test_buffer_location_changes_the_time():
 
 
 def test_first_call_pays_the_install_plan_later_calls_do_not():
-    result = kernbench.simulate(
-        _all_reduce, topology="topologies/ring8.yaml", timing_only=True, args=(4096,)
-    )
+    result = kernbench.simulate(_all_reduce, topology="ring8", timing_only=True, args=(4096,))
     first, second = result.report["collectives"][:2]
     assert first["start_ps"] - first["launch_ps"] > second["start_ps"] - second["launch_ps"]
     installs = [row for row in result.trace if row.kind == "ipcq_install"]
@@ -124,7 +122,7 @@ def test_kernbench_tune_writes_a_table_that_auto_uses(tmp_path):
             "kernbench.cli",
             "tune",
             "--topology",
-            "topologies/multi_sip.yaml",
+            "multi_sip",
             "--min-size",
             "4KiB",
             "--max-size",
@@ -146,7 +144,7 @@ def test_kernbench_tune_writes_a_table_that_auto_uses(tmp_path):
     # auto with the table runs the measured winner at the nearest size.
     run = kernbench.simulate(
         _all_reduce,
-        topology="topologies/multi_sip.yaml",
+        topology="multi_sip",
         timing_only=True,
         args=(8192,),
         overrides=["ccl.all_reduce=auto", f"ccl.tune_table={table_path}"],
@@ -159,7 +157,7 @@ def test_tune_table_that_cannot_be_read_is_a_clear_error(tmp_path):
     with pytest.raises(KernBenchError, match="tune table not found"):
         kernbench.simulate(
             _all_reduce,
-            topology="topologies/ring8.yaml",
+            topology="ring8",
             timing_only=True,
             args=(4096,),
             overrides=["ccl.all_reduce=auto", f"ccl.tune_table={missing}"],
@@ -227,7 +225,7 @@ def test_params_that_used_to_crash_inside_the_simulation_fail_before_it(override
     with pytest.raises(ConfigError, match="configs"):
         kernbench.simulate(
             _all_reduce,
-            topology="topologies/multi_sip.yaml",
+            topology="multi_sip",
             timing_only=True,
             overrides=overrides,
             args=(4096,),
@@ -237,7 +235,7 @@ def test_params_that_used_to_crash_inside_the_simulation_fail_before_it(override
 def test_valid_params_still_run():
     result = kernbench.simulate(
         _all_reduce,
-        topology="topologies/ring8.yaml",
+        topology="ring8",
         timing_only=True,
         overrides=[
             "ccl.configs.mesh2d.params={rows: 2, cols: 4, algorithms: [ring, recursive_doubling]}",
@@ -252,7 +250,7 @@ def test_valid_params_still_run():
 # --- tune tables are validated like topologies ---------------------------------------
 
 
-def _valid_table(topology: str = "topologies/ring8.yaml", world_size: int = 8) -> dict:
+def _valid_table(topology: str = "ring8", world_size: int = 8) -> dict:
     from kernbench.topology import load_topology, topology_digest
 
     topo = load_topology(topology)
@@ -307,7 +305,7 @@ _BOMB = "\n".join(
 )
 
 
-def _auto_with_table(table_path, nbytes: int = 4096, topology: str = "topologies/ring8.yaml"):
+def _auto_with_table(table_path, nbytes: int = 4096, topology: str = "ring8"):
     return kernbench.simulate(
         _all_reduce,
         topology=topology,
@@ -400,7 +398,7 @@ def test_tables_that_cannot_be_read(tmp_path, target):
 
 def test_a_table_for_another_machine_is_refused(tmp_path):
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(_valid_table("topologies/fc8.yaml")))
+    path.write_text(yaml.safe_dump(_valid_table("fc8")))
     with pytest.raises(KernBenchError) as info:
         _auto_with_table(path)
     message = str(info.value)
@@ -414,7 +412,7 @@ def test_a_table_for_the_same_name_but_another_machine_is_refused(tmp_path):
     with pytest.raises(KernBenchError, match="digest") as info:
         kernbench.simulate(
             _all_reduce,
-            topology="topologies/ring8.yaml",
+            topology="ring8",
             timing_only=True,
             args=(4096,),
             overrides=[
@@ -448,7 +446,7 @@ def test_tune_measures_the_catalogue_as_its_runs_see_it():
     from kernbench.bench.tune import tune
 
     table = tune(
-        "topologies/ring8.yaml",
+        "ring8",
         sizes=[4096],
         overrides=[
             "ccl.configs.ring_in_halves={module: ring, chunks: 2}",

@@ -39,7 +39,7 @@ def _collective(op: str, algorithm: str, nbytes: int, calls: int = 2) -> None:
 def simulated_and_closed_form(topology: str, op: str, algorithm: str, nbytes: int):
     result = kernbench.simulate(
         _collective,
-        topology=f"topologies/{topology}.yaml",
+        topology=topology,
         timing_only=True,
         args=(op, algorithm, nbytes),
     )
@@ -80,7 +80,7 @@ def test_one_chunk_matches_the_closed_form_within_1_percent(topology, op, algori
 def test_alpha_beta_gamma_come_from_the_topology():
     from kernbench.runtime import RuntimeContext
 
-    ctx = RuntimeContext("topologies/ring8.yaml")
+    ctx = RuntimeContext("ring8")
     name, config = ccl_settings(ctx).resolve("ring")
     costs = link_costs(ctx, config, get_algorithm("ring"), "all_reduce", PES8, 1 << 20)
     # route HBM -> router -> ring link -> router -> HBM: 100 + 500 + 100 ns of flight, the
@@ -97,7 +97,7 @@ def test_chunk_pipelining_approaches_the_bandwidth_bound():
     nbytes = 256 << 20
     result = kernbench.simulate(
         _collective,
-        topology="topologies/ring8.yaml",
+        topology="ring8",
         timing_only=True,
         args=("all_reduce", "ring_pipelined", nbytes),
     )
@@ -128,14 +128,14 @@ def test_concurrent_all_reduces_that_share_links_take_longer():
     fast_memory = ["cube.hbm.slice_bandwidth=2TB/s"]
     alone = kernbench.simulate(
         _two_groups,
-        topology="topologies/multi_sip.yaml",
+        topology="multi_sip",
         timing_only=True,
         args=(nbytes, False),
         overrides=fast_memory,
     )
     both = kernbench.simulate(
         _two_groups,
-        topology="topologies/multi_sip.yaml",
+        topology="multi_sip",
         timing_only=True,
         args=(nbytes, True),
         overrides=fast_memory,
@@ -158,9 +158,7 @@ def test_tuner_choice_and_prediction_on_multi_sip(nbytes, kind):
         for _ in range(2):
             dist.all_reduce(t, algorithm="auto")
 
-    result = kernbench.simulate(
-        run, topology="topologies/multi_sip.yaml", timing_only=True, args=(nbytes,)
-    )
+    result = kernbench.simulate(run, topology="multi_sip", timing_only=True, args=(nbytes,))
     ctx = result.context
     pes = [f"sip{r}.cube0.pe0" for r in range(4)]
     chosen = auto_choice(ctx, "all_reduce", 4, nbytes, pes)

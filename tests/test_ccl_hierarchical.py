@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 import kernbench
 
-TOPOLOGY = str(Path(__file__).resolve().parents[1] / "topologies" / "multi_sip.yaml")
+TOPOLOGY = "multi_sip"
 # 2 SIPs x 2 cubes x 2 PEs: 8 ranks at PE level.
 SMALL = [
     "system.sips.count=2",

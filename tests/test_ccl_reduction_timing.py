@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import kernbench
 
 
@@ -23,7 +21,7 @@ def test_reduction_time_is_the_same_with_and_without_a_detailed_trace() -> None:
     """A reduction's vector work ends with an event of its own when traced and is
     folded into the memory streams' wait when not; the time must not change,
     whether the reduction is memory-bound or (a slow vector engine) compute-bound."""
-    tiny = str(Path(__file__).resolve().parents[1] / "topologies" / "tiny.yaml")
+    tiny = "tiny"
     slow = "cube.pe_template.components.pe_core.attrs.vector_flops_per_cycle=1"
     times = {}
     for bound, overrides in (("memory", ["system.device_level=pe"]), ("compute", [slow])):

@@ -23,7 +23,7 @@ from kernbench.errors import DistributedError, KernBenchError
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology
 
-TOPOLOGY = "topologies/multi_sip.yaml"
+TOPOLOGY = "multi_sip"
 # 2 SIPs x 2 cubes x 2 PEs, one rank per PE: ranks 0-3 on SIP 0 (cubes 0, 1), 4-7 on SIP 1.
 SMALL = [
     "system.sips.count=2",

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from kernbench.cli import main
+from kernbench.topology import bundled_names, bundled_path
 
-TOPOLOGIES = sorted(Path("topologies").glob("*.yaml"))
+TOPOLOGIES = [bundled_path(name) for name in bundled_names()]
 
 
 def test_every_bundled_topology_is_listed() -> None:
@@ -27,7 +28,7 @@ def test_topo_show_works_on_every_bundled_topology(path: Path, capsys) -> None:
 
 
 def test_topo_show_json_has_counts_memory_links_and_metrics(capsys) -> None:
-    assert main(["topo", "show", "topologies/default.yaml", "--json"]) == 0
+    assert main(["topo", "show", "default", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"]["sips"] == 1
     assert summary["counts"]["cubes"] == 16
@@ -41,7 +42,7 @@ def test_topo_show_json_has_counts_memory_links_and_metrics(capsys) -> None:
 
 
 def test_set_overrides_apply(capsys) -> None:
-    args = ["topo", "show", "topologies/default.yaml", "--json", "--set", "system.sips.count=4"]
+    args = ["topo", "show", "default", "--json", "--set", "system.sips.count=4"]
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["counts"]["pes"] == 512
 
@@ -68,9 +69,9 @@ def test_user_error_is_one_line_without_traceback_and_exit_2() -> None:
     )
 
 
-def test_unknown_key_error_lists_valid_keys(tmp_path: Path, capsys) -> None:
+def test_unknown_key_error_lists_valid_keys(tmp_path: Path, capsys, bundled_topology) -> None:
     bad = tmp_path / "bad.yaml"
-    parent = Path("topologies/tiny.yaml").resolve()
+    parent = bundled_topology("tiny")
     bad.write_text(f"extends: {parent}\nsystem:\n  sipz: 3\n")
     assert main(["topo", "show", str(bad)]) == 2
     err = capsys.readouterr().err

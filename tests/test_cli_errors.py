@@ -27,7 +27,7 @@ from kernbench.cli import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = str(ROOT / "topologies" / "tiny.yaml")
+TINY = "tiny"
 HINT = "KERNBENCH_TRACEBACK=1 shows the traceback"
 
 

@@ -17,8 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TUTORIAL = str(ROOT / "benches" / "dist_tutorial.py")
-MULTI_SIP = str(ROOT / "topologies" / "multi_sip.yaml")
-DEFAULT = str(ROOT / "topologies" / "default.yaml")
+MULTI_SIP = "multi_sip"
+DEFAULT = "default"
 
 
 def _env(**extra: str) -> dict[str, str]:

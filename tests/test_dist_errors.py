@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import time
-from pathlib import Path
 
 import pytest
 
@@ -25,10 +24,9 @@ from kernbench.errors import (
     RankError,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-MULTI_SIP = str(ROOT / "topologies" / "multi_sip.yaml")
-DEFAULT = str(ROOT / "topologies" / "default.yaml")
-TINY = str(ROOT / "topologies" / "tiny.yaml")
+MULTI_SIP = "multi_sip"
+DEFAULT = "default"
+TINY = "tiny"
 CUBE = ("system.device_level=cube",)
 
 
@@ -537,7 +535,7 @@ def test_a_tensor_on_another_device_is_refused_naming_it() -> None:
     from kernbench.errors import DistributedError, RankError
 
     with pytest.raises(RankError) as info:
-        kernbench.simulate(_foreign_tensor, topology="topologies/multi_sip.yaml")
+        kernbench.simulate(_foreign_tensor, topology="multi_sip")
     error = info.value
     assert error.rank == 1  # rank 0's tensor is on its own device
     assert isinstance(error.original, DistributedError)

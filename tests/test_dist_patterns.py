@@ -8,8 +8,6 @@ it with the same computation done by NumPy, for float32 and int32.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -20,9 +18,8 @@ import kernbench.torch.multiprocessing as mp
 from kernbench.errors import DistributedError, RankError
 from kernbench.runtime import RuntimeContext, current_context, use_context
 
-ROOT = Path(__file__).resolve().parents[1]
-MULTI_SIP = str(ROOT / "topologies" / "multi_sip.yaml")
-DEFAULT = str(ROOT / "topologies" / "default.yaml")
+MULTI_SIP = "multi_sip"
+DEFAULT = "default"
 CUBE = ("system.device_level=cube",)
 
 # (topology, overrides, world size)

@@ -20,7 +20,7 @@ RING8_LAT = parse_time("500ns")
 
 @pytest.fixture
 def ring8() -> Fabric:
-    return Fabric(load_topology("topologies/ring8.yaml"))
+    return Fabric(load_topology("ring8"))
 
 
 def stream_ps(nbytes: int, bandwidth: int) -> int:
@@ -112,7 +112,7 @@ def test_rates_are_max_min_fair() -> None:
 
 
 def test_memory_write_and_read_between_pe_and_any_hbm_slice() -> None:
-    topology = load_topology("topologies/default.yaml")
+    topology = load_topology("default")
     fabric = Fabric(topology)
     src, dst = "sip0.cube5.pe3", "sip0.cube10.hbm2"
     route = fabric.graph.route(src, dst)
@@ -137,7 +137,7 @@ def test_memory_write_and_read_between_pe_and_any_hbm_slice() -> None:
 
 
 def test_compute_serialises_on_an_engine_and_engines_run_in_parallel() -> None:
-    fabric = Fabric(load_topology("topologies/tiny.yaml"))
+    fabric = Fabric(load_topology("tiny"))
     core = fabric.topology.cube.pe_template.components.pe_core.attrs
     flops = 3 * 10**9
     one = stream_ps(flops, core.matrix_flops_per_cycle * core.clock)
@@ -154,7 +154,7 @@ def test_compute_serialises_on_an_engine_and_engines_run_in_parallel() -> None:
 
 def test_same_requests_give_the_same_trace() -> None:
     def run() -> list:
-        fabric = Fabric(load_topology("topologies/default.yaml"))
+        fabric = Fabric(load_topology("default"))
         recorder = RowRecorder()
         fabric.observers.add(recorder)
         handles = [
@@ -177,13 +177,13 @@ def test_same_requests_give_the_same_trace() -> None:
 
 
 def test_unknown_endpoint_is_a_route_error() -> None:
-    fabric = Fabric(load_topology("topologies/tiny.yaml"))
+    fabric = Fabric(load_topology("tiny"))
     with pytest.raises(RouteError, match="unknown endpoint 'sip0.cube1.pe0'"):
         fabric.submit(Transfer(src="sip0.cube0.pe0", dst="sip0.cube1.pe0", nbytes=1))
 
 
 def test_unknown_engine_is_reported_when_waited_on() -> None:
-    fabric = Fabric(load_topology("topologies/tiny.yaml"))
+    fabric = Fabric(load_topology("tiny"))
     h = fabric.submit(Compute(src="host", dst="sip0.cube0.pe0", engine="tensor", flops=1))
     with pytest.raises(KernBenchError, match="unknown engine 'tensor'; valid: matrix, vector"):
         fabric.wait(h)

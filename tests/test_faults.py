@@ -35,7 +35,7 @@ def _all_reduce(nbytes: int, check: bool) -> float | None:
 def _run(overrides: list[str], nbytes: int = 1 << 20, check: bool = True):
     result = kernbench.simulate(
         _all_reduce,
-        topology="topologies/ring8.yaml",
+        topology="ring8",
         overrides=overrides,
         timing_only=not check,
         args=(nbytes, check),
@@ -71,7 +71,7 @@ def test_half_speed_link_costs_what_the_ring_model_says():
 
 
 def test_a_link_that_is_down_is_routed_around():
-    graph = build_graph(load_topology("topologies/ring8.yaml", [DOWN]))
+    graph = build_graph(load_topology("ring8", [DOWN]))
     names = [graph.edges[i].name for i in graph.route("sip0.cube0.pe0", "sip1.cube0.pe0")]
     assert "link:sip0->sip1" not in names
     assert names[1:-1] == [
@@ -97,7 +97,7 @@ def test_no_route_left_is_an_error_naming_the_link():
 )
 def test_faults_naming_nothing_are_errors(override, key):
     with pytest.raises(TopologyError) as info:
-        build_graph(load_topology("topologies/ring8.yaml", [override]))
+        build_graph(load_topology("ring8", [override]))
     assert info.value.key_path == key and key in str(info.value)
 
 
@@ -105,6 +105,4 @@ def test_a_slowdown_below_one_is_rejected():
     from kernbench.errors import ConfigError
 
     with pytest.raises(ConfigError, match="faults.links.0.slowdown"):
-        load_topology(
-            "topologies/ring8.yaml", ['faults.links=[{link: "link:sip0->sip1", slowdown: 0.5}]']
-        )
+        load_topology("ring8", ['faults.links=[{link: "link:sip0->sip1", slowdown: 0.5}]'])

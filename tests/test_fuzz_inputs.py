@@ -16,13 +16,20 @@ from hypothesis import strategies as st
 
 from kernbench.ccl.catalogue import Catalogue
 from kernbench.errors import ConfigError, KernBenchError
-from kernbench.topology import build_graph, load_topology_document, validate_topology
+from kernbench.topology import (
+    build_graph,
+    bundled_names,
+    bundled_path,
+    load_topology_document,
+    validate_topology,
+)
 from kernbench.topology.loader import apply_overrides
 from kernbench.topology.metrics import diameter_hops
 
-TOPOLOGIES = sorted(Path("topologies").glob("*.yaml"))
+TOPOLOGIES = [bundled_path(name) for name in bundled_names()]
 DOCUMENTS = [load_topology_document(p) for p in TOPOLOGIES]
-CATALOGUE = yaml.safe_load(Path("ccl/ccl.yaml").read_text())
+REPO = Path(__file__).resolve().parents[1]
+CATALOGUE = yaml.safe_load((REPO / "ccl" / "ccl.yaml").read_text())
 
 VALUES = st.one_of(
     st.none(),
@@ -195,7 +202,7 @@ def test_mutated_sweep_files_load_or_fail_cleanly(tmp_path_factory, doc):
     folder = tmp_path_factory.mktemp("sweep") / "examples"
     folder.mkdir()
     for name in ("benches", "topologies"):  # the relative paths resolve to the real files
-        (folder.parent / name).symlink_to(Path(name).resolve())
+        (folder.parent / name).symlink_to(REPO / name)
     path = folder / "sweep.yaml"
     path.write_text(yaml.safe_dump(doc))
     try:

@@ -56,7 +56,7 @@ def files(tmp_path: Path) -> Path:
     (tmp_path / "sweep.yaml").write_text(SWEEP_BOMB)
     (tmp_path / "bench.py").write_text(SCRIPT)
     (tmp_path / "shadow").write_text(f"{SECRET}\ndaemon:*:19000:0:99999:7:::\n")
-    tiny = yaml.safe_dump(load_topology_document("topologies/tiny.yaml"))
+    tiny = yaml.safe_dump(load_topology_document("tiny"))
     (tmp_path / "child.yaml").write_text(f"extends: {tmp_path / 'shadow'}\n{tiny}")
     (tmp_path / "latin1.yaml").write_bytes("name: café\n".encode("latin-1"))
     (tmp_path / "keys.yaml").write_text("? [a, b]\n: 1\n")
@@ -72,7 +72,7 @@ def test_alias_bomb(files, capsys):
 
 def test_alias_bomb_in_a_set_value(capsys):
     value = "[" + ", ".join(["&a [x, x, x, x, x, x, x, x, x, x]"] + ["*a"] * 2000) + "]"
-    err = run_cli(["topo", "show", "topologies/tiny.yaml", "--set", f"description={value}"], capsys)
+    err = run_cli(["topo", "show", "tiny", "--set", f"description={value}"], capsys)
     assert "aliases expand to more than" in err and "--set" in err
 
 
@@ -91,7 +91,7 @@ def test_special_file_as_topology(files, capsys, target):
 
 
 def test_special_file_as_tune_table(files, capsys):
-    argv = ["run", str(files / "bench.py"), "-t", "topologies/tiny.yaml"]
+    argv = ["run", str(files / "bench.py"), "-t", "tiny"]
     err = run_cli(
         [*argv, "--set", "ccl.all_reduce=auto", "--set", "ccl.tune_table=/dev/zero"], capsys
     )
@@ -100,7 +100,7 @@ def test_special_file_as_tune_table(files, capsys):
 
 def test_malformed_tune_table(files, capsys):
     (files / "table.yaml").write_text(yaml.safe_dump({"world_size": 4, "results": []}))
-    argv = ["run", str(files / "bench.py"), "-t", "topologies/tiny.yaml"]
+    argv = ["run", str(files / "bench.py"), "-t", "tiny"]
     overrides = ["--set", "ccl.all_reduce=auto", "--set", f"ccl.tune_table={files / 'table.yaml'}"]
     err = run_cli([*argv, *overrides], capsys)
     assert "topology: required key is missing" in err
@@ -123,7 +123,7 @@ def test_malformed_tune_table(files, capsys):
     ],
 )
 def test_bad_set_values(capsys, override, fragment):
-    err = run_cli(["topo", "show", "topologies/tiny.yaml", "--set", override], capsys)
+    err = run_cli(["topo", "show", "tiny", "--set", override], capsys)
     assert fragment in err
 
 
@@ -137,10 +137,10 @@ def test_unhashable_key(files, capsys):
     assert "mapping key must be a plain value" in err and "line 1" in err
 
 
-def test_long_extends_chain(files, capsys):
+def test_long_extends_chain(files, capsys, bundled_topology):
     chain = files / "chain"
     chain.mkdir()
-    (chain / "t0.yaml").write_text(f"extends: {Path('topologies/tiny.yaml').resolve()}\n")
+    (chain / "t0.yaml").write_text(f"extends: {bundled_topology('tiny')}\n")
     for i in range(1, 5000):
         (chain / f"t{i}.yaml").write_text(f"extends: t{i - 1}.yaml\n")
     err = run_cli(["topo", "show", str(chain / "t4999.yaml")], capsys)
@@ -153,7 +153,7 @@ def test_extends_does_not_echo_what_it_read(files, capsys):
 
 
 def test_catalogue_params_that_used_to_crash(files, capsys):
-    argv = ["run", str(files / "bench.py"), "-t", "topologies/tiny.yaml"]
+    argv = ["run", str(files / "bench.py"), "-t", "tiny"]
     overrides = ["--set", "ccl.configs.mesh2d.params.algorithms=[]", "--set", "ccl.all=mesh2d"]
     err = run_cli([*argv, *overrides], capsys)
     assert "configs.mesh2d.params.algorithms" in err

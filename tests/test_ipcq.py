@@ -11,7 +11,7 @@ A, B = "sip0.cube0.pe0", "sip0.cube0.pe1"
 
 
 def _fabric() -> tuple[Fabric, int, int, int]:
-    fabric = Fabric(load_topology("topologies/tiny.yaml"))
+    fabric = Fabric(load_topology("tiny"))
     ipcq = fabric.ipcq
     network, graph = fabric.links, fabric.graph
     there = network.route_cost(graph.route(A, B)).latency_ps

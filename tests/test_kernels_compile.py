@@ -432,9 +432,7 @@ def test_compile_and_load_across_simulated_ranks(spmd, tmp_path):
     import kernbench
 
     clear_cache()
-    result = kernbench.simulate(
-        _compile_on_ranks, topology="topologies/multi_sip.yaml", args=(spmd, str(tmp_path))
-    )
+    result = kernbench.simulate(_compile_on_ranks, topology="multi_sip", args=(spmd, str(tmp_path)))
     stats = DeviceKernel.stats()
     for rank, (mode, path, values) in enumerate(result.returns):
         np.testing.assert_array_equal(values, np.arange(100, dtype=np.float32) + rank + 1)

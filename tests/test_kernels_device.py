@@ -12,7 +12,6 @@ timing-only mode, errors, and stores into replicated tensors.
 from __future__ import annotations
 
 import tracemalloc
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,9 +23,8 @@ from kernbench.kernels.device import DeviceLaunchResult
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = str(ROOT / "topologies" / "tiny.yaml")
-DEFAULT = str(ROOT / "topologies" / "default.yaml")
+TINY = "tiny"
+DEFAULT = "default"
 PS_PER_S = 10**12
 
 SHARDED = DPPolicy(cube="row_wise", pe="row_wise")

@@ -40,9 +40,7 @@ def _forever() -> None:
 
 def test_max_sim_time_stops_with_a_partial_report():
     with pytest.raises(SimulationLimitError) as info:
-        kernbench.simulate(
-            _forever, topology="topologies/multi_sip.yaml", max_sim_time_ps=100_000_000
-        )
+        kernbench.simulate(_forever, topology="multi_sip", max_sim_time_ps=100_000_000)
     error = info.value
     assert "passed --max-sim-time (100000000 ps)" in str(error)
     assert set(error.blocked) == {0, 1, 2, 3}
@@ -55,7 +53,7 @@ def test_max_sim_time_stops_with_a_partial_report():
 def test_max_wall_time_stops_within_the_limit():
     start = time.perf_counter()
     with pytest.raises(SimulationLimitError, match="passed --max-wall-time"):
-        kernbench.simulate(_forever, topology="topologies/multi_sip.yaml", max_wall_s=0.5)
+        kernbench.simulate(_forever, topology="multi_sip", max_wall_s=0.5)
     assert time.perf_counter() - start < 5
 
 
@@ -70,7 +68,7 @@ def test_cli_writes_the_partial_report_and_exits_2(tmp_path: Path):
             "run",
             str(script),
             "--topology",
-            "topologies/multi_sip.yaml",
+            "multi_sip",
             "--max-sim-time",
             "200us",
             "--report",
@@ -89,7 +87,7 @@ def test_cli_writes_the_partial_report_and_exits_2(tmp_path: Path):
 
 
 # -- a rank that never gives control back -----------------------------------------------------
-TINY = "topologies/tiny.yaml"
+TINY = "tiny"
 PE_LEVEL = ("system.device_level=pe",)  # tiny: 4 ranks
 
 

@@ -25,7 +25,7 @@ import yaml
 from kernbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-TINY = str(ROOT / "topologies" / "tiny.yaml")
+TINY = "tiny"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 SCRIPT = """\

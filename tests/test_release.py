@@ -26,8 +26,7 @@ from kernbench.fabric import Fabric
 from kernbench.memory import MemoryKind
 from kernbench.runtime import DeviceTensor, RuntimeContext, current_context
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = str(ROOT / "topologies" / "tiny.yaml")
+TINY = "tiny"
 PE_LEVEL = ("system.device_level=pe",)  # tiny: 4 ranks, one per PE
 FLOATS = 64 * 2**20  # 256 MiB of float32: four do not fit in a 1 GB partition
 PASSES = 10

@@ -12,8 +12,7 @@ from kernbench.bench.trace import json_text, write_json_atomic
 from kernbench.cli import main
 from kernbench.errors import OutputFileError
 
-ROOT = Path(__file__).resolve().parents[1]
-TINY = str(ROOT / "topologies" / "tiny.yaml")
+TINY = "tiny"
 
 SCRIPT = """\
 import numpy as np

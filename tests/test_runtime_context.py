@@ -19,9 +19,9 @@ from kernbench.memory import MemoryKind
 from kernbench.placement import DPPolicy
 from kernbench.runtime import DeviceTensor, RuntimeContext
 
-DEFAULT = "topologies/default.yaml"
-TINY = "topologies/tiny.yaml"
-RING8 = "topologies/ring8.yaml"
+DEFAULT = "default"
+TINY = "tiny"
+RING8 = "ring8"
 
 MODES = ("replicate", "row_wise", "column_wise")
 LEVELS = ("sip", "cube", "pe")

@@ -21,9 +21,9 @@ from kernbench.machine.api import RouteCost
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext
 
-DEFAULT = "topologies/default.yaml"
-TINY = "topologies/tiny.yaml"
-RING8 = "topologies/ring8.yaml"
+DEFAULT = "default"
+TINY = "tiny"
+RING8 = "ring8"
 ROOT = Path(__file__).resolve().parents[1]
 
 PS = 10**12  # picoseconds per second

@@ -164,7 +164,7 @@ def test_an_unreadable_script_is_refused_before_it_runs(tmp_path: Path, make, me
 )
 def test_the_cli_prints_one_error_line_and_exits_2(tmp_path: Path, capsys, text, message):
     path = _script(tmp_path, text)
-    assert main(["run", str(path), "--topology", "topologies/tiny.yaml"]) == 2
+    assert main(["run", str(path), "--topology", "tiny"]) == 2
     err = capsys.readouterr().err
     first = err.splitlines()[0]
     assert first.startswith(f"error: {path}") and message in first

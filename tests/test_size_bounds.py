@@ -32,8 +32,8 @@ from kernbench.kernels import MAX_BLOCK_ELEMENTS, MAX_GRID_PROGRAMS, ShapeOnlyBu
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext, sizes, use_context
 
-DEFAULT = "topologies/default.yaml"
-TINY = "topologies/tiny.yaml"
+DEFAULT = "default"
+TINY = "tiny"
 GiB = 2**30
 # default.yaml: 16 cubes x 8 PEs of 6 GB each; 128 one-GiB shards fit.
 SPREAD = DPPolicy(cube="row_wise", pe="row_wise")

@@ -6,16 +6,15 @@ import itertools
 import time
 from collections import Counter
 from functools import cache
-from pathlib import Path
 
 import pytest
 
-import kernbench
 from kernbench.errors import KernBenchError, RouteError
 from kernbench.topology import MachineGraph, build_graph, load_topology
+from kernbench.topology.bundled import BUNDLED_DIR
 from kernbench.topology.metrics import bisection_bandwidth, diameter_hops
 
-TOPOLOGIES = Path(kernbench.__file__).resolve().parent.parent / "topologies"
+TOPOLOGIES = BUNDLED_DIR  # the machines that ship in the package
 GB = 10**9
 
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-import kernbench
 from kernbench.errors import ConfigError
 from kernbench.topology import (
     apply_overrides,
@@ -20,9 +19,10 @@ from kernbench.topology import (
     load_topology_document,
     validate_topology,
 )
+from kernbench.topology.bundled import BUNDLED_DIR
 from kernbench.topology.loader import MAX_EXTENDS_DEPTH, deep_merge, parse_override
 
-TOPOLOGIES = Path(kernbench.__file__).resolve().parent.parent / "topologies"
+TOPOLOGIES = BUNDLED_DIR  # the machines that ship in the package
 
 PARENT = {
     "name": "parent",

@@ -19,7 +19,7 @@ from kernbench.kernels.jit import jit
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext, as_dtype, use_context
 
-TINY = "topologies/tiny.yaml"
+TINY = "tiny"
 PE_DEVICES = ["system.device_level=pe"]  # tiny with one device per PE: 4 devices
 OPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv}
 IOPS = {"add": operator.iadd, "sub": operator.isub, "mul": operator.imul}

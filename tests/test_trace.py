@@ -28,7 +28,7 @@ def _trace(tmp_path: Path) -> tuple[dict, dict]:
     trace_path, report_path = tmp_path / "trace.json", tmp_path / "report.json"
     run_script(
         str(script),
-        topology="topologies/multi_sip.yaml",
+        topology="multi_sip",
         trace_path=str(trace_path),
         report_path=str(report_path),
         echo=lambda _: None,
@@ -96,7 +96,7 @@ def test_reports_carry_a_trace_digest_that_replays():
     import kernbench
 
     runs = [
-        kernbench.simulate(_seeded, topology="topologies/multi_sip.yaml", seed=seed, args=(0,))
+        kernbench.simulate(_seeded, topology="multi_sip", seed=seed, args=(0,))
         for seed in (7, 7, 8)
     ]
     digests = [run.report["trace_digest"] for run in runs]
