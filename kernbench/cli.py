@@ -103,7 +103,25 @@ def _echo_for(*outputs: str | None) -> Callable[..., None]:
 
 @cli.group()
 def topo() -> None:
-    """Inspect topology files."""
+    """Inspect topology files and the bundled machines.
+
+    Wherever a topology file is expected, a bundled machine's name will do
+    (--topology ring8); `kernbench topo list` lists them.
+    """
+
+
+@topo.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON (with each file).")
+def topo_list(as_json: bool) -> None:
+    """List the bundled machines: name, SIPs x cubes x PEs, devices, description.
+
+    A name here works wherever a topology file does: --topology ring8,
+    KERNBENCH_TOPOLOGY=ring8, `kernbench topo show ring8`.
+    """
+    from kernbench.topology.summary import bundled_machines, format_machines
+
+    machines = bundled_machines()
+    click.echo(json.dumps(machines, indent=2) if as_json else format_machines(machines))
 
 
 @topo.command("show")
@@ -111,7 +129,10 @@ def topo() -> None:
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (SI units).")
 def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
-    """Print a machine: counts, memory per level, links, diameter, bisection bandwidth."""
+    """Print a machine: counts, memory per level, links, diameter, bisection bandwidth.
+
+    PATH is a topology file or a bundled machine's name (`kernbench topo list`).
+    """
     from kernbench.topology import build_graph, load_topology
     from kernbench.topology.summary import format_summary, summarize
 
@@ -131,7 +152,8 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     default=None,
     type=INPUT_PATH,
     metavar="PATH",
-    help="Machine to run on (default: the bundled topologies/default.yaml).",
+    help="Machine to run on: a topology file or a bundled machine's name, e.g. ring8 "
+    "(default: $KERNBENCH_TOPOLOGY, else the bundled default).",
 )
 @click.option(
     "--world-size",

@@ -1,4 +1,4 @@
-"""The command line: help, topo show on every bundled topology, user errors."""
+"""The command line: help, topo show and topo list on the bundled machines, user errors."""
 
 from __future__ import annotations
 
@@ -79,7 +79,9 @@ def test_unknown_key_error_lists_valid_keys(tmp_path: Path, capsys, bundled_topo
     assert "sips, interconnect, host_link, device_level" in err
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["topo", "--help"], ["topo", "show", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["topo", "--help"], ["topo", "show", "--help"], ["topo", "list", "--help"]]
+)
 def test_help_explains_itself(argv: list[str], capsys) -> None:
     assert main(argv) == 0
     out = capsys.readouterr().out
@@ -89,3 +91,37 @@ def test_help_explains_itself(argv: list[str], capsys) -> None:
 def test_usage_errors_exit_2(capsys) -> None:
     assert main(["topo", "show"]) == 2
     assert "Missing argument" in capsys.readouterr().err
+
+
+def test_topo_list_names_every_bundled_machine_with_its_shape_and_devices(capsys) -> None:
+    assert main(["topo", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:2] == ["machine", "SIPs"] and lines[0].endswith("description")
+    rows = {line.split()[0]: line for line in lines[1:]}
+    assert sorted(rows) == bundled_names()
+    assert rows["rack"].split()[1:8] == ["8", "x", "16", "x", "8", "1024", "8"]
+    assert rows["tiny"].split()[1:8] == ["1", "x", "1", "x", "4", "4", "1"]
+    assert rows["ring8"].endswith("8 PEs in a bidirectional ring (one PE per SIP)")
+
+
+def test_topo_list_json_matches_each_machine_as_topo_show_counts_it(capsys) -> None:
+    assert main(["topo", "list", "--json"]) == 0
+    machines = json.loads(capsys.readouterr().out)
+    assert [m["name"] for m in machines] == bundled_names()
+    for machine in machines:
+        assert Path(machine["file"]) == bundled_path(machine["name"])
+        assert main(["topo", "show", machine["name"], "--json"]) == 0
+        counts = json.loads(capsys.readouterr().out)["counts"]
+        assert {key: machine[key] for key in counts} == counts
+    default = next(m for m in machines if m["name"] == "default")
+    assert (default["sips"], default["cubes_per_sip"], default["pes_per_cube"]) == (1, 16, 8)
+    assert (default["device_level"], default["devices"]) == ("sip", 1)
+
+
+def test_a_bundled_name_works_wherever_a_topology_file_does(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no topologies/ here
+    assert main(["topo", "show", "ring8"]) == 0
+    by_name = capsys.readouterr().out
+    assert main(["topo", "show", "ring8.yaml"]) == 0
+    assert capsys.readouterr().out == by_name
+    assert by_name.startswith("ring8: ")

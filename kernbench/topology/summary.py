@@ -1,16 +1,34 @@
-"""A plain-data summary of a machine, for ``kernbench topo show`` and reports."""
+"""Plain-data summaries of machines, for ``kernbench topo show``/``topo list`` and reports."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import Any
 
+from kernbench.topology.bundled import bundled_names, bundled_path
 from kernbench.topology.graph import MachineGraph
+from kernbench.topology.loader import load_topology
 from kernbench.topology.metrics import bisection_bandwidth, diameter_hops
 from kernbench.topology.schema import Topology
 from kernbench.units import format_bandwidth, format_size, format_time
 
-__all__ = ["summarize", "format_summary"]
+__all__ = ["summarize", "format_summary", "machine_counts", "bundled_machines", "format_machines"]
+
+
+def machine_counts(topology: Topology) -> dict[str, Any]:
+    """SIPs, cubes and PEs, and how many devices (ranks) the device level makes."""
+    device_level = topology.system.device_level
+    devices = {"sip": topology.num_sips, "cube": topology.num_cubes, "pe": topology.num_pes}
+    return {
+        "sips": topology.num_sips,
+        "cube_mesh": [topology.sip.cube_mesh.w, topology.sip.cube_mesh.h],
+        "cubes_per_sip": topology.cubes_per_sip,
+        "cubes": topology.num_cubes,
+        "pes_per_cube": topology.pes_per_cube,
+        "pes": topology.num_pes,
+        "device_level": device_level,
+        "devices": devices[device_level],
+    }
 
 
 def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
@@ -20,8 +38,6 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
     core = comps.pe_core.attrs
     hbm_per_cube = cube.memory_map.hbm_total_gb_per_cube
     slices = cube.memory_map.hbm_slices_per_cube
-    device_level = topology.system.device_level
-    devices = {"sip": topology.num_sips, "cube": topology.num_cubes, "pe": topology.num_pes}
     link_classes: dict[str, dict[str, Any]] = {}
     counts = Counter(edge.link_class for edge in graph.edges)
     for edge in graph.edges:
@@ -39,16 +55,7 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
     return {
         "name": topology.name,
         "description": topology.description,
-        "counts": {
-            "sips": topology.num_sips,
-            "cube_mesh": [topology.sip.cube_mesh.w, topology.sip.cube_mesh.h],
-            "cubes_per_sip": topology.cubes_per_sip,
-            "cubes": topology.num_cubes,
-            "pes_per_cube": topology.pes_per_cube,
-            "pes": topology.num_pes,
-            "device_level": device_level,
-            "devices": devices[device_level],
-        },
+        "counts": machine_counts(topology),
         "memory_bytes": {
             "hbm_per_cube": hbm_per_cube,
             "hbm_slices_per_cube": slices,
@@ -112,3 +119,41 @@ def format_summary(summary: dict[str, Any]) -> str:
         + " (each direction)",
     ]
     return "\n".join(lines)
+
+
+def bundled_machines() -> list[dict[str, Any]]:
+    """Every bundled machine by name: its file, description and :func:`machine_counts`."""
+    machines = []
+    for name in bundled_names():
+        path = bundled_path(name)
+        topology = load_topology(path)
+        machines.append(
+            {
+                "name": name,
+                "file": str(path),
+                "description": topology.description,
+                **machine_counts(topology),
+            }
+        )
+    return machines
+
+
+def format_machines(machines: list[dict[str, Any]]) -> str:
+    """A table of :func:`bundled_machines`: name, SIPs x cubes x PEs, PEs, devices, description."""
+    header = ("machine", "SIPs x cubes x PEs", "PEs", "devices", "description")
+    rows = [header] + [
+        (
+            m["name"],
+            f"{m['sips']} x {m['cubes_per_sip']} x {m['pes_per_cube']}",
+            str(m["pes"]),
+            f"{m['devices']} ({m['device_level']})",
+            m["description"],
+        )
+        for m in machines
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    return "\n".join(
+        f"{name:<{widths[0]}}  {shape:<{widths[1]}}  {pes:>{widths[2]}}  "
+        f"{devices:<{widths[3]}}  {description}".rstrip()
+        for name, shape, pes, devices, description in rows
+    )
