@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def _run(script: Path, *args: str) -> str:
     result = subprocess.run(
@@ -41,6 +43,7 @@ def test_functional_prints_wall_time_and_memory_ratio(benchmarks_dir):
     assert "values checked: True" in out and "peak RSS" in out and "in the all-reduce" in out
 
 
+@pytest.mark.slow  # two 16-point sweeps: a long run whatever the sizes
 def test_sweep_speedup_prints_the_speed_up(benchmarks_dir):
     out = _run(benchmarks_dir / "sweep_speedup.py", "--max-bytes", "64KiB", "--iters", "1")
     assert "1 worker:" in out and "2 workers:" in out and "speed-up:" in out

@@ -189,7 +189,12 @@ def _check_against_the_links(machine: str, nbytes: int) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("machine", MACHINES)
+# Each machine is a long run (every op and candidate, simulated twice): multi_sip, the
+# quickest, stays in the default suite; the others run with -m slow.
+@pytest.mark.parametrize(
+    "machine",
+    [m if m == "multi_sip" else pytest.param(m, marks=pytest.mark.slow) for m in MACHINES],
+)
 def test_predictions_carry_the_simulated_bytes_and_never_beat_those_links(machine):
     assert _check_against_the_links(machine, 1 << 20) == []
 
