@@ -37,6 +37,7 @@ __all__ = [
     "unfair",
     "solve_region",
     "ArrayRegion",
+    "array_fill",
     "recheck_outside",
 ]
 
@@ -316,34 +317,14 @@ class ArrayRegion:
         pass freezes all such links (a flow on two of them, tied, takes the
         lower link index as its bottleneck).
         """
-        pair_link, pair_flow, pair_weight = self.pair_link, self.pair_flow, self.pair_weight
-        flow_start, n_links = self.flow_start, len(self.link_ids)
-        count = np.bincount(pair_link, weights=pair_weight, minlength=n_links)
-        free = np.maximum(self.capacity - self.out_load, 0.0)
-        unfrozen = np.ones(self.n, dtype=bool)
-        todo = self.n
-        with np.errstate(divide="ignore", invalid="ignore"):
-            while todo:
-                share = np.where(count > 0, free / count, np.inf)
-                pair_share = share[pair_link]
-                lowest = np.minimum.reduceat(pair_share, flow_start)  # per flow
-                live = unfrozen[pair_flow]
-                blocked = live & (lowest[pair_flow] < pair_share)
-                ready = (count > 0) & (np.bincount(pair_link[blocked], minlength=n_links) == 0)
-                candidate = np.where(live & ready[pair_link], pair_link, n_links)
-                at = np.minimum.reduceat(candidate, flow_start)  # lowest ready link per flow
-                frozen = at < n_links
-                self.rate[frozen] = lowest[frozen]
-                self.local_neck[frozen] = at[frozen]
-                unfrozen &= ~frozen
-                todo -= int(np.count_nonzero(frozen))
-                pairs = frozen[pair_flow]
-                links_hit = pair_link[pairs]
-                w = pair_weight[pairs]
-                count -= np.bincount(links_hit, weights=w, minlength=n_links)
-                used = w * lowest[pair_flow[pairs]]
-                free -= np.bincount(links_hit, weights=used, minlength=n_links)
-                np.maximum(free, 0.0, out=free)
+        self.rate, self.local_neck = array_fill(
+            self.pair_link,
+            self.pair_flow,
+            self.pair_weight,
+            self.flow_start,
+            np.maximum(self.capacity - self.out_load, 0.0),
+            self.n,
+        )
 
     def unfair(self) -> dict[int, Flow]:
         """The flows outside that must join the region (as :func:`unfair`)."""
@@ -392,6 +373,54 @@ class ArrayRegion:
 
         recheck_outside(self.outside.items(), local, bottleneck_at, grow)
         return grow
+
+
+def array_fill(
+    pair_link: np.ndarray,
+    pair_flow: np.ndarray,
+    pair_weight: np.ndarray,
+    flow_start: np.ndarray,
+    free: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Progressive filling over (flow, link) pairs: each flow's rate and bottleneck (local index).
+
+    ``pair_link``/``pair_flow``/``pair_weight`` list every link of every flow,
+    flow by flow (``flow_start`` is where each flow's pairs begin); links are
+    numbered 0..len(free)-1 and ``free`` is what each has for these flows.
+    Every link that is at its level freezes in the same pass (see
+    :meth:`ArrayRegion.fill`); ties go to the lower link index.
+    """
+    n_links = len(free)
+    free = free.astype(np.float64, copy=True)
+    count = np.bincount(pair_link, weights=pair_weight, minlength=n_links)
+    rate = np.empty(n)
+    neck = np.empty(n, dtype=np.intp)
+    unfrozen = np.ones(n, dtype=bool)
+    todo = n
+    with np.errstate(divide="ignore", invalid="ignore"):
+        while todo:
+            share = np.where(count > 0, free / count, np.inf)
+            pair_share = share[pair_link]
+            lowest = np.minimum.reduceat(pair_share, flow_start)  # per flow
+            live = unfrozen[pair_flow]
+            blocked = live & (lowest[pair_flow] < pair_share)
+            ready = (count > 0) & (np.bincount(pair_link[blocked], minlength=n_links) == 0)
+            candidate = np.where(live & ready[pair_link], pair_link, n_links)
+            at = np.minimum.reduceat(candidate, flow_start)  # lowest ready link per flow
+            frozen = at < n_links
+            rate[frozen] = lowest[frozen]
+            neck[frozen] = at[frozen]
+            unfrozen &= ~frozen
+            todo -= int(np.count_nonzero(frozen))
+            pairs = frozen[pair_flow]
+            links_hit = pair_link[pairs]
+            w = pair_weight[pairs]
+            count -= np.bincount(links_hit, weights=w, minlength=n_links)
+            used = w * lowest[pair_flow[pairs]]
+            free -= np.bincount(links_hit, weights=used, minlength=n_links)
+            np.maximum(free, 0.0, out=free)
+    return rate, neck
 
 
 def recheck_outside(
