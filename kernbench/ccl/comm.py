@@ -141,6 +141,9 @@ class Comm:
         self.key = key
         self.depth = depth
         self.params = params
+        # Whether the work primitives compute values (a recording that only
+        # times a program leaves the buffers alone).
+        self.values = True
         self._unsent = 0  # messages posted and not yet in their receiver's queue
         self._drained: Event | None = None
 
@@ -238,7 +241,7 @@ class Comm:
         """``region = region op incoming`` (incoming sits in this rank's buffer memory)."""
         node, n = region.buffer.memory_node, region.nbytes
         yield from self._stream([(self.buffer_node, n), (node, n)], [(node, n)], region.count)
-        if incoming is not None:
+        if incoming is not None and self.values:
             region.combine_from(self.op, region, incoming)
 
     def reduce_into(self, dst: Region, src: Region, incoming: np.ndarray | None) -> Generator:
@@ -249,7 +252,7 @@ class Comm:
             [(dst.buffer.memory_node, n)],
             dst.count,
         )
-        if incoming is not None:
+        if incoming is not None and self.values:
             dst.combine_from(self.op, src, incoming)
 
     def place(self, region: Region, incoming: np.ndarray | None) -> Generator:
@@ -257,20 +260,22 @@ class Comm:
         node, n = region.buffer.memory_node, region.nbytes
         if node != self.buffer_node:
             yield from self._stream([(self.buffer_node, n)], [(node, n)], 0)
-        region.write(incoming)
+        if self.values:
+            region.write(incoming)
 
     def copy(self, dst: Region, src: Region) -> Generator:
         """Local copy on the PE: reads ``src``, writes ``dst``."""
         yield from self._stream(
             [(src.buffer.memory_node, src.nbytes)], [(dst.buffer.memory_node, dst.nbytes)], 0
         )
-        dst.write(src.read())
+        if self.values:
+            dst.write(src.read())
 
     def average(self, region: Region, count: int) -> Generator:
         """Divide by ``count`` in place (the last step of AVG)."""
         node, n = region.buffer.memory_node, region.nbytes
         yield from self._stream([(node, n)], [(node, n)], region.count)
-        values = region.read()
+        values = region.read() if self.values else None
         if values is not None:
             region.write(finish_average(values, count))
 
@@ -278,5 +283,6 @@ class Comm:
         """A working region beside ``like`` (same memory and dtype), zero-filled."""
         buf = like.buffer
         count = like.count if count is None else count
-        storage = None if buf.storage is None else np.zeros(count, dtype=buf.dtype.storage)
+        values = buf.storage is not None and self.values
+        storage = np.zeros(count, dtype=buf.dtype.storage) if values else None
         return LaneBuffer(buf.pe, buf.memory_node, buf.dtype, count, storage, buf.name).region()

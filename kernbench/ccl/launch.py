@@ -25,12 +25,14 @@ from kernbench.ccl.buffers import buffer_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
+from kernbench.ccl.record import record_lane, run_for_values
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tuner import auto_choice, unfit
 from kernbench.distributed.world import set_p2p_launch
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
 from kernbench.machine.api import Clock, Event, Machine
+from kernbench.machine.programs import RecordedCollective
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.topology import names
@@ -111,6 +113,7 @@ class CollectiveLauncher:
         self.end_ps: int | None = None
         self.nbytes = 0
         self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]]]] = []
+        self._memory: list[list[str]] = []  # per lane: each rank's memory node
         self._refresh: list[DeviceTensor] = []
 
     def lane(
@@ -142,6 +145,7 @@ class CollectiveLauncher:
             for rank in range(len(pes))
         ]
         self._lanes.append((comms, list(programs)))
+        self._memory.append(list(memory_nodes))
 
     def refresh_replicas(self, tensor: DeviceTensor) -> None:
         self._refresh.append(tensor)
@@ -161,11 +165,19 @@ class CollectiveLauncher:
             )
             yield self.env.timeout(overhead)
             self.algo_start_ps = self.env.now
-            processes = [
-                self.env.process(self._on_pe(comm, program))
-                for comms, programs in self._lanes
-                for comm, program in zip(comms, programs, strict=True)
-            ]
+            times = self._evaluated()
+            if times is None:
+                processes = [
+                    self.env.process(self._on_pe(comm, program))
+                    for comms, programs in self._lanes
+                    for comm, program in zip(comms, programs, strict=True)
+                ]
+            else:
+                processes = [
+                    self.env.process(self._timed(comm, ps))
+                    for (comms, _), lane_times in zip(self._lanes, times, strict=True)
+                    for comm, ps in zip(comms, lane_times, strict=True)
+                ]
             yield self.env.all_of(processes)
             yield from self._refresh_all()
             self.end_ps = self.env.now
@@ -173,15 +185,51 @@ class CollectiveLauncher:
             # The launcher stays on as the run's record of this collective: it must not
             # keep the tensors (and their memory) alive once they are done with.
             self._lanes.clear()
+            self._memory.clear()
             self._refresh.clear()
             done.succeed()
 
         self.env.process(body())
         return done
 
+    def _evaluated(self) -> list[list[int]] | None:
+        """Each rank's time from the machine's step-wide evaluation of the recorded
+        programs (values computed alongside), or ``None``: run them on the machine."""
+        if not self.machine.evaluates_programs:
+            return None
+        recorded = RecordedCollective(
+            [
+                record_lane(
+                    programs,
+                    comms[0].pes,
+                    comms[0].nodes,
+                    memory,
+                    op=comms[0].op,
+                    depth=comms[0].depth,
+                    params=comms[0].params,
+                )
+                for (comms, programs), memory in zip(self._lanes, self._memory, strict=True)
+            ],
+            tag=f"{self.op} {self.config_name}",
+        )
+        times = self.machine.evaluate_programs(recorded)
+        if times is not None and self.ctx.store.stores_bytes:
+            for comms, programs in self._lanes:
+                c = comms[0]
+                run_for_values(programs, c.pes, c.nodes, op=c.op, depth=c.depth, params=c.params)
+        return times
+
+    def _timed(self, comm: Comm, ps: int) -> Generator:
+        start = self.env.now
+        yield self.env.timeout(ps)
+        self._record(comm, start)
+
     def _on_pe(self, comm: Comm, program: Callable[[Comm], Generator]) -> Generator:
         start = self.env.now
         yield from program(comm)
+        self._record(comm, start)
+
+    def _record(self, comm: Comm, start: int) -> None:
         self.machine.record(
             "collective",
             comm.pe,

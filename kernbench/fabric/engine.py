@@ -78,6 +78,9 @@ class Handle:
 class Fabric:
     """The simulated machine: components, links, and the clock they share."""
 
+    # Collectives run message by message here (the fast backend evaluates them).
+    evaluates_programs = False
+
     def __init__(
         self,
         topology: Topology,
@@ -212,6 +215,10 @@ class Fabric:
         for hook in self.observers.row:
             hook(row)
         return row
+
+    def evaluate_programs(self, collective: Any) -> list[list[int]] | None:
+        """Never: the detailed backend runs every program message by message."""
+        return None
 
     def run(self, until: int | None = None) -> None:
         self.env.run(until=until)

@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kernbench.machine.messages import Completion, Message, TraceRow
 from kernbench.machine.observe import Observers
+from kernbench.machine.programs import RecordedCollective
 from kernbench.topology.graph import Edge, MachineGraph
 from kernbench.topology.schema import Topology
 from kernbench.units import PS_PER_S
@@ -223,3 +224,12 @@ class Machine(Protocol):
 
     @property
     def ipcq_messages(self) -> int: ...
+
+    # A backend that prices a collective's recorded programs step-wide says so
+    # (False on the detailed fabric, which runs them message by message).
+    evaluates_programs: bool
+
+    def evaluate_programs(self, collective: RecordedCollective) -> list[list[int]] | None:
+        """Each lane's ranks' times (ps from the programs' start), or ``None`` when the
+        programs must run message by message (ADR 0015)."""
+        ...

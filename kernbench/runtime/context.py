@@ -21,6 +21,7 @@ import numpy as np
 from greenlet import getcurrent
 
 import kernbench.fabric  # noqa: F401 - registers the detailed backend
+import kernbench.fast  # noqa: F401 - registers the fast backend
 from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
 from kernbench.machine import MMU_ENTRY_BYTES, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.machine.api import Handle, Machine
@@ -68,7 +69,7 @@ class RuntimeContext:
             self.host_memory_limit = int(limit)
         self._host_bytes = 0  # bytes of values the live tensors may hold (functional mode)
         if machine is None:
-            machine = build_machine(topology, store=self.store)
+            machine = build_machine(topology, store=self.store, backend=topology.simulation.backend)
         else:
             machine.store = self.store
         self.machine: Machine = machine

@@ -386,6 +386,14 @@ class FaultsSpec(StrictModel):
         return self
 
 
+class SimulationSpec(StrictModel):
+    backend: Literal["detailed", "fast"] = Field(
+        "detailed",
+        description="detailed: every message on the SimPy fabric, exact to the picosecond; "
+        "fast: collectives evaluated step-wide for 1k-100k ranks (ADR 0015)",
+    )
+
+
 class Topology(StrictModel):
     """A whole machine.  Build one with :func:`kernbench.topology.load_topology`."""
 
@@ -396,6 +404,9 @@ class Topology(StrictModel):
     cube: CubeSpec = CubeSpec()
     fabric: FabricSpec = FabricSpec()
     faults: FaultsSpec = Field(FaultsSpec(), description="injected faults and stragglers")
+    simulation: SimulationSpec = Field(
+        SimulationSpec(), description="how the machine is simulated (the backend)"
+    )
 
     @model_validator(mode="after")
     def _fits_limits(self) -> Topology:

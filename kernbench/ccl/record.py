@@ -1,0 +1,368 @@
+"""Run collective programs against a recording communicator: operations, not messages.
+
+:class:`RecordingComm` is a :class:`~kernbench.ccl.comm.Comm` whose primitives
+append :mod:`kernbench.machine.programs` operations to the rank's current strand
+instead of asking the machine for them.  The same algorithm code runs: it is
+recorded, not rewritten (ADR 0015).
+
+Two ways to run:
+
+* **timing** (``with_values=False``): a receive returns nothing at once, so each
+  rank's program runs straight through on its own; ranks can be recorded one
+  by one (and only a few of them, when the program is rotation-symmetric).
+* **values** (``with_values=True``): messages carry copies of their regions, a
+  receive waits for its message, and a small round-robin scheduler interleaves
+  the ranks' programs (and their concurrent bodies) until every one is done; the
+  tensors end with the collective's values, computed in program order.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Generator, Iterable, Sequence
+from typing import Any
+
+from kernbench.ccl.comm import Comm, Region
+from kernbench.errors import DistributedError
+from kernbench.machine.programs import Op, RecordedLane, RecordedRank, relative, shifted
+
+__all__ = ["RecordingComm", "record_ranks", "record_lane", "run_for_values", "SYMMETRY_FROM"]
+
+# What a recording generator yields when it must wait (a receive, concurrent bodies).
+_BLOCKED = object()
+
+
+class _Spawn:
+    """Yielded by ``concurrently``: run these bodies side by side, resume when all are done."""
+
+    __slots__ = ("bodies", "strands")
+
+    def __init__(self, bodies: list[Generator], strands: list[int]) -> None:
+        self.bodies = bodies
+        self.strands = strands
+
+
+class _Rank:
+    """One rank's recording: its strands, the strand now running, and its communicators."""
+
+    __slots__ = ("record", "current", "comms")
+
+    def __init__(self) -> None:
+        self.record = RecordedRank()
+        self.current = 0
+        self.comms = 0
+
+    def append(self, op: tuple) -> None:
+        self.record.strands[self.current].append(op)
+
+
+class _Mailboxes:
+    """Payloads in flight, per (sender, receiver, channel), in order (values mode only)."""
+
+    def __init__(self) -> None:
+        self.boxes: dict[tuple[int, int, tuple], deque] = {}
+
+    def put(self, key: tuple[int, int, tuple], payload: Any) -> None:
+        self.boxes.setdefault(key, deque()).append(payload)
+
+    def take(self, key: tuple[int, int, tuple]) -> tuple[bool, Any]:
+        box = self.boxes.get(key)
+        if not box:
+            return False, None
+        return True, box.popleft()
+
+
+class RecordingComm(Comm):
+    """A communicator that records what its rank's program asks for.
+
+    ``ranks[i]`` is the global rank (in the lane) of this communicator's rank
+    ``i``; recorded peers are global ranks, recorded channels the tag path below
+    the collective's communicator.
+    """
+
+    def __init__(
+        self,
+        rank_state: _Rank,
+        rank: int,
+        pes: list[str],
+        nodes: list[str],
+        ranks: list[int],
+        *,
+        op: str,
+        path: tuple,
+        depth: int | None,
+        params: Any,
+        mail: _Mailboxes | None,
+    ) -> None:
+        # Comm's attributes, without a machine: nothing here is timed.
+        self.machine = None
+        self.clock = None
+        self.rank = rank
+        self.size = len(pes)
+        self.pes = pes
+        self.nodes = nodes
+        self.pe = pes[rank]
+        self.op = op
+        self.key = path
+        self.depth = depth
+        self.params = params
+        self._state = rank_state
+        self._global = ranks
+        self._mail = mail
+        self.values = mail is not None  # timing mode: traffic only, the buffers untouched
+        self._comm_id = rank_state.comms
+        rank_state.comms += 1
+
+    def sub(self, ranks: list[int], tag: Any) -> RecordingComm:
+        return RecordingComm(
+            self._state,
+            ranks.index(self.rank),
+            [self.pes[r] for r in ranks],
+            [self.nodes[r] for r in ranks],
+            [self._global[r] for r in ranks],
+            op=self.op,
+            path=(*self.key, tag),
+            depth=self.depth,
+            params=self.params,
+            mail=self._mail,
+        )
+
+    # -- communication -------------------------------------------------------------
+    def _message(self, kind: Op, peer: int, region: Region | None, nbytes: int | None) -> None:
+        size = region.nbytes if region is not None else (nbytes or 0)
+        source = region.buffer.memory_node if region is not None else self.pe
+        me, them = self._global[self.rank], self._global[peer]
+        self._state.append((kind, them, self.key, size, source, self.nodes[peer], self._comm_id))
+        if self._mail is not None:
+            payload = region.read() if region is not None else None
+            self._mail.put((me, them, self.key), payload)
+
+    def post_send(self, peer: int, region: Region | None, nbytes: int | None = None) -> None:
+        self._message(Op.POST, peer, region, nbytes)
+
+    def send(self, peer: int, region: Region | None, nbytes: int | None = None) -> Generator:
+        self._message(Op.SEND, peer, region, nbytes)
+        return
+        yield  # a generator, as Comm.send is
+
+    def recv(self, peer: int) -> Generator:
+        them = self._global[peer]
+        self._state.append((Op.RECV, them, self.key))
+        if self._mail is None:
+            return None
+        key = (them, self._global[self.rank], self.key)
+        while True:
+            found, payload = self._mail.take(key)
+            if found:
+                return payload
+            yield _BLOCKED
+
+    def drain(self) -> Generator:
+        self._state.append((Op.DRAIN, self._comm_id))
+        return
+        yield
+
+    def concurrently(self, bodies: Iterable[Generator]) -> Generator:
+        bodies = list(bodies)
+        if not bodies:
+            return
+        strands = self._state.record.strands
+        ids = list(range(len(strands), len(strands) + len(bodies)))
+        strands.extend([] for _ in bodies)
+        self._state.append((Op.SPAWN, tuple(ids)))
+        yield _Spawn(bodies, ids)
+        self._state.append((Op.JOIN, tuple(ids)))
+
+    def _stream(self, loads: list, stores: list, flops: int) -> Generator:
+        if not flops and not any(n for _, n in loads) and not any(n for _, n in stores):
+            return
+        self._state.append((Op.STREAM, tuple(loads), tuple(stores), flops))
+        return
+        yield
+
+
+class _Task:
+    __slots__ = ("body", "rank", "strand", "parent", "waiting")
+
+    def __init__(self, body: Generator, rank: _Rank, strand: int, parent: _Task | None) -> None:
+        self.body = body
+        self.rank = rank
+        self.strand = strand
+        self.parent = parent
+        self.waiting = 0  # children still running
+
+
+def _run(tasks: list[_Task]) -> None:
+    """Round-robin the tasks until all are done; raise if a round moves none (a deadlock)."""
+    ready = deque(tasks)
+    while ready:
+        progressed = False
+        for _ in range(len(ready)):
+            task = ready.popleft()
+            task.rank.current = task.strand
+            try:
+                yielded = task.body.send(None)
+            except StopIteration:
+                progressed = True
+                parent = task.parent
+                if parent is not None:
+                    parent.waiting -= 1
+                    if not parent.waiting:
+                        ready.append(parent)
+                continue
+            if yielded is _BLOCKED:
+                ready.append(task)  # its message may come later in this round or the next
+                continue
+            progressed = True
+            if isinstance(yielded, _Spawn):
+                task.waiting = len(yielded.bodies)
+                ready.extend(
+                    _Task(body, task.rank, strand, task)
+                    for body, strand in zip(yielded.bodies, yielded.strands, strict=True)
+                )
+            else:
+                ready.append(task)
+        if ready and not progressed:
+            raise DistributedError(
+                "a collective's programs cannot finish: every program waits for a message "
+                f"that is never sent ({len(ready)} programs blocked)"
+            )
+
+
+Program = Callable[[Comm], Generator]
+
+
+def _comms(
+    pes: list[str],
+    nodes: list[str],
+    ranks: Sequence[int],
+    *,
+    op: str,
+    depth: int | None,
+    params: Any,
+    mail: _Mailboxes | None,
+) -> list[tuple[_Rank, RecordingComm]]:
+    everyone = list(range(len(pes)))
+    made = []
+    for rank in ranks:
+        state = _Rank()
+        comm = RecordingComm(
+            state,
+            rank,
+            pes,
+            nodes,
+            everyone,
+            op=op,
+            path=(),
+            depth=depth,
+            params=params,
+            mail=mail,
+        )
+        made.append((state, comm))
+    return made
+
+
+def record_ranks(
+    programs: Sequence[Program],
+    pes: list[str],
+    nodes: list[str],
+    ranks: Sequence[int],
+    *,
+    op: str,
+    depth: int | None,
+    params: Any,
+) -> list[RecordedRank]:
+    """The operations of ``ranks`` of one lane (timing mode: each rank on its own)."""
+    records = []
+    for state, comm in _comms(pes, nodes, ranks, op=op, depth=depth, params=params, mail=None):
+        _run([_Task(programs[comm.rank](comm), state, 0, None)])
+        records.append(state.record)
+    return records
+
+
+def run_for_values(
+    programs: Sequence[Program],
+    pes: list[str],
+    nodes: list[str],
+    *,
+    op: str,
+    depth: int | None,
+    params: Any,
+) -> list[RecordedRank]:
+    """Run every rank of one lane with real payloads (values mode); their operations too."""
+    made = _comms(
+        pes,
+        nodes,
+        range(len(pes)),
+        op=op,
+        depth=depth,
+        params=params,
+        mail=_Mailboxes(),
+    )
+    _run([_Task(programs[comm.rank](comm), state, 0, None) for state, comm in made])
+    return [state.record for state, _ in made]
+
+
+# Below this many ranks every rank is recorded; above it, a lane whose programs
+# repeat with a period is recorded one period long (ADR 0015).
+SYMMETRY_FROM = 64
+# Ranks outside the recorded period checked against the shifted period.
+SAMPLES = 16
+
+
+def _samples(p: int, period: int) -> list[int]:
+    """Deterministic ranks spread over the lane, outside ``0 .. period-1``."""
+    picked = {period, period + 1, p - 1, p - period, p // 2, p // 3, (2 * p) // 3}
+    picked.update((k * 7919 + 1) % p for k in range(1, SAMPLES))
+    return sorted(r for r in picked if period <= r < p)
+
+
+def record_lane(
+    programs: Sequence[Program],
+    pes: list[str],
+    nodes: list[str],
+    memory: list[str],
+    *,
+    op: str,
+    depth: int | None,
+    params: Any,
+) -> RecordedLane:
+    """One lane's operations (timing mode), as few ranks as its symmetry allows.
+
+    A lane of at least :data:`SYMMETRY_FROM` ranks whose programs repeat with a
+    period P (rank ``q*P + i`` runs rank ``i``'s program shifted by ``q*P``) is
+    recorded for ranks ``0 .. P-1`` only; P is the smallest divisor of p, up to
+    p/4, for which every sampled rank's recording equals the shifted one.  Any
+    other lane is recorded rank by rank.
+    """
+    p = len(pes)
+    kwargs = {"op": op, "depth": depth, "params": params}
+    if p >= SYMMETRY_FROM:
+        roles = (pes, nodes, memory)
+        where: dict[str, tuple[int, int]] = {}
+        for role, names_ in enumerate(roles):
+            for rank, name in enumerate(names_):
+                where.setdefault(name, (role, rank))
+        recorded: dict[int, RecordedRank] = {}
+        rel: list[list[list[tuple]]] = []
+        for period in (d for d in range(1, p // 4 + 1) if p % d == 0):
+            missing = [r for r in range(len(rel), period)]
+            for rank, record in zip(
+                missing, record_ranks(programs, pes, nodes, missing, **kwargs), strict=True
+            ):
+                recorded[rank] = record
+                made = relative(record.strands, where)
+                if made is None:
+                    break
+                rel.append(made)
+            if len(rel) < period:
+                break  # a node outside the lane's roles: record every rank
+            samples = _samples(p, period)
+            checks = record_ranks(programs, pes, nodes, samples, **kwargs)
+            if all(
+                check.strands == shifted(rel[r % period], r - r % period, p, roles)
+                for r, check in zip(samples, checks, strict=True)
+            ):
+                ranks = [RecordedRank(strands) for strands in rel]
+                return RecordedLane(pes, nodes, depth, ranks, period=period, roles=roles)
+    return RecordedLane(pes, nodes, depth, record_ranks(programs, pes, nodes, range(p), **kwargs))

@@ -1,0 +1,74 @@
+"""The fast backend's machine: the detailed fabric, with collectives evaluated step-wide.
+
+:class:`FastMachine` is a :class:`~kernbench.fabric.Fabric` (requests, kernels,
+memory, point-to-point all keep their detailed, exact semantics) that also
+prices a collective's recorded programs in one NumPy pass per operation
+(:mod:`kernbench.fast.evaluate`).  Programs that do not align (ranks running
+different operation sequences), whose receives do not pair up the same way on
+every rank, or that would run out of IPCQ credits are refused, and the
+launcher runs them message by message on the fabric, exactly (ADR 0015).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import simpy
+
+from kernbench.fabric import Fabric
+from kernbench.fast.columns import build
+from kernbench.fast.evaluate import Tables, evaluate
+from kernbench.machine.programs import RecordedCollective
+from kernbench.topology.schema import Topology
+
+__all__ = ["FastMachine"]
+
+
+class FastMachine(Fabric):
+    """A fabric whose collectives are evaluated, not run message by message."""
+
+    evaluates_programs = True
+
+    def __init__(
+        self, topology: Topology, *, store: Any = None, env: simpy.Environment | None = None
+    ) -> None:
+        super().__init__(topology, store=store, env=env)
+        self._tables: Tables | None = None
+        self.evaluated = 0  # collectives priced step-wide (the others ran on the fabric)
+
+    def tables(self) -> Tables:
+        if self._tables is None:
+            links = self.links
+            self._tables = Tables(
+                route=self.graph.route,
+                route_cost=links.route_cost,
+                capacity=np.asarray(links.capacity, dtype=np.float64),
+                packet_bytes=links.packet_bytes,
+                endpoint_overhead_ps=self.ipcq.endpoint_overhead_ps,
+                vector_flops_per_s=lambda pe: self.pe_spec(pe).flops_per_s["vector"],
+            )
+        return self._tables
+
+    def evaluate_programs(self, collective: RecordedCollective) -> list[list[int]] | None:
+        lanes = collective.lanes
+        if not lanes:
+            return []
+        depths = {lane.depth for lane in lanes}
+        if len(depths) != 1:
+            return None
+        tables = self.tables()
+        depth = depths.pop() or self.ipcq.default_depth
+        built = build(lanes, tables)
+        if built is None:
+            return None
+        shape, pes, together = built
+        ends = evaluate(shape, len(pes), tables, pes, depth, together)
+        if ends is None:
+            return None
+        self.evaluated += 1
+        out, base = [], 0
+        for lane in lanes:
+            out.append(ends[base : base + len(lane.pes)].tolist())
+            base += len(lane.pes)
+        return out
