@@ -112,6 +112,8 @@ class CollectiveLauncher:
         self.algo_start_ps: int | None = None
         self.end_ps: int | None = None
         self.nbytes = 0
+        self.ranks = 0  # ranks of the widest lane
+        self.evaluated = False  # priced step-wide by the machine (not run message by message)
         self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]]]] = []
         self._memory: list[list[str]] = []  # per lane: each rank's memory node
         self._refresh: list[DeviceTensor] = []
@@ -145,6 +147,7 @@ class CollectiveLauncher:
             for rank in range(len(pes))
         ]
         self._lanes.append((comms, list(programs)))
+        self.ranks = max(self.ranks, len(pes))
         self._memory.append(list(memory_nodes))
 
     def refresh_replicas(self, tensor: DeviceTensor) -> None:
@@ -213,6 +216,7 @@ class CollectiveLauncher:
             tag=f"{self.op} {self.config_name}",
         )
         times = self.machine.evaluate_programs(recorded)
+        self.evaluated = times is not None
         if times is not None and self.ctx.store.stores_bytes:
             for comms, programs in self._lanes:
                 c = comms[0]

@@ -31,6 +31,7 @@ class _Memo:
 
     def __init__(self) -> None:
         self._arrays: dict[Hashable, np.ndarray] = {}
+        self.flows: dict[Hashable, tuple] = {}  # a stream's flows, one tuple per pattern
 
     def get(self, key: Hashable, make: Callable[[], np.ndarray]) -> np.ndarray:
         found = self._arrays.get(key)
@@ -114,13 +115,56 @@ class _Lane:
         return self.memo.get(("route", id(self.lane), rel), make)
 
     def streams(self, ops: list[tuple]) -> tuple[np.ndarray, np.ndarray, tuple]:
-        """Stream times alone, vector work, and the traffic pattern (for :meth:`together`)."""
+        """Stream times alone, vector work, and the flows (see :meth:`stream_flows`)."""
         rel = tuple((op[1], op[2]) for op in ops)
         flops = self.memo.get(
             ("flops", self.p, self.period, tuple(op[3] for op in ops)),
             lambda: self._tile([op[3] for op in ops]).astype(np.int64),
         )
-        return self.stream_times(rel), flops, rel
+        return self.stream_times(rel), flops, self.stream_flows(rel)
+
+    def stream_flows(self, rel: tuple) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+        """Per flow: (route id, bytes) for every row; ``()`` if the rows' shapes differ."""
+        shapes = {
+            (
+                tuple(n for _, n in loads if n),
+                tuple(n for _, n in stores if n),
+            )
+            for loads, stores in rel
+        }
+        if len(shapes) != 1:
+            return ()
+        loads_n, stores_n = shapes.pop()
+
+        def make(j: int) -> tuple[np.ndarray, np.ndarray]:
+            route_of, pes, period = self.tables.route_of, self.lane.pes, self.period
+            out = np.empty(self.p, dtype=np.intp)
+            for r in range(self.p):
+                loads, stores = rel[r % period]
+                moved = [(node, True) for node, n in loads if n] + [
+                    (node, False) for node, n in stores if n
+                ]
+                node, inbound = moved[j]
+                here = self._node(node, r)
+                out[r] = route_of(here, pes[r]) if inbound else route_of(pes[r], here)
+            return out
+
+        sizes = (*loads_n, *stores_n)
+        key = ("sflows", id(self.lane), rel)
+        known = self.memo.flows.get(key)
+        if known is not None:
+            return known
+        made = self.memo.flows[key] = tuple(
+            (
+                self.memo.get(("sroute", id(self.lane), rel, j), lambda j=j: make(j)),
+                self.memo.get(
+                    ("n", self.p, self.period, (size,) * self.period),
+                    lambda size=size: np.full(self.p, size, dtype=np.int64),
+                ),
+            )
+            for j, size in enumerate(sizes)
+        )
+        return made
 
     def stream_times(self, rel: tuple) -> np.ndarray:
         """Each row's time for the traffic ``rel`` (per recorded rank: loads, stores)."""
@@ -140,35 +184,31 @@ class _Lane:
         return self.memo.get(("stream", id(self.lane), rel), make)
 
 
+def _join_flows(memo: _Memo, parts: list[tuple]) -> tuple:
+    """Per-lane flows joined flow by flow (``()`` unless every lane has the same count)."""
+    if any(not part for part in parts) or len({len(part) for part in parts}) != 1:
+        return ()
+    if len(parts) == 1:
+        return parts[0]
+    key = ("flows", tuple(id(part) for part in parts))
+    known = memo.flows.get(key)
+    if known is not None:
+        return known
+    made = memo.flows[key] = tuple(
+        (_join(memo, [part[j][0] for part in parts]), _join(memo, [part[j][1] for part in parts]))
+        for j in range(len(parts[0]))
+    )
+    return made
+
+
 def _join(memo: _Memo, parts: list[np.ndarray]) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]
     return memo.get(("join", tuple(id(a) for a in parts)), lambda: np.concatenate(parts))
 
 
-class Together:
-    """The time of several stream columns' traffic at once (a round's streams share links)."""
-
-    def __init__(self, lanes: list[_Lane], memo: _Memo) -> None:
-        self.lanes = lanes
-        self.memo = memo
-
-    def __call__(self, columns: list[Column]) -> np.ndarray:
-        parts = []
-        for j, lane in enumerate(self.lanes):
-            per_rank = zip(*(c.traffic[j] for c in columns), strict=True)
-            rel = tuple(
-                (sum((a for a, _ in mine), ()), sum((b for _, b in mine), ())) for mine in per_rank
-            )
-            parts.append(lane.stream_times(rel))
-        return _join(self.memo, parts)
-
-
-def build(
-    lanes: list[RecordedLane], tables: Tables
-) -> tuple[list[list[Column]], list[str], Together] | None:
-    """The columns of every strand, the PE of every row, and the pricing of streams
-    run together; ``None`` if the programs do not align."""
+def build(lanes: list[RecordedLane], tables: Tables) -> tuple[list[list[Column]], list[str]] | None:
+    """The columns of every strand and the PE of every row; ``None`` if not aligned."""
     memo = _Memo()
     made: list[_Lane] = []
     base = 0
@@ -195,7 +235,7 @@ def build(
             columns.append(_column(head, s, k, made, memo))
         shape.append(columns)
     pes = [pe for lane in lanes for pe in lane.pes]
-    return shape, pes, Together(made, memo)
+    return shape, pes
 
 
 def _column(head: tuple, s: int, k: int, made: list[_Lane], memo: _Memo) -> Column:
@@ -221,7 +261,7 @@ def _column(head: tuple, s: int, k: int, made: list[_Lane], memo: _Memo) -> Colu
             kind,
             stream_ps=_join(memo, [a for a, _, _ in parts]),
             flops=_join(memo, [b for _, b, _ in parts]),
-            traffic=tuple(c for _, _, c in parts),
+            flows=_join_flows(memo, [c for _, _, c in parts]),
         )
     if kind == Op.DRAIN:
         return Column(kind, comm=head[1])

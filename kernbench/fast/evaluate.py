@@ -40,7 +40,7 @@ from kernbench.machine.maxmin import Flow, array_fill, fair_rates
 from kernbench.machine.programs import Op
 from kernbench.units import PS_PER_S
 
-__all__ = ["Column", "Tables", "evaluate", "network_ps", "shared_rates", "MESSAGES"]
+__all__ = ["Column", "Tables", "evaluate", "network_ps", "shared_rates", "fluid_finish", "MESSAGES"]
 
 MESSAGES = (Op.POST, Op.SEND)
 
@@ -58,7 +58,8 @@ class Column:
     route: np.ndarray | None = None  # messages: route ids (Tables.route_of)
     stream_ps: np.ndarray | None = None  # streams: memory traffic time, alone
     flops: np.ndarray | None = None  # streams: vector work
-    traffic: tuple = ()  # streams: the traffic, as the column builder describes it
+    # streams: (route ids, bytes) per flow, when every row's traffic has the same shape
+    flows: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
 
 
 class Tables:
@@ -85,6 +86,7 @@ class Tables:
         self._bottleneck: list[float] = []
         self._fill: list[float] = []
         self._arrays: tuple[np.ndarray, ...] | None = None
+        self._edges = np.zeros((0, 0), dtype=np.intp)
         self._streams: dict[tuple, int] = {}
 
     # -- routes ---------------------------------------------------------------------------
@@ -105,13 +107,23 @@ class Tables:
     def arrays(self) -> tuple[np.ndarray, ...]:
         """(latency ps, bottleneck B/s, fill ps per byte, route length) by route id."""
         if self._arrays is None:
+            lengths = [len(r) for r in self.routes]
+            edges = np.full((len(self.routes), max(lengths, default=0)), -1, dtype=np.intp)
+            for i, path in enumerate(self.routes):
+                edges[i, : len(path)] = path
+            self._edges = edges
             self._arrays = (
                 np.asarray(self._latency, dtype=np.int64),
                 np.asarray(self._bottleneck, dtype=np.float64),
                 np.asarray(self._fill, dtype=np.float64),
-                np.asarray([len(r) for r in self.routes], dtype=np.intp),
+                np.asarray(lengths, dtype=np.intp),
             )
         return self._arrays
+
+    def edges(self) -> np.ndarray:
+        """Route id -> its links, padded with -1 (one row per route)."""
+        self.arrays()
+        return self._edges
 
     # -- streams --------------------------------------------------------------------------
     def stream_ps(self, pe: str, loads: tuple, stores: tuple) -> int:
@@ -159,12 +171,9 @@ def shared_rates(tables: Tables, routes: np.ndarray) -> np.ndarray:
     live = np.flatnonzero(lengths)
     if not len(live):
         return rates
-    paths = tables.routes
-    flat = np.fromiter(
-        (e for i in routes[live].tolist() for e in paths[i]),
-        dtype=np.intp,
-        count=int(lengths[live].sum()),
-    )
+    padded = tables.edges()[routes[live]]
+    present = padded >= 0
+    flat = padded[present]  # flow by flow, each flow's links in route order
     if np.bincount(flat).max() <= 1:  # every link carries at most one: each alone on its route
         return rates
     links, local = np.unique(flat, return_inverse=True)
@@ -178,8 +187,54 @@ def shared_rates(tables: Tables, routes: np.ndarray) -> np.ndarray:
     return rates
 
 
-def network_ps(tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np.ndarray):
-    """Endpoint overhead + latency + bytes at ``rates`` + first-packet fill, per message."""
+def fluid_finish(
+    tables: Tables, routes: np.ndarray, nbytes: np.ndarray, starts: np.ndarray | None = None
+) -> np.ndarray:
+    """Seconds each transfer takes from its start when transfers share links max-min
+    fairly, one that ends leaving its share to the others (the fabric's fluid model).
+
+    ``starts`` (seconds, default all 0): a transfer joins at its start.
+    """
+    sizes = nbytes.astype(np.float64)
+    staggered = starts is not None and bool(np.any(starts != starts[0]))
+    rates = shared_rates(tables, routes) if not staggered else None
+    if not staggered:
+        ends = sizes / rates
+        if len(routes) < 2 or np.all(ends == ends[0]):
+            return ends
+        starts = np.zeros(len(routes))
+    remaining = sizes.copy()
+    finish = np.zeros(len(routes))
+    order = np.argsort(starts, kind="stable")
+    joined = 0
+    active = np.zeros(len(routes), dtype=bool)
+    now = float(starts[order[0]])
+    while True:
+        while joined < len(order) and starts[order[joined]] <= now:
+            active[order[joined]] = True
+            joined += 1
+        idx = np.flatnonzero(active)
+        upcoming = float(starts[order[joined]]) - now if joined < len(order) else np.inf
+        if not len(idx):
+            now += upcoming
+            continue
+        current = shared_rates(tables, routes[idx])
+        left = remaining[idx] / current
+        step = min(float(np.min(left)), upcoming)
+        now += step
+        remaining[idx] -= current * step
+        done = left <= step * (1 + 1e-12)
+        finish[idx[done]] = now
+        active[idx[done]] = False
+        if joined == len(order) and not active.any():
+            return finish - starts
+
+
+def message_parts(
+    tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per message: the time its bytes take at ``rates``, and the latency and
+    first-packet fill due after the last byte leaves."""
     latency, _, fill, length = tables.arrays()
     packet = tables.packet_bytes
     tail = latency[routes] + np.ceil(
@@ -189,6 +244,12 @@ def network_ps(tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np
         flow = np.ceil(nbytes * float(PS_PER_S) / rates - ROUNDING_SLACK)
     flow = np.where((nbytes > 0) & (length[routes] > 0), np.maximum(flow, 0), 0).astype(np.int64)
     tail = np.where(length[routes] > 0, np.maximum(tail, 0), 0)
+    return flow, tail
+
+
+def network_ps(tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np.ndarray):
+    """Endpoint overhead + latency + bytes at ``rates`` + first-packet fill, per message."""
+    flow, tail = message_parts(tables, routes, nbytes, rates)
     return tables.endpoint_overhead_ps + flow + tail
 
 
@@ -272,7 +333,11 @@ class _Pairing:
                         deps.extend((c, len(shape[c]) - 1) for c in col.strands if shape[c])
                     if not all(d in level for d in deps):
                         break
-                    level[(s, k)] = 1 + max((level[d] for d in deps), default=-1)
+                    # A post or a spawn does not hold its strand up: what follows it
+                    # starts in the same round (posts to several peers go out together).
+                    level[(s, k)] = max(
+                        (level[d] + (0 if self._passes(d, s) else 1) for d in deps), default=0
+                    )
                     pointer[s] += 1
                     remaining -= 1
                     moved = True
@@ -283,22 +348,166 @@ class _Pairing:
             rounds[at].append(node)
         return [sorted(rounds[at]) for at in sorted(rounds)]
 
-    def credits_hold(self, rounds: list[list[tuple[int, int]]], depth: int | None) -> bool:
-        """No channel has more messages sent and not yet taken than the queue's credits."""
-        if not depth:
-            return True
+    def _passes(self, dep: tuple[int, int], strand: int) -> bool:
+        """Whether ``dep`` lets the next operation of ``strand`` start in its round."""
+        kind = self.shape[dep[0]][dep[1]].kind
+        return kind == Op.SPAWN or (kind == Op.POST and dep[0] == strand)
+
+    def in_step(self, rounds: list[list[tuple[int, int]]]) -> bool:
+        """No channel ever holds two messages sent and not yet taken.
+
+        A round prices the flows that start in it as moving together; a channel
+        with a backlog (a pipelined program) keeps flows moving across rounds,
+        beside later work, which that model does not see (ADR 0015).  Such
+        programs, and those that would wait for IPCQ credits, are refused.
+        """
         outstanding: dict[tuple, int] = defaultdict(int)
         for round_ in rounds:
             for s, k in round_:
-                kind = self.shape[s][k].kind
-                if kind in MESSAGES:
+                if self.shape[s][k].kind in MESSAGES:
                     outstanding[self.slot[(s, k)]] += 1
-                    if outstanding[self.slot[(s, k)]] > depth:
+                    if outstanding[self.slot[(s, k)]] > 1:
                         return False
             for s, k in round_:
                 if self.shape[s][k].kind == Op.RECV:
                     outstanding[self.slot[self.match[(s, k)]]] -= 1
         return True
+
+
+def _price_round(
+    tables: Tables,
+    n: int,
+    messages: list[Column],
+    lead: list[int],
+    streams: list[Column],
+    starts: list[np.ndarray] | None = None,
+) -> tuple[list[tuple[np.ndarray, np.ndarray]], list[np.ndarray | None]]:
+    """Times of a round's messages (bytes, tail) and streams.
+
+    Every leading message (the first of its channel) and every stream with
+    regular flows moves at once, sharing links max-min fairly, a flow that
+    ends leaving its share to the others.  A stream takes until its last flow
+    ends; one whose rows differ in shape is priced alone (``None``).
+    ``starts`` (ps, per message then per stream, each row) staggers them.
+    """
+    leaders = sorted(set(lead))
+    begin = []
+    if starts is not None:
+        begin = [starts[i] for i in leaders]
+    parts_route = [messages[i].route for i in leaders]
+    parts_size = [messages[i].nbytes for i in leaders]
+    joined = [c for c in streams if c.flows]
+    for c in joined:
+        for route, size in c.flows:
+            parts_route.append(route)
+            parts_size.append(size)
+            if starts is not None:
+                begin.append(starts[len(messages) + streams.index(c)])
+    if not parts_route:
+        return [], [None] * len(streams)
+    routes = np.concatenate(parts_route)
+    sizes = np.concatenate(parts_size)
+    _, _, _, length = tables.arrays()
+    live = (sizes > 0) & (length[routes] > 0)
+    finish = np.zeros(len(routes))
+    if live.any():
+        at = np.concatenate(begin)[live] / PS_PER_S if begin else None
+        finish[live] = fluid_finish(tables, routes[live], sizes[live], at)
+    blocks = [finish[b * n : (b + 1) * n] for b in range(len(parts_route))]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = {
+            j: np.where(blocks[b] > 0, messages[j].nbytes / blocks[b], np.inf)
+            for b, j in enumerate(leaders)
+        }
+    network = [
+        message_parts(tables, c.route, c.nbytes, rate[j])
+        for c, j in zip(messages, lead, strict=True)
+    ]
+    stream_times: list[np.ndarray | None] = []
+    b = len(leaders)
+    for c in streams:
+        if not c.flows:
+            stream_times.append(None)
+            continue
+        ends = np.max(np.stack(blocks[b : b + len(c.flows)]), axis=0)
+        b += len(c.flows)
+        stream_times.append(_ps(ends))
+    return network, stream_times
+
+
+def _ps(seconds: np.ndarray) -> np.ndarray:
+    return np.ceil(seconds * PS_PER_S - ROUNDING_SLACK).clip(0).astype(np.int64)
+
+
+def _stagger(
+    tables: Tables,
+    n: int,
+    messages: list[Column],
+    lead: list[int],
+    streams: list[Column],
+    starts: list[np.ndarray],
+    sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]],
+    base: tuple,
+) -> np.ndarray | None:
+    """The round's start offsets (ps, per column then row), quantised, when flows
+    sharing a link start at different times; else ``None`` (all priced as
+    starting together, so a repeated round is priced once)."""
+    offsets = np.stack(starts)
+    offsets = offsets - offsets.min()
+    spread = int(offsets.max())
+    if not spread:
+        return None
+    # Offsets well under a flow's time barely change how flows share: quantise
+    # to the larger of 1/8 of the spread and 1/4 of the typical flow's time alone.
+    _, bottleneck, _, _ = tables.arrays()
+    first = messages[lead[0]] if messages else None
+    typical = 0
+    if first is not None:
+        alone = first.nbytes * float(PS_PER_S) / bottleneck[first.route]
+        typical = int(np.median(alone[np.isfinite(alone)])) if np.isfinite(alone).any() else 0
+    step = max(1, spread // 8, typical // 4)
+    offsets = (offsets // step) * step
+    if not offsets.any():
+        return None
+    pairs = sharing.get(base)
+    if pairs is None:
+        pairs = sharing[base] = _shared_pairs(tables, n, messages, lead, streams)
+    if not len(pairs[0]):
+        return None
+    columns, rows, first = pairs
+    at = offsets[columns, rows]
+    if np.array_equal(np.maximum.reduceat(at, first), np.minimum.reduceat(at, first)):
+        return None
+    return offsets
+
+
+def _shared_pairs(
+    tables: Tables, n: int, messages: list[Column], lead: list[int], streams: list[Column]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every (column, row) of a flow on a link two or more of a round's flows cross,
+    grouped by link, and where each link's group begins; a stream's flows count
+    for the stream's column."""
+    owners, routes = [], []
+    for i in sorted(set(lead)):
+        owners.append(i)
+        routes.append(messages[i].route)
+    for j, c in enumerate(streams):
+        for route, _ in c.flows:
+            owners.append(len(messages) + j)
+            routes.append(route)
+    empty = np.zeros(0, dtype=np.intp)
+    if not routes:
+        return empty, empty, empty
+    padded = tables.edges()[np.concatenate(routes)]
+    flow, hop = np.nonzero(padded >= 0)
+    links = padded[flow, hop]
+    keep = np.bincount(links)[links] > 1
+    flow, links = flow[keep], links[keep]
+    order = np.argsort(links, kind="stable")
+    flow, links = flow[order], links[order]
+    first = np.flatnonzero(np.r_[True, links[1:] != links[:-1]]) if len(links) else empty
+    column = np.asarray(owners, dtype=np.intp)[flow // n]
+    return column, flow % n, first
 
 
 def evaluate(
@@ -307,50 +516,62 @@ def evaluate(
     tables: Tables,
     pes: list[str],
     depth: int | None,
-    together: Callable[[list[Column]], np.ndarray] | None = None,
 ) -> np.ndarray | None:
-    """Each row's end time (ps after its program starts), or ``None`` if it cannot be done.
-
-    ``together`` prices the streams of one round run at once (they share the
-    PE's memory links); without it each stream is priced alone.
-    """
+    """Each row's end time (ps after its program starts), or ``None`` if it cannot be done."""
     if not n:
         return np.zeros(0, dtype=np.int64)
+    if len(shape) > 1:
+        return None  # strands side by side drift apart round by round (ADR 0015)
     pairing = _Pairing(shape, n)
     if not pairing.pair():
         return None
     rounds = pairing.rounds()
-    if rounds is None or not pairing.credits_hold(rounds, depth):
+    if rounds is None or not pairing.in_step(rounds):
         return None
     vector = np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n)
+    overhead = tables.endpoint_overhead_ps
     clock = [np.zeros(n, dtype=np.int64) for _ in shape]
     engine_free = np.zeros(n, dtype=np.int64)
     arrival: dict[tuple[int, int], np.ndarray] = {}
-    last_arrival: dict[int, np.ndarray] = {}
+    sent_by: dict[int, list[np.ndarray]] = {}
     free_at: dict[tuple, np.ndarray] = {}
-    cache: dict[tuple, list[np.ndarray]] = {}
+    cache: dict[tuple, tuple] = {}
+    sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     for round_ in rounds:
         messages = [(s, k) for s, k in round_ if shape[s][k].kind in MESSAGES]
-        if messages:
-            cols = [shape[s][k] for s, k in messages]
-            key = tuple((id(c.route), id(c.nbytes)) for c in cols)
-            times = cache.get(key)
-            if times is None:
-                routes = np.concatenate([c.route for c in cols])
-                nbytes = np.concatenate([c.nbytes for c in cols])
-                moving = np.where(nbytes > 0, routes, -1)
-                rates = np.full(len(routes), np.inf)
-                if np.any(moving >= 0):
-                    live = moving >= 0
-                    rates[live] = shared_rates(tables, routes[live])
-                flat = network_ps(tables, routes, nbytes, rates)
-                times = [flat[i * n : (i + 1) * n] for i in range(len(cols))]
-                cache[key] = times
-            network = dict(zip(messages, times, strict=True))
         streams = [(s, k) for s, k in round_ if shape[s][k].kind == Op.STREAM]
-        shared = None
-        if together is not None and len(streams) > 1:
-            shared = together([shape[s][k] for s, k in streams])
+        network: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        memory: dict[tuple[int, int], np.ndarray] = {}
+        if messages or streams:
+            # Messages of one channel go one after another: only the first of each
+            # channel in the round shares the links; the others get its rate.
+            first: dict[tuple, int] = {}
+            lead = [first.setdefault(pairing.slot[m], i) for i, m in enumerate(messages)]
+            cols = [shape[s][k] for s, k in messages]
+            scols = [shape[s][k] for s, k in streams]
+            # When the flows start: messages when their rank and channel are ready,
+            # streams when their rank is; offsets within a round are quantised
+            # (to 1/8 of their spread) so that a repeated pattern is priced once.
+            starts = [
+                clock[s]
+                if pairing.slot[(s, k)] not in free_at
+                else np.maximum(clock[s], free_at[pairing.slot[(s, k)]])
+                for s, k in messages
+            ] + [clock[s] for s, k in streams]
+            base = (
+                tuple((id(c.route), id(c.nbytes), j) for c, j in zip(cols, lead, strict=True)),
+                tuple(id(c.flows) for c in scols),
+            )
+            staggered = _stagger(tables, n, cols, lead, scols, starts, sharing, base)
+            key = base if staggered is None else (base, staggered.tobytes())
+            priced = cache.get(key)
+            if priced is None:
+                at = None if staggered is None else list(staggered.reshape(len(starts), n))
+                priced = cache[key] = _price_round(tables, n, cols, lead, scols, at)
+            times, stream_times = priced
+            network = dict(zip(messages, times, strict=True))
+            for node, col, t in zip(streams, scols, stream_times, strict=True):
+                memory[node] = col.stream_ps if t is None else t
         for s, k in round_:
             col = shape[s][k]
             kind = col.kind
@@ -358,11 +579,11 @@ def evaluate(
                 slot = pairing.slot[(s, k)]
                 free = free_at.get(slot)
                 depart = clock[s] if free is None else np.maximum(clock[s], free)
-                done = depart + network[(s, k)]
+                flow, tail = network[(s, k)]
+                done = depart + overhead + flow + tail
                 free_at[slot] = done
                 arrival[(s, k)] = done
-                last = last_arrival.get(col.comm)
-                last_arrival[col.comm] = done if last is None else np.maximum(last, done)
+                sent_by.setdefault(col.comm, []).append(done)
                 if kind == Op.SEND:
                     clock[s] = done
             elif kind == Op.RECV:
@@ -373,12 +594,11 @@ def evaluate(
                 start = np.maximum(clock[s], engine_free)
                 busy = flops > 0
                 engine_free = np.where(busy, start + engine, engine_free)
-                alone = col.stream_ps if shared is None else shared
-                clock[s] = np.maximum(clock[s] + alone, np.where(busy, engine_free, 0))
+                clock[s] = np.maximum(clock[s] + memory[(s, k)], np.where(busy, engine_free, 0))
             elif kind == Op.DRAIN:
-                last = last_arrival.get(col.comm)
-                if last is not None:
-                    clock[s] = np.maximum(clock[s], last)
+                sent = sent_by.get(col.comm)
+                if sent:
+                    clock[s] = np.maximum(clock[s], np.max(np.stack(sent), axis=0))
             elif kind == Op.SPAWN:
                 for child in col.strands:
                     clock[child] = clock[s].copy()

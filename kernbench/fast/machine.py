@@ -62,8 +62,8 @@ class FastMachine(Fabric):
         built = build(lanes, tables)
         if built is None:
             return None
-        shape, pes, together = built
-        ends = evaluate(shape, len(pes), tables, pes, depth, together)
+        shape, pes = built
+        ends = evaluate(shape, len(pes), tables, pes, depth)
         if ends is None:
             return None
         self.evaluated += 1
