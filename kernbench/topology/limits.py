@@ -25,6 +25,7 @@ __all__ = [
     "MAX_PES_PER_CUBE",
     "MAX_PES",
     "MAX_HBM_SLICES_PER_CUBE",
+    "MAX_LEAF_SPINE_LINKS",
     "MAX_MEMORY_BYTES",
     "MAX_SLOWDOWN",
 ]
@@ -39,6 +40,10 @@ MAX_PES_PER_CUBE = 128
 #: PEs in the whole machine (1,048,576): the graph holds every PE, port and link,
 #: about 5 directed links per PE, built eagerly (see the module docstring).
 MAX_PES = 2**20
+#: Leaf-to-spine links of a clos interconnect (leaves x spines): each is two
+#: directed links of the graph, so as many as the machine's PEs at most; real
+#: two-level fabrics have a few thousand (128 leaves x 64 spines).
+MAX_LEAF_SPINE_LINKS = 2**20
 #: HBM slices per cube: each is a node and a memory port in the graph.
 MAX_HBM_SLICES_PER_CUBE = 128
 #: Bytes of one memory (a cube's HBM, its SRAM, a PE's TCM): the address's
