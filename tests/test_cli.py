@@ -20,7 +20,12 @@ def test_every_bundled_topology_is_listed() -> None:
     assert {"tiny", "default", "multi_sip", "rack", "ring8"} <= names
 
 
-@pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path",
+    # The 131,072-PE machine takes seconds; its own timed run is in test_topology_clos.py.
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem == "cluster128k" else p for p in TOPOLOGIES],
+    ids=lambda p: p.stem,
+)
 def test_topo_show_works_on_every_bundled_topology(path: Path, capsys) -> None:
     assert main(["topo", "show", str(path)]) == 0
     out = capsys.readouterr().out

@@ -109,8 +109,8 @@ def test_malformed_tune_table(files, capsys):
 @pytest.mark.parametrize(
     ("override", "fragment"),
     [
-        ("system.sips.count=100000", "at most 256"),
-        ("system.sips.count=100000000000000000000", "at most 256"),
+        ("system.sips.count=100000", "at most 65536"),
+        ("system.sips.count=100000000000000000000", "at most 65536"),
         ("sip.cube_mesh.w=100000", "at most 128"),
         ("sip.cube_mesh.link.latency=1e999999999ns", "too large"),
         ("sip.cube_mesh.link.latency=1e-999999999s", "not a whole number of ps"),

@@ -29,8 +29,10 @@ def addresses(draw: st.DrawFn) -> PhysAddr:
     )
 
 
-def test_layout_fits_64_bits_and_256_gib_per_memory() -> None:
-    assert PA_BITS <= 64
+def test_layout_holds_65536_sips_and_256_gib_per_memory() -> None:
+    assert PA_BITS == 72
+    assert FIELD_BITS == {"offset": 38, "kind": 2, "pe": 7, "cube": 7, "sip": 16, "rack": 2}
+    assert 1 << FIELD_BITS["sip"] == 65_536
     assert 1 << FIELD_BITS["offset"] >= 256 * 2**30
 
 
@@ -52,7 +54,9 @@ def test_different_addresses_encode_differently(a: PhysAddr, b: PhysAddr) -> Non
     "pa",
     [
         PhysAddr(0, 0, 0, 0, MemoryKind.HBM, 0),
-        PhysAddr(3, 255, 127, 127, MemoryKind.TCM, (1 << 38) - 1),
+        PhysAddr(3, 65_535, 127, 127, MemoryKind.TCM, (1 << 38) - 1),
+        PhysAddr(0, 65_535, 0, 0, MemoryKind.SRAM, 0),
+        PhysAddr(3, 65_535, 127, 127, MemoryKind.HBM, 0),
         PhysAddr(0, 0, 0, 0, MemoryKind.SRAM, (1 << 38) - 1),
         PhysAddr(1, 0, 0, 0, MemoryKind.HBM, 0),
     ],
@@ -77,7 +81,7 @@ def test_each_field_changes_the_encoding() -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("rack", 4), ("sip", 256), ("cube", 128), ("pe", 128), ("offset", 1 << 38), ("sip", -1)],
+    [("rack", 4), ("sip", 65_536), ("cube", 128), ("pe", 128), ("offset", 1 << 38), ("sip", -1)],
 )
 def test_out_of_range_field_is_named(field: str, value: int) -> None:
     fields = dict(rack=0, sip=0, cube=0, pe=0, kind=MemoryKind.TCM, offset=0)
@@ -92,7 +96,7 @@ def test_bad_kind_and_sram_pe_are_rejected() -> None:
     with pytest.raises(MemoryFaultError, match="pe=2 must be 0 for SRAM"):
         PhysAddr(0, 0, 0, 2, MemoryKind.SRAM, 0)
     with pytest.raises(MemoryFaultError, match="out of range"):
-        PhysAddr.decode(1 << 64)
+        PhysAddr.decode(1 << 72)
 
 
 def test_int_kind_is_coerced() -> None:
@@ -110,3 +114,12 @@ def test_add_and_str() -> None:
     assert str(PhysAddr(2, 1, 2, 7, MemoryKind.TCM, 0)) == "rack2.sip1.cube2.pe7.tcm+0x0"
     with pytest.raises(MemoryFaultError, match="offset=-1"):
         pa + (-0x1001)
+
+
+def test_the_largest_address_is_the_top_of_the_layout() -> None:
+    top = PhysAddr(3, 65_535, 127, 127, MemoryKind.TCM, (1 << 38) - 1)
+    assert top.encode() == (1 << PA_BITS) - 1 - (1 << 38)  # kind TCM=2, not 3
+    assert PhysAddr.decode(top.encode()) == top
+    # The sip field sits above cube: SIP 256 (which the 8-bit layout refused) is distinct.
+    assert PhysAddr(0, 256, 0, 0, MemoryKind.HBM, 0).encode() == 256 << 54
+    assert str(PhysAddr(0, 65_535, 1, 2, MemoryKind.TCM, 8)) == "sip65535.cube1.pe2.tcm+0x8"

@@ -189,7 +189,7 @@ def test_large_machine_is_cheap_to_build() -> None:
         ("hbm_slices_per_cube", 0),
         ("sram_bytes_per_cube", 0),
         ("tcm_bytes_per_pe", 0),
-        ("sips", 1000),
+        ("sips", 100_000),
         ("hbm_slices_per_cube", 3),
     ],
 )

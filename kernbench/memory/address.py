@@ -1,16 +1,21 @@
 """Physical addresses: which memory of which component, and where in it.
 
 A :class:`PhysAddr` names a byte anywhere in the machine as
-``(rack, sip, cube, pe, kind, offset)`` and packs into one 64-bit integer, so
-addresses can be sorted, hashed and searched with ``bisect``.  Bit layout,
-least significant first::
+``(rack, sip, cube, pe, kind, offset)`` and packs into one 72-bit integer, so
+addresses can be sorted, hashed and searched with ``bisect`` (Python integers
+are unbounded; nothing stores an encoded address in a fixed-width array).  Bit
+layout, least significant first::
 
     bits  0..37  offset  38 bits   0 .. 256 GiB - 1
     bits 38..39  kind     2 bits   MemoryKind (HBM=0, SRAM=1, TCM=2)
     bits 40..46  pe       7 bits   0 .. 127 PEs per cube
     bits 47..53  cube     7 bits   0 .. 127 cubes per SIP
-    bits 54..61  sip      8 bits   0 .. 255 SIPs per rack
-    bits 62..63  rack     2 bits   0 .. 3
+    bits 54..69  sip     16 bits   0 .. 65,535 SIPs per rack
+    bits 70..71  rack     2 bits   0 .. 3
+
+The sip field is 16 bits so that a cluster of 65,536 chips (a two-level
+leaf/spine machine, :mod:`kernbench.topology.schema`) can address its memory;
+it was 8 bits (256 SIPs) when the layout fitted 64 bits.
 
 Because ``offset`` is the least significant field, addresses in the same memory
 are ordered as their offsets are, and a contiguous byte range of one memory is
@@ -48,7 +53,7 @@ OFFSET_BITS = 38
 _KIND_BITS = 2
 _PE_BITS = 7
 _CUBE_BITS = 7
-_SIP_BITS = 8
+_SIP_BITS = 16
 _RACK_BITS = 2
 
 # (field, width in bits), least significant first; the single source of the layout.

@@ -1,7 +1,8 @@
 """Expand a validated :class:`Topology` into named nodes, links and routes.
 
 Nodes are the places bytes come from or go to (PEs, TCMs, HBM slices, cube
-SRAM, M_CPUs, cube routers, the host, a switch).  Links are directed (each
+SRAM, M_CPUs, cube routers, the host, a switch; on a cluster, node, leaf and
+spine switches).  Links are directed (each
 direction of a full-duplex link is its own :class:`Edge`); a memory's port
 (HBM slice, SRAM, TCM) is one edge that reads and writes share.  Routes are
 taken by :mod:`kernbench.topology.routing` and the diameter and bisection by
@@ -76,11 +77,23 @@ class MachineGraph:
         a_label: str | None = None,
         b_label: str | None = None,
     ) -> None:
-        for src, dst, src_label, dst_label in ((a, b, a_label, b_label), (b, a, b_label, a_label)):
-            index = len(self.edges)
-            name = names.link(src_label or src, dst_label or dst)
-            self.edges.append(Edge(index, name, src, dst, bandwidth, latency_ps, link_class))
-            self.edge_by_ends[(src, dst)] = index
+        self._add_directed(a, b, bandwidth, latency_ps, link_class, a_label, b_label)
+        self._add_directed(b, a, bandwidth, latency_ps, link_class, b_label, a_label)
+
+    def _add_directed(
+        self,
+        src: str,
+        dst: str,
+        bandwidth: int,
+        latency_ps: int,
+        link_class: str,
+        src_label: str | None = None,
+        dst_label: str | None = None,
+    ) -> None:
+        index = len(self.edges)
+        name = names.link(src_label or src, dst_label or dst)
+        self.edges.append(Edge(index, name, src, dst, bandwidth, latency_ps, link_class))
+        self.edge_by_ends[(src, dst)] = index
 
     def _add_port(
         self, outside: str, memory: str, bandwidth: int, latency_ps: int, link_class: str
@@ -162,7 +175,9 @@ class MachineGraph:
         def attach(s: int) -> str:
             return router_name(s, self.attach_cube)
 
-        if spec.kind == "switch":
+        if spec.kind == "clos":
+            self._build_clos()
+        elif spec.kind == "switch":
             for s in range(n):
                 self._add_link(
                     attach(s),
@@ -185,6 +200,36 @@ class MachineGraph:
                 self._add_link(
                     attach(a), attach(b), bw, lat, "sip_link", names.sip(a), names.sip(b)
                 )
+
+    def _build_clos(self) -> None:
+        """Chip to node switch and chip to leaf links, then every leaf to every spine.
+
+        A switch's latency is on the links leaving it, so a route pays it once
+        per switch crossed (see :mod:`kernbench.topology.clos_spec`).
+        """
+        clos = self.topology.system.interconnect.clos
+        node, leaf, spine = clos.node, clos.leaf, clos.spine
+        for s in range(self.num_sips):
+            attach, label = router_name(s, self.attach_cube), names.sip(s)
+            n = s // node.sips
+            for switch, link, switch_latency, link_class in (
+                (names.node_switch(n), node.link, node.switch_latency, "node_link"),
+                (names.leaf(n // leaf.nodes), leaf.link, leaf.switch_latency, "leaf_link"),
+            ):
+                bw, lat = link.bandwidth, link.latency
+                self._add_directed(attach, switch, bw, lat, link_class, label)
+                self._add_directed(
+                    switch, attach, bw, lat + switch_latency, link_class, None, label
+                )
+        leaves = self.num_sips // (node.sips * leaf.nodes)
+        if leaves < 2:
+            return
+        bw, lat = spine.link.bandwidth, spine.link.latency
+        for k in range(leaves):
+            for j in range(spine.count):
+                up, down = names.leaf(k), names.spine(j)
+                self._add_directed(up, down, bw, lat + leaf.switch_latency, "spine_link")
+                self._add_directed(down, up, bw, lat + spine.switch_latency, "spine_link")
 
     # -- naming ---------------------------------------------------------------
     def pe_names(self) -> list[str]:
@@ -221,6 +266,8 @@ class MachineGraph:
             return True
         if node.kind == names.SWITCH:
             return self.interconnect == "switch"
+        if node.kind in names.CLOS_SWITCH_KINDS:
+            return self._clos_switch_exists(node)
         if node.kind in ("sip", "cube"):  # groups of components, not endpoints
             return False
         if not (0 <= node.sip < self.num_sips and 0 <= node.cube < self.cubes_per_sip):
@@ -231,6 +278,17 @@ class MachineGraph:
             return 0 <= node.index < self.hbm_slices
         return True
 
+    def _clos_switch_exists(self, node: NodeName) -> bool:
+        clos = self.topology.system.interconnect.clos
+        if clos is None or self.num_sips < 2:
+            return False
+        nodes = self.num_sips // clos.node.sips
+        leaves = nodes // clos.leaf.nodes
+        count = {"node_switch": nodes, "leaf": leaves, "spine": clos.spine.count}[node.kind]
+        if node.kind == "spine" and leaves < 2:
+            count = 0
+        return 0 <= node.index < count
+
     # -- routing --------------------------------------------------------------
     def route(self, src: str, dst: str) -> tuple[int, ...]:
         """Edge indices from ``src`` to ``dst`` (cached; see :mod:`kernbench.topology.routing`)."""
@@ -240,7 +298,8 @@ class MachineGraph:
     def _apply_faults(self) -> None:
         """Slow links down and take them out of service, as ``faults`` says (ADR 0010)."""
         faults = self.topology.faults
-        by_name = {edge.name: edge.index for edge in self.edges}
+        # Only a file that names links needs the index by name (a dict of every link).
+        by_name = {edge.name: edge.index for edge in self.edges} if faults.links else {}
         for i, fault in enumerate(faults.links):
             index = by_name.get(fault.link)
             if index is None:
@@ -248,7 +307,8 @@ class MachineGraph:
                     f"unknown link {shown(repr(fault.link), 100)}; links are named like "
                     "'link:sip0->sip1', 'link:sip0.cube0->sip0.cube1', "
                     "'link:sip0.cube0.pe0->sip0.cube0.noc', "
-                    "'link:host->sip0' or 'port:sip0.cube0.hbm0' (see `kernbench topo show`)",
+                    "'link:host->sip0', 'link:leaf0->spine1' or 'port:sip0.cube0.hbm0' "
+                    "(see `kernbench topo show`)",
                     key_path=f"faults.links.{i}.link",
                 )
             edge = self.edges[index]

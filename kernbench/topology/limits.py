@@ -6,14 +6,15 @@ before any graph is built, so a mistyped ``system.sips.count=100000`` (or
 building or a MemoryError.
 
 Most limits come from the physical-address layout
-(:mod:`kernbench.memory.address`: 8 bits of SIP, 7 of cube, 7 of PE): a
+(:mod:`kernbench.memory.address`: 16 bits of SIP, 7 of cube, 7 of PE): a
 machine that does not fit it could not address its memory.  A test checks that
-these numbers fit the layout.  The whole-machine PE limit bounds the graph,
-which is built eagerly: about 4 directed links per PE, so ``kernbench topo
-show`` on 2^17 PEs takes about 4 s and 250 MB, and on 2^20 PEs (which the
-address fields would allow) over a minute and 1.8 GB.  Raising a limit means
-widening the address fields (or making the graph lazy) first, then changing
-the number here.
+these numbers fit the layout.  The whole-machine PE limit (2^20) bounds the
+graph, which is built eagerly: a few directed links per PE (about 4.7 on the
+bundled machines), so ``kernbench topo show`` on 2^17 PEs takes about 3.5 s and
+350 MB and on 2^20 PEs over a minute and about 2 GB.  The schema's check is
+arithmetic on the counts, so refusing 10^20 PEs costs nothing.  Raising a limit
+means widening the address fields (or making the graph lazy) first, then
+changing the number here.
 """
 
 from __future__ import annotations
@@ -24,18 +25,25 @@ __all__ = [
     "MAX_PES_PER_CUBE",
     "MAX_PES",
     "MAX_HBM_SLICES_PER_CUBE",
+    "MAX_LEAF_SPINE_LINKS",
     "MAX_MEMORY_BYTES",
     "MAX_SLOWDOWN",
 ]
 
-#: SIPs in a system: the physical address's sip field is 8 bits.
-MAX_SIPS = 256
+#: SIPs in a system: the physical address's sip field is 16 bits (65,536 chips,
+#: past the 4,096 to 16,384 GPUs of the largest two-level leaf/spine clusters).
+MAX_SIPS = 2**16
 #: Cubes in one SIP's mesh (w x h): the address's cube field is 7 bits.
 MAX_CUBES_PER_SIP = 128
 #: PEs in one cube (corners x pe_per_corner): the address's pe field is 7 bits.
 MAX_PES_PER_CUBE = 128
-#: PEs in the whole machine: the graph holds every PE, port and link (131,072).
-MAX_PES = 2**17
+#: PEs in the whole machine (1,048,576): the graph holds every PE, port and link,
+#: about 5 directed links per PE, built eagerly (see the module docstring).
+MAX_PES = 2**20
+#: Leaf-to-spine links of a clos interconnect (leaves x spines): each is two
+#: directed links of the graph, so as many as the machine's PEs at most; real
+#: two-level fabrics have a few thousand (128 leaves x 64 spines).
+MAX_LEAF_SPINE_LINKS = 2**20
 #: HBM slices per cube: each is a node and a memory port in the graph.
 MAX_HBM_SLICES_PER_CUBE = 128
 #: Bytes of one memory (a cube's HBM, its SRAM, a PE's TCM): the address's

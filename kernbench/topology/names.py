@@ -3,10 +3,12 @@
 Names are hierarchical and stable (DESIGN.md): ``sip0``, ``sip0.cube3``,
 ``sip0.cube3.pe5``, ``sip0.cube3.pe5.tcm``, ``sip0.cube3.hbm2``,
 ``sip0.cube3.sram``, ``sip0.cube3.m_cpu``, ``sip0.cube3.noc`` (the cube's
-router), ``host``, ``switch``; links are ``link:A->B`` and memory ports
-``port:MEMORY``.  Nobody else formats a name with an f-string or splits one:
-build them here, and take them apart with :func:`parse` (syntax only; whether a
-name exists on a machine is :meth:`MachineGraph.check_name`'s business).
+router), ``host``, ``switch``; on a leaf/spine cluster also ``node5.switch``
+(the switch of a node's intra-node fabric), ``leaf2`` and ``spine7``; links are
+``link:A->B`` and memory ports ``port:MEMORY``.  Nobody else formats a name
+with an f-string or splits one: build them here, and take them apart with
+:func:`parse` (syntax only; whether a name exists on a machine is
+:meth:`MachineGraph.check_name`'s business).
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ __all__ = [
     "sram",
     "m_cpu",
     "noc",
+    "node_switch",
+    "leaf",
+    "spine",
+    "CLOS_SWITCH_KINDS",
     "link",
     "port",
     "link_source",
@@ -42,6 +48,8 @@ __all__ = [
 
 HOST = "host"
 SWITCH = "switch"
+#: Kinds of the switches of a leaf/spine cluster (``NodeName.index`` is their number).
+CLOS_SWITCH_KINDS = ("node_switch", "leaf", "spine")
 
 # Node kinds inside a cube (besides PEs and their TCMs).
 _CUBE_LEAVES = ("sram", "m_cpu", "noc")
@@ -53,11 +61,12 @@ _PE_PARTS = ("mmu", "ipcq", "matrix", "vector")
 class NodeName:
     """A parsed node name: its kind and coordinates (-1 where a level does not apply)."""
 
-    kind: str  # host | switch | sip | cube | pe | tcm | hbm | sram | m_cpu | noc
+    # host | switch | sip | cube | pe | tcm | hbm | sram | m_cpu | noc | node_switch | leaf | spine
+    kind: str
     sip: int = -1
     cube: int = -1
     pe: int = -1
-    index: int = -1  # the HBM slice
+    index: int = -1  # the HBM slice; the node, leaf or spine of a cluster switch
 
     def __str__(self) -> str:
         return _format(self)
@@ -95,6 +104,21 @@ def noc(s: int, c: int) -> str:
     return f"sip{s}.cube{c}.noc"
 
 
+def node_switch(n: int) -> str:
+    """The switch of node ``n``'s intra-node fabric (an NVSwitch-like crossbar)."""
+    return f"node{n}.switch"
+
+
+def leaf(k: int) -> str:
+    """Leaf switch ``k`` of a two-level leaf/spine cluster."""
+    return f"leaf{k}"
+
+
+def spine(k: int) -> str:
+    """Spine switch ``k`` of a two-level leaf/spine cluster."""
+    return f"spine{k}"
+
+
 def link(src: str, dst: str) -> str:
     """The name of the directed link from ``src`` to ``dst`` (node names or labels)."""
     return f"link:{src}->{dst}"
@@ -129,6 +153,8 @@ def parse(name: str) -> NodeName:
     if name in (HOST, SWITCH):
         return NodeName(name)
     parts = name.split(".")
+    if parts[0].startswith(("leaf", "spine", "node")):
+        return _parse_cluster_switch(name, parts)
     s = _index(parts[0], "sip")
     if len(parts) == 1:
         return NodeName("sip", s)
@@ -149,10 +175,26 @@ def parse(name: str) -> NodeName:
     raise ValueError(name)
 
 
+def _parse_cluster_switch(name: str, parts: list[str]) -> NodeName:
+    if len(parts) == 1 and parts[0].startswith("leaf"):
+        return NodeName("leaf", index=_index(parts[0], "leaf"))
+    if len(parts) == 1 and parts[0].startswith("spine"):
+        return NodeName("spine", index=_index(parts[0], "spine"))
+    if len(parts) == 2 and parts[1] == "switch":
+        return NodeName("node_switch", index=_index(parts[0], "node"))
+    raise ValueError(name)
+
+
 def _format(node: NodeName) -> str:
     kind = node.kind
     if kind in (HOST, SWITCH):
         return kind
+    if kind == "node_switch":
+        return node_switch(node.index)
+    if kind == "leaf":
+        return leaf(node.index)
+    if kind == "spine":
+        return spine(node.index)
     if kind == "sip":
         return sip(node.sip)
     if kind == "cube":
@@ -186,6 +228,8 @@ def within_cube(name: str) -> tuple[str, str] | None:
     try:
         node = parse(f"{parts[0]}.{parts[1]}")
     except ValueError:
+        return None
+    if node.cube < 0:  # a cluster switch such as node3.switch
         return None
     return cube(node.sip, node.cube), parts[2] if len(parts) == 3 else ""
 

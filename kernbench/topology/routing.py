@@ -2,7 +2,12 @@
 
 Dimension-order (X then Y) inside a SIP's cube mesh (the shorter way round on
 a torus), the shorter way round an inter-SIP ring (ties go to increasing SIP
-index), through the switch, or direct on a fully connected system.  Inter-SIP
+index), through the switch, or direct on a fully connected system.  On a
+leaf/spine cluster (``clos``) a route climbs only as high as it must: through
+the node switch between chips of one node, through their leaf between nodes of
+one leaf, else leaf -> spine -> leaf, the spine chosen by the destination
+(spine = destination SIP mod spines, the D-mod-k rule of InfiniBand fat trees),
+so routes are deterministic and spread over the spines.  Inter-SIP
 and host traffic enters and leaves a SIP at its ``attach_cube``.  A route that
 would cross a link that is down takes the fewest-hop path around it instead
 (ADR 0010).  See ADR 0004.
@@ -20,6 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Router"]
 
+# Kinds of node that pass traffic on: a route around a link that is down may stop
+# at these, never at the host, a PE or a memory.
+_RELAYS = frozenset(("noc", names.SWITCH, *names.CLOS_SWITCH_KINDS))
+
 
 class Router:
     """The routes of one machine graph, computed on demand and cached."""
@@ -30,6 +39,7 @@ class Router:
         self.num_sips = graph.num_sips
         self.attach_cube = graph.attach_cube
         self.interconnect = graph.interconnect
+        self.clos = graph.topology.system.interconnect.clos
         self._cache: dict[tuple[str, str], tuple[int, ...]] = {}
         self._adjacency: dict[str, list[tuple[str, int]]] | None = None
 
@@ -69,11 +79,7 @@ class Router:
         while frontier and dst not in previous:
             following = []
             for node in frontier:
-                if (
-                    node != src
-                    and node != names.SWITCH
-                    and self.graph.check_name(node).kind != "noc"
-                ):
+                if node != src and self.graph.check_name(node).kind not in _RELAYS:
                     continue
                 for nxt, index in self._adjacency.get(node, ()):
                     if index in self.graph.down or nxt in previous:
@@ -99,6 +105,11 @@ class Router:
         kind, s, c = node.kind, node.sip, node.cube
         if kind in (names.HOST, names.SWITCH):
             return [kind], None
+        if kind in names.CLOS_SWITCH_KINDS:
+            raise RouteError(
+                f"{name} is a switch of the cluster's network, not an endpoint; route between "
+                "PEs, memories, M_CPUs, routers or the host"
+            )
         router = names.noc(s, c)
         if kind == "noc":
             return [router], (s, c)
@@ -153,6 +164,8 @@ class Router:
             return [attach(a), "switch", attach(b)]
         if self.interconnect == "fully_connected":
             return [attach(a), attach(b)]
+        if self.interconnect == "clos":
+            return [attach(a), *self.clos_switches(a, b), attach(b)]
         n = self.num_sips
         forward = (b - a) % n
         step = 1 if forward <= n - forward else -1
@@ -161,6 +174,18 @@ class Router:
             s = (s + step) % n
             path.append(attach(s))
         return path
+
+    def clos_switches(self, a: int, b: int) -> list[str]:
+        """The switches a route from SIP ``a`` to SIP ``b`` crosses on a cluster."""
+        clos = self.clos
+        node_a, node_b = a // clos.node.sips, b // clos.node.sips
+        if node_a == node_b:
+            return [names.node_switch(node_a)]
+        leaf_a, leaf_b = node_a // clos.leaf.nodes, node_b // clos.leaf.nodes
+        if leaf_a == leaf_b:
+            return [names.leaf(leaf_a)]
+        spine = b % clos.spine.count
+        return [names.leaf(leaf_a), names.spine(spine), names.leaf(leaf_b)]
 
     def mesh_path(self, s: int, c1: int, c2: int) -> list[str]:
         w, h = self.mesh_w, self.mesh_h

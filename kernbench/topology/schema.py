@@ -18,42 +18,33 @@ from pydantic import (
     BeforeValidator,
     Field,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
 from kernbench.errors import UnitError, shown
+from kernbench.topology.clos_spec import ClosSpec
 from kernbench.topology.limits import (
     MAX_CUBES_PER_SIP,
     MAX_HBM_SLICES_PER_CUBE,
+    MAX_LEAF_SPINE_LINKS,
     MAX_MEMORY_BYTES,
     MAX_PES,
     MAX_PES_PER_CUBE,
     MAX_SIPS,
     MAX_SLOWDOWN,
 )
+from kernbench.topology.quantities import Bandwidth, Count, LinkSpec, Time, checked
 from kernbench.units import (
     MAX_QUANTITY,
     format_size,
-    parse_bandwidth,
     parse_frequency,
     parse_size,
-    parse_time,
     scale_exact,
 )
 from kernbench.validation import KeyedValueError, StrictModel
 
 __all__ = ["Topology", "KeyedValueError"]
-
-
-def _checked(parse):
-    def validate(value: Any) -> int:
-        try:
-            return parse(value)
-        except UnitError as exc:
-            # pydantic only attaches the key path to ValueError.
-            raise ValueError(str(exc)) from None
-
-    return BeforeValidator(validate)
 
 
 def _decimal_unit_size(factor: int, unit: str):
@@ -74,11 +65,8 @@ def _decimal_unit_size(factor: int, unit: str):
     return BeforeValidator(validate)
 
 
-Time = Annotated[int, _checked(parse_time), Field(ge=0)]
-Size = Annotated[int, _checked(parse_size), Field(gt=0)]
-Bandwidth = Annotated[int, _checked(parse_bandwidth)]
-Frequency = Annotated[int, _checked(parse_frequency)]
-Count = Annotated[int, Field(strict=True, gt=0, le=MAX_QUANTITY)]
+Size = Annotated[int, checked(parse_size), Field(gt=0)]
+Frequency = Annotated[int, checked(parse_frequency)]
 Index = Annotated[int, Field(strict=True, ge=0, le=MAX_QUANTITY)]
 Slowdown = Annotated[float, Field(ge=1.0, le=MAX_SLOWDOWN, allow_inf_nan=False)]
 
@@ -106,7 +94,7 @@ def _memory_fits(value: int) -> int:
     return value
 
 
-MemorySize = Annotated[int, _checked(parse_size), Field(gt=0), AfterValidator(_memory_fits)]
+MemorySize = Annotated[int, checked(parse_size), Field(gt=0), AfterValidator(_memory_fits)]
 SipCount = Annotated[
     int, Field(strict=True, gt=0), _at_most(MAX_SIPS, "SIPs", _ADDRESS.format("sip", MAX_SIPS))
 ]
@@ -115,13 +103,6 @@ MeshSide = Annotated[
     Field(strict=True, gt=0),
     _at_most(MAX_CUBES_PER_SIP, "cubes", _ADDRESS.format("cube", MAX_CUBES_PER_SIP)),
 ]
-
-
-class LinkSpec(StrictModel):
-    """One direction of a link; links are full duplex, each direction its own."""
-
-    bandwidth: Bandwidth = Field(description="bytes per second in each direction, e.g. '50GB/s'")
-    latency: Time = Field(description="time of flight per hop, e.g. '500ns'")
 
 
 class InterSipLinkSpec(LinkSpec):
@@ -144,15 +125,43 @@ class SipsSpec(StrictModel):
 
 
 class InterconnectSpec(StrictModel):
-    kind: Literal["ring", "switch", "fully_connected"] = Field(
-        "ring", description="how SIPs are joined: a bidirectional ring, one switch, or all pairs"
+    kind: Literal["ring", "switch", "fully_connected", "clos"] = Field(
+        "ring",
+        description="how SIPs are joined: a bidirectional ring, one switch, all pairs, or a "
+        "cluster of nodes, leaf and spine switches (the 'clos' section)",
     )
     link: InterSipLinkSpec = Field(
         InterSipLinkSpec(),
-        description="each inter-SIP link (for a switch: each SIP-to-switch link)",
+        description="each inter-SIP link (for a switch: each SIP-to-switch link; unused by clos)",
     )
-    switch_latency: Time = Field("0ns", description="extra latency through the switch")
+    switch_latency: Time = Field(
+        "0ns", description="extra latency through the switch (unused by clos)"
+    )
     attach_cube: Index = Field(0, description="cube whose router hosts the SIP's external ports")
+    clos: ClosSpec | None = Field(
+        None,
+        description="kind 'clos' only: nodes, leaf and spine switches (defaults: a DGX "
+        "SuperPOD H100; see kernbench.topology.clos_spec)",
+    )
+
+    @model_validator(mode="after")
+    def _clos_section_for_clos(self) -> InterconnectSpec:
+        if self.clos is not None and self.kind != "clos":
+            raise KeyedValueError(
+                "clos", f"a clos section is only for kind: clos (this interconnect is {self.kind})"
+            )
+        if self.kind == "clos" and self.clos is None:
+            # Filled here, not as a field default, so other machines' dumps (and digests)
+            # do not change.
+            object.__setattr__(self, "clos", ClosSpec())
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_absent_clos(self, handler) -> dict[str, Any]:
+        dumped = handler(self)
+        if self.clos is None:
+            dumped.pop("clos", None)
+        return dumped
 
 
 class SystemSpec(StrictModel):
@@ -416,6 +425,35 @@ class Topology(StrictModel):
                 f"{self.num_sips} SIPs x {self.cubes_per_sip} cubes x {self.pes_per_cube} PEs = "
                 f"{self.num_pes} PEs; at most {MAX_PES} PEs in a machine (its graph is built "
                 "whole; see kernbench.topology.limits)",
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _clos_fits(self) -> Topology:
+        clos = self.system.interconnect.clos
+        if clos is None:
+            return self
+        key = "system.interconnect.clos"
+        sips, per_node = self.num_sips, clos.node.sips
+        if sips % per_node:
+            raise KeyedValueError(
+                f"{key}.node.sips",
+                f"system.sips.count ({sips}) must be a whole number of nodes of {per_node} SIPs",
+            )
+        nodes, per_leaf = sips // per_node, clos.leaf.nodes
+        if nodes % per_leaf:
+            raise KeyedValueError(
+                f"{key}.leaf.nodes",
+                f"the {nodes} nodes ({sips} SIPs / {per_node}) must fill whole leaves of "
+                f"{per_leaf} nodes",
+            )
+        leaves = nodes // per_leaf
+        if leaves > 1 and leaves * clos.spine.count > MAX_LEAF_SPINE_LINKS:
+            raise KeyedValueError(
+                f"{key}.spine.count",
+                f"{leaves} leaves x {clos.spine.count} spines = {leaves * clos.spine.count} "
+                f"leaf-spine links; at most {MAX_LEAF_SPINE_LINKS} (each is two links of the "
+                "machine's graph; see kernbench.topology.limits)",
             )
         return self
 

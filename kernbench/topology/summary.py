@@ -8,7 +8,7 @@ from typing import Any
 from kernbench.topology.bundled import bundled_names, bundled_path
 from kernbench.topology.graph import MachineGraph
 from kernbench.topology.loader import load_topology
-from kernbench.topology.metrics import bisection_bandwidth, diameter_hops
+from kernbench.topology.metrics import bisection_bandwidth, clos_shape, diameter_hops
 from kernbench.topology.schema import Topology
 from kernbench.units import format_bandwidth, format_size, format_time
 
@@ -79,7 +79,28 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
             "diameter_hops": diameter_hops(graph),
             "bisection_Bps": bisection["machine"],
             "bisection_detail_Bps": bisection,
+            **_cluster(topology),
         },
+    }
+
+
+def _cluster(topology: Topology) -> dict[str, Any]:
+    """A clos interconnect's levels and its leaves' oversubscription (down over up)."""
+    clos = topology.system.interconnect.clos
+    if clos is None or topology.num_sips < 2:
+        return {}
+    nodes, leaves, spines = clos_shape(clos, topology.num_sips)
+    down = clos.node.sips * clos.leaf.nodes * clos.leaf.link.bandwidth
+    up = spines * clos.spine.link.bandwidth
+    return {
+        "cluster": {
+            "nodes": nodes,
+            "sips_per_node": clos.node.sips,
+            "leaves": leaves,
+            "nodes_per_leaf": clos.leaf.nodes,
+            "spines": spines,
+            "leaf_oversubscription": down / up if up else None,
+        }
     }
 
 
@@ -113,12 +134,28 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines += [
         "network",
         f"  inter-SIP: {summary['interconnect']}; packet {format_size(summary['packet_bytes'])}",
+        *_format_cluster(net.get("cluster")),
         f"  diameter: {net['diameter_hops']} links PE to PE",
         "  bisection: "
         + ", ".join(f"{k} {format_bandwidth(v)}" for k, v in net["bisection_detail_Bps"].items())
         + " (each direction)",
     ]
     return "\n".join(lines)
+
+
+def _format_cluster(cluster: dict[str, Any] | None) -> list[str]:
+    if cluster is None:
+        return []
+    ratio = cluster["leaf_oversubscription"]
+    spines = (
+        f"{cluster['spines']} spines; leaf oversubscription {ratio:.3g}:1"
+        if ratio is not None
+        else "no spines (one leaf)"
+    )
+    return [
+        f"  cluster: {cluster['nodes']} nodes of {cluster['sips_per_node']} SIPs;"
+        f" {cluster['leaves']} leaves of {cluster['nodes_per_leaf']} nodes; {spines}"
+    ]
 
 
 def bundled_machines() -> list[dict[str, Any]]:
