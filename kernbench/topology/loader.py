@@ -186,9 +186,10 @@ def topology_digest(topology: Topology) -> str:
 
     Units are parsed and defaults filled, so ``"1us"`` and ``"1000ns"``, or a
     default written out and left out, give the same digest.  Tune tables
-    record it to check that they are used on the machine they measured.
+    record it to check that they are used on the machine they measured.  How
+    the machine is simulated (``simulation``) is not part of the machine.
     """
-    return document_digest(topology.model_dump(mode="json"))
+    return document_digest(topology.model_dump(mode="json", exclude={"simulation"}))
 
 
 def load_topology(path: str | Path, overrides: Iterable[str] = ()) -> Topology:
