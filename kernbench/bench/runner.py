@@ -225,13 +225,30 @@ def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | No
     write_text(path, csv_text(rows, metadata), what="CSV")
 
 
+# Up to this many ranks the summary lists every rank's time; beyond, a digest.
+LISTED_RANKS = 16
+
+
+def _per_rank_line(times: Sequence[int]) -> str:
+    if len(times) <= LISTED_RANKS:
+        return "per-rank time: " + ", ".join(format_time(t) for t in times)
+    ordered = sorted(range(len(times)), key=lambda r: (times[r], r))
+    fastest, slowest = ordered[0], ordered[-1]
+    median = times[ordered[len(ordered) // 2]]
+    return (
+        f"per-rank time: min {format_time(times[fastest])} (rank {fastest}), median "
+        f"{format_time(median)}, max {format_time(times[slowest])} (rank {slowest}) "
+        f"over {len(times)} ranks (every rank's time: --report)"
+    )
+
+
 def format_run_summary(result: SimResult) -> str:
     report = result.report
     lines = [
         f"simulated time: {format_time(result.elapsed_ps)} ({result.elapsed_ps} ps) on "
         f"{report['topology']}, {report['world_size']} ranks"
         + (" (timing-only)" if report["timing_only"] else ""),
-        "per-rank time: " + ", ".join(format_time(t) for t in result.per_rank_ps),
+        _per_rank_line(result.per_rank_ps),
     ]
     if report["bytes_by_link_class"]:
         lines.append(

@@ -61,14 +61,17 @@ class _Mailboxes:
 
     def __init__(self) -> None:
         self.boxes: dict[tuple[int, int, tuple], deque] = {}
+        self.moves = 0  # payloads put or taken so far: how the scheduler sees progress
 
     def put(self, key: tuple[int, int, tuple], payload: Any) -> None:
         self.boxes.setdefault(key, deque()).append(payload)
+        self.moves += 1
 
     def take(self, key: tuple[int, int, tuple]) -> tuple[bool, Any]:
         box = self.boxes.get(key)
         if not box:
             return False, None
+        self.moves += 1
         return True, box.popleft()
 
 
@@ -192,11 +195,16 @@ class _Task:
         self.waiting = 0  # children still running
 
 
-def _run(tasks: list[_Task]) -> None:
-    """Round-robin the tasks until all are done; raise if a round moves none (a deadlock)."""
+def _run(tasks: list[_Task], mail: _Mailboxes | None = None) -> None:
+    """Round-robin the tasks until all are done; raise if a round moves none (a deadlock).
+
+    A task runs until it blocks on a receive, so a round made progress if a
+    task finished or spawned, or a payload was put or taken.
+    """
     ready = deque(tasks)
     while ready:
         progressed = False
+        moves = mail.moves if mail is not None else 0
         for _ in range(len(ready)):
             task = ready.popleft()
             task.rank.current = task.strand
@@ -222,6 +230,8 @@ def _run(tasks: list[_Task]) -> None:
                 )
             else:
                 ready.append(task)
+        if mail is not None and mail.moves != moves:
+            progressed = True
         if ready and not progressed:
             raise DistributedError(
                 "a collective's programs cannot finish: every program waits for a message "
@@ -290,6 +300,7 @@ def run_for_values(
     params: Any,
 ) -> list[RecordedRank]:
     """Run every rank of one lane with real payloads (values mode); their operations too."""
+    mail = _Mailboxes()
     made = _comms(
         pes,
         nodes,
@@ -297,9 +308,9 @@ def run_for_values(
         op=op,
         depth=depth,
         params=params,
-        mail=_Mailboxes(),
+        mail=mail,
     )
-    _run([_Task(programs[comm.rank](comm), state, 0, None) for state, comm in made])
+    _run([_Task(programs[comm.rank](comm), state, 0, None) for state, comm in made], mail)
     return [state.record for state, _ in made]
 
 
