@@ -44,7 +44,7 @@ from typing import Any
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, register
 from kernbench.ccl.algorithms.ring import chunks
-from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work
+from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work, WorkKind
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
 __all__ = [
@@ -167,7 +167,7 @@ def all_reduce(c: Comm, a: OpArgs) -> Generator:
     yield from c.drain()
 
 
-def _direct_step(p: int, block: float, work: str) -> Step:
+def _direct_step(p: int, block: float, work: WorkKind) -> Step:
     """Every rank sends ``block`` bytes to every other at once; each receiver then does ``work``
     on them, in the order it takes them (from rank r-1 first)."""
     pairs = [(r, (r + k) % p) for k in range(1, p) for r in range(p)]
