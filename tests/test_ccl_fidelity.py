@@ -176,9 +176,14 @@ def test_tuner_choice_and_prediction_on_multi_sip(nbytes, kind):
         ), module
     else:
         # Bandwidth-optimal: moves 2(p-1)/p of the data per rank.
-        assert module in ("ring", "rabenseifner", "bidirectional_ring", "hierarchical", "mesh2d"), (
-            module
-        )
+        assert module in (
+            "ring",
+            "rabenseifner",
+            "bidirectional_ring",
+            "hierarchical",
+            "mesh2d",
+            "direct",
+        ), module
     predicted = predict(
         ctx, "all_reduce", chosen, ccl_settings(ctx).resolve(chosen)[1], pes, nbytes
     )
