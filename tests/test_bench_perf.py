@@ -237,3 +237,20 @@ def test_tp_mlp_both_modes_check() -> None:
     assert rows[1]["algorithm"] == "ring+ring"
     (row,) = rows_of("tp_mlp.py", [*args, "--mode", "rs_ag"], timing_only=True)
     assert row["checked"] == "n/a" and row["total_us"] == rows[1]["total_us"]
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "key"),
+    [
+        ("dp_training_step.py", [*DP_ARGS, "--bucket-layers", "2"], "step_us"),
+        ("tp_mlp.py", ["--batch", "32", "--hidden", "64", "--block", "64"], "total_us"),
+    ],
+)
+def test_model_benches_on_the_fast_backend(script: str, args: list[str], key: str) -> None:
+    """Kernels, collectives and their overlap run on ``fast``; values still checked."""
+    detailed = rows_of(script, args)
+    fast = rows_of(script, args, overrides=["simulation.backend=fast"])
+    assert len(fast) == len(detailed)
+    for a, b in zip(detailed, fast, strict=True):
+        assert b["checked"] is True
+        assert b[key] == pytest.approx(a[key], rel=0.05)

@@ -270,9 +270,16 @@ def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
 
 # -- the tests -------------------------------------------------------------------------
 def _verify(
-    result, seen: list, name: str, config: str, p: int, ops: tuple[str, ...], data: list
+    result,
+    seen: list,
+    name: str,
+    config: str,
+    p: int,
+    ops: tuple[str, ...],
+    data: list,
+    peers: bool = True,
 ) -> None:
-    """Values against NumPy; messages against the installed neighbour tables."""
+    """Values against NumPy; messages against the installed neighbour tables (``peers``)."""
     expected = _expected(p, data, ops)
     for r in range(p):
         got = result.returns[r]
@@ -291,6 +298,8 @@ def _verify(
             for r in range(1, p):
                 assert result.returns[r][key].tobytes() == result.returns[0][key].tobytes(), key
 
+    if not peers:
+        return
     # Messages go only to installed neighbours; exactly those unless the op is rooted.
     algorithm = ALGORITHMS[name]
     plans = ccl_settings(result.context).plans
@@ -319,6 +328,29 @@ def test_algorithm_matches_numpy(name: str, p: int, monkeypatch: pytest.MonkeyPa
         rank_args=True,
     )
     _verify(result, seen, name, name, p, ops, data)
+
+
+FAST_SIZES = (3, 8)
+
+
+@pytest.mark.parametrize(
+    ("name", "p"),
+    [(n, p) for n, p in _cases() if p in FAST_SIZES],
+    ids=[f"{n}-{p}" for n, p in _cases() if p in FAST_SIZES],
+)
+def test_algorithm_matches_numpy_on_the_fast_backend(name: str, p: int) -> None:
+    """The fast backend computes the values from the same programs (ADR 0015)."""
+    ops = _served(name, p)
+    data = _data(p)
+    result = kernbench.simulate(
+        _rank,
+        topology=TOPOLOGY,
+        overrides=[*OVERRIDES, "simulation.backend=fast"],
+        world_size=p,
+        args=(name, ops, data, True),
+        rank_args=True,
+    )
+    _verify(result, [], name, name, p, ops, data, peers=False)
 
 
 PIPELINED = ("ring", "bidirectional_ring", "binary_tree", "double_binary_tree")

@@ -122,7 +122,7 @@ def _all_reduce(n: int, algorithm: str) -> np.ndarray:
     return None if current_context().timing_only else t.numpy()
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "rabenseifner", "recursive_doubling", "binomial"])
+@pytest.mark.parametrize("algorithm", ["ring", "direct", "recursive_doubling", "binomial"])
 def test_values_on_fast_match_numpy(algorithm: str) -> None:
     p, n = 8, 1003
     result = kernbench.simulate(
