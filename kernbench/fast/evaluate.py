@@ -273,10 +273,18 @@ class _Pairing:
         """
         groups: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
         dests: dict[tuple, np.ndarray] = {}
+        content: dict[int, bytes] = {}  # peer arrays are shared: hash each one once
+
+        def peers(col: Column) -> bytes:
+            found = content.get(id(col.peer))
+            if found is None:
+                found = content[id(col.peer)] = col.peer.tobytes()
+            return found
+
         for s, strand in enumerate(self.shape):
             for k, col in enumerate(strand):
                 if col.kind in MESSAGES:
-                    key = (col.channel, col.peer.tobytes())
+                    key = (col.channel, peers(col))
                     groups[key].append((s, k))
                     dests[key] = col.peer
                     self.slot[(s, k)] = key
@@ -295,7 +303,7 @@ class _Pairing:
             for k, col in enumerate(strand):
                 if col.kind != Op.RECV:
                     continue
-                wanted = (col.channel, col.peer.tobytes())
+                wanted = (col.channel, peers(col))
                 key = inverse.get(wanted, 0)
                 if key == 0:
                     key = None
@@ -536,7 +544,7 @@ def evaluate(
     clock = [np.zeros(n, dtype=np.int64) for _ in shape]
     engine_free = np.zeros(n, dtype=np.int64)
     arrival: dict[tuple[int, int], np.ndarray] = {}
-    sent_by: dict[int, list[np.ndarray]] = {}
+    last_arrival: dict[int, np.ndarray] = {}  # per communicator, for drains
     free_at: dict[tuple, np.ndarray] = {}
     cache: dict[tuple, tuple] = {}
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by round pattern
@@ -594,11 +602,14 @@ def evaluate(
                 done = depart + overhead + flow + tail
                 free_at[slot] = done
                 arrival[(s, k)] = done
-                sent_by.setdefault(col.comm, []).append(done)
+                last = last_arrival.get(col.comm)
+                last_arrival[col.comm] = done if last is None else np.maximum(last, done)
                 if kind == Op.SEND:
                     clock[s] = done
             elif kind == Op.RECV:
-                clock[s] = np.maximum(clock[s], arrival[pairing.match[(s, k)]][col.peer])
+                # Each message is taken by one receive: forget it once taken.
+                taken = arrival.pop(pairing.match[(s, k)])
+                clock[s] = np.maximum(clock[s], taken[col.peer])
             elif kind == Op.STREAM:
                 flops = col.flops
                 engine = -(-flops * PS_PER_S // vector)
@@ -607,9 +618,9 @@ def evaluate(
                 engine_free = np.where(busy, start + engine, engine_free)
                 clock[s] = np.maximum(clock[s] + memory[(s, k)], np.where(busy, engine_free, 0))
             elif kind == Op.DRAIN:
-                sent = sent_by.get(col.comm)
-                if sent:
-                    clock[s] = np.maximum(clock[s], np.max(np.stack(sent), axis=0))
+                last = last_arrival.get(col.comm)
+                if last is not None:
+                    clock[s] = np.maximum(clock[s], last)
             elif kind == Op.SPAWN:
                 for child in col.strands:
                     clock[child] = clock[s].copy()
