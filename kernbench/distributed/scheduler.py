@@ -99,6 +99,7 @@ class Scheduler:
         self.env = env
         self.world_size = world_size
         self.ranks = [RankState(r) for r in range(world_size)]
+        self._returned = 0  # ranks whose body has returned (or raised)
         self._woken: list[int] = []
         self._main: greenlet | None = None
         self.on_deadlock: Callable[[dict[int, str]], str] | None = None
@@ -165,6 +166,7 @@ class Scheduler:
 
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         self._main = getcurrent()
+        self._returned = sum(1 for state in self.ranks if state.finished)
         for state in self.ranks:
             state.glet = greenlet(self._body(fn, state), parent=self._main)
             _RANK_OF[state.glet] = state
@@ -189,10 +191,9 @@ class Scheduler:
                     raise RankError(rank, state.error).with_traceback(
                         state.traceback
                     ) from state.error
-            live = [s for s in self.ranks if not s.finished]
-            if not live:
+            if self._returned == self.world_size:
                 return [s.result for s in self.ranks]
-            ready = self._advance(live)
+            ready = self._advance()
 
     def _body(self, fn: Callable[[int], Any], state: RankState) -> Callable[[], None]:
         def body() -> None:
@@ -204,6 +205,7 @@ class Scheduler:
                 state.traceback = sys.exc_info()[2]
             finally:
                 state.finished = True
+                self._returned += 1
 
         return body
 
@@ -255,7 +257,7 @@ class Scheduler:
             reason = f"simulated time passed --max-sim-time ({self.max_sim_ps} ps)"
             raise self._limit_error(reason, {})
 
-    def _advance(self, live: list[RankState]) -> list[int]:
+    def _advance(self) -> list[int]:
         """Step the clock until some blocked rank wakes; those ranks, in rank order."""
         wall = self._wall
         while not self._woken:
@@ -266,7 +268,7 @@ class Scheduler:
             if self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps:
                 self._check_sim_time()
             if self.env.peek() == _IDLE:
-                blocked = self._blocked(live)
+                blocked = self._blocked([s for s in self.ranks if not s.finished])
                 finished = [s.rank for s in self.ranks if s.finished]
                 lines = [f"rank {r} waits for {what}" for r, what in blocked.items()]
                 if finished:
