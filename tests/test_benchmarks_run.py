@@ -47,3 +47,33 @@ def test_functional_prints_wall_time_and_memory_ratio(benchmarks_dir):
 def test_sweep_speedup_prints_the_speed_up(benchmarks_dir):
     out = _run(benchmarks_dir / "sweep_speedup.py", "--max-bytes", "64KiB", "--iters", "1")
     assert "1 worker:" in out and "2 workers:" in out and "speed-up:" in out
+
+
+def test_scale_prints_a_row_per_point_and_the_growth(benchmarks_dir):
+    out = _run(
+        benchmarks_dir / "scale.py",
+        "--ranks", "8", "16",
+        "--algorithms", "ring",
+        "--backends", "fast",
+        "--bytes", "64KiB",
+        "--topology", "multi_sip",
+    )  # fmt: skip
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("machine: bare SimPy") and "growth" in lines[1]
+    rows = [line.split() for line in lines[2:]]
+    assert [row[:3] for row in rows] == [["fast", "ring", "8"], ["fast", "ring", "16"]]
+    assert rows[0][-1] == rows[1][-1] == "step-wide"
+    float(rows[1][5])  # the growth exponent against the 8-rank point
+
+
+def test_crossval_prints_the_worst_case_per_configuration(benchmarks_dir):
+    out = _run(
+        benchmarks_dir / "crossval.py",
+        "--machines", "ring8",
+        "--configs", "ring", "binomial",
+        "--bytes", "16KiB",
+    )  # fmt: skip
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("machine: bare SimPy")
+    assert [line.split()[0] for line in lines[2:4]] == ["ring", "binomial"]
+    assert lines[-1].endswith("s wall") and "0 over their bound" in lines[-1]
