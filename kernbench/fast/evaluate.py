@@ -45,6 +45,14 @@ __all__ = ["Column", "Tables", "evaluate", "network_ps", "shared_rates", "fluid_
 MESSAGES = (Op.POST, Op.SEND)
 # How many times a repeated round pattern looks at its start offsets again.
 RECHECKS = 8
+# Programs whose flows on one link start more than this many flow times apart
+# within a round are refused: in time they overlap other rounds' flows, which
+# the round model does not see (ADR 0015).  Checked every SKEW_EVERY-th time
+# a round pattern repeats, once its rechecks are done.
+SKEW_LIMIT = 1.0
+SKEW_EVERY = 16
+# ... unless sharing links costs no message more than this share of its time.
+SHARING_MATTERS = 0.02
 
 
 @dataclass(eq=False)
@@ -449,6 +457,20 @@ def _ps(seconds: np.ndarray) -> np.ndarray:
     return np.ceil(seconds * PS_PER_S - ROUNDING_SLACK).clip(0).astype(np.int64)
 
 
+def _sharing_costs(
+    tables: Tables, messages: list[Column], priced: list[tuple[np.ndarray, np.ndarray]]
+) -> bool:
+    """Whether sharing links costs some message of a round more than SHARING_MATTERS of
+    its time alone (where it does not, when flows overlap hardly matters)."""
+    _, bottleneck, _, _ = tables.arrays()
+    for col, (flow, tail) in zip(messages, priced, strict=True):
+        alone = network_ps(tables, col.route, col.nbytes, bottleneck[col.route])
+        shared = tables.endpoint_overhead_ps + flow + tail
+        if np.any(shared - alone > SHARING_MATTERS * np.maximum(alone, 1)):
+            return True
+    return False
+
+
 def _stagger(
     tables: Tables,
     n: int,
@@ -458,37 +480,44 @@ def _stagger(
     starts: list[np.ndarray],
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]],
     base: tuple,
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, float]:
     """The round's start offsets (ps, per column then row), quantised, when flows
-    sharing a link start at different times; else ``None`` (all priced as
-    starting together, so a repeated round is priced once)."""
+    sharing a link start at different times, else ``None`` (all priced as
+    starting together); and the skew: how many typical flow times apart flows
+    sharing a link start."""
     offsets = np.stack(starts)
     offsets = offsets - offsets.min()
     spread = int(offsets.max())
     if not spread:
-        return None
-    # Offsets well under a flow's time barely change how flows share: quantise
-    # to the larger of 1/8 of the spread and 1/4 of the typical flow's time alone.
-    _, bottleneck, _, _ = tables.arrays()
-    first = messages[lead[0]] if messages else None
-    typical = 0
-    if first is not None:
-        alone = first.nbytes * float(PS_PER_S) / bottleneck[first.route]
-        typical = int(np.median(alone[np.isfinite(alone)])) if np.isfinite(alone).any() else 0
-    step = max(1, spread // 8, typical // 4)
-    offsets = (offsets // step) * step
-    if not offsets.any():
-        return None
+        return None, 0.0
     pairs = sharing.get(base)
     if pairs is None:
         pairs = sharing[base] = _shared_pairs(tables, n, messages, lead, streams)
-    if not len(pairs[0]):
-        return None
     columns, rows, first = pairs
+    if not len(columns):
+        return None, 0.0
+    at = offsets[columns, rows]
+    apart = np.maximum.reduceat(at, first) - np.minimum.reduceat(at, first)
+    if not apart.any():
+        return None, 0.0
+    # How far apart flows sharing a link start, in a typical message's time
+    # alone (bytes, latency and overheads: where latency dominates, overlaps
+    # matter little).
+    _, bottleneck, _, _ = tables.arrays()
+    typical = 0
+    if messages:
+        head = messages[lead[0]]
+        alone = network_ps(tables, head.route, head.nbytes, bottleneck[head.route])
+        typical = int(np.median(alone))
+    skew = float(apart.max()) / typical if typical else 0.0
+    # Offsets well under a flow's time barely change how flows share: quantise
+    # to the larger of 1/8 of the spread and 1/4 of the typical flow's time.
+    step = max(1, spread // 8, typical // 4)
+    offsets = (offsets // step) * step
     at = offsets[columns, rows]
     if np.array_equal(np.maximum.reduceat(at, first), np.minimum.reduceat(at, first)):
-        return None
-    return offsets
+        return None, skew
+    return offsets, skew
 
 
 def _shared_pairs(
@@ -567,9 +596,11 @@ def evaluate(
             # A round pattern is priced with the start offsets it has; its first
             # RECHECKS occurrences look again (and price again if the offsets of
             # flows that share links moved), then it keeps its last pricing: a
-            # repeated step (a ring's) settles into the sharing it has.
+            # repeated step (a ring's) settles into the sharing it has.  Every
+            # SKEW_EVERY-th occurrence checks the skew again.
             known = cache.get(base)
-            if known is None or known[2] < RECHECKS:
+            seen = 0 if known is None else known[2]
+            if known is None or seen < RECHECKS or seen % SKEW_EVERY == 0:
                 # Messages start when their rank and channel are ready, streams
                 # when their rank is.
                 starts = [
@@ -578,14 +609,14 @@ def evaluate(
                     else np.maximum(clock[s], free_at[pairing.slot[(s, k)]])
                     for s, k in messages
                 ] + [clock[s] for s, k in streams]
-                staggered = _stagger(tables, n, cols, lead, scols, starts, sharing, base)
+                staggered, skew = _stagger(tables, n, cols, lead, scols, starts, sharing, base)
                 used = b"" if staggered is None else staggered.tobytes()
-                if known is None or known[1] != used:
+                if known is None or (seen < RECHECKS and known[1] != used):
                     at = None if staggered is None else list(staggered.reshape(len(starts), n))
-                    priced = _price_round(tables, n, cols, lead, scols, at)
-                else:
-                    priced = known[0]
-                known = cache[base] = (priced, used, 1 if known is None else known[2] + 1)
+                    known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
+                if skew > SKEW_LIMIT and _sharing_costs(tables, cols, known[0][0]):
+                    return None  # flows that share links no longer start together
+            cache[base] = known = (known[0], known[1], seen + 1)
             priced = known[0]
             times, stream_times = priced
             network = dict(zip(messages, times, strict=True))
