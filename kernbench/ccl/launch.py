@@ -200,21 +200,21 @@ class CollectiveLauncher:
         programs (values computed alongside), or ``None``: run them on the machine."""
         if not self.machine.evaluates_programs:
             return None
-        recorded = RecordedCollective(
-            [
-                record_lane(
-                    programs,
-                    comms[0].pes,
-                    comms[0].nodes,
-                    memory,
-                    op=comms[0].op,
-                    depth=comms[0].depth,
-                    params=comms[0].params,
-                )
-                for (comms, programs), memory in zip(self._lanes, self._memory, strict=True)
-            ],
-            tag=f"{self.op} {self.config_name}",
-        )
+        lanes = [
+            record_lane(
+                programs,
+                comms[0].pes,
+                comms[0].nodes,
+                memory,
+                op=comms[0].op,
+                depth=comms[0].depth,
+                params=comms[0].params,
+            )
+            for (comms, programs), memory in zip(self._lanes, self._memory, strict=True)
+        ]
+        if any(lane is None for lane in lanes):
+            return None  # too irregular to record: run it on the machine
+        recorded = RecordedCollective(lanes, tag=f"{self.op} {self.config_name}")
         times = self.machine.evaluate_programs(recorded)
         self.evaluated = times is not None
         if times is not None and self.ctx.store.stores_bytes:

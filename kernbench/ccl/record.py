@@ -177,8 +177,8 @@ class RecordingComm(Comm):
         self._state.append((Op.JOIN, tuple(ids)))
 
     def _stream(self, loads: list, stores: list, flops: int) -> Generator:
-        if not flops and not any(n for _, n in loads) and not any(n for _, n in stores):
-            return
+        # Recorded even when empty (a rank whose block has no elements): every
+        # rank then runs the same sequence of operations; an empty one costs nothing.
         self._state.append((Op.STREAM, tuple(loads), tuple(stores), flops))
         return
         yield
@@ -319,6 +319,9 @@ def run_for_values(
 SYMMETRY_FROM = 64
 # Ranks outside the recorded period checked against the shifted period.
 SAMPLES = 16
+# A lane without a period is recorded rank by rank only up to this many
+# operations in all (a ragged ring of 4,096 ranks would need 67 M).
+RECORD_BUDGET = 4_000_000
 
 
 def _samples(p: int, period: int) -> list[int]:
@@ -337,17 +340,19 @@ def record_lane(
     op: str,
     depth: int | None,
     params: Any,
-) -> RecordedLane:
+) -> RecordedLane | None:
     """One lane's operations (timing mode), as few ranks as its symmetry allows.
 
     A lane of at least :data:`SYMMETRY_FROM` ranks whose programs repeat with a
     period P (rank ``q*P + i`` runs rank ``i``'s program shifted by ``q*P``) is
     recorded for ranks ``0 .. P-1`` only; P is the smallest divisor of p, up to
     p/4, for which every sampled rank's recording equals the shifted one.  Any
-    other lane is recorded rank by rank.
+    other lane is recorded rank by rank, unless that would take more than
+    :data:`RECORD_BUDGET` operations (``None``: run it message by message).
     """
     p = len(pes)
     kwargs = {"op": op, "depth": depth, "params": params}
+    first: RecordedRank | None = None
     if p >= SYMMETRY_FROM:
         roles = (pes, nodes, memory)
         where: dict[str, tuple[int, int]] = {}
@@ -362,6 +367,7 @@ def record_lane(
                 missing, record_ranks(programs, pes, nodes, missing, **kwargs), strict=True
             ):
                 recorded[rank] = record
+                first = first or record
                 made = relative(record.strands, where)
                 if made is None:
                     break
@@ -376,4 +382,6 @@ def record_lane(
             ):
                 ranks = [RecordedRank(strands) for strands in rel]
                 return RecordedLane(pes, nodes, depth, ranks, period=period, roles=roles)
+        if first is not None and p * sum(map(len, first.strands)) > RECORD_BUDGET:
+            return None
     return RecordedLane(pes, nodes, depth, record_ranks(programs, pes, nodes, range(p), **kwargs))
