@@ -79,7 +79,13 @@ class _Flow(maxmin.Flow):
     ) -> None:
         # ``weight`` identical flows (same route, size and start) moving as one:
         # max-min fairness gives them equal rates, so they finish together.
-        super().__init__(fid, edges, weight)
+        # (The solver's fields are set here rather than by a super() call: a
+        # flow is made per transfer, millions of times in a large collective.)
+        self.fid = fid
+        self.edges = edges
+        self.weight = weight
+        self.rate = 0.0
+        self.bottleneck = -1
         self.size = nbytes
         self.remaining = float(nbytes)
         self.updated = now
@@ -110,12 +116,14 @@ class FlowNetwork:
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
         self._dirty: set[int] = set()
         self._rebalance_pending = False
-        # Flow completions: (time, order, flow, version), stale entries skipped,
+        # Flow completions: per time, the (flow, version) entries in the order
+        # they were queued (stale entries are skipped), a heap of those times,
         # and the times of the wake-ups queued in SimPy (at most one is needed
-        # per distinct earliest completion).
-        self._due: list[tuple[int, int, _Flow, int]] = []
+        # per distinct earliest completion).  Symmetric flows finish at the same
+        # picosecond, so a bucket per time keeps the heap small and its keys ints.
+        self._due: dict[int, list[tuple[_Flow, int]]] = {}
+        self._due_times: list[int] = []
         self._wakes: list[int] = []
-        self._seq = 0
         # Hooks taking flow starts, link busy spans and link loads (observe.py).
         self.observers = observers if observers is not None else Observers()
         self.vector_region = maxmin.VECTOR_REGION
@@ -162,14 +170,15 @@ class FlowNetwork:
         if stream:
             tail = 0
         else:
-            cost = self.route_cost(route)
+            cost = self._route_costs.get(route) or self.route_cost(route)
             tail = cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
         if nbytes <= 0:
             _deliver(env, done, tail)
             return
         self.flows_started += weight
-        flow = _Flow(self._next_fid, route, nbytes, env.now, weight)
-        self._next_fid += 1
+        fid = self._next_fid
+        self._next_fid = fid + 1
+        flow = _Flow(fid, route, nbytes, env.now, weight)
         flow.done = done
         flow.tail = tail
         active = self.active
@@ -179,9 +188,14 @@ class FlowNetwork:
             for hook in observers.flow:
                 hook(record)
         # A trace of link loads rebalances even idle links, to log their load.
-        idle = not observers.link_load and not any(active[e] for e in route)
+        idle = not observers.link_load
+        if idle:
+            for e in route:
+                if active[e]:
+                    idle = False
+                    break
         for e in route:
-            active[e][flow.fid] = flow
+            active[e][fid] = flow
         if idle:
             # Alone on its links: its rate is known now, no rebalance needed.  A
             # flow joining later (even at this instant) rebalances it as usual.
@@ -190,7 +204,7 @@ class FlowNetwork:
         else:
             self._mark_dirty(route)
 
-    def _mark_dirty(self, edges: tuple[int, ...]) -> None:
+    def _mark_dirty(self, edges: Sequence[int]) -> None:
         """Rebalance once per instant, after every flow starting or ending now has.
 
         Many flows often start or end at the same picosecond (a collective step,
@@ -254,35 +268,44 @@ class FlowNetwork:
 
     def _schedule(self, flow: _Flow) -> None:
         """Queue the flow's completion at its current rate (an earlier entry goes stale)."""
-        flow.version += 1
+        flow.version = version = flow.version + 1
         delay = math.ceil(flow.remaining * PS_PER_S / flow.rate - ROUNDING_SLACK)
         if delay < 0:
             delay = 0
         when = self.env.now + delay
-        self._seq += 1
-        heapq.heappush(self._due, (when, self._seq, flow, flow.version))
-        if not self._wakes or when < self._wakes[0]:
-            heapq.heappush(self._wakes, when)
+        bucket = self._due.get(when)
+        if bucket is None:
+            self._due[when] = [(flow, version)]
+            heapq.heappush(self._due_times, when)
+        else:
+            bucket.append((flow, version))
+        wakes = self._wakes
+        if not wakes or when < wakes[0]:
+            heapq.heappush(wakes, when)
             self.env.timeout(delay).callbacks.append(self._wake)
 
     def _wake(self, _event: simpy.Event) -> None:
         """Finish every flow due now; keep one wake-up queued for the next one due."""
         now = self.env.now
-        heapq.heappop(self._wakes)
-        due = self._due
-        while due and due[0][0] <= now:
-            _, _, flow, version = heapq.heappop(due)
-            if version == flow.version and flow.done is not None:
-                self._finish(flow)
-        while due and due[0][2].version != due[0][3]:
-            heapq.heappop(due)  # superseded: no wake-up for it
-        if due and (not self._wakes or due[0][0] < self._wakes[0]):
-            heapq.heappush(self._wakes, due[0][0])
-            self.env.timeout(due[0][0] - now).callbacks.append(self._wake)
+        wakes, due, times = self._wakes, self._due, self._due_times
+        heapq.heappop(wakes)
+        # Entries in (time, queued) order, as one heap of (time, order) would give.
+        while times and times[0] <= now:
+            for flow, version in due.pop(heapq.heappop(times)):
+                if version == flow.version and flow.done is not None:
+                    self._finish(flow)
+        while times:  # a time whose entries are all superseded needs no wake-up
+            if any(version == flow.version for flow, version in due[times[0]]):
+                break
+            del due[heapq.heappop(times)]
+        if times and (not wakes or times[0] < wakes[0]):
+            heapq.heappush(wakes, times[0])
+            self.env.timeout(times[0] - now).callbacks.append(self._wake)
 
     def _finish(self, flow: _Flow) -> None:
-        for e in flow.edges:
-            del self.active[e][flow.fid]
+        active, fid, edges = self.active, flow.fid, flow.edges
+        for e in edges:
+            del active[e][fid]
         observers = self.observers
         if observers.link_busy:
             now = self.env.now
@@ -293,8 +316,8 @@ class FlowNetwork:
         done, flow.done = flow.done, None
         _deliver(self.env, done, flow.tail)  # the last byte still has to arrive
         if not observers.link_load:  # links left idle need no rates (a trace logs them idle)
-            busy = tuple(e for e in flow.edges if self.active[e])
+            busy = [e for e in edges if active[e]]
             if busy:
                 self._mark_dirty(busy)
         else:
-            self._mark_dirty(flow.edges)
+            self._mark_dirty(edges)
