@@ -30,7 +30,7 @@ from kernbench.machine.observe import FlowStarted, LinkBusy, LinkLoad, Observers
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S
 
-__all__ = ["Delivery", "FlowNetwork"]
+__all__ = ["Delivery", "FlowNetwork", "Timer"]
 
 
 class Delivery(simpy.Event):
@@ -53,20 +53,36 @@ class Delivery(simpy.Event):
         self.env.schedule(self, simpy.events.NORMAL, delay)
 
 
+class Timer(simpy.Event):
+    """An event that calls ``callback(event)`` ``delay`` picoseconds from now.
+
+    The fabric's own timers (completions, rebalances, α, route tails) are
+    queued like ``env.timeout(delay)`` with one callback, so they fire in the
+    same order, but without a timeout's argument checks, its callback list
+    built empty and appended to, and a closure per timer.  ``delay`` >= 0.
+    """
+
+    def __init__(self, env: simpy.Environment, delay: int, callback: Callable) -> None:
+        self.env = env
+        self.callbacks = [callback]
+        self._ok = True
+        self._value = None
+        env.schedule(self, simpy.events.NORMAL, delay)
+
+
 def _deliver(env: simpy.Environment, done: simpy.Event | Callable[[], None], delay: int) -> None:
     """Fire the delivery (or succeed the event, or call the callable) ``delay`` ps from now."""
     if isinstance(done, Delivery):
         done.fire_after(delay)
     elif isinstance(done, simpy.Event):
         if delay:
-            env.timeout(delay).callbacks.append(lambda _ev: done.succeed())
+            Timer(env, delay, lambda _ev: done.succeed())
         else:
             done.succeed()
     elif not delay:
         done()
     else:
-        timer = env.timeout(delay)
-        timer.callbacks.append(lambda _ev: done())
+        Timer(env, delay, lambda _ev: done())
 
 
 class _Flow(maxmin.Flow):
@@ -215,7 +231,7 @@ class FlowNetwork:
         self._dirty.update(edges)
         if not self._rebalance_pending:
             self._rebalance_pending = True
-            self.env.timeout(0).callbacks.append(self._rebalance_dirty)
+            Timer(self.env, 0, self._rebalance_dirty)
 
     def _rebalance_dirty(self, _event: simpy.Event) -> None:
         self._rebalance_pending = False
@@ -282,7 +298,7 @@ class FlowNetwork:
         wakes = self._wakes
         if not wakes or when < wakes[0]:
             heapq.heappush(wakes, when)
-            self.env.timeout(delay).callbacks.append(self._wake)
+            Timer(self.env, delay, self._wake)
 
     def _wake(self, _event: simpy.Event) -> None:
         """Finish every flow due now; keep one wake-up queued for the next one due."""
@@ -300,7 +316,7 @@ class FlowNetwork:
             del due[heapq.heappop(times)]
         if times and (not wakes or times[0] < wakes[0]):
             heapq.heappush(wakes, times[0])
-            self.env.timeout(times[0] - now).callbacks.append(self._wake)
+            Timer(self.env, times[0] - now, self._wake)
 
     def _finish(self, flow: _Flow) -> None:
         active, fid, edges = self.active, flow.fid, flow.edges

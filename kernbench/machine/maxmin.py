@@ -90,7 +90,8 @@ def fill(
     links: dict[int, list[Flow]] = {}
     for flow in region.values():
         for e in flow.edges:
-            links[e] = []
+            if e not in links:
+                links[e] = []
     residual: dict[int, float] = {}
     count: dict[int, int] = {}
     members: dict[int, list[Flow]] = {}  # link -> the region's flows on it, in arrival order
