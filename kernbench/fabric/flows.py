@@ -132,6 +132,8 @@ class FlowNetwork:
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
         self._dirty: set[int] = set()
         self._rebalance_pending = False
+        # Links a group of streams solved at once would have marked, and when.
+        self._held: tuple[int, list[int]] | None = None
         # Flow completions: per time, the (flow, version) entries in the order
         # they were queued (stale entries are skipped), a heap of those times,
         # and the times of the wake-ups queued in SimPy (at most one is needed
@@ -220,6 +222,57 @@ class FlowNetwork:
         else:
             self._mark_dirty(route)
 
+    def start_streams(
+        self, streams: Sequence[tuple[tuple[int, ...], int, int]], done: Callable[[], None]
+    ) -> None:
+        """Start PE streams ``(route, nbytes, weight)`` together; each calls ``done`` when it ends.
+
+        The same as :meth:`start` with ``stream=True`` for each in turn, but
+        when no other flow crosses their links (a reduction reading and
+        writing one memory, say) they are solved at once, as the closed group
+        the rebalance at the end of this instant would solve, instead of
+        marking their links.  If anything else changes at this instant, the
+        links they would have marked are marked after all, so every rebalance
+        solves what it would have.  (Their completions are queued now rather
+        than at the rebalance: same-instant order, no time, differs.)
+        """
+        active, observers = self.active, self.observers
+        if (
+            len(streams) < 2
+            or self._rebalance_pending
+            or observers.link_load
+            or observers.flow
+            or any(not route or nbytes <= 0 for route, nbytes, _ in streams)
+            or any(active[e] for route, _, _ in streams for e in route)
+        ):
+            for route, nbytes, weight in streams:
+                self.start(route, nbytes, done, stream=True, weight=weight)
+            return
+        now = self.env.now
+        group: dict[int, _Flow] = {}
+        marked: list[int] = []  # the links start() would have marked
+        for route, nbytes, weight in streams:
+            self.flows_started += weight
+            fid = self._next_fid
+            self._next_fid = fid + 1
+            flow = _Flow(fid, route, nbytes, now, weight)
+            flow.done = done
+            if any(active[e] for e in route):
+                marked.extend(route)
+            for e in route:
+                active[e][fid] = flow
+            group[fid] = flow
+        if not marked:  # disjoint: each alone on its links, as start() would see it
+            for flow in group.values():
+                flow.bottleneck, flow.rate = maxmin.alone_rate(flow, self.capacity)
+                self._schedule(flow)
+            return
+        rates, necks, _ = maxmin.fill(group, active, self.capacity)
+        for fid, flow in group.items():
+            flow.rate, flow.bottleneck = rates[fid], necks[fid]
+            self._schedule(flow)
+        self._held = (now, marked)
+
     def _mark_dirty(self, edges: Sequence[int]) -> None:
         """Rebalance once per instant, after every flow starting or ending now has.
 
@@ -232,6 +285,11 @@ class FlowNetwork:
         if not self._rebalance_pending:
             self._rebalance_pending = True
             Timer(self.env, 0, self._rebalance_dirty)
+            held = self._held
+            if held is not None:  # a group solved at once this instant: its links too
+                self._held = None
+                if held[0] == self.env.now:
+                    self._dirty.update(held[1])
 
     def _rebalance_dirty(self, _event: simpy.Event) -> None:
         self._rebalance_pending = False

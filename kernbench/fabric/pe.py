@@ -172,5 +172,6 @@ class PeEngines:
                 else:
                     on_done()
 
-        for (path, n), weight in streams.items():
-            self.links.start(path, n, one_done, stream=True, weight=weight)
+        self.links.start_streams(
+            [(path, n, weight) for (path, n), weight in streams.items()], one_done
+        )
