@@ -267,9 +267,9 @@ class FlowNetwork:
                 flow.bottleneck, flow.rate = maxmin.alone_rate(flow, self.capacity)
                 self._schedule(flow)
             return
-        rates, necks, _ = maxmin.fill(group, active, self.capacity)
-        for fid, flow in group.items():
-            flow.rate, flow.bottleneck = rates[fid], necks[fid]
+        for fid, (rate, neck) in maxmin.closed_rates(group, active, self.capacity).items():
+            flow = group[fid]
+            flow.rate, flow.bottleneck = rate, neck
             self._schedule(flow)
         self._held = (now, marked)
 

@@ -32,6 +32,7 @@ __all__ = [
     "VECTOR_REGION",
     "Flow",
     "alone_rate",
+    "closed_rates",
     "fair_rates",
     "fill",
     "unfair",
@@ -73,6 +74,26 @@ def alone_rate(flow: Flow, capacity: Sequence[float]) -> tuple[int, float]:
         if capacity[e] < capacity[neck] or (capacity[e] == capacity[neck] and e < neck):
             neck = e
     return neck, capacity[neck] / flow.weight
+
+
+def closed_rates(
+    group: dict[int, Flow], active: Active, capacity: Sequence[float]
+) -> dict[int, tuple[float, int]]:
+    """Rate and bottleneck link of each flow of a group no other flow shares a link with.
+
+    What :func:`fill` gives, and without its passes when every flow of the
+    group crosses the link filling would freeze first (a PE reading and
+    writing one memory): then all freeze there, at its capacity per flow.
+    """
+    load: dict[int, int] = {}
+    for flow in group.values():
+        for e in flow.edges:
+            load[e] = load.get(e, 0) + flow.weight
+    share, link = min((capacity[e] / n, e) for e, n in load.items())
+    if all(link in flow.edges for flow in group.values()):
+        return dict.fromkeys(group, (share, link))
+    rates, necks, _ = fill(group, active, capacity)
+    return {fid: (rates[fid], necks[fid]) for fid in group}
 
 
 def fill(
