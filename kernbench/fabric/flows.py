@@ -271,7 +271,11 @@ class FlowNetwork:
             flow = group[fid]
             flow.rate, flow.bottleneck = rate, neck
             self._schedule(flow)
-        self._held = (now, marked)
+        held = self._held
+        if held is not None and held[0] == now:  # another group solved at this instant
+            held[1].extend(marked)
+        else:
+            self._held = (now, marked)
 
     def _mark_dirty(self, edges: Sequence[int]) -> None:
         """Rebalance once per instant, after every flow starting or ending now has.
