@@ -58,11 +58,13 @@ class Timer(simpy.Event):
 
     The fabric's own timers (completions, rebalances, α, route tails) are
     queued like ``env.timeout(delay)`` with one callback, so they fire in the
-    same order, but without a timeout's argument checks, its callback list
-    built empty and appended to, and a closure per timer.  ``delay`` >= 0.
+    same order, but without a timeout's callback list built empty and
+    appended to, and a closure per timer.
     """
 
     def __init__(self, env: simpy.Environment, delay: int, callback: Callable) -> None:
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
         self.env = env
         self.callbacks = [callback]
         self._ok = True
