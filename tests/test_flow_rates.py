@@ -155,3 +155,38 @@ def test_weighted_flow_is_the_same_as_that_many_flows() -> None:
     # 3 GB/s: two flows at 1.5 GB/s for 0.5 us (750 B each), then three at 1 GB/s
     # until the small one ends at 1.5 us, then the two at 1.5 GB/s for 1250 B more.
     assert run(weighted=True) == [1_500_000, 2_333_334, 2_333_334]
+
+
+@pytest.mark.parametrize("joiner", [None, (1, 3), (3,), (2,)], ids=str)
+def test_streams_started_together_end_as_if_started_one_by_one(joiner) -> None:
+    """A reduction's streams (two reads through one memory port, a write back
+    through it) solved at once as a closed group end when starting them one by
+    one ends them, also when another flow joins one of their links, or starts
+    apart from them, at the same instant."""
+
+    def run(together: bool) -> list[tuple[str, int]]:
+        env = simpy.Environment()
+        bandwidth = [4 * GB, 16 * GB, 16 * GB, 2 * GB]
+        edges = [
+            Edge(i, f"l{i}", f"n{i}", f"n{i + 1}", bw, 0, "x") for i, bw in enumerate(bandwidth)
+        ]
+        net = FlowNetwork(env, edges, packet_bytes=1)
+        ends: list[tuple[str, int]] = []
+        streams = [((0, 1), 10**6, 2), ((2, 0), 10**6, 1)]
+        if together:
+            net.start_streams(streams, lambda: ends.append(("stream", env.now)))
+        else:
+            for route, nbytes, weight in streams:
+                net.start(
+                    route,
+                    nbytes,
+                    lambda: ends.append(("stream", env.now)),
+                    stream=True,
+                    weight=weight,
+                )
+        if joiner is not None:
+            net.start(joiner, 3 * 10**5, lambda: ends.append(("joiner", env.now)), stream=True)
+        env.run()
+        return ends
+
+    assert run(together=True) == run(together=False)

@@ -66,3 +66,30 @@ def test_solving_a_region_from_nothing_is_the_full_solution(seed, vector_region)
     for e, cap in enumerate(capacity):
         load = sum(rates[f.fid] * f.weight for f in active[e].values())
         assert load <= cap * (1 + 1e-9)
+
+
+def test_a_group_sharing_one_memory_port_freezes_there_together():
+    # A reduction: two reads of one memory (weight 2) and a write, all through
+    # its port (link 0, 128 GB/s), each also on a link of its own to the PE.
+    read, write = Flow(0, (0, 1), weight=2), Flow(1, (2, 0))
+    active: list[dict[int, Flow]] = [{0: read, 1: write}, {0: read}, {1: write}]
+    rates = maxmin.closed_rates({0: read, 1: write}, active, [128e9, 512e9, 512e9])
+    assert rates == {0: (128e9 / 3, 0), 1: (128e9 / 3, 0)}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_closed_rates_are_what_filling_gives(seed):
+    """With or without a link every flow crosses, closed_rates equals fill exactly."""
+    rng = random.Random(seed)
+    capacity, flows = _random_case(rng, rng.randint(1, 4), 5)
+    if seed % 2:  # every flow also crosses one slow link
+        capacity.append(rng.choice([0.5, 1.0]) * 1e9)
+        flows = [Flow(f.fid, (*f.edges, len(capacity) - 1), f.weight) for f in flows]
+    group = {f.fid: f for f in flows}
+    active: list[dict[int, Flow]] = [{} for _ in capacity]
+    for f in flows:
+        for e in f.edges:
+            active[e][f.fid] = f
+    rates, necks, _ = maxmin.fill(group, active, capacity)
+    expected = {fid: (rates[fid], necks[fid]) for fid in group}
+    assert maxmin.closed_rates(group, active, capacity) == expected

@@ -259,15 +259,21 @@ class Scheduler:
 
     def _advance(self) -> list[int]:
         """Step the clock until some blocked rank wakes; those ranks, in rank order."""
-        wall = self._wall
-        while not self._woken:
+        wall, limit, woken = self._wall, self.max_sim_ps, self._woken
+        peek, step = self.env.peek, self.env.step
+        if wall is None and limit is None:  # the common case, one event after another
+            while not woken:
+                if peek() == _IDLE:
+                    break
+                step()
+        while not woken:
             # SimPy turns an exception in a process into a failed event and steps on, so an
             # interrupt that hit a kernel program is not always seen: stop here once fired.
             if wall is not None and wall.fired:
                 raise WallTimeExpired
-            if self.max_sim_ps is not None and self.env.peek() > self.max_sim_ps:
+            if limit is not None and peek() > limit:
                 self._check_sim_time()
-            if self.env.peek() == _IDLE:
+            if peek() == _IDLE:
                 blocked = self._blocked([s for s in self.ranks if not s.finished])
                 finished = [s.rank for s in self.ranks if s.finished]
                 lines = [f"rank {r} waits for {what}" for r, what in blocked.items()]
@@ -281,7 +287,7 @@ class Scheduler:
                     + "\n  ".join(lines),
                     blocked,
                 )
-            self.env.step()
+            step()
         self._check_sim_time()
         woken = sorted(set(self._woken))
         self._woken.clear()

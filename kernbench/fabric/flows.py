@@ -30,7 +30,7 @@ from kernbench.machine.observe import FlowStarted, LinkBusy, LinkLoad, Observers
 from kernbench.topology.graph import Edge
 from kernbench.units import PS_PER_S
 
-__all__ = ["Delivery", "FlowNetwork"]
+__all__ = ["Delivery", "FlowNetwork", "Timer"]
 
 
 class Delivery(simpy.Event):
@@ -53,20 +53,38 @@ class Delivery(simpy.Event):
         self.env.schedule(self, simpy.events.NORMAL, delay)
 
 
+class Timer(simpy.Event):
+    """An event that calls ``callback(event)`` ``delay`` picoseconds from now.
+
+    The fabric's own timers (completions, rebalances, α, route tails) are
+    queued like ``env.timeout(delay)`` with one callback, so they fire in the
+    same order, but without a timeout's callback list built empty and
+    appended to, and a closure per timer.
+    """
+
+    def __init__(self, env: simpy.Environment, delay: int, callback: Callable) -> None:
+        if delay < 0:
+            raise ValueError(f"negative delay {delay}")
+        self.env = env
+        self.callbacks = [callback]
+        self._ok = True
+        self._value = None
+        env.schedule(self, simpy.events.NORMAL, delay)
+
+
 def _deliver(env: simpy.Environment, done: simpy.Event | Callable[[], None], delay: int) -> None:
     """Fire the delivery (or succeed the event, or call the callable) ``delay`` ps from now."""
     if isinstance(done, Delivery):
         done.fire_after(delay)
     elif isinstance(done, simpy.Event):
         if delay:
-            env.timeout(delay).callbacks.append(lambda _ev: done.succeed())
+            Timer(env, delay, lambda _ev: done.succeed())
         else:
             done.succeed()
     elif not delay:
         done()
     else:
-        timer = env.timeout(delay)
-        timer.callbacks.append(lambda _ev: done())
+        Timer(env, delay, lambda _ev: done())
 
 
 class _Flow(maxmin.Flow):
@@ -79,7 +97,13 @@ class _Flow(maxmin.Flow):
     ) -> None:
         # ``weight`` identical flows (same route, size and start) moving as one:
         # max-min fairness gives them equal rates, so they finish together.
-        super().__init__(fid, edges, weight)
+        # (The solver's fields are set here rather than by a super() call: a
+        # flow is made per transfer, millions of times in a large collective.)
+        self.fid = fid
+        self.edges = edges
+        self.weight = weight
+        self.rate = 0.0
+        self.bottleneck = -1
         self.size = nbytes
         self.remaining = float(nbytes)
         self.updated = now
@@ -110,12 +134,16 @@ class FlowNetwork:
         self._route_costs: dict[tuple[int, ...], RouteCost] = {}
         self._dirty: set[int] = set()
         self._rebalance_pending = False
-        # Flow completions: (time, order, flow, version), stale entries skipped,
+        # Links a group of streams solved at once would have marked, and when.
+        self._held: tuple[int, list[int]] | None = None
+        # Flow completions: per time, the (flow, version) entries in the order
+        # they were queued (stale entries are skipped), a heap of those times,
         # and the times of the wake-ups queued in SimPy (at most one is needed
-        # per distinct earliest completion).
-        self._due: list[tuple[int, int, _Flow, int]] = []
+        # per distinct earliest completion).  Symmetric flows finish at the same
+        # picosecond, so a bucket per time keeps the heap small and its keys ints.
+        self._due: dict[int, list[tuple[_Flow, int]]] = {}
+        self._due_times: list[int] = []
         self._wakes: list[int] = []
-        self._seq = 0
         # Hooks taking flow starts, link busy spans and link loads (observe.py).
         self.observers = observers if observers is not None else Observers()
         self.vector_region = maxmin.VECTOR_REGION
@@ -162,14 +190,15 @@ class FlowNetwork:
         if stream:
             tail = 0
         else:
-            cost = self.route_cost(route)
+            cost = self._route_costs.get(route) or self.route_cost(route)
             tail = cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
         if nbytes <= 0:
             _deliver(env, done, tail)
             return
         self.flows_started += weight
-        flow = _Flow(self._next_fid, route, nbytes, env.now, weight)
-        self._next_fid += 1
+        fid = self._next_fid
+        self._next_fid = fid + 1
+        flow = _Flow(fid, route, nbytes, env.now, weight)
         flow.done = done
         flow.tail = tail
         active = self.active
@@ -179,9 +208,14 @@ class FlowNetwork:
             for hook in observers.flow:
                 hook(record)
         # A trace of link loads rebalances even idle links, to log their load.
-        idle = not observers.link_load and not any(active[e] for e in route)
+        idle = not observers.link_load
+        if idle:
+            for e in route:
+                if active[e]:
+                    idle = False
+                    break
         for e in route:
-            active[e][flow.fid] = flow
+            active[e][fid] = flow
         if idle:
             # Alone on its links: its rate is known now, no rebalance needed.  A
             # flow joining later (even at this instant) rebalances it as usual.
@@ -190,7 +224,62 @@ class FlowNetwork:
         else:
             self._mark_dirty(route)
 
-    def _mark_dirty(self, edges: tuple[int, ...]) -> None:
+    def start_streams(
+        self, streams: Sequence[tuple[tuple[int, ...], int, int]], done: Callable[[], None]
+    ) -> None:
+        """Start PE streams ``(route, nbytes, weight)`` together; each calls ``done`` when it ends.
+
+        The same as :meth:`start` with ``stream=True`` for each in turn, but
+        when no other flow crosses their links (a reduction reading and
+        writing one memory, say) they are solved at once, as the closed group
+        the rebalance at the end of this instant would solve, instead of
+        marking their links.  If anything else changes at this instant, the
+        links they would have marked are marked after all, so every rebalance
+        solves what it would have.  (Their completions are queued now rather
+        than at the rebalance: same-instant order, no time, differs.)
+        """
+        active, observers = self.active, self.observers
+        if (
+            len(streams) < 2
+            or self._rebalance_pending
+            or observers.link_load
+            or observers.flow
+            or any(not route or nbytes <= 0 for route, nbytes, _ in streams)
+            or any(active[e] for route, _, _ in streams for e in route)
+        ):
+            for route, nbytes, weight in streams:
+                self.start(route, nbytes, done, stream=True, weight=weight)
+            return
+        now = self.env.now
+        group: dict[int, _Flow] = {}
+        marked: list[int] = []  # the links start() would have marked
+        for route, nbytes, weight in streams:
+            self.flows_started += weight
+            fid = self._next_fid
+            self._next_fid = fid + 1
+            flow = _Flow(fid, route, nbytes, now, weight)
+            flow.done = done
+            if any(active[e] for e in route):
+                marked.extend(route)
+            for e in route:
+                active[e][fid] = flow
+            group[fid] = flow
+        if not marked:  # disjoint: each alone on its links, as start() would see it
+            for flow in group.values():
+                flow.bottleneck, flow.rate = maxmin.alone_rate(flow, self.capacity)
+                self._schedule(flow)
+            return
+        for fid, (rate, neck) in maxmin.closed_rates(group, active, self.capacity).items():
+            flow = group[fid]
+            flow.rate, flow.bottleneck = rate, neck
+            self._schedule(flow)
+        held = self._held
+        if held is not None and held[0] == now:  # another group solved at this instant
+            held[1].extend(marked)
+        else:
+            self._held = (now, marked)
+
+    def _mark_dirty(self, edges: Sequence[int]) -> None:
         """Rebalance once per instant, after every flow starting or ending now has.
 
         Many flows often start or end at the same picosecond (a collective step,
@@ -201,7 +290,12 @@ class FlowNetwork:
         self._dirty.update(edges)
         if not self._rebalance_pending:
             self._rebalance_pending = True
-            self.env.timeout(0).callbacks.append(self._rebalance_dirty)
+            Timer(self.env, 0, self._rebalance_dirty)
+            held = self._held
+            if held is not None:  # a group solved at once this instant: its links too
+                self._held = None
+                if held[0] == self.env.now:
+                    self._dirty.update(held[1])
 
     def _rebalance_dirty(self, _event: simpy.Event) -> None:
         self._rebalance_pending = False
@@ -254,35 +348,44 @@ class FlowNetwork:
 
     def _schedule(self, flow: _Flow) -> None:
         """Queue the flow's completion at its current rate (an earlier entry goes stale)."""
-        flow.version += 1
+        flow.version = version = flow.version + 1
         delay = math.ceil(flow.remaining * PS_PER_S / flow.rate - ROUNDING_SLACK)
         if delay < 0:
             delay = 0
         when = self.env.now + delay
-        self._seq += 1
-        heapq.heappush(self._due, (when, self._seq, flow, flow.version))
-        if not self._wakes or when < self._wakes[0]:
-            heapq.heappush(self._wakes, when)
-            self.env.timeout(delay).callbacks.append(self._wake)
+        bucket = self._due.get(when)
+        if bucket is None:
+            self._due[when] = [(flow, version)]
+            heapq.heappush(self._due_times, when)
+        else:
+            bucket.append((flow, version))
+        wakes = self._wakes
+        if not wakes or when < wakes[0]:
+            heapq.heappush(wakes, when)
+            Timer(self.env, delay, self._wake)
 
     def _wake(self, _event: simpy.Event) -> None:
         """Finish every flow due now; keep one wake-up queued for the next one due."""
         now = self.env.now
-        heapq.heappop(self._wakes)
-        due = self._due
-        while due and due[0][0] <= now:
-            _, _, flow, version = heapq.heappop(due)
-            if version == flow.version and flow.done is not None:
-                self._finish(flow)
-        while due and due[0][2].version != due[0][3]:
-            heapq.heappop(due)  # superseded: no wake-up for it
-        if due and (not self._wakes or due[0][0] < self._wakes[0]):
-            heapq.heappush(self._wakes, due[0][0])
-            self.env.timeout(due[0][0] - now).callbacks.append(self._wake)
+        wakes, due, times = self._wakes, self._due, self._due_times
+        heapq.heappop(wakes)
+        # Entries in (time, queued) order, as one heap of (time, order) would give.
+        while times and times[0] <= now:
+            for flow, version in due.pop(heapq.heappop(times)):
+                if version == flow.version and flow.done is not None:
+                    self._finish(flow)
+        while times:  # a time whose entries are all superseded needs no wake-up
+            if any(version == flow.version for flow, version in due[times[0]]):
+                break
+            del due[heapq.heappop(times)]
+        if times and (not wakes or times[0] < wakes[0]):
+            heapq.heappush(wakes, times[0])
+            Timer(self.env, times[0] - now, self._wake)
 
     def _finish(self, flow: _Flow) -> None:
-        for e in flow.edges:
-            del self.active[e][flow.fid]
+        active, fid, edges = self.active, flow.fid, flow.edges
+        for e in edges:
+            del active[e][fid]
         observers = self.observers
         if observers.link_busy:
             now = self.env.now
@@ -293,8 +396,8 @@ class FlowNetwork:
         done, flow.done = flow.done, None
         _deliver(self.env, done, flow.tail)  # the last byte still has to arrive
         if not observers.link_load:  # links left idle need no rates (a trace logs them idle)
-            busy = tuple(e for e in flow.edges if self.active[e])
+            busy = [e for e in edges if active[e]]
             if busy:
                 self._mark_dirty(busy)
         else:
-            self._mark_dirty(flow.edges)
+            self._mark_dirty(edges)

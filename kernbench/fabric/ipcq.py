@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import simpy
 
+from kernbench.fabric.flows import Timer
 from kernbench.machine import IpcqInstall
 from kernbench.machine.observe import Observers, QueueDepth
 from kernbench.topology.graph import MachineGraph
@@ -58,6 +59,8 @@ class _Send:
     payload_fn: Callable[[], Any] | None
     route: tuple[int, ...]
     on_sent: Callable[[], None] | None
+    channel: _Channel | None = None  # set when the transmitter takes it
+    start: int = 0  # when the transmitter took it
 
 
 class _Channel:
@@ -199,18 +202,18 @@ class Ipcq:
     def _transmit(self, channel: _Channel) -> None:
         send = channel.waiting_transmitter.popleft()
         channel.busy = True
-        start = self.env.now
-
-        def cross() -> None:
-            self.links.start(send.route, send.nbytes, lambda: self._arrived(channel, send, start))
-
+        send.channel = channel
+        send.start = self.env.now
         if self.endpoint_overhead_ps:
-            timer = self.env.timeout(self.endpoint_overhead_ps)
-            timer.callbacks.append(lambda _ev: cross())
+            Timer(self.env, self.endpoint_overhead_ps, lambda _ev: self._cross(send))
         else:
-            cross()
+            self._cross(send)
 
-    def _arrived(self, channel: _Channel, send: _Send, start: int) -> None:
+    def _cross(self, send: _Send) -> None:
+        self.links.start(send.route, send.nbytes, lambda: self._arrived(send))
+
+    def _arrived(self, send: _Send) -> None:
+        channel, start = send.channel, send.start
         self.messages += 1
         channel.sent += 1
         message = IpcqMessage(channel.src, channel.dst, send.nbytes, channel.sent, send.payload)
@@ -261,8 +264,11 @@ class Ipcq:
         if channel.credit_timer or not channel.returning:
             return
         channel.credit_timer = True
-        timer = self.env.timeout(channel.returning[0] - self.env.now)
-        timer.callbacks.append(lambda _ev: self._credit_timer_fired(channel))
+        Timer(
+            self.env,
+            channel.returning[0] - self.env.now,
+            lambda _ev: self._credit_timer_fired(channel),
+        )
 
     def _credit_timer_fired(self, channel: _Channel) -> None:
         channel.credit_timer = False

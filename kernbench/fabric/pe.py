@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import simpy
 
 from kernbench.errors import KernBenchError, RouteError
+from kernbench.fabric.flows import Timer
 from kernbench.machine import Compute
 from kernbench.machine.api import PeSpec, Stream
 from kernbench.machine.observe import EngineBusy, Observers
@@ -66,7 +67,7 @@ class PeUnit:
 def _succeed_at(env: simpy.Environment, event: simpy.Event, at: int) -> None:
     """Succeed ``event`` now, or at ``at`` if that is later."""
     if at > env.now:
-        env.timeout(at - env.now).callbacks.append(lambda _ev: event.succeed())
+        Timer(env, at - env.now, lambda _ev: event.succeed())
     else:
         event.succeed()
 
@@ -157,7 +158,7 @@ class PeEngines:
         env = self.env
         if not streams:
             if engine_end > env.now:
-                env.timeout(engine_end - env.now).callbacks.append(lambda _ev: on_done())
+                Timer(env, engine_end - env.now, lambda _ev: on_done())
             else:
                 on_done()
             return
@@ -167,9 +168,10 @@ class PeEngines:
             left[0] -= 1
             if not left[0]:
                 if engine_end > env.now:
-                    env.timeout(engine_end - env.now).callbacks.append(lambda _ev: on_done())
+                    Timer(env, engine_end - env.now, lambda _ev: on_done())
                 else:
                     on_done()
 
-        for (path, n), weight in streams.items():
-            self.links.start(path, n, one_done, stream=True, weight=weight)
+        self.links.start_streams(
+            [(path, n, weight) for (path, n), weight in streams.items()], one_done
+        )

@@ -32,6 +32,7 @@ __all__ = [
     "VECTOR_REGION",
     "Flow",
     "alone_rate",
+    "closed_rates",
     "fair_rates",
     "fill",
     "unfair",
@@ -75,35 +76,62 @@ def alone_rate(flow: Flow, capacity: Sequence[float]) -> tuple[int, float]:
     return neck, capacity[neck] / flow.weight
 
 
+def closed_rates(
+    group: dict[int, Flow], active: Active, capacity: Sequence[float]
+) -> dict[int, tuple[float, int]]:
+    """Rate and bottleneck link of each flow of a group no other flow shares a link with.
+
+    What :func:`fill` gives, and without its passes when every flow of the
+    group crosses the link filling would freeze first (a PE reading and
+    writing one memory): then all freeze there, at its capacity per flow.
+    """
+    load: dict[int, int] = {}
+    for flow in group.values():
+        for e in flow.edges:
+            load[e] = load.get(e, 0) + flow.weight
+    share, link = min((capacity[e] / n, e) for e, n in load.items())
+    if all(link in flow.edges for flow in group.values()):
+        return dict.fromkeys(group, (share, link))
+    rates, necks, _ = fill(group, active, capacity)
+    return {fid: (rates[fid], necks[fid]) for fid in group}
+
+
 def fill(
     region: dict[int, Flow], active: Active, capacity: Sequence[float]
-) -> tuple[dict[int, float], dict[int, int], dict[int, None]]:
+) -> tuple[dict[int, float], dict[int, int], dict[int, list[Flow]]]:
     """Progressive filling of ``region``'s flows, every other flow at its current rate.
 
     Repeatedly take the link whose remaining capacity per unfrozen flow is the
     smallest (ties: the lowest link index), freeze its flows at that share and
     take their rate off every link they cross.  Every change pushes the link's
     new share; an entry whose share is out of date is skipped when popped.
-    Returns each flow's rate and the link it was frozen at, and the links.
+    Returns each flow's rate and the link it was frozen at, and the links,
+    each with the flows on it from outside the region (in arrival order).
     """
-    links: dict[int, None] = {}
+    links: dict[int, list[Flow]] = {}
     for flow in region.values():
         for e in flow.edges:
-            links[e] = None
+            if e not in links:
+                links[e] = []
     residual: dict[int, float] = {}
     count: dict[int, int] = {}
+    members: dict[int, list[Flow]] = {}  # link -> the region's flows on it, in arrival order
     heap = []
-    for e in links:
+    for e, outside in links.items():
         free, n = capacity[e], 0
+        inside = []
         for fid, other in active[e].items():
             if fid in region:
                 n += other.weight
+                inside.append(other)
             else:
                 free -= other.rate * other.weight
+                outside.append(other)
         if free < 0.0:
             free = 0.0
         residual[e] = free
         count[e] = n
+        members[e] = inside
         heap.append((free / n, e))
     heapq.heapify(heap)
     rate: dict[int, float] = {}
@@ -116,8 +144,9 @@ def fill(
         if not n or share != residual[link] / n:
             continue  # stale: a newer entry for this link is in the heap
         touched: dict[int, None] = {}
-        for fid, flow in active[link].items():
-            if fid in rate or fid not in region:
+        for flow in members[link]:
+            fid = flow.fid
+            if fid in rate:
                 continue
             rate[fid] = share
             neck[fid] = link
@@ -142,16 +171,18 @@ def unfair(
     region: dict[int, Flow],
     rates: dict[int, float],
     necks: dict[int, int],
-    links: dict[int, None],
+    links: dict[int, list[Flow]],
     active: Active,
     capacity: Sequence[float],
 ) -> dict[int, Flow]:
     """Flows outside ``region`` that must join it for ``rates`` to be max-min fair.
 
-    A flow inside whose freezing link carries a faster outside flow, or an
-    outside flow on the region's links left without a bottleneck, shows the
-    fixed rates were wrong there.  An outside flow whose last bottleneck is
-    off the region's links keeps it: nothing on that link changed.
+    ``links`` is what :func:`fill` returns: the region's links, each with the
+    flows on it from outside.  A flow inside whose freezing link carries a
+    faster outside flow, or an outside flow on the region's links left without
+    a bottleneck, shows the fixed rates were wrong there.  An outside flow
+    whose last bottleneck is off the region's links keeps it: nothing on that
+    link changed.
     """
     stats: dict[int, tuple[float, float]] = {}  # link -> (load, fastest flow)
 
@@ -170,7 +201,11 @@ def unfair(
     grow: dict[int, Flow] = {}
     for fid, f in region.items():
         r = rates[fid]
-        if bottleneck_at(necks[fid], r):
+        neck = necks[fid]
+        # Filling saturated the link a flow froze at, and only the region's
+        # flows cross it when no outside flow does, none of them faster: it is
+        # a bottleneck without looking.
+        if not links[neck] or bottleneck_at(neck, r):
             continue
         # Frozen at a link where a flow held from outside is faster: another
         # link must be its bottleneck, and is remembered as such, since the
@@ -185,11 +220,11 @@ def unfair(
                     if other_id not in region and g.rate > r:
                         grow[other_id] = g
     outside: dict[int, Flow] = {}
-    for e in links:
-        for fid, g in active[e].items():
-            if fid not in region:
-                outside[fid] = g
-    recheck_outside(outside.items(), links, bottleneck_at, grow)
+    for on_link in links.values():
+        for g in on_link:
+            outside[g.fid] = g
+    if outside:
+        recheck_outside(outside.items(), links, bottleneck_at, grow)
     return grow
 
 
