@@ -126,7 +126,7 @@ class Comm:
 
     def __init__(
         self,
-        machine: Machine,
+        machine: Machine | None,
         rank: int,
         pes: list[str],
         nodes: list[str],
@@ -137,7 +137,8 @@ class Comm:
         params: Any = None,
     ) -> None:
         self.machine = machine
-        self.clock: Clock = machine.clock
+        # No machine: a recording communicator (ccl.record), which times nothing.
+        self.clock: Clock = machine.clock if machine is not None else None
         self.rank = rank
         self.size = len(pes)
         self.pes = pes

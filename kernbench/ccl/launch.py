@@ -114,8 +114,8 @@ class CollectiveLauncher:
         self.nbytes = 0
         self.ranks = 0  # ranks of the widest lane
         self.evaluated = False  # priced step-wide by the machine (not run message by message)
-        self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]]]] = []
-        self._memory: list[list[str]] = []  # per lane: each rank's memory node
+        # Per lane: its communicators, programs and each rank's memory node.
+        self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]], list[str]]] = []
         self._refresh: list[DeviceTensor] = []
 
     def lane(
@@ -146,9 +146,8 @@ class CollectiveLauncher:
             )
             for rank in range(len(pes))
         ]
-        self._lanes.append((comms, list(programs)))
+        self._lanes.append((comms, list(programs), list(memory_nodes)))
         self.ranks = max(self.ranks, len(pes))
-        self._memory.append(list(memory_nodes))
 
     def refresh_replicas(self, tensor: DeviceTensor) -> None:
         self._refresh.append(tensor)
@@ -161,7 +160,7 @@ class CollectiveLauncher:
             overhead = max(
                 (
                     self.machine.pe_spec(c.pe).launch_overhead_ps
-                    for comms, _ in self._lanes
+                    for comms, _, _ in self._lanes
                     for c in comms
                 ),
                 default=0,
@@ -172,13 +171,13 @@ class CollectiveLauncher:
             if times is None:
                 processes = [
                     self.env.process(self._on_pe(comm, program))
-                    for comms, programs in self._lanes
+                    for comms, programs, _ in self._lanes
                     for comm, program in zip(comms, programs, strict=True)
                 ]
             else:
                 processes = [
                     self.env.process(self._timed(comm, ps))
-                    for (comms, _), lane_times in zip(self._lanes, times, strict=True)
+                    for (comms, _, _), lane_times in zip(self._lanes, times, strict=True)
                     for comm, ps in zip(comms, lane_times, strict=True)
                 ]
             yield self.env.all_of(processes)
@@ -188,7 +187,6 @@ class CollectiveLauncher:
             # The launcher stays on as the run's record of this collective: it must not
             # keep the tensors (and their memory) alive once they are done with.
             self._lanes.clear()
-            self._memory.clear()
             self._refresh.clear()
             done.succeed()
 
@@ -210,7 +208,7 @@ class CollectiveLauncher:
                 depth=comms[0].depth,
                 params=comms[0].params,
             )
-            for (comms, programs), memory in zip(self._lanes, self._memory, strict=True)
+            for comms, programs, memory in self._lanes
         ]
         if any(lane is None for lane in lanes):
             return None  # too irregular to record: run it on the machine
@@ -218,7 +216,7 @@ class CollectiveLauncher:
         times = self.machine.evaluate_programs(recorded)
         self.evaluated = times is not None
         if times is not None and self.ctx.store.stores_bytes:
-            for comms, programs in self._lanes:
+            for comms, programs, _ in self._lanes:
                 c = comms[0]
                 run_for_values(programs, c.pes, c.nodes, op=c.op, depth=c.depth, params=c.params)
         return times
@@ -247,7 +245,7 @@ class CollectiveLauncher:
         """Install the neighbour tables this configuration needs, once per set of PEs."""
         plans = ccl_settings(self.ctx).plans
         installs = []
-        for comms, _ in self._lanes:
+        for comms, _, _ in self._lanes:
             pes = tuple(c.pe for c in comms)
             key = (self.config_name, self.op, pes)
             if key in plans:

@@ -97,18 +97,8 @@ class RecordingComm(Comm):
         params: Any,
         mail: _Mailboxes | None,
     ) -> None:
-        # Comm's attributes, without a machine: nothing here is timed.
-        self.machine = None
-        self.clock = None
-        self.rank = rank
-        self.size = len(pes)
-        self.pes = pes
-        self.nodes = nodes
-        self.pe = pes[rank]
-        self.op = op
-        self.key = path
-        self.depth = depth
-        self.params = params
+        # Without a machine: nothing here is timed.
+        super().__init__(None, rank, pes, nodes, op=op, key=path, depth=depth, params=params)
         self._state = rank_state
         self._global = ranks
         self._mail = mail

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kernbench.machine.api import ROUNDING_SLACK, RouteCost
-from kernbench.machine.maxmin import Flow, array_fill, fair_rates
+from kernbench.machine.maxmin import array_fill
 from kernbench.machine.programs import Op
 from kernbench.units import PS_PER_S
 
@@ -137,8 +137,7 @@ class Tables:
 
     # -- streams --------------------------------------------------------------------------
     def stream_ps(self, pe: str, loads: tuple, stores: tuple) -> int:
-        """Time of one PE's memory streams alone (identical streams as one weighted flow;
-        a stream that ends leaves its links to the others, as the fabric shares them)."""
+        """Time of one PE's memory streams alone, sharing its links (:func:`fluid_finish`)."""
         key = (pe, loads, stores)
         known = self._streams.get(key)
         if known is None:
@@ -146,31 +145,15 @@ class Tables:
         return known
 
     def _stream_ps(self, pe: str, loads: tuple, stores: tuple) -> int:
-        grouped: dict[tuple[tuple[int, ...], int], int] = {}
-        for node, n in loads:
-            if n:
-                key = (self.route(node, pe), n)
-                grouped[key] = grouped.get(key, 0) + 1
-        for node, n in stores:
-            if n:
-                key = (self.route(pe, node), n)
-                grouped[key] = grouped.get(key, 0) + 1
-        remaining: dict[int, float] = {}
-        active: dict[int, Flow] = {}
-        for fid, ((path, n), weight) in enumerate(grouped.items()):
-            if path:
-                active[fid] = Flow(fid, path, weight)
-                remaining[fid] = float(n)
-        now = 0.0
-        while active:
-            fair_rates(active.values(), self.capacity)
-            step = min(remaining[fid] / f.rate for fid, f in active.items())
-            now += step
-            for fid, f in list(active.items()):
-                remaining[fid] -= f.rate * step
-                if remaining[fid] <= 1e-9 * f.rate + 1e-6:
-                    del active[fid]
-        return int(np.ceil(now * PS_PER_S - ROUNDING_SLACK)) if now else 0
+        moved = [(self.route_of(node, pe), n) for node, n in loads if n]
+        moved += [(self.route_of(pe, node), n) for node, n in stores if n]
+        moved = [(route, n) for route, n in moved if self.routes[route]]
+        if not moved:
+            return 0
+        routes = np.fromiter((route for route, _ in moved), dtype=np.intp, count=len(moved))
+        sizes = np.fromiter((n for _, n in moved), dtype=np.int64, count=len(moved))
+        seconds = float(fluid_finish(self, routes, sizes).max())
+        return int(np.ceil(seconds * PS_PER_S - ROUNDING_SLACK))
 
 
 def shared_rates(tables: Tables, routes: np.ndarray) -> np.ndarray:
