@@ -114,14 +114,14 @@ class _Lane:
 
         return self.memo.get(("route", id(self.lane), rel), make)
 
-    def streams(self, ops: list[tuple]) -> tuple[np.ndarray, np.ndarray, tuple]:
-        """Stream times alone, vector work, and the flows (see :meth:`stream_flows`)."""
+    def streams(self, ops: list[tuple]) -> tuple[tuple, np.ndarray, tuple]:
+        """The traffic pattern, vector work, and the flows (see :meth:`stream_flows`)."""
         rel = tuple((op[1], op[2]) for op in ops)
         flops = self.memo.get(
             ("flops", self.p, self.period, tuple(op[3] for op in ops)),
             lambda: self._tile([op[3] for op in ops]).astype(np.int64),
         )
-        return self.stream_times(rel), flops, self.stream_flows(rel)
+        return rel, flops, self.stream_flows(rel)
 
     def stream_flows(self, rel: tuple) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
         """Per flow: (route id, bytes) for every row; ``()`` if the rows' shapes differ."""
@@ -257,11 +257,15 @@ def _column(head: tuple, s: int, k: int, made: list[_Lane], memo: _Memo) -> Colu
         return Column(kind, channel=head[2], peer=_join(memo, [m.peers(per_lane(m)) for m in made]))
     if kind == Op.STREAM:
         parts = [m.streams(per_lane(m)) for m in made]
+        flows = _join_flows(memo, [c for _, _, c in parts])
+        # Streams with flows are priced in their round's fluid; only irregular
+        # ones need their time alone.
+        alone = None
+        if not flows:
+            patterns = [rel for rel, _, _ in parts]
+            alone = _join(memo, [m.stream_times(r) for m, r in zip(made, patterns, strict=True)])
         return Column(
-            kind,
-            stream_ps=_join(memo, [a for a, _, _ in parts]),
-            flops=_join(memo, [b for _, b, _ in parts]),
-            flows=_join_flows(memo, [c for _, _, c in parts]),
+            kind, stream_ps=alone, flops=_join(memo, [b for _, b, _ in parts]), flows=flows
         )
     if kind == Op.DRAIN:
         return Column(kind, comm=head[1])

@@ -66,7 +66,7 @@ class Column:
     peer: np.ndarray | None = None  # messages: receiver rows; receives: sender rows
     nbytes: np.ndarray | None = None  # messages
     route: np.ndarray | None = None  # messages: route ids (Tables.route_of)
-    stream_ps: np.ndarray | None = None  # streams: memory traffic time, alone
+    stream_ps: np.ndarray | None = None  # streams without regular flows: their time alone
     flops: np.ndarray | None = None  # streams: vector work
     # streams: (route ids, bytes) per flow, when every row's traffic has the same shape
     flows: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
