@@ -180,20 +180,56 @@ def test_symmetric_lane_is_recorded_one_period_long() -> None:
         assert shifted(lane.ranks[0].strands, r, p, lane.roles) == full[r].strands
 
 
-def test_ragged_ring_is_recorded_rank_by_rank() -> None:
-    # blocks of different sizes: rank r's program is not rank 0's shifted
+def test_ragged_ring_is_recorded_one_period_long_at_its_widest() -> None:
+    # blocks of 64 or 65 elements: rank r's program is rank 0's shifted up to one
+    # element per operation, so one period is recorded with the larger sizes
     p = SYMMETRY_FROM
     pes, nodes, memory, buffers = _lane(p, 64 * p + 5)
-    lane = record_lane(
-        _programs("ring", "all_reduce", buffers),
-        pes,
-        nodes,
-        memory,
-        op="sum",
-        depth=None,
-        params={"chunks": 1},
-    )
+    programs = _programs("ring", "all_reduce", buffers)
+    kwargs = {"op": "sum", "depth": None, "params": {"chunks": 1}}
+    lane = record_lane(programs, pes, nodes, memory, **kwargs)
+    assert lane.period == 1 and len(lane.ranks) == 1
+    full = record_ranks(programs, pes, nodes, range(p), **kwargs)
+    sends = [op for op in lane.ranks[0].strands[0] if op[0] == Op.SEND or op[0] == Op.POST]
+    assert {op[3] for op in sends} == {65 * 4}
+    for r in range(p):
+        concrete = shifted(lane.ranks[0].strands, r, p, lane.roles)[0]
+        for got, exact in zip(concrete, full[r].strands[0], strict=True):
+            assert got[0] == exact[0]
+            if got[0] == Op.SEND or got[0] == Op.POST:
+                assert got[:3] == exact[:3] and got[4:] == exact[4:]
+                assert 0 <= got[3] - exact[3] <= 4
+
+
+def _sizes_by_rank(nbytes):
+    def program(comm):
+        yield from comm.send((comm.rank + 1) % comm.size, None, nbytes(comm.rank))
+        yield from comm.recv((comm.rank - 1) % comm.size)
+
+    return program
+
+
+def test_lane_whose_sizes_differ_widely_is_recorded_rank_by_rank() -> None:
+    p = SYMMETRY_FROM
+    pes, nodes, memory, _ = _lane(p, p)
+    kwargs = {"op": "sum", "depth": None, "params": {}}
+    lane = record_lane([_sizes_by_rank(lambda r: 512 * r)] * p, pes, nodes, memory, **kwargs)
     assert lane.period is None and len(lane.ranks) == p
+    assert [rank.strands[0][0][3] for rank in lane.ranks] == [512 * r for r in range(p)]
+    # sizes that repeat every two ranks: an exact period of 2
+    lane = record_lane(
+        [_sizes_by_rank(lambda r: 4096 * (r % 2) + 8)] * p, pes, nodes, memory, **kwargs
+    )
+    assert lane.period == 2 and [r.strands[0][0][3] for r in lane.ranks] == [8, 4104]
+
+
+def test_ragged_lane_crossvalidates_within_its_bound() -> None:
+    # 100 elements over 64 ranks (blocks of 1 or 2): priced at the widest block
+    points = compare("multi_sip", "ring", (64,), overrides=["system.device_level=cube"], nbytes=400)
+    by_op = {p.op: p for p in points}
+    for op in ("all_reduce", "reduce_scatter", "all_gather"):
+        assert by_op[op].evaluated, op
+        assert by_op[op].error <= 0.001, (op, by_op[op])
 
 
 def test_recording_leaves_values_alone() -> None:
@@ -233,3 +269,32 @@ def test_summary_digests_per_rank_times_of_big_runs() -> None:
     line = format_run_summary(result).splitlines()[1]
     assert line.startswith("per-rank time: min 5ps (rank 7)")
     assert f"(rank {len(times) - 1})" in line and f"over {len(times)} ranks" in line
+
+
+def test_repeated_collective_reuses_its_recording() -> None:
+    from kernbench.ccl.record import record_cache
+    from kernbench.ccl.settings import CclSettings, use_settings
+    from kernbench.distributed.world import World
+    from kernbench.runtime import use_context
+
+    topo = load_topology("multi_sip", ["system.device_level=cube", "simulation.backend=fast"])
+    ctx = RuntimeContext(topo, timing_only=True)
+    use_settings(ctx, CclSettings.from_overrides([]))
+    world = World(ctx, 64)
+
+    def body(rank: int) -> None:
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        dist.init_process_group()
+        a, b = torch.empty(4096), torch.empty(8192)
+        for t in (a, a, b, a):
+            dist.all_reduce(t, algorithm="ring")
+
+    with use_context(ctx):
+        world.run(body)
+    spans = [c.end_ps - c.algo_start_ps for c in world.collectives]
+    assert all(c.evaluated for c in world.collectives)
+    # the second and fourth calls reuse the first's recording; the third is new
+    assert record_cache(ctx.machine).hits == 2
+    assert spans[0] == spans[1] == spans[3] and spans[2] > spans[0]

@@ -25,7 +25,7 @@ from kernbench.ccl.buffers import buffer_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
-from kernbench.ccl.record import record_lane, run_for_values
+from kernbench.ccl.record import record_cache, record_lane, run_for_values
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tuner import auto_choice, unfit
 from kernbench.distributed.world import set_p2p_launch
@@ -198,18 +198,22 @@ class CollectiveLauncher:
         programs (values computed alongside), or ``None``: run them on the machine."""
         if not self.machine.evaluates_programs:
             return None
-        lanes = [
-            record_lane(
-                programs,
-                comms[0].pes,
-                comms[0].nodes,
-                memory,
-                op=comms[0].op,
-                depth=comms[0].depth,
-                params=comms[0].params,
-            )
-            for comms, programs, memory in self._lanes
-        ]
+        cache = record_cache(self.machine)
+        lanes = []
+        for comms, programs, memory in self._lanes:
+            c = comms[0]
+            signatures = [getattr(program, "signature", None) for program in programs]
+            key = None
+            if None not in signatures:
+                key = (c.op, c.depth, repr(sorted(c.params.items())), tuple(c.pes))
+                key += (tuple(c.nodes), tuple(memory), tuple(signatures))
+            found, lane = cache.get(key)
+            if not found:
+                lane = record_lane(
+                    programs, c.pes, c.nodes, memory, op=c.op, depth=c.depth, params=c.params
+                )
+                cache.put(key, lane)
+            lanes.append(lane)
         if any(lane is None for lane in lanes):
             return None  # too irregular to record: run it on the machine
         recorded = RecordedCollective(lanes, tag=f"{self.op} {self.config_name}")
@@ -305,6 +309,26 @@ def _lane_table(tensors: Sequence[DeviceTensor], op: str) -> list[list[LaneBuffe
     return table
 
 
+def _region_key(region: Region | None) -> tuple | None:
+    if region is None:
+        return None
+    b = region.buffer
+    return (b.pe, b.memory_node, b.dtype.name, b.count, region.start, region.stop)
+
+
+def _args_key(args: OpArgs) -> tuple:
+    """What a program's recording depends on: where its regions live and their sizes."""
+    return (
+        _region_key(args.buf),
+        _region_key(args.inp),
+        _region_key(args.out),
+        tuple(map(_region_key, args.blocks)),
+        tuple(map(_region_key, args.sends)),
+        tuple(map(_region_key, args.recvs)),
+        args.root,
+    )
+
+
 def _program(
     algorithm: Algorithm, op: str, args: OpArgs, after: Callable[[Comm], Generator] | None = None
 ) -> Callable[[Comm], Generator]:
@@ -315,6 +339,10 @@ def _program(
         if after is not None:
             yield from after(c)
 
+    # Two programs with equal signatures record the same operations (RecordCache).
+    tail = getattr(after, "signature", None) if after is not None else ()
+    if tail is not None:
+        program.signature = (algorithm.name, op, _args_key(args), tail)  # type: ignore[attr-defined]
     return program
 
 
@@ -331,6 +359,7 @@ def _average(region: Region, size: int) -> Callable[[Comm], Generator]:
     def after(c: Comm) -> Generator:
         yield from c.average(region, size)
 
+    after.signature = ("average", _region_key(region), size)  # type: ignore[attr-defined]
     return after
 
 
