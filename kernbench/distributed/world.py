@@ -409,10 +409,11 @@ class World:
             )
         return launch
 
-    def post_send(self, tensor: Any, dst: int, tag: int) -> _Rendezvous:
+    def post_send(self, tensor: Any, dst: int, tag: int, what: str = "send") -> _Rendezvous:
+        """Post a send of ``tensor`` to ``dst``; ``what`` is the user's call, for errors."""
         me = self.rank
-        self._p2p("send")
-        self._check_peer(dst, "send")
+        self._p2p(what)
+        self._check_peer(dst, what, "send to")
         rv = self._p2p_rendezvous(f"send to rank {dst} (tag {tag})")
         waiting = self._p2p_recvs.get((dst, tag), [])
         for i, (recv_tensor, src, recv_rv) in enumerate(waiting):
@@ -423,11 +424,12 @@ class World:
         self._p2p_sends.setdefault((me, dst, tag), []).append((tensor, rv))
         return rv
 
-    def post_recv(self, tensor: Any, src: int | None, tag: int) -> _Rendezvous:
+    def post_recv(self, tensor: Any, src: int | None, tag: int, what: str = "recv") -> _Rendezvous:
+        """Post a receive into ``tensor`` from ``src`` (any rank if None)."""
         me = self.rank
-        self._p2p("recv")
+        self._p2p(what)
         if src is not None:
-            self._check_peer(src, "recv")
+            self._check_peer(src, what, "receive from")
         where = "any rank" if src is None else f"rank {src}"
         rv = self._p2p_rendezvous(f"recv from {where} (tag {tag})")
         sources = range(self.world_size) if src is None else (src,)
@@ -446,11 +448,11 @@ class World:
         rv.what = what
         return rv
 
-    def _check_peer(self, peer: int, what: str) -> None:
+    def _check_peer(self, peer: int, what: str, verb: str) -> None:
         if not isinstance(peer, int) or not 0 <= peer < self.world_size:
             raise DistributedError(f"{what}: peer rank {peer!r} is not in 0..{self.world_size - 1}")
         if peer == self.rank:
-            raise DistributedError(f"{what}: rank {peer} cannot {what} to itself")
+            raise DistributedError(f"{what}: rank {peer} cannot {verb} itself")
 
     def _match(
         self,
