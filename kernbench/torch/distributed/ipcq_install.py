@@ -48,14 +48,17 @@ def _count(value: Any, arg: str) -> int:
 
 
 def _placement(
-    ctx: RuntimeContext, world_size: int, rank_to_pe: Sequence[Any] | None
+    ctx: RuntimeContext, world_size: int, rank_to_pe: Sequence[Any] | None, source: str
 ) -> list[tuple[int, int, int]]:
-    """Each rank's (sip, cube, pe): as given (checked) or each device's first PE."""
+    """Each rank's (sip, cube, pe): as given (checked) or each device's first PE.
+
+    ``source`` says where ``world_size`` came from, for errors.
+    """
     topo = ctx.topology
     if rank_to_pe is None:
         if world_size > ctx.num_devices:
             raise DistributedError(
-                f"{WHAT}: world_size_override={world_size} ranks but the machine has "
+                f"{WHAT}: {source} asks for {world_size} ranks but the machine has "
                 f"{ctx.num_devices} devices at level {topo.system.device_level!r} (valid: "
                 f"1..{ctx.num_devices}); pass rank_to_pe to place the ranks on PEs"
             )
@@ -109,13 +112,14 @@ def install_plan(
         name = f"{name}@{ccl_yaml}"  # not the run's configuration of that name
     if world_size_override is not None:
         world_size = _count(world_size_override, "world_size_override")
+        source = f"world_size_override={world_size}"
     elif config.world_size is not None:
-        world_size = config.world_size
+        world_size, source = config.world_size, f"configuration {name!r}"
     elif rank_to_pe is not None:
-        world_size = _count(len(rank_to_pe), "len(rank_to_pe)")
+        world_size, source = _count(len(rank_to_pe), "len(rank_to_pe)"), "rank_to_pe"
     else:
-        world_size = ctx.num_devices
-    coords = _placement(ctx, world_size, rank_to_pe)
+        world_size, source = ctx.num_devices, "one rank per device"
+    coords = _placement(ctx, world_size, rank_to_pe, source)
     pes = tuple(names.pe(*c) for c in coords)
     algo = get_algorithm(config.module)
     reasons = {op: unfit(config, op, pes) for op in algo.ops}
