@@ -258,3 +258,28 @@ def test_kernbench_topology_that_names_nothing_lists_the_bundled_machines(
     monkeypatch.setenv("KERNBENCH_TOPOLOGY", "topologies/nope.yaml")
     with pytest.raises(InputFileError, match="bundled: .*ring8"):
         default_topology_path()
+
+
+def _bad_argument(what: str):
+    dist.init_process_group()
+    t = torch.ones(4)
+    if what == "op":
+        dist.all_reduce(t, op="sum")
+    elif what == "group":
+        dist.broadcast(t, src=0, group="everyone")
+    else:
+        dist.send(t, dst=1, group="everyone")
+
+
+@pytest.mark.parametrize(
+    ("what", "message"),
+    [
+        ("op", "all_reduce: op must be a dist.ReduceOp (ReduceOp.SUM, "),
+        ("group", "broadcast: group must be a ProcessGroup"),
+        ("p2p-group", "send: group must be a ProcessGroup"),
+    ],
+)
+def test_argument_errors_name_the_call(what, message) -> None:
+    with pytest.raises(RankError) as info:
+        kernbench.simulate(_bad_argument, topology="multi_sip", world_size=2, args=(what,))
+    assert message in str(info.value.__cause__)

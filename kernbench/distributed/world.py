@@ -467,7 +467,7 @@ class World:
         me = self.rank
         self._p2p(what)
         self._check_peer(dst, what, "send to")
-        rv = self._p2p_rendezvous(f"send to rank {dst} (tag {tag})")
+        rv = self._p2p_rendezvous(f"{what} to rank {dst} (tag {tag})")
         waiting = self._p2p_recvs.get((dst, tag), [])
         for i, (recv_tensor, src, recv_rv) in enumerate(waiting):
             if src is None or src == me:
@@ -484,7 +484,7 @@ class World:
         if src is not None:
             self._check_peer(src, what, "receive from")
         where = "any rank" if src is None else f"rank {src}"
-        rv = self._p2p_rendezvous(f"recv from {where} (tag {tag})")
+        rv = self._p2p_rendezvous(f"{what} from {where} (tag {tag})")
         sources = range(self.world_size) if src is None else (src,)
         for s in sources:
             pending = self._p2p_sends.get((s, me, tag))

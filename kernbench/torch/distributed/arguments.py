@@ -67,17 +67,21 @@ def initialised(what: str) -> tuple[World, int]:
 
 
 # -- group, op, root, peer ------------------------------------------------------------------
-def resolve_group(group: Any, world: World) -> ProcessGroup:
-    """``group=``: None or WORLD, a ProcessGroup, or a one-dimensional DeviceMesh."""
+def resolve_group(group: Any, world: World, what: str = "") -> ProcessGroup:
+    """``group=`` of call ``what``: None or WORLD, a ProcessGroup, or a 1-D DeviceMesh."""
+    prefix = f"{what}: " if what else ""
     if group is None or group is GroupMember.WORLD:
         return world.world_group
     if group is GroupMember.NON_GROUP_MEMBER:
-        raise DistributedError("this rank is not a member of the group it passed")
+        raise DistributedError(f"{prefix}this rank is not a member of the group it passed")
     if isinstance(group, ProcessGroup):
         return group
     if isinstance(group, DeviceMesh):
         return group.get_group()
-    raise DistributedError(f"group must be a ProcessGroup, got {type(group).__name__}")
+    raise DistributedError(
+        f"{prefix}group must be a ProcessGroup (from new_group), a one-dimensional DeviceMesh "
+        f"or None, got {type(group).__name__}"
+    )
 
 
 def not_in_group(group: Any, me: int, what: str, stacklevel: int = 3) -> bool:
@@ -87,7 +91,7 @@ def not_in_group(group: Any, me: int, what: str, stacklevel: int = 3) -> bool:
     group it does not belong to (``GroupMember.NON_GROUP_MEMBER`` from
     ``new_group``, or a group of other ranks) skips the call with a warning
     and returns at once, touching no tensor and waiting for nobody.
-    ``stacklevel`` counts from the caller of this function's caller.
+    ``stacklevel`` is the user's frame counted from this function's caller (1).
     """
     outside = group is GroupMember.NON_GROUP_MEMBER or (
         isinstance(group, ProcessGroup) and group.group_rank(me) < 0
@@ -100,10 +104,13 @@ def not_in_group(group: Any, me: int, what: str, stacklevel: int = 3) -> bool:
     return outside
 
 
-def reduce_op_name(op: Any) -> str:
+def reduce_op_name(op: Any, what: str = "") -> str:
+    """The name the collectives take for ``op=`` of call ``what``."""
     if isinstance(op, ReduceOp):
         return op.value
-    raise DistributedError(f"op must be a dist.ReduceOp (got {op!r})")
+    prefix = f"{what}: " if what else ""
+    valid = ", ".join(f"ReduceOp.{o.name}" for o in ReduceOp)
+    raise DistributedError(f"{prefix}op must be a dist.ReduceOp ({valid}); got {op!r}")
 
 
 def root_group_rank(
@@ -127,7 +134,7 @@ def peer_rank(
 ) -> int:
     """The global rank of a point-to-point peer, from its global rank ``arg`` (``dst`` or
     ``src``) or its rank in ``group`` (``group_dst`` / ``group_src``)."""
-    pg = resolve_group(group, world)
+    pg = resolve_group(group, world, what)
     if group_rank is not None and rank is not None:
         raise DistributedError(f"{what}: give {arg}= or group_{arg}=, not both")
     if group_rank is not None:
@@ -267,4 +274,4 @@ def collective_call(what: str, group: Any) -> CollectiveCall | None:
     world, me = initialised(what)
     if not_in_group(group, me, what, stacklevel=3):
         return None
-    return CollectiveCall(what, world, me, resolve_group(group, world))
+    return CollectiveCall(what, world, me, resolve_group(group, world, what))

@@ -51,7 +51,7 @@ def all_reduce(
     call = collective_call("all_reduce", group)
     if call is None:
         return None
-    t, red = call.tensor(tensor), reduce_op_name(op)
+    t, red = call.tensor(tensor), reduce_op_name(op, call.what)
     return call.submit(
         signature(t, op=red, algorithm=algorithm),
         t,
@@ -95,7 +95,7 @@ def reduce(
     call = collective_call("reduce", group)
     if call is None:
         return None
-    t, red = call.tensor(tensor), reduce_op_name(op)
+    t, red = call.tensor(tensor), reduce_op_name(op, call.what)
     root = call.root(dst, group_dst)
     return call.submit(
         signature(t, dst=call.group.ranks[root], op=red, algorithm=algorithm),
@@ -164,7 +164,7 @@ def reduce_scatter(
     call = collective_call("reduce_scatter", group)
     if call is None:
         return None
-    out, red = call.tensor(output), reduce_op_name(op)
+    out, red = call.tensor(output), reduce_op_name(op, call.what)
     ins = call.tensors(input_list)
     check_count(ins, call.group, call.what, "input_list")
     for x in ins:
@@ -191,7 +191,7 @@ def reduce_scatter_tensor(
     call = collective_call("reduce_scatter_tensor", group)
     if call is None:
         return None
-    red = reduce_op_name(op)
+    red = reduce_op_name(op, call.what)
     out, t = call.tensor(output), call.tensor(input)
     check_sized(t, out.numel * call.group.size(), out, call.what, "input")
     return call.submit(
