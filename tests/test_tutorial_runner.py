@@ -283,3 +283,29 @@ def test_argument_errors_name_the_call(what, message) -> None:
     with pytest.raises(RankError) as info:
         kernbench.simulate(_bad_argument, topology="multi_sip", world_size=2, args=(what,))
     assert message in str(info.value.__cause__)
+
+
+# ------------------------------------------------------ ranks started by torch.multiprocessing
+def _noop(rank: int, *args) -> None:
+    return None
+
+
+def test_mp_spawn_beyond_the_machine_names_nprocs_and_the_devices() -> None:
+    import kernbench.torch.multiprocessing as mp
+    from kernbench.runtime import RuntimeContext, use_context
+
+    with use_context(RuntimeContext("multi_sip")), pytest.raises(DistributedError) as info:
+        mp.spawn(_noop, nprocs=5)
+    assert "nprocs 5 does not fit: the topology has 4 devices" in str(info.value)
+
+
+def test_mp_process_beyond_the_machine_names_the_process_count() -> None:
+    import kernbench.torch.multiprocessing as mp
+    from kernbench.runtime import RuntimeContext, use_context
+
+    with use_context(RuntimeContext("multi_sip")):
+        processes = [mp.Process(target=_noop, args=(r,)) for r in range(5)]
+        for p in processes:
+            p.start()
+        with pytest.raises(DistributedError, match="mp.Process count 5 does not fit"):
+            processes[0].join()
