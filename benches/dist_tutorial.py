@@ -17,18 +17,22 @@ another on every rank:
 Each demo checks its values (an ``AssertionError`` on a mismatch) except in
 timing-only mode, where tensors carry sizes but no values.
 
-Run it with the runner (``run(rank, world_size)`` is the entry point; one rank
-per device unless ``--world-size`` says otherwise)::
+Run it with the runner, which builds the machine and then runs the
+``__main__`` block below on it, as ``python`` would (``--world-size`` reaches
+the block as ``$WORLD_SIZE``; by default up to 4 ranks, one per device)::
 
     kernbench run benches/dist_tutorial.py --topology topologies/multi_sip.yaml
     kernbench run benches/dist_tutorial.py --topology topologies/default.yaml \\
         --set system.device_level=cube --world-size 8 --report out.json --trace trace.json
 
-or directly, which starts the ranks with ``torch.multiprocessing.Process`` as
-the tutorial does (``$KERNBENCH_TOPOLOGY`` picks the machine; ``$WORLD_SIZE``
-the number of ranks, by default up to 4, one per device)::
+or directly, which starts the ranks with ``torch.multiprocessing.Process`` in
+the same way (``$KERNBENCH_TOPOLOGY`` picks the machine, a bundled name or a
+file; ``$WORLD_SIZE`` the number of ranks)::
 
-    KERNBENCH_TOPOLOGY=topologies/multi_sip.yaml python benches/dist_tutorial.py
+    KERNBENCH_TOPOLOGY=multi_sip python benches/dist_tutorial.py
+
+``run(rank, world_size)`` is the per-rank program either way; a caller of
+``kernbench.simulate(run, rank_args=True, ...)`` may use it alone.
 
 Every rank prints what it holds after each demo, as the tutorial does, and
 the direct run ends with the simulated time of the whole program.

@@ -159,7 +159,8 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     "--world-size",
     type=int,
     default=None,
-    help="Number of ranks (default: one per device of the topology).",
+    help="Number of ranks (default: one per device of the topology; a script run by its "
+    "__main__ block starts its own, reading it as $WORLD_SIZE).",
 )
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--timing-only", is_flag=True, help="Carry sizes, not bytes (fast, no values).")
@@ -214,8 +215,12 @@ def run_cmd(
     max_wall_time: str | None,
     script_args: tuple[str, ...],
 ) -> None:
-    """Run SCRIPT's main() once per rank (or run(rank, world_size) if it has no main).
+    """Run SCRIPT on the machine: main() once per rank; else its __main__ block.
 
+    The machine is built first and SCRIPT imported on it.  A script without
+    main() but with an `if __name__ == "__main__":` block runs as __main__ and
+    starts its own ranks (torch.multiprocessing; --world-size is its
+    $WORLD_SIZE); failing both, run(rank, world_size) runs once per rank.
     Arguments after the script's path (use -- before options) are given to the
     script in sys.argv.  Prints simulated time, per-rank time, bytes per link
     class and the busiest component.  Every output path is checked before the

@@ -1,7 +1,8 @@
-"""``kernbench run``: load a bench script and run it once per rank."""
+"""``kernbench run``: build the machine, load a bench script on it and run its ranks."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import csv
 import hashlib
@@ -15,31 +16,38 @@ from typing import Any
 
 from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
-from kernbench.bench.simulate import SimResult, simulate
+from kernbench.bench.simulate import Run, SimResult
 from kernbench.bench.trace import chrome_trace, write_json_atomic
-from kernbench.errors import ConfigError, ScriptError, SimulationLimitError, shown
+from kernbench.errors import (
+    ConfigError,
+    KernBenchError,
+    RankError,
+    ScriptError,
+    SimulationLimitError,
+    shown,
+)
 from kernbench.files import SCRIPT_LIMIT, read_text, write_text
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
 from kernbench.units import format_size, format_time
 
-__all__ = ["load_script", "run_script", "format_run_summary", "csv_text", "write_csv_atomic"]
+__all__ = [
+    "load_script",
+    "runs_as_main",
+    "run_script",
+    "format_run_summary",
+    "csv_text",
+    "write_csv_atomic",
+]
 
 
-def load_script(path: str | Path) -> Any:
-    """Import a bench script by path (its ``__main__`` block does not run).
-
-    The file is read with :func:`kernbench.files.read_text` (a regular UTF-8
-    file of at most ``SCRIPT_LIMIT`` bytes) and compiled here, so a syntax error
-    is a :class:`~kernbench.errors.ScriptError` saying file:line:col and the
-    compiler's message, and anything the script raises while it is imported is
-    one ``ScriptError`` naming the script and the line.  The script's directory
-    is on ``sys.path`` while it is imported, so it can import modules beside it.
-    """
+def _compiled(path: str | Path) -> tuple[str, Any, ast.Module]:
+    """The script's name, code object and syntax tree; a syntax error is a ScriptError."""
     name = str(path)
     source = read_text(path, what="bench script", limit=SCRIPT_LIMIT)
     try:
-        code = compile(source, name, "exec", dont_inherit=True)
+        tree = compile(source, name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        code = compile(tree, name, "exec", dont_inherit=True)
     except SyntaxError as exc:
         line = exc.lineno or 0
         column = f":{exc.offset}" if exc.offset else ""
@@ -54,26 +62,110 @@ def load_script(path: str | Path) -> Any:
             "nested too deeply?",
             path=name,
         ) from None
-    module = types.ModuleType(f"kernbench_script_{Path(name).stem}")
+    return name, code, tree
+
+
+def _is_main_guard(node: ast.stmt) -> bool:
+    """``if __name__ == "__main__":`` (either way round)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    test = node.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    values = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and values == ["__main__"]
+
+
+def _defines(tree: ast.Module, name: str) -> bool:
+    """Whether the module's top level binds ``name`` (a def, class, assignment or import)."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            if any((a.asname or a.name.split(".")[0]) == name for a in node.names):
+                return True
+    return False
+
+
+def runs_as_main(path: str | Path) -> bool:
+    """Whether ``kernbench run`` starts this script by its ``__main__`` block.
+
+    It does when the script has a top-level ``if __name__ == "__main__":`` block
+    and defines no ``main()``: the block is the script's own launcher (the
+    PyTorch tutorials' ``mp.Process``/``mp.spawn`` loop), so it runs as it would
+    under ``python``, on the run's machine.  A ``main()`` is run once per rank
+    instead, and a script with neither runs ``run(rank, world_size)`` per rank.
+    """
+    _, _, tree = _compiled(path)
+    return _has_main_block(tree)
+
+
+def _has_main_block(tree: ast.Module) -> bool:
+    return any(_is_main_guard(node) for node in tree.body) and not _defines(tree, "main")
+
+
+def load_script(path: str | Path, *, as_main: bool = False) -> Any:
+    """Import a bench script by path; its ``__main__`` block runs only with ``as_main``.
+
+    The file is read with :func:`kernbench.files.read_text` (a regular UTF-8
+    file of at most ``SCRIPT_LIMIT`` bytes) and compiled here, so a syntax error
+    is a :class:`~kernbench.errors.ScriptError` saying file:line:col and the
+    compiler's message, and anything the script raises while it is imported is
+    one ``ScriptError`` naming the script and the line.  The script's directory
+    is on ``sys.path`` while it is imported, so it can import modules beside it.
+
+    With ``as_main`` the script runs as ``__main__`` (``sys.modules["__main__"]``
+    is the script while it runs), as ``python SCRIPT.py`` would run it, and a
+    :class:`~kernbench.errors.KernBenchError` it raises (a rank's error, a
+    deadlock, a limit) passes through as it is.
+    """
+    name, code, _ = _compiled(path)
+    module_name = "__main__" if as_main else f"kernbench_script_{Path(name).stem}"
+    module = types.ModuleType(module_name)
     module.__file__ = name
     # Registered as an import would be: dataclasses and pickling look classes up by module.
-    sys.modules[module.__name__] = module
+    saved = sys.modules.get(module_name)
+    sys.modules[module_name] = module
     directory = str(Path(name).parent.resolve())
     sys.path.insert(0, directory)
     try:
         exec(code, module.__dict__)
+    except SystemExit as exc:
+        if as_main and exc.code in (None, 0):  # sys.exit() at the end of a finished run
+            return module
+        raise
     except Exception as exc:  # noqa: BLE001 - any error of the script's own import
-        sys.modules.pop(module.__name__, None)
-        raise ScriptError(
-            f"{shown(name)}:{_script_line(exc, name)}: importing the bench script raised "
-            f"{type(exc).__name__}: {shown(str(exc))}",
-            path=name,
-            original=exc,
-        ) from exc
+        if as_main and isinstance(exc, KernBenchError):
+            raise  # a rank's error, a deadlock or a limit: already says where
+        if not as_main:
+            sys.modules.pop(module_name, None)
+        raise _import_error(name, exc, as_main) from exc
     finally:
         with contextlib.suppress(ValueError):  # the script may have taken it off itself
             sys.path.remove(directory)
+        if as_main:
+            if saved is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = saved
     return module
+
+
+def _import_error(name: str, exc: BaseException, as_main: bool = False) -> ScriptError:
+    doing = "running the bench script" if as_main else "importing the bench script"
+    return ScriptError(
+        f"{shown(name)}:{_script_line(exc, name)}: {doing} raised "
+        f"{type(exc).__name__}: {shown(str(exc))}",
+        path=name,
+        original=exc,
+    )
 
 
 def _script_line(exc: BaseException, filename: str) -> int:
@@ -90,15 +182,17 @@ def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:
         return module.main, False
     if callable(getattr(module, "run", None)):
         return module.run, True
-    raise ConfigError("the script defines neither main() nor run(rank, world_size)", source=path)
+    raise ConfigError(
+        "the script defines neither main() nor run(rank, world_size), and has no "
+        '`if __name__ == "__main__":` block to start it by',
+        source=path,
+    )
 
 
-def _simulate_script(fn: Callable[..., Any], **kwargs: Any) -> SimResult:
-    """simulate(), passing on a script's own sys.exit (argparse --help, a usage error)."""
-    from kernbench.errors import RankError
-
+def _passing_script_exit(body: Callable[[], SimResult]) -> SimResult:
+    """Run ``body``, passing on a script's own sys.exit (argparse --help, a usage error)."""
     try:
-        return simulate(fn, **kwargs)
+        return body()
     except RankError as exc:
         if isinstance(exc.original, SystemExit):
             raise exc.original from None
@@ -121,7 +215,14 @@ def run_script(
     script_args: Sequence[str] = (),
     echo: Callable[[str], None] = print,
 ) -> SimResult:
-    """Run a bench script once per rank and write what was asked for.
+    """Run a bench script on a simulated machine and write what was asked for.
+
+    The machine is built first and the script imported on it (module-level
+    code runs on ``topology`` and costs time on the run's clock).  A script
+    with a ``main()`` runs it once per rank; one with an ``if __name__ ==
+    "__main__":`` block and no ``main()`` runs as ``__main__``, starting its own
+    ranks with ``torch.multiprocessing`` (see :func:`runs_as_main`); otherwise
+    ``run(rank, world_size)`` runs once per rank.
 
     The outputs are checked before the script is even loaded (see
     :func:`kernbench.bench.outputs.check_outputs`) and written through
@@ -132,25 +233,33 @@ def run_script(
     topology_path = Path(topology) if topology else default_topology_path()
     outputs = {"report": report_path, "CSV": csv_path, "trace": trace_path}
     check_outputs(outputs, inputs=[script, topology_path])
-    module = load_script(script)
-    fn, rank_args = _entry(module, script)
+    as_main = runs_as_main(script)
+    # The machine first: the script is imported on it, so module-level code runs on the
+    # requested topology and its tensors and kernels cost time on the run's clock.
+    run = Run(
+        topology_path,
+        world_size=world_size,
+        timing_only=timing_only,
+        overrides=overrides,
+        seed=seed,
+        detail=bool(trace_path),
+        max_sim_time_ps=max_sim_time_ps,
+        max_wall_s=max_wall_s,
+    )
     saved_argv = sys.argv
     sys.argv = [script, *script_args]
     to_stdout = any(writes_to_stdout(path) for path in outputs.values())
     try:
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
-            result = _simulate_script(
-                fn,
-                topology=topology_path,
-                world_size=world_size,
-                timing_only=timing_only,
-                overrides=overrides,
-                rank_args=rank_args,
-                seed=seed,
-                detail=bool(trace_path),
-                max_sim_time_ps=max_sim_time_ps,
-                max_wall_s=max_wall_s,
-            )
+            if as_main:
+                result = _passing_script_exit(
+                    lambda: run.script_main(lambda: load_script(script, as_main=True))
+                )
+            else:
+                with run.active():
+                    module = load_script(script)
+                fn, rank_args = _entry(module, script)
+                result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args))
     except SimulationLimitError as exc:
         if report_path and exc.report is not None:  # what happened before the stop is kept
             write_json_atomic(report_path, exc.report, what="partial report")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernbench import limit_blas_threads
 from kernbench.bench.trace import TraceCollector
-from kernbench.distributed.world import World
+from kernbench.distributed.world import World, run_settings
 from kernbench.errors import SimulationLimitError
 from kernbench.machine import TraceRow
 from kernbench.machine.observe import LinkBytes
@@ -18,7 +21,7 @@ from kernbench.runtime import RuntimeContext, use_context
 from kernbench.topology import Topology, load_topology
 from kernbench.units import PS_PER_S
 
-__all__ = ["SimResult", "simulate", "run_report", "trace_digest"]
+__all__ = ["Run", "SimResult", "simulate", "run_report", "trace_digest"]
 
 
 @dataclass
@@ -35,6 +38,123 @@ class SimResult:
     detail: TraceCollector | None = field(default=None, repr=False)
     # Bytes every link of the machine carried (by link index).
     link_bytes: list[int] = field(default_factory=list, repr=False)
+
+
+class Run:
+    """One run's machine, built before any script code runs, and what watches it.
+
+    ``kernbench run`` makes the machine first and imports the script inside it
+    (:meth:`active`), so that module-level code (tensors made at import, kernels
+    launched at module level, ``torch.cuda.device_count()``) runs on the
+    requested topology and on the run's clock; then it runs the ranks
+    (:meth:`ranks`) or the script's ``__main__`` block (:meth:`script_main`).
+    """
+
+    def __init__(
+        self,
+        topology: Topology | str | Path,
+        *,
+        world_size: int | None = None,
+        timing_only: bool = False,
+        overrides: Iterable[str] | None = None,
+        seed: int = 0,
+        detail: bool = False,
+        max_sim_time_ps: int | None = None,
+        max_wall_s: float | None = None,
+    ) -> None:
+        from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
+        from kernbench.torch import random as torch_random
+
+        limit_blas_threads()
+        self.overrides = tuple(overrides or ())
+        self.seed = seed
+        topology_overrides, ccl_overrides = split_overrides(self.overrides)
+        if not isinstance(topology, Topology):
+            topology = load_topology(topology, topology_overrides)
+        ctx = self.ctx = RuntimeContext(topology, timing_only=timing_only)
+        use_settings(ctx, CclSettings.from_overrides(ccl_overrides))
+        self.link_bytes = LinkBytes(len(ctx.machine.graph.edges))
+        ctx.machine.observers.add(self.link_bytes)
+        self.collector = None
+        if detail:
+            self.collector = TraceCollector()
+            ctx.machine.observers.add(self.collector)
+        self.world_size = world_size
+        settings = run_settings(ctx)
+        settings.max_sim_ps, settings.max_wall_s = max_sim_time_ps, max_wall_s
+        # Outside ranks: the seed every rank's generator starts from (and module-level code's).
+        torch_random.manual_seed(seed)
+
+    def active(self) -> AbstractContextManager[RuntimeContext]:
+        """The ``with`` block in which the run's machine is the current context."""
+        return use_context(self.ctx)
+
+    def ranks(self, fn: Callable[..., Any], args: tuple = (), rank_args: bool = False) -> SimResult:
+        """Run ``fn(*args)`` once per rank (``fn(rank, world_size, *args)`` with ``rank_args``)."""
+        ctx = self.ctx
+        world = World(ctx, ctx.num_devices if self.world_size is None else self.world_size)
+        size = world.world_size
+
+        def body(rank: int) -> Any:
+            return fn(rank, size, *args) if rank_args else fn(*args)
+
+        with use_context(ctx):
+            returns = self._stopped_with_report(lambda: world.run(body))
+        return self._result(returns)
+
+    def script_main(self, main: Callable[[], Any]) -> SimResult:
+        """Run ``main()`` (a script's ``__main__`` block) on this machine, outside any rank.
+
+        The ranks are whatever worlds it starts (``torch.multiprocessing``); the
+        report covers them all, and ``returns`` holds the last world's results.
+        With a ``world_size``, ``$WORLD_SIZE`` holds it while ``main`` runs (as
+        ``torchrun`` sets it) and a world of another size is an error.
+        """
+        settings = run_settings(self.ctx)
+        settings.world_size = self.world_size
+        saved = os.environ.get("WORLD_SIZE")
+        if self.world_size is not None:
+            os.environ["WORLD_SIZE"] = str(self.world_size)
+        try:
+            with use_context(self.ctx):
+                self._stopped_with_report(main)
+        finally:
+            settings.world_size = None
+            if saved is None:
+                os.environ.pop("WORLD_SIZE", None)
+            else:
+                os.environ["WORLD_SIZE"] = saved
+        return self._result(settings.worlds[-1].returns if settings.worlds else [])
+
+    def _stopped_with_report(self, body: Callable[[], Any]) -> Any:
+        try:
+            return body()
+        except SimulationLimitError as exc:
+            exc.report = run_report(self.ctx, self._worlds(), self.link_bytes)
+            exc.report["stopped"] = str(exc).splitlines()[0]
+            raise
+
+    def _worlds(self) -> list[World]:
+        return list(run_settings(self.ctx).worlds)
+
+    def _result(self, returns: list[Any]) -> SimResult:
+        ctx = self.ctx
+        report = run_report(ctx, self._worlds(), self.link_bytes)
+        report["overrides"] = list(self.overrides)
+        report["seed"] = self.seed
+        rows = next((r for r in returns if _is_rows(r)), None)
+        if rows is not None:
+            report["results"] = rows
+        return SimResult(
+            returns,
+            ctx.now,
+            report["per_rank_time_ps"],
+            ctx.trace,
+            report,
+            ctx,
+            self.collector,
+            self.link_bytes.carried,
+        )
 
 
 def simulate(
@@ -56,49 +176,17 @@ def simulate(
     ``seed`` seeds every rank's default random generator (``torch.rand`` and friends),
     so the same seed gives the same values and the same trace.
     """
-    from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
-    from kernbench.torch import random as torch_random
-
-    overrides = tuple(overrides or ())
-    topology_overrides, ccl_overrides = split_overrides(overrides)
-    if not isinstance(topology, Topology):
-        topology = load_topology(topology, topology_overrides)
-    ctx = RuntimeContext(topology, timing_only=timing_only)
-    use_settings(ctx, CclSettings.from_overrides(ccl_overrides))
-    link_bytes = LinkBytes(len(ctx.machine.graph.edges))
-    ctx.machine.observers.add(link_bytes)
-    collector = None
-    if detail:
-        collector = TraceCollector()
-        ctx.machine.observers.add(collector)
-    world = World(ctx, ctx.num_devices if world_size is None else world_size)
-    size = world.world_size
-    world.scheduler.max_sim_ps = max_sim_time_ps
-    world.scheduler.max_wall_s = max_wall_s
-    finished = [0] * size
-    torch_random.manual_seed(seed)  # outside ranks: the seed every rank's generator starts from
-
-    def body(rank: int) -> Any:
-        value = fn(rank, size, *args) if rank_args else fn(*args)
-        finished[rank] = ctx.now
-        return value
-
-    with use_context(ctx):
-        try:
-            returns = world.run(body)
-        except SimulationLimitError as exc:
-            exc.report = run_report(ctx, world, finished, link_bytes)
-            exc.report["stopped"] = str(exc).splitlines()[0]
-            raise
-    report = run_report(ctx, world, finished, link_bytes)
-    report["overrides"] = list(overrides)
-    report["seed"] = seed
-    rows = next((r for r in returns if _is_rows(r)), None)
-    if rows is not None:
-        report["results"] = rows
-    return SimResult(
-        returns, ctx.now, finished, ctx.trace, report, ctx, collector, link_bytes.carried
+    run = Run(
+        topology,
+        world_size=world_size,
+        timing_only=timing_only,
+        overrides=overrides,
+        seed=seed,
+        detail=detail,
+        max_sim_time_ps=max_sim_time_ps,
+        max_wall_s=max_wall_s,
     )
+    return run.ranks(fn, args, rank_args)
 
 
 def trace_digest(rows: Iterable[TraceRow]) -> str:
@@ -116,10 +204,26 @@ def _is_rows(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
+def _per_rank_ps(worlds: Sequence[World]) -> list[int]:
+    """When each rank returned: rank r's latest return over the worlds it was in."""
+    per_rank = [0] * max((w.world_size for w in worlds), default=0)
+    for world in worlds:
+        for rank, ps in enumerate(world.finished_ps):
+            per_rank[rank] = max(per_rank[rank], ps)
+    return per_rank
+
+
 def run_report(
-    ctx: RuntimeContext, world: World | None, per_rank: list[int], link_bytes: LinkBytes
+    ctx: RuntimeContext, worlds: Sequence[World] | World | None, link_bytes: LinkBytes
 ) -> dict[str, Any]:
-    """Simulated time, per-rank time, bytes per link class, busiest component."""
+    """Simulated time, per-rank time, bytes per link class, busiest component.
+
+    ``worlds``: the worlds of ranks the run started (one for ``simulate``; any
+    number for a script that starts its own); the world size is the largest.
+    """
+    if isinstance(worlds, World):
+        worlds = [worlds]
+    worlds = list(worlds or ())
     edges = ctx.machine.graph.edges
     by_class: dict[str, int] = defaultdict(int)
     busiest = None
@@ -134,10 +238,10 @@ def run_report(
     report: dict[str, Any] = {
         "trace_digest": trace_digest(ctx.trace),
         "topology": ctx.topology.name,
-        "world_size": world.world_size if world else 1,
+        "world_size": max((w.world_size for w in worlds), default=1),
         "timing_only": ctx.timing_only,
         "simulated_time_ps": elapsed,
-        "per_rank_time_ps": list(per_rank),
+        "per_rank_time_ps": _per_rank_ps(worlds) if worlds else [elapsed],
         "bytes_by_link_class": dict(sorted(by_class.items())),
         "requests": len(ctx.trace),
         "collectives": [
@@ -150,7 +254,8 @@ def run_report(
                 "start_ps": c.algo_start_ps,
                 "end_ps": c.end_ps,
             }
-            for c in (world.collectives if world else [])
+            for world in worlds
+            for c in world.collectives
         ],
         "ipcq_messages": ctx.machine.ipcq_messages,
     }

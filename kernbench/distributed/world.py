@@ -35,12 +35,14 @@ from kernbench.machine.api import Event
 __all__ = [
     "P2PLaunch",
     "ProcessGroup",
+    "RunSettings",
     "Work",
     "World",
     "active_world",
     "check_world_size",
     "describe_call",
     "p2p_launch",
+    "run_settings",
     "set_p2p_launch",
 ]
 
@@ -74,6 +76,33 @@ def _check_p2p_launch(launch: Any) -> None:
         raise DistributedError(
             f"a point-to-point launch must be callable with (ctx, src, dst), got {launch!r}"
         )
+
+
+# The key of a run's settings among its runtime context's extensions.
+RUN_EXTENSION = "distributed"
+
+
+@dataclass(eq=False)
+class RunSettings:
+    """What a runner asks of every world started on its machine, and the worlds it got.
+
+    A script run by its ``__main__`` block starts its own worlds
+    (``torch.multiprocessing``), so the runner's limits and requested world
+    size reach them through the context rather than as arguments.
+    """
+
+    max_sim_ps: int | None = None
+    max_wall_s: float | None = None
+    world_size: int | None = None  # --world-size: a world of another size is an error
+    worlds: list[World] = field(default_factory=list)  # every world run, in order
+
+
+def run_settings(ctx: Any) -> RunSettings:
+    """The run settings of ``ctx`` (defaults: no limits, any world size)."""
+    settings = ctx.extensions.get(RUN_EXTENSION)
+    if settings is None:
+        settings = ctx.extensions[RUN_EXTENSION] = RunSettings()
+    return settings
 
 
 def active_world() -> World:
@@ -239,13 +268,33 @@ class World:
     registered with :func:`set_p2p_launch` (when the transfer is matched) does.
     """
 
-    def __init__(self, ctx: Any, world_size: int, *, p2p_launch: P2PLaunch | None = None) -> None:
-        world_size = check_world_size(world_size, ctx)
+    def __init__(
+        self,
+        ctx: Any,
+        world_size: int,
+        *,
+        p2p_launch: P2PLaunch | None = None,
+        what: str = "world size",
+    ) -> None:
+        """``what`` names ``world_size`` in errors (``nprocs``, ...)."""
+        world_size = check_world_size(world_size, ctx, what)
+        settings = run_settings(ctx)
+        if settings.world_size is not None and world_size != settings.world_size:
+            raise DistributedError(
+                f"{what} {world_size} differs from the run's --world-size "
+                f"{settings.world_size}; start {settings.world_size} ranks (kernbench run sets "
+                "$WORLD_SIZE for the script to read) or drop --world-size"
+            )
         _check_p2p_launch(p2p_launch)
         self._p2p_launch = p2p_launch
         self.ctx = ctx
         self.world_size = world_size
         self.scheduler = Scheduler(ctx.machine.clock, world_size)
+        self.scheduler.max_sim_ps = settings.max_sim_ps
+        self.scheduler.max_wall_s = settings.max_wall_s
+        # The simulated time each rank's function returned at, and what it returned.
+        self.finished_ps = [0] * world_size
+        self.returns: list[Any] = []
         self.world_group = ProcessGroup(0, tuple(range(world_size)), "WORLD")
         self.groups: list[ProcessGroup] = [self.world_group]
         self._group_calls: dict[int, int] = {}
@@ -266,13 +315,17 @@ class World:
             )
         )
         _ACTIVE.append(self)
+        run_settings(self.ctx).worlds.append(self)
 
         def body(rank: int) -> Any:
             self.ctx.set_device(rank)
-            return fn(rank)
+            value = fn(rank)
+            self.finished_ps[rank] = self.ctx.now
+            return value
 
         try:
-            return self.scheduler.run(body)
+            self.returns = self.scheduler.run(body)
+            return self.returns
         except DeadlockError as exc:
             if not self._mismatched or isinstance(exc, CollectiveMismatchError):
                 raise
@@ -409,11 +462,12 @@ class World:
             )
         return launch
 
-    def post_send(self, tensor: Any, dst: int, tag: int) -> _Rendezvous:
+    def post_send(self, tensor: Any, dst: int, tag: int, what: str = "send") -> _Rendezvous:
+        """Post a send of ``tensor`` to ``dst``; ``what`` is the user's call, for errors."""
         me = self.rank
-        self._p2p("send")
-        self._check_peer(dst, "send")
-        rv = self._p2p_rendezvous(f"send to rank {dst} (tag {tag})")
+        self._p2p(what)
+        self._check_peer(dst, what, "send to")
+        rv = self._p2p_rendezvous(f"{what} to rank {dst} (tag {tag})")
         waiting = self._p2p_recvs.get((dst, tag), [])
         for i, (recv_tensor, src, recv_rv) in enumerate(waiting):
             if src is None or src == me:
@@ -423,13 +477,14 @@ class World:
         self._p2p_sends.setdefault((me, dst, tag), []).append((tensor, rv))
         return rv
 
-    def post_recv(self, tensor: Any, src: int | None, tag: int) -> _Rendezvous:
+    def post_recv(self, tensor: Any, src: int | None, tag: int, what: str = "recv") -> _Rendezvous:
+        """Post a receive into ``tensor`` from ``src`` (any rank if None)."""
         me = self.rank
-        self._p2p("recv")
+        self._p2p(what)
         if src is not None:
-            self._check_peer(src, "recv")
+            self._check_peer(src, what, "receive from")
         where = "any rank" if src is None else f"rank {src}"
-        rv = self._p2p_rendezvous(f"recv from {where} (tag {tag})")
+        rv = self._p2p_rendezvous(f"{what} from {where} (tag {tag})")
         sources = range(self.world_size) if src is None else (src,)
         for s in sources:
             pending = self._p2p_sends.get((s, me, tag))
@@ -446,11 +501,11 @@ class World:
         rv.what = what
         return rv
 
-    def _check_peer(self, peer: int, what: str) -> None:
+    def _check_peer(self, peer: int, what: str, verb: str) -> None:
         if not isinstance(peer, int) or not 0 <= peer < self.world_size:
             raise DistributedError(f"{what}: peer rank {peer!r} is not in 0..{self.world_size - 1}")
         if peer == self.rank:
-            raise DistributedError(f"{what}: rank {peer} cannot {what} to itself")
+            raise DistributedError(f"{what}: rank {peer} cannot {verb} itself")
 
     def _match(
         self,

@@ -22,7 +22,7 @@ from greenlet import getcurrent
 
 import kernbench.fabric  # noqa: F401 - registers the detailed backend
 import kernbench.fast  # noqa: F401 - registers the fast backend
-from kernbench.errors import OutOfMemoryError, PlacementError, TensorError
+from kernbench.errors import KernelError, OutOfMemoryError, PlacementError, TensorError
 from kernbench.machine import MMU_ENTRY_BYTES, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.machine.api import Handle, Machine
 from kernbench.machine.backends import build_machine
@@ -30,7 +30,9 @@ from kernbench.machine.observe import RowRecorder
 from kernbench.memory import MachineMemory, MemoryKind, MemoryStore, NullStore, VirtualAllocator
 from kernbench.placement import DPPolicy, gather, plan_shards, scatter, unique_blocks
 from kernbench.runtime import sizes
+from kernbench.runtime.device_namespaces import AcceleratorNamespace, AhbmNamespace
 from kernbench.runtime.dtypes import DType, as_dtype
+from kernbench.runtime.ipcq_install import ipcq_installer
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
 from kernbench.topology import Topology, load_topology, names
 from kernbench.units import format_size
@@ -99,6 +101,60 @@ class RuntimeContext:
         # garbage collection then must not change them under the running code.
         self._bookkeeping = False
         self._pending: dict[int, Handle] = {}
+        # The runtime API's device namespaces (ctx.ahbm.set_device, ...) and the kernels
+        # launched by name with launch(), last launch wins.
+        self.ahbm = AhbmNamespace(self)
+        self.accelerator = AcceleratorNamespace(self.ahbm)
+        self.kernels: dict[str, Any] = {}
+
+    # -- the runtime API: IPCQ install plans and named launches -----------------------
+    def install_ipcq(
+        self,
+        algorithm: str | None = None,
+        ccl_yaml: str | Path | None = None,
+        world_size_override: int | None = None,
+        rank_to_pe: Sequence[tuple[int, int, int]] | None = None,
+    ) -> dict[str, Any]:
+        """Install the IPCQ neighbour tables of a collective configuration; return its plan.
+
+        ``algorithm``: a configuration of the catalogue (``ccl_yaml``, default the
+        run's), default the run's all-reduce choice; ``world_size_override``: the
+        number of ranks (default: the configuration's, else ``len(rank_to_pe)``,
+        else one per device); ``rank_to_pe``: each rank's (sip, cube, pe) (default:
+        each device's first PE, where collectives run).  The plan maps
+        ``rank_to_pe`` (rank -> (sip, cube, pe)) and ``neighbors`` (rank -> peer
+        ranks, over every op the configuration serves), and says whether this call
+        ``installed`` anything: a plan already installed (by an earlier call or a
+        collective) sends nothing, and a collective that runs after this install
+        finds its tables in place.  A different plan installs beside it.
+        """
+        return ipcq_installer()(
+            self,
+            algorithm=algorithm,
+            ccl_yaml=ccl_yaml,
+            world_size_override=world_size_override,
+            rank_to_pe=rank_to_pe,
+        )
+
+    def launch(
+        self, kernel_name: str, kernel_fn: Any, *args: Any, grid: Any = (1,), **kwargs: Any
+    ) -> Any:
+        """Register ``kernel_fn`` as ``kernel_name`` and launch it: ``kernel_fn[grid](*args,
+        **kwargs)``, on the PEs holding its first device tensor (costs time).
+
+        ``kernel_fn`` is a ``@kernbench.kernels.jit`` kernel; ``self.kernels`` maps each
+        name to the kernel last launched under it.  Returns what the launch returns
+        (a ``DeviceLaunchResult`` for a kernel on device tensors).
+        """
+        if not isinstance(kernel_name, str) or not kernel_name:
+            raise KernelError(f"launch: kernel_name must be a non-empty str (got {kernel_name!r})")
+        if not hasattr(kernel_fn, "__getitem__"):
+            raise KernelError(
+                f"launch({kernel_name!r}): kernel_fn must be a @jit kernel, launched as "
+                f"kernel[grid](...) (got {type(kernel_fn).__name__})"
+            )
+        self.kernels[kernel_name] = kernel_fn
+        return kernel_fn[grid](*args, **kwargs)
 
     # -- clock and requests --------------------------------------------------------
     @property

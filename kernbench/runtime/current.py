@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kernbench import limit_blas_threads
 from kernbench.runtime.context import RuntimeContext
 from kernbench.topology import resolve_topology_path
 
@@ -31,6 +32,7 @@ def default_topology_path() -> Path:
 def current_context() -> RuntimeContext:
     """The active context; the first call outside a runner creates one from the environment."""
     if not _ACTIVE:
+        limit_blas_threads()
         timing_only = os.environ.get("KERNBENCH_TIMING_ONLY", "") not in ("", "0")
         _ACTIVE.append(RuntimeContext(default_topology_path(), timing_only=timing_only))
     return _ACTIVE[-1]

@@ -65,7 +65,7 @@ class Process:
 def _run_started() -> None:
     batch = list(_started)
     _started.clear()
-    world = World(current_context(), len(batch))
+    world = World(current_context(), len(batch), what="mp.Process count")
     try:
         results = world.run(lambda rank: batch[rank].run())
     except BaseException:

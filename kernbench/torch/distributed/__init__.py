@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from kernbench.distributed.world import ProcessGroup, Work
 from kernbench.kernels.ranks import DistributedState, set_rank_provider
+from kernbench.torch.distributed import ipcq_install  # noqa: F401 - registers install_ipcq
 from kernbench.torch.distributed.all_to_all import all_to_all, all_to_all_single
 from kernbench.torch.distributed.collectives import (
     all_gather,

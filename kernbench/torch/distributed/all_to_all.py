@@ -58,6 +58,8 @@ def all_to_all_single(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("all_to_all_single", group)
+    if call is None:
+        return None
     out, t = call.tensor(output), call.tensor(input)
     if out.dtype != t.dtype:
         raise DistributedError("all_to_all_single: output and input must have the same dtype")
@@ -81,6 +83,8 @@ def all_to_all(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("all_to_all", group)
+    if call is None:
+        return None
     outs = call.tensors(output_tensor_list)
     ins = call.tensors(input_tensor_list)
     check_count(outs, call.group, call.what, "output_tensor_list")

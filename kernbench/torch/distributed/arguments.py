@@ -13,6 +13,7 @@ rendezvous with the arguments that must agree across ranks.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "describe",
     "device_tensor",
     "initialised",
+    "not_in_group",
     "peer_rank",
     "reduce_op_name",
     "resolve_group",
@@ -65,23 +67,50 @@ def initialised(what: str) -> tuple[World, int]:
 
 
 # -- group, op, root, peer ------------------------------------------------------------------
-def resolve_group(group: Any, world: World) -> ProcessGroup:
-    """``group=``: None or WORLD, a ProcessGroup, or a one-dimensional DeviceMesh."""
+def resolve_group(group: Any, world: World, what: str = "") -> ProcessGroup:
+    """``group=`` of call ``what``: None or WORLD, a ProcessGroup, or a 1-D DeviceMesh."""
+    prefix = f"{what}: " if what else ""
     if group is None or group is GroupMember.WORLD:
         return world.world_group
     if group is GroupMember.NON_GROUP_MEMBER:
-        raise DistributedError("this rank is not a member of the group it passed")
+        raise DistributedError(f"{prefix}this rank is not a member of the group it passed")
     if isinstance(group, ProcessGroup):
         return group
     if isinstance(group, DeviceMesh):
         return group.get_group()
-    raise DistributedError(f"group must be a ProcessGroup, got {type(group).__name__}")
+    raise DistributedError(
+        f"{prefix}group must be a ProcessGroup (from new_group), a one-dimensional DeviceMesh "
+        f"or None, got {type(group).__name__}"
+    )
 
 
-def reduce_op_name(op: Any) -> str:
+def not_in_group(group: Any, me: int, what: str, stacklevel: int = 3) -> bool:
+    """Whether the caller is outside ``group``; if so, warn as PyTorch does.
+
+    PyTorch's ``_rank_not_in_group`` / ``_warn_not_in_group``: a rank given a
+    group it does not belong to (``GroupMember.NON_GROUP_MEMBER`` from
+    ``new_group``, or a group of other ranks) skips the call with a warning
+    and returns at once, touching no tensor and waiting for nobody.
+    ``stacklevel`` is the user's frame counted from this function's caller (1).
+    """
+    outside = group is GroupMember.NON_GROUP_MEMBER or (
+        isinstance(group, ProcessGroup) and group.group_rank(me) < 0
+    )
+    if outside:
+        warnings.warn(
+            f"Running {what} on global rank {me} which does not belong to the given group.",
+            stacklevel=stacklevel + 1,
+        )
+    return outside
+
+
+def reduce_op_name(op: Any, what: str = "") -> str:
+    """The name the collectives take for ``op=`` of call ``what``."""
     if isinstance(op, ReduceOp):
         return op.value
-    raise DistributedError(f"op must be a dist.ReduceOp (got {op!r})")
+    prefix = f"{what}: " if what else ""
+    valid = ", ".join(f"ReduceOp.{o.name}" for o in ReduceOp)
+    raise DistributedError(f"{prefix}op must be a dist.ReduceOp ({valid}); got {op!r}")
 
 
 def root_group_rank(
@@ -100,14 +129,33 @@ def root_group_rank(
     return root
 
 
-def peer_rank(group: Any, world: World, rank: int | None, group_rank: int | None, what: str) -> int:
-    """The global rank of a point-to-point peer, from its global or its group rank."""
-    pg = resolve_group(group, world)
+def peer_rank(
+    group: Any, world: World, rank: int | None, group_rank: int | None, what: str, arg: str
+) -> int:
+    """The global rank of a point-to-point peer, from its global rank ``arg`` (``dst`` or
+    ``src``) or its rank in ``group`` (``group_dst`` / ``group_src``)."""
+    pg = resolve_group(group, world, what)
+    if group_rank is not None and rank is not None:
+        raise DistributedError(f"{what}: give {arg}= or group_{arg}=, not both")
     if group_rank is not None:
+        if isinstance(group_rank, bool) or not isinstance(group_rank, int):
+            raise DistributedError(f"{what}: group_{arg} must be an int (got {group_rank!r})")
+        if not 0 <= group_rank < pg.size():
+            raise DistributedError(
+                f"{what}: group_{arg}={group_rank} is not a rank of {pg!r} "
+                f"(valid: 0..{pg.size() - 1})"
+            )
         return pg.ranks[group_rank]
     if rank is None:
-        raise DistributedError(f"{what}: give the peer rank")
-    return int(rank)
+        raise DistributedError(f"{what}: give the peer rank ({arg}= or group_{arg}=)")
+    if isinstance(rank, bool) or not isinstance(rank, int):
+        raise DistributedError(f"{what}: {arg} must be an int rank (got {rank!r})")
+    if pg is not world.world_group and pg.group_rank(rank) < 0:
+        raise DistributedError(
+            f"{what}: {arg}={rank} is not a member of {pg!r}; {arg} is a global rank "
+            f"(group_{arg}= takes a rank within the group)"
+        )
+    return rank
 
 
 # -- tensors -------------------------------------------------------------------------------
@@ -217,7 +265,13 @@ class CollectiveCall:
         return self.world.collective(self.group, self.what, agreed, payload, launch, async_op)
 
 
-def collective_call(what: str, group: Any) -> CollectiveCall:
-    """The call of collective ``what`` on ``group=`` by an initialised rank."""
+def collective_call(what: str, group: Any) -> CollectiveCall | None:
+    """The call of collective ``what`` on ``group=`` by an initialised rank.
+
+    ``None`` (after PyTorch's warning) when the caller is not in ``group``:
+    the collective then returns ``None`` at once.
+    """
     world, me = initialised(what)
-    return CollectiveCall(what, world, me, resolve_group(group, world))
+    if not_in_group(group, me, what, stacklevel=3):
+        return None
+    return CollectiveCall(what, world, me, resolve_group(group, world, what))

@@ -49,7 +49,9 @@ def all_reduce(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("all_reduce", group)
-    t, red = call.tensor(tensor), reduce_op_name(op)
+    if call is None:
+        return None
+    t, red = call.tensor(tensor), reduce_op_name(op, call.what)
     return call.submit(
         signature(t, op=red, algorithm=algorithm),
         t,
@@ -68,6 +70,8 @@ def broadcast(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("broadcast", group)
+    if call is None:
+        return None
     t = call.tensor(tensor)
     root = call.root(src, group_src)
     return call.submit(
@@ -89,7 +93,9 @@ def reduce(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("reduce", group)
-    t, red = call.tensor(tensor), reduce_op_name(op)
+    if call is None:
+        return None
+    t, red = call.tensor(tensor), reduce_op_name(op, call.what)
     root = call.root(dst, group_dst)
     return call.submit(
         signature(t, dst=call.group.ranks[root], op=red, algorithm=algorithm),
@@ -110,6 +116,8 @@ def all_gather(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("all_gather", group)
+    if call is None:
+        return None
     t = call.tensor(tensor)
     outs = call.tensors(tensor_list)
     check_count(outs, call.group, call.what, "tensor_list")
@@ -132,6 +140,8 @@ def all_gather_into_tensor(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("all_gather_into_tensor", group)
+    if call is None:
+        return None
     out, t = call.tensor(output_tensor), call.tensor(input_tensor)
     check_sized(out, t.numel * call.group.size(), t, call.what, "output_tensor")
     return call.submit(
@@ -152,7 +162,9 @@ def reduce_scatter(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("reduce_scatter", group)
-    out, red = call.tensor(output), reduce_op_name(op)
+    if call is None:
+        return None
+    out, red = call.tensor(output), reduce_op_name(op, call.what)
     ins = call.tensors(input_list)
     check_count(ins, call.group, call.what, "input_list")
     for x in ins:
@@ -177,7 +189,9 @@ def reduce_scatter_tensor(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("reduce_scatter_tensor", group)
-    red = reduce_op_name(op)
+    if call is None:
+        return None
+    red = reduce_op_name(op, call.what)
     out, t = call.tensor(output), call.tensor(input)
     check_sized(t, out.numel * call.group.size(), out, call.what, "input")
     return call.submit(
@@ -203,6 +217,8 @@ def _rooted_list(
 ) -> Work | None:
     """gather and scatter: the root passes one tensor per group member in ``arg``."""
     call = collective_call(what, group)
+    if call is None:
+        return None
     t = call.tensor(tensor)
     root = call.root(rank, group_rank)
     blocks = None
@@ -261,6 +277,8 @@ def barrier(
     algorithm: str | None = None,
 ) -> Work | None:
     call = collective_call("barrier", group)
+    if call is None:
+        return None
     return call.submit(
         {"algorithm": algorithm},
         call.ctx.device_pe(call.rank),

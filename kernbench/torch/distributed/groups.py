@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from kernbench.distributed.world import ProcessGroup
 from kernbench.errors import DistributedError
 from kernbench.torch.distributed.arguments import calling_rank, initialised, resolve_group
@@ -42,24 +44,53 @@ def init_process_group(
     pg_options: Any = None,
     device_id: Any = None,
 ) -> None:
-    """Join the default group.  ``rank``/``world_size`` (or $RANK/$WORLD_SIZE) must match."""
+    """Join the default group.
+
+    ``rank`` and ``world_size`` (-1: not given) are checked: ``world_size``
+    against the machine's devices and the ranks this run started, ``rank``
+    against ``0..world_size-1`` and the calling rank.  ``backend``,
+    ``init_method``, ``store`` and the environment (``MASTER_ADDR``, ...) are
+    accepted and mean nothing here: there is one simulated backend.
+    """
     world, me = calling_rank()
     if me in world.initialised:
         raise DistributedError(
             f"rank {me}: init_process_group() was already called; the default process group "
             "is initialised once (destroy_process_group() first to start again)"
         )
-    if world_size not in (-1, None) and int(world_size) != world.world_size:
-        raise DistributedError(
-            f"rank {me}: init_process_group(world_size={world_size}) but this run has "
-            f"{world.world_size} ranks"
-        )
-    if rank not in (-1, None) and int(rank) != me:
-        raise DistributedError(
-            f"init_process_group(rank={rank}) was called on rank {me}: each rank must pass "
-            "its own rank (ranks are numbered in the order processes are started)"
-        )
+    devices = world.ctx.num_devices
+    if world_size not in (-1, None):
+        world_size = _whole("world_size", world_size)
+        if not 1 <= world_size <= devices:
+            level = world.ctx.topology.system.device_level
+            raise DistributedError(
+                f"init_process_group(world_size={world_size}): this machine has {devices} "
+                f"devices at level {level!r}, so world_size must be in 1..{devices}"
+            )
+        if world_size != world.world_size:
+            raise DistributedError(
+                f"rank {me}: init_process_group(world_size={world_size}) but this run has "
+                f"{world.world_size} ranks (started processes, or --world-size)"
+            )
+    if rank not in (-1, None):
+        rank = _whole("rank", rank)
+        if not 0 <= rank < world.world_size:
+            raise DistributedError(
+                f"init_process_group(rank={rank}): rank must be in 0..{world.world_size - 1} "
+                f"(this run has {world.world_size} ranks)"
+            )
+        if rank != me:
+            raise DistributedError(
+                f"init_process_group(rank={rank}) was called on rank {me}: each rank must pass "
+                "its own rank (ranks are numbered in the order processes are started)"
+            )
     world.initialised.add(me)
+
+
+def _whole(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise DistributedError(f"init_process_group: {name} must be an int (got {value!r})")
+    return int(value)
 
 
 def is_initialized() -> bool:

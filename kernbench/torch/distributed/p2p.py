@@ -2,7 +2,11 @@
 
 A send and a receive with the same tag match in the order they were posted;
 a receive without ``src`` takes the first matching send from any rank.  The
-transfer runs on the fabric once both sides are posted.
+transfer runs on the fabric once both sides are posted.  ``dst``/``src`` are
+global ranks and ``group_dst``/``group_src`` ranks within ``group``, as in
+PyTorch; a rank outside ``group`` gets PyTorch's warning and the call does
+nothing (``send``/``isend``/``irecv`` return ``None``, ``recv`` returns -1).
+Every error names the call the user made.
 """
 
 from __future__ import annotations
@@ -12,9 +16,43 @@ from typing import Any
 
 from kernbench.distributed.world import Work, World, p2p_work
 from kernbench.errors import DistributedError
-from kernbench.torch.distributed.arguments import device_tensor, initialised, peer_rank
+from kernbench.torch.distributed.arguments import (
+    device_tensor,
+    initialised,
+    not_in_group,
+    peer_rank,
+)
 
 __all__ = ["P2POp", "batch_isend_irecv", "irecv", "isend", "recv", "send"]
+
+# The user's frame counted from the membership check's caller: _post_* (1), send (2), user (3).
+_USER_FRAME = 3
+
+
+def _post_send(
+    what: str, tensor: Any, dst: int | None, group: Any, tag: int, group_dst: int | None
+) -> tuple[World, Any] | None:
+    """Post a send for ``what``; the world and its rendezvous, or None for a non-member."""
+    world, me = initialised(what)
+    if not_in_group(group, me, what, stacklevel=_USER_FRAME):
+        return None
+    peer = peer_rank(group, world, dst, group_dst, what, "dst")
+    return world, world.post_send(device_tensor(tensor, what), peer, tag, what=what)
+
+
+def _post_recv(
+    what: str, tensor: Any, src: int | None, group: Any, tag: int, group_src: int | None
+) -> tuple[World, Any] | None:
+    """Post a receive; the world and its rendezvous (``source`` once matched), or None."""
+    world, me = initialised(what)
+    if not_in_group(group, me, what, stacklevel=_USER_FRAME):
+        return None
+    peer = (
+        None
+        if src is None and group_src is None
+        else peer_rank(group, world, src, group_src, what, "src")
+    )
+    return world, world.post_recv(device_tensor(tensor, what), peer, tag, what=what)
 
 
 def isend(
@@ -23,23 +61,9 @@ def isend(
     group: Any = None,
     tag: int = 0,
     group_dst: int | None = None,
-) -> Work:
-    world, _ = initialised("isend")
-    peer = peer_rank(group, world, dst, group_dst, "isend")
-    return p2p_work(world, world.post_send(device_tensor(tensor, "isend"), peer, tag))
-
-
-def _post_recv(
-    tensor: Any, src: int | None, group: Any, tag: int, group_src: int | None
-) -> tuple[World, Any]:
-    """Post a receive; the world and the receive's rendezvous (its ``source`` once matched)."""
-    world, _ = initialised("irecv")
-    peer = (
-        None
-        if src is None and group_src is None
-        else peer_rank(group, world, src, group_src, "irecv")
-    )
-    return world, world.post_recv(device_tensor(tensor, "irecv"), peer, tag)
+) -> Work | None:
+    posted = _post_send("isend", tensor, dst, group, tag, group_dst)
+    return None if posted is None else p2p_work(*posted)
 
 
 def irecv(
@@ -48,8 +72,9 @@ def irecv(
     group: Any = None,
     tag: int = 0,
     group_src: int | None = None,
-) -> Work:
-    return p2p_work(*_post_recv(tensor, src, group, tag, group_src))
+) -> Work | None:
+    posted = _post_recv("irecv", tensor, src, group, tag, group_src)
+    return None if posted is None else p2p_work(*posted)
 
 
 def send(
@@ -59,7 +84,9 @@ def send(
     tag: int = 0,
     group_dst: int | None = None,
 ) -> None:
-    isend(tensor, dst, group, tag, group_dst).wait()
+    posted = _post_send("send", tensor, dst, group, tag, group_dst)
+    if posted is not None:
+        p2p_work(*posted).wait()
 
 
 def recv(
@@ -69,8 +96,11 @@ def recv(
     tag: int = 0,
     group_src: int | None = None,
 ) -> int:
-    """Receive into ``tensor``; returns the sender's rank."""
-    world, rendezvous = _post_recv(tensor, src, group, tag, group_src)
+    """Receive into ``tensor``; returns the sender's rank (-1 on a rank outside ``group``)."""
+    posted = _post_recv("recv", tensor, src, group, tag, group_src)
+    if posted is None:
+        return -1
+    world, rendezvous = posted
     p2p_work(world, rendezvous).wait()
     return rendezvous.source
 
@@ -88,14 +118,22 @@ class P2POp:
 
     def __post_init__(self) -> None:
         if self.op not in (isend, irecv):
-            raise DistributedError("P2POp.op must be dist.isend or dist.irecv")
+            raise DistributedError(f"P2POp: op must be dist.isend or dist.irecv (got {self.op!r})")
 
 
 def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
+    """Post every operation; the Works of those this rank takes part in."""
     works = []
     for item in p2p_op_list:
+        if not isinstance(item, P2POp):
+            raise DistributedError(
+                f"batch_isend_irecv: p2p_op_list must hold dist.P2POp objects "
+                f"(got {type(item).__name__})"
+            )
         if item.op is isend:
-            works.append(isend(item.tensor, item.peer, item.group, item.tag, item.group_peer))
+            work = isend(item.tensor, item.peer, item.group, item.tag, item.group_peer)
         else:
-            works.append(irecv(item.tensor, item.peer, item.group, item.tag, item.group_peer))
+            work = irecv(item.tensor, item.peer, item.group, item.tag, item.group_peer)
+        if work is not None:
+            works.append(work)
     return works
