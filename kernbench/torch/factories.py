@@ -286,7 +286,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def _place(t: Tensor, out: Tensor, n: int, row: int, width: int, offset: int) -> None:
-    """``t``'s elements into ``out`` in rows (a view is first copied into a contiguous temporary)."""
+    """``t``'s elements into ``out`` in rows (a view is copied into a contiguous temporary)."""
     src = t.dense()
     launch_place(src.device_tensor, out.device_tensor, n, row, width, offset)
     if src is not t:

@@ -183,9 +183,7 @@ class TensorLayout:
             dims = {dim_index(d, self.ndim) for d in named} if self.ndim else set()
             dims = {d for d in dims if geo.shape[d] == 1}
         keep = [d for d in range(self.ndim) if d not in dims]
-        return self._strided(
-            tuple(geo.shape[d] for d in keep), tuple(geo.strides[d] for d in keep)
-        )
+        return self._strided(tuple(geo.shape[d] for d in keep), tuple(geo.strides[d] for d in keep))
 
     def permute(self: Tensor, *dims: Any) -> Tensor:
         order = [dim_index(d, self.ndim) for d in _sizes(dims)]
@@ -211,8 +209,10 @@ class TensorLayout:
     def t(self: Tensor) -> Tensor:
         if self.ndim > 2:
             raise TensorError(f"t() expects a tensor with <= 2 dimensions, but it has {self.ndim}")
-        return self.transpose(0, 1) if self.ndim == 2 else self._strided(
-            self.geometry.shape, self.geometry.strides
+        return (
+            self.transpose(0, 1)
+            if self.ndim == 2
+            else self._strided(self.geometry.shape, self.geometry.strides)
         )
 
     @property

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import kernbench.kernels.language as tl
+from kernbench.errors import TensorError
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
-from kernbench.errors import TensorError
 
 __all__ = ["UNARY_OPS", "launch_matmul", "launch_unary"]
 

@@ -128,7 +128,7 @@ class TensorPointwise:
                 f"{what} cannot be multiplied ({m}x{k} and {k2}x{n}, batches {ab} and {bb})"
             )
         batch = max(ab, bb)
-        out_shape: tuple[int, ...] = ((batch,) if max(len(a_shape), len(b_shape)) == 3 else ())
+        out_shape: tuple[int, ...] = (batch,) if max(len(a_shape), len(b_shape)) == 3 else ()
         out_shape += ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
         out = self.new_empty(out_shape)
         a_strides = (a[2][0] if ab > 1 else 0, *a[2][1:])
@@ -162,7 +162,11 @@ class TensorPointwise:
 
     # -- comparisons on the host -------------------------------------------------------------
     def allclose(
-        self: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+        self: Tensor,
+        other: Tensor,
+        rtol: float = 1e-05,
+        atol: float = 1e-08,
+        equal_nan: bool = False,
     ) -> bool:
         """Host-side ``|self - other| <= atol + rtol * |other|`` everywhere (broadcast)."""
         _tensor_argument(other, "allclose")
@@ -173,9 +177,7 @@ class TensorPointwise:
             )
         try:
             return bool(
-                np.allclose(
-                    self.numpy(), other.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan
-                )
+                np.allclose(self.numpy(), other.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan)
             )
         except ValueError:
             raise TensorError(

@@ -78,12 +78,12 @@ class TensorReductions:
     def argmax(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         """The first index of the largest value (of the flattened tensor without ``dim``)."""
         if dim is None:
-            return self.reshape(-1)._extreme(0, False, is_max=True).indices
+            return self.reshape(-1).max(0).indices
         return self._extreme(dim, keepdim, is_max=True).indices
 
     def argmin(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         if dim is None:
-            return self.reshape(-1)._extreme(0, False, is_max=False).indices
+            return self.reshape(-1).min(0).indices
         return self._extreme(dim, keepdim, is_max=False).indices
 
     def maximum(self: Tensor, other: Tensor) -> Tensor:

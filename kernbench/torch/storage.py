@@ -10,8 +10,9 @@ memory: it keeps its storage alive, is freed with it, and cannot be freed
 itself.
 
 A run is expressible when every storage shard it touches is itself one run of
-the storage (no ``column_wise`` split of a 2-D or larger tensor) and each
-piece is a block of whole rows of the view's shape.  Otherwise
+the storage (no ``column_wise`` split of a 2-D or larger tensor) and the
+pieces are equal blocks of whole rows of the view's shape (the kernel layer
+addresses shards as a regular grid).  Otherwise
 :func:`element_range` returns None and the caller copies (see
 :mod:`~kernbench.torch.layout`).
 """
@@ -38,9 +39,7 @@ class RangeDeviceTensor(DeviceTensor):
         shape: tuple[int, ...],
         allocation: Allocation,
     ) -> None:
-        super().__init__(
-            storage.context, name, shape, storage.dtype, storage.policy, allocation
-        )
+        super().__init__(storage.context, name, shape, storage.dtype, storage.policy, allocation)
         self.storage = storage
 
     @property
@@ -100,6 +99,8 @@ def element_range(
         )
         pa = dataclasses.replace(p.pa, offset=p.pa.offset + skip)
         placements.append(ShardPlacement(spec, pa, p.va + skip, p.memory_node))
+    if len({p.shard.shape for p in placements}) > 1:
+        return None  # kernels address shards as a regular grid of equal blocks
     if not placements:
         if count:
             return None

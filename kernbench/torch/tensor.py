@@ -54,7 +54,7 @@ Decisions a PyTorch user would otherwise have to guess:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -75,6 +75,7 @@ from kernbench.torch.dtypes import (
 from kernbench.torch.layout import TensorLayout
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
+from kernbench.torch.printing import format_values
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
@@ -124,8 +125,14 @@ class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
     __array_ufunc__ = None  # NumPy defers ``array + tensor`` to our reflected operators
 
     def __init__(
-        self, device_tensor: DeviceTensor, *, device_index: int | None = None, dp: Any = None
+        self,
+        device_tensor: DeviceTensor,
+        *,
+        device_index: int | None = None,
+        dp: Any = None,
+        geometry: Geometry | None = None,
     ) -> None:
+        """Show ``device_tensor`` (the storage) whole, or the window ``geometry`` of it."""
         if not isinstance(device_tensor, DeviceTensor):
             raise TensorError(
                 "Tensor wraps a runtime DeviceTensor; create tensors with torch.zeros, "
@@ -133,24 +140,22 @@ class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
             )
         if device_index is None:
             device_index = device_tensor.context.current_device() or 0
-        self._init(device_tensor, Geometry.dense(device_tensor.shape), device_index, dp)
+        self._init(device_tensor, geometry, device_index, dp)
 
-    def _init(self, storage: DeviceTensor, geometry: Geometry, index: int, dp: Any) -> None:
+    def _init(self, storage: DeviceTensor, geometry: Geometry | None, index: int, dp: Any) -> None:
+        whole_tensor = Geometry.dense(storage.shape)
+        whole = geometry is None or geometry == whole_tensor
         self._storage = storage
-        self._geometry = geometry
+        self._geometry = whole_tensor if geometry is None else geometry
         self._index = index
-        self._dp = dp
-        whole = geometry == Geometry.dense(storage.shape)
+        self._dp = dp if whole else None  # a part of the storage is not placed by dp
         self._contiguous: Any = storage if whole else _UNKNOWN
         self._requires_grad = False
         self._grad: Tensor | None = None
 
     def _view(self, geometry: Geometry) -> Tensor:
         """A tensor showing ``geometry`` of this tensor's storage (shares the memory)."""
-        view = Tensor.__new__(Tensor)
-        whole = geometry == Geometry.dense(self._storage.shape)
-        view._init(self._storage, geometry, self._index, self._dp if whole else None)
-        return view
+        return Tensor(self._storage, device_index=self._index, dp=self._dp, geometry=geometry)
 
     # -- description --------------------------------------------------------------
     @property
@@ -396,7 +401,7 @@ class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
         elif self._storage.context.timing_only:
             body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
         else:
-            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+            body = format_values(self.numpy(), prefix="tensor(")
         return f"tensor({body}, {', '.join(extras)})"
 
     def __getattr__(self, name: str) -> Any:
@@ -439,9 +444,7 @@ class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
         found = self.contiguous_device_tensor()
         if found is not None and target is self.dtype and index == self._index:
             return self
-        out = new_tensor(
-            self.shape, target, index=index, dp=self._dp, ctx=self._storage.context
-        )
+        out = new_tensor(self.shape, target, index=index, dp=self._dp, ctx=self._storage.context)
         out.copy_(self)
         return out
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import kernbench.kernels.language as tl
+from kernbench.errors import TensorError
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
-from kernbench.errors import TensorError
 from kernbench.torch.views import coalesce
 
 __all__ = ["launch_strided_copy", "launch_strided_fill"]

@@ -74,12 +74,16 @@ class Geometry:
         """Storage elements from the first to one past the last element (0 when empty)."""
         if self.numel == 0:
             return 0
-        return 1 + sum((size - 1) * stride for size, stride in zip(self.shape, self.strides))
+        return 1 + sum(
+            (size - 1) * stride for size, stride in zip(self.shape, self.strides, strict=True)
+        )
 
     @property
     def overlaps(self) -> bool:
         """Whether two elements share one storage element (an expanded dim)."""
-        return any(size > 1 and stride == 0 for size, stride in zip(self.shape, self.strides))
+        return any(
+            size > 1 and stride == 0 for size, stride in zip(self.shape, self.strides, strict=True)
+        )
 
 
 def _dim(dim: Any, ndim: int, what: str) -> int:
@@ -114,8 +118,7 @@ def index_geometry(geo: Geometry, key: Any, name: str) -> Geometry:
     ndim = len(geo.shape)
     if named > ndim:
         raise TensorError(
-            f"indexing {name!r}: too many indices for a tensor of dimension {ndim} "
-            f"({named} given)"
+            f"indexing {name!r}: too many indices for a tensor of dimension {ndim} ({named} given)"
         )
     if Ellipsis in keys:
         at = keys.index(Ellipsis)
@@ -128,8 +131,9 @@ def index_geometry(geo: Geometry, key: Any, name: str) -> Geometry:
     d = 0
     for k in keys:
         if k is None:
+            # PyTorch inserts the dim with unsqueeze, whose stride spans the next dim.
             shape.append(1)
-            strides.append(0)
+            strides.append(geo.shape[d] * geo.strides[d] if d < ndim else 1)
             continue
         size, stride = geo.shape[d], geo.strides[d]
         if _is_int(k):
@@ -239,9 +243,7 @@ def coalesce(
     Kernels that index a view dim by dim do less integer work on fewer dims;
     the elements visited, and their order, do not change.
     """
-    dims = [
-        (size, [s[k] for s in stride_sets]) for k, size in enumerate(shape) if size != 1
-    ]
+    dims = [(size, [s[k] for s in stride_sets]) for k, size in enumerate(shape) if size != 1]
     merged: list[tuple[int, list[int]]] = []
     for size, strides in dims:
         if merged:
