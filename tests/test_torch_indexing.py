@@ -323,7 +323,7 @@ def test_views_of_a_column_wise_sharded_tensor_run_through_copies(ctx):
     assert t.device_tensor is t.storage_device_tensor
     row = t[1]
     with pytest.raises(TensorError, match="shards do not split it into rows"):
-        row.device_tensor
+        _ = row.device_tensor
     row += 100
     a = np.arange(16, dtype=np.float32).reshape(4, 4)
     a[1] += 100
