@@ -72,10 +72,11 @@ from kernbench.torch.dtypes import (
     python_scalar,
     runtime_dtype,
 )
+from kernbench.torch.grad_slots import TensorGradSlots
+from kernbench.torch.host_values import TensorHostValues
 from kernbench.torch.layout import TensorLayout
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
-from kernbench.torch.printing import format_values
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
@@ -112,14 +113,23 @@ def new_tensor(
     return Tensor(dtensor, device_index=0 if here is None else here, dp=dp)
 
 
-class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
+class Tensor(
+    TensorArithmetic,
+    TensorReductions,
+    TensorPointwise,
+    TensorLayout,
+    TensorHostValues,
+    TensorGradSlots,
+):
     """A tensor on the simulated machine with PyTorch's methods and operators.
 
     The operators come from :class:`~kernbench.torch.arithmetic.TensorArithmetic`,
     reductions from :class:`~kernbench.torch.reductions.TensorReductions`,
     ``exp``/``abs``/``matmul``/... from
     :class:`~kernbench.torch.pointwise.TensorPointwise`, indexing and views
-    from :class:`~kernbench.torch.layout.TensorLayout`.
+    from :class:`~kernbench.torch.layout.TensorLayout`, host reads from
+    :class:`~kernbench.torch.host_values.TensorHostValues` and the autograd
+    slots from :class:`~kernbench.torch.grad_slots.TensorGradSlots`.
     """
 
     __array_ufunc__ = None  # NumPy defers ``array + tensor`` to our reflected operators
@@ -286,53 +296,6 @@ class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
         """The tensor itself when contiguous, else a contiguous copy (device copy kernel)."""
         return self if self.is_contiguous() else self.dense()
 
-    # -- autograd slots (there is no autograd) --------------------------------------------
-    @property
-    def requires_grad(self) -> bool:
-        """A flag kept for scripts that set it; nothing computes gradients."""
-        return self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool) -> None:
-        self._requires_grad = bool(value)
-
-    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        self._requires_grad = bool(requires_grad)
-        return self
-
-    @property
-    def grad(self) -> Tensor | None:
-        """A slot for a gradient tensor: None until assigned."""
-        return self._grad
-
-    @grad.setter
-    def grad(self, value: Tensor | None) -> None:
-        if value is not None and not isinstance(value, Tensor):
-            raise TensorError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
-        if value is not None and value.shape != self.shape:
-            raise TensorError(
-                f"assigned grad has shape {tuple(value.shape)} but the tensor has "
-                f"{tuple(self.shape)}"
-            )
-        self._grad = value
-
-    @property
-    def data(self) -> Tensor:
-        """The same memory as a new tensor (detached; there is no autograd)."""
-        return self._view(self._geometry)
-
-    @data.setter
-    def data(self, value: Tensor) -> None:
-        if not isinstance(value, Tensor):
-            raise TensorError(f"data must be set to a Tensor, got {type(value).__name__}")
-        self._init(value.storage_device_tensor, value.geometry, value.get_device(), value.dp)
-
-    def detach(self) -> Tensor:
-        return self._view(self._geometry)
-
-    def detach_(self) -> Tensor:
-        return self
-
     def free(self) -> None:
         """Return the tensor's memory now (KernBench only; otherwise freed when unreferenced)."""
         if self._contiguous is not self._storage:
@@ -341,68 +304,6 @@ class Tensor(TensorArithmetic, TensorReductions, TensorPointwise, TensorLayout):
                 "free the tensor it views"
             )
         self._storage.free()
-
-    # -- reading values (host side) -----------------------------------------------------
-    def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The values, read to the host through the fabric (a copy; costs time)."""
-        found = self.contiguous_device_tensor()
-        if found is not None:
-            return found.numpy()
-        if self._storage.context.timing_only:
-            return self._storage.numpy()  # raises: no values in timing-only mode
-        temp = self.dense()
-        try:
-            return temp.device_tensor.numpy()
-        finally:
-            temp.free()
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        values = self.numpy()
-        return values if dtype is None else values.astype(dtype)
-
-    def tolist(self) -> Any:
-        return self.numpy().tolist()
-
-    def item(self) -> int | float:
-        if self.numel() != 1:
-            raise TensorError(
-                f"item() needs a one-element tensor; {self._storage.name!r} has "
-                f"{self.numel()} elements"
-            )
-        return self.numpy().reshape(()).item()
-
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __index__(self) -> int:
-        if self.dtype.is_floating_point or self.numel() != 1:
-            raise TensorError(
-                "only integer tensors of a single element can be converted to an index"
-            )
-        return int(self.item())
-
-    def __bool__(self) -> bool:
-        if self.numel() != 1:
-            raise TensorError(
-                f"Boolean value of tensor {self._storage.name!r} with {self.numel()} elements "
-                "is ambiguous; use t.sum(), t.max() or torch.equal(...)"
-            )
-        return bool(self.item())
-
-    def __repr__(self) -> str:
-        extras = [f"device='{self.device}'"]
-        if self.dtype.name not in ("float32", "int32"):
-            extras.append(f"dtype={self.dtype!r}")
-        if self._storage.is_freed:
-            body = f"<freed>, size={tuple(self.shape)}"
-        elif self._storage.context.timing_only:
-            body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
-        else:
-            body = format_values(self.numpy(), prefix="tensor(")
-        return f"tensor({body}, {', '.join(extras)})"
 
     def __getattr__(self, name: str) -> Any:
         # Only called for names the class does not have.
