@@ -253,3 +253,14 @@ def test_factories_of_the_tutorials(ctx):
     assert torch.reshape(v, (3, 2)).shape == (3, 2) and torch.transpose(v, 0, 1).shape == (3, 2)
     assert torch.flatten(v).shape == (6,) and torch.unsqueeze(v, 0).shape == (1, 2, 3)
     assert torch.squeeze(v[None]).shape == (2, 3) and torch.permute(v, (1, 0)).shape == (3, 2)
+
+
+def test_nn_functional_softmax_and_nothing_else(ctx):
+    import kernbench.torch.nn.functional as F  # noqa: N812 - PyTorch's spelling
+
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+    assert torch.allclose(F.softmax(x, dim=-1), torch.softmax(x, -1))
+    assert torch.nn.functional.softmax(x, 1).shape == (1, 3)
+    assert not hasattr(torch.nn, "Linear")
+    with pytest.raises(AttributeError, match="no modules or autograd"):
+        _ = torch.nn.Module

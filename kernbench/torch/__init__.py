@@ -203,5 +203,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kernbench.torch' has no attribute {name!r}")
 
 
-# The subpackages users import as torch.distributed and torch.multiprocessing.
-from kernbench.torch import distributed, multiprocessing  # noqa: E402,F401
+# The subpackages users import as torch.distributed, torch.multiprocessing and torch.nn.
+from kernbench.torch import distributed, multiprocessing, nn  # noqa: E402,F401
