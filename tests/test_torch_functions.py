@@ -264,3 +264,14 @@ def test_nn_functional_softmax_and_nothing_else(ctx):
     assert not hasattr(torch.nn, "Linear")
     with pytest.raises(AttributeError, match="no modules or autograd"):
         _ = torch.nn.Module
+
+
+def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):
+    half = torch.ones(3, dtype=torch.float16)
+    assert (half + torch.tensor(2.0)).dtype is torch.float16
+    assert (torch.tensor(2.0) * half).dtype is torch.float16
+    small = torch.ones(2, dtype=torch.int8)
+    assert (small + torch.tensor(3)).dtype is torch.int8
+    assert (small + torch.tensor(0.5)).dtype is torch.float32
+    assert (half + torch.ones(3)).dtype is torch.float32  # not 0-d: ordinary promotion
+    assert (torch.arange(3) + torch.arange(3)[1]).tolist() == [1, 2, 3]

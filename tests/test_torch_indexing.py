@@ -146,6 +146,10 @@ def test_writes_through_views_reach_the_base(ctx):
     a[..., 3] = [0.5, 1.5, 2.5]
     t[1] = torch.tensor([4.0])  # broadcast like PyTorch's copy_
     a[1] = 4.0
+    t[2] = [1.0, 2.0, 3.0, 4.0]  # host values into a contiguous row: written in place
+    a[2] = [1.0, 2.0, 3.0, 4.0]
+    t[0, 1:3] = np.array([-7.0], dtype=np.float32)  # host values broadcast
+    a[0, 1:3] = -7.0
     np.testing.assert_array_equal(t.numpy(), a)
 
 

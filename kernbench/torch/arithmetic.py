@@ -30,6 +30,7 @@ from kernbench.torch.dtypes import (
 from kernbench.torch.views import broadcast_shapes
 
 if TYPE_CHECKING:
+    from kernbench.torch.dtypes import TorchDType
     from kernbench.torch.tensor import Tensor
 
 __all__ = ["TensorArithmetic"]
@@ -117,7 +118,7 @@ class TensorArithmetic:
         shape = tuple(self.shape)
         if isinstance(other, TensorArithmetic):
             shape = _check_pair(self, other, what, in_place=out is not None)
-            rtype = promote_types(self.dtype, other.dtype)
+            rtype = _pair_dtype(self, other)
             value = None
         else:
             value = python_scalar(other)
@@ -196,6 +197,16 @@ def _check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int
             f"{shape} of an in-place op"
         )
     return shape
+
+
+def _pair_dtype(a: Tensor, b: Tensor) -> TorchDType:
+    """PyTorch's rule: a 0-d operand of the other's kind (integer or float) keeps its dtype."""
+    same_kind = a.dtype.is_floating_point == b.dtype.is_floating_point
+    if same_kind and b.ndim == 0 and a.ndim:
+        return a.dtype
+    if same_kind and a.ndim == 0 and b.ndim:
+        return b.dtype
+    return promote_types(a.dtype, b.dtype)
 
 
 def _operand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
