@@ -274,6 +274,8 @@ def test_grad_slot_and_requires_grad_flag(ctx):
     p.grad = torch.full((3,), 2.0)
     p.grad.data /= 2  # the tutorial's average_gradients pattern
     assert p.grad.tolist() == [1.0, 1.0, 1.0]
+    p.data = torch.zeros(3)  # new memory, same slots
+    assert p.tolist() == [0.0] * 3 and p.grad.tolist() == [1.0] * 3
     with pytest.raises(TensorError, match="must be a Tensor"):
         p.grad = [1, 2, 3]
     with pytest.raises(TensorError, match="shape"):

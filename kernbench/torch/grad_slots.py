@@ -63,7 +63,9 @@ class TensorGradSlots:
     def data(self: Tensor, value: Tensor) -> None:
         if not isinstance(value, type(self)):
             raise TensorError(f"data must be set to a Tensor, got {type(value).__name__}")
+        grad, flag = self._grad, self._requires_grad  # p.data = x keeps p's slots
         self._init(value.storage_device_tensor, value.geometry, value.get_device(), value.dp)
+        self._grad, self._requires_grad = grad, flag
 
     def detach(self: Tensor) -> Tensor:
         return self._view(self.geometry)
