@@ -21,6 +21,8 @@ __all__ = [
     "AllocationError",
     "MemoryFaultError",
     "TensorError",
+    "TensorAttributeError",
+    "TensorTypeError",
     "KernelError",
     "SimulationError",
     "DeadlockError",
@@ -122,6 +124,14 @@ class MemoryFaultError(KernBenchError):
 
 class TensorError(KernBenchError):
     """Misuse of a tensor: use after free, wrong dtype, shape mismatch."""
+
+
+class TensorAttributeError(TensorError, AttributeError):
+    """A tensor attribute or method that does not exist or is not supported (``hasattr`` works)."""
+
+
+class TensorTypeError(TensorError, TypeError):
+    """A tensor used where Python needs another type (``len()`` of a 0-d tensor, ...)."""
 
 
 class KernelError(KernBenchError):

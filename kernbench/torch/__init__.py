@@ -3,8 +3,8 @@
 Tensors live on the simulated machine of the current
 :class:`~kernbench.runtime.RuntimeContext`; their arithmetic runs device
 kernels and costs simulated time.  See :mod:`kernbench.torch.tensor` for what
-differs from PyTorch (a 32-bit world, no broadcasting, whole-tensor indexing
-only) and :mod:`kernbench.torch.devices` for devices and events.
+differs from PyTorch (a 32-bit world, no autograd, how views map to memory)
+and :mod:`kernbench.torch.devices` for devices and events.
 ``torch.cuda`` is the same object as ``torch.ahbm``.
 """
 
@@ -38,6 +38,37 @@ from kernbench.torch.factories import (
     zeros,
     zeros_like,
 )
+from kernbench.torch.functions import (
+    abs,
+    add,
+    allclose,
+    argmax,
+    argmin,
+    clone,
+    div,
+    dot,
+    equal,
+    exp,
+    flatten,
+    log,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mm,
+    mul,
+    permute,
+    reshape,
+    softmax,
+    sqrt,
+    squeeze,
+    sub,
+    sum,
+    transpose,
+    unsqueeze,
+)
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
 from kernbench.torch.shapes import Size
@@ -68,17 +99,28 @@ __all__ = [
     "Generator",
     "Size",
     "Tensor",
+    "abs",
     "accelerator",
+    "add",
     "ahbm",
+    "allclose",
     "arange",
+    "argmax",
+    "argmin",
     "as_tensor",
     "bfloat16",
     "cat",
+    "clone",
     "cuda",
     "device",
+    "div",
+    "dot",
     "dtype",
     "empty",
     "empty_like",
+    "equal",
+    "exp",
+    "flatten",
     "float",
     "float16",
     "float32",
@@ -90,27 +132,45 @@ __all__ = [
     "inference_mode",
     "initial_seed",
     "int",
-    "int8",
     "int16",
     "int32",
+    "int8",
     "is_tensor",
+    "log",
     "manual_seed",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mm",
+    "mul",
     "no_grad",
     "numel",
     "ones",
     "ones_like",
+    "permute",
     "rand",
     "rand_like",
     "randint",
     "randn",
     "randn_like",
+    "reshape",
     "seed",
     "set_default_dtype",
+    "softmax",
+    "sqrt",
+    "squeeze",
     "stack",
+    "sub",
+    "sum",
     "tensor",
-    "uint8",
+    "transpose",
     "uint16",
     "uint32",
+    "uint8",
+    "unsqueeze",
     "zeros",
     "zeros_like",
 ]
@@ -143,5 +203,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'kernbench.torch' has no attribute {name!r}")
 
 
-# The subpackages users import as torch.distributed and torch.multiprocessing.
-from kernbench.torch import distributed, multiprocessing  # noqa: E402,F401
+# The subpackages users import as torch.distributed, torch.multiprocessing and torch.nn.
+from kernbench.torch import distributed, multiprocessing, nn  # noqa: E402,F401

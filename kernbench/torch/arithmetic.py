@@ -3,9 +3,11 @@
 :class:`TensorArithmetic` is mixed into :class:`~kernbench.torch.Tensor`; it
 holds the operators (also reflected and in place) and ``add``/``sub``/``mul``/
 ``div`` with their in-place forms.  An operation runs the elementwise device
-kernels on same-shape tensors or a tensor and a Python/NumPy scalar (there is
-no broadcasting).  Operands of another dtype are first converted on the device
-into temporaries, which are freed once the result is written.
+kernels on tensors broadcast to one shape (as in PyTorch) or a tensor and a
+Python/NumPy scalar.  Operands of another dtype, broadcast operands and views
+that are not one run of memory are first copied on the device into contiguous
+temporaries (costed), which are freed once the result is written; a result
+for such a view is written back by the strided copy kernel.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.device_kernels import (
-    launch_copy,
     launch_elementwise,
     launch_fill,
     launch_scalar,
@@ -26,8 +27,10 @@ from kernbench.torch.dtypes import (
     python_scalar,
     scalar_result_dtype,
 )
+from kernbench.torch.views import broadcast_shapes
 
 if TYPE_CHECKING:
+    from kernbench.torch.dtypes import TorchDType
     from kernbench.torch.tensor import Tensor
 
 __all__ = ["TensorArithmetic"]
@@ -111,17 +114,18 @@ class TensorArithmetic:
     # -- the two forms every operator reduces to ---------------------------------------
     def _binary(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
         """``self op other`` in ``out`` (in place) or a new tensor, with torch's promotion."""
-        what = f"{op} of {self.device_tensor.name!r}"
+        what = f"{op} of {self.storage_device_tensor.name!r}"
+        shape = tuple(self.shape)
         if isinstance(other, TensorArithmetic):
-            _check_pair(self, other, what)
-            rtype = promote_types(self.dtype, other.dtype)
+            shape = _check_pair(self, other, what, in_place=out is not None)
+            rtype = _pair_dtype(self, other)
             value = None
         else:
             value = python_scalar(other)
             if value is None:
                 raise TensorError(
-                    f"{what}: operand {type(other).__name__} is not supported; use a Tensor of "
-                    "the same shape or a Python scalar (torch.from_numpy converts arrays)"
+                    f"{what}: operand {type(other).__name__} is not supported; use a Tensor "
+                    "(broadcastable) or a Python scalar (torch.from_numpy converts arrays)"
                 )
             rtype = scalar_result_dtype(self.dtype, value)
         if op == "div" and not rtype.is_floating_point:
@@ -132,16 +136,13 @@ class TensorArithmetic:
                 f"{out.dtype!r}; use an out-of-place op (a = a {_SYMBOL[op]} b)"
             )
         temps = []
-        x = self.to(rtype)
-        target = (
-            out
-            if out is not None and out.dtype is rtype
-            else self.new_empty(self.shape, dtype=rtype)
-        )
+        x = _operand(self, shape).dense(rtype)
+        direct = out is not None and out.dtype is rtype and out.contiguous_device_tensor()
+        target = out if direct else self.new_empty(shape, dtype=rtype)
         if x is not self:
             temps.append(x)
         if value is None:
-            y = other.to(rtype)
+            y = _operand(other, shape).dense(rtype)
             if y is not other:
                 temps.append(y)
             launch_elementwise(op, x.device_tensor, y.device_tensor, target.device_tensor)
@@ -149,7 +150,7 @@ class TensorArithmetic:
             check_scalar_fits(value, rtype, what)
             launch_scalar(op, x.device_tensor, value, target.device_tensor)
         if out is not None and target is not out:
-            launch_copy(target.device_tensor, out.device_tensor)
+            out.copy_(target)
             temps.append(target)
             target = out
         _free_temporaries(*temps)
@@ -160,16 +161,16 @@ class TensorArithmetic:
         value = python_scalar(other)
         if value is None:
             raise TensorError(
-                f"{op} into {self.device_tensor.name!r}: operand {type(other).__name__} is not "
-                "supported; use a Python scalar or a Tensor of the same shape"
+                f"{op} into {self.storage_device_tensor.name!r}: operand "
+                f"{type(other).__name__} is not supported; use a Python scalar or a Tensor"
             )
         rtype = scalar_result_dtype(self.dtype, value)
         if op == "div" and not rtype.is_floating_point:
             rtype = get_default_dtype()
-        check_scalar_fits(value, rtype, f"{op} of {self.device_tensor.name!r}")
+        check_scalar_fits(value, rtype, f"{op} of {self.storage_device_tensor.name!r}")
         result = self.new_empty(self.shape, dtype=rtype)
         launch_fill(result.device_tensor, value)
-        x = self.to(rtype)
+        x = self.dense(rtype)
         launch_elementwise(op, result.device_tensor, x.device_tensor, result.device_tensor)
         if x is not self:
             _free_temporaries(x)
@@ -180,17 +181,37 @@ def _times_alpha(other: Any, alpha: Any) -> Any:
     return other if alpha == 1 else other * alpha
 
 
-def _check_pair(a: Tensor, b: Tensor, what: str) -> None:
-    if a.shape != b.shape:
-        raise TensorError(
-            f"{what}: shapes {tuple(a.shape)} and {tuple(b.shape)} differ; only tensors of "
-            "the same shape or scalars are supported (no broadcasting)"
-        )
+def _check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int, ...]:
+    """The shape ``a op b`` has: the broadcast of both (``a``'s own when in place)."""
     if a.get_device() != b.get_device():
         raise TensorError(
             f"{what}: tensors are on different devices ({a.device} and {b.device}); "
             "move one with .to(...)"
         )
+    if a.shape == b.shape:
+        return tuple(a.shape)
+    shape = broadcast_shapes(a.shape, b.shape, what)
+    if in_place and shape != tuple(a.shape):
+        raise TensorError(
+            f"{what}: output with shape {tuple(a.shape)} doesn't match the broadcast shape "
+            f"{shape} of an in-place op"
+        )
+    return shape
+
+
+def _pair_dtype(a: Tensor, b: Tensor) -> TorchDType:
+    """PyTorch's rule: a 0-d operand of the other's kind (integer or float) keeps its dtype."""
+    same_kind = a.dtype.is_floating_point == b.dtype.is_floating_point
+    if same_kind and b.ndim == 0 and a.ndim:
+        return a.dtype
+    if same_kind and a.ndim == 0 and b.ndim:
+        return b.dtype
+    return promote_types(a.dtype, b.dtype)
+
+
+def _operand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """``t`` broadcast to ``shape`` (a stride-0 view; the tensor itself when it has it)."""
+    return t if tuple(t.shape) == shape else t.expand(shape)
 
 
 def _free_temporaries(*temps: Tensor) -> None:

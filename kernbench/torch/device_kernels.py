@@ -1,8 +1,9 @@
 """The device kernels behind tensor operations, launched with the tensor layer's block size.
 
-Elementwise arithmetic, fills and copies run the kernel layer's built-in
-kernels (:mod:`kernbench.kernels.builtins`); sums, ``cat``/``stack`` and
-``arange`` run the Triton-style kernels defined here.  Every launch takes
+Elementwise arithmetic, ``maximum``/``minimum``, fills and copies run the
+kernel layer's built-in kernels (:mod:`kernbench.kernels.builtins`); sums,
+max/min along a dim, ``cat``/``stack`` and ``arange`` run the Triton-style
+kernels defined here.  Every launch takes
 runtime device tensors and uses :data:`BLOCK` elements per program, so the
 cost of a tensor operation depends on this one choice.
 """
@@ -21,8 +22,10 @@ __all__ = [
     "BLOCK",
     "MAX_KERNEL_ELEMENTS",
     "launch_arange",
+    "launch_combine",
     "launch_copy",
     "launch_elementwise",
+    "launch_extreme",
     "launch_fill",
     "launch_place",
     "launch_scalar",
@@ -63,6 +66,44 @@ def _sum_kernel(
     if MEAN:
         total = total / R
     tl.store(out_ptr + o, total, mask=o_mask)
+
+
+@jit
+def _extreme_kernel(
+    x_ptr,
+    val_ptr,
+    idx_ptr,
+    n_out,
+    R,
+    C,
+    LOWEST,
+    IS_MAX: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Output o = (a, c): the max (or min) of x[a, r, c] over r < R and its first r.
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_out
+    base = (o // C) * (R * C) + o % C
+    best = tl.zeros((OBLOCK,), tl.int32)
+    arg = tl.zeros((OBLOCK,), tl.int32)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        x = tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=LOWEST)
+        if IS_MAX:
+            value, at = tl.max(x, axis=1, return_indices=True)
+        else:
+            value, at = tl.min(x, axis=1, return_indices=True)
+        if start == 0:
+            best, arg = value, at
+        else:
+            # Strictly better only, so the first of equal values keeps its index.
+            take = value > best if IS_MAX else value < best
+            best = tl.where(take, value, best)
+            arg = tl.where(take, at + start, arg)
+    tl.store(val_ptr + o, best, mask=o_mask)
+    tl.store(idx_ptr + o, arg, mask=o_mask)
 
 
 @jit
@@ -144,6 +185,43 @@ def launch_sum(
         OBLOCK=oblock,
         RBLOCK=rblock,
     )
+
+
+def launch_extreme(
+    x: DeviceTensor,
+    values: DeviceTensor,
+    indices: DeviceTensor,
+    n_out: int,
+    length: int,
+    cols: int,
+    *,
+    lowest: int | float,
+    is_max: bool,
+) -> None:
+    """Max (or min) of ``x`` viewed as (rows, ``length``, ``cols``) over its middle axis.
+
+    ``values`` gets the extremes and ``indices`` the first position of each
+    along the axis; ``lowest`` fills masked-off lanes (-inf for a max, ...).
+    """
+    rblock = tl.next_power_of_2(max(1, min(length, 1024)))
+    oblock = tl.next_power_of_2(max(1, min(n_out, max(1, 4096 // rblock))))
+    _extreme_kernel[(-(-n_out // oblock),)](
+        x,
+        values,
+        indices,
+        n_out,
+        length,
+        cols,
+        lowest,
+        IS_MAX=is_max,
+        OBLOCK=oblock,
+        RBLOCK=rblock,
+    )
+
+
+def launch_combine(op: str, x: DeviceTensor, y: DeviceTensor, out: DeviceTensor) -> Any:
+    """``out = op(x, y)`` elementwise for ``op`` in max, min (same dtype)."""
+    return builtins.launch_reduce(op, x, y, out, block=BLOCK)
 
 
 def launch_place(

@@ -254,7 +254,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         row = t.shape[d] * inner
         n = t.numel()
         if n:
-            launch_place(t.device_tensor, out.device_tensor, n, row, width, offset)
+            _place(t, out, n, row, width, offset)
         offset += row
     return out
 
@@ -281,6 +281,13 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     for k, t in enumerate(tensors):
         n = t.numel()
         if n:
-            row, width = inner, len(tensors) * inner
-            launch_place(t.device_tensor, out.device_tensor, n, row, width, k * inner)
+            _place(t, out, n, inner, len(tensors) * inner, k * inner)
     return out
+
+
+def _place(t: Tensor, out: Tensor, n: int, row: int, width: int, offset: int) -> None:
+    """``t``'s elements into ``out`` in rows (a view is copied into a contiguous temporary)."""
+    src = t.dense()
+    launch_place(src.device_tensor, out.device_tensor, n, row, width, offset)
+    if src is not t:
+        src.free()

@@ -1,71 +1,129 @@
-"""Tensor reductions: ``sum`` and ``mean`` over the whole tensor or one dim, on the device.
+"""Tensor reductions on the device: ``sum``, ``mean``, ``max``, ``min``, ``argmax``, ``argmin``.
 
 :class:`TensorReductions` is mixed into :class:`~kernbench.torch.Tensor`.  A
-reduction runs the sum kernel with a float32 accumulator (int32 for integer
-tensors) and leaves its result on the device, whole on the device's first PE.
+sum runs the sum kernel with a float32 accumulator (int32 for integer
+tensors); ``max``/``min`` run the extreme kernel, which also gives the first
+index of each extreme (``int32``: there is no int64).  Results stay on the
+device, whole on the device's first PE.  A view that is not one run of memory
+is first copied into a contiguous temporary (costed).  ``max(dim)`` returns
+``(values, indices)`` as a named tuple, as PyTorch's ``torch.return_types.max``.
 """
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kernbench.errors import TensorError
-from kernbench.torch.device_kernels import launch_fill, launch_sum
+from kernbench.runtime.dtypes import DTYPES
+from kernbench.torch.device_kernels import launch_combine, launch_extreme, launch_fill, launch_sum
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
 from kernbench.torch.shapes import dim_index
+from kernbench.torch.views import broadcast_shapes
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorReductions"]
+__all__ = ["MaxResult", "MinResult", "TensorReductions"]
+
+MaxResult = namedtuple("max", ["values", "indices"])  # torch.return_types.max
+MinResult = namedtuple("min", ["values", "indices"])  # torch.return_types.min
+
+
+def _lowest(dt: TorchDType, is_max: bool) -> int | float:
+    """The value masked-off lanes hold: never chosen over a real element."""
+    if dt.is_floating_point:
+        return float("-inf") if is_max else float("inf")
+    info = np.iinfo(DTYPES[dt.name].storage)
+    return int(info.min) if is_max else int(info.max)
 
 
 class TensorReductions:
-    """``sum`` and ``mean`` of :class:`~kernbench.torch.Tensor`."""
+    """Reductions of :class:`~kernbench.torch.Tensor`."""
 
     __slots__ = ()
 
-    def sum(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def sum(
+        self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None
+    ) -> Tensor:
         """Sum on the device (float32/int32 accumulator); the result stays a device tensor."""
         rtype = as_torch_dtype(dtype) if dtype is not None else None
         if rtype is None:
             rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int32"]
-        return self._reduce(dim, keepdim, rtype, mean=False)
+        return self._reduce(_dim_or_axis(dim, axis), keepdim, rtype, mean=False)
 
-    def mean(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+    def mean(
+        self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None
+    ) -> Tensor:
         """Mean on the device; integer tensors need ``dtype=`` (as in torch)."""
         rtype = as_torch_dtype(dtype) if dtype is not None else self.dtype
         if not rtype.is_floating_point:
             raise TensorError(
-                f"mean() of {self.device_tensor.name!r}: {rtype!r} is not a floating dtype; "
-                "pass dtype=torch.float32 or call .float() first"
+                f"mean() of {self.storage_device_tensor.name!r}: {rtype!r} is not a floating "
+                "dtype; pass dtype=torch.float32 or call .float() first"
             )
-        return self._reduce(dim, keepdim, rtype, mean=True)
+        return self._reduce(_dim_or_axis(dim, axis), keepdim, rtype, mean=True)
+
+    def max(self: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:
+        """``max()`` a 0-d tensor, ``max(dim)`` (values, indices), ``max(other)`` elementwise."""
+        return self._extreme(_dim_or_axis(dim, axis), keepdim, is_max=True)
+
+    def min(self: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:
+        """``min()`` a 0-d tensor, ``min(dim)`` (values, indices), ``min(other)`` elementwise."""
+        return self._extreme(_dim_or_axis(dim, axis), keepdim, is_max=False)
+
+    def argmax(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """The first index of the largest value (of the flattened tensor without ``dim``)."""
+        if dim is None:
+            return self.reshape(-1).max(0).indices
+        return self._extreme(dim, keepdim, is_max=True).indices
+
+    def argmin(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        if dim is None:
+            return self.reshape(-1).min(0).indices
+        return self._extreme(dim, keepdim, is_max=False).indices
+
+    def maximum(self: Tensor, other: Tensor) -> Tensor:
+        return self._combine("max", other)
+
+    def minimum(self: Tensor, other: Tensor) -> Tensor:
+        return self._combine("min", other)
+
+    # -- the shared machinery ------------------------------------------------------------
+    def _split(self: Tensor, dim: Any) -> tuple[int, int, int, int | None]:
+        """(rows, length, cols, d): the tensor as (rows, length, cols) around dim ``d``."""
+        shape = tuple(self.shape)
+        if dim is None:
+            return 1, self.numel(), 1, None
+        d = dim_index(dim, self.ndim)
+        if not shape:
+            return 1, 1, 1, d
+        return math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :]), d
+
+    def _out_shape(self: Tensor, d: int | None, keepdim: bool) -> tuple[int, ...]:
+        shape = tuple(self.shape)
+        if d is None:
+            return (1,) * len(shape) if keepdim else ()
+        return shape[:d] + ((1,) if keepdim else ()) + shape[d + 1 :]
 
     def _reduce(self: Tensor, dim: Any, keepdim: bool, rtype: TorchDType, mean: bool) -> Tensor:
-        shape = tuple(self.shape)
-        if isinstance(dim, tuple | list) and len(dim) == 1:
-            dim = dim[0]
-        if dim is None:
-            rows, length, cols = 1, self.numel(), 1
-            out_shape: tuple[int, ...] = (1,) * len(shape) if keepdim else ()
-        else:
-            if isinstance(dim, tuple | list):
-                raise TensorError("sum/mean over several dims is not supported; reduce one by one")
-            d = dim_index(dim, self.ndim)
-            if not shape:
-                rows, length, cols = 1, 1, 1
+        if isinstance(dim, tuple | list):
+            if len(dim) == 1:
+                dim = dim[0]
             else:
-                rows, length, cols = math.prod(shape[:d]), shape[d], math.prod(shape[d + 1 :])
-            out_shape = shape[:d] + ((1,) if keepdim else ()) + shape[d + 1 :]
-        out = self.new_empty(out_shape, dtype=rtype)
+                return self._reduce_dims(dim, keepdim, rtype, mean)
+        rows, length, cols, d = self._split(dim)
+        out = self.new_empty(self._out_shape(d, keepdim), dtype=rtype)
         n_out = rows * cols
         if mean and length == 0:
             launch_fill(out.device_tensor, float("nan"))
         elif n_out:
+            x = self.dense()
             launch_sum(
-                self.device_tensor,
+                x.device_tensor,
                 out.device_tensor,
                 n_out,
                 length,
@@ -73,4 +131,80 @@ class TensorReductions:
                 floating=rtype.is_floating_point,
                 mean=mean,
             )
+            if x is not self:
+                x.free()
         return out
+
+    def _reduce_dims(
+        self: Tensor, dims: Any, keepdim: bool, rtype: TorchDType, mean: bool
+    ) -> Tensor:
+        """Several dims, one after another from the last (each keeps its dim until the end)."""
+        order = sorted({dim_index(d, self.ndim) for d in dims}, reverse=True)
+        result = self
+        for d in order:
+            step = result._reduce(d, True, rtype, mean)
+            if result is not self:
+                result.free()
+            result = step
+        return result if keepdim else result.squeeze(tuple(order))
+
+    def _extreme(self: Tensor, dim: Any, keepdim: bool, *, is_max: bool) -> Any:
+        name = "max" if is_max else "min"
+        if hasattr(dim, "storage_device_tensor"):  # max(other): elementwise
+            return self._combine(name, dim)
+        rows, length, cols, d = self._split(dim)
+        if length == 0 or self.numel() == 0:
+            raise TensorError(
+                f"{name}() of {self.storage_device_tensor.name!r}: cannot reduce over a "
+                "zero-size dimension; give a non-empty tensor or another dim"
+            )
+        values = self.new_empty(self._out_shape(d, keepdim))
+        indices = self.new_empty(values.shape, dtype=DTYPE_OBJECTS["int32"])
+        x = self.dense()
+        launch_extreme(
+            x.device_tensor,
+            values.device_tensor,
+            indices.device_tensor,
+            rows * cols,
+            length,
+            cols,
+            lowest=_lowest(self.dtype, is_max),
+            is_max=is_max,
+        )
+        if x is not self:
+            x.free()
+        if d is None:
+            indices.free()
+            return values
+        result = MaxResult if is_max else MinResult
+        return result(values, indices)
+
+    def _combine(self: Tensor, op: str, other: Any) -> Tensor:
+        if not hasattr(other, "storage_device_tensor"):
+            raise TensorError(
+                f"{'maximum' if op == 'max' else 'minimum'}: other must be a Tensor, got "
+                f"{type(other).__name__}"
+            )
+        if other.dtype is not self.dtype:
+            raise TensorError(
+                f"{op}(other): dtypes {self.dtype!r} and {other.dtype!r} differ; convert one "
+                "with .to(...)"
+            )
+        shape = broadcast_shapes(self.shape, other.shape, f"{op}(other)")
+        x = (self if tuple(self.shape) == shape else self.expand(shape)).dense()
+        y = (other if tuple(other.shape) == shape else other.expand(shape)).dense()
+        out = self.new_empty(shape)
+        launch_combine(op, x.device_tensor, y.device_tensor, out.device_tensor)
+        for temp in (x, y):
+            if temp is not self and temp is not other:
+                temp.free()
+        return out
+
+
+def _dim_or_axis(dim: Any, axis: Any) -> Any:
+    """PyTorch takes ``axis=`` as another name for ``dim=`` (NumPy's spelling)."""
+    if axis is not None:
+        if dim is not None:
+            raise TensorError("give dim or axis, not both")
+        return axis
+    return dim

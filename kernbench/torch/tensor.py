@@ -1,45 +1,60 @@
 """``torch.Tensor`` for KernBench: a device tensor with PyTorch's face.
 
-A :class:`Tensor` wraps a runtime :class:`~kernbench.runtime.DeviceTensor`
-placed on the calling rank's device (by default the whole tensor on the
-device's first PE; ``dp=`` shards it).  Arithmetic runs the built-in device
-kernels on the simulated PEs and costs simulated time; ``numpy()``,
-``item()``, ``tolist()`` and ``repr`` read the values back to the host through
-the fabric, which costs time too.  This module holds the class and
-:func:`new_tensor`, which every factory goes through; the operators are in
-:mod:`~kernbench.torch.arithmetic`, ``sum``/``mean`` in
-:mod:`~kernbench.torch.reductions`, dtypes in :mod:`~kernbench.torch.dtypes`,
+A :class:`Tensor` is a window (shape, strides, storage offset) on a runtime
+:class:`~kernbench.runtime.DeviceTensor`, its *storage*, placed on the calling
+rank's device (by default the whole tensor on the device's first PE; ``dp=``
+shards it).  Factories make tensors that show all of their storage;
+indexing, ``view``, ``transpose`` and the other view methods
+(:mod:`~kernbench.torch.layout`) make tensors that share it, so writes
+through a view are seen by its base, as in PyTorch.  Arithmetic runs the
+built-in device kernels on the simulated PEs and costs simulated time;
+``numpy()``, ``item()``, ``tolist()`` and ``repr`` read the values back to
+the host through the fabric, which costs time too.  This module holds the
+class and :func:`new_tensor`, which every factory goes through; the operators
+are in :mod:`~kernbench.torch.arithmetic`, reductions in
+:mod:`~kernbench.torch.reductions`, ``exp``/``abs``/... in
+:mod:`~kernbench.torch.pointwise`, dtypes in :mod:`~kernbench.torch.dtypes`,
 the factories in :mod:`~kernbench.torch.factories` and
 :mod:`~kernbench.torch.sampling`.
 
 Decisions a PyTorch user would otherwise have to guess:
 
 * A 32-bit world: there is no float64, int64 or bool.  Python floats infer
-  ``float32`` (the default dtype), Python ints ``int32``; integer sums are
-  ``int32``.  ``tensor()`` converts float64/int64 data (it copies anyway);
-  ``from_numpy`` keeps the array's dtype exactly, so it refuses those.
-* No broadcasting: binary operators take a tensor of the same shape or a
-  Python/NumPy scalar.  Type promotion follows PyTorch (int + float scalar is
-  float32, ``/`` is true division and gives float32 for integers; an in-place
-  op whose result would be float on an integer tensor raises).
+  ``float32`` (the default dtype), Python ints ``int32``; integer sums and
+  the indices of ``max(dim)``/``argmax`` are ``int32``.  ``tensor()``
+  converts float64/int64 data (it copies anyway); ``from_numpy`` keeps the
+  array's dtype exactly, so it refuses those.
+* Broadcasting follows PyTorch; type promotion too (int + float scalar is
+  float32, ``/`` is true division and gives float32 for integers; an
+  in-place op whose result would be float on an integer tensor raises).
+* Views and memory: a view that is one row-major run of its storage
+  (``t[0]``, ``t[1:3]``, ``t.view(...)``) *is* those bytes: kernels, host
+  reads and collectives use them directly.  Any other view (``t.T``,
+  ``t[:, 0]``, ``t[::2]``, an ``expand``) is read and written by strided copy
+  kernels; an operation on it first copies it into a contiguous temporary
+  (costed, freed afterwards) and writes results back through the strided
+  kernel.  Collectives and user kernels need a contiguous tensor, as
+  ``torch.distributed`` does: ``device_tensor`` says so for other views.
 * Placement: results of elementwise ops and copies keep their input's
   ``dp=`` sharding; results of another shape (reductions, ``cat``,
-  ``stack``) are whole on the device's first PE.
-* Indexing: only the whole tensor, ``t[:]`` or ``t[...]`` (a view sharing the
-  memory), so ``a[:] += b[:]`` and ``a[:] = b`` work.
+  ``stack``) and every view but the whole tensor are whole on the device's
+  first PE.
 * There is no host tensor: ``device="cpu"`` places on the current device and
   ``.cpu()`` returns the tensor itself; ``numpy()`` is the read to the host and
   returns a copy (``bfloat16`` reads back as float32).
+* No autograd: ``requires_grad`` is a flag and ``grad`` a slot that hold what
+  they are given; ``backward()`` raises.
 * ``zeros`` is written by the runtime (a host write); ``ones``/``full`` run
   the fill kernel, ``arange`` a device kernel, ``clone``/``to`` the copy
-  kernel, ``sum``/``mean`` a reduction kernel (float32 or int32 accumulator)
-  whose result stays on the device; ``rand``/``randn``/``randint`` draw on
-  the host and copy the values in.
+  kernel, ``sum``/``mean``/``max``/... a reduction kernel whose result stays
+  on the device; ``rand``/``randn``/``randint`` draw on the host and copy the
+  values in.  Host-side calls (``item``, ``tolist``, ``numpy``, ``repr``,
+  ``allclose``, ``equal``) cost only the read of the values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,13 +72,23 @@ from kernbench.torch.dtypes import (
     python_scalar,
     runtime_dtype,
 )
+from kernbench.torch.grad_slots import TensorGradSlots
+from kernbench.torch.host_values import TensorHostValues
+from kernbench.torch.layout import TensorLayout
+from kernbench.torch.missing import missing_attribute
+from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.reductions import TensorReductions
-from kernbench.torch.shapes import Size, dim_index, is_whole_key, shape_argument
+from kernbench.torch.shapes import Size, dim_index, shape_argument
+from kernbench.torch.storage import element_range
+from kernbench.torch.view_kernels import launch_strided_copy, launch_strided_fill
+from kernbench.torch.views import Geometry
 
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
 
 __all__ = ["Tensor", "new_tensor"]
+
+_UNKNOWN = object()  # a view's contiguous device tensor, not yet looked for
 
 
 def new_tensor(
@@ -88,53 +113,124 @@ def new_tensor(
     return Tensor(dtensor, device_index=0 if here is None else here, dp=dp)
 
 
-class Tensor(TensorArithmetic, TensorReductions):
+class Tensor(
+    TensorArithmetic,
+    TensorReductions,
+    TensorPointwise,
+    TensorLayout,
+    TensorHostValues,
+    TensorGradSlots,
+):
     """A tensor on the simulated machine with PyTorch's methods and operators.
 
-    The operators and ``add``/``sub``/``mul``/``div`` come from
-    :class:`~kernbench.torch.arithmetic.TensorArithmetic`, ``sum``/``mean``
-    from :class:`~kernbench.torch.reductions.TensorReductions`.
+    The operators come from :class:`~kernbench.torch.arithmetic.TensorArithmetic`,
+    reductions from :class:`~kernbench.torch.reductions.TensorReductions`,
+    ``exp``/``abs``/``matmul``/... from
+    :class:`~kernbench.torch.pointwise.TensorPointwise`, indexing and views
+    from :class:`~kernbench.torch.layout.TensorLayout`, host reads from
+    :class:`~kernbench.torch.host_values.TensorHostValues` and the autograd
+    slots from :class:`~kernbench.torch.grad_slots.TensorGradSlots`.
     """
 
     __array_ufunc__ = None  # NumPy defers ``array + tensor`` to our reflected operators
-    requires_grad = False
-    grad = None
 
     def __init__(
-        self, device_tensor: DeviceTensor, *, device_index: int | None = None, dp: Any = None
+        self,
+        device_tensor: DeviceTensor,
+        *,
+        device_index: int | None = None,
+        dp: Any = None,
+        geometry: Geometry | None = None,
     ) -> None:
+        """Show ``device_tensor`` (the storage) whole, or the window ``geometry`` of it."""
         if not isinstance(device_tensor, DeviceTensor):
             raise TensorError(
                 "Tensor wraps a runtime DeviceTensor; create tensors with torch.zeros, "
                 "torch.tensor, torch.from_numpy, ..."
             )
-        self._device_tensor = device_tensor
         if device_index is None:
             device_index = device_tensor.context.current_device() or 0
-        self._index = device_index
-        self._dp = dp
+        self._init(device_tensor, geometry, device_index, dp)
+
+    def _init(self, storage: DeviceTensor, geometry: Geometry | None, index: int, dp: Any) -> None:
+        whole_tensor = Geometry.dense(storage.shape)
+        whole = geometry is None or geometry == whole_tensor
+        self._storage = storage
+        self._geometry = whole_tensor if geometry is None else geometry
+        self._index = index
+        self._dp = dp if whole else None  # a part of the storage is not placed by dp
+        self._contiguous: Any = storage if whole else _UNKNOWN
+        self._requires_grad = False
+        self._grad: Tensor | None = None
+
+    def _view(self, geometry: Geometry) -> Tensor:
+        """A tensor showing ``geometry`` of this tensor's storage (shares the memory)."""
+        return Tensor(self._storage, device_index=self._index, dp=self._dp, geometry=geometry)
 
     # -- description --------------------------------------------------------------
     @property
+    def geometry(self) -> Geometry:
+        """Shape, strides and storage offset of the tensor in its storage (KernBench only)."""
+        return self._geometry
+
+    @property
+    def storage_device_tensor(self) -> DeviceTensor:
+        """The runtime tensor that owns the memory this tensor shows (KernBench only)."""
+        return self._storage
+
+    def contiguous_device_tensor(self) -> DeviceTensor | None:
+        """This tensor's elements as a runtime tensor over the same bytes, or None.
+
+        The storage itself for a tensor that shows all of it; a device tensor
+        over the run of elements for another contiguous view; None when the
+        elements are not one run the placement can describe (KernBench only).
+        """
+        if self._contiguous is _UNKNOWN:
+            geo = self._geometry
+            found = None
+            if geo.is_contiguous:
+                found = element_range(self._storage, geo.offset, geo.shape)
+            self._contiguous = found
+        if self._contiguous is not None:
+            self._storage.live_allocation()
+        return self._contiguous
+
+    @property
     def device_tensor(self) -> DeviceTensor:
-        """The runtime tensor underneath (for collectives and custom kernels)."""
-        return self._device_tensor
+        """The runtime tensor holding exactly this tensor's elements (collectives, kernels).
+
+        A view that is not one run of its storage has none: call
+        ``.contiguous()`` for a copy (writes to the copy do not reach the view).
+        """
+        found = self.contiguous_device_tensor()
+        if found is None:
+            reason = (
+                f"is not contiguous (strides {self._geometry.strides})"
+                if not self._geometry.is_contiguous
+                else "is a run of a tensor whose shards do not split it into rows"
+            )
+            raise TensorError(
+                f"tensor view of {self._storage.name!r} {reason}; collectives and kernels need "
+                "a contiguous tensor (as torch.distributed does): use .contiguous(), a copy"
+            )
+        return found
 
     @property
     def dp(self) -> Any:
         """The placement the tensor was made with (``dp=``); same-shape results keep it.
 
-        ``None`` means whole on the device's first PE.
+        ``None`` means whole on the device's first PE (also every view but the
+        whole tensor).
         """
         return self._dp
 
     @property
     def shape(self) -> Size:
-        return Size(self._device_tensor.shape)
+        return Size(self._geometry.shape)
 
     @property
     def dtype(self) -> TorchDType:
-        return DTYPE_OBJECTS[self._device_tensor.dtype.name]
+        return DTYPE_OBJECTS[self._storage.dtype.name]
 
     @property
     def device(self) -> device:
@@ -146,26 +242,30 @@ class Tensor(TensorArithmetic, TensorReductions):
 
     @property
     def ndim(self) -> int:
-        return len(self._device_tensor.shape)
+        return len(self._geometry.shape)
 
     @property
     def nbytes(self) -> int:
-        return self._device_tensor.nbytes
+        return self.numel() * self.itemsize
 
     @property
     def itemsize(self) -> int:
-        return self._device_tensor.dtype.itemsize
+        return self._storage.dtype.itemsize
 
     @property
     def is_cuda(self) -> bool:
         """True: every tensor lives on the accelerator."""
         return True
 
+    @property
+    def is_leaf(self) -> bool:
+        return True
+
     def numel(self) -> int:
-        return self._device_tensor.numel
+        return self._geometry.numel
 
     def element_size(self) -> int:
-        return self._device_tensor.dtype.itemsize
+        return self._storage.dtype.itemsize
 
     def dim(self) -> int:
         return self.ndim
@@ -175,64 +275,39 @@ class Tensor(TensorArithmetic, TensorReductions):
             return self.shape
         return self.shape[dim_index(dim, self.ndim)]
 
+    def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
+        """Elements to step in the storage per step of each dim (``stride(dim)`` for one)."""
+        if dim is None:
+            return self._geometry.strides
+        return self._geometry.strides[dim_index(dim, self.ndim)]
+
+    def storage_offset(self) -> int:
+        """The storage element of the tensor's first element."""
+        return self._geometry.offset
+
     def data_ptr(self) -> int:
-        """The tensor's base virtual address."""
-        return self._device_tensor.va_base
+        """The virtual address of the tensor's first element."""
+        return self._storage.va_base + self._geometry.offset * self.itemsize
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
-        return True
+        return self._geometry.is_contiguous
 
     def contiguous(self, memory_format: Any = None) -> Tensor:
-        return self
-
-    def detach(self) -> Tensor:
-        return self
+        """The tensor itself when contiguous, else a contiguous copy (device copy kernel)."""
+        return self if self.is_contiguous() else self.dense()
 
     def free(self) -> None:
         """Return the tensor's memory now (KernBench only; otherwise freed when unreferenced)."""
-        self._device_tensor.free()
-
-    # -- reading values --------------------------------------------------------------
-    def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The values, read to the host through the fabric (a copy; costs time)."""
-        return self._device_tensor.numpy()
-
-    def tolist(self) -> Any:
-        return self.numpy().tolist()
-
-    def item(self) -> int | float:
-        if self.numel() != 1:
+        if self._contiguous is not self._storage:
             raise TensorError(
-                f"item() needs a one-element tensor; {self._device_tensor.name!r} has "
-                f"{self.numel()} elements"
+                f"free(): this tensor is a view of {self._storage.name!r} and owns no memory; "
+                "free the tensor it views"
             )
-        return self.numpy().reshape(()).item()
+        self._storage.free()
 
-    def __float__(self) -> float:
-        return float(self.item())
-
-    def __int__(self) -> int:
-        return int(self.item())
-
-    def __bool__(self) -> bool:
-        return bool(self.item())
-
-    def __len__(self) -> int:
-        if not self.ndim:
-            raise TypeError("len() of a 0-d tensor")
-        return self.shape[0]
-
-    def __repr__(self) -> str:
-        extras = [f"device='{self.device}'"]
-        if self.dtype.name not in ("float32", "int32"):
-            extras.append(f"dtype={self.dtype!r}")
-        if self._device_tensor.is_freed:
-            body = f"<freed>, size={tuple(self.shape)}"
-        elif self._device_tensor.context.timing_only:
-            body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
-        else:
-            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
-        return f"tensor({body}, {', '.join(extras)})"
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names the class does not have.
+        raise missing_attribute(name, dir(type(self)))
 
     # -- new tensors, copies and conversion ---------------------------------------------
     def new_empty(
@@ -255,29 +330,86 @@ class Tensor(TensorArithmetic, TensorReductions):
             as_torch_dtype(dtype, self.dtype),
             index=self._index if index is None else index,
             dp=self._dp if shape == tuple(self.shape) else None,
-            ctx=self._device_tensor.context,
+            ctx=self._storage.context,
         )
 
-    def clone(self, memory_format: Any = None) -> Tensor:
-        """A copy made on the device by the copy kernel."""
-        out = self.new_empty(self.shape)
-        launch_copy(self._device_tensor, out.device_tensor)
+    def dense(self, dtype: Any = None, *, index: int | None = None) -> Tensor:
+        """This tensor's values in ``dtype`` as a tensor over one run of memory (KernBench only).
+
+        The tensor itself when it already is one (of that dtype and device);
+        otherwise a new tensor filled on the device: by the copy kernel from a
+        contiguous tensor, by the strided copy kernel from any other view.
+        """
+        target = self.dtype if dtype is None else as_torch_dtype(dtype)
+        index = self._index if index is None else index
+        found = self.contiguous_device_tensor()
+        if found is not None and target is self.dtype and index == self._index:
+            return self
+        out = new_tensor(self.shape, target, index=index, dp=self._dp, ctx=self._storage.context)
+        out.copy_(self)
         return out
 
+    def clone(self, memory_format: Any = None) -> Tensor:
+        """A contiguous copy made on the device by the copy kernel."""
+        out = self.new_empty(self.shape)
+        out.copy_(self)
+        return out
+
+    def _same_view(self, other: Tensor) -> bool:
+        return other.storage_device_tensor is self._storage and other.geometry == self._geometry
+
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
-        """Copy a Tensor (device copy kernel) or host values (written through the fabric)."""
+        """Copy a Tensor (device copy kernel, broadcast to this shape) or host values.
+
+        Host values are written through the fabric.  A view that is not one
+        run of memory is written by the strided copy kernel.
+        """
         if isinstance(src, Tensor):
-            if src.device_tensor is self._device_tensor:
+            if self._same_view(src):
                 return self
             if src.shape != self.shape:
-                raise TensorError(
-                    f"copy_ into {self._device_tensor.name!r}: source shape {tuple(src.shape)} "
-                    f"does not match {tuple(self.shape)}"
-                )
-            launch_copy(src.device_tensor, self._device_tensor)
-        else:
-            self._device_tensor.copy_(np.asarray(src))
+                src = _broadcast_source(src, self, "copy_")
+            self._write(src)
+            return self
+        values = np.asarray(src)
+        if values.shape != tuple(self.shape):
+            values = _broadcast_values(values, self)
+        found = self.contiguous_device_tensor()
+        self._check_writable("copy_")
+        if found is not None:
+            found.copy_(values)
+            return self
+        staged = new_tensor(self.shape, self.dtype, index=self._index, ctx=self._storage.context)
+        staged.storage_device_tensor.copy_(values)
+        self._write(staged)
+        staged.free()
         return self
+
+    def _check_writable(self, what: str) -> None:
+        if self._geometry.overlaps:
+            raise TensorError(
+                f"{what}: more than one element of the written-to tensor refers to a single "
+                "memory location (an expanded view); clone() it before writing"
+            )
+
+    def _write(self, src: Tensor) -> None:
+        """``self[...] = src`` on the device; ``src`` has this tensor's shape."""
+        self._check_writable("copy_")
+        dst = self.contiguous_device_tensor()
+        source = src.contiguous_device_tensor()
+        if dst is not None and source is not None:
+            launch_copy(source, dst)
+            return
+        geo = src.geometry
+        launch_strided_copy(
+            src.storage_device_tensor,
+            geo.offset,
+            geo.strides,
+            self._storage,
+            self._geometry.offset,
+            self._geometry.strides,
+            self._geometry.shape,
+        )
 
     def fill_(self, value: Any) -> Tensor:
         """Set every element to ``value`` with the fill kernel."""
@@ -286,7 +418,13 @@ class Tensor(TensorArithmetic, TensorReductions):
         number = python_scalar(value)
         if number is None:
             raise TensorError(f"fill_ needs a scalar, got {type(value).__name__}")
-        launch_fill(self._device_tensor, number)
+        self._check_writable("fill_")
+        found = self.contiguous_device_tensor()
+        if found is not None:
+            launch_fill(found, number)
+        else:
+            geo = self._geometry
+            launch_strided_fill(self._storage, geo.offset, geo.strides, geo.shape, number)
         return self
 
     def zero_(self) -> Tensor:
@@ -319,9 +457,9 @@ class Tensor(TensorArithmetic, TensorReductions):
         if not copy and target_dtype is self.dtype and index == self._index:
             return self
         out = new_tensor(
-            self.shape, target_dtype, index=index, dp=self._dp, ctx=self._device_tensor.context
+            self.shape, target_dtype, index=index, dp=self._dp, ctx=self._storage.context
         )
-        launch_copy(self._device_tensor, out.device_tensor)
+        out.copy_(self)
         return out
 
     def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
@@ -343,33 +481,41 @@ class Tensor(TensorArithmetic, TensorReductions):
     def int(self) -> Tensor:
         return self.to(DTYPE_OBJECTS["int32"])
 
-    # -- indexing: the whole tensor only ------------------------------------------------
-    def _whole(self, key: Any, what: str) -> None:
-        if not is_whole_key(key):
-            raise TensorError(
-                f"{what} {self._device_tensor.name!r}[{key!r}]: only the whole tensor "
-                "(t[:] or t[...]) is supported; read values with t.numpy()[...]"
-            )
-
-    def __getitem__(self, key: Any) -> Tensor:
-        self._whole(key, "indexing")
-        return Tensor(self._device_tensor, device_index=self._index, dp=self._dp)
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self._whole(key, "assigning to")
-        if isinstance(value, Tensor):
-            self.copy_(value)
-        elif python_scalar(value) is not None:
-            self.fill_(value)
-        else:
-            self.copy_(value)
-
-    def __iter__(self) -> Iterator[Any]:
-        raise TensorError(
-            f"iterating over {self._device_tensor.name!r} is not supported; iterate over t.tolist()"
-        )
+    def type_as(self, other: Tensor) -> Tensor:
+        return self.to(other.dtype)
 
     # -- kernels -------------------------------------------------------------------------
     def __kernel_arg__(self) -> DeviceTensor:
-        """What a kernel launch receives for this tensor: the device tensor under it."""
-        return self._device_tensor
+        """What a kernel launch receives: a pointer to the first element, as in Triton.
+
+        A contiguous tensor passes its elements; another view passes the run of
+        its storage from its first to its last element, which a kernel indexes
+        with ``t.stride()``.
+        """
+        found = self.contiguous_device_tensor()
+        if found is not None:
+            return found
+        span = element_range(self._storage, self._geometry.offset, (self._geometry.extent,))
+        if span is None:
+            return self.device_tensor  # raises, naming the problem
+        return span
+
+
+def _broadcast_source(src: Tensor, dst: Tensor, what: str) -> Tensor:
+    try:
+        return src.expand(dst.shape)
+    except TensorError:
+        raise TensorError(
+            f"{what} into {dst.storage_device_tensor.name!r}: source shape {tuple(src.shape)} "
+            f"does not match {tuple(dst.shape)} and cannot be broadcast to it"
+        ) from None
+
+
+def _broadcast_values(values: np.ndarray, dst: Tensor) -> np.ndarray:
+    try:
+        return np.broadcast_to(values, tuple(dst.shape))
+    except ValueError:
+        raise TensorError(
+            f"copy_ into {dst.storage_device_tensor.name!r}: source shape {values.shape} does "
+            f"not match {tuple(dst.shape)} and cannot be broadcast to it"
+        ) from None

@@ -1,0 +1,174 @@
+"""``torch.<name>(tensor, ...)`` forms of the tensor methods (``torch.max``, ``torch.exp``, ...).
+
+Each takes PyTorch's arguments and calls the method of the same name, so
+what runs on the device and what on the host is as the method says
+(:mod:`~kernbench.torch.tensor`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.errors import TensorError
+from kernbench.torch.tensor import Tensor
+
+__all__ = [
+    "abs",
+    "add",
+    "allclose",
+    "argmax",
+    "argmin",
+    "clone",
+    "div",
+    "dot",
+    "equal",
+    "exp",
+    "flatten",
+    "log",
+    "matmul",
+    "max",
+    "maximum",
+    "mean",
+    "min",
+    "minimum",
+    "mm",
+    "mul",
+    "permute",
+    "reshape",
+    "softmax",
+    "sqrt",
+    "squeeze",
+    "sub",
+    "sum",
+    "transpose",
+    "unsqueeze",
+]
+
+
+def _tensor(value: Any, what: str) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise TensorError(f"torch.{what}: expected a Tensor, got {type(value).__name__}")
+    return value
+
+
+# PyTorch's parameter is named ``input``; the functions keep that name.
+def abs(input: Tensor) -> Tensor:  # noqa: A001,A002
+    return _tensor(input, "abs").abs()
+
+
+def exp(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "exp").exp()
+
+
+def log(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "log").log()
+
+
+def sqrt(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "sqrt").sqrt()
+
+
+def add(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
+    return _tensor(input, "add").add(other, alpha=alpha)
+
+
+def sub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
+    return _tensor(input, "sub").sub(other, alpha=alpha)
+
+
+def mul(input: Tensor, other: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "mul").mul(other)
+
+
+def div(input: Tensor, other: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "div").div(other)
+
+
+def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001,A002
+    return _tensor(input, "sum").sum(dim, keepdim, dtype=dtype)
+
+
+def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A002
+    return _tensor(input, "mean").mean(dim, keepdim, dtype=dtype)
+
+
+def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001,A002
+    return _tensor(input, "max").max(dim, keepdim)
+
+
+def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001,A002
+    return _tensor(input, "min").min(dim, keepdim)
+
+
+def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _tensor(input, "argmax").argmax(dim, keepdim)
+
+
+def argmin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _tensor(input, "argmin").argmin(dim, keepdim)
+
+
+def maximum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "maximum").maximum(other)
+
+
+def minimum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "minimum").minimum(other)
+
+
+def softmax(input: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Tensor:  # noqa: A002
+    return _tensor(input, "softmax").softmax(dim, dtype, axis=axis)
+
+
+def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "matmul").matmul(other)
+
+
+def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "mm").matmul(mat2)
+
+
+def dot(input: Tensor, tensor: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "dot").dot(tensor)
+
+
+def allclose(
+    input: Tensor,  # noqa: A002
+    other: Tensor,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> bool:
+    return _tensor(input, "allclose").allclose(other, rtol, atol, equal_nan)
+
+
+def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
+    return _tensor(input, "equal").equal(other)
+
+
+def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:  # noqa: A002
+    return _tensor(input, "clone").clone()
+
+
+def reshape(input: Tensor, shape: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "reshape").reshape(shape)
+
+
+def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # noqa: A002
+    return _tensor(input, "flatten").flatten(start_dim, end_dim)
+
+
+def transpose(input: Tensor, dim0: int, dim1: int) -> Tensor:  # noqa: A002
+    return _tensor(input, "transpose").transpose(dim0, dim1)
+
+
+def permute(input: Tensor, dims: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "permute").permute(dims)
+
+
+def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
+    return _tensor(input, "unsqueeze").unsqueeze(dim)
+
+
+def squeeze(input: Tensor, dim: Any = None) -> Tensor:  # noqa: A002
+    return _tensor(input, "squeeze").squeeze(dim)

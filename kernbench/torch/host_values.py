@@ -1,0 +1,90 @@
+"""Reading a tensor's values on the host: ``numpy``, ``item``, ``tolist``, ``repr``, ``bool``.
+
+:class:`TensorHostValues` is mixed into :class:`~kernbench.torch.Tensor`.
+Every read goes to the host through the fabric, which costs the simulated
+time of the transfer; what the host then does with the values (printing,
+comparing) costs nothing.  A view that is not one run of memory is first
+copied into a contiguous temporary on the device (costed) and read from
+there.  In timing-only mode there are no values to read: these raise.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.torch.printing import format_values
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorHostValues"]
+
+
+class TensorHostValues:
+    """The host-side reads of a tensor."""
+
+    __slots__ = ()
+
+    def numpy(self: Tensor, *, force: bool = False) -> np.ndarray:
+        """The values, read to the host through the fabric (a copy; costs time)."""
+        found = self.contiguous_device_tensor()
+        if found is not None:
+            return found.numpy()
+        if self.storage_device_tensor.context.timing_only:
+            return self.storage_device_tensor.numpy()  # raises: no values in timing-only mode
+        temp = self.dense()
+        try:
+            return temp.device_tensor.numpy()
+        finally:
+            temp.free()
+
+    def __array__(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        values = self.numpy()
+        return values if dtype is None else values.astype(dtype)
+
+    def tolist(self: Tensor) -> Any:
+        return self.numpy().tolist()
+
+    def item(self: Tensor) -> int | float:
+        if self.numel() != 1:
+            raise TensorError(
+                f"item() needs a one-element tensor; {self.storage_device_tensor.name!r} has "
+                f"{self.numel()} elements"
+            )
+        return self.numpy().reshape(()).item()
+
+    def __float__(self: Tensor) -> float:
+        return float(self.item())
+
+    def __int__(self: Tensor) -> int:
+        return int(self.item())
+
+    def __index__(self: Tensor) -> int:
+        if self.dtype.is_floating_point or self.numel() != 1:
+            raise TensorError(
+                "only integer tensors of a single element can be converted to an index"
+            )
+        return int(self.item())
+
+    def __bool__(self: Tensor) -> bool:
+        if self.numel() != 1:
+            raise TensorError(
+                f"Boolean value of tensor {self.storage_device_tensor.name!r} with "
+                f"{self.numel()} elements is ambiguous; use t.sum(), t.max() or torch.equal(...)"
+            )
+        return bool(self.item())
+
+    def __repr__(self: Tensor) -> str:
+        extras = [f"device='{self.device}'"]
+        if self.dtype.name not in ("float32", "int32"):
+            extras.append(f"dtype={self.dtype!r}")
+        if self.storage_device_tensor.is_freed:
+            body = f"<freed>, size={tuple(self.shape)}"
+        elif self.storage_device_tensor.context.timing_only:
+            body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
+        else:
+            body = format_values(self.numpy(), prefix="tensor(")
+        return f"tensor({body}, {', '.join(extras)})"

@@ -1,0 +1,272 @@
+"""Indexing and views of :class:`~kernbench.torch.Tensor`: ``t[...]``, ``view``, ``transpose``, ...
+
+:class:`TensorLayout` is mixed into the tensor class.  Basic indexing (ints,
+slices with positive steps, ``None``, ``...``) and the view methods return
+tensors that share the memory of the tensor they came from, with PyTorch's
+shapes and strides (:mod:`~kernbench.torch.views` computes them).  A list,
+array or integer tensor of indices on the first dim reads a copy (one device
+copy per index) and writes element by element, as PyTorch's advanced
+indexing does; boolean masks raise (there is no bool dtype).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.errors import TensorError, TensorTypeError
+from kernbench.torch.dtypes import python_scalar
+from kernbench.torch.shapes import dim_index
+from kernbench.torch.views import Geometry, index_geometry, reshape_shape, view_strides
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorLayout"]
+
+
+def _sizes(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``f(2, 3)``, ``f((2, 3))`` or ``f(torch.Size(...))`` -> the sizes."""
+    if len(args) == 1 and isinstance(args[0], tuple | list):
+        return tuple(args[0])
+    return args
+
+
+class TensorLayout:
+    """Indexing and the view methods of :class:`~kernbench.torch.Tensor`."""
+
+    __slots__ = ()
+
+    # -- indexing -------------------------------------------------------------------------
+    def __getitem__(self: Tensor, key: Any) -> Tensor:
+        key = self._scalar_keys(key)
+        indices = self._index_list(key)
+        if indices is None:
+            return self._view(index_geometry(self.geometry, key, self.storage_device_tensor.name))
+        out = self.new_empty((len(indices), *self.shape[1:]))
+        for k, i in enumerate(indices):
+            out[k].copy_(self[i])
+        return out
+
+    def __setitem__(self: Tensor, key: Any, value: Any) -> None:
+        key = self._scalar_keys(key)
+        indices = self._index_list(key)
+        if indices is None:
+            targets = [self[key]]
+            values = [value]
+        else:
+            targets = [self[i] for i in indices]
+            values = [value] * len(indices)
+            if not (python_scalar(value) is not None or np.ndim(value) < self.ndim):
+                values = [value[k] for k in range(len(indices))]  # one row per index
+        for target, v in zip(targets, values, strict=True):
+            if isinstance(v, type(self)) or python_scalar(v) is None:
+                target.copy_(v)
+            else:
+                target.fill_(v)
+
+    def _scalar_keys(self: Tensor, key: Any) -> Any:
+        """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor)."""
+
+        def scalar(k: Any) -> Any:
+            if isinstance(k, type(self)) and k.ndim == 0 and not k.dtype.is_floating_point:
+                return int(k.item())
+            return k
+
+        return tuple(scalar(k) for k in key) if isinstance(key, tuple) else scalar(key)
+
+    def _index_list(self: Tensor, key: Any) -> list[int] | None:
+        """The indices of an advanced index (list, array, int tensor) on dim 0, else None."""
+        name = self.storage_device_tensor.name
+        if isinstance(key, tuple):
+            if any(isinstance(k, list | np.ndarray | type(self)) for k in key):
+                raise TensorError(
+                    f"indexing {name!r}[{key!r}]: a list or tensor of indices is supported "
+                    "only as the whole index (t[[0, 2]]); combine it with slices in two steps "
+                    "(t[[0, 2]][:, 1:])"
+                )
+            return None
+        if isinstance(key, type(self)):
+            values = np.asarray(key.tolist())
+        elif isinstance(key, list | np.ndarray):
+            values = np.asarray(key)
+        else:
+            return None
+        if values.dtype == np.bool_:
+            raise TensorError(
+                f"indexing {name!r} with a boolean mask is not supported (there is no bool "
+                "dtype); use integer indices (t[[0, 2]]) or mask on the host: t.numpy()[mask]"
+            )
+        if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
+            raise TensorError(
+                f"indexing {name!r}: indices must be a 1-D list or tensor of ints, got "
+                f"{values.dtype} of shape {values.shape}"
+            )
+        if not self.ndim:
+            raise TensorError(f"indexing {name!r}: a 0-d tensor cannot be indexed by a list")
+        return [int(i) for i in values]
+
+    def __iter__(self: Tensor) -> Iterator[Tensor]:
+        if not self.ndim:
+            raise TensorTypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __len__(self: Tensor) -> int:
+        if not self.ndim:
+            raise TensorTypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    # -- views ---------------------------------------------------------------------------
+    def _strided(self: Tensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> Tensor:
+        return self._view(Geometry(shape, strides, self.geometry.offset))
+
+    def view(self: Tensor, *shape: Any) -> Tensor:
+        """The same memory in ``shape`` (one ``-1`` inferred); an error when that needs a copy."""
+        if len(shape) == 1 and not isinstance(shape[0], tuple | list | int | np.integer):
+            raise TensorError(
+                "view(dtype) is not supported; use .to(dtype) (a copy) or view(*shape)"
+            )
+        new_shape = reshape_shape(_sizes(shape), self.numel(), "view")
+        strides = view_strides(self.geometry, new_shape)
+        if strides is None:
+            raise TensorError(
+                f"view {tuple(new_shape)}: view size is not compatible with input tensor's size "
+                f"{tuple(self.shape)} and stride {self.geometry.strides} (at least one "
+                "dimension spans across two contiguous subspaces); use .reshape(...) instead"
+            )
+        return self._strided(new_shape, strides)
+
+    def view_as(self: Tensor, other: Tensor) -> Tensor:
+        return self.view(tuple(other.shape))
+
+    def reshape(self: Tensor, *shape: Any) -> Tensor:
+        """A view when the memory allows one, else a contiguous copy in ``shape``."""
+        new_shape = reshape_shape(_sizes(shape), self.numel(), "reshape")
+        strides = view_strides(self.geometry, new_shape)
+        if strides is not None:
+            return self._strided(new_shape, strides)
+        return self.contiguous().view(new_shape)
+
+    def reshape_as(self: Tensor, other: Tensor) -> Tensor:
+        return self.reshape(tuple(other.shape))
+
+    def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        if not self.ndim:
+            return self.reshape(1)
+        start, end = dim_index(start_dim, self.ndim), dim_index(end_dim, self.ndim)
+        if start > end:
+            raise TensorError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+        shape = self.shape
+        merged = math.prod(shape[start : end + 1])
+        return self.reshape((*shape[:start], merged, *shape[end + 1 :]))
+
+    def ravel(self: Tensor) -> Tensor:
+        return self.reshape(-1)
+
+    def unsqueeze(self: Tensor, dim: int) -> Tensor:
+        d = dim_index(dim, self.ndim + 1)
+        geo = self.geometry
+        stride = geo.strides[d] * geo.shape[d] if d < self.ndim else 1
+        return self._strided(
+            (*geo.shape[:d], 1, *geo.shape[d:]), (*geo.strides[:d], stride, *geo.strides[d:])
+        )
+
+    def squeeze(self: Tensor, dim: Any = None) -> Tensor:
+        geo = self.geometry
+        if dim is None:
+            dims = {d for d, size in enumerate(geo.shape) if size == 1}
+        else:
+            named = dim if isinstance(dim, tuple | list) else (dim,)
+            dims = {dim_index(d, self.ndim) for d in named} if self.ndim else set()
+            dims = {d for d in dims if geo.shape[d] == 1}
+        keep = [d for d in range(self.ndim) if d not in dims]
+        return self._strided(tuple(geo.shape[d] for d in keep), tuple(geo.strides[d] for d in keep))
+
+    def permute(self: Tensor, *dims: Any) -> Tensor:
+        order = [dim_index(d, self.ndim) for d in _sizes(dims)]
+        if sorted(order) != list(range(self.ndim)):
+            raise TensorError(
+                f"permute: dims {tuple(_sizes(dims))} must name each of the {self.ndim} dims once"
+            )
+        geo = self.geometry
+        return self._strided(
+            tuple(geo.shape[d] for d in order), tuple(geo.strides[d] for d in order)
+        )
+
+    def transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+        if not self.ndim:
+            return self._strided((), ())
+        order = list(range(self.ndim))
+        a, b = dim_index(dim0, self.ndim), dim_index(dim1, self.ndim)
+        order[a], order[b] = order[b], order[a]
+        return self.permute(order)
+
+    swapaxes = transpose
+
+    def t(self: Tensor) -> Tensor:
+        if self.ndim > 2:
+            raise TensorError(f"t() expects a tensor with <= 2 dimensions, but it has {self.ndim}")
+        return (
+            self.transpose(0, 1)
+            if self.ndim == 2
+            else self._strided(self.geometry.shape, self.geometry.strides)
+        )
+
+    @property
+    def T(self: Tensor) -> Tensor:  # noqa: N802 - torch's name
+        return self.permute(list(range(self.ndim))[::-1])
+
+    @property
+    def mT(self: Tensor) -> Tensor:  # noqa: N802 - torch's name
+        if self.ndim < 2:
+            raise TensorError(f"mT needs a tensor of at least 2 dims, got {self.ndim}")
+        return self.transpose(-2, -1)
+
+    def expand(self: Tensor, *sizes: Any) -> Tensor:
+        """A view of ``sizes``; dims of size 1 repeat with stride 0 (``-1`` keeps a size)."""
+        wanted = list(_sizes(sizes))
+        geo = self.geometry
+        if len(wanted) < self.ndim:
+            raise TensorError(
+                f"expand: the number of sizes {len(wanted)} must be at least the tensor's "
+                f"{self.ndim} dims"
+            )
+        lead = len(wanted) - self.ndim
+        shape, strides = [], []
+        for i, want in enumerate(wanted):
+            want = int(want)
+            if i < lead:
+                if want < 0:
+                    raise TensorError(f"expand: size -1 is not allowed in a new leading dim {i}")
+                shape.append(want)
+                strides.append(0)
+                continue
+            size, stride = geo.shape[i - lead], geo.strides[i - lead]
+            if want == -1 or want == size:
+                shape.append(size)
+                strides.append(stride)
+            elif size == 1:
+                shape.append(want)
+                strides.append(0)
+            else:
+                raise TensorError(
+                    f"expand: the expanded size of the tensor ({want}) must match the existing "
+                    f"size ({size}) at non-singleton dimension {i}; shape {tuple(geo.shape)}"
+                )
+        return self._strided(tuple(shape), tuple(strides))
+
+    def expand_as(self: Tensor, other: Tensor) -> Tensor:
+        return self.expand(tuple(other.shape))
+
+    def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
+        d = dim_index(dim, self.ndim)
+        key = [slice(None)] * d + [slice(start, start + length)]
+        if start < -self.shape[d] or start + length > self.shape[d] or length < 0:
+            raise TensorError(
+                f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+                f"({self.shape[d]})"
+            )
+        return self[tuple(key)]

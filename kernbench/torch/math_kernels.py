@@ -1,0 +1,129 @@
+"""Device kernels for ``abs``/``exp``/``log``/``sqrt`` and ``matmul``.
+
+The unary kernel maps a contiguous buffer elementwise (the result in the
+output's dtype); the matmul kernel multiplies strided (optionally batched)
+matrices tile by tile on the matrix engine, reading its operands in place
+through their strides, so ``a @ b.T`` needs no copy.  Launch sizes follow
+:data:`~kernbench.torch.device_kernels.BLOCK` like the other tensor kernels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import kernbench.kernels.language as tl
+from kernbench.errors import TensorError
+from kernbench.kernels.jit import jit
+from kernbench.runtime.tensor import DeviceTensor
+from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
+
+__all__ = ["UNARY_OPS", "launch_matmul", "launch_unary"]
+
+UNARY_OPS = ("abs", "exp", "log", "sqrt")
+
+# Tile of the matmul kernel: a 64x64 output tile over 32-wide slices of K.
+TILE_M = 64
+TILE_N = 64
+TILE_K = 32
+
+
+@jit
+def _unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    x = tl.load(x_ptr + i, mask=mask, other=1)  # 1 keeps masked-off log/sqrt lanes quiet
+    if OP == "abs":
+        y = tl.abs(x)
+    elif OP == "exp":
+        y = tl.exp(x)
+    elif OP == "log":
+        y = tl.log(x)
+    else:
+        y = tl.sqrt(x)
+    tl.store(out_ptr + i, y, mask=mask)
+
+
+@jit
+def _matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    a_offset,
+    a_batch,
+    a_row,
+    a_col,
+    b_offset,
+    b_batch,
+    b_row,
+    b_col,
+    ACC: tl.constexpr,
+    BM: tl.constexpr,
+    BN: tl.constexpr,
+    BK: tl.constexpr,
+):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    batch = tl.program_id(2)
+    a_base = a_ptr + a_offset + batch * a_batch
+    b_base = b_ptr + b_offset + batch * b_batch
+    acc = tl.zeros((BM, BN), ACC)
+    for k0 in range(0, K, BK):
+        rk = k0 + tl.arange(0, BK)
+        a_mask = (rm < M)[:, None] & (rk < K)[None, :]
+        b_mask = (rk < K)[:, None] & (rn < N)[None, :]
+        a = tl.load(a_base + rm[:, None] * a_row + rk[None, :] * a_col, mask=a_mask, other=0)
+        b = tl.load(b_base + rk[:, None] * b_row + rn[None, :] * b_col, mask=b_mask, other=0)
+        acc = tl.dot(a, b, acc)
+    c = c_ptr + batch * M * N + rm[:, None] * N + rn[None, :]
+    tl.store(c, acc, mask=(rm < M)[:, None] & (rn < N)[None, :])
+
+
+def launch_unary(op: str, x: DeviceTensor, out: DeviceTensor) -> None:
+    """``out = op(x)`` elementwise over equal-sized contiguous buffers."""
+    n = x.numel
+    if n > MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"{op} of {n} elements: the tensor kernels use 32-bit element offsets, so they "
+            f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
+        )
+    _unary_kernel[(max(1, -(-n // BLOCK)),)](x, out, n, OP=op, BLOCK=BLOCK)
+
+
+def launch_matmul(
+    a: DeviceTensor,
+    a_view: tuple[int, Sequence[int]],
+    b: DeviceTensor,
+    b_view: tuple[int, Sequence[int]],
+    out: DeviceTensor,
+    sizes: tuple[int, int, int, int],
+    *,
+    floating: bool,
+) -> None:
+    """``out[batch] = a[batch] @ b[batch]`` for ``sizes`` (batch, M, N, K).
+
+    ``a_view``/``b_view`` are (storage offset, (batch, row, col) strides) of
+    each operand in its storage ``a``/``b``; ``out`` is contiguous.
+    """
+    batch, m, n, k = sizes
+    a_offset, a_strides = a_view
+    b_offset, b_strides = b_view
+    grid = (max(1, -(-m // TILE_M)), max(1, -(-n // TILE_N)), max(1, batch))
+    _matmul_kernel[grid](
+        a,
+        b,
+        out,
+        m,
+        n,
+        k,
+        a_offset,
+        *a_strides,
+        b_offset,
+        *b_strides,
+        ACC=tl.float32 if floating else tl.int32,
+        BM=TILE_M,
+        BN=TILE_N,
+        BK=TILE_K,
+    )

@@ -1,0 +1,211 @@
+"""Math of :class:`~kernbench.torch.Tensor`: ``abs``/``exp``/``log``/``sqrt``, ``softmax``, ``@``.
+
+:class:`TensorPointwise` is mixed into the tensor class.  The unary functions
+and ``matmul`` run device kernels (:mod:`~kernbench.torch.math_kernels`);
+``softmax`` is PyTorch's formula in device steps (max, subtract, exp, sum,
+divide), each a kernel.  ``allclose`` and ``equal`` are host-side: they read
+both tensors' values through the fabric (the reads cost time, the comparison
+none) and return Python bools.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.torch.dtypes import get_default_dtype
+from kernbench.torch.math_kernels import launch_matmul, launch_unary
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorPointwise"]
+
+
+def _tensor_argument(value: Any, what: str) -> None:
+    if not hasattr(value, "storage_device_tensor"):
+        raise TensorError(f"{what}: expected a Tensor, got {type(value).__name__}")
+
+
+class TensorPointwise:
+    """Elementwise math, ``softmax``, ``matmul`` and comparisons of tensors."""
+
+    __slots__ = ()
+
+    # -- unary -----------------------------------------------------------------------------
+    def _unary(self: Tensor, op: str, out: Tensor | None = None) -> Tensor:
+        floating = op != "abs"
+        rtype = get_default_dtype() if floating and not self.dtype.is_floating_point else None
+        if out is not None and rtype is not None:
+            raise TensorError(
+                f"{op}_ of {self.storage_device_tensor.name!r}: result type {rtype!r} can't be "
+                f"cast to the in-place output type {self.dtype!r}; use {op}() (a new tensor)"
+            )
+        x = self.dense()
+        direct = out is not None and out.contiguous_device_tensor()
+        target = out if direct else self.new_empty(self.shape, dtype=rtype)
+        launch_unary(op, x.device_tensor, target.device_tensor)
+        if out is not None and target is not out:
+            out.copy_(target)
+            target.free()
+            target = out
+        if x is not self:
+            x.free()
+        return target
+
+    def abs(self: Tensor) -> Tensor:
+        return self._unary("abs")
+
+    def abs_(self: Tensor) -> Tensor:
+        return self._unary("abs", out=self)
+
+    def exp(self: Tensor) -> Tensor:
+        return self._unary("exp")
+
+    def exp_(self: Tensor) -> Tensor:
+        return self._unary("exp", out=self)
+
+    def log(self: Tensor) -> Tensor:
+        return self._unary("log")
+
+    def log_(self: Tensor) -> Tensor:
+        return self._unary("log", out=self)
+
+    def sqrt(self: Tensor) -> Tensor:
+        return self._unary("sqrt")
+
+    def sqrt_(self: Tensor) -> Tensor:
+        return self._unary("sqrt", out=self)
+
+    __abs__ = abs
+
+    # -- softmax -----------------------------------------------------------------------------
+    def softmax(self: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
+        """``exp(x - max) / sum(exp(x - max))`` along ``dim``, in device steps."""
+        dim = axis if dim is None else dim
+        if dim is None:
+            raise TensorError("softmax: give dim (softmax(x, dim=-1))")
+        x = self if dtype is None else self.to(dtype)
+        if not x.dtype.is_floating_point:
+            raise TensorError(
+                f"softmax of {self.storage_device_tensor.name!r}: {x.dtype!r} is not a floating "
+                "dtype; pass dtype=torch.float32 or call .float() first"
+            )
+        peak = x.max(dim, keepdim=True)
+        peak.indices.free()
+        shifted = x - peak.values
+        peak.values.free()
+        shifted.exp_()
+        total = shifted.sum(dim, keepdim=True)
+        shifted /= total
+        total.free()
+        if x is not self:
+            x.free()
+        return shifted
+
+    # -- matmul ------------------------------------------------------------------------------
+    def matmul(self: Tensor, other: Tensor) -> Tensor:
+        """Matrix product (1-D, 2-D, or 3-D batched operands), on the matrix engine."""
+        _tensor_argument(other, "matmul")
+        a_shape, b_shape = tuple(self.shape), tuple(other.shape)
+        what = f"matmul of shapes {a_shape} and {b_shape}"
+        if self.dtype is not other.dtype:
+            raise TensorError(
+                f"{what}: expected both operands to have the same dtype, got {self.dtype!r} and "
+                f"{other.dtype!r}; convert one with .to(...)"
+            )
+        if not (1 <= len(a_shape) <= 3 and 1 <= len(b_shape) <= 3):
+            raise TensorError(
+                f"{what}: operands of 1, 2 or 3 dims are supported (3 = a batch of matrices)"
+            )
+        a = _as_batched_matrix(self, row_vector=True)
+        b = _as_batched_matrix(other, row_vector=False)
+        (ab, m, k), (bb, k2, n) = a[0], b[0]
+        if k != k2 or (ab != bb and 1 not in (ab, bb)):
+            raise TensorError(
+                f"{what} cannot be multiplied ({m}x{k} and {k2}x{n}, batches {ab} and {bb})"
+            )
+        batch = max(ab, bb)
+        out_shape: tuple[int, ...] = (batch,) if max(len(a_shape), len(b_shape)) == 3 else ()
+        out_shape += ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
+        out = self.new_empty(out_shape)
+        a_strides = (a[2][0] if ab > 1 else 0, *a[2][1:])
+        b_strides = (b[2][0] if bb > 1 else 0, *b[2][1:])
+        launch_matmul(
+            self.storage_device_tensor,
+            (a[1], a_strides),
+            other.storage_device_tensor,
+            (b[1], b_strides),
+            out.device_tensor,
+            (batch, m, n, k),
+            floating=self.dtype.is_floating_point,
+        )
+        return out
+
+    mm = matmul
+
+    def __matmul__(self: Tensor, other: Tensor) -> Tensor:
+        return self.matmul(other)
+
+    def __rmatmul__(self: Tensor, other: Tensor) -> Tensor:
+        _tensor_argument(other, "matmul")
+        return other.matmul(self)
+
+    def dot(self: Tensor, other: Tensor) -> Tensor:
+        if self.ndim != 1 or other.ndim != 1:
+            raise TensorError(
+                f"dot: 1-D tensors expected, got {self.ndim}-D and {other.ndim}-D; use matmul"
+            )
+        return self.matmul(other)
+
+    # -- comparisons on the host -------------------------------------------------------------
+    def allclose(
+        self: Tensor,
+        other: Tensor,
+        rtol: float = 1e-05,
+        atol: float = 1e-08,
+        equal_nan: bool = False,
+    ) -> bool:
+        """Host-side ``|self - other| <= atol + rtol * |other|`` everywhere (broadcast)."""
+        _tensor_argument(other, "allclose")
+        if self.dtype is not other.dtype:
+            raise TensorError(
+                f"allclose: dtypes {self.dtype!r} and {other.dtype!r} differ (as in PyTorch); "
+                "convert one with .to(...)"
+            )
+        try:
+            return bool(
+                np.allclose(self.numpy(), other.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan)
+            )
+        except ValueError:
+            raise TensorError(
+                f"allclose: shapes {tuple(self.shape)} and {tuple(other.shape)} cannot be "
+                "broadcast together"
+            ) from None
+
+    def equal(self: Tensor, other: Tensor) -> bool:
+        """Host-side: same shape and the same values."""
+        _tensor_argument(other, "equal")
+        if self.shape != other.shape:
+            return False
+        return bool(np.array_equal(self.numpy(), other.numpy()))
+
+
+def _as_batched_matrix(
+    t: Tensor, *, row_vector: bool
+) -> tuple[tuple[int, int, int], int, tuple[int, int, int]]:
+    """((batch, rows, cols), storage offset, (batch, row, col) strides) of ``t`` as matrices.
+
+    A 1-D left operand is one row, a 1-D right operand one column (PyTorch's rule).
+    """
+    geo = t.geometry
+    shape, strides = geo.shape, geo.strides
+    if len(shape) == 1:
+        if row_vector:
+            return (1, 1, shape[0]), geo.offset, (0, 0, strides[0])
+        return (1, shape[0], 1), geo.offset, (0, strides[0], 0)
+    if len(shape) == 2:
+        return (1, *shape), geo.offset, (0, *strides)
+    return tuple(shape), geo.offset, tuple(strides)

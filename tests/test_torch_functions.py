@@ -1,0 +1,277 @@
+"""kernbench.torch everyday functions, as methods and ``torch.`` functions, against NumPy.
+
+Reductions, elementwise math, ``softmax`` and ``matmul`` run on the device
+(they cost simulated time); ``allclose`` and ``equal`` are host-side reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernbench.torch as torch
+from kernbench.errors import TensorError
+from kernbench.runtime import RuntimeContext, use_context
+
+
+@pytest.fixture
+def ctx():
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        yield context
+    torch.manual_seed(0)
+
+
+def _values(shape=(3, 5), seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-2, 2, shape).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------- max / min
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_min_along_a_dim_give_values_and_indices(ctx, dim, keepdim):
+    a = _values()
+    t = torch.from_numpy(a)
+    for name, np_value, np_index in (("max", np.max, np.argmax), ("min", np.min, np.argmin)):
+        result = getattr(t, name)(dim=dim, keepdim=keepdim)
+        values, indices = result  # a named tuple, like torch.return_types.max
+        assert result.values is values and result.indices is indices
+        assert type(result).__name__ == name
+        np.testing.assert_array_equal(values.numpy(), np_value(a, axis=dim, keepdims=keepdim))
+        expected = np_index(a, axis=dim)
+        if keepdim:
+            expected = np.expand_dims(expected, dim)
+        np.testing.assert_array_equal(indices.numpy(), expected)
+        assert indices.dtype is torch.int32
+        same = getattr(torch, name)(t, dim, keepdim)
+        np.testing.assert_array_equal(same.values.numpy(), values.numpy())
+
+
+def test_whole_max_min_argmax_and_ties_take_the_first(ctx):
+    a = np.array([[3, 9, 1], [9, 0, 2]], dtype=np.int32)
+    t = torch.from_numpy(a)
+    assert t.max().item() == 9 and t.max().shape == torch.Size([])
+    assert torch.min(t).item() == 0
+    assert t.argmax().item() == 1 and torch.argmin(t).item() == 4
+    assert t.argmax(dim=0).tolist() == [1, 0, 1]
+    assert t.argmax(dim=1, keepdim=True).tolist() == [[1], [0]]
+    big = np.random.default_rng(2).uniform(-1, 1, 5000).astype(np.float32)
+    assert torch.from_numpy(big).argmax().item() == int(np.argmax(big))  # several chunks
+    assert torch.from_numpy(big).max().item() == float(big.max())
+    with pytest.raises(TensorError, match="zero-size"):
+        torch.zeros(0).max()
+
+
+def test_max_of_a_view_and_elementwise_maximum(ctx):
+    a = _values((4, 6))
+    t = torch.from_numpy(a)
+    np.testing.assert_array_equal(t.T.max(dim=1).values.numpy(), a.T.max(axis=1))
+    np.testing.assert_array_equal(t[:, ::2].min(0).indices.numpy(), a[:, ::2].argmin(0))
+    b = _values((4, 6), seed=3)
+    u = torch.from_numpy(b)
+    np.testing.assert_array_equal(torch.maximum(t, u).numpy(), np.maximum(a, b))
+    np.testing.assert_array_equal(t.min(u).numpy(), np.minimum(a, b))
+    np.testing.assert_array_equal(t.max(u[0]).numpy(), np.maximum(a, b[0]))
+
+
+# ----------------------------------------------------------------------------- sum / mean
+
+
+@pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), (1, 2), (-1,)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_sum_and_mean_over_dims(ctx, dim, keepdim):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = torch.from_numpy(a)
+    axis = dim if dim is None or isinstance(dim, tuple) else dim
+    np.testing.assert_allclose(
+        t.sum(dim, keepdim).numpy(), a.sum(axis=axis, keepdims=keepdim), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        torch.mean(t, dim, keepdim).numpy(), a.mean(axis=axis, keepdims=keepdim), rtol=1e-6
+    )
+
+
+def test_sum_of_views_and_axis_spelling(ctx):
+    a = np.arange(12, dtype=np.int32).reshape(3, 4)
+    t = torch.from_numpy(a)
+    assert t.T.sum(dim=1).tolist() == a.T.sum(axis=1).tolist()
+    assert t[:, 1:3].sum().item() == int(a[:, 1:3].sum())
+    assert t.sum(axis=0).tolist() == a.sum(axis=0).tolist()
+
+
+# ----------------------------------------------------------------------------- elementwise
+
+
+@pytest.mark.parametrize(
+    ("name", "ref"), [("abs", np.abs), ("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt)]
+)
+def test_unary_math_matches_numpy(ctx, name, ref):
+    a = np.abs(_values()) + 0.1 if name in ("log", "sqrt") else _values()
+    t = torch.from_numpy(a)
+    np.testing.assert_allclose(getattr(t, name)().numpy(), ref(a), rtol=1e-6)
+    np.testing.assert_allclose(getattr(torch, name)(t).numpy(), ref(a), rtol=1e-6)
+    np.testing.assert_allclose(getattr(t.T, name)().numpy(), ref(a.T), rtol=1e-6)
+    getattr(t, name + "_")()
+    np.testing.assert_allclose(t.numpy(), ref(a), rtol=1e-6)
+
+
+def test_unary_math_dtypes_follow_torch(ctx):
+    ints = torch.tensor([-4, 9])
+    assert ints.abs().dtype is torch.int32 and ints.abs().tolist() == [4, 9]
+    assert abs(ints).tolist() == [4, 9]
+    assert ints.exp().dtype is torch.float32
+    np.testing.assert_allclose(torch.sqrt(torch.tensor([4, 9])).numpy(), [2.0, 3.0])
+    with pytest.raises(TensorError, match="can't be cast"):
+        ints.sqrt_()
+
+
+def test_broadcasting_binary_ops_match_numpy(ctx):
+    a, b = _values((3, 1)), _values((1, 4), seed=2)
+    t, u = torch.from_numpy(a), torch.from_numpy(b)
+    np.testing.assert_allclose((t + u).numpy(), a + b)
+    np.testing.assert_allclose((t * u[0]).numpy(), a * b[0])
+    np.testing.assert_allclose((u / t).numpy(), b / a, rtol=1e-6)
+    rows = torch.from_numpy(_values((3, 4), seed=4))
+    expected = _values((3, 4), seed=4) - a
+    rows -= t  # in place, broadcast to the output's shape
+    np.testing.assert_allclose(rows.numpy(), expected, rtol=1e-6)
+    with pytest.raises(TensorError, match="doesn't match the broadcast shape"):
+        t += u
+
+
+def test_softmax_like_the_triton_tutorial(ctx):
+    a = _values((4, 7))
+    x = torch.from_numpy(a)
+    x_max = x.max(dim=1)[0]
+    z = x - x_max[:, None]
+    numerator = torch.exp(z)
+    denominator = numerator.sum(dim=1)
+    naive = numerator / denominator[:, None]
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    expected = e / e.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(naive.numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(torch.softmax(x, axis=-1).numpy(), expected, rtol=1e-6)
+    np.testing.assert_allclose(x.softmax(dim=1).numpy(), expected, rtol=1e-6)
+    e0 = np.exp(a - a.max(axis=0, keepdims=True))
+    np.testing.assert_allclose(
+        torch.softmax(x, 0).numpy(), e0 / e0.sum(axis=0, keepdims=True), rtol=1e-6
+    )
+    with pytest.raises(TensorError, match="not a floating dtype"):
+        torch.tensor([1, 2]).softmax(0)
+
+
+# ----------------------------------------------------------------------------- matmul
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [
+        ((70, 40), (40, 65)),
+        ((5,), (5,)),
+        ((5,), (5, 3)),
+        ((4, 5), (5,)),
+        ((2, 3, 5), (2, 5, 4)),
+        ((2, 3, 5), (5, 4)),
+        ((3, 5), (2, 5, 4)),
+    ],
+)
+def test_matmul_matches_numpy(ctx, a_shape, b_shape):
+    a, b = _values(a_shape, seed=5), _values(b_shape, seed=6)
+    t, u = torch.from_numpy(a), torch.from_numpy(b)
+    out = t @ u
+    assert tuple(out.shape) == np.matmul(a, b).shape
+    np.testing.assert_allclose(out.numpy(), np.matmul(a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(torch.matmul(t, u).numpy(), np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
+def test_matmul_reads_transposed_operands_in_place(ctx):
+    a = _values((6, 4))
+    t = torch.from_numpy(a)
+    np.testing.assert_allclose((t @ t.T).numpy(), a @ a.T, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose((t.T @ t).numpy(), a.T @ a, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(torch.mm(t[1:3], t.T[:, ::2]).numpy(), a[1:3] @ a.T[:, ::2])
+    ints = torch.tensor([[1, 2], [3, 4]])
+    assert (ints @ ints).tolist() == [[7, 10], [15, 22]]
+    assert torch.dot(torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0])).item() == 11.0
+
+
+def test_matmul_errors(ctx):
+    with pytest.raises(TensorError, match="cannot be multiplied"):
+        torch.ones(2, 3) @ torch.ones(2, 3)
+    with pytest.raises(TensorError, match="same dtype"):
+        torch.ones(2, 2) @ torch.ones(2, 2, dtype=torch.int32)
+
+
+def test_matmul_costs_matrix_engine_time(ctx):
+    a, b = torch.ones(128, 128), torch.ones(128, 128)
+    before = ctx.now
+    c = a @ b
+    assert ctx.now > before and c[0, 0].item() == 128.0
+
+
+# ----------------------------------------------------------------------------- host-side
+
+
+def test_allclose_and_equal_are_host_side_comparisons(ctx):
+    a = torch.tensor([1.0, 2.0, 3.0])
+    b = torch.tensor([1.0, 2.0, 3.0 + 1e-6])
+    assert torch.allclose(a, b) and a.allclose(b)
+    assert not torch.allclose(a, b + 1) and torch.allclose(a, b + 0.01, atol=0.02)
+    assert torch.allclose(a[None], a.expand(1, 3)) and torch.allclose(torch.ones(3), torch.ones(1))
+    assert torch.equal(a, a.clone()) and not torch.equal(a, b) and not a.equal(a[:2])
+    with pytest.raises(TensorError, match="dtypes"):
+        torch.allclose(a, a.int())
+
+
+# ----------------------------------------------------------------------------- factories
+
+
+def test_factories_of_the_tutorials(ctx):
+    torch.manual_seed(3)
+    first = (torch.randn(4).tolist(), torch.rand(2, 2).tolist(), torch.randint(0, 9, (3,)).tolist())
+    torch.manual_seed(3)
+    second = (
+        torch.randn(4).tolist(),
+        torch.rand(2, 2).tolist(),
+        torch.randint(0, 9, (3,)).tolist(),
+    )
+    assert first == second
+    x = torch.rand(3, 2)
+    for made, value in (
+        (torch.zeros_like(x), 0.0),
+        (torch.ones_like(x), 1.0),
+        (torch.full_like(x, 2.5), 2.5),
+    ):
+        assert made.shape == x.shape and made.tolist() == [[value] * 2] * 3
+    assert torch.empty_like(x).shape == x.shape and torch.rand_like(x).shape == x.shape
+    assert torch.arange(2, 11, 3).tolist() == [2, 5, 8]
+    v = torch.arange(6.0).reshape(2, 3)
+    assert torch.cat([v[:, :1], v.T[1:].T], dim=1).tolist() == v.tolist()
+    assert torch.stack([v[0], v[0, :1].expand(3)]).tolist() == [[0.0, 1.0, 2.0], [0.0] * 3]
+    assert torch.reshape(v, (3, 2)).shape == (3, 2) and torch.transpose(v, 0, 1).shape == (3, 2)
+    assert torch.flatten(v).shape == (6,) and torch.unsqueeze(v, 0).shape == (1, 2, 3)
+    assert torch.squeeze(v[None]).shape == (2, 3) and torch.permute(v, (1, 0)).shape == (3, 2)
+
+
+def test_nn_functional_softmax_and_nothing_else(ctx):
+    import kernbench.torch.nn.functional as F  # noqa: N812 - PyTorch's spelling
+
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+    assert torch.allclose(F.softmax(x, dim=-1), torch.softmax(x, -1))
+    assert torch.nn.functional.softmax(x, 1).shape == (1, 3)
+    assert not hasattr(torch.nn, "Linear")
+    with pytest.raises(AttributeError, match="no modules or autograd"):
+        _ = torch.nn.Module
+
+
+def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):
+    half = torch.ones(3, dtype=torch.float16)
+    assert (half + torch.tensor(2.0)).dtype is torch.float16
+    assert (torch.tensor(2.0) * half).dtype is torch.float16
+    small = torch.ones(2, dtype=torch.int8)
+    assert (small + torch.tensor(3)).dtype is torch.int8
+    assert (small + torch.tensor(0.5)).dtype is torch.float32
+    assert (half + torch.ones(3)).dtype is torch.float32  # not 0-d: ordinary promotion
+    assert (torch.arange(3) + torch.arange(3)[1]).tolist() == [1, 2, 3]
