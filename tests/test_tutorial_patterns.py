@@ -89,6 +89,7 @@ def test_blocking_send_recv(runs, mode) -> None:
     for rank, row in rows.items():
         np.testing.assert_array_equal(row["value"], np.zeros(ELEMENTS, np.float32) + 7)
         assert row["sender"] == (None if rank == 0 else 0)
+        assert row["first"] == 7.0  # tensor[0].item(), as the tutorial prints tensor[0]
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -551,6 +551,31 @@ class RuntimeContext:
         except MemoryError:
             raise self._host_out_of_memory(tensor, "reading back") from None
 
+    def peek(self, tensor: DeviceTensor) -> np.ndarray:
+        """The values as the memories hold them now, read without the machine: no
+        simulated time passes and the rank does not yield (printing, debugging).
+        :meth:`copy_out` is the costed read a program makes."""
+        tensor.live_allocation()
+        if self.timing_only:
+            raise TensorError(
+                f"tensor {tensor.name!r} has no values in timing-only mode (it carries sizes, "
+                f"not bytes); run in functional mode to read it"
+            )
+        storage = tensor.dtype.storage
+        regions = {id(s) for s in unique_blocks(tensor.shards)}
+        pieces: dict[tuple[int, int, int], np.ndarray] = {}
+        shards = []
+        for p in tensor.placements:
+            if id(p.shard) not in regions or p.shard.coord in pieces:
+                continue
+            shards.append(p.shard)
+            raw = None if p.pa is None else self.store.read(p.pa, p.shard.nbytes)
+            if raw is None:
+                pieces[p.shard.coord] = np.zeros(p.shard.shape, dtype=storage)
+            else:
+                pieces[p.shard.coord] = raw.view(storage).reshape(p.shard.shape)
+        return tensor.dtype.from_storage(gather(shards, pieces, tensor.shape, storage))
+
     # -- release -----------------------------------------------------------------------
     def _give_back(self, allocation: Allocation) -> None:
         """Return an allocation's physical memory and stored bytes (once)."""

@@ -1,9 +1,12 @@
 """Reading a tensor's values on the host: ``numpy``, ``item``, ``tolist``, ``repr``, ``bool``.
 
 :class:`TensorHostValues` is mixed into :class:`~kernbench.torch.Tensor`.
-Every read goes to the host through the fabric, which costs the simulated
-time of the transfer; what the host then does with the values (printing,
-comparing) costs nothing.  A view that is not one run of memory is first
+A read a program makes (``numpy``, ``item``, ``tolist``, ``bool``) goes to
+the host through the fabric, which costs the simulated time of the transfer;
+what the host then does with the values (comparing) costs nothing.  Printing
+(``repr``/``str``) only looks: :meth:`peek` reads memory as it is without
+the machine, so no time passes and a rank's ``print`` line is never split
+by another rank's.  A view that is not one run of memory is first
 copied into a contiguous temporary on the device (costed) and read from
 there.  In timing-only mode there are no values to read: these raise.
 """
@@ -40,6 +43,20 @@ class TensorHostValues:
             return temp.device_tensor.numpy()
         finally:
             temp.free()
+
+    def peek(self: Tensor) -> np.ndarray:
+        """The values as memory holds them now, read without the machine (host-side:
+        no simulated time, the rank does not yield); what ``print`` shows."""
+        base = self.storage_device_tensor
+        flat = base.context.peek(base).reshape(-1)
+        itemsize = flat.itemsize
+        view = np.lib.stride_tricks.as_strided(
+            flat[self.storage_offset() :],
+            shape=tuple(self.shape),
+            strides=tuple(st * itemsize for st in self.stride()),
+            writeable=False,
+        )
+        return view.copy()
 
     def __array__(self: Tensor, dtype: Any = None, copy: Any = None) -> np.ndarray:
         values = self.numpy()
@@ -86,5 +103,5 @@ class TensorHostValues:
         elif self.storage_device_tensor.context.timing_only:
             body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
         else:
-            body = format_values(self.numpy(), prefix="tensor(")
+            body = format_values(self.peek(), prefix="tensor(")
         return f"tensor({body}, {', '.join(extras)})"

@@ -8,18 +8,10 @@ the ``__main__`` block on the machine it builds).  Every rank prints one
 ``RESULT {json}`` line per pattern; ``tests/test_tutorial_patterns.py``
 checks the values against NumPy.
 
-What today's tensors lack, and what stands in for it:
-
-* no views (``t[a:b]``, ``t.narrow``): the chunked ring keeps its buffer as
-  one tensor per chunk (``chunks[i]`` stands for ``buffer[i * c:(i + 1) * c]``);
-* no autograd: a parameter's ``.grad`` is a small stand-in object whose
-  ``.data`` is a tensor, so ``average_gradients`` reads ``param.grad.data``
-  exactly as the tutorial does.
 """
 
 import json
 import os
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -47,7 +39,8 @@ def blocking_p2p(rank, size):
             dist.send(tensor=tensor, dst=peer)
     else:
         sender = dist.recv(tensor=tensor, src=0)
-    report(rank, "blocking_p2p", tensor.numpy().tolist(), sender=sender)
+    print("Rank ", rank, " has data ", tensor[0])
+    report(rank, "blocking_p2p", tensor.numpy().tolist(), sender=sender, first=tensor[0].item())
 
 
 # -- non-blocking point to point: every rank passes its tensor to the right --------------
@@ -78,41 +71,31 @@ def group_all_reduce(rank, size):
     )
 
 
-# -- a ring all-reduce by hand: reduce-scatter, then all-gather, chunk by chunk ---------------
+# -- a ring all-reduce by hand: reduce-scatter, then all-gather, slice by slice ---------------
 def ring_all_reduce(rank, size):
-    mine = np.arange(ELEMENTS, dtype=np.float32) + 10 * rank
-    # chunks[i] stands for buffer[i * c:(i + 1) * c] (no views yet).
-    chunks = [torch.from_numpy(part.copy()) for part in np.split(mine, size)]
-    scratch = torch.zeros(ELEMENTS // size)
+    buffer = torch.from_numpy(np.arange(ELEMENTS, dtype=np.float32) + 10 * rank)
+    c = ELEMENTS // size
+    scratch = torch.zeros(c)
     right, left = (rank + 1) % size, (rank - 1) % size
     for step in range(size - 1):
         outgoing, incoming = (rank - step) % size, (rank - step - 1) % size
-        request = dist.isend(chunks[outgoing], right)
+        request = dist.isend(buffer[outgoing * c : (outgoing + 1) * c], right)
         dist.recv(scratch, left)
-        chunks[incoming] += scratch
+        buffer[incoming * c : (incoming + 1) * c] += scratch
         request.wait()
     for step in range(size - 1):
         outgoing, incoming = (rank - step + 1) % size, (rank - step) % size
-        request = dist.isend(chunks[outgoing], right)
-        dist.recv(chunks[incoming], left)
+        request = dist.isend(buffer[outgoing * c : (outgoing + 1) * c], right)
+        dist.recv(buffer[incoming * c : (incoming + 1) * c], left)
         request.wait()
-    result = np.concatenate([chunk.numpy() for chunk in chunks])
-    report(rank, "ring_all_reduce", result.tolist())
+    report(rank, "ring_all_reduce", buffer.numpy().tolist())
 
 
 # -- synchronous SGD with average_gradients -------------------------------------------------
-class Parameter:
-    """A weight and its gradient slot; ``grad.data`` as on a torch parameter."""
-
-    def __init__(self, data):
-        self.data = data
-        self.grad = None
-
-
 class TinyModel:
     def __init__(self):
-        self.weight = Parameter(torch.ones(ELEMENTS))
-        self.bias = Parameter(torch.zeros(ELEMENTS // 2))
+        self.weight = torch.ones(ELEMENTS)
+        self.bias = torch.zeros(ELEMENTS // 2)
 
     def parameters(self):
         return [self.weight, self.bias]
@@ -135,7 +118,7 @@ def synchronous_sgd(rank, size):
     for step in range(SGD_STEPS):
         for param in model.parameters():
             grad = local_gradient(rank, step, param.data.numel())
-            param.grad = SimpleNamespace(data=torch.from_numpy(grad))
+            param.grad = torch.from_numpy(grad)
         average_gradients(model)
         for param in model.parameters():
             param.data -= param.grad.data * LEARNING_RATE
