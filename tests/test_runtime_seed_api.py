@@ -72,7 +72,7 @@ def _explicit_then_all_reduce(explicit: bool):
     dist.barrier(algorithm="dissemination")
     t = torch.ones(16) * (dist.get_rank() + 1)
     dist.all_reduce(t, algorithm="ring")
-    return float(t.numpy()[0])
+    return t[0].item()
 
 
 @pytest.mark.parametrize("explicit", [False, True], ids=["automatic", "explicit"])

@@ -52,7 +52,7 @@ MODULE_LEVEL = """\
 
     def main():
         return {"devices": DEVICES, "name": NAME, "after_import_ps": AFTER_IMPORT_PS,
-                "topology": TOPOLOGY, "y": float(Y.numpy()[0])}
+                "topology": TOPOLOGY, "y": Y[0].item()}
 """
 
 
@@ -89,7 +89,7 @@ MAIN_BLOCK = """\
     def run(rank, size):
         t = torch.ones(4) * (rank + 1)
         dist.all_reduce(t)
-        return float(t.numpy()[0])
+        return t[0].item()
 
 
     def init_process(rank, size, fn, backend="gloo"):
@@ -209,7 +209,7 @@ def _p2p_outside_group():
             dist.isend(t, dst=0, group=group),
             dist.recv(t, src=0, group=group),
             dist.irecv(t, src=0, group=group),
-            float(t.numpy()[0]),
+            t[0].item(),
         ]
     if dist.get_rank() == 0:
         dist.send(t, dst=1, group=group)
