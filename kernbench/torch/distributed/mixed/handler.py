@@ -46,7 +46,9 @@ class MixedCommHandler:
     the ops take tensors of any dtype the sum supports.  ``max_coef`` is the
     number of autotune sizes.  ``min_block_size`` / ``max_block_size`` bound
     the elements per piece of the fused mode (``max_block_size=None``: no
-    bound) and ``min_num_steps`` is its number of pieces.
+    bound); the piece count within them is planned
+    (:mod:`~kernbench.torch.distributed.mixed.pipeline`), so ``min_num_steps``
+    is only recorded.
     """
 
     def __init__(
