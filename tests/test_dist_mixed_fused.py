@@ -18,7 +18,9 @@ import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.runtime import current_context
+from kernbench.topology import names
 from kernbench.torch.distributed.mixed import FUSED_OPS, MODES, OPS, MixedCommHandler, MixedLayout
+from kernbench.torch.distributed.mixed.pipeline import MIN_GAIN, plan_pieces
 
 ROOT = Path(__file__).resolve().parents[1]
 CUBE = ("system.device_level=cube",)
@@ -212,3 +214,30 @@ def test_autotune_picks_fused_where_it_is_measured_faster(topologies) -> None:
         largest = res["times"][op][-1]  # 512 KiB per rank
         assert res["map"][op][-1] == "fused"
         assert largest["fused"] <= 0.85 * largest["two_step"], (op, largest)
+
+
+# ----------------------------------------------------------------------------- the plan
+def _plans() -> dict:
+    dist.init_process_group()
+    ctx = current_context()
+    layout = MixedLayout(1, 8, 1, 1, 4, 2)  # fc8, TP4 x DP2
+    pes = [names.pe(w, 0, 0) for w in range(8)]
+    big, small = 4096 * KIB, 8 * KIB
+    return {
+        "big": plan_pieces(ctx, "reduce_scatter_all_reduce", layout, pes, big, 4, 64),
+        "small": plan_pieces(ctx, "reduce_scatter_all_reduce", layout, pes, small, 4, 64),
+        "forced": plan_pieces(ctx, "all_reduce_all_gather", layout, pes, big, 4, 3, 3),
+        "single": plan_pieces(ctx, "all_reduce", layout, pes, big, 4, 64),
+    }
+
+
+def test_plan_pieces_pipelines_only_where_it_is_predicted_to_pay(topologies) -> None:
+    plans = simulate(topologies, "fc8", _plans).returns[0]
+    big, small = plans["big"], plans["small"]
+    assert big.pieces > 1
+    assert big.predicted_ps[big.pieces] <= (1 - MIN_GAIN) * big.predicted_ps[1]
+    assert big.two_step_ps == big.predicted_ps[1]
+    assert small.pieces == 1  # 8 KiB: every extra piece costs more latency than it hides
+    assert all(small.predicted_ps[k] > small.predicted_ps[1] for k in small.predicted_ps if k > 1)
+    assert plans["forced"].pieces == 3 and list(plans["forced"].predicted_ps) == [3]
+    assert plans["single"].pieces == 1 and not plans["single"].predicted_ps

@@ -2,24 +2,33 @@
 
 An op is one or two *phases*, each a collective over the TP or the DP groups
 (:data:`PHASES`).  The fused form cuts the data into k pieces and runs them
-as a two-stage software pipeline: stage s runs phase 1 of piece s alongside
-phase 2 of piece s-1, so with k pieces of m = n/k bytes it takes about
+as a two-stage software pipeline: stage s runs phase 1 of piece s beside
+phase 2 of piece s-1.  With pieces of m = n/k bytes it is priced as
 
-    T1(m) + T2(m) + (k - 1) * S(m)
+    launch + T1(m) + T2(m) + (k - 1) * S(m),   S(m) = T1(m) + T2(m) - H(m)
 
-where S(m), one stage with both phases in flight, is the longer phase or,
-where the two phases cross the same links or memory ports, the bytes both
-put on the busiest of them at its bandwidth: shared links serialise what the
-overlap hoped to hide.  One piece (k = 1) is the two-step schedule itself.
+where Ti is phase i's time after the launch overhead (the slowest of its
+groups) and H, what running the phases side by side hides, is the link time
+the two would spend apart on links the other leaves free: the busiest link's
+time for each phase alone, added, less the busiest link's time for both
+together (all groups' bytes), and never more than the shorter phase.  Phases
+whose busiest links are shared hide nothing; phases on disjoint links hide
+the shorter one's link time.  One piece (k = 1) is the two-step schedule.
 
-:func:`plan_pieces` prices that for every candidate k with the collective
-cost model (:func:`kernbench.ccl.tuner.predict_detail`: each phase's
-configuration on each group's PEs, its time and the bytes it puts on every
-link and port) and keeps the fastest; it pipelines only when that is
-predicted at least :data:`MIN_GAIN` faster than one piece, so a layout whose
-phases share their links (or a message too small to pay for the extra
-per-piece latency) runs the two-step schedule.  The plan is a prediction;
-what the run takes is what the fabric does with the real schedule.
+:func:`plan_pieces` prices every candidate k with the collective cost model
+(:func:`kernbench.ccl.tuner.predict_detail`: each phase's configuration on
+each group's PEs, its time and the bytes it puts on every link) and keeps
+the fastest; it pipelines only when that is predicted at least
+:data:`MIN_GAIN` faster than one piece, so a layout whose phases share their
+links, or whose shorter phase is too short to pay for the extra per-piece
+latency, runs the two-step schedule.
+
+Memory ports are left out of H: the cost model finds each phase bound by
+its HBM port where the fabric does not (it predicted 680 us for a multi_sip
+two-step the fabric ran in 897 us, and the fabric overlapped the phases), so
+counting them would forbid every overlap.  The model's absolute times are
+off by up to ~1.5x on these machines; only its ranking of k is used, and the
+margin keeps a wrong ranking from making the fused form slower than two-step.
 """
 
 from __future__ import annotations
@@ -83,7 +92,7 @@ class PiecePlan:
 
     pieces: int
     predicted_ps: dict[int, float]  # pieces -> predicted time of the fused op
-    two_step_ps: float  # predicted time of the two phases one after the other (one launch)
+    two_step_ps: float  # predicted time of one piece (0 when one piece was not weighed)
 
 
 # Plans per run context: the same op on the same ranks and size plans the same.
@@ -115,7 +124,7 @@ def plan_pieces(
     cache = _PLANS.setdefault(ctx, {})
     if key in cache:
         return cache[key]
-    # Links only: memory ports are left out (see the module docstring).
+    # Links only: memory ports are left out of what overlapping hides (module docstring).
     bandwidth = {
         e.name: e.bandwidth for e in ctx.machine.graph.edges if e.name != names.port(e.dst)
     }
