@@ -1,14 +1,20 @@
-"""Mixed TP x DP collectives on 64 cube ranks: the autotune table and two-step vs fused times.
+"""Mixed TP x DP collectives: the autotune table and two-step vs fused times.
 
-Runs ``kernbench.torch.distributed.mixed.MixedCommHandler`` on ``topologies/multi_sip.yaml``
-with ranks at cube level (``system.device_level=cube``: 4 SIPs x 16 cubes =
-64 ranks), in timing-only mode.  Every rank builds the handler with the
-default split (TP over the 16 cubes of a SIP, DP over the 4 SIPs), which runs
-the autotune; the bench prints the tuned mode per (op, size) and the times the
-autotune measured for each mode: from a common start until the last rank
-finishes, in microseconds.
+Runs ``kernbench.torch.distributed.mixed.MixedCommHandler`` in timing-only
+mode on one of:
 
-    python benches/mixed_comm.py [--max-coef N] [--steps N] [--local-tp N]
+* ``multi_sip`` (default): ``topologies/multi_sip.yaml`` with ranks at cube
+  level (``system.device_level=cube``: 4 SIPs x 16 cubes = 64 ranks); TP over
+  ``--local-tp`` cubes of a SIP (default all 16), DP over the rest;
+* ``fc8`` / ``ring8``: 8 ranks, one per SIP; TP over ``--tp`` neighbouring
+  SIPs (default 4), DP over the rest.  On ``fc8`` every pair of ranks has its
+  own link, so the fused mode's phases overlap; on ``ring8`` they share links.
+
+Every rank builds the handler, which runs the autotune; the bench prints the
+tuned mode per (op, size) and the times the autotune measured for each mode:
+from a common start until the last rank finishes, in microseconds.
+
+    python benches/mixed_comm.py [--machine M] [--max-coef N] [--local-tp N] [--tp N]
 
 ``--max-coef`` sizes run 8 KiB, 16 KiB, ... per rank (the default keeps the
 run short; every extra size costs more than all the previous ones together).
@@ -26,38 +32,46 @@ from kernbench.torch.distributed.mixed import AUTOTUNE_BASE_BYTES, MODES, MixedC
 
 __all__ = ["main", "run"]
 
-TOPOLOGY = Path(__file__).resolve().parents[1] / "topologies" / "multi_sip.yaml"
-OVERRIDES = ("system.device_level=cube",)
-LOCAL = 16  # cubes (ranks) per SIP
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "topologies"
+# machine -> (topology, overrides, ranks, ranks per SIP)
+MACHINES = {
+    "multi_sip": ("multi_sip.yaml", ("system.device_level=cube",), 64, 16),
+    "fc8": ("fc8.yaml", (), 8, 1),
+    "ring8": ("ring8.yaml", (), 8, 1),
+}
 
 
-def _rank(max_coef: int, steps: int, local_tp: int) -> dict:
+def _rank(max_coef: int, local: int, local_tp: int, inter_tp: int) -> dict:
     dist.init_process_group()
     r, ws = dist.get_rank(), dist.get_world_size()
     h = MixedCommHandler(
         r,
         ws,
-        r % LOCAL,
-        LOCAL,
-        r // LOCAL,
-        ws // LOCAL,
+        r % local,
+        local,
+        r // local,
+        ws // local,
         local_tp_size=local_tp,
-        min_num_steps=steps,
+        inter_tp_size=inter_tp,
         max_coef=max_coef,
     )
     layout = (h.local_tp_size, h.local_dp_size, h.inter_tp_size, h.inter_dp_size)
     return {"map": h.autotune_map, "times": h.autotune_times, "layout": layout}
 
 
-def run(max_coef: int = 2, steps: int = 4, local_tp: int = LOCAL) -> tuple[dict, float]:
-    """Rank 0's tables and the wall time of the run."""
+def run(
+    max_coef: int = 2, machine: str = "multi_sip", local_tp: int = 16, tp: int = 4
+) -> tuple[dict, float]:
+    """Rank 0's tables and the wall time of the run (``tp``: TP size on fc8 / ring8)."""
+    topology, overrides, world, local = MACHINES[machine]
+    split = (local_tp, 1) if local > 1 else (1, tp)
     start = time.perf_counter()
     result = kernbench.simulate(
         _rank,
-        topology=TOPOLOGY,
-        world_size=64,
-        overrides=OVERRIDES,
-        args=(max_coef, steps, local_tp),
+        topology=TOPOLOGIES / topology,
+        world_size=world,
+        overrides=overrides,
+        args=(max_coef, local, *split),
         timing_only=True,
     )
     first = result.returns[0]
@@ -72,16 +86,15 @@ def _size(i: int) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--machine", choices=sorted(MACHINES), default="multi_sip")
     parser.add_argument("--max-coef", type=int, default=2, help="autotune sizes (default 2)")
-    parser.add_argument("--steps", type=int, default=4, help="fused pieces (min_num_steps)")
-    parser.add_argument("--local-tp", type=int, default=LOCAL, help="TP ranks per SIP")
+    parser.add_argument("--local-tp", type=int, default=16, help="TP cubes per SIP (multi_sip)")
+    parser.add_argument("--tp", type=int, default=4, help="TP size (fc8, ring8)")
     args = parser.parse_args(argv)
-    tables, wall = run(args.max_coef, args.steps, args.local_tp)
+    tables, wall = run(args.max_coef, args.machine, args.local_tp, args.tp)
     ltp, ldp, itp, idp = tables["layout"]
-    print(
-        f"64 cube ranks on multi_sip: local {ltp} TP x {ldp} DP, inter {itp} TP x {idp} DP; "
-        f"fused pieces: {args.steps}"
-    )
+    _, _, world, _ = MACHINES[args.machine]
+    print(f"{world} ranks on {args.machine}: local {ltp} TP x {ldp} DP, inter {itp} TP x {idp} DP")
     sizes = [_size(i) for i in range(args.max_coef)]
     width = max(len(op) for op in tables["map"]) if tables["map"] else 10
     print("\nautotune table (tuned mode per input size per rank)")

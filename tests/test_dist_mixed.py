@@ -233,10 +233,14 @@ def _timed(nbytes: int) -> dict:
     return times
 
 
-def test_fused_is_faster_than_two_step_when_pipelining_pays(machine: str) -> None:
+def test_fused_is_one_reported_launch_and_not_slower_than_two_step(machine: str) -> None:
+    # TP pairs inside a SIP, DP rings across the SIPs: the TP all-reduce over one
+    # cube link is short next to the DP all-gather over the SIP ring, so there is
+    # too little to hide and the fused form runs the two-step schedule in one
+    # launch (tests/test_dist_mixed_fused.py has layouts where it overlaps).
     result = sim(machine, _timed, 8, 512 * 1024, timing_only=True)
     times = result.returns[0]
-    assert times["fused"] < times["two_step"], times
+    assert times["fused"] <= times["two_step"], times
     fused = [c for c in result.report["collectives"] if c["config"] == "mixed_fused"]
     assert len(fused) == 2 and all(c["op"] == "all_reduce_all_gather" for c in fused)
     assert all(c["end_ps"] > c["start_ps"] for c in fused)

@@ -35,17 +35,21 @@ Modes:
   and :class:`~kernbench.ccl.launch.CollectiveLauncher` with the catalogue's
   default algorithm); a single-phase op is one collective.
 * ``"fused"``: one rendezvous on the WORLD group launching one program per
-  rank.  The program cuts the data into pieces (``min_num_steps``, fewer when
-  a piece would drop below ``min_block_size`` elements, more when one would
-  exceed ``max_block_size``) and pipelines them: piece k's first phase runs on
-  its own sub-communicator, then piece k's second phase starts as a separate
-  SimPy process on another sub-communicator, overlapping piece k+1's first
-  phase.  Each phase is the registry's ``ring`` program, run with the
-  catalogue's ``ring`` configuration.  For the single-phase ops the second
-  phase is empty: the pieces run one after another in one launch.  The
-  launch is checked like any collective (op, dtype, shape, pieces and layout
-  must match on every rank) and appears in the run report's ``collectives``
-  as config ``mixed_fused``.
+  rank that runs the op's phases with the same algorithm configurations the
+  two-step mode uses, on sub-communicators of the rank's TP and DP groups.
+  The data is cut into k pieces and pipelined on the PEs over IPCQ: stage s
+  runs phase 1 of piece s beside phase 2 of piece s-1, so where TP and DP
+  use different links the phases overlap (the fabric prices the links they
+  do share).  k is planned by the collective cost model
+  (:mod:`~kernbench.torch.distributed.mixed.pipeline`) within the bounds
+  ``min_block_size`` / ``max_block_size`` (elements per piece); k = 1, the
+  two-step schedule in one launch, unless pipelining is predicted at least 5%
+  faster.  It is 1 for the single-phase ops (nothing to overlap) and where
+  the phases share their busiest links (e.g. TP pairs and DP rings on
+  ``ring8``).  ``last_fused_pieces`` says what the last fused op ran in.  The
+  launch is checked like any collective (op, dtype, shape, piece bounds and
+  layout must match on every rank) and appears in the run report's
+  ``collectives`` as config ``mixed_fused``.
 
 Where an op reduces in place (``all_reduce``, ``all_reduce_all_gather``)
 both modes first copy ``x`` the same way (``x.clone()``), so the modes
@@ -61,11 +65,13 @@ the measured picoseconds, ``{op: [{mode: ps} per size]}``.  ``shutdown()``
 only marks the handler closed (there is nothing to free on simulated ranks).
 
 FlashInfer's hardware arguments (``device``, ``grid_size``,
-``ib_enable_ibgda``, ``should_init_nvshmem``) are accepted and recorded; they
-do not change the simulation.
+``ib_enable_ibgda``, ``should_init_nvshmem``) and ``min_num_steps`` (the
+piece count is planned here, not fixed) are accepted and recorded; they do
+not change the simulation.
 
 The layout is :mod:`~kernbench.torch.distributed.mixed.layout`, the fused
-mode's programs and launch :mod:`~kernbench.torch.distributed.mixed.fused`,
+mode's phases and piece plan :mod:`~kernbench.torch.distributed.mixed.pipeline`,
+its programs and launch :mod:`~kernbench.torch.distributed.mixed.fused`,
 and the handler :mod:`~kernbench.torch.distributed.mixed.handler`.
 """
 

@@ -1,114 +1,161 @@
 """The fused mode of a mixed handler: one WORLD launch of a pipelined program per rank.
 
-Each rank's program cuts its data into pieces and runs piece k's first phase
-on a TP (or DP) sub-communicator, then piece k's second phase as a separate
-SimPy process on the other sub-communicator, overlapping piece k+1's first
-phase.  Every phase is the registry's ``ring`` program with the catalogue's
-``ring`` configuration; the launch reports itself as ``mixed_fused``.
+Each rank's program runs the op's phases (:data:`~.pipeline.PHASES`) on
+sub-communicators of its TP and DP groups, with the algorithm configuration
+the two-step mode's ``torch.distributed`` call would run each phase with (the
+catalogue's choice for the op, ``auto`` resolved for the group and the full
+size).  With k pieces it is a two-stage software pipeline on the PEs over
+IPCQ: stage s runs phase 1 of piece s and phase 2 of piece s-1 side by side
+(:meth:`~kernbench.ccl.comm.Comm.concurrently`), each piece on channels of
+its own, so the fabric prices whatever links the two phases share.  With one
+piece it is the two-step schedule in one launch: each rank starts phase 2 as
+soon as its own phase 1 is done.  :func:`~.pipeline.plan_pieces` picks k.
+The launch reports itself as ``mixed_fused``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm
+from kernbench.ccl.algorithms import Algorithm, OpArgs
+from kernbench.ccl.buffers import buffer_node
+from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
-from kernbench.ccl.launch import CollectiveLauncher, single_lane
-from kernbench.ccl.settings import ccl_settings
-from kernbench.torch.distributed.mixed.layout import FUSED_OPS, MixedLayout
+from kernbench.ccl.launch import CollectiveLauncher, choose, single_lane
+from kernbench.torch.distributed.mixed.layout import MixedLayout
+from kernbench.torch.distributed.mixed.pipeline import PHASES, groups_of, phase_nbytes, plan_pieces
 
 __all__ = ["FUSED_CONFIG", "launch_fused"]
 
 FUSED_CONFIG = "mixed_fused"  # the configuration name fused launches report
 
 
+@dataclass(frozen=True)
+class _PhaseRun:
+    """How one rank runs one phase: its group (world ranks), program and configuration."""
+
+    group: tuple[int, ...]
+    program: Callable[[Comm, OpArgs], Generator]
+    config: AlgorithmConfig
+    nodes: tuple[str, ...]  # where messages to each group member land, by group rank
+
+
+def _blocks(region: Region, parts: int) -> list[Region]:
+    size = region.count // parts
+    return [region.sub(i * size, (i + 1) * size) for i in range(parts)]
+
+
+def _phase_args(
+    op: str, index: int, x: Region, out: Region, layout: MixedLayout
+) -> Callable[[int, int], OpArgs]:
+    """Elements ``[a, b)`` of the piece grid -> the phase's buffers for that piece."""
+    tp, dp = layout.tp_size, layout.dp_size
+    if op in ("all_reduce", "all_reduce_all_gather") and index == 0:
+        return lambda a, b: OpArgs(buf=x.sub(a, b))  # in place (x is a working copy)
+    if op == "all_gather":
+        outs = _blocks(out, tp)
+        return lambda a, b: OpArgs(inp=x.sub(a, b), blocks=tuple(o.sub(a, b) for o in outs))
+    if op == "all_reduce_all_gather":
+        outs = _blocks(out, dp)
+        return lambda a, b: OpArgs(inp=x.sub(a, b), blocks=tuple(o.sub(a, b) for o in outs))
+    if op in ("reduce_scatter", "reduce_scatter_all_reduce") and index == 0:
+        ins = _blocks(x, tp if op == "reduce_scatter" else dp)
+        return lambda a, b: OpArgs(blocks=tuple(i.sub(a, b) for i in ins), out=out.sub(a, b))
+    return lambda a, b: OpArgs(buf=out.sub(a, b))  # reduce_scatter_all_reduce's all-reduce
+
+
 def _fused_program(
     op: str,
     x: Region,
     out: Region,
-    tp_ranks: list[int],
-    dp_ranks: list[int],
-    steps: int,
+    layout: MixedLayout,
+    runs: Sequence[_PhaseRun],
+    pieces: int,
 ) -> Callable[[Comm], Generator]:
-    """One rank's fused program: ``steps`` pieces, phase 2 of piece k overlapping phase 1 of k+1."""
-    ring = get_algorithm("ring").programs
-    tp_size, dp_size = len(tp_ranks), len(dp_ranks)
+    """One rank's program: stage s runs phase i of piece s - i for every phase that has one."""
+    scattered = {"reduce_scatter": layout.tp_size, "reduce_scatter_all_reduce": layout.dp_size}
+    bounds = chunk_bounds(x.count // scattered.get(op, 1), pieces)
+    args = [_phase_args(op, i, x, out, layout) for i in range(len(runs))]
 
-    def blocks(region: Region, parts: int) -> list[Region]:
-        size = region.count // parts
-        return [region.sub(i * size, (i + 1) * size) for i in range(parts)]
-
-    # The piece grid: the extent every block is cut along.
-    extent = x.count // {"reduce_scatter": tp_size, "reduce_scatter_all_reduce": dp_size}.get(op, 1)
-    bounds = chunk_bounds(extent, steps)
+    def phase(c: Comm, i: int, piece: int) -> Generator:
+        run = runs[i]
+        sub = c.sub(list(run.group), (i, piece))
+        # The phase runs with its own configuration's parameters, queue depth and buffers.
+        sub.params = {"chunks": run.config.chunks, **run.config.params}
+        sub.depth = run.config.queue_depth
+        sub.nodes = list(run.nodes)
+        yield from run.program(sub, args[i](*bounds[piece]))
 
     def program(c: Comm) -> Generator:
-        tail = []
-        for k, (a, b) in enumerate(bounds):
-            tpc = c.sub(tp_ranks, ("tp", k))
-            if op == "all_reduce":  # in place: x is the output
-                yield from ring["all_reduce"](tpc, OpArgs(buf=x.sub(a, b)))
-            elif op == "all_gather":
-                args = OpArgs(
-                    inp=x.sub(a, b), blocks=tuple(o.sub(a, b) for o in blocks(out, tp_size))
-                )
-                yield from ring["all_gather"](tpc, args)
-            elif op == "reduce_scatter":
-                args = OpArgs(
-                    blocks=tuple(i.sub(a, b) for i in blocks(x, tp_size)), out=out.sub(a, b)
-                )
-                yield from ring["reduce_scatter"](tpc, args)
-            elif op == "all_reduce_all_gather":  # x is a working copy, reduced in place
-                piece = x.sub(a, b)
-                yield from ring["all_reduce"](tpc, OpArgs(buf=piece))
-                args = OpArgs(inp=piece, blocks=tuple(o.sub(a, b) for o in blocks(out, dp_size)))
-                tail.append(c.clock.process(ring["all_gather"](c.sub(dp_ranks, ("dp", k)), args)))
-            else:  # reduce_scatter_all_reduce
-                piece = out.sub(a, b)
-                args = OpArgs(blocks=tuple(i.sub(a, b) for i in blocks(x, dp_size)), out=piece)
-                yield from ring["reduce_scatter"](c.sub(dp_ranks, ("dp", k)), args)
-                tail.append(c.clock.process(ring["all_reduce"](tpc, OpArgs(buf=piece))))
-        if tail:
-            yield c.clock.all_of(tail)
+        for stage in range(pieces + len(runs) - 1):
+            bodies = [phase(c, i, stage - i) for i in range(len(runs)) if 0 <= stage - i < pieces]
+            if len(bodies) == 1:
+                yield from bodies[0]
+            else:
+                yield from c.concurrently(bodies)
 
     return program
 
 
-def _ring_neighbours(group: Sequence[int], rank: int) -> set[int]:
-    i = list(group).index(rank)
-    return {group[(i + 1) % len(group)], group[(i - 1) % len(group)]} - {rank}
-
-
 def launch_fused(
-    ctx: Any, op: str, layout: MixedLayout, payloads: list[tuple[Any, Any]], steps: int
-) -> CollectiveLauncher:
-    """The WORLD launch of a fused op: one program per rank (run by the last rank to arrive)."""
-    name, config = ccl_settings(ctx).resolve("ring")
-    tp_of = [layout.tp_group_of(w) for w in range(layout.world_size)]
-    dp_of = [layout.dp_group_of(w) for w in range(layout.world_size)]
+    ctx: Any,
+    op: str,
+    layout: MixedLayout,
+    payloads: list[tuple[Any, Any]],
+    min_pieces: int,
+    max_pieces: int,
+) -> tuple[CollectiveLauncher, int]:
+    """The WORLD launch of a fused op (run by the last rank to arrive) and its piece count.
+
+    ``payloads[w]``: world rank w's (input, output) device tensors; the pieces
+    are planned by :func:`~.pipeline.plan_pieces` within the bounds given.
+    """
+    ins = [single_lane(x, op) for x, _ in payloads]
+    outs = [single_lane(o, op) for _, o in payloads]
+    pes = [lane.pe for lane in ins]
+    memory = [lane.memory_node for lane in ins]
+    world = layout.world_size
+    x_nbytes = ins[0].region().nbytes
+    itemsize = ins[0].dtype.itemsize
+    pieces = plan_pieces(ctx, op, layout, pes, x_nbytes, itemsize, max_pieces, min_pieces).pieces
+    # runs[w][i]: how world rank w runs phase i; the algorithm per group, as two-step picks it.
+    runs: list[list[_PhaseRun]] = [[] for _ in range(world)]
+    algorithms: list[list[tuple[Algorithm, tuple[int, ...]]]] = [[] for _ in range(world)]
+    for i, phase in enumerate(PHASES[op]):
+        nbytes = phase_nbytes(op, i, layout, x_nbytes)
+        for group in groups_of(layout, phase.group):
+            _, config, algorithm = choose(
+                ctx, phase.op, None, len(group), nbytes, [pes[w] for w in group]
+            )
+            nodes = tuple(buffer_node(pes[w], memory[w], config.buffer) for w in group)
+            run = _PhaseRun(group, algorithm.programs[phase.op], config, nodes)
+            for w in group:
+                runs[w].append(run)
+                algorithms[w].append((algorithm, group))
 
     def peers(_op: str, _size: int, rank: int) -> set[int]:
-        found = _ring_neighbours(tp_of[rank], rank)
-        if op in FUSED_OPS:
-            found |= _ring_neighbours(dp_of[rank], rank)
-        return found
+        found: set[int] = set()
+        for i, (algorithm, group) in enumerate(algorithms[rank]):
+            mine = group.index(rank)
+            found |= {group[p] for p in algorithm.neighbours(PHASES[op][i].op, len(group), mine)}
+        return found - {rank}
 
+    first = runs[0][0]
     algorithm = Algorithm(
         name=FUSED_CONFIG,
         programs={},
-        description=f"pipelined TP/DP phases over the {name!r} ring configuration",
+        description="TP and DP phases pipelined in pieces, each with the two-step configuration",
         peers=peers,
     )
-    launcher = CollectiveLauncher(ctx, op, FUSED_CONFIG, config, algorithm)
-    ins = [single_lane(x, op) for x, _ in payloads]
-    outs = [single_lane(o, op) for _, o in payloads]
-    launcher.nbytes = max(ins[0].region().nbytes, outs[0].region().nbytes)
+    launcher = CollectiveLauncher(ctx, op, FUSED_CONFIG, first.config, algorithm)
+    launcher.nbytes = max(x_nbytes, outs[0].region().nbytes)
     programs = [
-        _fused_program(op, ins[w].region(), outs[w].region(), list(tp_of[w]), list(dp_of[w]), steps)
-        for w in range(layout.world_size)
+        _fused_program(op, ins[w].region(), outs[w].region(), layout, runs[w], pieces)
+        for w in range(world)
     ]
-    launcher.lane(programs, [x.pe for x in ins], [x.memory_node for x in ins])
+    launcher.lane(programs, pes, memory)
     for _, o in payloads:
         launcher.refresh_replicas(o)
-    return launcher
+    return launcher, pieces

@@ -46,7 +46,9 @@ class MixedCommHandler:
     the ops take tensors of any dtype the sum supports.  ``max_coef`` is the
     number of autotune sizes.  ``min_block_size`` / ``max_block_size`` bound
     the elements per piece of the fused mode (``max_block_size=None``: no
-    bound) and ``min_num_steps`` is its number of pieces.
+    bound); the piece count within them is planned
+    (:mod:`~kernbench.torch.distributed.mixed.pipeline`), so ``min_num_steps``
+    is only recorded.
     """
 
     def __init__(
@@ -136,6 +138,7 @@ class MixedCommHandler:
         self.max_coef = max_coef
         self.autotune_map: dict[str, list[str]] = {}
         self.autotune_times: dict[str, list[dict[str, int]]] = {}
+        self.last_fused_pieces = 0  # pieces the last fused op ran in (0: none ran yet)
         self._closed = False
 
         self.tp_group: ProcessGroup = self._new_groups(self.layout.tp_groups())
@@ -358,30 +361,37 @@ class MixedCommHandler:
             dist.all_reduce(out, group=tp)
         return out
 
-    def num_steps(self, op: str, x: Tensor) -> int:
-        """Pieces the fused mode cuts ``x`` into (per block for the scattering ops)."""
+    def piece_bounds(self, op: str, x: Tensor) -> tuple[int, int]:
+        """(least, most) pieces the fused mode may cut ``x`` into for ``op``.
+
+        A piece (per block, for the scattering ops) holds at least
+        ``min_block_size`` elements and at most ``max_block_size``.
+        """
         parts = {"reduce_scatter": self.tp_size, "reduce_scatter_all_reduce": self.dp_size}
-        count = x.numel() // parts.get(op, 1)
-        steps = min(self.min_num_steps, max(1, count // self.min_block_size))
-        if self.max_block_size:
-            steps = max(steps, -(-count // self.max_block_size))
-        return max(1, min(steps, count))
+        count = max(1, x.numel() // parts.get(op, 1))
+        most = max(1, count // self.min_block_size)
+        least = -(-count // self.max_block_size) if self.max_block_size else 1
+        return min(least, count), max(most, min(least, count))
 
     def _fused(self, op: str, x: Tensor, out: Tensor) -> None:
         """One WORLD rendezvous launching every rank's pipelined program."""
         world = active_world()
-        steps = self.num_steps(op, x)
+        least, most = self.piece_bounds(op, x)
         layout = self.layout
-        signature = (x.dtype.name, tuple(x.shape), steps, layout)
+        signature = (x.dtype.name, tuple(x.shape), least, most, layout)
 
-        def launch(payloads: list[tuple[Any, Any]]) -> CollectiveLauncher:
-            return launch_fused(world.ctx, op, layout, payloads, steps)
+        def launch(payloads: list[tuple[Any, Any, Any]]) -> CollectiveLauncher:
+            tensors = [(x, o) for x, o, _ in payloads]
+            launcher, pieces = launch_fused(world.ctx, op, layout, tensors, least, most)
+            for _, _, handler in payloads:
+                handler.last_fused_pieces = pieces
+            return launcher
 
         world.collective(
             world.world_group,
             f"mixed {op} (fused)",
             signature,
-            (x.device_tensor, out.device_tensor),
+            (x.device_tensor, out.device_tensor, self),
             launch,
             False,
         )
