@@ -294,7 +294,8 @@ class Autotuner(KernelInterface):
 
     def _bench(
         self, args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any], config: Config, clock: Any
-    ) -> tuple[list[float], str | None]:
+    ) -> tuple[list[float], int | None, str | None]:
+        """(ms as Triton's benchmarker gives them, simulated ps when measured here, failure)."""
         if _printing():
             print(f"Autotuning kernel {self.name} with config {config}")
         conflicts = kwargs.keys() & config.kwargs.keys()
@@ -327,14 +328,14 @@ class Autotuner(KernelInterface):
             if self.do_bench is not None:
                 result = self.do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
                 times = list(result) if isinstance(result, list | tuple) else [result] * 3
-                return [float(t) for t in times], None
+                return [float(t) for t in times], None, None
             kernel_call()
         except KernelError as exc:
             if _printing():
                 print(f"Autotuning failed with {exc}")
-            return [math.inf] * 3, str(exc)
+            return [math.inf] * 3, None, str(exc)
         ms = measured[0] / PS_PER_MS
-        return [ms, ms, ms], None
+        return [ms, ms, ms], measured[0], None
 
     def _tune(
         self, key: tuple[Any, ...], args: tuple[Any, ...], grid: Any, kwargs: dict[str, Any]
@@ -346,9 +347,13 @@ class Autotuner(KernelInterface):
         clock = clock_of([*args, *kwargs.values()])
         start = clock.now if clock is not None else 0
         timings: dict[Config, list[float]] = {}
+        measured_ps: dict[Config, int | None] = {}
         failures: list[str] = []
         for config in pruned:
-            timings[config], failure = self._bench(args, grid, kwargs, config, clock)
+            timings[config], ps, failure = self._bench(args, grid, kwargs, config, clock)
+            if ps is None and failure is None:  # a user benchmarker: its ms, in ps
+                ps = round(timings[config][0] * PS_PER_MS)
+            measured_ps[config] = ps
             if failure is not None:
                 failures.append(f"[{config}]: {failure}")
         best = builtins.min(timings, key=lambda c: timings[c][0])
@@ -364,10 +369,7 @@ class Autotuner(KernelInterface):
             TuningRecord(
                 kernel=self.name,
                 key=key,
-                timings_ps=tuple(
-                    (str(c), None if math.isinf(t[0]) else round(t[0] * PS_PER_MS))
-                    for c, t in timings.items()
-                ),
+                timings_ps=tuple((str(c), ps) for c, ps in measured_ps.items()),
                 best=str(best),
                 start_ps=start,
                 end_ps=end,
