@@ -23,15 +23,10 @@ simulated time.
 
 from kernbench.kernels.language import cdiv, next_power_of_2
 from kernbench.triton import language, runtime, testing
-from kernbench.triton.autotuner import (
-    Autotuner,
-    Config,
-    Heuristics,
-    TuningRecord,
-    autotune,
-    heuristics,
-)
+from kernbench.triton.autotuner import Autotuner, autotune
 from kernbench.triton.compiled import CompiledKernel
+from kernbench.triton.config import Config, TuningRecord
+from kernbench.triton.heuristics import Heuristics, heuristics
 from kernbench.triton.jit import JITFunction, KernelInterface, jit
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""``triton.autotune``, ``triton.Config`` and ``triton.heuristics``, tuned by simulated time.
+"""``triton.autotune``: configs tuned by simulated time (``triton.Config`` is in ``config``).
 
 On the first launch for a *key* (the values of the ``key`` arguments, plus
 the dtype of every argument that has one, as in Triton), every config left
@@ -42,99 +42,16 @@ import builtins
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kernbench.errors import KernelError
-from kernbench.triton.jit import KernelInterface, arg_names_of, run_kernel
+from kernbench.triton.config import Config, TuningRecord
+from kernbench.triton.jit import KernelInterface, arg_names_of, base_name, run_kernel
 from kernbench.triton.timing import PS_PER_MS, clock_of
 
-__all__ = [
-    "Autotuner",
-    "Config",
-    "Heuristics",
-    "TuningRecord",
-    "autotune",
-    "heuristics",
-]
-
-
-class Config:
-    """A candidate for the autotuner: meta-parameters and launch options."""
-
-    def __init__(
-        self,
-        kwargs: Mapping[str, Any],
-        num_warps: int = 4,
-        num_stages: int = 3,
-        num_ctas: int = 1,
-        maxnreg: int | None = None,
-        pre_hook: Callable[[dict[str, Any]], Any] | None = None,
-        ir_override: str | None = None,
-    ) -> None:
-        if not isinstance(kwargs, Mapping):
-            raise KernelError(
-                f"triton.Config takes a dict of meta-parameters first, got {kwargs!r}"
-            )
-        self.kwargs = dict(kwargs)
-        self.num_warps = num_warps
-        self.num_ctas = num_ctas
-        self.num_stages = num_stages
-        self.maxnreg = maxnreg
-        self.pre_hook = pre_hook
-        self.ir_override = ir_override
-
-    def all_kwargs(self) -> dict[str, Any]:
-        """The meta-parameters and the launch options that are set."""
-        options = (
-            ("num_warps", self.num_warps),
-            ("num_ctas", self.num_ctas),
-            ("num_stages", self.num_stages),
-            ("maxnreg", self.maxnreg),
-            ("ir_override", self.ir_override),
-        )
-        return {**self.kwargs, **{k: v for k, v in options if v is not None}}
-
-    def __str__(self) -> str:
-        parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
-        parts += [
-            f"num_warps: {self.num_warps}",
-            f"num_ctas: {self.num_ctas}",
-            f"num_stages: {self.num_stages}",
-            f"maxnreg: {self.maxnreg}",
-        ]
-        return ", ".join(parts)
-
-    def __repr__(self) -> str:
-        return f"Config({self})"
-
-    def _identity(self) -> tuple[Any, ...]:
-        return (*self.all_kwargs().items(), self.pre_hook)
-
-    def __hash__(self) -> int:
-        return hash(self._identity())
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Config) and self._identity() == other._identity()
-
-
-@dataclass(frozen=True, slots=True)
-class TuningRecord:
-    """One tuning: what each config took on the simulated machine and which won."""
-
-    kernel: str
-    key: tuple[Any, ...]
-    timings_ps: tuple[tuple[str, int | None], ...]  # (config, simulated ps); None: it failed
-    best: str
-    start_ps: int  # the simulated clock when tuning began and ended (0 on the host)
-    end_ps: int
-
-    @property
-    def tuning_ps(self) -> int:
-        """Simulated time the tuning took: every config's run and the hooks around them."""
-        return self.end_ps - self.start_ps
+__all__ = ["Autotuner", "autotune"]
 
 
 # ----------------------------------------------------------------------------- value hooks
@@ -162,12 +79,6 @@ def _printing() -> bool:
     return os.environ.get("TRITON_PRINT_AUTOTUNING", "") == "1"
 
 
-def _base_name(fn: Any) -> str:
-    while not hasattr(fn, "name") and hasattr(fn, "fn"):
-        fn = fn.fn
-    return getattr(fn, "name", getattr(fn, "__name__", repr(fn)))
-
-
 class Autotuner(KernelInterface):
     """A kernel launched with the config that ran fastest in simulation, per key."""
 
@@ -189,7 +100,7 @@ class Autotuner(KernelInterface):
         cache_results: bool = False,
     ) -> None:
         self.fn = fn
-        self.name = _base_name(fn)
+        self.name = base_name(fn)
         self.arg_names = list(arg_names)
         self.configs = list(configs) if configs else [Config({})]
         for config in self.configs:
@@ -448,40 +359,5 @@ def autotune(
             do_bench=do_bench,
             cache_results=cache_results,
         )
-
-    return decorator
-
-
-class Heuristics(KernelInterface):
-    """A kernel whose listed meta-parameters are computed from the other arguments."""
-
-    def __init__(self, fn: Any, arg_names: list[str], values: Mapping[str, Callable]) -> None:
-        self.fn = fn
-        self.name = _base_name(fn)
-        self.arg_names = list(arg_names)
-        self.values = dict(values)
-        for name, rule in self.values.items():
-            if not callable(rule):
-                raise KernelError(
-                    f"heuristics of {self.name!r}: the rule for {name!r} must be a function "
-                    f"of the arguments dict, got {rule!r}"
-                )
-
-    def run(self, *args: Any, grid: Any, warmup: bool = False, **kwargs: Any) -> Any:
-        for name, rule in self.values.items():
-            kwargs[name] = rule({**dict(zip(self.arg_names, args, strict=False)), **kwargs})
-        if warmup:
-            return self.fn.warmup(*args, grid=grid, **kwargs)
-        return run_kernel(self.fn, args, grid, kwargs)
-
-    def warmup(self, *args: Any, grid: Any, **kwargs: Any) -> Any:
-        return self.run(*args, grid=grid, warmup=True, **kwargs)
-
-
-def heuristics(values: Mapping[str, Callable[[dict[str, Any]], Any]]) -> Callable[[Any], Any]:
-    """Decorate a kernel so ``values[name](args)`` sets meta-parameter ``name`` at each launch."""
-
-    def decorator(fn: Any) -> Heuristics:
-        return Heuristics(fn, arg_names_of(fn), values)
 
     return decorator

@@ -25,7 +25,15 @@ from kernbench.errors import KernelError
 from kernbench.kernels.jit import JITFunction as KernelJITFunction
 from kernbench.triton.compiled import CompiledKernel, compile_kernel
 
-__all__ = ["JIT_OPTIONS", "JITFunction", "KernelInterface", "jit", "run_kernel"]
+__all__ = [
+    "JIT_OPTIONS",
+    "JITFunction",
+    "KernelInterface",
+    "arg_names_of",
+    "base_name",
+    "jit",
+    "run_kernel",
+]
 
 #: Keywords ``triton.jit`` takes; none of them changes what a kernel does here.
 JIT_OPTIONS = frozenset(
@@ -74,6 +82,13 @@ def arg_names_of(fn: Any) -> list[str]:
             f"{getattr(fn, '__name__', fn)!r} is not a kernel; decorate it with @triton.jit"
         )
     return list(names)
+
+
+def base_name(fn: Any) -> str:
+    """The name of the kernel under any wrappers."""
+    while not hasattr(fn, "name") and hasattr(fn, "fn"):
+        fn = fn.fn
+    return getattr(fn, "name", getattr(fn, "__name__", repr(fn)))
 
 
 class JITFunction(KernelJITFunction):

@@ -1,7 +1,9 @@
 """``triton.runtime``: the driver, and the kernel classes under their Triton names."""
 
-from kernbench.triton.autotuner import Autotuner, Config, Heuristics
+from kernbench.triton.autotuner import Autotuner
 from kernbench.triton.compiled import CompiledKernel
+from kernbench.triton.config import Config
+from kernbench.triton.heuristics import Heuristics
 from kernbench.triton.jit import JITFunction, KernelInterface
 from kernbench.triton.runtime.active_driver import GPUTarget, driver
 
