@@ -1,4 +1,4 @@
-"""Reading the simulated clock around a kernel launch or a benchmarked call.
+"""Which simulated clock a kernel launch is timed on.
 
 Kernels on device tensors run on the machine of those tensors' context, so a
 launch is timed on that context's clock (:func:`clock_of`).  A launch on host
@@ -8,12 +8,12 @@ clock, and its time is 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from kernbench.runtime import DeviceTensor, RuntimeContext
 
-__all__ = ["PS_PER_MS", "clock_of", "elapsed_ps"]
+__all__ = ["PS_PER_MS", "clock_of"]
 
 PS_PER_MS = 10**9
 
@@ -27,12 +27,3 @@ def clock_of(values: Iterable[Any]) -> RuntimeContext | None:
         if isinstance(value, DeviceTensor):
             return value.context
     return None
-
-
-def elapsed_ps(clock: RuntimeContext | None, fn: Callable[[], Any]) -> tuple[Any, int]:
-    """Call ``fn``; return what it returned and the simulated ps it took on ``clock``."""
-    if clock is None:
-        return fn(), 0
-    start = clock.now
-    result = fn()
-    return result, clock.now - start
