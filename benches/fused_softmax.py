@@ -29,13 +29,13 @@ import argparse
 
 import numpy as np
 
-import kernbench.kernels.language as tl
-from kernbench.kernels import jit, next_power_of_2
+import kernbench.triton as triton
+import kernbench.triton.language as tl
 from kernbench.placement import DPPolicy
 from kernbench.runtime import current_context
 
 
-@jit
+@triton.jit
 def softmax_kernel(
     output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr
 ):
@@ -72,7 +72,7 @@ def run(ctx, rows: int = 1823, cols: int = 781, seed: int = 0) -> dict:
     y = ctx.empty((rows, cols), "float32", dp=dp, name="y")
     x.copy_(x_host)
 
-    block = next_power_of_2(cols)
+    block = triton.next_power_of_2(cols)
     result = softmax_kernel[(rows,)](y, x, cols, cols, cols, BLOCK_SIZE=block)
 
     checked = False

@@ -29,14 +29,14 @@ import argparse
 
 import numpy as np
 
-import kernbench.kernels.language as tl
-from kernbench.kernels import cdiv, jit
+import kernbench.triton as triton
+import kernbench.triton.language as tl
 from kernbench.runtime import current_context
 
 TOLERANCE = {"float32": 1e-4, "float16": 2e-2}  # relative, of the output's dtype
 
 
-@jit
+@triton.jit
 def matmul_kernel(
     a_ptr,
     b_ptr,
@@ -96,7 +96,7 @@ def run(
     a.copy_(a_host)
     b.copy_(b_host)
 
-    grid = (cdiv(m, block_m), cdiv(n, block_n))
+    grid = (triton.cdiv(m, block_m), triton.cdiv(n, block_n))
     strides = (k, 1, n, 1, n, 1)  # row-major A (m, k), B (k, n) and C (m, n)
     result = matmul_kernel[grid](
         a, b, c, m, n, k, *strides, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k

@@ -31,16 +31,16 @@ import argparse
 
 import numpy as np
 
-import kernbench.kernels.language as tl
+import kernbench.triton as triton
+import kernbench.triton.language as tl
 from kernbench.errors import PlacementError
-from kernbench.kernels import cdiv, jit
 from kernbench.placement import DPPolicy
 from kernbench.runtime import current_context
 
 SHARDED = DPPolicy(cube="row_wise", pe="row_wise")
 
 
-@jit
+@triton.jit
 def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     pid = tl.program_id(axis=0)
     block_start = pid * BLOCK_SIZE
@@ -69,7 +69,7 @@ def run(ctx, size: int = 98432, block: int = 1024, sharded: bool = False, seed: 
     x.copy_(x_host)
     y.copy_(y_host)
 
-    grid = lambda meta: (cdiv(size, meta["BLOCK_SIZE"]),)  # noqa: E731 - as in the tutorial
+    grid = lambda meta: (triton.cdiv(size, meta["BLOCK_SIZE"]),)  # noqa: E731 - as in the tutorial
     result = add_kernel[grid](x, y, out, size, BLOCK_SIZE=block)
 
     checked = False

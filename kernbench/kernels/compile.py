@@ -50,7 +50,7 @@ import json
 import operator
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -65,7 +65,7 @@ from kernbench.kernels.interpreter import ShapeOnlyBuffer
 from kernbench.kernels.jit import JITFunction
 from kernbench.kernels.ranks import distributed_state
 
-__all__ = ["CompileStats", "DeviceKernel", "clear_cache"]
+__all__ = ["CompileStats", "DeviceKernel", "clear_cache", "shape_only_inputs"]
 
 ARTIFACT_FORMAT = "kernbench-kernel/1"
 ARTIFACT_NAME = "kernel.json"
@@ -191,6 +191,27 @@ def _content_hash(kernel: JITFunction, payload: Mapping[str, Any]) -> str:
     }
     text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def shape_only_inputs(fn: JITFunction, inputs: Sequence[Any]) -> tuple[Any, ...]:
+    """``inputs`` with each tensor replaced by a :class:`ShapeOnlyBuffer` of its size and dtype.
+
+    A kernel run on them sees the tensors' sizes and dtypes, touches no bytes
+    and costs no simulated time: what a trace (or a Triton ``warmup``) runs.
+    Tensors are matched to parameters by position.
+    """
+    if len(inputs) > len(fn.params):
+        raise KernelError(
+            f"kernel {fn.name!r} takes {len(fn.params)} parameters "
+            f"({', '.join(fn.params)}), got {len(inputs)} inputs"
+        )
+    traced = []
+    for param, value in zip(fn.params, inputs, strict=False):
+        if _is_tensor(value):
+            spec = _tensor_spec(value, param, fn.name)
+            value = ShapeOnlyBuffer(param, spec.storage, spec.numel)
+        traced.append(value)
+    return tuple(traced)
 
 
 # ----------------------------------------------------------------------------- modes

@@ -264,6 +264,10 @@ class Tensor(
     def numel(self) -> int:
         return self._geometry.numel
 
+    def nelement(self) -> int:
+        """``numel()``, under its older name (the Triton tutorials use it)."""
+        return self._geometry.numel
+
     def element_size(self) -> int:
         return self._storage.dtype.itemsize
 

@@ -1,0 +1,375 @@
+"""The Triton tutorials' programs (vector add, fused softmax, matmul) with KernBench imports.
+
+Each test is written the way the tutorials are -- ``import kernbench.triton as
+triton``, ``import kernbench.triton.language as tl``, ``import kernbench.torch
+as torch`` and nothing else to run the kernels -- on the tiny machine, with
+smaller sizes so the suite stays fast.  Values are checked against NumPy;
+autotuning must keep the config that ran fastest in simulation, and
+``do_bench`` must give the simulated milliseconds of a call.
+
+Where ``kernbench.torch`` lacks what a tutorial uses (``x.stride(0)``,
+``torch.softmax``, ``torch.allclose``, ``torch.matmul``), the test passes the
+row-major strides itself and compares on the host with NumPy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernbench.torch as torch
+import kernbench.triton as triton
+import kernbench.triton.language as tl
+from kernbench.runtime import RuntimeContext, use_context
+from kernbench.triton.runtime import driver
+
+
+@pytest.fixture
+def ctx():
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        torch.manual_seed(0)
+        yield context
+
+
+# ----------------------------------------------------------------------------- 01 vector add
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(output_ptr + offsets, x + y, mask=mask)
+
+
+def add(x, y, device):
+    output = torch.empty_like(x)
+    assert x.device == device and y.device == device and output.device == device
+    n_elements = output.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)  # noqa: E731
+    add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
+    return output
+
+
+def test_vector_add_tutorial_values_and_benchmark(ctx, tmp_path, capsys):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    x = torch.rand(9843, device=device)
+    y = torch.rand(9843, device=device)
+    out = add(x, y, device)
+    np.testing.assert_array_equal(out.numpy(), x.numpy() + y.numpy())
+
+    @triton.testing.perf_report(
+        triton.testing.Benchmark(
+            x_names=["size"],
+            x_vals=[2**i for i in range(12, 15)],
+            x_log=True,
+            line_arg="provider",
+            line_vals=["triton", "torch"],
+            line_names=["Triton", "Torch"],
+            styles=[("blue", "-"), ("green", "-")],
+            ylabel="GB/s",
+            plot_name="vector-add-performance",
+            args={},
+        )
+    )
+    def benchmark(size, provider):
+        x = torch.rand(size, device=device, dtype=torch.float32)
+        y = torch.rand(size, device=device, dtype=torch.float32)
+        quantiles = [0.5, 0.2, 0.8]
+        if provider == "torch":
+            ms, min_ms, max_ms = triton.testing.do_bench(lambda: x + y, quantiles=quantiles)
+        if provider == "triton":
+            ms, min_ms, max_ms = triton.testing.do_bench(
+                lambda: add(x, y, device), quantiles=quantiles
+            )
+        gbps = lambda ms: 3 * x.numel() * x.element_size() * 1e-9 / (ms * 1e-3)  # noqa: E731
+        return gbps(ms), gbps(max_ms), gbps(min_ms)
+
+    benchmark.run(print_data=True, show_plots=True, save_path=str(tmp_path))
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "vector-add-performance:"
+    assert printed[1].split() == ["size", "Triton", "Torch"]
+    assert [line.split()[1] for line in printed[2:]] == ["4096", "8192", "16384"]
+    table = benchmark.tables["vector-add-performance"]
+    assert all(row[1] > 0 and row[2] > 0 for row in table.rows)
+    assert (tmp_path / "vector-add-performance.csv").read_text().startswith("size,Triton,Torch\n")
+    assert (tmp_path / "vector-add-performance.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_do_bench_gives_the_simulated_ms_of_one_call(ctx):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    x = torch.rand(4096, device=device)
+    y = torch.rand(4096, device=device)
+    out = torch.empty_like(x)
+
+    def launch():
+        return add_kernel[(4,)](x, y, out, 4096, BLOCK_SIZE=1024)
+
+    ms = triton.testing.do_bench(launch)
+    assert ms == launch().elapsed_ps / 1e9 > 0
+
+
+# ----------------------------------------------------------------------------- 02 fused softmax
+
+
+@triton.jit
+def softmax_kernel(
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    BLOCK_SIZE: tl.constexpr,
+    num_stages: tl.constexpr,
+):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        tl.store(output_row_start_ptr + col_offsets, softmax_output, mask=mask)
+
+
+def softmax(x, launches):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    properties = driver.active.utils.get_device_properties(device.index)
+    num_sm = properties["multiprocessor_count"]
+    num_regs = properties["max_num_regs"]
+    size_smem = properties["max_shared_mem"]
+    warp_size = properties["warpSize"]
+    n_rows, n_cols = x.shape
+    block_size = triton.next_power_of_2(n_cols)
+    num_warps = 8
+    num_stages = 4 if size_smem > 200000 else 2
+    y = torch.empty_like(x)
+    stride = n_cols  # x.stride(0) of a row-major matrix
+    kernel = softmax_kernel.warmup(
+        y,
+        x,
+        stride,
+        stride,
+        n_rows,
+        n_cols,
+        BLOCK_SIZE=block_size,
+        num_stages=num_stages,
+        num_warps=num_warps,
+        grid=(1,),
+    )
+    kernel._init_handles()
+    occupancy = num_regs // (kernel.n_regs * warp_size * num_warps)
+    occupancy = min(occupancy, size_smem // kernel.metadata.shared)
+    num_programs = min(num_sm * occupancy, n_rows)
+    launches.append((kernel, num_programs))
+    kernel[(num_programs, 1, 1)](y, x, stride, stride, n_rows, n_cols, block_size, num_stages)
+    return y
+
+
+def test_fused_softmax_tutorial_persistent_programs(ctx):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    x = torch.randn(183, 781, device=device)
+    launches = []
+    y = softmax(x, launches)
+    host = x.numpy()
+    e = np.exp(host - host.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y.numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    kernel, num_programs = launches[0]
+    # 1024 lanes of float32 a load, 4 stages; 1024-element blocks over 8 warps of 1 thread
+    assert kernel.metadata.shared == 1024 * 4 * 4
+    assert kernel.n_regs == 1024 // 8
+    assert kernel.n_spills == 0
+    assert num_programs == 183  # TCM holds far more than one row per PE: one program a row
+
+
+def test_fused_softmax_with_fewer_persistent_programs_gives_the_same_values(ctx):
+    x = torch.randn(37, 100, device=triton.runtime.driver.active.get_active_torch_device())
+    y = torch.empty_like(x)
+    compiled = softmax_kernel.warmup(
+        y, x, 100, 100, 37, 100, BLOCK_SIZE=128, num_stages=2, grid=(1,)
+    )
+    compiled[(5,)](y, x, 100, 100, 37, 100, 128, 2)
+    host = x.numpy()
+    e = np.exp(host - host.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y.numpy(), e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+# ----------------------------------------------------------------------------- 03 matmul
+
+
+def is_cuda():
+    return triton.runtime.driver.active.get_current_target().backend == "cuda"
+
+
+def get_cuda_autotune_config():
+    return [
+        triton.Config(
+            {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8}
+        )
+    ]
+
+
+def get_hip_autotune_config():
+    sizes = [
+        {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4},
+        {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4},
+        {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 6},
+    ]
+    return [
+        triton.Config(s | {"matrix_instr_nonkdim": 16}, num_warps=8, num_stages=2) for s in sizes
+    ]
+
+
+def get_autotune_config():
+    return get_cuda_autotune_config() if is_cuda() else get_hip_autotune_config()
+
+
+@triton.autotune(configs=get_autotune_config(), key=["M", "N", "K"])
+@triton.jit
+def matmul_kernel(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+    ACTIVATION: tl.constexpr,
+):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    tl.assume(pid_m >= 0)
+    tl.assume(pid_n >= 0)
+    tl.assume(stride_am > 0)
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    if ACTIVATION == "leaky_relu":
+        accumulator = leaky_relu(accumulator)
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+@triton.jit
+def leaky_relu(x):
+    return tl.where(x >= 0, x, 0.01 * x)
+
+
+def matmul(a, b, activation=""):
+    assert a.shape[1] == b.shape[0], "Incompatible dimensions"
+    assert a.is_contiguous(), "Matrix A must be contiguous"
+    M, K = a.shape
+    K, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    grid = lambda META: (  # noqa: E731
+        triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"]),
+    )
+    # a.stride(0), a.stride(1), ... of row-major matrices
+    matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, ACTIVATION=activation)
+    return c
+
+
+def _reference(a, b, activation=""):
+    out = a.numpy().astype(np.float32) @ b.numpy().astype(np.float32)
+    if activation == "leaky_relu":
+        out = np.where(out >= 0, out, 0.01 * out)
+    return out
+
+
+@pytest.mark.parametrize("activation", ["", "leaky_relu"])
+def test_matmul_tutorial_values_and_autotuned_config(ctx, activation):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    matmul_kernel.cache.clear()
+    a = torch.rand((96, 128), device=device, dtype=torch.float16) - 0.5
+    b = torch.rand((128, 80), device=device, dtype=torch.float16) - 0.5
+    c = matmul(a, b, activation)
+    np.testing.assert_allclose(c.numpy(), _reference(a, b, activation), atol=1e-2, rtol=0)
+
+    assert not is_cuda()  # the simulated machine takes the tutorial's non-CUDA configs
+    record = matmul_kernel.tuning_records[-1]
+    assert record.key == (96, 80, 128, "torch.float16", "torch.float16", "torch.float16")
+    timings = dict(record.timings_ps)
+    assert len(timings) == 3 and len(set(timings.values())) == 3  # the configs differ in time
+    assert timings[record.best] == min(timings.values())
+    assert str(matmul_kernel.best_config) == record.best
+
+    # Each config run alone, outside the autotuner, takes the time the autotuner measured.
+    kernel = matmul_kernel.fn
+    for config in get_hip_autotune_config():
+        out = torch.empty((96, 80), device=device, dtype=torch.float16)
+        grid = (
+            triton.cdiv(96, config.kwargs["BLOCK_SIZE_M"])
+            * triton.cdiv(80, config.kwargs["BLOCK_SIZE_N"]),
+        )
+        launch = kernel[grid](
+            a,
+            b,
+            out,
+            96,
+            80,
+            128,
+            128,
+            1,
+            80,
+            1,
+            80,
+            1,
+            ACTIVATION=activation,
+            **config.all_kwargs(),
+        )
+        assert launch.elapsed_ps == timings[str(config)]
+
+
+def test_matmul_benchmark_do_bench_after_autotuning(ctx):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    matmul_kernel.cache.clear()
+    a = torch.randn((64, 64), device=device, dtype=torch.float16)
+    b = torch.randn((64, 64), device=device, dtype=torch.float16)
+    quantiles = [0.5, 0.2, 0.8]
+    ms, min_ms, max_ms = triton.testing.do_bench(lambda: matmul(a, b), quantiles=quantiles)
+    assert ms == min_ms == max_ms > 0
+    record = matmul_kernel.tuning_records[-1]
+    best_ms = dict(record.timings_ps)[record.best] / 1e9
+    assert best_ms < ms  # the measured call also allocates C on the device
+    perf = 2 * 64 * 64 * 64 * 1e-12 / (ms * 1e-3)
+    assert perf > 0
