@@ -7,9 +7,9 @@ smaller sizes so the suite stays fast.  Values are checked against NumPy;
 autotuning must keep the config that ran fastest in simulation, and
 ``do_bench`` must give the simulated milliseconds of a call.
 
-Where ``kernbench.torch`` lacks what a tutorial uses (``x.stride(0)``,
-``torch.softmax``, ``torch.allclose``, ``torch.matmul``), the test passes the
-row-major strides itself and compares on the host with NumPy.
+Strides come from ``x.stride()`` and values are checked with
+``torch.allclose`` against ``torch.softmax`` / ``torch.matmul`` as the
+tutorials do, and against NumPy.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def softmax(x, launches):
     num_warps = 8
     num_stages = 4 if size_smem > 200000 else 2
     y = torch.empty_like(x)
-    stride = n_cols  # x.stride(0) of a row-major matrix
+    stride = x.stride(0)
     kernel = softmax_kernel.warmup(
         y,
         x,
@@ -304,8 +304,21 @@ def matmul(a, b, activation=""):
     grid = lambda META: (  # noqa: E731
         triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"]),
     )
-    # a.stride(0), a.stride(1), ... of row-major matrices
-    matmul_kernel[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1, ACTIVATION=activation)
+    matmul_kernel[grid](
+        a,
+        b,
+        c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        ACTIVATION=activation,
+    )
     return c
 
 
@@ -324,6 +337,8 @@ def test_matmul_tutorial_values_and_autotuned_config(ctx, activation):
     b = torch.rand((128, 80), device=device, dtype=torch.float16) - 0.5
     c = matmul(a, b, activation)
     np.testing.assert_allclose(c.numpy(), _reference(a, b, activation), atol=1e-2, rtol=0)
+    if activation == "":
+        assert torch.allclose(c, torch.matmul(a, b), atol=1e-2, rtol=0)
 
     assert not is_cuda()  # the simulated machine takes the tutorial's non-CUDA configs
     record = matmul_kernel.tuning_records[-1]
