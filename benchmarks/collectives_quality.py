@@ -134,12 +134,13 @@ def rows(machine: str, ops: Sequence[str], configs: Sequence[str] | None, sizes:
                     "bound_us": predicted.bound * 1e6,
                     "predicted_us": predicted.seconds * 1e6,
                     "error": predicted.seconds * 1e12 / simulated - 1,
-                    "pieces": getattr(predicted, "pieces", 1),
+                    "pieces": predicted.pieces,
                     "bytes_by_class": dict(sorted(by_class.items())),
                 }
 
 
-def _size(nbytes: int) -> str:
+def size_name(nbytes: int) -> str:
+    """A size as the ladder writes it (64KiB, 16MiB)."""
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
             return f"{nbytes / scale:g}{unit}"
@@ -174,11 +175,11 @@ def main(argv: list[str] | None = None) -> None:
             error = row["error"]
             if abs(error) > args.within:
                 outside += 1
-            where = f"{machine} {row['op']} {row['config']} {_size(row['bytes'])}"
+            where = f"{machine} {row['op']} {row['config']} {size_name(row['bytes'])}"
             if abs(error) > abs(worst[0]):
                 worst = (error, where)
             print(
-                f"{machine:>14} {row['op']:>14} {row['config']:>18} {_size(row['bytes']):>8} "
+                f"{machine:>14} {row['op']:>14} {row['config']:>18} {size_name(row['bytes']):>8} "
                 f"{row['simulated_us']:>11.2f} {row['bound_us']:>11.2f} "
                 f"{row['predicted_us']:>11.2f} {error:>+7.1%} {row['pieces']:>4}  "
                 f"{_classes(row['bytes_by_class'])}",

@@ -436,8 +436,16 @@ def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
     ]
 
 
-def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> dict[Any, float]:
+def _pipeline_busy(
+    machine: _Machine,
+    shapes: Sequence[tuple[_Shape, int]],
+    windows: dict[Any, list[float]],
+    necks: dict[Any, int],
+) -> dict[Any, float]:
     """Each resource's time per piece when a phase's steps all run at once.
+
+    ``necks`` is filled with the link that sets the time of each user held back by
+    others sharing it (whose first piece went alone over it: see :func:`_pipelined_end`).
 
     In a pipeline's steady state every step works on some piece.  A link
     carries the bytes of all steps.  Its users are the channels (messages one
@@ -445,10 +453,11 @@ def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> d
     item's streams side by side) that cross it; they share it as processor
     sharing does: a user moving b bytes over it per piece takes Σ_g min(b_g, b)/B
     over every user g (B: the link's bandwidth).  A channel's time is its
-    messages' latencies plus its slowest link's share; a program's is its
-    vector-engine time or its slowest port's share, whichever is longer.  (This
-    takes the link to be busy whenever the user is: right where the links are
-    the bottleneck, pessimistic where latencies leave them idle.)
+    messages' latencies plus its share of its slowest link among the users it
+    moved beside in the first piece (``windows``: they stay in step with it), or
+    its share among all users if that is longer (the others fill the link while
+    it waits out a latency); a program's is its vector-engine time or its
+    slowest port's share, whichever is longer.
     """
     ppb = machine.ps_per_byte
     carried: dict[int, float] = defaultdict(float)
@@ -470,39 +479,71 @@ def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> d
                 users[e][thread] += repeat * item.load[e]
                 width[thread, e] = max(width[thread, e], n)
 
-    def shared(e: int, mine: float) -> float:
-        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it."""
+    def shared(e: int, mine: float, among: Any = None) -> float:
+        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it
+        with every user of the link (or those ``among`` accepts)."""
         on_link = users[e]
         return sum(
-            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1) for u, b in on_link.items()
+            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
+            for u, b in on_link.items()
+            if among is None or among(u)
         ) * ppb(e)
+
+    def together(a: Any, b: Any) -> bool:
+        """Whether two users were active at once while the first piece went through."""
+        wa, wb = windows.get(a), windows.get(b)
+        return wa is None or wb is None or (wa[0] < wb[1] and wb[0] < wa[1])
 
     busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
     for e, on_link in users.items():
         for user, b in on_link.items():
-            t = shared(e, b / width.get((user, e), 1))
-            busy[user] = max(busy.get(user, 0.0), t)
+            mine = b / width.get((user, e), 1)
+            t = shared(e, mine)
+            neck: int | None = e if t > mine * ppb(e) else None
+            if user in latency:
+                # The users a channel moved beside in the first piece stay in step with
+                # it: they share the link while it moves and wait while it waits, so
+                # its latencies add to their share.  The others fill the link while it
+                # waits: they only bound it by the link's capacity.
+                in_step = shared(e, mine, lambda u, me=user: u == me or together(u, me))
+                if in_step + latency[user] >= t:
+                    t, neck = in_step + latency[user], None
+            if t > busy.get(user, 0.0):
+                busy[user] = t
+                if neck is None:
+                    necks.pop(user, None)
+                else:
+                    necks[user] = neck
     for key, t in latency.items():
-        busy[key] = busy.get(key, 0.0) + t
+        busy[key] = max(busy.get(key, 0.0), t)
     for thread, t in compute.items():
         busy[thread] = max(busy.get(thread, 0.0), t)
     return busy
 
 
-def _pipelined_end(clock: _Clock, busy: dict[Any, float], pieces: int) -> float:
+def _pipelined_end(
+    clock: _Clock, busy: dict[Any, float], pieces: int, necks: dict[Any, int]
+) -> float:
     """How much longer than its first piece a phase of ``pieces`` pieces takes.
 
     Every further piece costs each resource its busy time per piece b; a
     resource that was active from s to e for the first piece with idle time
-    in between (e − s > b) takes the next pieces' work into that slack, so
-    the phase takes (pieces − 1)·b − (e − s − b) longer, for the resource for
-    which that is the most.
+    in between (e − s > b) takes the next pieces' work into that slack as far
+    as they spread over it, so the phase takes (pieces − 1)·b − (e − s − b)·
+    (pieces − 1)/pieces longer, for the resource for which that is the most.  A user held back by the others on a link (its
+    ``necks`` entry) takes the link's idle time inside the first piece as its
+    slack: its first piece crossed the link alone, the others' at other times.
     """
     longest = 0.0
     windows = clock.windows or {}
     for resource, per_piece in busy.items():
-        start, stop = windows.get(resource, (0.0, 0.0))
-        slack = max(0.0, stop - start - per_piece)
+        neck = necks.get(resource)
+        start, stop = windows.get(resource if neck is None else neck, (0.0, 0.0))
+        # A link's idle time inside the first piece is its window less its own work.
+        idle = max(0.0, stop - start - (per_piece if neck is None else busy[neck]))
+        # The later pieces fill that idle time as far as they are spread over it: a
+        # second piece follows the first by a stage, so it fills about half of it.
+        slack = idle * (pieces - 1) / pieces
         longest = max(longest, (pieces - 1) * per_piece - slack)
     return longest
 
@@ -529,6 +570,10 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
             return
         if max(deltas) - min(deltas) <= _UNIFORM_PS or done >= _FOLLOWED_REPEATS:
             clock.shift(left * max(deltas), shape.channel)
+            if clock.windows is not None:  # the resources stay active over the repeats
+                used = {*shape.channel, *shape.threads, *(e for r in shape.route for e in r)}
+                for resource in used & clock.windows.keys():
+                    clock.windows[resource][1] += left * max(deltas)
             return
 
 
@@ -559,8 +604,9 @@ def price(
             worked.update(shape.alongside_load, shape.after_load)
         if phase.pieces > 1:
             channels = [key for shape, _ in shapes for key in shape.channel]
-            busy = _pipeline_busy(machine, shapes)
-            clock.shift(_pipelined_end(clock, busy, phase.pieces), channels)
+            necks: dict[Any, int] = {}
+            busy = _pipeline_busy(machine, shapes, clock.windows or {}, necks)
+            clock.shift(_pipelined_end(clock, busy, phase.pieces, necks), channels)
             clock.windows = None
         clock.join()
     end = max([clock.last, *clock.base])
