@@ -530,9 +530,10 @@ def _pipelined_end(
     resource that was active from s to e for the first piece with idle time
     in between (e − s > b) takes the next pieces' work into that slack as far
     as they spread over it, so the phase takes (pieces − 1)·b − (e − s − b)·
-    (pieces − 1)/pieces longer, for the resource for which that is the most.  A user held back by the others on a link (its
-    ``necks`` entry) takes the link's idle time inside the first piece as its
-    slack: its first piece crossed the link alone, the others' at other times.
+    (pieces − 1)/pieces longer, for the resource for which that is the most.
+    A user held back by the others on a link (its ``necks`` entry) takes the
+    link's idle time inside the first piece as its slack: its first piece
+    crossed the link alone, the others' at other times.
     """
     longest = 0.0
     windows = clock.windows or {}
