@@ -441,11 +441,14 @@ def _pipeline_busy(
     shapes: Sequence[tuple[_Shape, int]],
     windows: dict[Any, list[float]],
     necks: dict[Any, int],
+    stages: list[float],
 ) -> dict[Any, float]:
     """Each resource's time per piece when a phase's steps all run at once.
 
     ``necks`` is filled with the link that sets the time of each user held back by
-    others sharing it (whose first piece went alone over it: see :func:`_pipelined_end`).
+    others sharing it (whose first piece went alone over it: see :func:`_pipelined_end`);
+    ``stages`` with each step's time as a stage of the pipeline in its steady state
+    (a step repeated r times is r stages).
 
     In a pipeline's steady state every step works on some piece.  A link
     carries the bytes of all steps.  Its users are the channels (messages one
@@ -489,8 +492,16 @@ def _pipeline_busy(
             if among is None or among(u)
         ) * ppb(e)
 
+    def chained(a: Any, b: Any) -> bool:
+        """Whether two channels of one program meet at a rank (a chain's stages: what
+        one brings in, the next sends on)."""
+        return a in latency and b in latency and a[2] == b[2] and bool({a[0], a[1]} & {b[0], b[1]})
+
     def together(a: Any, b: Any) -> bool:
-        """Whether two users were active at once while the first piece went through."""
+        """Whether two users go in step: chained, or active at once while the first
+        piece went through."""
+        if chained(a, b):
+            return True
         wa, wb = windows.get(a), windows.get(b)
         return wa is None or wb is None or (wa[0] < wb[1] and wb[0] < wa[1])
 
@@ -518,6 +529,21 @@ def _pipeline_busy(
         busy[key] = max(busy.get(key, 0.0), t)
     for thread, t in compute.items():
         busy[thread] = max(busy.get(thread, 0.0), t)
+    # Each step as a pipeline stage: its slowest message sharing its links with the
+    # channels chained to it (a chain's stage shares its ports with the next one's).
+    stages.clear()
+    for shape, repeat in shapes:
+        stage = 0.0
+        for i, key in enumerate(shape.channel):
+            share = max(
+                (
+                    shared(e, shape.nbytes[i], lambda u, me=key: u == me or chained(u, me))
+                    for e in shape.route[i]
+                ),
+                default=0.0,
+            )
+            stage = max(stage, machine.overhead_ps + shape.tail[i] + share)
+        stages.extend([stage] * repeat)
     return busy
 
 
@@ -594,6 +620,7 @@ def price(
     for phase in schedule:
         shapes = []
         clock.windows = {} if phase.pieces > 1 else None
+        phase_start = max([clock.last, *clock.base])
         for step in phase.steps:
             shape = _shape(machine, step)
             shapes.append((shape, step.repeat))
@@ -606,8 +633,15 @@ def price(
         if phase.pieces > 1:
             channels = [key for shape, _ in shapes for key in shape.channel]
             necks: dict[Any, int] = {}
-            busy = _pipeline_busy(machine, shapes, clock.windows or {}, necks)
-            clock.shift(_pipelined_end(clock, busy, phase.pieces, necks), channels)
+            stages: list[float] = []
+            busy = _pipeline_busy(machine, shapes, clock.windows or {}, necks, stages)
+            longer = _pipelined_end(clock, busy, phase.pieces, necks)
+            # Stages that share a resource in the steady state do so from the second
+            # piece on, so the first piece does not go alone: a pipeline of stages
+            # takes them all for the first piece and its slowest for every further one.
+            staged = sum(stages) + (phase.pieces - 1) * max(stages, default=0.0)
+            first = max([clock.last, *clock.base, *clock.lanes.values()]) - phase_start
+            clock.shift(max(longer, staged - first), channels)
             clock.windows = None
         clock.join()
     end = max([clock.last, *clock.base])
