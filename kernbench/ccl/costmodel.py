@@ -35,11 +35,18 @@ of unequal groups go at their own pace:
   lanes join.
 * A phase of C pieces is a pipeline: its steps are followed for one piece,
   then each resource needs its time per piece b for each further piece,
-  less the idle slack it left inside the first piece's span; the phase
-  takes as much longer as the resource for which that is the most.  In the
-  steady state a link is shared as processor sharing shares it: a user
-  (a channel, a program's work streams) moving b bytes over it per piece
-  takes Σ_g min(b_g, b) over all its users at its bandwidth.
+  less the part of the idle slack it left inside the first piece's span that
+  the later pieces spread over; the phase takes as much longer as the
+  resource for which that is the most.  In the steady state a link is shared
+  as processor sharing shares it: a user (a channel, a program's work
+  streams) moving b bytes over it per piece takes Σ_g min(b_g, b) over its
+  users at its bandwidth; a channel adds its latencies to its share among
+  the users in step with it (in flight with it in the first piece, or
+  chained to it at a rank), while the others only fill the link while it
+  waits.  And the phase takes no less than its steps as pipeline stages: all
+  of them for the first piece, the slowest for each further one, a stage
+  sharing its links with the channels chained to it (a chain's stages share
+  the ports between them from the second piece on).
 
 The op ends when the last program is done and the last message has arrived,
 after the PEs' launch overhead.
@@ -54,10 +61,13 @@ The bytes per link come from the schedule and the graph's routes
 **Extending it.**  A new algorithm gets a price by giving a schedule;
 new machine behaviour belongs in the shapes (:func:`_shape`: what a step
 puts on which links) or in the following (:func:`_advance`).  Known to be
-off: flows of different steps that overlap in time do not share links (a
-tree's deep and shallow leaves on a ring: up to ~20% under), and a chain
-(pipelined broadcast) whose every stage shares a port with the next is
-taken as if the first piece went alone (up to ~30% under).
+off (benchmarks/collectives_quality.py, RESULTS.md): flows of different
+steps that overlap in time do not share links (a tree's deep and shallow
+leaves on a ring or a mesh, one piece or a few: up to ~20% under), and
+channels in step on a multi-hop route pipelined in a few pieces are taken
+to leave the link idle while all of them wait out their latencies (direct
+sends on a ring, ring reduce-scatter on a mesh at 64 KiB-1 MiB: up to ~25%
+over).
 """
 
 from __future__ import annotations

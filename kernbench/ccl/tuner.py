@@ -216,7 +216,8 @@ def chosen_chunks(
 
     The configuration's ``chunks`` when it sets them; else, for an algorithm that
     pipelines, the count of :data:`CHUNK_CHOICES` with the least predicted time
-    (a piece of a rank's block no smaller than a packet); else one.  Deterministic:
+    (a piece of a rank's block no smaller than a packet; counts are tried in
+    order until one is slower than the best so far); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
     if config.chunks is not None:
@@ -238,6 +239,8 @@ def chosen_chunks(
         model = max(priced.model_ps, priced.bound_ps)
         if model < best_ps * (1 - _CHUNK_GAIN):
             best, best_ps = count, model
+        elif model > best_ps:  # past the fastest: more pieces only add messages
+            break
     if _weakly(ctx):
         _CHUNKS.setdefault(ctx, {})[key] = (config, best)
     return best
