@@ -29,8 +29,33 @@ from kernbench.topology import load_topology
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 MIB = 1 << 20
 
+# Why the model misses the cases below (benchmarks/RESULTS.md has the figures).
+_TREE_LEVELS = (
+    "a tree in one piece or a few on a ring or mesh: the flows of its levels overlap in "
+    "time on shared links, the model follows level after level and does not share them"
+)
+_IN_STEP = (
+    "channels in step on multi-hop routes, pipelined in a few pieces: the model takes a "
+    "link idle while all of them wait out their latencies; the simulation staggers them"
+)
+_RING_OVER_SIPS = (
+    "one piece, as before this work: a ring over a mesh of cubes and the SIP links is not "
+    "symmetric; after four followed repeats a step is extrapolated at the slowest pace"
+)
+
 # (machine, op, configuration, size) -> why the model is more than 10% off there.
-EXCLUDED: dict[tuple[str, str, str, str], str] = {}
+EXCLUDED: dict[tuple[str, str, str, str], str] = {
+    ("ring8", "all_reduce", "binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "all_reduce", "double_binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "all_reduce", "double_binary_tree", "1MiB"): _TREE_LEVELS,
+    ("ring8", "reduce", "binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "reduce", "double_binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "reduce", "double_binary_tree", "1MiB"): _TREE_LEVELS,
+    ("ring8", "all_reduce", "direct_pipelined", "1MiB"): _IN_STEP,
+    ("ring8", "reduce_scatter", "direct_pipelined", "1MiB"): _IN_STEP,
+    ("multi_sip_cube", "all_reduce", "double_binary_tree", "64KiB"): _TREE_LEVELS,
+    ("multi_sip_cube", "all_reduce", "ring", "1MiB"): _RING_OVER_SIPS,
+}
 
 
 @functools.cache
