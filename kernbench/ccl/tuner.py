@@ -67,6 +67,7 @@ __all__ = [
     "message_bytes",
     "CHUNK_CHOICES",
     "CHUNK_MAX_RANKS",
+    "CHUNK_MAX_MESSAGES",
     "chosen_chunks",
     "with_chunks",
 ]
@@ -202,6 +203,9 @@ _CHUNK_GAIN = 0.02
 # Groups of more ranks than this run in one piece: pricing a schedule per candidate
 # count at every call would cost more than the simulation of the call.
 CHUNK_MAX_RANKS = 256
+# No more pieces than keep a call at this many messages: a simulation's wall time
+# grows with its messages (direct sends on 32 ranks in 64 pieces are 127 000).
+CHUNK_MAX_MESSAGES = 16384
 
 
 def chosen_chunks(
@@ -216,8 +220,9 @@ def chosen_chunks(
 
     The configuration's ``chunks`` when it sets them; else, for an algorithm that
     pipelines, the count of :data:`CHUNK_CHOICES` with the least predicted time
-    (a piece of a rank's block no smaller than a packet; counts are tried in
-    order until one is slower than the best so far); else one.  Deterministic:
+    (a piece of a rank's block no smaller than a packet, no more than
+    :data:`CHUNK_MAX_MESSAGES` messages in all; counts are tried in order until
+    one is slower than the best so far); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
     if config.chunks is not None:
@@ -235,6 +240,13 @@ def chosen_chunks(
         if count > 1 and nbytes / max(len(pes), 1) / count < packet:
             break
         schedule = algorithm.schedule(op, pes, float(nbytes), _params(config, count))
+        messages = sum(
+            len(step.messages) * step.repeat * phase.pieces
+            for phase in schedule
+            for step in phase.steps
+        )
+        if count > 1 and messages > CHUNK_MAX_MESSAGES:
+            break
         priced = price(ctx, config, pes, schedule, itemsize)
         model = max(priced.model_ps, priced.bound_ps)
         if model < best_ps * (1 - _CHUNK_GAIN):
