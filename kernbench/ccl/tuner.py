@@ -206,7 +206,7 @@ _CHUNK_GAIN = 0.02
 # count at every call would cost more than the simulation of the call.
 CHUNK_MAX_RANKS = 256
 # No more pieces than keep a call at this many messages: a simulation's wall time
-# grows with its messages (direct sends on 32 ranks in 64 pieces are 127 000).
+# grows with its messages (direct sends on 32 ranks in 16 pieces are 31 744).
 CHUNK_MAX_MESSAGES = 16384
 
 
