@@ -223,8 +223,7 @@ def chosen_chunks(
     The configuration's ``chunks`` when it sets them; else, for an algorithm that
     pipelines, the count of :data:`CHUNK_CHOICES` with the least predicted time
     (a piece of a rank's block no smaller than a packet, no more than
-    :data:`CHUNK_MAX_MESSAGES` messages in all; counts are tried in order until
-    one is slower than the best so far); else one.  Deterministic:
+    :data:`CHUNK_MAX_MESSAGES` messages in all); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
     if config.chunks is not None:
@@ -251,10 +250,10 @@ def chosen_chunks(
             break
         priced = price(ctx, config, pes, schedule, itemsize)
         model = max(priced.model_ps, priced.bound_ps)
+        # Every count is priced: times need not fall then rise (a chain broadcast in
+        # two pieces is slower than in one, in four much faster).
         if model < best_ps * (1 - _CHUNK_GAIN):
             best, best_ps = count, model
-        elif model > best_ps:  # past the fastest: more pieces only add messages
-            break
     if _weakly(ctx):
         _CHUNKS.setdefault(ctx, {})[key] = (config, best)
     return best
