@@ -50,7 +50,7 @@ from kernbench.ccl.costmodel import price
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
 from kernbench.distributed.world import active_world
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, RouteError
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import topology_digest
 from kernbench.units import PS_PER_S
@@ -248,7 +248,11 @@ def chosen_chunks(
         )
         if count > 1 and messages > CHUNK_MAX_MESSAGES:
             break
-        priced = price(ctx, config, pes, schedule, itemsize)
+        try:
+            priced = price(ctx, config, pes, schedule, itemsize)
+        except RouteError:  # a link is down: one piece, and the run says what is wrong
+            best = 1
+            break
         model = max(priced.model_ps, priced.bound_ps)
         # Every count is priced: times need not fall then rise (a chain broadcast in
         # two pieces is slower than in one, in four much faster).
