@@ -77,3 +77,20 @@ def test_crossval_prints_the_worst_case_per_configuration(benchmarks_dir):
     assert lines[0].startswith("machine: bare SimPy")
     assert [line.split()[0] for line in lines[2:4]] == ["ring", "binomial"]
     assert lines[-1].endswith("s wall") and "0 over their bound" in lines[-1]
+
+
+def test_collectives_quality_prints_a_row_per_point_and_the_count_outside(benchmarks_dir):
+    out = _run(
+        benchmarks_dir / "collectives_quality.py",
+        "--machines", "fc8",
+        "--ops", "all_reduce",
+        "--configs", "ring", "double_binary_tree",
+        "--sizes", "64KiB",
+    )  # fmt: skip
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("machine: bare SimPy") and "pred us" in lines[1]
+    assert [line.split()[:4] for line in lines[2:4]] == [
+        ["fc8", "all_reduce", "ring", "64KiB"],
+        ["fc8", "all_reduce", "double_binary_tree", "64KiB"],
+    ]
+    assert lines[4].startswith("2 points, ")

@@ -273,17 +273,23 @@ def _calls_n(op: str, config: str, nbytes: int, calls: int) -> None:
             dist.reduce_scatter_tensor(part, whole, algorithm=config)
 
 
-def _measure(op: str, config: str, sizes: tuple[int, ...], machine: str = "fc8"):
+def _measure(
+    op: str, config: str, sizes: tuple[int, ...], machine: str = "fc8", overrides: tuple = ()
+):
     """The run, and per size the second call's report record."""
     run = kernbench.simulate(
-        _calls, topology=machine, timing_only=True, args=(op, config, tuple(sizes))
+        _calls,
+        topology=machine,
+        timing_only=True,
+        overrides=list(overrides),
+        args=(op, config, tuple(sizes)),
     )
     return run, dict(zip(sizes, run.report["collectives"][1::2], strict=True))
 
 
 @pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter"])
 def test_one_chunk_on_fc8_matches_the_closed_form_within_1_percent(op: str) -> None:
-    run, records = _measure(op, "direct", SIZES)
+    run, records = _measure(op, "direct", SIZES, overrides=("ccl.configs.direct.chunks=1",))
     ctx = run.context
     config = ccl_settings(ctx).resolve("direct")[1]
     algorithm = get_algorithm("direct")

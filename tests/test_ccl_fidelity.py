@@ -41,6 +41,7 @@ def simulated_and_closed_form(topology: str, op: str, algorithm: str, nbytes: in
         _collective,
         topology=topology,
         timing_only=True,
+        overrides=[f"ccl.configs.{algorithm}.chunks=1"],  # one chunk: no pipelining
         args=(op, algorithm, nbytes),
     )
     record = result.report["collectives"][-1]

@@ -2,7 +2,8 @@
 
 Each configuration names its algorithm module, the world size it is for (or
 none: whatever the group has), where received data lands (``tcm``, ``sram``,
-``hbm``), how many pieces each ring chunk is cut into (``chunks``), the IPCQ
+``hbm``), how many pieces each chunk is cut into for pipelining (``chunks``;
+left out, the tuner picks the count per call from the cost model), the IPCQ
 queue depth, and algorithm parameters.  ``defaults`` chooses a configuration
 (or ``auto``: the tuner) per op.  The file is validated like a topology:
 unknown keys and bad values are errors naming the key path, and every
@@ -42,7 +43,12 @@ class AlgorithmConfig(StrictModel):
     module: str = Field(description="algorithm name in the registry (kernbench.ccl.algorithms)")
     world_size: int | None = Field(None, gt=0, le=MAX_PES, description="ranks it is for; none: any")
     buffer: Buffer = Field("hbm", description="where received data lands")
-    chunks: int = Field(1, gt=0, le=MAX_QUANTITY, description="pieces per chunk for pipelining")
+    chunks: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_QUANTITY,
+        description="pieces per chunk for pipelining; none: the cost model's choice per call",
+    )
     queue_depth: int | None = Field(
         None, gt=0, le=MAX_QUANTITY, description="IPCQ slots; none: the topology's"
     )

@@ -35,11 +35,18 @@ of unequal groups go at their own pace:
   lanes join.
 * A phase of C pieces is a pipeline: its steps are followed for one piece,
   then each resource needs its time per piece b for each further piece,
-  less the idle slack it left inside the first piece's span; the phase
-  takes as much longer as the resource for which that is the most.  In the
-  steady state a link is shared as processor sharing shares it: a user
-  (a channel, a program's work streams) moving b bytes over it per piece
-  takes Σ_g min(b_g, b) over all its users at its bandwidth.
+  less the part of the idle slack it left inside the first piece's span that
+  the later pieces spread over; the phase takes as much longer as the
+  resource for which that is the most.  In the steady state a link is shared
+  as processor sharing shares it: a user (a channel, a program's work
+  streams) moving b bytes over it per piece takes Σ_g min(b_g, b) over its
+  users at its bandwidth; a channel adds its latencies to its share among
+  the users in step with it (in flight with it in the first piece, or
+  chained to it at a rank), while the others only fill the link while it
+  waits.  And the phase takes no less than its steps as pipeline stages: all
+  of them for the first piece, the slowest for each further one, a stage
+  sharing its links with the channels chained to it (a chain's stages share
+  the ports between them from the second piece on).
 
 The op ends when the last program is done and the last message has arrived,
 after the PEs' launch overhead.
@@ -54,10 +61,13 @@ The bytes per link come from the schedule and the graph's routes
 **Extending it.**  A new algorithm gets a price by giving a schedule;
 new machine behaviour belongs in the shapes (:func:`_shape`: what a step
 puts on which links) or in the following (:func:`_advance`).  Known to be
-off: flows of different steps that overlap in time do not share links (a
-tree's deep and shallow leaves on a ring: up to ~20% under), and a chain
-(pipelined broadcast) whose every stage shares a port with the next is
-taken as if the first piece went alone (up to ~30% under).
+off (benchmarks/collectives_quality.py, RESULTS.md): flows of different
+steps that overlap in time do not share links (a tree's deep and shallow
+leaves on a ring or a mesh, one piece or a few: up to ~20% under), and
+channels in step on a multi-hop route pipelined in a few pieces are taken
+to leave the link idle while all of them wait out their latencies (direct
+sends on a ring, ring reduce-scatter on a mesh at 64 KiB-1 MiB: up to ~25%
+over).
 """
 
 from __future__ import annotations
@@ -436,8 +446,19 @@ def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
     ]
 
 
-def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> dict[Any, float]:
+def _pipeline_busy(
+    machine: _Machine,
+    shapes: Sequence[tuple[_Shape, int]],
+    windows: dict[Any, list[float]],
+    necks: dict[Any, int],
+    stages: list[float],
+) -> dict[Any, float]:
     """Each resource's time per piece when a phase's steps all run at once.
+
+    ``necks`` is filled with the link that sets the time of each user held back by
+    others sharing it (whose first piece went alone over it: see :func:`_pipelined_end`);
+    ``stages`` with each step's time as a stage of the pipeline in its steady state
+    (a step repeated r times is r stages).
 
     In a pipeline's steady state every step works on some piece.  A link
     carries the bytes of all steps.  Its users are the channels (messages one
@@ -445,10 +466,11 @@ def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> d
     item's streams side by side) that cross it; they share it as processor
     sharing does: a user moving b bytes over it per piece takes Σ_g min(b_g, b)/B
     over every user g (B: the link's bandwidth).  A channel's time is its
-    messages' latencies plus its slowest link's share; a program's is its
-    vector-engine time or its slowest port's share, whichever is longer.  (This
-    takes the link to be busy whenever the user is: right where the links are
-    the bottleneck, pessimistic where latencies leave them idle.)
+    messages' latencies plus its share of its slowest link among the users it
+    moved beside in the first piece (``windows``: they stay in step with it), or
+    its share among all users if that is longer (the others fill the link while
+    it waits out a latency); a program's is its vector-engine time or its
+    slowest port's share, whichever is longer.
     """
     ppb = machine.ps_per_byte
     carried: dict[int, float] = defaultdict(float)
@@ -470,39 +492,95 @@ def _pipeline_busy(machine: _Machine, shapes: Sequence[tuple[_Shape, int]]) -> d
                 users[e][thread] += repeat * item.load[e]
                 width[thread, e] = max(width[thread, e], n)
 
-    def shared(e: int, mine: float) -> float:
-        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it."""
+    def shared(e: int, mine: float, among: Any = None) -> float:
+        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it
+        with every user of the link (or those ``among`` accepts)."""
         on_link = users[e]
         return sum(
-            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1) for u, b in on_link.items()
+            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
+            for u, b in on_link.items()
+            if among is None or among(u)
         ) * ppb(e)
+
+    def chained(a: Any, b: Any) -> bool:
+        """Whether two channels of one program meet at a rank (a chain's stages: what
+        one brings in, the next sends on)."""
+        return a in latency and b in latency and a[2] == b[2] and bool({a[0], a[1]} & {b[0], b[1]})
+
+    def together(a: Any, b: Any) -> bool:
+        """Whether two users go in step: chained, or active at once while the first
+        piece went through."""
+        if chained(a, b):
+            return True
+        wa, wb = windows.get(a), windows.get(b)
+        return wa is None or wb is None or (wa[0] < wb[1] and wb[0] < wa[1])
 
     busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
     for e, on_link in users.items():
         for user, b in on_link.items():
-            t = shared(e, b / width.get((user, e), 1))
-            busy[user] = max(busy.get(user, 0.0), t)
+            mine = b / width.get((user, e), 1)
+            t = shared(e, mine)
+            neck: int | None = e if t > mine * ppb(e) else None
+            if user in latency:
+                # The users a channel moved beside in the first piece stay in step with
+                # it: they share the link while it moves and wait while it waits, so
+                # its latencies add to their share.  The others fill the link while it
+                # waits: they only bound it by the link's capacity.
+                in_step = shared(e, mine, lambda u, me=user: u == me or together(u, me))
+                if in_step + latency[user] >= t:
+                    t, neck = in_step + latency[user], None
+            if t > busy.get(user, 0.0):
+                busy[user] = t
+                if neck is None:
+                    necks.pop(user, None)
+                else:
+                    necks[user] = neck
     for key, t in latency.items():
-        busy[key] = busy.get(key, 0.0) + t
+        busy[key] = max(busy.get(key, 0.0), t)
     for thread, t in compute.items():
         busy[thread] = max(busy.get(thread, 0.0), t)
+    # Each step as a pipeline stage: its slowest message sharing its links with the
+    # channels chained to it (a chain's stage shares its ports with the next one's).
+    stages.clear()
+    for shape, repeat in shapes:
+        stage = 0.0
+        for i, key in enumerate(shape.channel):
+            share = max(
+                (
+                    shared(e, shape.nbytes[i], lambda u, me=key: u == me or chained(u, me))
+                    for e in shape.route[i]
+                ),
+                default=0.0,
+            )
+            stage = max(stage, machine.overhead_ps + shape.tail[i] + share)
+        stages.extend([stage] * repeat)
     return busy
 
 
-def _pipelined_end(clock: _Clock, busy: dict[Any, float], pieces: int) -> float:
+def _pipelined_end(
+    clock: _Clock, busy: dict[Any, float], pieces: int, necks: dict[Any, int]
+) -> float:
     """How much longer than its first piece a phase of ``pieces`` pieces takes.
 
     Every further piece costs each resource its busy time per piece b; a
     resource that was active from s to e for the first piece with idle time
-    in between (e − s > b) takes the next pieces' work into that slack, so
-    the phase takes (pieces − 1)·b − (e − s − b) longer, for the resource for
-    which that is the most.
+    in between (e − s > b) takes the next pieces' work into that slack as far
+    as they spread over it, so the phase takes (pieces − 1)·b − (e − s − b)·
+    (pieces − 1)/pieces longer, for the resource for which that is the most.
+    A user held back by the others on a link (its ``necks`` entry) takes the
+    link's idle time inside the first piece as its slack: its first piece
+    crossed the link alone, the others' at other times.
     """
     longest = 0.0
     windows = clock.windows or {}
     for resource, per_piece in busy.items():
-        start, stop = windows.get(resource, (0.0, 0.0))
-        slack = max(0.0, stop - start - per_piece)
+        neck = necks.get(resource)
+        start, stop = windows.get(resource if neck is None else neck, (0.0, 0.0))
+        # A link's idle time inside the first piece is its window less its own work.
+        idle = max(0.0, stop - start - (per_piece if neck is None else busy[neck]))
+        # The later pieces fill that idle time as far as they are spread over it: a
+        # second piece follows the first by a stage, so it fills about half of it.
+        slack = idle * (pieces - 1) / pieces
         longest = max(longest, (pieces - 1) * per_piece - slack)
     return longest
 
@@ -529,6 +607,10 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
             return
         if max(deltas) - min(deltas) <= _UNIFORM_PS or done >= _FOLLOWED_REPEATS:
             clock.shift(left * max(deltas), shape.channel)
+            if clock.windows is not None:  # the resources stay active over the repeats
+                used = {*shape.channel, *shape.threads, *(e for r in shape.route for e in r)}
+                for resource in used & clock.windows.keys():
+                    clock.windows[resource][1] += left * max(deltas)
             return
 
 
@@ -548,6 +630,7 @@ def price(
     for phase in schedule:
         shapes = []
         clock.windows = {} if phase.pieces > 1 else None
+        phase_start = max([clock.last, *clock.base])
         for step in phase.steps:
             shape = _shape(machine, step)
             shapes.append((shape, step.repeat))
@@ -559,8 +642,16 @@ def price(
             worked.update(shape.alongside_load, shape.after_load)
         if phase.pieces > 1:
             channels = [key for shape, _ in shapes for key in shape.channel]
-            busy = _pipeline_busy(machine, shapes)
-            clock.shift(_pipelined_end(clock, busy, phase.pieces), channels)
+            necks: dict[Any, int] = {}
+            stages: list[float] = []
+            busy = _pipeline_busy(machine, shapes, clock.windows or {}, necks, stages)
+            longer = _pipelined_end(clock, busy, phase.pieces, necks)
+            # Stages that share a resource in the steady state do so from the second
+            # piece on, so the first piece does not go alone: a pipeline of stages
+            # takes them all for the first piece and its slowest for every further one.
+            staged = sum(stages) + (phase.pieces - 1) * max(stages, default=0.0)
+            first = max([clock.last, *clock.base, *clock.lanes.values()]) - phase_start
+            clock.shift(max(longer, staged - first), channels)
             clock.windows = None
         clock.join()
     end = max([clock.last, *clock.base])

@@ -27,7 +27,7 @@ from kernbench.ccl.comm import Comm, LaneBuffer, Region
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.record import record_cache, record_lane, run_for_values
 from kernbench.ccl.settings import ccl_settings
-from kernbench.ccl.tuner import auto_choice, unfit
+from kernbench.ccl.tuner import auto_choice, unfit, with_chunks
 from kernbench.distributed.world import set_p2p_launch
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
@@ -89,7 +89,7 @@ def choose(
             f"{op}: configuration {name!r} cannot run on this group of {size} ranks: {reason}; "
             "choose another (or auto)"
         )
-    return name, config, algorithm
+    return name, with_chunks(ctx, op, config, pes, nbytes), algorithm
 
 
 class CollectiveLauncher:

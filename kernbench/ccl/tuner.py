@@ -50,7 +50,7 @@ from kernbench.ccl.costmodel import price
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
 from kernbench.distributed.world import active_world
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, RouteError
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import topology_digest
 from kernbench.units import PS_PER_S
@@ -65,6 +65,11 @@ __all__ = [
     "candidates",
     "auto_choice",
     "message_bytes",
+    "CHUNK_CHOICES",
+    "CHUNK_MAX_RANKS",
+    "CHUNK_MAX_MESSAGES",
+    "chosen_chunks",
+    "with_chunks",
 ]
 
 
@@ -86,6 +91,7 @@ class Prediction:
     it), and no less than the fastest message; ``seconds`` is never below it.
     ``model``: what the schedule model gives before that floor.
     ``link_bytes``: the bytes the op puts on each link and memory port, by name.
+    ``pieces``: the chunks the algorithm cuts its data into (:func:`chosen_chunks`).
     """
 
     seconds: float
@@ -93,6 +99,7 @@ class Prediction:
     bound: float
     busiest: str
     link_bytes: Mapping[str, float] = field(default_factory=dict)
+    pieces: int = 1  # the chunks it was priced with (the configuration's, or chosen)
 
 
 # -- α, β, γ for the closed forms --------------------------------------------------------
@@ -183,9 +190,104 @@ def message_bytes(algorithm: str, op: str, p: int, n: int) -> int:
 
 
 # -- predictions -------------------------------------------------------------------------
-def _params(config: AlgorithmConfig) -> dict[str, Any]:
+def _params(config: AlgorithmConfig, chunks: int | None = None) -> dict[str, Any]:
     """The parameters the programs see (as the launcher passes them)."""
-    return {"chunks": config.chunks, **config.params}
+    return {"chunks": config.chunks if chunks is None else chunks, **config.params}
+
+
+# The piece counts a pipelining algorithm is priced with when its configuration leaves
+# ``chunks`` out; a count is taken over a smaller one only when the model predicts it
+# at least _CHUNK_GAIN faster (pieces cost a message each: fewer when it is a wash).
+# Sixteen pieces bring a double binary tree within 1% of n*beta on fc8 at 64 MiB;
+# more gain little and make every simulated call slower to run.
+CHUNK_CHOICES = (1, 2, 4, 8, 16)
+_CHUNK_GAIN = 0.02
+# Groups of more ranks than this run in one piece: pricing a schedule per candidate
+# count at every call would cost more than the simulation of the call.
+CHUNK_MAX_RANKS = 256
+# No more pieces than keep a call at this many messages: a simulation's wall time
+# grows with its messages (direct sends on 32 ranks in 16 pieces are 31 744).
+CHUNK_MAX_MESSAGES = 16384
+
+
+def chosen_chunks(
+    ctx: RuntimeContext,
+    op: str,
+    config: AlgorithmConfig,
+    pes: Sequence[str],
+    nbytes: int,
+    itemsize: int = 4,
+) -> int:
+    """The pieces ``config`` cuts ``op`` on ``nbytes`` into on these PEs.
+
+    The configuration's ``chunks`` when it sets them; else, for an algorithm that
+    pipelines, the count of :data:`CHUNK_CHOICES` with the least predicted time
+    (a piece of a rank's block no smaller than a packet, no more than
+    :data:`CHUNK_MAX_MESSAGES` messages in all); else one.  Deterministic:
+    every rank and every call with the same arguments gets the same count.
+    """
+    if config.chunks is not None:
+        return config.chunks
+    algorithm = get_algorithm(config.module)
+    if not algorithm.pipelines or algorithm.schedule is None or len(pes) > CHUNK_MAX_RANKS:
+        return 1
+    key = (op, id(config), tuple(pes), nbytes, itemsize)
+    known = _CHUNKS.get(ctx, {}).get(key) if _weakly(ctx) else None
+    if known is not None and known[0] is config:
+        return known[1]
+    packet = ctx.topology.fabric.packet_bytes
+    best, best_ps = 1, math.inf
+    for count in CHUNK_CHOICES:
+        if count > 1 and nbytes / max(len(pes), 1) / count < packet:
+            break
+        schedule = algorithm.schedule(op, pes, float(nbytes), _params(config, count))
+        messages = sum(
+            len(step.messages) * step.repeat * phase.pieces
+            for phase in schedule
+            for step in phase.steps
+        )
+        if count > 1 and messages > CHUNK_MAX_MESSAGES:
+            break
+        try:
+            priced = price(ctx, config, pes, schedule, itemsize)
+        except RouteError:  # a link is down: one piece, and the run says what is wrong
+            best = 1
+            break
+        model = max(priced.model_ps, priced.bound_ps)
+        # Every count is priced: times need not fall then rise (a chain broadcast in
+        # two pieces is slower than in one, in four much faster).
+        if model < best_ps * (1 - _CHUNK_GAIN):
+            best, best_ps = count, model
+    if _weakly(ctx):
+        _CHUNKS.setdefault(ctx, {})[key] = (config, best)
+    return best
+
+
+def _weakly(ctx: RuntimeContext) -> bool:
+    try:
+        weakref.ref(ctx)
+    except TypeError:
+        return False
+    return True
+
+
+# chosen_chunks' answers per context, with the configuration kept so its id is not reused.
+_CHUNKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def with_chunks(
+    ctx: RuntimeContext,
+    op: str,
+    config: AlgorithmConfig,
+    pes: Sequence[str],
+    nbytes: int,
+    itemsize: int = 4,
+) -> AlgorithmConfig:
+    """``config`` with its ``chunks`` fixed for this call (:func:`chosen_chunks`)."""
+    if config.chunks is not None:
+        return config
+    chunks = chosen_chunks(ctx, op, config, pes, nbytes, itemsize)
+    return config.model_copy(update={"chunks": chunks})
 
 
 def unfit(config: AlgorithmConfig, op: str, pes: Sequence[str]) -> str | None:
@@ -234,10 +336,11 @@ def predict_detail(
     algorithm = get_algorithm(config.module)
     if algorithm.schedule is None:
         return _closed_form(ctx, config, algorithm, op, pes, nbytes, itemsize)
-    schedule = algorithm.schedule(op, pes, float(nbytes), _params(config))
+    chunks = chosen_chunks(ctx, op, config, pes, nbytes, itemsize)
+    schedule = algorithm.schedule(op, pes, float(nbytes), _params(config, chunks))
     priced = price(ctx, config, pes, schedule, itemsize)
     model, bound = priced.model_ps / PS_PER_S, priced.bound_ps / PS_PER_S
-    return Prediction(max(model, bound), model, bound, priced.busiest, priced.link_bytes)
+    return Prediction(max(model, bound), model, bound, priced.busiest, priced.link_bytes, chunks)
 
 
 def _closed_form(

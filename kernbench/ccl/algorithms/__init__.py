@@ -114,6 +114,9 @@ class Algorithm:
     params: type[Params] = Params
     fits: Fits | None = None
     schedule: Scheduler | None = None
+    # Whether its ``chunks`` parameter cuts the data into pieces that flow as a
+    # pipeline: a configuration that leaves ``chunks`` out gets the tuner's count.
+    pipelines: bool = False
 
     @property
     def ops(self) -> tuple[str, ...]:

@@ -91,7 +91,7 @@ class Tree:
 
 def pieces(c: Comm, region: Region) -> list[Region]:
     """``region`` cut into the configuration's ``chunks`` pieces (at most one per element)."""
-    parts = max(1, int((c.params or {}).get("chunks", 1)))
+    parts = max(1, int((c.params or {}).get("chunks") or 1))
     parts = min(parts, max(1, region.count))
     return [region.sub(a, b) for a, b in chunk_bounds(region.count, parts)]
 
@@ -198,7 +198,7 @@ def tree_schedule(
 ) -> Schedule:
     """Trees (each a rank order) run together, each on its share of ``nbytes`` and its own
     channels and program on every rank, pieces of ``chunks`` in a pipeline."""
-    pieces = max(1, int(params.get("chunks", 1)))
+    pieces = max(1, int(params.get("chunks") or 1))
     share = nbytes / len(trees) / pieces
     parts = [tree_steps(ranks, op, share, i) for i, ranks in enumerate(trees)]
     steps = tuple(
@@ -231,6 +231,7 @@ def _pattern(size: int, rank: int) -> list[int]:
 register(
     Algorithm(
         name="binary_tree",
+        pipelines=True,
         description="binary-tree broadcast and reduce (pipelined in pieces); all-reduce = both",
         programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},
         costs={

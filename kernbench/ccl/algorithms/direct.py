@@ -219,6 +219,7 @@ def _serial(p: int, n: float, a: float, b: float, g: float) -> float:
 register(
     Algorithm(
         name="direct",
+        pipelines=True,
         description="direct gather, scatter, all-to-all and one-step all-gather; "
         "reduce-scatter and all-reduce by direct sends",
         programs={

@@ -26,7 +26,7 @@ __all__ = ["reduce_scatter_steps", "all_gather_steps", "schedule", "chunks"]
 
 
 def _pieces(c: Comm, region: Region) -> list[Region]:
-    parts = max(1, int((c.params or {}).get("chunks", 1)))
+    parts = chunks(c.params or {})
     parts = min(parts, max(1, region.count))
     return [region.sub(a, b) for a, b in chunk_bounds(region.count, parts)]
 
@@ -142,7 +142,7 @@ def broadcast(c: Comm, a: OpArgs) -> Generator:
 
 def chunks(params: Mapping[str, Any]) -> int:
     """How many pieces a chunk is cut into (the ``chunks`` parameter, at least one)."""
-    return max(1, int(params.get("chunks", 1)))
+    return max(1, int(params.get("chunks") or 1))
 
 
 def schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
@@ -178,6 +178,7 @@ def _ring_peers(op: str, size: int, rank: int) -> set[int]:
 register(
     Algorithm(
         name="ring",
+        pipelines=True,
         description="ring reduce-scatter / all-gather; all-reduce = RS + AG; chain broadcast",
         programs={
             "all_reduce": all_reduce,

@@ -1,0 +1,233 @@
+"""The cost model against the simulation, and the piece count it picks for pipelining.
+
+The error table is ``benchmarks/collectives_quality.py``'s: every catalogue
+configuration that can run an op on a machine's group, simulated (the second
+of two calls, launch to end) and predicted.  Predictions must be within 10%
+of the simulated time, except for the cases listed in :data:`EXCLUDED` with
+the reason the model misses them.  A few machines and sizes run by default;
+the whole ladder (4 KiB .. 256 MiB on ring8, fc8, multi_sip and default at
+cube and PE level) with ``-m slow``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+import kernbench
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+from kernbench.ccl.catalogue import AlgorithmConfig
+from kernbench.ccl.tuner import CHUNK_CHOICES, chosen_chunks, predict_detail, with_chunks
+from kernbench.runtime import RuntimeContext
+from kernbench.topology import load_topology
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+MIB = 1 << 20
+
+# Why the model misses the cases below (benchmarks/RESULTS.md has the figures).
+_TREE_LEVELS = (
+    "a tree in one piece or a few on a ring or mesh: the flows of its levels overlap in "
+    "time on shared links, the model follows level after level and does not share them"
+)
+_IN_STEP = (
+    "channels in step on multi-hop routes, pipelined in a few pieces: the model takes a "
+    "link idle while all of them wait out their latencies; the simulation staggers them"
+)
+_TREE_PORT = (
+    "a tree pipelined on a mesh of cubes: an interior rank's HBM port carries its messages "
+    "in and out (and, reducing, its reductions); the simulation leaves it idle at times "
+    "while the rank waits for pieces, the model takes it busy from the first piece to the last"
+)
+_TREE_STAGES = (
+    "a tree broadcast pipelined in 8 pieces on the mesh: the model's floor of steps as "
+    "pipeline stages, each sharing its ports with the next, is above the simulation here"
+)
+_UNCHANGED = "one piece, the same error on main before this work (not investigated further)"
+
+# (machine, op, configuration, size) -> why the model is more than 10% off there.
+EXCLUDED: dict[tuple[str, str, str, str], str] = {
+    ("ring8", "all_reduce", "binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "all_reduce", "double_binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "all_reduce", "double_binary_tree", "1MiB"): _TREE_LEVELS,
+    ("ring8", "all_reduce", "direct_pipelined", "1MiB"): _IN_STEP,
+    ("ring8", "reduce_scatter", "direct_pipelined", "1MiB"): _IN_STEP,
+    ("ring8", "reduce", "binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "reduce", "double_binary_tree", "64KiB"): _TREE_LEVELS,
+    ("ring8", "reduce", "double_binary_tree", "1MiB"): _TREE_LEVELS,
+    ("default_cube", "all_reduce", "binary_tree", "1MiB"): _TREE_PORT,
+    ("default_cube", "all_reduce", "binary_tree", "16MiB"): _TREE_PORT,
+    ("default_cube", "all_reduce", "binary_tree", "256MiB"): _TREE_PORT,
+    ("default_cube", "all_reduce", "double_binary_tree", "1MiB"): _TREE_PORT,
+    ("default_cube", "all_reduce", "double_binary_tree", "16MiB"): _TREE_PORT,
+    ("default_cube", "all_reduce", "double_binary_tree", "256MiB"): _TREE_PORT,
+    ("default_cube", "all_reduce", "direct_pipelined", "64KiB"): _IN_STEP,
+    ("default_cube", "reduce_scatter", "ring_pipelined", "1MiB"): _IN_STEP,
+    ("default_cube", "reduce_scatter", "direct_pipelined", "64KiB"): _IN_STEP,
+    ("default_cube", "broadcast", "binary_tree", "1MiB"): _TREE_STAGES,
+    ("default_cube", "reduce", "binary_tree", "1MiB"): _TREE_PORT,
+    ("default_cube", "reduce", "binary_tree", "16MiB"): _TREE_PORT,
+    ("default_cube", "reduce", "binary_tree", "256MiB"): _TREE_PORT,
+    ("default_pe", "all_reduce", "ring_pipelined", "1MiB"): _IN_STEP,
+    ("default_pe", "all_reduce", "binary_tree", "1MiB"): _TREE_PORT,
+    ("default_pe", "all_reduce", "binary_tree", "16MiB"): _TREE_PORT,
+    ("default_pe", "all_reduce", "binary_tree", "256MiB"): _TREE_PORT,
+    ("default_pe", "all_reduce", "double_binary_tree", "1MiB"): _TREE_PORT,
+    ("default_pe", "all_reduce", "double_binary_tree", "16MiB"): _TREE_PORT,
+    ("default_pe", "all_reduce", "double_binary_tree", "256MiB"): _TREE_PORT,
+    ("default_pe", "reduce_scatter", "ring_pipelined", "1MiB"): _IN_STEP,
+    ("default_pe", "reduce_scatter", "bidirectional_ring", "64KiB"): _UNCHANGED,
+    ("default_pe", "broadcast", "double_binary_tree", "16MiB"): _TREE_PORT,
+    ("default_pe", "broadcast", "double_binary_tree", "256MiB"): _TREE_PORT,
+    ("default_pe", "reduce", "binary_tree", "1MiB"): _TREE_PORT,
+    ("default_pe", "reduce", "binary_tree", "16MiB"): _TREE_PORT,
+    ("default_pe", "reduce", "binary_tree", "256MiB"): _TREE_PORT,
+    ("multi_sip_cube", "all_reduce", "ring", "1MiB"): _UNCHANGED,
+    ("multi_sip_cube", "all_reduce", "double_binary_tree", "64KiB"): _TREE_LEVELS,
+}
+
+
+@functools.cache
+def _quality():
+    """benchmarks/collectives_quality.py as a module (its table is the one tested)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(
+        "collectives_quality", BENCHMARKS / "collectives_quality.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _outside(machine: str, sizes: tuple[str, ...], ops: tuple[str, ...] | None = None) -> list:
+    quality = _quality()
+    from kernbench.units import parse_size
+
+    misses = []
+    for row in quality.rows(machine, ops or quality.OPS, None, [parse_size(s) for s in sizes]):
+        key = (machine, row["op"], row["config"], quality.size_name(row["bytes"]))
+        if abs(row["error"]) > 0.10 and key not in EXCLUDED:
+            misses.append(
+                f"{' '.join(key)}: simulated {row['simulated_us']:.2f} us, predicted "
+                f"{row['predicted_us']:.2f} us ({row['error']:+.1%})"
+            )
+    return misses
+
+
+@pytest.mark.parametrize("machine", ["ring8", "fc8"])
+def test_predictions_are_within_10_percent_of_the_simulation(machine):
+    assert _outside(machine, ("64KiB", "16MiB")) == []
+
+
+@pytest.mark.parametrize(
+    ("machine", "op"), [("default_cube", "broadcast"), ("default_pe", "all_reduce")]
+)
+def test_predictions_are_within_10_percent_on_a_mesh_of_cubes(machine, op):
+    assert _outside(machine, ("1MiB",), (op,)) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "machine", ["ring8", "fc8", "multi_sip_cube", "default_cube", "default_pe"]
+)
+def test_predictions_are_within_10_percent_at_every_size(machine):
+    assert _outside(machine, _quality().SIZES) == []
+
+
+def test_excluded_cases_name_real_points():
+    quality = _quality()
+    for machine, op, _, size in EXCLUDED:
+        assert machine in quality.MACHINES and op in quality.OPS and size in quality.SIZES
+
+
+# -- pipelining by default ----------------------------------------------------------------
+def _fc8() -> tuple[RuntimeContext, list[str]]:
+    ctx = RuntimeContext(load_topology("fc8"), timing_only=True)
+    return ctx, [ctx.device_pe(rank) for rank in range(8)]
+
+
+def _all_reduce_twice(nbytes: int, config: str) -> None:
+    dist.init_process_group()
+    t = torch.empty(nbytes // 4)
+    for _ in range(2):
+        dist.all_reduce(t, algorithm=config)
+
+
+def _second_call(run) -> tuple[int, str]:
+    record = run.report["collectives"][1]
+    return record["end_ps"] - record["launch_ps"], record["config"]
+
+
+def test_double_binary_tree_by_default_is_within_5_percent_of_the_n_beta_bound():
+    nbytes = 64 * MIB
+    run = kernbench.simulate(
+        _all_reduce_twice, topology="fc8", timing_only=True, args=(nbytes, "double_binary_tree")
+    )
+    elapsed, config = _second_call(run)
+    link = run.context.topology.system.interconnect.link
+    n_beta_ps = nbytes * 1e12 / link.bandwidth
+    assert config == "double_binary_tree"
+    assert n_beta_ps <= elapsed <= 1.05 * n_beta_ps
+
+
+def test_the_chunk_count_is_the_models_fastest_and_the_same_every_time():
+    ctx, pes = _fc8()
+    config = AlgorithmConfig(module="double_binary_tree")
+    count = chosen_chunks(ctx, "all_reduce", config, pes, 64 * MIB)
+    assert count in CHUNK_CHOICES and count > 1
+    assert chosen_chunks(ctx, "all_reduce", config, pes, 64 * MIB) == count
+    fresh = RuntimeContext(load_topology("fc8"), timing_only=True)
+    assert chosen_chunks(fresh, "all_reduce", config, pes, 64 * MIB) == count
+    times = {
+        c: predict_detail(ctx, "all_reduce", config.model_copy(update={"chunks": c}), pes, 64 * MIB)
+        for c in CHUNK_CHOICES
+    }
+    # The fastest, or within the 2% a larger count must gain to be taken.
+    assert times[count].seconds * 0.98 <= min(t.seconds for t in times.values())
+    assert all(times[c].seconds >= times[count].seconds * 0.98 for c in CHUNK_CHOICES if c < count)
+    assert predict_detail(ctx, "all_reduce", config, pes, 64 * MIB).pieces == count
+
+
+def test_small_messages_and_algorithms_that_do_not_pipeline_take_one_piece():
+    ctx, pes = _fc8()
+    tree = AlgorithmConfig(module="double_binary_tree")
+    assert chosen_chunks(ctx, "all_reduce", tree, pes, 4 << 10) == 1
+    doubling = AlgorithmConfig(module="recursive_doubling")
+    assert chosen_chunks(ctx, "all_reduce", doubling, pes, 64 * MIB) == 1
+
+
+def test_the_catalogues_chunks_are_an_override():
+    ctx, pes = _fc8()
+    config = AlgorithmConfig(module="double_binary_tree", chunks=3)
+    assert chosen_chunks(ctx, "all_reduce", config, pes, 64 * MIB) == 3
+    assert with_chunks(ctx, "all_reduce", config, pes, 64 * MIB) is config
+    auto = with_chunks(ctx, "all_reduce", AlgorithmConfig(module="binary_tree"), pes, 64 * MIB)
+    assert auto.chunks == chosen_chunks(ctx, "all_reduce", auto, pes, 64 * MIB) > 1
+
+
+def _messages(overrides: list[str], config: str) -> int:
+    run = kernbench.simulate(
+        _all_reduce_twice,
+        topology="fc8",
+        timing_only=True,
+        overrides=overrides,
+        args=(1 * MIB, config),
+    )
+    return run.report["ipcq_messages"]
+
+
+def test_a_run_cuts_the_data_into_the_overridden_or_the_chosen_count():
+    one = _messages(["ccl.configs.tree1.module=binary_tree", "ccl.configs.tree1.chunks=1"], "tree1")
+    three = _messages(
+        ["ccl.configs.tree3.module=binary_tree", "ccl.configs.tree3.chunks=3"], "tree3"
+    )
+    ctx, pes = _fc8()
+    chosen = chosen_chunks(ctx, "all_reduce", AlgorithmConfig(module="binary_tree"), pes, MIB)
+    auto = _messages([], "binary_tree")
+    # Every tree edge carries one message per piece each way (the plan install is the same).
+    per_piece = (three - one) / 2
+    assert chosen > 1 and auto - one == pytest.approx(per_piece * (chosen - 1))
