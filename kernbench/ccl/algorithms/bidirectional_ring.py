@@ -111,6 +111,7 @@ def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, A
 register(
     Algorithm(
         name="bidirectional_ring",
+        mapping="cycle",
         description="two half-size rings in opposite directions at once: reduce-scatter, "
         "all-gather, all-reduce",
         programs={

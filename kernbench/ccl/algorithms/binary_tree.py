@@ -231,6 +231,7 @@ def _pattern(size: int, rank: int) -> list[int]:
 register(
     Algorithm(
         name="binary_tree",
+        mapping="tree",
         description="binary-tree broadcast and reduce (pipelined in pieces); all-reduce = both",
         programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},
         costs={

@@ -128,6 +128,7 @@ def _pattern(size: int, rank: int) -> list[int]:
 register(
     Algorithm(
         name="double_binary_tree",
+        mapping="tree",
         description="two complementary binary trees, each with half the data: all-reduce, "
         "broadcast, reduce",
         programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},

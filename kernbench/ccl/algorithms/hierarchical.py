@@ -50,6 +50,7 @@ from kernbench.validation import KeyedValueError
 __all__ = [
     "ComposedParams",
     "HierarchicalParams",
+    "across_group",
     "compose_all_reduce",
     "composed_schedule",
     "placement_key",
@@ -154,10 +155,29 @@ def _grouping(pes: tuple[str, ...], key: GroupKey) -> tuple[tuple[object, ...], 
     return labels, groups
 
 
+def across_group(groups: Mapping[object, list[int]], part: int, alternate: bool) -> list[int]:
+    """The ranks that all-reduce part ``part`` across the groups, in ring order.
+
+    With ``alternate``, the rings of odd parts run through the groups in reverse, so
+    the rings across use both directions of the links between groups (each
+    direction carries half of them) rather than one.
+    """
+    ranks = [g[part] for g in groups.values()]
+    return ranks[::-1] if alternate and part % 2 and len(ranks) > 2 else ranks
+
+
 def compose_all_reduce(
-    c: Comm, a: OpArgs, keys: Sequence[GroupKey], names: Sequence[str], depth: int = 0
+    c: Comm,
+    a: OpArgs,
+    keys: Sequence[GroupKey],
+    names: Sequence[str],
+    depth: int = 0,
+    alternate: bool = False,
 ) -> Generator:
-    """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first)."""
+    """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first).
+
+    ``alternate``: rings across run in both directions (:func:`across_group`).
+    """
     if c.size == 1:
         return
     if not keys:
@@ -166,7 +186,7 @@ def compose_all_reduce(
     labels, groups = _grouping(tuple(c.pes), keys[0])
     group = groups[labels[c.rank]]
     if len(group) in (1, c.size):  # this level does not split the ranks: skip it
-        yield from compose_all_reduce(c, a, keys[1:], names[1:] or names[-1:], depth + 1)
+        yield from compose_all_reduce(c, a, keys[1:], names[1:] or names[-1:], depth + 1, alternate)
         return
     if len({len(g) for g in groups.values()}) != 1:
         sizes = {str(k): len(g) for k, g in groups.items()}
@@ -182,10 +202,10 @@ def compose_all_reduce(
     yield from inner_algo.programs["reduce_scatter"](
         inner, OpArgs(blocks=tuple(parts), out=mine_part)
     )
-    across = [g[inner.rank] for g in groups.values()]
+    across = across_group(groups, inner.rank, alternate)
     outer = c.sub(across, ("out", depth))
     yield from compose_all_reduce(
-        outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1
+        outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1, alternate
     )
     yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=tuple(parts)))
 
@@ -207,6 +227,7 @@ def composed_schedule(
     nbytes: float,
     params: Mapping[str, Any],
     depth: int = 0,
+    alternate: bool = False,
 ) -> Schedule:
     """The schedule of :func:`compose_all_reduce` over ``pes`` (ranks numbered as in ``pes``).
 
@@ -226,7 +247,7 @@ def composed_schedule(
         raise DistributedError(f"level {depth} splits the ranks into unequal groups {sizes}")
     k = len(groups[labels[0]])
     if k in (1, len(pes)):  # this level does not split the ranks: skipped
-        return composed_schedule(pes, keys[1:], rest, nbytes, params, depth + 1)
+        return composed_schedule(pes, keys[1:], rest, nbytes, params, depth + 1, alternate)
     inner = []
     for op in ("reduce_scatter", "all_gather"):
         parts = []
@@ -239,9 +260,9 @@ def composed_schedule(
         inner.append(together(parts))
     across = []
     for i in range(k):
-        ranks = [g[i] for g in groups.values()]
+        ranks = across_group(groups, i, alternate)
         members = [pes[r] for r in ranks]
-        part = composed_schedule(members, keys[1:], rest, nbytes / k, params, depth + 1)
+        part = composed_schedule(members, keys[1:], rest, nbytes / k, params, depth + 1, alternate)
         across.append(relabel(part, ranks, ("out", depth)))
     return then(inner[0], together(across), inner[1])
 
@@ -258,24 +279,25 @@ def _levels(params: Mapping[str, Any]) -> tuple[list[GroupKey], list[str]]:
 
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
     keys, names = _levels(c.params or {})
-    yield from compose_all_reduce(c, a, keys, names)
+    yield from compose_all_reduce(c, a, keys, names, alternate=True)
 
 
 def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
     try:
-        composed_schedule(pes, *_levels(params), 0, params)
+        composed_schedule(pes, *_levels(params), 0, params, alternate=True)
     except DistributedError as exc:
         return str(exc)
     return None
 
 
 def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
-    return composed_schedule(pes, *_levels(params), nbytes, params)
+    return composed_schedule(pes, *_levels(params), nbytes, params, alternate=True)
 
 
 register(
     Algorithm(
         name="hierarchical",
+        mapping="cycle",
         description="reduce-scatter within cube/SIP groups, all-reduce across, all-gather within",
         programs={"all_reduce": all_reduce},
         params=HierarchicalParams,

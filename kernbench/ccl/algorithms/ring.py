@@ -178,6 +178,7 @@ def _ring_peers(op: str, size: int, rank: int) -> set[int]:
 register(
     Algorithm(
         name="ring",
+        mapping="cycle",
         description="ring reduce-scatter / all-gather; all-reduce = RS + AG; chain broadcast",
         programs={
             "all_reduce": all_reduce,
