@@ -10,13 +10,25 @@ first by cube, then by SIP.  With k ranks in my innermost group:
 3. all-gather inside the group (``algorithms[0]``).
 
 Every level may use any algorithm that serves the op it is given.  Groups of
-one level must all have the same size.  ``mesh2d`` is the same composition with
-rows of a logical grid as the groups.
+one level must all have the same size; a level that does not split the ranks
+(one group, or groups of one) is skipped.  ``mesh2d`` is the same composition
+with rows of a logical grid as the groups.
+
+Where ranks sit: the launcher lays them over the machine's locality cycle
+(:mod:`kernbench.ccl.mapping`), so every group starts at its gateway (its
+first member, which all-reduces part 0 across, sits at the links to the next
+level) and walks its cubes as a snake.  The rings across run in both
+directions (odd parts through the groups in reverse, :func:`across_group`);
+a ring level reduce-scatters into and gathers from the rank's own part in
+place (no scratch copy); and the buffer goes through the first splitting
+level in ``segments`` segments, one behind another, so that the links across
+carry one segment while the groups reduce the next.
 
 Parameters (:class:`HierarchicalParams`, checked when the catalogue loads):
 ``levels``, one or two of ``cube``/``sip``; ``algorithms``, one per level plus
 one for the all-reduce across (fewer: the last is reused), each an algorithm
-that does not itself compose others and serves what its place needs.
+that does not itself compose others and serves what its place needs;
+``segments`` (default 4).
 
 :func:`composed_schedule` walks the same levels over the PEs without running
 anything: it gives the composition's schedule (the inner groups' steps run
@@ -41,13 +53,15 @@ from kernbench.ccl.algorithms import (
     get_algorithm,
     register,
 )
-from kernbench.ccl.algorithms.schedule import Schedule, relabel, then, together
-from kernbench.ccl.comm import Comm, chunk_bounds
+from kernbench.ccl.algorithms.schedule import Schedule, in_lane, relabel, then, together
+from kernbench.ccl.comm import Comm, Region, chunk_bounds
 from kernbench.errors import DistributedError
 from kernbench.topology import names
 from kernbench.validation import KeyedValueError
 
 __all__ = [
+    "DEFAULT_SEGMENTS",
+    "IN_PLACE_LEVELS",
     "ComposedParams",
     "HierarchicalParams",
     "across_group",
@@ -109,6 +123,14 @@ class ComposedParams(Params):
                 )
 
 
+# Level algorithms that reduce-scatter into the own input block and gather from it.
+IN_PLACE_LEVELS = frozenset({"ring"})
+
+# Four segments: while one segment is all-reduced across the groups, the next is
+# reduce-scattered inside them (the links across would idle while the groups reduce).
+DEFAULT_SEGMENTS = 4
+
+
 class HierarchicalParams(ComposedParams):
     """``levels``: how ranks are grouped, innermost first; ``algorithms``: per level."""
 
@@ -117,6 +139,13 @@ class HierarchicalParams(ComposedParams):
         min_length=1,
         max_length=2,
         description="grouping levels, innermost first: cube, sip",
+    )
+    segments: int = Field(
+        DEFAULT_SEGMENTS,
+        strict=True,
+        ge=1,
+        le=64,
+        description="segments of the buffer pipelined through the first level that splits",
     )
 
     @model_validator(mode="after")
@@ -173,10 +202,15 @@ def compose_all_reduce(
     names: Sequence[str],
     depth: int = 0,
     alternate: bool = False,
+    segments: int = 1,
 ) -> Generator:
     """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first).
 
     ``alternate``: rings across run in both directions (:func:`across_group`).
+    ``segments``: the buffer is cut into that many segments that go through the
+    first level that splits the ranks one behind another: segment s+1's
+    reduce-scatter inside the groups runs while segment s is all-reduced across
+    them, so the links across work while the groups reduce.
     """
     if c.size == 1:
         return
@@ -186,28 +220,66 @@ def compose_all_reduce(
     labels, groups = _grouping(tuple(c.pes), keys[0])
     group = groups[labels[c.rank]]
     if len(group) in (1, c.size):  # this level does not split the ranks: skip it
-        yield from compose_all_reduce(c, a, keys[1:], names[1:] or names[-1:], depth + 1, alternate)
+        yield from compose_all_reduce(
+            c, a, keys[1:], names[1:] or names[-1:], depth + 1, alternate, segments
+        )
         return
     if len({len(g) for g in groups.values()}) != 1:
         sizes = {str(k): len(g) for k, g in groups.items()}
         raise DistributedError(f"hierarchical all_reduce needs equal groups; got sizes {sizes}")
-    inner_name = names[0]
+    bounds = chunk_bounds(a.buf.count, max(1, min(segments, a.buf.count)))
+    stages = []
+    for index, (start, stop) in enumerate(bounds):
+        comm = c if len(bounds) == 1 else c.sub(list(range(c.size)), ("segment", index))
+        stages.append(
+            _level(comm, a.buf.sub(start, stop), group, groups, keys, names, depth, alternate)
+        )
+    yield from _pipeline(c, stages)
+
+
+def _pipeline(c: Comm, stages: Sequence[tuple[Callable, Callable]]) -> Generator:
+    """Each stage's head, then its tail beside the next stages (heads one behind another)."""
+    head, tail = stages[0]
+    yield from head()
+    if len(stages) == 1:
+        yield from tail()
+    else:
+        yield from c.concurrently([tail(), _pipeline(c, stages[1:])])
+
+
+def _level(
+    c: Comm,
+    buf: Region,
+    group: list[int],
+    groups: Mapping[object, list[int]],
+    keys: Sequence[GroupKey],
+    names: Sequence[str],
+    depth: int,
+    alternate: bool,
+) -> tuple[Callable[[], Generator], Callable[[], Generator]]:
+    """One splitting level over ``buf``: (reduce-scatter inside, then across and gather)."""
     inner = c.sub(group, ("in", depth))
     k = inner.size
-    parts = [a.buf.sub(x, y) for x, y in chunk_bounds(a.buf.count, k)]
-    mine_part = c.scratch(parts[inner.rank])
-    inner_algo = get_algorithm(inner_name)
+    parts = tuple(buf.sub(x, y) for x, y in chunk_bounds(buf.count, k))
+    # The ring reduce-scatters into, and gathers from, the rank's own part in place;
+    # other algorithms may read their input blocks after writing the output.
+    in_place = names[0] in IN_PLACE_LEVELS
+    mine_part = parts[inner.rank] if in_place else c.scratch(parts[inner.rank])
+    inner_algo = get_algorithm(names[0])
     for op in ("reduce_scatter", "all_gather"):
         inner_algo.check(op, k)
-    yield from inner_algo.programs["reduce_scatter"](
-        inner, OpArgs(blocks=tuple(parts), out=mine_part)
-    )
-    across = across_group(groups, inner.rank, alternate)
-    outer = c.sub(across, ("out", depth))
-    yield from compose_all_reduce(
-        outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1, alternate
-    )
-    yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=tuple(parts)))
+
+    def head() -> Generator:
+        yield from inner_algo.programs["reduce_scatter"](inner, OpArgs(blocks=parts, out=mine_part))
+
+    def tail() -> Generator:
+        outer = c.sub(across_group(groups, inner.rank, alternate), ("out", depth))
+        yield from compose_all_reduce(
+            outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1, alternate
+        )
+        yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=parts))
+
+    return head, tail
 
 
 def _level_algorithm(name: str, op: str, pes: Sequence[str], params: Mapping[str, Any]):
@@ -228,6 +300,7 @@ def composed_schedule(
     params: Mapping[str, Any],
     depth: int = 0,
     alternate: bool = False,
+    segments: int = 1,
 ) -> Schedule:
     """The schedule of :func:`compose_all_reduce` over ``pes`` (ranks numbered as in ``pes``).
 
@@ -247,24 +320,43 @@ def composed_schedule(
         raise DistributedError(f"level {depth} splits the ranks into unequal groups {sizes}")
     k = len(groups[labels[0]])
     if k in (1, len(pes)):  # this level does not split the ranks: skipped
-        return composed_schedule(pes, keys[1:], rest, nbytes, params, depth + 1, alternate)
+        return composed_schedule(
+            pes, keys[1:], rest, nbytes, params, depth + 1, alternate, segments
+        )
     inner = []
+    share = nbytes / segments
     for op in ("reduce_scatter", "all_gather"):
         parts = []
         for group in groups.values():
             members = [pes[r] for r in group]
             algorithm = _level_algorithm(names[0], op, members, params)
             if algorithm.schedule:
-                steps = algorithm.schedule(op, members, nbytes, params)
+                steps = algorithm.schedule(op, members, share, params)
                 parts.append(relabel(steps, group, ("in", depth)))
         inner.append(together(parts))
     across = []
     for i in range(k):
         ranks = across_group(groups, i, alternate)
         members = [pes[r] for r in ranks]
-        part = composed_schedule(members, keys[1:], rest, nbytes / k, params, depth + 1, alternate)
+        part = composed_schedule(members, keys[1:], rest, share / k, params, depth + 1, alternate)
         across.append(relabel(part, ranks, ("out", depth)))
-    return then(inner[0], together(across), inner[1])
+    head, tail = inner[0], then(together(across), inner[1])
+    if segments == 1:
+        return then(head, tail)
+    everyone = list(range(len(pes)))
+    stages = [
+        tuple(in_lane(relabel(x, everyone, ("segment", s)), ("segment", s)) for x in (head, tail))
+        for s in range(segments)
+    ]
+    return _pipelined_schedule(stages)
+
+
+def _pipelined_schedule(stages: Sequence[tuple[Schedule, Schedule]]) -> Schedule:
+    """The schedule of :func:`_pipeline`: a head, then its tail beside the rest."""
+    head, tail = stages[0]
+    if len(stages) == 1:
+        return then(head, tail)
+    return then(head, together([tail, _pipelined_schedule(stages[1:])]))
 
 
 _PLACEMENT_KEYS = {level: placement_key(level) for level in ("sip", "cube")}
@@ -277,9 +369,14 @@ def _levels(params: Mapping[str, Any]) -> tuple[list[GroupKey], list[str]]:
     return keys, names
 
 
+def _segments(params: Mapping[str, Any]) -> int:
+    return max(1, int(params.get("segments", DEFAULT_SEGMENTS)))
+
+
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
-    keys, names = _levels(c.params or {})
-    yield from compose_all_reduce(c, a, keys, names, alternate=True)
+    params = c.params or {}
+    keys, names = _levels(params)
+    yield from compose_all_reduce(c, a, keys, names, alternate=True, segments=_segments(params))
 
 
 def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
@@ -291,7 +388,9 @@ def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
 
 
 def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
-    return composed_schedule(pes, *_levels(params), nbytes, params, alternate=True)
+    return composed_schedule(
+        pes, *_levels(params), nbytes, params, alternate=True, segments=_segments(params)
+    )
 
 
 register(
