@@ -13,6 +13,7 @@ Two cases, timing-only, on the detailed backend unless ``--backend fast``:
   class (the busiest link of the class: its bytes over its bandwidth).
 
     python benchmarks/ccl_mapping.py [multi_sip] [rack] [--backend fast]
+        [--rack-bytes 1GiB] [--rack-algorithm ring_pipelined]
 """
 
 from __future__ import annotations
@@ -70,12 +71,12 @@ def multi_sip(backend: str) -> None:
             )
 
 
-def rack(backend: str, nbytes: int) -> None:
-    result, wall = run("rack", "pe", "ring", nbytes, backend)
+def rack(backend: str, nbytes: int, algorithm: str) -> None:
+    result, wall = run("rack", "pe", algorithm, nbytes, backend)
     record = result.report["collectives"][-1]
     ranks = result.report["world_size"]
     span_ps = record["end_ps"] - record["start_ps"]
-    print(f"rack.yaml, PE level ({ranks} ranks): ring all-reduce of {nbytes} bytes")
+    print(f"rack.yaml, PE level ({ranks} ranks): {algorithm} all-reduce of {nbytes} bytes")
     print(f"wall {wall:.1f} s, collective {span_ps / 1e6:.1f} us")
     print(f"rank order: {record.get('rank_order', 'the user order')}")
     chunk = nbytes // ranks
@@ -106,12 +107,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("cases", nargs="*", default=["multi_sip", "rack"])
     parser.add_argument("--backend", default="detailed")
     parser.add_argument("--rack-bytes", default="1GiB")
+    parser.add_argument("--rack-algorithm", default="ring", help="a ring configuration")
     args = parser.parse_args(argv)
     print(machine_index())
     if "multi_sip" in args.cases:
         multi_sip(args.backend)
     if "rack" in args.cases:
-        rack(args.backend, parse_size(args.rack_bytes))
+        rack(args.backend, parse_size(args.rack_bytes), args.rack_algorithm)
 
 
 if __name__ == "__main__":

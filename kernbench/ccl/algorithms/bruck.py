@@ -141,7 +141,6 @@ def _pattern(size: int, rank: int) -> list[int]:
 register(
     Algorithm(
         name="bruck",
-        mapping="cycle",
         description="Bruck all-gather: ceil(lg p) steps for any p",
         programs={"all_gather": all_gather},
         params=BruckParams,

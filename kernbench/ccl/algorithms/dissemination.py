@@ -37,7 +37,6 @@ def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, A
 register(
     Algorithm(
         name="dissemination",
-        mapping="cycle",
         description="dissemination barrier",
         programs={"barrier": barrier},
         costs={"barrier": lambda p, n, a, b, g: lg(p) * a},

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -53,7 +54,15 @@ from kernbench.ccl.algorithms import (
     get_algorithm,
     register,
 )
-from kernbench.ccl.algorithms.schedule import Schedule, in_lane, relabel, then, together
+from kernbench.ccl.algorithms.schedule import (
+    Phase,
+    Schedule,
+    Step,
+    in_lane,
+    relabel,
+    then,
+    together,
+)
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 from kernbench.errors import DistributedError
 from kernbench.topology import names
@@ -203,10 +212,13 @@ def compose_all_reduce(
     depth: int = 0,
     alternate: bool = False,
     segments: int = 1,
+    in_place: bool = False,
 ) -> Generator:
     """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first).
 
     ``alternate``: rings across run in both directions (:func:`across_group`).
+    ``in_place``: a level whose algorithm is in :data:`IN_PLACE_LEVELS` reduce-scatters
+    into the rank's own part of the buffer and gathers from it (no scratch copy).
     ``segments``: the buffer is cut into that many segments that go through the
     first level that splits the ranks one behind another: segment s+1's
     reduce-scatter inside the groups runs while segment s is all-reduced across
@@ -221,7 +233,7 @@ def compose_all_reduce(
     group = groups[labels[c.rank]]
     if len(group) in (1, c.size):  # this level does not split the ranks: skip it
         yield from compose_all_reduce(
-            c, a, keys[1:], names[1:] or names[-1:], depth + 1, alternate, segments
+            c, a, keys[1:], names[1:] or names[-1:], depth + 1, alternate, segments, in_place
         )
         return
     if len({len(g) for g in groups.values()}) != 1:
@@ -232,7 +244,9 @@ def compose_all_reduce(
     for index, (start, stop) in enumerate(bounds):
         comm = c if len(bounds) == 1 else c.sub(list(range(c.size)), ("segment", index))
         stages.append(
-            _level(comm, a.buf.sub(start, stop), group, groups, keys, names, depth, alternate)
+            _level(
+                comm, a.buf.sub(start, stop), group, groups, keys, names, depth, alternate, in_place
+            )
         )
     yield from _pipeline(c, stages)
 
@@ -256,6 +270,7 @@ def _level(
     names: Sequence[str],
     depth: int,
     alternate: bool,
+    in_place: bool,
 ) -> tuple[Callable[[], Generator], Callable[[], Generator]]:
     """One splitting level over ``buf``: (reduce-scatter inside, then across and gather)."""
     inner = c.sub(group, ("in", depth))
@@ -263,7 +278,7 @@ def _level(
     parts = tuple(buf.sub(x, y) for x, y in chunk_bounds(buf.count, k))
     # The ring reduce-scatters into, and gathers from, the rank's own part in place;
     # other algorithms may read their input blocks after writing the output.
-    in_place = names[0] in IN_PLACE_LEVELS
+    in_place = in_place and names[0] in IN_PLACE_LEVELS
     mine_part = parts[inner.rank] if in_place else c.scratch(parts[inner.rank])
     inner_algo = get_algorithm(names[0])
     for op in ("reduce_scatter", "all_gather"):
@@ -275,7 +290,13 @@ def _level(
     def tail() -> Generator:
         outer = c.sub(across_group(groups, inner.rank, alternate), ("out", depth))
         yield from compose_all_reduce(
-            outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1, alternate
+            outer,
+            OpArgs(buf=mine_part),
+            keys[1:],
+            names[1:] or names[-1:],
+            depth + 1,
+            alternate,
+            in_place=in_place,
         )
         yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=parts))
 
@@ -301,6 +322,7 @@ def composed_schedule(
     depth: int = 0,
     alternate: bool = False,
     segments: int = 1,
+    in_place: bool = False,
 ) -> Schedule:
     """The schedule of :func:`compose_all_reduce` over ``pes`` (ranks numbered as in ``pes``).
 
@@ -321,7 +343,7 @@ def composed_schedule(
     k = len(groups[labels[0]])
     if k in (1, len(pes)):  # this level does not split the ranks: skipped
         return composed_schedule(
-            pes, keys[1:], rest, nbytes, params, depth + 1, alternate, segments
+            pes, keys[1:], rest, nbytes, params, depth + 1, alternate, segments, in_place
         )
     inner = []
     share = nbytes / segments
@@ -332,13 +354,17 @@ def composed_schedule(
             algorithm = _level_algorithm(names[0], op, members, params)
             if algorithm.schedule:
                 steps = algorithm.schedule(op, members, share, params)
+                if in_place and names[0] in IN_PLACE_LEVELS:
+                    steps = _without_copies(steps)
                 parts.append(relabel(steps, group, ("in", depth)))
         inner.append(together(parts))
     across = []
     for i in range(k):
         ranks = across_group(groups, i, alternate)
         members = [pes[r] for r in ranks]
-        part = composed_schedule(members, keys[1:], rest, share / k, params, depth + 1, alternate)
+        part = composed_schedule(
+            members, keys[1:], rest, share / k, params, depth + 1, alternate, 1, in_place
+        )
         across.append(relabel(part, ranks, ("out", depth)))
     head, tail = inner[0], then(together(across), inner[1])
     if segments == 1:
@@ -349,6 +375,15 @@ def composed_schedule(
         for s in range(segments)
     ]
     return _pipelined_schedule(stages)
+
+
+def _without_copies(schedule: Schedule) -> Schedule:
+    """``schedule`` without its local copies (a level that gathers in place makes none)."""
+
+    def step(s: Step) -> Step:
+        return replace(s, alongside=tuple(w for w in s.alongside if w.kind != "copy"))
+
+    return tuple(Phase(tuple(step(s) for s in phase.steps), phase.pieces) for phase in schedule)
 
 
 def _pipelined_schedule(stages: Sequence[tuple[Schedule, Schedule]]) -> Schedule:
@@ -376,7 +411,9 @@ def _segments(params: Mapping[str, Any]) -> int:
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
     params = c.params or {}
     keys, names = _levels(params)
-    yield from compose_all_reduce(c, a, keys, names, alternate=True, segments=_segments(params))
+    yield from compose_all_reduce(
+        c, a, keys, names, alternate=True, segments=_segments(params), in_place=True
+    )
 
 
 def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
@@ -389,7 +426,13 @@ def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
 
 def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
     return composed_schedule(
-        pes, *_levels(params), nbytes, params, alternate=True, segments=_segments(params)
+        pes,
+        *_levels(params),
+        nbytes,
+        params,
+        alternate=True,
+        segments=_segments(params),
+        in_place=True,
     )
 
 

@@ -114,7 +114,6 @@ def _peers(op: str, size: int, rank: int) -> set[int]:
 register(
     Algorithm(
         name="mesh2d",
-        mapping="cycle",
         description="2-D grid: reduce-scatter along rows, all-reduce along columns, all-gather",
         programs={"all_reduce": all_reduce},
         params=Mesh2dParams,

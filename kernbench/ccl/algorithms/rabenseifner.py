@@ -155,7 +155,6 @@ def _all_reduce_cost(p: int, n: float, a: float, b: float, g: float) -> float:
 register(
     Algorithm(
         name="rabenseifner",
-        mapping="cycle",
         description="recursive-halving reduce-scatter (power of two); all-reduce = halving "
         "reduce-scatter + doubling all-gather (any p, folded)",
         programs={"all_reduce": all_reduce, "reduce_scatter": reduce_scatter},

@@ -250,7 +250,6 @@ def doubling_pattern(size: int, rank: int) -> list[int]:
 register(
     Algorithm(
         name="recursive_doubling",
-        mapping="cycle",
         description="recursive-doubling all-reduce (any p, folded) and all-gather (power of two)",
         programs={"all_reduce": all_reduce, "all_gather": all_gather},
         costs={
