@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import kernbench
-from kernbench.ccl.algorithms.hierarchical import DEFAULT_SEGMENTS
+from kernbench.ccl.algorithms.hierarchical import DEFAULT_SEGMENTS, HierarchicalParams
 
 TOPOLOGY = "multi_sip"
 # 2 SIPs x 2 cubes x 2 PEs: 8 ranks at PE level.
@@ -46,3 +47,10 @@ def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
     for r in range(8):
         np.testing.assert_array_equal(result.returns[r], expected)
     assert result.context.machine.ipcq_messages == 8 * 6 * DEFAULT_SEGMENTS
+
+
+def test_segments_are_checked_and_pipelined() -> None:
+    """``segments`` must be a positive count (four by default)."""
+    with pytest.raises(ValueError, match="segments"):
+        HierarchicalParams.model_validate({"segments": 0})
+    assert HierarchicalParams().segments == DEFAULT_SEGMENTS
