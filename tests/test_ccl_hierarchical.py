@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import kernbench
+from kernbench.ccl.algorithms.hierarchical import DEFAULT_SEGMENTS, HierarchicalParams
 
 TOPOLOGY = "multi_sip"
 # 2 SIPs x 2 cubes x 2 PEs: 8 ranks at PE level.
@@ -30,9 +32,9 @@ def _rank(rank: int, size: int, algorithm: str) -> np.ndarray:
 
 def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
     """multi_cube: ring in the cube (k=2), ring across the SIP's cubes (m=2), ring across
-    SIPs (s=2), ring back in the cube: (k-1) + 2(m-1) + 2(s-1) + (k-1) = 6 messages a rank.
-    Grouping the across-cube communicator by the outer ranks' PEs instead would skip the
-    SIP level and ring all four cubes: 8 messages a rank."""
+    SIPs (s=2), ring back in the cube: (k-1) + 2(m-1) + 2(s-1) + (k-1) = 6 messages a rank
+    for each of the buffer's segments.  Grouping the across-cube communicator by the outer
+    ranks' PEs instead would skip the SIP level and ring all four cubes: 8 messages a rank."""
     result = kernbench.simulate(
         _rank,
         topology=TOPOLOGY,
@@ -44,4 +46,11 @@ def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
     expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
     for r in range(8):
         np.testing.assert_array_equal(result.returns[r], expected)
-    assert result.context.machine.ipcq_messages == 8 * 6
+    assert result.context.machine.ipcq_messages == 8 * 6 * DEFAULT_SEGMENTS
+
+
+def test_segments_are_checked_and_pipelined() -> None:
+    """``segments`` must be a positive count (four by default)."""
+    with pytest.raises(ValueError, match="segments"):
+        HierarchicalParams.model_validate({"segments": 0})
+    assert HierarchicalParams().segments == DEFAULT_SEGMENTS

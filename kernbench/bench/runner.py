@@ -336,6 +336,8 @@ def write_csv_atomic(path: str | Path, rows: Sequence[dict], metadata: dict | No
 
 # Up to this many ranks the summary lists every rank's time; beyond, a digest.
 LISTED_RANKS = 16
+# The summary shows the rank orders of this many distinct collectives (all: --report).
+LISTED_ORDERS = 3
 
 
 def _per_rank_line(times: Sequence[int]) -> str:
@@ -367,6 +369,13 @@ def format_run_summary(result: SimResult) -> str:
                 for name, nbytes in report["bytes_by_link_class"].items()
             )
         )
+    orders = {
+        (c["op"], c["config"], c["rank_order"]): None
+        for c in report.get("collectives", ())
+        if c.get("rank_order")
+    }
+    for op, config, order in list(orders)[:LISTED_ORDERS]:
+        lines.append(f"rank order of {op} {config}: {order}")
     busiest = report.get("busiest_component")
     if busiest:
         lines.append(

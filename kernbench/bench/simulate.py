@@ -13,6 +13,7 @@ from typing import Any
 
 from kernbench import limit_blas_threads
 from kernbench.bench.trace import TraceCollector
+from kernbench.ccl.mapping import describe_order
 from kernbench.distributed.world import World, run_settings
 from kernbench.errors import SimulationLimitError
 from kernbench.machine import TraceRow
@@ -253,6 +254,8 @@ def run_report(
                 "launch_ps": c.launch_ps,
                 "start_ps": c.algo_start_ps,
                 "end_ps": c.end_ps,
+                # The order the algorithm met the user's ranks in, when it is not theirs.
+                **({"rank_order": describe_order(c.order)} if c.order else {}),
             }
             for world in worlds
             for c in world.collectives

@@ -7,7 +7,10 @@ PEs holding that lane on every rank; collectives that change shapes (gathers,
 scatters, all-to-all) need tensors with a single lane.
 
 A launch (1) picks the algorithm configuration (explicit, the run's choice,
-or the tuner's for ``auto``), (2) installs the IPCQ neighbour tables the
+or the tuner's for ``auto``) and lays its ranks over the machine
+(:mod:`kernbench.ccl.mapping`: algorithm rank i is played by user rank
+``order[i]``, which gets its own buffers, so blocks, roots and outputs stay
+the user's), (2) installs the IPCQ neighbour tables the
 algorithm needs on every PE, once per (configuration, PEs) — timed messages
 host -> M_CPU -> PE, (3) pays the PEs' launch overhead and runs the programs,
 (4) refreshes replicas of regions it changed.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Generator, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -24,6 +28,7 @@ from kernbench.ccl.algorithms import Algorithm, OpArgs, get_algorithm
 from kernbench.ccl.buffers import buffer_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.comm import Comm, LaneBuffer, Region
+from kernbench.ccl.mapping import algorithm_order, is_identity
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.record import record_cache, record_lane, run_for_values
 from kernbench.ccl.settings import ccl_settings
@@ -40,6 +45,8 @@ from kernbench.topology import names
 __all__ = ["lanes_of", "single_lane", "CollectiveLauncher"]
 
 INSTALL_ENTRY_BYTES = 16
+
+T = TypeVar("T")
 
 
 def lanes_of(tensor: DeviceTensor) -> list[LaneBuffer]:
@@ -116,6 +123,8 @@ class CollectiveLauncher:
         self.evaluated = False  # priced step-wide by the machine (not run message by message)
         # Per lane: its communicators, programs and each rank's memory node.
         self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]], list[str]]] = []
+        # Per lane: algorithm rank i is played by user rank order[i] (kernbench.ccl.mapping).
+        self.orders: list[tuple[int, ...]] = []
         self._refresh: list[DeviceTensor] = []
 
     def lane(
@@ -126,8 +135,13 @@ class CollectiveLauncher:
         *,
         op: str = "sum",
         lane: int = 0,
+        order: Sequence[int] | None = None,
     ) -> None:
-        """One program per rank of one lane; rank i runs ``programs[i]`` on ``pes[i]``."""
+        """One program per rank of one lane; rank i runs ``programs[i]`` on ``pes[i]``.
+
+        ``order``: the user rank each algorithm rank plays (default: itself), for the
+        trace and the report.
+        """
         nodes = [
             buffer_node(pe, node, self.config.buffer)
             for pe, node in zip(pes, memory_nodes, strict=True)
@@ -147,7 +161,19 @@ class CollectiveLauncher:
             for rank in range(len(pes))
         ]
         self._lanes.append((comms, list(programs), list(memory_nodes)))
+        self.orders.append(tuple(range(len(pes)) if order is None else order))
         self.ranks = max(self.ranks, len(pes))
+
+    def order_of(self, pes: Sequence[str], root: int = 0) -> tuple[int, ...]:
+        """The order this launch's algorithm runs the user ranks on ``pes`` in."""
+        return algorithm_order(self.machine, self.algorithm.mapping, pes, root)
+
+    @property
+    def order(self) -> tuple[int, ...] | None:
+        """The first lane's order when it is not the user's (for reports), else None."""
+        if not self.orders or is_identity(self.orders[0]):
+            return None
+        return self.orders[0]
 
     def refresh_replicas(self, tensor: DeviceTensor) -> None:
         self._refresh.append(tensor)
@@ -170,15 +196,17 @@ class CollectiveLauncher:
             times = self._evaluated()
             if times is None:
                 processes = [
-                    self.env.process(self._on_pe(comm, program))
-                    for comms, programs, _ in self._lanes
-                    for comm, program in zip(comms, programs, strict=True)
+                    self.env.process(self._on_pe(comm, program, user))
+                    for (comms, programs, _), order in zip(self._lanes, self.orders, strict=True)
+                    for comm, program, user in zip(comms, programs, order, strict=True)
                 ]
             else:
                 processes = [
-                    self.env.process(self._timed(comm, ps))
-                    for (comms, _, _), lane_times in zip(self._lanes, times, strict=True)
-                    for comm, ps in zip(comms, lane_times, strict=True)
+                    self.env.process(self._timed(comm, ps, user))
+                    for (comms, _, _), order, lane_times in zip(
+                        self._lanes, self.orders, times, strict=True
+                    )
+                    for comm, ps, user in zip(comms, lane_times, order, strict=True)
                 ]
             yield self.env.all_of(processes)
             yield from self._refresh_all()
@@ -225,24 +253,24 @@ class CollectiveLauncher:
                 run_for_values(programs, c.pes, c.nodes, op=c.op, depth=c.depth, params=c.params)
         return times
 
-    def _timed(self, comm: Comm, ps: int) -> Generator:
+    def _timed(self, comm: Comm, ps: int, user: int) -> Generator:
         start = self.env.now
         yield self.env.timeout(ps)
-        self._record(comm, start)
+        self._record(comm, start, user)
 
-    def _on_pe(self, comm: Comm, program: Callable[[Comm], Generator]) -> Generator:
+    def _on_pe(self, comm: Comm, program: Callable[[Comm], Generator], user: int) -> Generator:
         start = self.env.now
         yield from program(comm)
-        self._record(comm, start)
+        self._record(comm, start, user)
 
-    def _record(self, comm: Comm, start: int) -> None:
+    def _record(self, comm: Comm, start: int, user: int) -> None:
         self.machine.record(
             "collective",
             comm.pe,
             comm.pe,
             start,
             0,
-            f"{self.op} {self.config_name} rank {comm.rank} lane {comm.key[1]}",
+            f"{self.op} {self.config_name} rank {user} lane {comm.key[1]}",
         )
 
     def _install(self) -> Generator:
@@ -329,6 +357,11 @@ def _args_key(args: OpArgs) -> tuple:
     )
 
 
+def _mapped(items: Sequence[T], order: Sequence[int]) -> list[T]:
+    """``items`` (one per user rank) in algorithm-rank order: item i is ``items[order[i]]``."""
+    return [items[r] for r in order]
+
+
 def _program(
     algorithm: Algorithm, op: str, args: OpArgs, after: Callable[[Comm], Generator] | None = None
 ) -> Callable[[Comm], Generator]:
@@ -382,14 +415,24 @@ def elementwise(
     )
     for j in range(len(table[0])):
         lanes = [table[r][j] for r in range(p)]
+        order = launcher.order_of([x.pe for x in lanes], root)
+        args_root = order.index(root)
         programs = []
-        for r, lane in enumerate(lanes):
-            region = lane.region()
+        for r in order:
+            region = lanes[r].region()
             averaged = redop == "avg" and (op == "all_reduce" or r == root)
             after = _average(region, p) if averaged else None
-            programs.append(_program(launcher.algorithm, op, OpArgs(buf=region, root=root), after))
+            programs.append(
+                _program(launcher.algorithm, op, OpArgs(buf=region, root=args_root), after)
+            )
+        mapped = [lanes[r] for r in order]
         launcher.lane(
-            programs, [x.pe for x in lanes], [x.memory_node for x in lanes], op=redop, lane=j
+            programs,
+            [x.pe for x in mapped],
+            [x.memory_node for x in mapped],
+            op=redop,
+            lane=j,
+            order=order,
         )
     for r, t in enumerate(tensors):
         if op != "reduce" or r == root:
@@ -423,15 +466,20 @@ def all_gather(
     p = len(inputs)
     ins = [single_lane(t, "all_gather") for t in inputs]
     launcher = _launcher(ctx, "all_gather", algorithm, p, inputs[0].nbytes * p, [x.pe for x in ins])
+    order = launcher.order_of([x.pe for x in ins])
     programs = [
         _program(
             launcher.algorithm,
             "all_gather",
-            OpArgs(inp=ins[r].region(), blocks=tuple(_block_list(outputs[r], p, "all_gather"))),
+            OpArgs(
+                inp=ins[r].region(),
+                blocks=tuple(_mapped(_block_list(outputs[r], p, "all_gather"), order)),
+            ),
         )
-        for r in range(p)
+        for r in order
     ]
-    launcher.lane(programs, [x.pe for x in ins], [x.memory_node for x in ins])
+    mapped = _mapped(ins, order)
+    launcher.lane(programs, [x.pe for x in mapped], [x.memory_node for x in mapped], order=order)
     return launcher
 
 
@@ -449,15 +497,19 @@ def reduce_scatter(
     launcher = _launcher(
         ctx, "reduce_scatter", algorithm, p, outputs[0].nbytes * p, [x.pe for x in outs]
     )
+    order = launcher.order_of([x.pe for x in outs])
     programs = []
-    for r in range(p):
+    for r in order:
         out = outs[r].region()
-        blocks = tuple(_block_list(inputs[r], p, "reduce_scatter"))
+        blocks = tuple(_mapped(_block_list(inputs[r], p, "reduce_scatter"), order))
         after = _average(out, p) if redop == "avg" else None
         programs.append(
             _program(launcher.algorithm, "reduce_scatter", OpArgs(out=out, blocks=blocks), after)
         )
-    launcher.lane(programs, [x.pe for x in outs], [x.memory_node for x in outs], op=redop)
+    mapped = _mapped(outs, order)
+    launcher.lane(
+        programs, [x.pe for x in mapped], [x.memory_node for x in mapped], op=redop, order=order
+    )
     return launcher
 
 
@@ -474,16 +526,22 @@ def _rooted(
     lanes = [single_lane(t, op) for t in mine]
     p = len(lanes)
     launcher = _launcher(ctx, op, algorithm, p, mine[0].nbytes * p, [x.pe for x in lanes])
-    regions = tuple(single_lane(t, op).region() for t in blocks or ())
+    order = launcher.order_of([x.pe for x in lanes], root)
+    regions = tuple(_mapped([single_lane(t, op).region() for t in blocks or ()], order))
     programs = [
         _program(
             launcher.algorithm,
             op,
-            OpArgs(**{field: lanes[r].region()}, blocks=regions if r == root else (), root=root),
+            OpArgs(
+                **{field: lanes[r].region()},
+                blocks=regions if r == root else (),
+                root=order.index(root),
+            ),
         )
-        for r in range(p)
+        for r in order
     ]
-    launcher.lane(programs, [x.pe for x in lanes], [x.memory_node for x in lanes])
+    mapped = _mapped(lanes, order)
+    launcher.lane(programs, [x.pe for x in mapped], [x.memory_node for x in mapped], order=order)
     return launcher
 
 
@@ -521,13 +579,16 @@ def all_to_all(
     nodes = [recvs[r][0].buffer.memory_node for r in range(p)]
     nbytes = sum(region.nbytes for region in sends[0])
     launcher = _launcher(ctx, "all_to_all", algorithm, p, nbytes, pes)
+    order = launcher.order_of(pes)
     programs = [
         _program(
-            launcher.algorithm, "all_to_all", OpArgs(sends=tuple(sends[r]), recvs=tuple(recvs[r]))
+            launcher.algorithm,
+            "all_to_all",
+            OpArgs(sends=tuple(_mapped(sends[r], order)), recvs=tuple(_mapped(recvs[r], order))),
         )
-        for r in range(p)
+        for r in order
     ]
-    launcher.lane(programs, pes, nodes)
+    launcher.lane(programs, _mapped(pes, order), _mapped(nodes, order), order=order)
     return launcher
 
 
@@ -535,8 +596,10 @@ def barrier(
     ctx: RuntimeContext, pes: list[str], algorithm: str | None = None
 ) -> CollectiveLauncher:
     launcher = _launcher(ctx, "barrier", algorithm, len(pes), 0, pes)
+    order = launcher.order_of(pes)
     programs = [_program(launcher.algorithm, "barrier", OpArgs()) for _ in pes]
-    launcher.lane(programs, pes, pes)
+    mapped = _mapped(pes, order)
+    launcher.lane(programs, mapped, mapped, order=order)
     return launcher
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.comm import Comm, Region
+from kernbench.ccl.mapping import MappingKind
 from kernbench.ccl.ops import COLLECTIVE_OPS
 from kernbench.errors import DistributedError
 from kernbench.validation import StrictModel
@@ -117,6 +118,9 @@ class Algorithm:
     # Whether its ``chunks`` parameter cuts the data into pieces that flow as a
     # pipeline: a configuration that leaves ``chunks`` out gets the tuner's count.
     pipelines: bool = False
+    # How its ranks are laid over the machine (kernbench.ccl.mapping): ``cycle``,
+    # ``tree`` or ``rooted``; None keeps the group's order.
+    mapping: MappingKind | None = None
 
     @property
     def ops(self) -> tuple[str, ...]:

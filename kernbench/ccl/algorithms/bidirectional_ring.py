@@ -112,6 +112,7 @@ register(
     Algorithm(
         name="bidirectional_ring",
         pipelines=True,
+        mapping="cycle",
         description="two half-size rings in opposite directions at once: reduce-scatter, "
         "all-gather, all-reduce",
         programs={

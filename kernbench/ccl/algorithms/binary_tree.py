@@ -232,6 +232,7 @@ register(
     Algorithm(
         name="binary_tree",
         pipelines=True,
+        mapping="tree",
         description="binary-tree broadcast and reduce (pipelined in pieces); all-reduce = both",
         programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},
         costs={

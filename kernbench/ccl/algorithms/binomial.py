@@ -113,6 +113,7 @@ def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, A
 register(
     Algorithm(
         name="binomial",
+        mapping="rooted",
         description="binomial-tree broadcast and reduce; all-reduce = reduce + broadcast",
         programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},
         costs={

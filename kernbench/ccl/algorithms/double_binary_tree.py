@@ -129,6 +129,7 @@ register(
     Algorithm(
         name="double_binary_tree",
         pipelines=True,
+        mapping="tree",
         description="two complementary binary trees, each with half the data: all-reduce, "
         "broadcast, reduce",
         programs={"broadcast": broadcast, "reduce": reduce, "all_reduce": all_reduce},

@@ -10,13 +10,25 @@ first by cube, then by SIP.  With k ranks in my innermost group:
 3. all-gather inside the group (``algorithms[0]``).
 
 Every level may use any algorithm that serves the op it is given.  Groups of
-one level must all have the same size.  ``mesh2d`` is the same composition with
-rows of a logical grid as the groups.
+one level must all have the same size; a level that does not split the ranks
+(one group, or groups of one) is skipped.  ``mesh2d`` is the same composition
+with rows of a logical grid as the groups.
+
+Where ranks sit: the launcher lays them over the machine's locality cycle
+(:mod:`kernbench.ccl.mapping`), so every group starts at its gateway (its
+first member, which all-reduces part 0 across, sits at the links to the next
+level) and walks its cubes as a snake.  The rings across run in both
+directions (odd parts through the groups in reverse, :func:`across_group`);
+a ring level reduce-scatters into and gathers from the rank's own part in
+place (no scratch copy); and the buffer goes through the first splitting
+level in ``segments`` segments, one behind another, so that the links across
+carry one segment while the groups reduce the next.
 
 Parameters (:class:`HierarchicalParams`, checked when the catalogue loads):
 ``levels``, one or two of ``cube``/``sip``; ``algorithms``, one per level plus
 one for the all-reduce across (fewer: the last is reused), each an algorithm
-that does not itself compose others and serves what its place needs.
+that does not itself compose others and serves what its place needs;
+``segments`` (default 4).
 
 :func:`composed_schedule` walks the same levels over the PEs without running
 anything: it gives the composition's schedule (the inner groups' steps run
@@ -29,6 +41,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
@@ -41,15 +54,26 @@ from kernbench.ccl.algorithms import (
     get_algorithm,
     register,
 )
-from kernbench.ccl.algorithms.schedule import Schedule, relabel, then, together
-from kernbench.ccl.comm import Comm, chunk_bounds
+from kernbench.ccl.algorithms.schedule import (
+    Phase,
+    Schedule,
+    Step,
+    in_lane,
+    relabel,
+    then,
+    together,
+)
+from kernbench.ccl.comm import Comm, Region, chunk_bounds
 from kernbench.errors import DistributedError
 from kernbench.topology import names
 from kernbench.validation import KeyedValueError
 
 __all__ = [
+    "DEFAULT_SEGMENTS",
+    "IN_PLACE_LEVELS",
     "ComposedParams",
     "HierarchicalParams",
+    "across_group",
     "compose_all_reduce",
     "composed_schedule",
     "placement_key",
@@ -108,6 +132,14 @@ class ComposedParams(Params):
                 )
 
 
+# Level algorithms that reduce-scatter into the own input block and gather from it.
+IN_PLACE_LEVELS = frozenset({"ring"})
+
+# Four segments: while one segment is all-reduced across the groups, the next is
+# reduce-scattered inside them (the links across would idle while the groups reduce).
+DEFAULT_SEGMENTS = 4
+
+
 class HierarchicalParams(ComposedParams):
     """``levels``: how ranks are grouped, innermost first; ``algorithms``: per level."""
 
@@ -116,6 +148,13 @@ class HierarchicalParams(ComposedParams):
         min_length=1,
         max_length=2,
         description="grouping levels, innermost first: cube, sip",
+    )
+    segments: int = Field(
+        DEFAULT_SEGMENTS,
+        strict=True,
+        ge=1,
+        le=64,
+        description="segments of the buffer pipelined through the first level that splits",
     )
 
     @model_validator(mode="after")
@@ -154,10 +193,37 @@ def _grouping(pes: tuple[str, ...], key: GroupKey) -> tuple[tuple[object, ...], 
     return labels, groups
 
 
+def across_group(groups: Mapping[object, list[int]], part: int, alternate: bool) -> list[int]:
+    """The ranks that all-reduce part ``part`` across the groups, in ring order.
+
+    With ``alternate``, the rings of odd parts run through the groups in reverse, so
+    the rings across use both directions of the links between groups (each
+    direction carries half of them) rather than one.
+    """
+    ranks = [g[part] for g in groups.values()]
+    return ranks[::-1] if alternate and part % 2 and len(ranks) > 2 else ranks
+
+
 def compose_all_reduce(
-    c: Comm, a: OpArgs, keys: Sequence[GroupKey], names: Sequence[str], depth: int = 0
+    c: Comm,
+    a: OpArgs,
+    keys: Sequence[GroupKey],
+    names: Sequence[str],
+    depth: int = 0,
+    alternate: bool = False,
+    segments: int = 1,
+    in_place: bool = False,
 ) -> Generator:
-    """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first)."""
+    """All-reduce ``a.buf`` over ``c`` grouping by ``keys`` (innermost first).
+
+    ``alternate``: rings across run in both directions (:func:`across_group`).
+    ``in_place``: a level whose algorithm is in :data:`IN_PLACE_LEVELS` reduce-scatters
+    into the rank's own part of the buffer and gathers from it (no scratch copy).
+    ``segments``: the buffer is cut into that many segments that go through the
+    first level that splits the ranks one behind another: segment s+1's
+    reduce-scatter inside the groups runs while segment s is all-reduced across
+    them, so the links across work while the groups reduce.
+    """
     if c.size == 1:
         return
     if not keys:
@@ -166,28 +232,75 @@ def compose_all_reduce(
     labels, groups = _grouping(tuple(c.pes), keys[0])
     group = groups[labels[c.rank]]
     if len(group) in (1, c.size):  # this level does not split the ranks: skip it
-        yield from compose_all_reduce(c, a, keys[1:], names[1:] or names[-1:], depth + 1)
+        yield from compose_all_reduce(
+            c, a, keys[1:], names[1:] or names[-1:], depth + 1, alternate, segments, in_place
+        )
         return
     if len({len(g) for g in groups.values()}) != 1:
         sizes = {str(k): len(g) for k, g in groups.items()}
         raise DistributedError(f"hierarchical all_reduce needs equal groups; got sizes {sizes}")
-    inner_name = names[0]
+    bounds = chunk_bounds(a.buf.count, max(1, min(segments, a.buf.count)))
+    stages = []
+    for index, (start, stop) in enumerate(bounds):
+        comm = c if len(bounds) == 1 else c.sub(list(range(c.size)), ("segment", index))
+        stages.append(
+            _level(
+                comm, a.buf.sub(start, stop), group, groups, keys, names, depth, alternate, in_place
+            )
+        )
+    yield from _pipeline(c, stages)
+
+
+def _pipeline(c: Comm, stages: Sequence[tuple[Callable, Callable]]) -> Generator:
+    """Each stage's head, then its tail beside the next stages (heads one behind another)."""
+    head, tail = stages[0]
+    yield from head()
+    if len(stages) == 1:
+        yield from tail()
+    else:
+        yield from c.concurrently([tail(), _pipeline(c, stages[1:])])
+
+
+def _level(
+    c: Comm,
+    buf: Region,
+    group: list[int],
+    groups: Mapping[object, list[int]],
+    keys: Sequence[GroupKey],
+    names: Sequence[str],
+    depth: int,
+    alternate: bool,
+    in_place: bool,
+) -> tuple[Callable[[], Generator], Callable[[], Generator]]:
+    """One splitting level over ``buf``: (reduce-scatter inside, then across and gather)."""
     inner = c.sub(group, ("in", depth))
     k = inner.size
-    parts = [a.buf.sub(x, y) for x, y in chunk_bounds(a.buf.count, k)]
-    mine_part = c.scratch(parts[inner.rank])
-    inner_algo = get_algorithm(inner_name)
+    parts = tuple(buf.sub(x, y) for x, y in chunk_bounds(buf.count, k))
+    # The ring reduce-scatters into, and gathers from, the rank's own part in place;
+    # other algorithms may read their input blocks after writing the output.
+    in_place = in_place and names[0] in IN_PLACE_LEVELS
+    mine_part = parts[inner.rank] if in_place else c.scratch(parts[inner.rank])
+    inner_algo = get_algorithm(names[0])
     for op in ("reduce_scatter", "all_gather"):
         inner_algo.check(op, k)
-    yield from inner_algo.programs["reduce_scatter"](
-        inner, OpArgs(blocks=tuple(parts), out=mine_part)
-    )
-    across = [g[inner.rank] for g in groups.values()]
-    outer = c.sub(across, ("out", depth))
-    yield from compose_all_reduce(
-        outer, OpArgs(buf=mine_part), keys[1:], names[1:] or names[-1:], depth + 1
-    )
-    yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=tuple(parts)))
+
+    def head() -> Generator:
+        yield from inner_algo.programs["reduce_scatter"](inner, OpArgs(blocks=parts, out=mine_part))
+
+    def tail() -> Generator:
+        outer = c.sub(across_group(groups, inner.rank, alternate), ("out", depth))
+        yield from compose_all_reduce(
+            outer,
+            OpArgs(buf=mine_part),
+            keys[1:],
+            names[1:] or names[-1:],
+            depth + 1,
+            alternate,
+            in_place=in_place,
+        )
+        yield from inner_algo.programs["all_gather"](inner, OpArgs(inp=mine_part, blocks=parts))
+
+    return head, tail
 
 
 def _level_algorithm(name: str, op: str, pes: Sequence[str], params: Mapping[str, Any]):
@@ -207,6 +320,9 @@ def composed_schedule(
     nbytes: float,
     params: Mapping[str, Any],
     depth: int = 0,
+    alternate: bool = False,
+    segments: int = 1,
+    in_place: bool = False,
 ) -> Schedule:
     """The schedule of :func:`compose_all_reduce` over ``pes`` (ranks numbered as in ``pes``).
 
@@ -226,24 +342,56 @@ def composed_schedule(
         raise DistributedError(f"level {depth} splits the ranks into unequal groups {sizes}")
     k = len(groups[labels[0]])
     if k in (1, len(pes)):  # this level does not split the ranks: skipped
-        return composed_schedule(pes, keys[1:], rest, nbytes, params, depth + 1)
+        return composed_schedule(
+            pes, keys[1:], rest, nbytes, params, depth + 1, alternate, segments, in_place
+        )
     inner = []
+    share = nbytes / segments
     for op in ("reduce_scatter", "all_gather"):
         parts = []
         for group in groups.values():
             members = [pes[r] for r in group]
             algorithm = _level_algorithm(names[0], op, members, params)
             if algorithm.schedule:
-                steps = algorithm.schedule(op, members, nbytes, params)
+                steps = algorithm.schedule(op, members, share, params)
+                if in_place and names[0] in IN_PLACE_LEVELS:
+                    steps = _without_copies(steps)
                 parts.append(relabel(steps, group, ("in", depth)))
         inner.append(together(parts))
     across = []
     for i in range(k):
-        ranks = [g[i] for g in groups.values()]
+        ranks = across_group(groups, i, alternate)
         members = [pes[r] for r in ranks]
-        part = composed_schedule(members, keys[1:], rest, nbytes / k, params, depth + 1)
+        part = composed_schedule(
+            members, keys[1:], rest, share / k, params, depth + 1, alternate, 1, in_place
+        )
         across.append(relabel(part, ranks, ("out", depth)))
-    return then(inner[0], together(across), inner[1])
+    head, tail = inner[0], then(together(across), inner[1])
+    if segments == 1:
+        return then(head, tail)
+    everyone = list(range(len(pes)))
+    stages = [
+        tuple(in_lane(relabel(x, everyone, ("segment", s)), ("segment", s)) for x in (head, tail))
+        for s in range(segments)
+    ]
+    return _pipelined_schedule(stages)
+
+
+def _without_copies(schedule: Schedule) -> Schedule:
+    """``schedule`` without its local copies (a level that gathers in place makes none)."""
+
+    def step(s: Step) -> Step:
+        return replace(s, alongside=tuple(w for w in s.alongside if w.kind != "copy"))
+
+    return tuple(Phase(tuple(step(s) for s in phase.steps), phase.pieces) for phase in schedule)
+
+
+def _pipelined_schedule(stages: Sequence[tuple[Schedule, Schedule]]) -> Schedule:
+    """The schedule of :func:`_pipeline`: a head, then its tail beside the rest."""
+    head, tail = stages[0]
+    if len(stages) == 1:
+        return then(head, tail)
+    return then(head, together([tail, _pipelined_schedule(stages[1:])]))
 
 
 _PLACEMENT_KEYS = {level: placement_key(level) for level in ("sip", "cube")}
@@ -256,26 +404,42 @@ def _levels(params: Mapping[str, Any]) -> tuple[list[GroupKey], list[str]]:
     return keys, names
 
 
+def _segments(params: Mapping[str, Any]) -> int:
+    return max(1, int(params.get("segments", DEFAULT_SEGMENTS)))
+
+
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
-    keys, names = _levels(c.params or {})
-    yield from compose_all_reduce(c, a, keys, names)
+    params = c.params or {}
+    keys, names = _levels(params)
+    yield from compose_all_reduce(
+        c, a, keys, names, alternate=True, segments=_segments(params), in_place=True
+    )
 
 
 def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
     try:
-        composed_schedule(pes, *_levels(params), 0, params)
+        composed_schedule(pes, *_levels(params), 0, params, alternate=True)
     except DistributedError as exc:
         return str(exc)
     return None
 
 
 def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, Any]) -> Schedule:
-    return composed_schedule(pes, *_levels(params), nbytes, params)
+    return composed_schedule(
+        pes,
+        *_levels(params),
+        nbytes,
+        params,
+        alternate=True,
+        segments=_segments(params),
+        in_place=True,
+    )
 
 
 register(
     Algorithm(
         name="hierarchical",
+        mapping="cycle",
         description="reduce-scatter within cube/SIP groups, all-reduce across, all-gather within",
         programs={"all_reduce": all_reduce},
         params=HierarchicalParams,

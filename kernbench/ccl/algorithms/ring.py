@@ -22,7 +22,7 @@ from kernbench.ccl.algorithms import Algorithm, OpArgs, register
 from kernbench.ccl.algorithms.schedule import Message, Phase, Schedule, Step, Work, ring_step
 from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
-__all__ = ["reduce_scatter_steps", "all_gather_steps", "schedule", "chunks"]
+__all__ = ["reduce_scatter_steps", "all_gather_steps", "schedule", "chunks", "same_region"]
 
 
 def _pieces(c: Comm, region: Region) -> list[Region]:
@@ -85,7 +85,9 @@ def reduce_scatter(c: Comm, a: OpArgs) -> Generator:
     The first step sends an input block as it is; each later step reduces the
     incoming partial sum with the local input block into a scratch block (the
     input stays untouched), and the last step reduces straight into ``out``,
-    so no copy is on the critical path.
+    so no copy is on the critical path.  ``out`` may be the rank's own input
+    block (a composition reducing in place): that block is read only by that
+    last step.
     """
     p, r = c.size, c.rank
     if p == 1:
@@ -107,14 +109,21 @@ def reduce_scatter(c: Comm, a: OpArgs) -> Generator:
     yield from c.drain()
 
 
+def same_region(a: Region, b: Region) -> bool:
+    """Whether two regions are the very same elements of the same buffer."""
+    return a.buffer is b.buffer and a.start == b.start and a.stop == b.stop
+
+
 def all_gather(c: Comm, a: OpArgs) -> Generator:
-    """Ring all-gather; the own block leaves straight from the input while it is copied."""
+    """Ring all-gather; the own block leaves straight from the input while it is copied
+    (no copy when the input is the own block already)."""
     p, r = c.size, c.rank
     right, left = (r + 1) % p, (r - 1) % p
     if p > 1:
         for piece in _pieces(c, a.inp):
             c.post_send(right, piece)
-    yield from c.copy(a.blocks[r], a.inp)
+    if not same_region(a.blocks[r], a.inp):  # a composition gathers in place
+        yield from c.copy(a.blocks[r], a.inp)
     if p == 1:
         return
     pieces = [_pieces(c, block) for block in a.blocks]
@@ -179,6 +188,7 @@ register(
     Algorithm(
         name="ring",
         pipelines=True,
+        mapping="cycle",
         description="ring reduce-scatter / all-gather; all-reduce = RS + AG; chain broadcast",
         programs={
             "all_reduce": all_reduce,
