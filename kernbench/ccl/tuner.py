@@ -47,6 +47,7 @@ from kernbench.ccl.algorithms import Algorithm, algorithms, get_algorithm
 from kernbench.ccl.buffers import buffer_node, memory_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.costmodel import price
+from kernbench.ccl.mapping import algorithm_order
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
 from kernbench.distributed.world import active_world
@@ -236,11 +237,12 @@ def chosen_chunks(
     if known is not None and known[0] is config:
         return known[1]
     packet = ctx.topology.fabric.packet_bytes
+    placed = mapped_pes(ctx, algorithm, pes)
     best, best_ps = 1, math.inf
     for count in CHUNK_CHOICES:
         if count > 1 and nbytes / max(len(pes), 1) / count < packet:
             break
-        schedule = algorithm.schedule(op, pes, float(nbytes), _params(config, count))
+        schedule = algorithm.schedule(op, placed, float(nbytes), _params(config, count))
         messages = sum(
             len(step.messages) * step.repeat * phase.pieces
             for phase in schedule
@@ -249,7 +251,7 @@ def chosen_chunks(
         if count > 1 and messages > CHUNK_MAX_MESSAGES:
             break
         try:
-            priced = price(ctx, config, pes, schedule, itemsize)
+            priced = price(ctx, config, placed, schedule, itemsize)
         except RouteError:  # a link is down: one piece, and the run says what is wrong
             best = 1
             break
@@ -321,6 +323,13 @@ _UNFIT: OrderedDict[tuple, tuple[AlgorithmConfig, str | None]] = OrderedDict()
 _UNFIT_KEPT = 4096
 
 
+def mapped_pes(ctx: RuntimeContext, algorithm: Algorithm, pes: Sequence[str]) -> list[str]:
+    """``pes`` in the order the algorithm runs them on this machine (kernbench.ccl.mapping),
+    so a prediction prices the routes the run takes."""
+    order = algorithm_order(ctx.machine, algorithm.mapping, pes)
+    return [pes[i] for i in order]
+
+
 def predict_detail(
     ctx: RuntimeContext,
     op: str,
@@ -337,8 +346,9 @@ def predict_detail(
     if algorithm.schedule is None:
         return _closed_form(ctx, config, algorithm, op, pes, nbytes, itemsize)
     chunks = chosen_chunks(ctx, op, config, pes, nbytes, itemsize)
-    schedule = algorithm.schedule(op, pes, float(nbytes), _params(config, chunks))
-    priced = price(ctx, config, pes, schedule, itemsize)
+    placed = mapped_pes(ctx, algorithm, pes)
+    schedule = algorithm.schedule(op, placed, float(nbytes), _params(config, chunks))
+    priced = price(ctx, config, placed, schedule, itemsize)
     model, bound = priced.model_ps / PS_PER_S, priced.bound_ps / PS_PER_S
     return Prediction(max(model, bound), model, bound, priced.busiest, priced.link_bytes, chunks)
 
