@@ -103,6 +103,9 @@ REDOPS = {
 _EPSILON = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 _NCCL_NAME = {dtype: name for name, dtype in NCCL_TYPES.items() if dtype is not None}
 
+# The answer of the call being checked, shared by the ranks (all hold the same values).
+_EXPECTED: dict[tuple, np.ndarray] = {}
+
 # Per run (World): what every rank measured, for rank 0 to combine.
 _MEASURED: weakref.WeakKeyDictionary[World, dict[Any, dict[int, Any]]] = weakref.WeakKeyDictionary()
 
@@ -122,9 +125,9 @@ def _check_op(op: str) -> None:
         raise ConfigError(f"unknown collective {op!r}; valid: {', '.join(OPS)}")
 
 
-def _fill(count: int, rank: int, redop: str) -> np.ndarray:
-    """Rank ``rank``'s values: small integers, exact in every dtype (int64 here)."""
-    i = np.arange(count, dtype=np.int64)
+def _fill(count: int, rank: int, redop: str, start: int = 0) -> np.ndarray:
+    """Rank ``rank``'s values ``start:start+count``: small integers, exact in every dtype."""
+    i = np.arange(start, start + count, dtype=np.int64)
     if redop == "product":
         # Factors of 1 and 2 only, so products stay small: 2 on about a third of the ranks.
         return 1 + ((i + rank) % 3 == 0).astype(np.int64)
@@ -230,19 +233,27 @@ class _Case:
     def expected(self) -> np.ndarray | None:
         """What this rank's output holds after one call on fresh values (None: not checked)."""
         n, me, b = self.n, self.rank, self.count
-        if self.op == "all_gather":
-            return np.concatenate([_fill(b, r, self.redop) for r in range(n)])
         if self.op == "broadcast":
             return _fill(self.count, self.root, self.redop)
         if self.op == "all_to_all":
-            return np.concatenate(
-                [_fill(self.total, r, self.redop)[me * b : (me + 1) * b] for r in range(n)]
-            )
+            return np.concatenate([_fill(b, r, self.redop, me * b) for r in range(n)])
         if self.op == "reduce" and me != self.root:
             return None
-        arrays = [_fill(self.total, r, self.redop) for r in range(n)]
-        total = _reduced(arrays, self.redop, self.dtype, n)
+        total = self._shared_expected()
         return total[me * b : (me + 1) * b] if self.op == "reduce_scatter" else total
+
+    def _shared_expected(self) -> np.ndarray:
+        """The answer every rank checks against (or a slice of), computed once per call."""
+        key = (self.op, self.total, self.count, self.dtype, self.redop, self.n)
+        if key not in _EXPECTED:
+            _EXPECTED.clear()  # one at a time: the previous size is done with
+            n, b = self.n, self.count
+            if self.op == "all_gather":
+                _EXPECTED[key] = np.concatenate([_fill(b, r, self.redop) for r in range(n)])
+            else:
+                arrays = [_fill(self.total, r, self.redop) for r in range(n)]
+                _EXPECTED[key] = _reduced(arrays, self.redop, self.dtype, n)
+        return _EXPECTED[key]
 
     def wrong(self, in_place: bool) -> int:
         expected = self.expected()

@@ -15,10 +15,10 @@ from kernbench.errors import SimulationLimitError
 from kernbench.machine import TraceRow
 from kernbench.machine.observe import LinkBytes
 from kernbench.runtime import RuntimeContext, use_context
-from kernbench.topology import Topology, load_topology
+from kernbench.topology import Topology, load_topology, names
 from kernbench.units import PS_PER_S
 
-__all__ = ["SimResult", "simulate", "run_report", "trace_digest"]
+__all__ = ["SimResult", "collective_time_ps", "simulate", "run_report", "trace_digest"]
 
 
 @dataclass
@@ -119,10 +119,12 @@ def _is_rows(value: Any) -> bool:
 def run_report(
     ctx: RuntimeContext, world: World | None, per_rank: list[int], link_bytes: LinkBytes
 ) -> dict[str, Any]:
-    """Simulated time, per-rank time, bytes per link class, busiest component."""
+    """Simulated time, per-rank time, collectives and their time, bytes per link class, and
+    the busiest component: overall, outside the host links, and of the host links."""
     edges = ctx.machine.graph.edges
     by_class: dict[str, int] = defaultdict(int)
     busiest = None
+    busiest_of: dict[bool, tuple] = {}  # host link or not -> (edge, busy, carried)
     for edge, carried in zip(edges, link_bytes.carried, strict=True):
         if not carried:
             continue
@@ -130,7 +132,11 @@ def run_report(
         busy = carried * PS_PER_S / edge.bandwidth
         if busiest is None or busy > busiest[1]:
             busiest = (edge, busy, carried)
+        host = names.HOST in (edge.src, edge.dst)
+        if host not in busiest_of or busy > busiest_of[host][1]:
+            busiest_of[host] = (edge, busy, carried)
     elapsed = ctx.now
+    collectives = world.collectives if world else []
     report: dict[str, Any] = {
         "trace_digest": trace_digest(ctx.trace),
         "topology": ctx.topology.name,
@@ -150,17 +156,42 @@ def run_report(
                 "start_ps": c.algo_start_ps,
                 "end_ps": c.end_ps,
             }
-            for c in (world.collectives if world else [])
+            for c in collectives
         ],
+        "collective_time_ps": collective_time_ps(collectives),
         "ipcq_messages": ctx.machine.ipcq_messages,
     }
-    if busiest is not None:
-        edge, busy, carried = busiest
-        report["busiest_component"] = {
-            "name": edge.name,
-            "class": edge.link_class,
-            "bytes": carried,
-            "busy_ps": round(busy),
-            "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
-        }
+    for key, found in (
+        ("busiest_component", busiest),
+        ("busiest_fabric_component", busiest_of.get(False)),
+        ("busiest_host_link", busiest_of.get(True)),
+    ):
+        if found is not None:
+            edge, busy, carried = found
+            report[key] = {
+                "name": edge.name,
+                "class": edge.link_class,
+                "bytes": carried,
+                "busy_ps": round(busy),
+                "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
+            }
     return report
+
+
+def collective_time_ps(collectives: Iterable[Any]) -> int:
+    """Simulated time with at least one collective in flight (from its launch to its end).
+
+    Launch is when the last rank of the group called it; the time covers the
+    neighbour-table install, the launch overhead and the algorithm, and counts
+    overlapping collectives once.  Host work between calls is outside it.
+    """
+    spans = sorted((c.launch_ps, c.end_ps) for c in collectives if c.end_ps is not None)
+    total, reach = 0, None
+    for start, end in spans:
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
