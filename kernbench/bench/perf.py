@@ -40,7 +40,6 @@ with at least one element per rank (nccl-tests would run zero elements).
 from __future__ import annotations
 
 import argparse
-import os
 import weakref
 from collections.abc import Callable, Sequence
 from functools import reduce as fold
@@ -410,10 +409,14 @@ def collective_perf(
 
 
 def _device_lines(n: int) -> list[str]:
-    """nccl-tests' ``#  Rank r Group 0 Pid p on host device d [bus] name``, one per rank."""
+    """nccl-tests' ``#  Rank r Group 0 Pid p on host device d [bus] name``, one per rank.
+
+    The host is the topology, the bus id the device's component name; the pid
+    is 0, as every rank lives in the one simulating process (and output must
+    not change from run to run).
+    """
     ctx = current_context()
     level = ctx.topology.system.device_level
-    pid = os.getpid()
     lines = []
     for rank in range(min(n, LISTED_DEVICES)):
         sip, cube, pe = ctx.device_coords(rank)
@@ -424,7 +427,7 @@ def _device_lines(n: int) -> list[str]:
         else:
             component = names.pe(sip, cube or 0, pe or 0)
         lines.append(
-            f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {ctx.topology.name:>10} device "
+            f"#  Rank {rank:2d} Group  0 Pid {0:6d} on {ctx.topology.name:>10} device "
             f"{rank:2d} [{component}] KernBench {level}"
         )
     return lines

@@ -58,7 +58,8 @@ def float_cell(value: float, width: int) -> str:
 
 
 def _wrong_cell(wrong: Any) -> str:
-    return "   N/A" if wrong == "n/a" else f"{wrong:>6g}"
+    # nccl-tests' "  %6g", or "    N/A" (one character narrower) when nothing was checked.
+    return "    N/A" if wrong == "n/a" else f"  {wrong:>6g}"
 
 
 def format_row(row: dict[str, Any]) -> str:
@@ -72,7 +73,7 @@ def format_row(row: dict[str, Any]) -> str:
             f"  {float_cell(row[prefix + 'time_us'], 7)}"
             f"  {float_cell(row[prefix + 'algbw_GBps'], 6)}"
             f"  {float_cell(row[prefix + 'busbw_GBps'], 6)}"
-            f"  {_wrong_cell(row[prefix + 'wrong'])}"
+            f"{_wrong_cell(row[prefix + 'wrong'])}"
         )
     return "".join(cells)
 
