@@ -316,6 +316,7 @@ def collective_perf(
     blocking: int = 0,
     average: int = 1,
     run_cycles: int = 1,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]] | None:
     """Time ``op`` at every size on this rank; rank 0 returns the rows, others None.
 
@@ -324,8 +325,9 @@ def collective_perf(
     kernbench dtype or an nccl-tests type name; ``redop`` one of
     :data:`REDOPS` (ignored by ops that do not reduce); ``root`` is the source
     of broadcast and the destination of reduce.  ``check`` is how many checked
-    calls each test makes (0 or False: none).  Call it on every rank, after
-    ``dist.init_process_group()``.
+    calls each test makes (0 or False: none).  Rank 0 passes each row to
+    ``on_row`` as soon as every rank has measured it.  Call it on every rank,
+    after ``dist.init_process_group()``.
     """
     _check_op(op)
     dtype = NCCL_TYPES.get(dtype) or dtype
@@ -343,41 +345,15 @@ def collective_perf(
     runtime_redop = REDOPS[redop]
     itemsize = DTYPES[dtype].itemsize
     checks = int(check) if not ctx.timing_only else 0
-    world = active_world()
-    measured = _MEASURED.setdefault(world, {})
-    run_key = (op, dtype, redop, root, len(measured))
+    measured = _MEASURED.setdefault(active_world(), {})
+    # Every rank calls collective_perf in the same order: its count names this call.
+    seq = measured[("calls", rank)] = measured.get(("calls", rank), 0) + 1
+    run_key = (op, dtype, redop, root, seq)
 
     def case_at(size: int) -> _Case:
         return _Case(op, _count_for(op, size, itemsize, n), dtype, runtime_redop, algorithm, root)
 
-    size = min(sizes_bytes) if sizes_bytes else 0
-    while warmup and sizes_bytes and size <= max(sizes_bytes):
-        case = case_at(size)
-        for _ in range(warmup):
-            case.call(in_place=False)
-        case.free()
-        size *= 2
-    rows_meta = []
-    for cycle in range(run_cycles):
-        for size in sizes_bytes:
-            case = case_at(int(size))
-            for in_place in (False, True):
-                elapsed, used = _timed(case, in_place, iters, blocking)
-                wrong = []
-                for _ in range(checks):
-                    case.fill(in_place)
-                    case.call(in_place)
-                    wrong.append(case.wrong(in_place))
-                key = (run_key, cycle, size, in_place)
-                measured.setdefault(key, {})[rank] = (elapsed, wrong)
-                if not in_place:
-                    rows_meta.append((cycle, size, case.count, case.total, used))
-            case.free()
-    dist.barrier()  # every rank has recorded what it measured
-    if rank != 0:
-        return None
-    rows = []
-    for cycle, size, count, total, used in rows_meta:
+    def row_of(cycle: int, size: int, count: int, total: int, used: str) -> dict[str, Any]:
         row: dict[str, Any] = {
             "op": op,
             "size_B": total * itemsize,
@@ -404,7 +380,49 @@ def collective_perf(
             row[prefix + "wrong"] = wrong
         row["checked"] = "n/a" if not checks else all(w == 0 for w in wrongs)
         row["world_size"] = n
-        rows.append(row)
+        return row
+
+    rows: list[dict[str, Any]] = []
+    pending: list[tuple[int, int, int, int, str]] = []  # rank 0: sizes not yet combined
+
+    def combine_ready() -> None:
+        """Rank 0: rows whose every rank has recorded both tests, in order, as nccl-tests
+        prints a line as soon as its size is done."""
+        while pending and all(
+            len(measured.get((run_key, pending[0][0], pending[0][1], in_place), ())) == n
+            for in_place in (False, True)
+        ):
+            rows.append(row_of(*pending.pop(0)))
+            if on_row is not None:
+                on_row(rows[-1])
+
+    size = min(sizes_bytes) if sizes_bytes else 0
+    while warmup and sizes_bytes and size <= max(sizes_bytes):
+        case = case_at(size)
+        for _ in range(warmup):
+            case.call(in_place=False)
+        case.free()
+        size *= 2
+    for cycle in range(run_cycles):
+        for size in sizes_bytes:
+            case = case_at(int(size))
+            for in_place in (False, True):
+                elapsed, used = _timed(case, in_place, iters, blocking)
+                if rank == 0:
+                    combine_ready()  # its first call lined up every rank after its last record
+                wrong = []
+                for _ in range(checks):
+                    case.fill(in_place)
+                    case.call(in_place)
+                    wrong.append(case.wrong(in_place))
+                measured.setdefault((run_key, cycle, size, in_place), {})[rank] = (elapsed, wrong)
+                if rank == 0 and not in_place:
+                    pending.append((cycle, size, case.count, case.total, used))
+            case.free()
+    dist.barrier()  # every rank has recorded what it measured
+    if rank != 0:
+        return None
+    combine_ready()
     return rows
 
 
@@ -478,11 +496,9 @@ def perf_from_args(op: str, args: argparse.Namespace) -> list[dict[str, Any]] | 
                     blocking=options.blocking,
                     average=options.average,
                     run_cycles=options.run_cycles,
+                    on_row=lambda row: print(format_row(row), flush=True),
                 )
-                if part is not None:
-                    for row in part:
-                        print(format_row(row))
-                    rows += part
+                rows += part or []
     if rank != 0:
         return None
     mode = "timing-only: values not checked" if ctx.timing_only else "functional"
