@@ -212,13 +212,19 @@ def add_perf_arguments(
     rooted: bool = False,
     minbytes: str = "32M",
     maxbytes: str = "32M",
+    stepfactor: int = 1,
 ) -> argparse.ArgumentParser:
-    """Every nccl-tests flag, short and long; ``-o`` only for reductions, ``-r`` only rooted."""
+    """Every nccl-tests flag, short and long; ``-o`` only for reductions, ``-r`` only rooted.
+
+    ``minbytes``, ``maxbytes`` and ``stepfactor`` are the defaults of ``-b -e -f``
+    (nccl-tests': one size, 32M).
+    """
     add = parser.add_argument
     add("-b", "--minbytes", default=minbytes, help=f"smallest size ({minbytes})")
     add("-e", "--maxbytes", default=maxbytes, help=f"largest size ({maxbytes})")
     add("-i", "--stepbytes", default="1M", help="size increment when -f is 1 (1M)")
-    add("-f", "--stepfactor", type=_int("-f/--stepfactor"), default=1, help="multiplier (1: -i)")
+    add("-f", "--stepfactor", type=_int("-f/--stepfactor"), default=stepfactor,
+        help=f"size multiplier; 1: add -i ({stepfactor})")  # fmt: skip
     add("-n", "--iters", type=_int("-n/--iters"), default=20, help="timed calls (20)")
     add("-w", "--warmup_iters", type=_int("-w/--warmup_iters"), default=5, help="untimed (5)")
     add("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1, help="repeat the sizes (1)")
