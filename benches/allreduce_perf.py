@@ -1,33 +1,35 @@
 """all_reduce bandwidth over a range of sizes, as nccl-tests' ``allreduce_perf``.
 
-Measures ``dist.all_reduce`` of one ``size``-byte buffer, in place, on every
-rank. For every size it makes ``-w`` warm-up calls, waits on a barrier and
-times ``-n`` back-to-back calls by the simulated clock; then it fills the
-buffers with rank-dependent values, makes one more call and checks every rank's
-values against NumPy (not in timing-only mode, where tensors hold no values).
-The collective runs with ``--algorithm``: a configuration of ``ccl/ccl.yaml``,
-an algorithm name, or ``auto`` for the tuner's choice.
+Measures ``dist.all_reduce`` of one ``size``-byte buffer on every rank.
+In place it reduces the receive buffer itself; out of place it first copies
+the send buffer into it (``recv.copy_(send)``: torch's all_reduce has no
+out-of-place form), so that column's time includes the device copy.
+
+It takes nccl-tests' flags with their defaults (``-i 1M -n 20 -w 5 -c 1 -d
+float -o sum -z 0 -a 1``; ``-h`` lists them all;
+:mod:`kernbench.bench.perf_options` says what each means here) and
+``--algorithm``: a configuration of ``ccl/ccl.yaml``, an algorithm name, or
+``auto`` for the tuner's choice. Sizes take ``8``, ``4KiB``, ``1MB`` or
+nccl-tests' ``64M`` (K, M and G are binary).  The sizes default to ``-b 4K -e
+4M -f 2``, not nccl-tests' single 32M: this bench with no flags is the main
+job, an all-reduce sweep over sizes that checks its values in about a
+minute and a half of CPU on the 16 cubes of the default machine (32M alone
+takes several minutes there).
 
 Run from the repository root (flags after ``--`` go to the script)::
 
-    kernbench run benches/allreduce_perf.py --topology topologies/ring8.yaml
+    kernbench run benches/allreduce_perf.py --set system.device_level=cube -- -b 8 -e 128M -f 2
     kernbench run benches/allreduce_perf.py --topology topologies/ring8.yaml --timing-only \\
-        --csv allreduce.csv -- -b 1MiB -e 256MiB -f 4 --algorithm ring_pipelined
-    kernbench run benches/allreduce_perf.py --set system.device_level=cube
+        --csv allreduce.csv -- -b 1M -e 256M -f 4 --algorithm ring_pipelined
 
-Flags: ``-b/--minbytes`` (4KiB), ``-e/--maxbytes`` (4MiB), ``-f/--stepfactor``
-(2), ``-o/--op`` (sum; prod, min, max, avg), ``-d/--datatype`` (float32),
-``-n/--iters`` (1), ``-w/--warmup_iters`` (1), ``-c/--check`` (1),
-``--algorithm`` (the catalogue's default). Sizes take ``8``, ``4KiB``, ``1MB``
-or nccl-tests' ``64M`` (K, M and G are binary). The default topology has one
-rank (one SIP), where nothing crosses a link and busbw is 0; ``--set
-system.device_level=cube`` makes each of its 16 cubes a rank.
-
-Rank 0 prints one row per size: size (bytes of the buffer each rank reduces),
-count (elements), type, redop, the configuration used, time (µs per call),
-algbw (size / time, GB/s with GB = 10^9 B), busbw (algbw x 2(n-1)/n, comparable
-to a link's bandwidth) and whether the values were checked; it returns the
-rows, which ``--report`` and ``--csv`` record. See :mod:`kernbench.bench.perf`.
+The default topology has one rank (one SIP), where nothing crosses a link and
+busbw is 0; ``--set system.device_level=cube`` makes each of its 16 cubes a
+rank.  Rank 0 prints nccl-tests' header, one line per size with the
+out-of-place and the in-place time (µs per call), algbw (size / time, GB/s
+with GB = 10^9 B), busbw (algbw x 2(n-1)/n) and ``#wrong`` (elements that
+differ from NumPy's answer, summed over ranks; ``N/A`` in timing-only mode),
+and the footer; it returns the rows, which ``--report`` and ``--csv`` record.
+See :mod:`kernbench.bench.perf`.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from kernbench.bench.perf import BenchArgumentParser, add_perf_arguments, perf_f
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]] | None:
     parser = BenchArgumentParser(description="all_reduce bandwidth (nccl-tests style)")
-    add_perf_arguments(parser, reduction=True, maxbytes="4MiB")
+    add_perf_arguments(parser, reduction=True, minbytes="4K", maxbytes="4M", stepfactor=2)
     args = parser.parse_args(argv)
     dist.init_process_group()
     return perf_from_args("all_reduce", args)

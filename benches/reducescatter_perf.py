@@ -1,34 +1,31 @@
 """reduce_scatter bandwidth over a range of sizes, as nccl-tests' ``reducescatter_perf``.
 
 Measures ``dist.reduce_scatter_tensor``: every rank reduces a ``size``-byte
-buffer and keeps its ``size / n``-byte block of the result. For every size it
-makes ``-w`` warm-up calls, waits on a barrier and times ``-n`` back-to-back
-calls by the simulated clock; then it fills the buffers with rank-dependent
-values, makes one more call and checks every rank's values against NumPy (not
-in timing-only mode, where tensors hold no values). The collective runs with
+buffer and keeps its ``size / n``-byte block of the result. In place, the
+output is this rank's own block of the input (torch's list form,
+``reduce_scatter(blocks[rank], blocks)``).
+
+It takes nccl-tests' flags with their defaults (``-b 32M -e 32M -f 1 -i 1M
+-n 20 -w 5 -c 1 -d float -o sum -z 0 -a 1``; ``-h`` lists them all;
+:mod:`kernbench.bench.perf_options` says what each means here) and
 ``--algorithm``: a configuration of ``ccl/ccl.yaml``, an algorithm name, or
-``auto`` for the tuner's choice.
+``auto`` for the tuner's choice. Sizes take ``8``, ``4KiB``, ``1MB`` or
+nccl-tests' ``64M`` (K, M and G are binary).
 
 Run from the repository root (flags after ``--`` go to the script)::
 
-    kernbench run benches/reducescatter_perf.py --topology topologies/ring8.yaml
+    kernbench run benches/reducescatter_perf.py --set system.device_level=cube -- -b 8 -e 128M -f 2
     kernbench run benches/reducescatter_perf.py --topology topologies/ring8.yaml --timing-only \\
-        --csv reducescatter.csv -- -b 1MiB -e 256MiB -f 4 --algorithm rabenseifner
-    kernbench run benches/reducescatter_perf.py --set system.device_level=cube
+        --csv reducescatter.csv -- -b 1M -e 256M -f 4 --algorithm ring
 
-Flags: ``-b/--minbytes`` (4KiB), ``-e/--maxbytes`` (16MiB), ``-f/--stepfactor``
-(2), ``-o/--op`` (sum; prod, min, max, avg), ``-d/--datatype`` (float32),
-``-n/--iters`` (1), ``-w/--warmup_iters`` (1), ``-c/--check`` (1),
-``--algorithm`` (the catalogue's default). Sizes take ``8``, ``4KiB``, ``1MB``
-or nccl-tests' ``64M`` (K, M and G are binary). The default topology has one
-rank (one SIP), where nothing crosses a link and busbw is 0; ``--set
-system.device_level=cube`` makes each of its 16 cubes a rank.
-
-Rank 0 prints one row per size: size (bytes of the reduced (input) buffer),
-count (elements), type, redop, the configuration used, time (µs per call),
-algbw (size / time, GB/s with GB = 10^9 B), busbw (algbw x (n-1)/n, comparable
-to a link's bandwidth) and whether the values were checked; it returns the
-rows, which ``--report`` and ``--csv`` record. See :mod:`kernbench.bench.perf`.
+The default topology has one rank (one SIP), where nothing crosses a link and
+busbw is 0; ``--set system.device_level=cube`` makes each of its 16 cubes a
+rank.  Rank 0 prints nccl-tests' header, one line per size with the
+out-of-place and the in-place time (µs per call), algbw (size / time, GB/s
+with GB = 10^9 B), busbw (algbw x (n-1)/n) and ``#wrong`` (elements that
+differ from NumPy's answer, summed over ranks; ``N/A`` in timing-only mode),
+and the footer; it returns the rows, which ``--report`` and ``--csv`` record.
+See :mod:`kernbench.bench.perf`.
 """
 
 from __future__ import annotations

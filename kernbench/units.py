@@ -29,6 +29,7 @@ __all__ = [
     "transfer_ps",
     "format_time",
     "format_size",
+    "format_size_iec",
     "format_bandwidth",
 ]
 
@@ -209,6 +210,23 @@ def format_size(nbytes: int | float) -> str:
     if exact:
         return min(exact, key=len)
     return _scaled(nbytes, binary + [(1, "B")])
+
+
+def format_size_iec(nbytes: int | float) -> str:
+    """A size for reports: binary (IEC) prefixes and 4 significant digits, trailing zeros kept.
+
+    Every size of a summary reads the same way, exact or not:
+    ``format_size_iec(12 * 2**30) == '12.00GiB'``, ``format_size_iec(218_628_096) ==
+    '208.5MiB'``, ``format_size_iec(512) == '512B'``.
+    """
+    for factor, unit in ((2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(nbytes) >= factor:
+            value = nbytes / factor
+            digits = (
+                3 if abs(value) < 10 else 2 if abs(value) < 100 else 1 if abs(value) < 1000 else 0
+            )
+            return f"{value:.{digits}f}{unit}"
+    return f"{int(nbytes)}B"
 
 
 def format_bandwidth(bytes_per_s: int | float) -> str:

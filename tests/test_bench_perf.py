@@ -2,8 +2,9 @@
 
 The perf benches run on ``topologies/ring8.yaml`` (8 ranks, one 50 GB/s link
 between neighbours); their rows must follow nccl-tests' definitions exactly,
-their values must check, and a bandwidth-optimal ring must drive busbw close
-to the link bandwidth at large sizes.
+out-of-place and in-place timed apart, their values must check (``#wrong`` 0),
+a value made wrong must be counted, and a bandwidth-optimal ring must drive
+busbw close to the link bandwidth at large sizes.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from kernbench.bench import perf
-from kernbench.bench.perf import bus_factor, format_table, parse_bytes, sizes_from_args
+from kernbench.bench.perf import bus_factor
+from kernbench.bench.perf_table import COLUMN_LINES
 from kernbench.bench.runner import run_script
 from kernbench.errors import ConfigError, KernBenchError
 
@@ -32,8 +34,12 @@ PERF = {
     "reducescatter_perf.py": "reduce_scatter",
     "broadcast_perf.py": "broadcast",
     "alltoall_perf.py": "all_to_all",
+    "reduce_perf.py": "reduce",
 }
-SMALL = ["-b", "4KiB", "-e", "64KiB", "-f", "4"]
+SPLIT = {"all_gather", "reduce_scatter", "all_to_all"}
+QUICK = ["-n", "2", "-w", "1"]
+SMALL = ["-b", "4KiB", "-e", "64KiB", "-f", "4", *QUICK]
+GROUPS = ("", "in_place_")
 
 
 def rows_of(script: str, args: list[str], topology: str = RING8, **kw) -> list[dict]:
@@ -50,57 +56,35 @@ def factor(op: str, n: int) -> float:
         "reduce_scatter": (n - 1) / n,
         "all_to_all": (n - 1) / n,
         "broadcast": 1.0,
+        "reduce": 1.0,
     }[op]
 
 
-# --------------------------------------------------------------------------- helpers
-def test_parse_bytes_accepts_units_and_nccl_suffixes() -> None:
-    assert parse_bytes("8") == 8
-    assert parse_bytes(8) == 8
-    assert parse_bytes("4KiB") == 4096
-    assert parse_bytes("1MB") == 10**6
-    assert parse_bytes("1M") == 2**20
-    assert parse_bytes("2g") == 2 * 2**30
-    with pytest.raises(KernBenchError):
-        parse_bytes("4 bananas")
-
-
-def test_sizes_from_args() -> None:
-    assert sizes_from_args("4KiB", "64KiB", 4) == [4096, 16384, 65536]
-    assert sizes_from_args("8", "100", "2") == [8, 16, 32, 64]
-    assert sizes_from_args("1M", "1M") == [2**20]
-    for bad in (("0", "8", 2), ("8", "4", 2), ("8", "64", 1), ("8", "64", "x")):
-        with pytest.raises(ConfigError):
-            sizes_from_args(*bad)
+def kernbench_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", *args],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout,
+    )  # fmt: skip
 
 
 def test_bus_factor_follows_nccl_tests() -> None:
     for op in PERF.values():
         assert bus_factor(op, 8) == factor(op, 8)
         assert bus_factor(op, 1) == 0.0
-    assert bus_factor("reduce", 4) == 1.0
     with pytest.raises(ConfigError, match="unknown collective"):
         bus_factor("all_sum", 8)
 
 
-def test_format_table_columns() -> None:
-    row = {
-        "size_B": 4096,
-        "count": 1024,
-        "type": "float32",
-        "redop": "sum",
-        "algorithm": "ring",
-        "time_us": 11.5,
-        "algbw_GBps": 0.356,
-        "busbw_GBps": 0.623,
-        "checked": True,
-    }
-    lines = format_table([row]).splitlines()
-    for column in ("size", "count", "type", "redop", "algorithm", "time(us)", "algbw(GB/s)"):
-        assert column in lines[0]
-    assert lines[1].split() == ["4096", "1024", "float32", "sum", "ring", "11.50", "0.36", "0.62",
-                                "True"]  # fmt: skip
-    assert lines[-1] == "# Avg bus bandwidth    : 0.62 GB/s"
+def test_count_wrong_counts_elements() -> None:
+    import numpy as np
+
+    expected = np.arange(10, dtype=np.float64)
+    got = expected.copy()
+    got[[2, 7]] += 1
+    assert perf.count_wrong(got.astype(np.float32), expected, "float32", 8) == 2
+    assert perf.count_wrong(np.arange(10) + (np.arange(10) > 6), np.arange(10), "int32", 8) == 3
 
 
 # --------------------------------------------------------------------------- perf benches
@@ -110,98 +94,200 @@ def test_perf_bench_rows_functional_and_timing_only(script: str) -> None:
     rows = rows_of(script, SMALL)
     assert [r["size_B"] for r in rows] == [4096, 16384, 65536]
     for r in rows:
-        assert r["op"] == op and r["world_size"] == 8 and r["type"] == "float32"
-        assert r["count"] * 4 == r["size_B"]
+        assert r["op"] == op and r["world_size"] == 8 and r["type"] == "float"
+        # nccl-tests' count: the call's count argument, per rank for the split ops
+        assert r["count"] * 4 * (8 if op in SPLIT else 1) == r["size_B"]
+        assert r["root"] == (0 if op in ("broadcast", "reduce") else -1)
         assert r["checked"] is True
-        assert r["algbw_GBps"] == pytest.approx(r["size_B"] / r["time_us"] / 1e3, rel=1e-12)
-        assert r["busbw_GBps"] == r["algbw_GBps"] * factor(op, 8)
-        assert r["redop"] == ("sum" if op in ("all_reduce", "reduce_scatter") else "none")
+        for g in GROUPS:
+            assert r[g + "wrong"] == 0
+            assert r[g + "algbw_GBps"] == pytest.approx(r["size_B"] / r[g + "time_us"] / 1e3)
+            assert r[g + "busbw_GBps"] == r[g + "algbw_GBps"] * factor(op, 8)
+        assert r["redop"] == ("sum" if op in ("all_reduce", "reduce_scatter", "reduce") else "none")
     timing = rows_of(script, SMALL, timing_only=True)
-    assert [r["checked"] for r in timing] == ["n/a"] * 3
+    assert [(r["checked"], r["wrong"], r["in_place_wrong"]) for r in timing] == [("n/a",) * 3] * 3
     # Time does not depend on values: both modes time the same calls to the picosecond.
-    assert [r["time_us"] for r in timing] == [r["time_us"] for r in rows]
+    for g in GROUPS:
+        assert [r[g + "time_us"] for r in timing] == [r[g + "time_us"] for r in rows]
+
+
+def test_out_of_place_and_in_place_are_timed_apart() -> None:
+    (row,) = rows_of("allreduce_perf.py", ["-b", "64KiB", "-e", "64KiB", *QUICK])
+    # torch's all_reduce is in place only: out of place adds the device copy of the input
+    assert row["time_us"] > row["in_place_time_us"]
+    (row,) = rows_of("alltoall_perf.py", ["-b", "64KiB", "-e", "64KiB", *QUICK])
+    assert row["time_us"] > 0 and row["in_place_time_us"] > 0
 
 
 @pytest.mark.parametrize(
     ("script", "args"),
     [
-        ("allreduce_perf.py", ["-d", "float16", "-o", "prod"]),
+        ("allreduce_perf.py", ["-d", "half", "-o", "prod"]),
         ("allreduce_perf.py", ["-d", "int8", "-o", "avg"]),
         ("allreduce_perf.py", ["-d", "bfloat16", "-o", "max", "-n", "3", "-w", "0"]),
         ("reducescatter_perf.py", ["-d", "int32", "-o", "min"]),
         ("broadcast_perf.py", ["-r", "3", "-d", "uint8"]),
+        ("reduce_perf.py", ["-r", "5", "-d", "uint32", "-o", "sum"]),
+        ("allgather_perf.py", ["-d", "float16"]),
     ],
 )
 def test_perf_bench_types_and_ops_check(script: str, args: list[str]) -> None:
-    rows = rows_of(script, ["-b", "1KiB", "-e", "1KiB", *args])
-    assert [r["checked"] for r in rows] == [True]
-    assert rows[0]["type"] == args[args.index("-d") + 1]
+    rows = rows_of(script, ["-b", "1KiB", "-e", "1KiB", *QUICK, *args])
+    assert [(r["wrong"], r["in_place_wrong"], r["checked"]) for r in rows] == [(0, 0, True)]
+    assert rows[0]["type"] == {"float16": "half"}.get(args[-1], args[args.index("-d") + 1])
 
 
-def test_wrong_values_are_reported_not_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    expected = perf._Case.expected
+def test_all_types_ops_and_roots() -> None:
+    one = ["-b", "64", "-e", "64", "-n", "1", "-w", "0"]
+    rows = rows_of("allreduce_perf.py", [*one, "-o", "all", "-d", "all"], timing_only=True)
+    assert [(r["type"], r["redop"]) for r in rows] == [
+        (t, o)
+        for t in ("int8", "uint8", "int32", "uint32", "half", "float", "bfloat16")
+        for o in ("sum", "prod", "max", "min", "avg")
+    ]
+    rows = rows_of("broadcast_perf.py", [*one, "-r", "all"], timing_only=True)
+    assert [r["root"] for r in rows] == list(range(8))
 
-    def off_by_one(self):  # noqa: ANN001, ANN202
-        values = expected(self)
-        return None if values is None else values + (1 if self.rank == 5 else 0)
 
-    monkeypatch.setattr(perf._Case, "expected", off_by_one)
-    rows = rows_of("allreduce_perf.py", ["-b", "1KiB", "-e", "1KiB"])
-    assert rows[0]["checked"] is False  # rank 5's mismatch reaches rank 0's row
+def test_run_cycles_repeat_the_sizes() -> None:
+    rows = rows_of("allgather_perf.py", ["-b", "1K", "-e", "2K", "-f", "2", "-N", "2", *QUICK],
+                   timing_only=True)  # fmt: skip
+    assert [(r["cycle"], r["size_B"]) for r in rows] == [(0, 1024), (0, 2048), (1, 1024), (1, 2048)]
+
+
+def test_wrong_values_are_counted_per_column(monkeypatch: pytest.MonkeyPatch) -> None:
+    output = perf._Case.output
+
+    def spoiled(self, in_place):  # noqa: ANN001, ANN202
+        values = output(self, in_place).copy()
+        if in_place and self.rank in (2, 5):
+            values[:3] += 1  # three wrong elements on each of two ranks
+        return values
+
+    monkeypatch.setattr(perf._Case, "output", spoiled)
+    result = run_script(str(BENCHES / "allreduce_perf.py"), topology=RING8,
+                        script_args=["-b", "1KiB", "-e", "2KiB", "-f", "2", *QUICK],
+                        echo=lambda s: None)  # fmt: skip
+    rows = result.report["results"]
+    assert [(r["wrong"], r["in_place_wrong"], r["checked"]) for r in rows] == [(0, 6, False)] * 2
+
+
+def test_average_modes_combine_the_ranks_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    timed = perf._timed
+
+    def skewed(case, in_place, iters, blocking):  # noqa: ANN001, ANN202
+        elapsed, used = timed(case, in_place, iters, blocking)
+        return elapsed + case.rank * 2_000_000, used  # rank r: r x 1 us more per call (2 calls)
+
+    monkeypatch.setattr(perf, "_timed", skewed)
+    args = ["-b", "1KiB", "-e", "1KiB", *QUICK]
+    (base,) = rows_of("allgather_perf.py", [*args, "-a", "0"], timing_only=True)
+    times = {
+        a: rows_of("allgather_perf.py", [*args, "-a", str(a)], timing_only=True)[0]["time_us"]
+        for a in (1, 2, 3)
+    }
+    assert times[2] == base["time_us"]  # rank 0 is the fastest
+    assert times[3] == pytest.approx(base["time_us"] + 7.0)
+    assert times[1] == pytest.approx(base["time_us"] + 3.5)
+
+
+def test_blocking_modes() -> None:
+    args = ["-b", "4KiB", "-e", "4KiB", *QUICK]
+    time = {
+        z: rows_of("allreduce_perf.py", [*args, "-z", str(z)], timing_only=True)[0][
+            "in_place_time_us"
+        ]
+        for z in (0, 1, 2, 3)
+    }
+    assert time[1] > time[0] == time[2]  # -z 1 times a barrier after every call
+    assert time[3] == pytest.approx(time[0])  # -z 3 leaves the barriers out of the time
 
 
 def test_single_rank_has_no_bus_bandwidth() -> None:
-    rows = rows_of("allreduce_perf.py", ["-b", "4KiB", "-e", "8KiB"], topology=DEFAULT)
+    args = ["-b", "4KiB", "-e", "8KiB", "-f", "2", *QUICK]
+    rows = rows_of("allreduce_perf.py", args, topology=DEFAULT)
     assert [r["world_size"] for r in rows] == [1, 1]
     assert all(r["busbw_GBps"] == 0.0 and r["checked"] is True for r in rows)
 
 
 def test_busbw_grows_with_size() -> None:
-    rows = rows_of("allreduce_perf.py", ["-b", "4KiB", "-e", "4MiB", "-f", "4"], timing_only=True)
-    busbw = [r["busbw_GBps"] for r in rows]
-    assert busbw == sorted(busbw) and len(set(busbw)) == len(busbw)
+    args = ["-b", "4KiB", "-e", "4MiB", "-f", "4", "-n", "1", "-w", "0"]
+    rows = rows_of("allreduce_perf.py", args, timing_only=True)
+    for g in GROUPS:
+        busbw = [r[g + "busbw_GBps"] for r in rows]
+        assert busbw == sorted(busbw) and len(set(busbw)) == len(busbw)
 
 
 @pytest.mark.parametrize(("algorithm", "floor"), [("ring", 0.9), ("ring_pipelined", 0.95)])
 def test_ring_allreduce_busbw_approaches_link_bandwidth(algorithm: str, floor: float) -> None:
-    # At 64MiB ring: 46.30 GB/s, ring_pipelined: 48.14; at 256MiB 46.46 and 49.52.
-    args = ["-b", "64MiB", "-e", "256MiB", "-f", "4", "--algorithm", algorithm]
-    rows = rows_of("allreduce_perf.py", args, timing_only=True)
-    assert [r["size_B"] for r in rows] == [64 * 2**20, 256 * 2**20]
-    assert {r["algorithm"] for r in rows} == {algorithm}
-    big = rows[-1]["busbw_GBps"]
+    # In place, ring: 46.30 GB/s at 64MiB, 46.46 at 256MiB; ring_pipelined 48.14 and 49.52.
+    args = ["-b", "128MiB", "-e", "128MiB", "-n", "1", "-w", "0", "--algorithm", algorithm]
+    (row,) = rows_of("allreduce_perf.py", args, timing_only=True)
+    assert row["size_B"] == 128 * 2**20 and row["algorithm"] == algorithm
+    big = row["in_place_busbw_GBps"]
     assert floor * LINK_GBPS <= big <= LINK_GBPS  # the bandwidth lower bound holds
-    assert rows[0]["busbw_GBps"] <= big
+    assert row["busbw_GBps"] < big  # out of place also copies the input
 
 
 def test_bad_arguments_are_config_errors() -> None:
     with pytest.raises(KernBenchError, match="maxbytes"):
         rows_of("allreduce_perf.py", ["-b", "1MiB", "-e", "4KiB"])
-    with pytest.raises(KernBenchError, match="invalid choice: 'bogus'"):
+    with pytest.raises(KernBenchError, match="-o/--op: unknown op 'bogus'"):
         rows_of("allreduce_perf.py", ["-o", "bogus"])
+    with pytest.raises(KernBenchError, match=r"-g/--ngpus 2: only 1 is supported"):
+        rows_of("allreduce_perf.py", ["-g", "2"])
+    with pytest.raises(KernBenchError, match="root 9 is not a rank of this run"):
+        rows_of("broadcast_perf.py", ["-b", "1KiB", "-e", "1KiB", "-r", "9"])
     with pytest.raises(KernBenchError, match="--bucket-layers must be at least 1"):
         rows_of("dp_training_step.py", ["--bucket-layers", "0"])
     with pytest.raises(KernBenchError, match="is for 4 ranks"):
         rows_of("allreduce_perf.py", ["-b", "1KiB", "-e", "1KiB", "--algorithm", "mesh_2x2"])
 
 
+def test_the_main_command_prints_the_nccl_tests_layout() -> None:
+    """kernbench run benches/allreduce_perf.py -- -b 8 -e 128M -f 2 -g 1 -d float, smaller."""
+    done = kernbench_cli("run", str(BENCHES / "allreduce_perf.py"), "--", "-b", "8", "-e", "1K",
+                         "-f", "2", "-g", "1", "-d", "float", "-n", "2", "-w", "1")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[:6] == [
+        "# Collective test starting: allreduce_perf",
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 1024 step: 2(factor) warmup iters: 1 iters: 2 "
+        "agg iters: 1 validation: 1 graph: 0",
+        "#",
+        "# Using devices",
+        "#  Rank  0 Group  0 Pid      0 on    default device  0 [sip0] KernBench sip",
+        "#",
+    ]
+    assert tuple(lines[6:9]) == COLUMN_LINES
+    table = lines[9:17]
+    assert [int(line.split()[0]) for line in table] == [8 << k for k in range(8)]
+    for line in table:
+        cells = line.split()
+        assert cells[2:5] == ["float", "sum", "-1"] and cells[8] == cells[12] == "0"
+    assert lines[17:21] == [
+        "# Out of bounds values : 0 OK",
+        "# Avg bus bandwidth    : 0",
+        "#",
+        "# Collective test concluded: allreduce_perf",
+    ]
+    assert lines[21] == "# KernBench: default, 1 ranks, functional; algorithm: ring"
+    assert lines[22].startswith("collectives: ")
+
+
 def test_csv_through_the_cli(tmp_path: Path) -> None:
     out = tmp_path / "allreduce.csv"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    result = subprocess.run(
-        [sys.executable, "-m", "kernbench.cli", "run", str(BENCHES / "allreduce_perf.py"),
-         "--topology", RING8, "--timing-only", "--csv", str(out), "--", *SMALL],
-        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    assert "busbw(GB/s)" in result.stdout
+    done = kernbench_cli("run", str(BENCHES / "allreduce_perf.py"), "--topology", RING8,
+                         "--timing-only", "--csv", str(out), "--", *SMALL)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "   N/A" in done.stdout
     with out.open() as f:
         rows = list(csv.DictReader(f))
     assert [int(r["size_B"]) for r in rows] == [4096, 16384, 65536]
-    for column in ("time_us", "algbw_GBps", "busbw_GBps", "count", "type", "checked"):
-        assert column in rows[0]
-    for column in ("topology", "topology_digest", "seed", "kernbench_version"):
+    for g in GROUPS:
+        for column in ("time_us", "algbw_GBps", "busbw_GBps", "wrong"):
+            assert g + column in rows[0]
+    for column in ("count", "type", "redop", "root", "checked", "topology", "kernbench_version"):
         assert rows[0][column] != ""
     assert {r["checked"] for r in rows} == {"n/a"}
     assert float(rows[-1]["busbw_GBps"]) == pytest.approx(

@@ -1,51 +1,71 @@
 """nccl-tests-style collective benchmarks: time a collective over a range of sizes.
 
 :func:`collective_perf` runs inside every rank of a ``kernbench run`` (after
-``dist.init_process_group()``).  For each size it creates zero-filled buffers,
-makes ``warmup`` calls, waits on a barrier and times ``iters`` back-to-back
-calls by the simulated clock (their average is the row's time).  Like
-nccl-tests, it then fills the buffers with rank-dependent values, makes one
-more call and checks every rank's values against NumPy (not in timing-only
-mode, where tensors hold no values); the check and its fill are outside the
-timed region, and the ranks agree on the verdict with a MIN all-reduce.  The
-timed calls run on zeros because an in-place reduction repeated on its own
-output can overflow; zeros stay zeros under every reduce op, and the
-simulated time does not depend on values.  Rank 0 returns one row per size.
+``dist.init_process_group()``) and does what nccl-tests' ``TimeTest`` does:
+``warmup`` untimed calls at every size from the smallest to the largest
+(doubling), then for every size two timed tests, *out-of-place* then
+*in-place*.  Each test makes one untimed call (which also lines the ranks up),
+times ``iters`` calls by the simulated clock, and then, ``check`` times, fills
+the buffers with rank-dependent values, makes one more call and counts the
+elements that differ from NumPy's answer (``#wrong``; not in timing-only
+mode, where tensors hold no values).  Timed calls run on zeros: the simulated
+time does not depend on values, and zeros stay zeros under every reduce op.
 
-Metrics follow nccl-tests' definitions (its ``doc/PERFORMANCE.md``):
+Out-of-place and in-place, per op (torch.distributed's forms):
 
-* ``size_B`` is the user buffer in bytes: the buffer reduced or broadcast for
-  all_reduce, reduce and broadcast; the *total* (gathered, scattered or
-  exchanged) buffer for all_gather, reduce_scatter and all_to_all.
-  ``count`` is ``size_B`` in elements;
-* ``algbw_GBps`` = ``size_B`` / time, with GB = 10^9 bytes;
-* ``busbw_GBps`` = algbw x :func:`bus_factor`: 2(n-1)/n for all_reduce,
-  (n-1)/n for all_gather, reduce_scatter and all_to_all, 1 for broadcast and
-  reduce.  With one rank nothing crosses a link, so busbw is 0.
+* all_reduce, broadcast, reduce: torch has only the in-place call; in-place
+  is that call on the receive buffer, out-of-place is ``recv.copy_(send)`` (a
+  device copy) followed by the in-place call, what a PyTorch program does to
+  keep its input, so its time includes the copy;
+* all_gather, reduce_scatter: out-of-place is ``all_gather_into_tensor`` /
+  ``reduce_scatter_tensor`` on separate buffers; in-place is the list form
+  whose own block is the input (``all_gather(blocks, blocks[rank])``,
+  ``reduce_scatter(blocks[rank], blocks)``), so a rank holds one tensor per rank;
+* all_to_all: ``all_to_all_single(recv, send)``, and ``(buf, buf)`` in place.
 
-Sizes are rounded down to a whole number of elements, and for the ops that
-split the buffer over the ranks to a multiple of the world size (at least one
-element per rank).
+Every rank measures its own time; the ranks' times and ``#wrong`` counts are
+combined on the host, outside simulated time, as nccl-tests combines its
+threads' and processes' (``average``: 0 rank 0, 1 mean, 2 min, 3 max;
+``#wrong`` summed over ranks).
+
+Metrics follow nccl-tests (``doc/PERFORMANCE.md``): ``size_B`` is the largest
+buffer of the call (the total gathered, scattered or exchanged buffer for
+all_gather, reduce_scatter and all_to_all), ``count`` the elements of the
+call's count argument (per rank for those three), ``algbw = size_B / time``
+(GB = 10^9 B) and ``busbw = algbw x`` :func:`bus_factor`.  Sizes are rounded
+down to whole elements, and for the split ops to a multiple of the world size
+with at least one element per rank (nccl-tests would run zero elements).
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import weakref
 from collections.abc import Callable, Sequence
 from functools import reduce as fold
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
+from kernbench.bench.perf_options import (
+    NCCL_OPS,
+    NCCL_TYPES,
+    BenchArgumentParser,
+    PerfOptions,
+    add_perf_arguments,
+    options_from_args,
+    parse_bytes,
+    sizes_from_args,
+)
+from kernbench.bench.perf_table import LISTED_DEVICES, format_footer, format_header, format_row
 from kernbench.ccl.ops import combine, finish_average
-from kernbench.distributed.world import active_world
+from kernbench.distributed.world import World, active_world
 from kernbench.errors import ConfigError
 from kernbench.runtime.current import current_context
 from kernbench.runtime.dtypes import DTYPES
-from kernbench.units import parse_size
+from kernbench.topology import names
 
 __all__ = [
     "BenchArgumentParser",
@@ -54,40 +74,39 @@ __all__ = [
     "add_perf_arguments",
     "bus_factor",
     "collective_perf",
-    "format_table",
+    "options_from_args",
     "parse_bytes",
     "perf_from_args",
     "sizes_from_args",
 ]
 
 # op -> (bus bandwidth factor as a function of n, whether size_B is the total
-# buffer split over the ranks, whether the op reduces)
-_OPS: dict[str, tuple[Callable[[int], float], bool, bool]] = {
-    "all_reduce": (lambda n: 2 * (n - 1) / n, False, True),
-    "all_gather": (lambda n: (n - 1) / n, True, False),
-    "reduce_scatter": (lambda n: (n - 1) / n, True, True),
-    "all_to_all": (lambda n: (n - 1) / n, True, False),
-    "broadcast": (lambda n: 1.0, False, False),
-    "reduce": (lambda n: 1.0, False, True),
+# buffer split over the ranks, whether the op reduces, whether it has a root)
+_OPS: dict[str, tuple[Callable[[int], float], bool, bool, bool]] = {
+    "all_reduce": (lambda n: 2 * (n - 1) / n, False, True, False),
+    "all_gather": (lambda n: (n - 1) / n, True, False, False),
+    "reduce_scatter": (lambda n: (n - 1) / n, True, True, False),
+    "all_to_all": (lambda n: (n - 1) / n, True, False, False),
+    "broadcast": (lambda n: 1.0, False, False, True),
+    "reduce": (lambda n: 1.0, False, True, True),
 }
 OPS = tuple(_OPS)
 
-# nccl-tests' names (and torch's) -> the runtime's reduce op
+# Reduce op names (nccl-tests', torch's, the runtime's) -> the runtime's.
 REDOPS = {
-    "sum": "sum",
-    "prod": "product",
+    **{name: op for name, op in NCCL_OPS.items() if op is not None},
     "product": "product",
-    "min": "min",
-    "max": "max",
-    "avg": "avg",
 }
 
 # Relative error per reduction step of each floating dtype (its machine epsilon).
 _EPSILON = {"float32": 2.0**-23, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+_NCCL_NAME = {dtype: name for name, dtype in NCCL_TYPES.items() if dtype is not None}
 
-# nccl-tests' size suffixes: K, M, G are binary (KiB, MiB, GiB).
-_NCCL_SIZE = re.compile(r"^\s*([0-9]+)\s*([kKmMgG])\s*$")
-_NCCL_FACTOR = {"k": 2**10, "m": 2**20, "g": 2**30}
+# The answer of the call being checked, shared by the ranks (all hold the same values).
+_EXPECTED: dict[tuple, np.ndarray] = {}
+
+# Per run (World): what every rank measured, for rank 0 to combine.
+_MEASURED: weakref.WeakKeyDictionary[World, dict[Any, dict[int, Any]]] = weakref.WeakKeyDictionary()
 
 
 def bus_factor(op: str, world_size: int) -> float:
@@ -100,53 +119,14 @@ def bus_factor(op: str, world_size: int) -> float:
     return _OPS[op][0](world_size)
 
 
-def parse_bytes(value: str | int) -> int:
-    """A size in bytes: an int, ``"8"``, ``"4KiB"``, ``"1MB"``, or nccl-tests' ``"4K"``, ``"1G"``.
-
-    Units follow :func:`kernbench.units.parse_size` (KB = 10^3 B, KiB = 2^10 B);
-    the bare suffixes K, M and G mean KiB, MiB and GiB, as in nccl-tests.
-    """
-    if isinstance(value, str):
-        text = value.strip()
-        if text.isdigit():
-            return int(text)
-        match = _NCCL_SIZE.match(text)
-        if match:
-            return int(match.group(1)) * _NCCL_FACTOR[match.group(2).lower()]
-    return parse_size(value)
-
-
-def sizes_from_args(
-    minbytes: str | int, maxbytes: str | int, stepfactor: int | str = 2
-) -> list[int]:
-    """``minbytes``, ``minbytes·f``, ``minbytes·f²`` … up to ``maxbytes`` (nccl-tests' -b -e -f)."""
-    low, high = parse_bytes(minbytes), parse_bytes(maxbytes)
-    try:
-        factor = int(stepfactor)
-    except ValueError:
-        raise ConfigError(f"stepfactor must be an integer >= 2, got {stepfactor!r}") from None
-    if low <= 0:
-        raise ConfigError(f"minbytes must be positive, got {minbytes!r}")
-    if high < low:
-        raise ConfigError(f"maxbytes ({maxbytes!r}) must be at least minbytes ({minbytes!r})")
-    if factor < 2:
-        raise ConfigError(f"stepfactor must be an integer >= 2, got {stepfactor!r}")
-    sizes = []
-    size = low
-    while size <= high:
-        sizes.append(size)
-        size *= factor
-    return sizes
-
-
 def _check_op(op: str) -> None:
     if op not in _OPS:
         raise ConfigError(f"unknown collective {op!r}; valid: {', '.join(OPS)}")
 
 
-def _fill(count: int, rank: int, redop: str) -> np.ndarray:
-    """Rank ``rank``'s values: small integers, exact in every dtype (int64 here)."""
-    i = np.arange(count, dtype=np.int64)
+def _fill(count: int, rank: int, redop: str, start: int = 0) -> np.ndarray:
+    """Rank ``rank``'s values ``start:start+count``: small integers, exact in every dtype."""
+    i = np.arange(start, start + count, dtype=np.int64)
     if redop == "product":
         # Factors of 1 and 2 only, so products stay small: 2 on about a third of the ranks.
         return 1 + ((i + rank) % 3 == 0).astype(np.int64)
@@ -155,8 +135,7 @@ def _fill(count: int, rank: int, redop: str) -> np.ndarray:
 
 def _as_input(values: np.ndarray, dtype: str) -> np.ndarray:
     """Values in a NumPy dtype ``torch.tensor(..., dtype=dtype)`` takes without surprise."""
-    spec = DTYPES[dtype]
-    return values.astype(np.float32 if dtype == "bfloat16" else spec.storage)
+    return values.astype(np.float32 if dtype == "bfloat16" else DTYPES[dtype].storage)
 
 
 def _reduced(arrays: list[np.ndarray], redop: str, dtype: str, n: int) -> np.ndarray:
@@ -167,88 +146,160 @@ def _reduced(arrays: list[np.ndarray], redop: str, dtype: str, n: int) -> np.nda
     return finish_average(total, n) if redop == "avg" else total
 
 
-def _matches(got: np.ndarray, expected: np.ndarray, dtype: str, n: int) -> bool:
+def count_wrong(got: np.ndarray, expected: np.ndarray, dtype: str, n: int) -> int:
+    """Elements of ``got`` that differ from ``expected`` (floats: beyond n rounding steps)."""
     if not DTYPES[dtype].is_floating_point:
-        return bool(np.array_equal(got.astype(np.int64), expected.astype(np.int64)))
+        want = expected.astype(DTYPES[dtype].storage).astype(np.int64)
+        return int(np.count_nonzero(got.astype(np.int64) != want))
     rtol = max(1, n) * _EPSILON.get(dtype, 2.0**-23)
-    return bool(np.allclose(got.astype(np.float64), expected, rtol=rtol, atol=0.0))
+    close = np.isclose(got.astype(np.float64), expected, rtol=rtol, atol=0.0)
+    return int(close.size - np.count_nonzero(close))
 
 
 class _Case:
-    """The buffers, the call and the expected values of one op at one size on one rank."""
+    """The buffers, the calls and the expected values of one op at one size on one rank."""
 
-    def __init__(
-        self, op: str, count: int, dtype: str, redop: str, algorithm: str | None, root: int
-    ) -> None:
+    def __init__(self, op: str, count: int, dtype: str, redop: str, algorithm: str | None,
+                 root: int) -> None:  # fmt: skip
         self.op, self.count, self.dtype, self.redop = op, count, dtype, redop
         self.algorithm, self.root = algorithm, root
         self.rank, self.n = dist.get_rank(), dist.get_world_size()
-        self.block = count // self.n
+        self.split = _OPS[op][1]
+        self.total = count * self.n if self.split else count
         tdtype = getattr(torch, dtype)
-        in_count = self.block if op == "all_gather" else count
-        out_count = self.block if op == "reduce_scatter" else count
-        # Zeros: timed calls reduce their own output again (in place), and zeros stay
-        # zeros under every reduce op, where other values could overflow.
-        self.input = torch.zeros(in_count, dtype=tdtype)
-        in_place = op in ("all_reduce", "broadcast", "reduce")
-        self.output = self.input if in_place else torch.zeros(out_count, dtype=tdtype)
+        in_count = count if op == "all_gather" else self.total
+        out_count = count if op == "reduce_scatter" else self.total
+        self.send = torch.zeros(in_count, dtype=tdtype)
+        self.recv = torch.zeros(out_count, dtype=tdtype)
+        # The in-place list forms: one tensor per rank, this rank's block its own.
+        self.blocks = (
+            [torch.zeros(count, dtype=tdtype) for _ in range(self.n)]
+            if op in ("all_gather", "reduce_scatter")
+            else []
+        )
 
-    def fill(self) -> None:
-        values = _fill(self.input.numel(), self.rank, self.redop)
-        self.input.copy_(_as_input(values, self.dtype))
-
-    def call(self) -> None:
+    def call(self, in_place: bool) -> None:
         algo = self.algorithm
         redop = getattr(dist.ReduceOp, self.redop.upper()) if _OPS[self.op][2] else None
-        if self.op == "all_reduce":
-            dist.all_reduce(self.input, op=redop, algorithm=algo)
-        elif self.op == "reduce":
-            dist.reduce(self.input, dst=self.root, op=redop, algorithm=algo)
-        elif self.op == "broadcast":
-            dist.broadcast(self.input, src=self.root, algorithm=algo)
-        elif self.op == "all_gather":
-            dist.all_gather_into_tensor(self.output, self.input, algorithm=algo)
-        elif self.op == "reduce_scatter":
-            dist.reduce_scatter_tensor(self.output, self.input, op=redop, algorithm=algo)
+        op, send, recv, blocks = self.op, self.send, self.recv, self.blocks
+        if op in ("all_reduce", "broadcast", "reduce") and not in_place:
+            recv.copy_(send)  # torch's form of these ops is in place only
+        if op == "all_reduce":
+            dist.all_reduce(recv, op=redop, algorithm=algo)
+        elif op == "reduce":
+            dist.reduce(recv, dst=self.root, op=redop, algorithm=algo)
+        elif op == "broadcast":
+            dist.broadcast(recv, src=self.root, algorithm=algo)
+        elif op == "all_gather" and in_place:
+            dist.all_gather(blocks, blocks[self.rank], algorithm=algo)
+        elif op == "all_gather":
+            dist.all_gather_into_tensor(recv, send, algorithm=algo)
+        elif op == "reduce_scatter" and in_place:
+            dist.reduce_scatter(blocks[self.rank], blocks, op=redop, algorithm=algo)
+        elif op == "reduce_scatter":
+            dist.reduce_scatter_tensor(recv, send, op=redop, algorithm=algo)
+        elif in_place:
+            dist.all_to_all_single(recv, recv, algorithm=algo)
         else:
-            dist.all_to_all_single(self.output, self.input, algorithm=algo)
+            dist.all_to_all_single(recv, send, algorithm=algo)
+
+    def _set(self, tensor: Any, values: np.ndarray) -> None:
+        tensor.copy_(_as_input(values, self.dtype))
+
+    def fill(self, in_place: bool) -> None:
+        """This rank's input values where the call reads them (the output zeroed first)."""
+        mine = _fill(self.count if self.op == "all_gather" else self.total, self.rank, self.redop)
+        if self.blocks and in_place:
+            if self.op == "all_gather":
+                self._set(self.blocks[self.rank], mine)
+            else:
+                for j, block in enumerate(self.blocks):
+                    self._set(block, mine[j * self.count : (j + 1) * self.count])
+            return
+        if in_place:
+            self._set(self.recv, mine)
+            return
+        self._set(self.recv, np.zeros(self.recv.numel(), dtype=np.int64))
+        self._set(self.send, mine)
+
+    def output(self, in_place: bool) -> np.ndarray:
+        if self.op == "all_gather" and in_place:
+            return np.concatenate([b.numpy() for b in self.blocks])
+        if self.op == "reduce_scatter" and in_place:
+            return self.blocks[self.rank].numpy()
+        return self.recv.numpy()
 
     def expected(self) -> np.ndarray | None:
         """What this rank's output holds after one call on fresh values (None: not checked)."""
-        n, me, b = self.n, self.rank, self.block
-        if self.op == "all_gather":
-            return np.concatenate([_fill(b, r, self.redop) for r in range(n)])
+        n, me, b = self.n, self.rank, self.count
         if self.op == "broadcast":
             return _fill(self.count, self.root, self.redop)
         if self.op == "all_to_all":
-            return np.concatenate(
-                [_fill(self.count, r, self.redop)[me * b : (me + 1) * b] for r in range(n)]
-            )
+            return np.concatenate([_fill(b, r, self.redop, me * b) for r in range(n)])
         if self.op == "reduce" and me != self.root:
             return None
-        arrays = [_fill(self.count, r, self.redop) for r in range(n)]
-        total = _reduced(arrays, self.redop, self.dtype, n)
+        total = self._shared_expected()
         return total[me * b : (me + 1) * b] if self.op == "reduce_scatter" else total
 
-    def check(self) -> bool:
+    def _shared_expected(self) -> np.ndarray:
+        """The answer every rank checks against (or a slice of), computed once per call."""
+        key = (self.op, self.total, self.count, self.dtype, self.redop, self.n)
+        if key not in _EXPECTED:
+            _EXPECTED.clear()  # one at a time: the previous size is done with
+            n, b = self.n, self.count
+            if self.op == "all_gather":
+                _EXPECTED[key] = np.concatenate([_fill(b, r, self.redop) for r in range(n)])
+            else:
+                arrays = [_fill(self.total, r, self.redop) for r in range(n)]
+                _EXPECTED[key] = _reduced(arrays, self.redop, self.dtype, n)
+        return _EXPECTED[key]
+
+    def wrong(self, in_place: bool) -> int:
         expected = self.expected()
         if expected is None:
-            return True
-        if not DTYPES[self.dtype].is_floating_point:
-            expected = expected.astype(DTYPES[self.dtype].storage)
-        return _matches(self.output.numpy(), expected, self.dtype, self.n)
+            return 0
+        return count_wrong(self.output(in_place), expected, self.dtype, self.n)
 
     def free(self) -> None:
-        self.input.free()
-        if self.output is not self.input:
-            self.output.free()
+        for tensor in (self.send, self.recv, *self.blocks):
+            tensor.free()
 
 
 def _count_for(op: str, size: int, itemsize: int, n: int) -> int:
+    """The call's count argument (per rank for the split ops), as nccl-tests' setupArgs."""
     count = size // itemsize
     if _OPS[op][1]:
-        count = max(n, count - count % n)
+        count //= n
     return max(1, count)
+
+
+def _timed(case: _Case, in_place: bool, iters: int, blocking: int) -> tuple[int, str]:
+    """This rank's simulated time for ``iters`` calls, and the configuration that ran."""
+    ctx = current_context()
+    world = active_world()
+    case.call(in_place)  # untimed: nccl-tests' first call; it lines the ranks up
+    start = ctx.now
+    excluded = 0
+    used = ""
+    for _ in range(iters):
+        case.call(in_place)
+        used = used or world.collectives[-1].config_name
+        if blocking in (1, 3):
+            before = ctx.now
+            dist.barrier()
+            if blocking == 3:  # nccl-tests -z 3: the time excludes the barrier
+                excluded += ctx.now - before
+    return ctx.now - start - excluded, used
+
+
+def _combined(times: Sequence[int], average: int) -> float:
+    if average == 0:
+        return float(times[0])
+    if average == 2:
+        return float(min(times))
+    if average == 3:
+        return float(max(times))
+    return sum(times) / len(times)
 
 
 def collective_perf(
@@ -258,20 +309,28 @@ def collective_perf(
     algorithm: str | None = None,
     dtype: str = "float32",
     redop: str = "sum",
-    iters: int = 1,
-    warmup: int = 1,
-    check: bool = True,
+    iters: int = 20,
+    warmup: int = 5,
+    check: int | bool = 1,
     root: int = 0,
+    blocking: int = 0,
+    average: int = 1,
+    run_cycles: int = 1,
+    on_row: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]] | None:
     """Time ``op`` at every size on this rank; rank 0 returns the rows, others None.
 
     ``algorithm`` is a configuration of ``ccl/ccl.yaml``, an algorithm name or
-    ``"auto"`` (None: the catalogue's default for ``op``).  ``redop`` is one of
-    :data:`REDOPS` (ignored by ops that do not reduce); ``root`` is the source of
-    broadcast and the destination of reduce.  Call it on every rank, after
-    ``dist.init_process_group()``.
+    ``"auto"`` (None: the catalogue's default for ``op``).  ``dtype`` is a
+    kernbench dtype or an nccl-tests type name; ``redop`` one of
+    :data:`REDOPS` (ignored by ops that do not reduce); ``root`` is the source
+    of broadcast and the destination of reduce.  ``check`` is how many checked
+    calls each test makes (0 or False: none).  Rank 0 passes each row to
+    ``on_row`` as soon as every rank has measured it.  Call it on every rank,
+    after ``dist.init_process_group()``.
     """
     _check_op(op)
+    dtype = NCCL_TYPES.get(dtype) or dtype
     if dtype not in DTYPES:
         raise ConfigError(f"unknown dtype {dtype!r}; valid: {', '.join(DTYPES)}")
     if redop not in REDOPS:
@@ -282,147 +341,168 @@ def collective_perf(
     n, rank = dist.get_world_size(), dist.get_rank()
     if not 0 <= root < n:
         raise ConfigError(f"root {root} is not a rank of this run (0..{n - 1})")
-    reduces = _OPS[op][2]
+    _, _, reduces, rooted = _OPS[op]
     runtime_redop = REDOPS[redop]
     itemsize = DTYPES[dtype].itemsize
-    values = not ctx.timing_only
-    rows = []
-    for size in sizes_bytes:
-        count = _count_for(op, int(size), itemsize, n)
-        case = _Case(op, count, dtype, runtime_redop, algorithm, root)
+    checks = int(check) if not ctx.timing_only else 0
+    measured = _MEASURED.setdefault(active_world(), {})
+    # Every rank calls collective_perf in the same order: its count names this call.
+    seq = measured[("calls", rank)] = measured.get(("calls", rank), 0) + 1
+    run_key = (op, dtype, redop, root, seq)
+
+    def case_at(size: int) -> _Case:
+        return _Case(op, _count_for(op, size, itemsize, n), dtype, runtime_redop, algorithm, root)
+
+    def row_of(cycle: int, size: int, count: int, total: int, used: str) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "op": op,
+            "size_B": total * itemsize,
+            "count": count,
+            "type": _NCCL_NAME.get(dtype, dtype),
+            "redop": redop if reduces else "none",
+            "root": root if rooted else -1,
+            "algorithm": used,
+        }
+        if run_cycles > 1:
+            row["cycle"] = cycle
+        wrongs = []
+        for in_place, prefix in ((False, ""), (True, "in_place_")):
+            per_rank = measured.pop((run_key, cycle, size, in_place))
+            times = [per_rank[r][0] for r in range(n)]
+            elapsed_ps = _combined(times, average) / iters
+            algbw = total * itemsize / (elapsed_ps * 1e-12) / 1e9 if elapsed_ps else 0.0
+            sums = [sum(per_rank[r][1][c] for r in range(n)) for c in range(checks)]
+            wrong: int | str = next((s for s in sums if s), 0) if checks else "n/a"
+            wrongs.append(wrong)
+            row[prefix + "time_us"] = elapsed_ps / 1e6
+            row[prefix + "algbw_GBps"] = algbw
+            row[prefix + "busbw_GBps"] = algbw * bus_factor(op, n)
+            row[prefix + "wrong"] = wrong
+        row["checked"] = "n/a" if not checks else all(w == 0 for w in wrongs)
+        row["world_size"] = n
+        return row
+
+    rows: list[dict[str, Any]] = []
+    pending: list[tuple[int, int, int, int, str]] = []  # rank 0: sizes not yet combined
+
+    def combine_ready() -> None:
+        """Rank 0: rows whose every rank has recorded both tests, in order, as nccl-tests
+        prints a line as soon as its size is done."""
+        while pending and all(
+            len(measured.get((run_key, pending[0][0], pending[0][1], in_place), ())) == n
+            for in_place in (False, True)
+        ):
+            rows.append(row_of(*pending.pop(0)))
+            if on_row is not None:
+                on_row(rows[-1])
+
+    size = min(sizes_bytes) if sizes_bytes else 0
+    while warmup and sizes_bytes and size <= max(sizes_bytes):
+        case = case_at(size)
         for _ in range(warmup):
-            case.call()
-        dist.barrier()
-        start = ctx.now
-        for _ in range(iters):
-            case.call()
-        elapsed_ps = (ctx.now - start) / iters
-        used = active_world().collectives[-1].config_name
-        checked: bool | str = "n/a"
-        if check and values:
-            case.fill()
-            case.call()
-            ok = torch.tensor([1 if case.check() else 0], dtype=torch.int32)
-            dist.all_reduce(ok, op=dist.ReduceOp.MIN)  # every rank's verdict
-            checked = bool(ok.item())
-            ok.free()
+            case.call(in_place=False)
         case.free()
-        nbytes = count * itemsize
-        algbw = nbytes / (elapsed_ps * 1e-12) / 1e9 if elapsed_ps else 0.0
-        rows.append(
-            {
-                "op": op,
-                "size_B": nbytes,
-                "count": count,
-                "type": dtype,
-                "redop": redop if reduces else "none",
-                "algorithm": used,
-                "time_us": elapsed_ps / 1e6,
-                "algbw_GBps": algbw,
-                "busbw_GBps": algbw * bus_factor(op, n),
-                "checked": checked,
-                "world_size": n,
-            }
+        size *= 2
+    for cycle in range(run_cycles):
+        for size in sizes_bytes:
+            case = case_at(int(size))
+            for in_place in (False, True):
+                elapsed, used = _timed(case, in_place, iters, blocking)
+                if rank == 0:
+                    combine_ready()  # its first call lined up every rank after its last record
+                wrong = []
+                for _ in range(checks):
+                    case.fill(in_place)
+                    case.call(in_place)
+                    wrong.append(case.wrong(in_place))
+                measured.setdefault((run_key, cycle, size, in_place), {})[rank] = (elapsed, wrong)
+                if rank == 0 and not in_place:
+                    pending.append((cycle, size, case.count, case.total, used))
+            case.free()
+    dist.barrier()  # every rank has recorded what it measured
+    if rank != 0:
+        return None
+    combine_ready()
+    return rows
+
+
+def _device_lines(n: int) -> list[str]:
+    """nccl-tests' ``#  Rank r Group 0 Pid p on host device d [bus] name``, one per rank.
+
+    The host is the topology, the bus id the device's component name; the pid
+    is 0, as every rank lives in the one simulating process (and output must
+    not change from run to run).
+    """
+    ctx = current_context()
+    level = ctx.topology.system.device_level
+    lines = []
+    for rank in range(min(n, LISTED_DEVICES)):
+        sip, cube, pe = ctx.device_coords(rank)
+        if level == "sip":
+            component = names.sip(sip)
+        elif level == "cube":
+            component = names.cube(sip, cube or 0)
+        else:
+            component = names.pe(sip, cube or 0, pe or 0)
+        lines.append(
+            f"#  Rank {rank:2d} Group  0 Pid {0:6d} on {ctx.topology.name:>10} device "
+            f"{rank:2d} [{component}] KernBench {level}"
         )
-    return rows if rank == 0 else None
-
-
-_COLUMNS = (
-    ("size", "size_B", 12, "d"),
-    ("count", "count", 12, "d"),
-    ("type", "type", 9, "s"),
-    ("redop", "redop", 6, "s"),
-    ("algorithm", "algorithm", 18, "s"),
-    ("time(us)", "time_us", 11, ".2f"),
-    ("algbw(GB/s)", "algbw_GBps", 12, ".2f"),
-    ("busbw(GB/s)", "busbw_GBps", 12, ".2f"),
-    ("checked", "checked", 8, "s"),
-)
-
-
-def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The rows as nccl-tests prints them, with the average bus bandwidth at the end."""
-    header = " ".join(f"{title:>{width}}" for title, _, width, _ in _COLUMNS)
-    lines = ["#" + header[1:]]
-    for row in rows:
-        cells = []
-        for _, key, width, spec in _COLUMNS:
-            value = row[key]
-            cells.append(f"{str(value) if spec == 's' else format(value, spec):>{width}}")
-        lines.append(" ".join(cells))
-    if rows:
-        average = sum(r["busbw_GBps"] for r in rows) / len(rows)
-        lines.append(f"# Avg bus bandwidth    : {average:.2f} GB/s")
-    return "\n".join(lines)
-
-
-class BenchArgumentParser(argparse.ArgumentParser):
-    r"""An ``ArgumentParser`` whose errors are :class:`ConfigError`\ s.
-
-    A script's ``main()`` runs inside the ranks of ``kernbench run``, where
-    argparse's ``sys.exit`` would surface as a rank failure with a traceback;
-    a ``ConfigError`` is printed by the CLI as one message.
-    """
-
-    def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
-
-
-def add_perf_arguments(
-    parser: argparse.ArgumentParser,
-    *,
-    reduction: bool,
-    rooted: bool = False,
-    minbytes: str = "4KiB",
-    maxbytes: str = "16MiB",
-) -> argparse.ArgumentParser:
-    """nccl-tests' flags: ``-b -e -f`` (sizes), ``-o`` (redop), ``-d`` (type), ``-n -w -c``.
-
-    ``reduction`` adds ``-o/--op``; ``rooted`` adds ``-r/--root``.  Sizes take
-    ``parse_bytes`` forms (``8``, ``4KiB``, ``1MB``, ``64M``).
-    """
-    parser.add_argument("-b", "--minbytes", default=minbytes, help=f"smallest size ({minbytes})")
-    parser.add_argument("-e", "--maxbytes", default=maxbytes, help=f"largest size ({maxbytes})")
-    parser.add_argument("-f", "--stepfactor", default="2", help="size multiplier (2)")
-    if reduction:
-        parser.add_argument("-o", "--op", default="sum", choices=sorted(REDOPS), help="(sum)")
-    if rooted:
-        parser.add_argument("-r", "--root", type=int, default=0, help="root rank (0)")
-    parser.add_argument("-d", "--datatype", default="float32", choices=list(DTYPES))
-    parser.add_argument("-n", "--iters", type=int, default=1, help="timed calls per size (1)")
-    parser.add_argument("-w", "--warmup_iters", type=int, default=1, help="untimed calls (1)")
-    parser.add_argument("-c", "--check", type=int, default=1, help="check values: 1 or 0 (1)")
-    parser.add_argument(
-        "--algorithm",
-        default=None,
-        help="configuration of ccl/ccl.yaml, algorithm name or 'auto' (default: the catalogue's)",
-    )
-    return parser
+    return lines
 
 
 def perf_from_args(op: str, args: argparse.Namespace) -> list[dict[str, Any]] | None:
-    """Run :func:`collective_perf` with parsed :func:`add_perf_arguments` flags.
+    """Run :func:`collective_perf` for every type, op and root the flags ask for.
 
-    Rank 0 prints a caption and :func:`format_table` and returns the rows.
+    Rank 0 prints nccl-tests' header, table and footer and returns the rows.
     """
-    rows = collective_perf(
-        op,
-        sizes_from_args(args.minbytes, args.maxbytes, args.stepfactor),
-        algorithm=args.algorithm,
-        dtype=args.datatype,
-        redop=getattr(args, "op", "sum"),
-        iters=args.iters,
-        warmup=args.warmup_iters,
-        check=bool(args.check),
-        root=getattr(args, "root", 0),
-    )
-    if rows is None:
-        return None
+    options: PerfOptions = options_from_args(args)
+    n, rank = dist.get_world_size(), dist.get_rank()
+    program = f"{op.replace('_', '')}_perf"
     ctx = current_context()
-    mode = "timing-only (values not checked)" if ctx.timing_only else "functional"
-    print(
-        f"# {op} on {ctx.topology.name}, {dist.get_world_size()} ranks, {mode}; "
-        f"iters {args.iters}, warmup {args.warmup_iters}; GB = 10^9 B"
-    )
-    print(format_table(rows))
+    if rank == 0:
+        print(
+            format_header(
+                program,
+                minbytes=options.minbytes,
+                maxbytes=options.maxbytes,
+                stepfactor=options.stepfactor,
+                stepbytes=options.stepbytes,
+                warmup=options.warmup,
+                iters=options.iters,
+                check=0 if ctx.timing_only else options.check,
+                blocking=options.blocking,
+                parallel_init=options.parallel_init,
+                devices=_device_lines(n),
+                ranks=n,
+            )
+        )
+    rooted, reduces = _OPS[op][3], _OPS[op][2]
+    roots = [r for r in options.roots if r is not None] or list(range(n))
+    rows: list[dict[str, Any]] = []
+    for nccl_type in options.types:
+        for redop in options.redops if reduces else ("sum",):
+            for root in roots if rooted else [0]:
+                part = collective_perf(
+                    op,
+                    options.sizes,
+                    algorithm=options.algorithm,
+                    dtype=NCCL_TYPES[nccl_type] or nccl_type,
+                    redop=redop,
+                    iters=options.iters,
+                    warmup=options.warmup,
+                    check=options.check,
+                    root=root,
+                    blocking=options.blocking,
+                    average=options.average,
+                    run_cycles=options.run_cycles,
+                    on_row=lambda row: print(format_row(row), flush=True),
+                )
+                rows += part or []
+    if rank != 0:
+        return None
+    mode = "timing-only: values not checked" if ctx.timing_only else "functional"
+    print(format_footer(program, rows))
+    used = list(dict.fromkeys(row["algorithm"] for row in rows))
+    print(f"# KernBench: {ctx.topology.name}, {n} ranks, {mode}; algorithm: {', '.join(used)}")
     return rows

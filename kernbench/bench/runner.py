@@ -29,7 +29,7 @@ from kernbench.errors import (
 from kernbench.files import SCRIPT_LIMIT, read_text, write_text
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
-from kernbench.units import format_size, format_time
+from kernbench.units import format_size_iec, format_time
 
 __all__ = [
     "load_script",
@@ -353,19 +353,82 @@ def _per_rank_line(times: Sequence[int]) -> str:
     )
 
 
-def format_run_summary(result: SimResult) -> str:
-    report = result.report
+def _share(part: int | float, whole: int) -> str:
+    return f"{part / whole:.1%}" if whole else "0.0%"
+
+
+def _busy_line(what: str, component: dict, elapsed_ps: int) -> str:
+    return (
+        f"{what}: {component['name']} busy {format_time(component['busy_ps'])} "
+        f"({_share(component['busy_ps'], elapsed_ps)} of the run)"
+    )
+
+
+def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
+    """The headline: the collectives' own time, what they were, and the busiest fabric link."""
+    calls = report.get("collectives") or []
+    if not calls:
+        return []
+    by_op: dict[str, int] = {}
+    for call in calls:
+        by_op[call["op"]] = by_op.get(call["op"], 0) + 1
+    in_flight = report.get("collective_time_ps", 0)
     lines = [
-        f"simulated time: {format_time(result.elapsed_ps)} ({result.elapsed_ps} ps) on "
-        f"{report['topology']}, {report['world_size']} ranks"
-        + (" (timing-only)" if report["timing_only"] else ""),
-        _per_rank_line(result.per_rank_ps),
+        f"collectives: {format_time(in_flight)} in flight ({_share(in_flight, elapsed_ps)} of "
+        f"the run) over {len(calls)} calls: "
+        + ", ".join(f"{op} {count}" for op, count in by_op.items())
     ]
+    fabric = report.get("busiest_fabric_component")
+    if fabric:
+        lines.append("  " + _busy_line("busiest link outside the host links", fabric, elapsed_ps))
+    return lines
+
+
+def _host_lines(report: dict, elapsed_ps: int) -> list[str]:
+    """Everything else: host fills and reads, value checks, kernels, and the host links."""
+    calls = report.get("collectives") or []
+    if not calls:
+        return []
+    outside = max(0, elapsed_ps - report.get("collective_time_ps", 0))
+    lines = [
+        f"outside collectives: {format_time(outside)} ({_share(outside, elapsed_ps)} of the "
+        "run: host fills and reads, value checks, kernels)"
+    ]
+    host = report.get("busiest_host_link")
+    if host:
+        lines.append(
+            "  "
+            + _busy_line("busiest host link", host, elapsed_ps)
+            + f", {format_size_iec(host['bytes'])} moved"
+        )
+    return lines
+
+
+def format_run_summary(result: SimResult) -> str:
+    """What ``kernbench run`` prints after the script: the collectives' time first.
+
+    The first lines are the collectives' own time (from each call's launch to
+    its end, overlaps counted once: :func:`kernbench.bench.simulate.collective_time_ps`)
+    and the busiest link outside the host links; then the rest of the run
+    (host fills and reads, checks, kernels) and the host links apart; then the
+    simulated time, per-rank times, bytes per link class and the busiest
+    component of the whole run.  Sizes are IEC with 4 significant digits.
+    """
+    report = result.report
+    elapsed = result.elapsed_ps
+    lines = _collective_lines(report, elapsed)
+    lines.append(
+        f"simulated time: {format_time(elapsed)} ({elapsed} ps) on "
+        f"{report['topology']}, {report['world_size']} ranks"
+        + (" (timing-only)" if report["timing_only"] else "")
+    )
+    lines.append(_per_rank_line(result.per_rank_ps))
+    lines += _host_lines(report, elapsed)
     if report["bytes_by_link_class"]:
         lines.append(
             "bytes moved per link class: "
             + ", ".join(
-                f"{name} {format_size(nbytes)}"
+                f"{name} {format_size_iec(nbytes)}"
                 for name, nbytes in report["bytes_by_link_class"].items()
             )
         )
@@ -378,8 +441,5 @@ def format_run_summary(result: SimResult) -> str:
         lines.append(f"rank order of {op} {config}: {order}")
     busiest = report.get("busiest_component")
     if busiest:
-        lines.append(
-            f"busiest component: {busiest['name']} busy {format_time(busiest['busy_ps'])} "
-            f"({busiest['utilisation']:.1%} of the run)"
-        )
+        lines.append(_busy_line("busiest component of the whole run", busiest, elapsed))
     return "\n".join(lines)

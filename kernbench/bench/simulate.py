@@ -19,10 +19,10 @@ from kernbench.errors import SimulationLimitError
 from kernbench.machine import TraceRow
 from kernbench.machine.observe import LinkBytes
 from kernbench.runtime import RuntimeContext, use_context
-from kernbench.topology import Topology, load_topology
+from kernbench.topology import Topology, load_topology, names
 from kernbench.units import PS_PER_S
 
-__all__ = ["Run", "SimResult", "simulate", "run_report", "trace_digest"]
+__all__ = ["Run", "SimResult", "collective_time_ps", "simulate", "run_report", "trace_digest"]
 
 
 @dataclass
@@ -217,7 +217,8 @@ def _per_rank_ps(worlds: Sequence[World]) -> list[int]:
 def run_report(
     ctx: RuntimeContext, worlds: Sequence[World] | World | None, link_bytes: LinkBytes
 ) -> dict[str, Any]:
-    """Simulated time, per-rank time, bytes per link class, busiest component.
+    """Simulated time, per-rank time, collectives and their time, bytes per link class, and
+    the busiest component: overall, outside the host links, and of the host links.
 
     ``worlds``: the worlds of ranks the run started (one for ``simulate``; any
     number for a script that starts its own); the world size is the largest.
@@ -228,6 +229,7 @@ def run_report(
     edges = ctx.machine.graph.edges
     by_class: dict[str, int] = defaultdict(int)
     busiest = None
+    busiest_of: dict[bool, tuple] = {}  # host link or not -> (edge, busy, carried)
     for edge, carried in zip(edges, link_bytes.carried, strict=True):
         if not carried:
             continue
@@ -235,7 +237,11 @@ def run_report(
         busy = carried * PS_PER_S / edge.bandwidth
         if busiest is None or busy > busiest[1]:
             busiest = (edge, busy, carried)
+        host = names.HOST in (edge.src, edge.dst)
+        if host not in busiest_of or busy > busiest_of[host][1]:
+            busiest_of[host] = (edge, busy, carried)
     elapsed = ctx.now
+    collectives = [c for world in worlds for c in world.collectives]
     report: dict[str, Any] = {
         "trace_digest": trace_digest(ctx.trace),
         "topology": ctx.topology.name,
@@ -257,18 +263,42 @@ def run_report(
                 # The order the algorithm met the user's ranks in, when it is not theirs.
                 **({"rank_order": describe_order(c.order)} if c.order else {}),
             }
-            for world in worlds
-            for c in world.collectives
+            for c in collectives
         ],
+        "collective_time_ps": collective_time_ps(collectives),
         "ipcq_messages": ctx.machine.ipcq_messages,
     }
-    if busiest is not None:
-        edge, busy, carried = busiest
-        report["busiest_component"] = {
-            "name": edge.name,
-            "class": edge.link_class,
-            "bytes": carried,
-            "busy_ps": round(busy),
-            "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
-        }
+    for key, found in (
+        ("busiest_component", busiest),
+        ("busiest_fabric_component", busiest_of.get(False)),
+        ("busiest_host_link", busiest_of.get(True)),
+    ):
+        if found is not None:
+            edge, busy, carried = found
+            report[key] = {
+                "name": edge.name,
+                "class": edge.link_class,
+                "bytes": carried,
+                "busy_ps": round(busy),
+                "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
+            }
     return report
+
+
+def collective_time_ps(collectives: Iterable[Any]) -> int:
+    """Simulated time with at least one collective in flight (from its launch to its end).
+
+    Launch is when the last rank of the group called it; the time covers the
+    neighbour-table install, the launch overhead and the algorithm, and counts
+    overlapping collectives once.  Host work between calls is outside it.
+    """
+    spans = sorted((c.launch_ps, c.end_ps) for c in collectives if c.end_ps is not None)
+    total, reach = 0, None
+    for start, end in spans:
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total

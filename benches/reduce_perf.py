@@ -1,0 +1,44 @@
+"""reduce bandwidth over a range of sizes, as nccl-tests' ``reduce_perf``.
+
+Measures ``dist.reduce`` of a ``size``-byte buffer into the root rank
+(``-r``, or ``-r all`` for every rank in turn). Out of place it first copies
+the send buffer into the receive buffer (torch's reduce is in place only),
+so that column's time includes the device copy.
+
+It takes nccl-tests' flags with their defaults (``-b 32M -e 32M -f 1 -i 1M
+-n 20 -w 5 -c 1 -d float -o sum -r 0 -z 0 -a 1``; ``-h`` lists them all;
+:mod:`kernbench.bench.perf_options` says what each means here) and
+``--algorithm``: a configuration of ``ccl/ccl.yaml``, an algorithm name, or
+``auto`` for the tuner's choice. Sizes take ``8``, ``4KiB``, ``1MB`` or
+nccl-tests' ``64M`` (K, M and G are binary).
+
+Run from the repository root (flags after ``--`` go to the script)::
+
+    kernbench run benches/reduce_perf.py --set system.device_level=cube -- -b 8 -e 128M -f 2
+    kernbench run benches/reduce_perf.py --topology topologies/ring8.yaml --timing-only \\
+        --csv reduce.csv -- -b 1M -e 256M -f 4 --algorithm auto
+
+The default topology has one rank (one SIP), where nothing crosses a link and
+busbw is 0; ``--set system.device_level=cube`` makes each of its 16 cubes a
+rank.  Rank 0 prints nccl-tests' header, one line per size with the
+out-of-place and the in-place time (µs per call), algbw (size / time, GB/s
+with GB = 10^9 B), busbw (algbw x 1) and ``#wrong`` (elements that
+differ from NumPy's answer, summed over ranks; ``N/A`` in timing-only mode),
+and the footer; it returns the rows, which ``--report`` and ``--csv`` record.
+See :mod:`kernbench.bench.perf`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kernbench.torch.distributed as dist
+from kernbench.bench.perf import BenchArgumentParser, add_perf_arguments, perf_from_args
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]] | None:
+    parser = BenchArgumentParser(description="reduce bandwidth (nccl-tests style)")
+    add_perf_arguments(parser, reduction=True, rooted=True)
+    args = parser.parse_args(argv)
+    dist.init_process_group()
+    return perf_from_args("reduce", args)
