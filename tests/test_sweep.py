@@ -312,7 +312,16 @@ def test_the_documented_example_runs(tmp_path: Path, capsys) -> None:
     assert "sweep: 6 points, 0 already done (skipped), 6 to run" in capsys.readouterr().out
     rows = read_csv(tmp_path / "results.csv")
     assert len(rows) == 6 * 13
-    assert list(rows[0])[:6] == ["topology", "ccl.all_reduce", "-b", "-e", "-f", "point_id"]
+    assert list(rows[0])[:8] == [
+        "topology",
+        "ccl.all_reduce",
+        "-b",
+        "-e",
+        "-f",
+        "-n",
+        "-w",
+        "point_id",
+    ]
     assert {(r["topology"], r["algorithm"]) for r in rows} == {
         (t, a) for t in ("ring8", "fc8", "multi_sip") for a in ("ring", "recursive_doubling")
     }
