@@ -11,6 +11,7 @@ launcher runs them message by message on the fabric, exactly (ADR 0015).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,10 @@ class FastMachine(Fabric):
         super().__init__(topology, store=store, env=env)
         self._tables: Tables | None = None
         self.evaluated = 0  # collectives priced step-wide (the others ran on the fabric)
+        # Prices of recently evaluated collectives, by the identity of their recorded
+        # lanes: a collective repeated on the same tensors reuses its recording
+        # (kernbench.ccl.record.RecordCache), and its price depends on nothing else.
+        self._priced: OrderedDict[tuple[int, ...], tuple[tuple, list | None]] = OrderedDict()
 
     def tables(self) -> Tables:
         if self._tables is None:
@@ -57,8 +62,21 @@ class FastMachine(Fabric):
         depths = {lane.depth for lane in lanes}
         if len(depths) != 1:
             return None
+        key = tuple(map(id, lanes))
+        known = self._priced.get(key)
+        if known is not None and all(a is b for a, b in zip(known[0], lanes, strict=True)):
+            if known[1] is not None:
+                self.evaluated += 1
+            return None if known[1] is None else [list(times) for times in known[1]]
+        out = self._evaluate(lanes, depths.pop())
+        self._priced[key] = (tuple(lanes), out)  # the lanes are kept: ids stay theirs
+        while len(self._priced) > 16:
+            self._priced.popitem(last=False)
+        return None if out is None else [list(times) for times in out]
+
+    def _evaluate(self, lanes: list, depth: int | None) -> list[list[int]] | None:
         tables = self.tables()
-        depth = depths.pop() or self.ipcq.default_depth
+        depth = depth or self.ipcq.default_depth
         built = build(lanes, tables)
         if built is None:
             return None
