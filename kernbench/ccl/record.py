@@ -378,32 +378,6 @@ def _widen(base: list[list[tuple]], other: list[list[tuple]]) -> list[list[tuple
     return out
 
 
-def _unshift(strands: list[list[tuple]], shift: int, p: int) -> list[list[tuple]]:
-    """Relative operations of rank ``r`` moved back by ``shift`` ranks (onto rank ``r - shift``)."""
-
-    def back(role: tuple[int, int]) -> tuple[int, int]:
-        return (role[0], (role[1] - shift) % p)
-
-    out = []
-    for strand in strands:
-        ops = []
-        for op in strand:
-            kind = op[0]
-            if kind == Op.POST or kind == Op.SEND:
-                peer = (op[1] - shift) % p
-                ops.append((kind, peer, op[2], op[3], back(op[4]), back(op[5]), op[6]))
-            elif kind == Op.RECV:
-                ops.append((kind, (op[1] - shift) % p, op[2]))
-            elif kind == Op.STREAM:
-                loads = tuple((back(r), n) for r, n in op[1])
-                stores = tuple((back(r), n) for r, n in op[2])
-                ops.append((kind, loads, stores, op[3]))
-            else:
-                ops.append(op)
-        out.append(ops)
-    return out
-
-
 def _samples(p: int, period: int) -> list[int]:
     """Deterministic ranks spread over the lane, outside ``0 .. period-1``."""
     picked = {period, period + 1, p - 1, p - period, p // 2, p // 3, (2 * p) // 3}
@@ -465,7 +439,7 @@ def record_lane(
                 near = None
                 if back is not None and widened is not None:
                     # Compare in relative form: the sample moved back onto the period.
-                    near = _widen(widened[r % period], _unshift(back, shift, p))
+                    near = _widen(widened[r % period], shifted(back, -shift, p, None))
                 if near is None:
                     widened = None
                     break

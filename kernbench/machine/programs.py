@@ -80,12 +80,14 @@ Role = tuple[int, int]  # (role, rank): node ``roles[role][rank]`` of a lane
 
 
 def shifted(
-    strands: list[list[tuple]], shift: int, p: int, roles: tuple[list[str], ...]
+    strands: list[list[tuple]], shift: int, p: int, roles: tuple[list[str], ...] | None
 ) -> list[list[tuple]]:
-    """Relative operations (see :class:`RecordedLane`) made concrete, ranks moved by ``shift``."""
+    """Relative operations (see :class:`RecordedLane`) with every rank moved by ``shift``
+    (mod ``p``): made concrete with ``roles``, or kept relative when ``roles`` is None."""
 
-    def node(role: Role) -> str:
-        return roles[role[0]][(role[1] + shift) % p]
+    def node(role: Role) -> str | Role:
+        rank = (role[1] + shift) % p
+        return (role[0], rank) if roles is None else roles[role[0]][rank]
 
     out = []
     for strand in strands:
