@@ -69,6 +69,7 @@ __all__ = [
     "CHUNK_CHOICES",
     "CHUNK_MAX_RANKS",
     "CHUNK_MAX_MESSAGES",
+    "SCHEDULE_MAX_MESSAGES",
     "chosen_chunks",
     "with_chunks",
 ]
@@ -191,9 +192,24 @@ def message_bytes(algorithm: str, op: str, p: int, n: int) -> int:
 
 
 # -- predictions -------------------------------------------------------------------------
-def _params(config: AlgorithmConfig, chunks: int | None = None) -> dict[str, Any]:
+def _params(config: AlgorithmConfig) -> dict[str, Any]:
     """The parameters the programs see (as the launcher passes them)."""
-    return {"chunks": config.chunks if chunks is None else chunks, **config.params}
+    return {"chunks": config.chunks, **config.params}
+
+
+def fixed_pieces(config: AlgorithmConfig, algorithm: Algorithm) -> int | None:
+    """The piece count ``config`` sets for ``algorithm`` (``chunks``, or the parameter
+    its ``pieces`` names), or None when the tuner chooses it."""
+    if algorithm.pieces == "chunks":
+        return config.chunks
+    return config.params.get(algorithm.pieces)
+
+
+def _with_pieces(config: AlgorithmConfig, algorithm: Algorithm, count: int) -> AlgorithmConfig:
+    """``config`` cutting its data into ``count`` pieces (see :func:`fixed_pieces`)."""
+    if algorithm.pieces == "chunks":
+        return config.model_copy(update={"chunks": count})
+    return config.model_copy(update={"params": {**config.params, algorithm.pieces: count}})
 
 
 # The piece counts a pipelining algorithm is priced with when its configuration leaves
@@ -209,6 +225,20 @@ CHUNK_MAX_RANKS = 256
 # No more pieces than keep a call at this many messages: a simulation's wall time
 # grows with its messages (direct sends on 32 ranks in 16 pieces are 31 744).
 CHUNK_MAX_MESSAGES = 16384
+
+
+# A schedule whose every step would hold more messages than this is not built when the
+# algorithm has a closed form: the closed form prices it (direct sends among 4,096 ranks
+# are 16.7 M messages a step, a minute to build and price for one candidate).
+SCHEDULE_MAX_MESSAGES = 1 << 20
+
+
+def _too_big(algorithm: Algorithm, op: str, p: int) -> bool:
+    """Whether ``algorithm``'s schedule of ``op`` on ``p`` ranks is over the budget
+    (:data:`SCHEDULE_MAX_MESSAGES`) and a closed form can price it instead."""
+    if p * (p - 1) <= SCHEDULE_MAX_MESSAGES or algorithm.costs.get(op) is None:
+        return False
+    return p * len(algorithm.step_targets(op, p, 0)) > SCHEDULE_MAX_MESSAGES
 
 
 def chosen_chunks(
@@ -227,10 +257,16 @@ def chosen_chunks(
     :data:`CHUNK_MAX_MESSAGES` messages in all); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
-    if config.chunks is not None:
-        return config.chunks
     algorithm = get_algorithm(config.module)
-    if not algorithm.pipelines or algorithm.schedule is None or len(pes) > CHUNK_MAX_RANKS:
+    fixed = fixed_pieces(config, algorithm)
+    if fixed is not None:
+        return fixed
+    if (
+        not algorithm.pipelines
+        or algorithm.schedule is None
+        or len(pes) > CHUNK_MAX_RANKS
+        or _too_big(algorithm, op, len(pes))
+    ):
         return 1
     key = (op, id(config), tuple(pes), nbytes, itemsize)
     known = _CHUNKS.get(ctx, {}).get(key) if _weakly(ctx) else None
@@ -242,7 +278,9 @@ def chosen_chunks(
     for count in CHUNK_CHOICES:
         if count > 1 and nbytes / max(len(pes), 1) / count < packet:
             break
-        schedule = algorithm.schedule(op, placed, float(nbytes), _params(config, count))
+        schedule = algorithm.schedule(
+            op, placed, float(nbytes), _params(_with_pieces(config, algorithm, count))
+        )
         messages = sum(
             len(step.messages) * step.repeat * phase.pieces
             for phase in schedule
@@ -285,11 +323,12 @@ def with_chunks(
     nbytes: int,
     itemsize: int = 4,
 ) -> AlgorithmConfig:
-    """``config`` with its ``chunks`` fixed for this call (:func:`chosen_chunks`)."""
-    if config.chunks is not None:
+    """``config`` with its piece count fixed for this call (:func:`chosen_chunks`)."""
+    algorithm = get_algorithm(config.module)
+    if fixed_pieces(config, algorithm) is not None:
         return config
     chunks = chosen_chunks(ctx, op, config, pes, nbytes, itemsize)
-    return config.model_copy(update={"chunks": chunks})
+    return _with_pieces(config, algorithm, chunks)
 
 
 def unfit(config: AlgorithmConfig, op: str, pes: Sequence[str]) -> str | None:
@@ -343,11 +382,12 @@ def predict_detail(
     if unfit(config, op, pes):
         return None
     algorithm = get_algorithm(config.module)
-    if algorithm.schedule is None:
+    if algorithm.schedule is None or _too_big(algorithm, op, len(pes)):
         return _closed_form(ctx, config, algorithm, op, pes, nbytes, itemsize)
     chunks = chosen_chunks(ctx, op, config, pes, nbytes, itemsize)
     placed = mapped_pes(ctx, algorithm, pes)
-    schedule = algorithm.schedule(op, placed, float(nbytes), _params(config, chunks))
+    params = _params(_with_pieces(config, algorithm, chunks))
+    schedule = algorithm.schedule(op, placed, float(nbytes), params)
     priced = price(ctx, config, placed, schedule, itemsize)
     model, bound = priced.model_ps / PS_PER_S, priced.bound_ps / PS_PER_S
     return Prediction(max(model, bound), model, bound, priced.busiest, priced.link_bytes, chunks)
