@@ -46,11 +46,30 @@ def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
     expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
     for r in range(8):
         np.testing.assert_array_equal(result.returns[r], expected)
-    assert result.context.machine.ipcq_messages == 8 * 6 * DEFAULT_SEGMENTS
+    # 48 bytes: a second segment would be smaller than a packet, so the tuner keeps one.
+    assert result.context.machine.ipcq_messages == 8 * 6 * 1
 
 
-def test_segments_are_checked_and_pipelined() -> None:
-    """``segments`` must be a positive count (four by default)."""
+@pytest.mark.parametrize("segments", [2, 4])
+def test_segments_set_in_the_catalogue_cut_the_buffer(segments: int) -> None:
+    """Each segment goes through every level: 6 messages a rank per segment."""
+    result = kernbench.simulate(
+        _rank,
+        topology=TOPOLOGY,
+        overrides=[*SMALL, f"ccl.configs.multi_cube.params.segments={segments}"],
+        world_size=8,
+        args=("multi_cube",),
+        rank_args=True,
+    )
+    expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
+    for r in range(8):
+        np.testing.assert_array_equal(result.returns[r], expected)
+    assert result.context.machine.ipcq_messages == 8 * 6 * segments
+
+
+def test_segments_are_checked_and_chosen_by_the_cost_model() -> None:
+    """``segments`` must be a positive count; left out, the tuner picks it per call."""
     with pytest.raises(ValueError, match="segments"):
         HierarchicalParams.model_validate({"segments": 0})
-    assert HierarchicalParams().segments == DEFAULT_SEGMENTS
+    assert HierarchicalParams().segments is None
+    assert DEFAULT_SEGMENTS == 1

@@ -115,9 +115,11 @@ class Algorithm:
     params: type[Params] = Params
     fits: Fits | None = None
     schedule: Scheduler | None = None
-    # Whether its ``chunks`` parameter cuts the data into pieces that flow as a
-    # pipeline: a configuration that leaves ``chunks`` out gets the tuner's count.
+    # Whether its ``chunks`` parameter (or the parameter ``pieces`` names) cuts the
+    # data into pieces that flow as a pipeline: a configuration that leaves it out
+    # gets the tuner's count.
     pipelines: bool = False
+    pieces: str = "chunks"
     # How its ranks are laid over the machine (kernbench.ccl.mapping): ``cycle``,
     # ``tree`` or ``rooted``; None keeps the group's order.
     mapping: MappingKind | None = None

@@ -28,7 +28,8 @@ Parameters (:class:`HierarchicalParams`, checked when the catalogue loads):
 ``levels``, one or two of ``cube``/``sip``; ``algorithms``, one per level plus
 one for the all-reduce across (fewer: the last is reused), each an algorithm
 that does not itself compose others and serves what its place needs;
-``segments`` (default 4).
+``segments`` (default: the count the cost model predicts fastest for the
+size and machine, as ``chunks`` for the algorithms that pipeline).
 
 :func:`composed_schedule` walks the same levels over the PEs without running
 anything: it gives the composition's schedule (the inner groups' steps run
@@ -135,9 +136,12 @@ class ComposedParams(Params):
 # Level algorithms that reduce-scatter into the own input block and gather from it.
 IN_PLACE_LEVELS = frozenset({"ring"})
 
-# Four segments: while one segment is all-reduced across the groups, the next is
-# reduce-scattered inside them (the links across would idle while the groups reduce).
-DEFAULT_SEGMENTS = 4
+# Segments when neither the configuration nor the tuner sets them (a program run
+# outside the launcher).  The launcher's count comes from the cost model
+# (kernbench.ccl.tuner.chosen_chunks): while one segment is all-reduced across the
+# groups, the next is reduce-scattered inside them, which pays where the links
+# across would idle while the groups reduce, and costs messages everywhere.
+DEFAULT_SEGMENTS = 1
 
 
 class HierarchicalParams(ComposedParams):
@@ -149,12 +153,13 @@ class HierarchicalParams(ComposedParams):
         max_length=2,
         description="grouping levels, innermost first: cube, sip",
     )
-    segments: int = Field(
-        DEFAULT_SEGMENTS,
+    segments: int | None = Field(
+        None,
         strict=True,
         ge=1,
         le=64,
-        description="segments of the buffer pipelined through the first level that splits",
+        description="segments of the buffer pipelined through the first level that splits"
+        " (default: the count the cost model predicts fastest)",
     )
 
     @model_validator(mode="after")
@@ -405,7 +410,7 @@ def _levels(params: Mapping[str, Any]) -> tuple[list[GroupKey], list[str]]:
 
 
 def _segments(params: Mapping[str, Any]) -> int:
-    return max(1, int(params.get("segments", DEFAULT_SEGMENTS)))
+    return max(1, int(params.get("segments") or DEFAULT_SEGMENTS))
 
 
 def all_reduce(c: Comm, a: OpArgs) -> Generator:
@@ -445,5 +450,7 @@ register(
         params=HierarchicalParams,
         fits=_fits,
         schedule=_schedule,
+        pipelines=True,
+        pieces="segments",
     )
 )
