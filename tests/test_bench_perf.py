@@ -113,8 +113,10 @@ def test_perf_bench_rows_functional_and_timing_only(script: str) -> None:
 
 def test_out_of_place_and_in_place_are_timed_apart() -> None:
     (row,) = rows_of("allreduce_perf.py", ["-b", "64KiB", "-e", "64KiB", *QUICK])
-    # torch's all_reduce is in place only: out of place adds the device copy of the input
-    assert row["time_us"] > row["in_place_time_us"]
+    # torch's all_reduce is in place only: the input is copied in before the untimed call,
+    # and the timed calls move what NCCL's out-of-place calls move, as in place.
+    assert row["time_us"] == pytest.approx(row["in_place_time_us"], rel=1e-3)
+    assert row["wrong"] == 0 and row["in_place_wrong"] == 0
     (row,) = rows_of("alltoall_perf.py", ["-b", "64KiB", "-e", "64KiB", *QUICK])
     assert row["time_us"] > 0 and row["in_place_time_us"] > 0
 
@@ -226,7 +228,8 @@ def test_ring_allreduce_busbw_approaches_link_bandwidth(algorithm: str, floor: f
     assert row["size_B"] == 128 * 2**20 and row["algorithm"] == algorithm
     big = row["in_place_busbw_GBps"]
     assert floor * LINK_GBPS <= big <= LINK_GBPS  # the bandwidth lower bound holds
-    assert row["busbw_GBps"] < big  # out of place also copies the input
+    # out of place moves what in place moves (the input is copied in untimed)
+    assert row["busbw_GBps"] == pytest.approx(big, rel=1e-3)
 
 
 def test_bad_arguments_are_config_errors() -> None:
