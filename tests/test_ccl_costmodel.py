@@ -21,6 +21,7 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
+from kernbench.ccl import tuner
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.tuner import CHUNK_CHOICES, chosen_chunks, predict_detail, with_chunks
 from kernbench.runtime import RuntimeContext
@@ -231,3 +232,20 @@ def test_a_run_cuts_the_data_into_the_overridden_or_the_chosen_count():
     # Every tree edge carries one message per piece each way (the plan install is the same).
     per_piece = (three - one) / 2
     assert chosen > 1 and auto - one == pytest.approx(per_piece * (chosen - 1))
+
+
+def test_a_schedule_over_the_message_budget_is_priced_by_its_closed_form(monkeypatch):
+    """Direct sends on 8 ranks are 56 messages a step: over a budget of 40, the tuner
+    prices the closed form (no schedule, so no busiest link) and takes one piece."""
+    ctx, pes = _fc8()
+    direct = AlgorithmConfig(module="direct")
+    by_schedule = predict_detail(ctx, "all_reduce", direct, pes, 1 * MIB)
+    assert by_schedule.busiest and by_schedule.bound > 0
+    monkeypatch.setattr(tuner, "SCHEDULE_MAX_MESSAGES", 40)
+    closed = predict_detail(ctx, "all_reduce", direct, pes, 1 * MIB)
+    assert closed.busiest == "" and closed.bound == 0.0 and closed.pieces == 1
+    # alpha-beta-gamma of the direct all-reduce, within the 10% the schedule is held to
+    assert closed.seconds == pytest.approx(by_schedule.seconds, rel=0.1)
+    assert chosen_chunks(ctx, "all_reduce", direct, pes, 64 * MIB) == 1
+    ring = AlgorithmConfig(module="ring")  # 8 messages a step: under the budget
+    assert predict_detail(ctx, "all_reduce", ring, pes, 1 * MIB).busiest
