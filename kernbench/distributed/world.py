@@ -161,12 +161,16 @@ class ProcessGroup:
     gid: int
     ranks: tuple[int, ...]
     name: str = ""
+    # global rank -> group rank: every rank of a 16,384-rank group asks once per call
+    _index: dict[int, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._index = {}
+        for i, rank in enumerate(self.ranks):
+            self._index.setdefault(rank, i)
 
     def group_rank(self, rank: int) -> int:
-        try:
-            return self.ranks.index(rank)
-        except ValueError:
-            return -1
+        return self._index.get(rank, -1)
 
     def size(self) -> int:
         return len(self.ranks)
