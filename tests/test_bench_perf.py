@@ -113,8 +113,8 @@ def test_perf_bench_rows_functional_and_timing_only(script: str) -> None:
 
 def test_out_of_place_and_in_place_are_timed_apart() -> None:
     (row,) = rows_of("allreduce_perf.py", ["-b", "64KiB", "-e", "64KiB", *QUICK])
-    # torch's all_reduce is in place only: the input is copied in before the untimed call,
-    # and the timed calls move what NCCL's out-of-place calls move, as in place.
+    # torch's all_reduce is in place only: the input is copied in before the checked call
+    # only; the timed calls move what NCCL's out-of-place calls move, as in place.
     assert row["time_us"] == pytest.approx(row["in_place_time_us"], rel=1e-3)
     assert row["wrong"] == 0 and row["in_place_wrong"] == 0
     (row,) = rows_of("alltoall_perf.py", ["-b", "64KiB", "-e", "64KiB", *QUICK])

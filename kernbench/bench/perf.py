@@ -14,12 +14,12 @@ time does not depend on values, and zeros stay zeros under every reduce op.
 Out-of-place and in-place, per op (torch.distributed's forms):
 
 * all_reduce, broadcast, reduce: torch has only the in-place call; in-place
-  is that call on the receive buffer.  Out-of-place copies the input into the
-  receive buffer (``recv.copy_(send)``, a device copy) in the untimed first
-  call and before the checked call, and times the call on the receive buffer:
-  NCCL's out-of-place call reads the send buffer in its first step and moves
-  the same bytes as in place, with no copy, so the timed calls take no copy
-  either (nccl-tests' two columns agree on a real machine, and here);
+  is that call on the receive buffer.  Out-of-place runs the same call on the
+  receive buffer, and before the checked call copies the input into it
+  (``recv.copy_(send)``, a device copy) so the answer can be checked: NCCL's
+  out-of-place call reads the send buffer in its first step and moves the
+  same bytes as in place, with no copy, so the warm-up and timed calls take
+  no copy either (nccl-tests' two columns agree on a real machine, and here);
 * all_gather, reduce_scatter: out-of-place is ``all_gather_into_tensor`` /
   ``reduce_scatter_tensor`` on separate buffers; in-place is the list form
   whose own block is the input (``all_gather(blocks, blocks[rank])``,
@@ -181,12 +181,13 @@ class _Case:
             else []
         )
 
-    def call(self, in_place: bool, timed: bool = False) -> None:
-        """One call of the op; ``timed``: one of the timed calls (see the module's text)."""
+    def call(self, in_place: bool, checked: bool = False) -> None:
+        """One call of the op; ``checked``: the call whose answer is checked (out of
+        place, the input is copied in first: see the module's text)."""
         algo = self.algorithm
         redop = getattr(dist.ReduceOp, self.redop.upper()) if _OPS[self.op][2] else None
         op, send, recv, blocks = self.op, self.send, self.recv, self.blocks
-        if op in ("all_reduce", "broadcast", "reduce") and not in_place and not timed:
+        if op in ("all_reduce", "broadcast", "reduce") and not in_place and checked:
             recv.copy_(send)  # torch's form of these ops is in place only
         if op == "all_reduce":
             dist.all_reduce(recv, op=redop, algorithm=algo)
@@ -286,7 +287,7 @@ def _timed(case: _Case, in_place: bool, iters: int, blocking: int) -> tuple[int,
     excluded = 0
     used = ""
     for _ in range(iters):
-        case.call(in_place, timed=True)
+        case.call(in_place)
         used = used or world.collectives[-1].config_name
         if blocking in (1, 3):
             before = ctx.now
@@ -417,7 +418,7 @@ def collective_perf(
                 wrong = []
                 for _ in range(checks):
                     case.fill(in_place)
-                    case.call(in_place)
+                    case.call(in_place, checked=True)
                     wrong.append(case.wrong(in_place))
                 measured.setdefault((run_key, cycle, size, in_place), {})[rank] = (elapsed, wrong)
                 if rank == 0 and not in_place:
