@@ -82,6 +82,7 @@ def one_point(
         "sim_ms": (record.end_ps - record.launch_ps) / 1e9 if record else float("nan"),
         "events": env.events_processed,
         "evaluated": bool(record and record.evaluated),
+        "drift": float(record.drift) if record else 0.0,
         "peak_rss_MiB": peak_rss_mib(),
         "stopped": stopped,
     }
@@ -137,7 +138,10 @@ def main(argv: list[str] | None = None) -> None:
                 if previous and r["collective_s"] > 0 and previous[1] > 0:
                     ratio = math.log(r["collective_s"] / previous[1])
                     growth = f"{ratio / math.log(ranks / previous[0]):.2f}"
-                note = r["stopped"] or ("step-wide" if r["evaluated"] else "message by message")
+                how = "step-wide" if r["evaluated"] else "message by message"
+                if r["drift"]:
+                    how += f", drifting (skew {r['drift']:.1f}, approximate)"
+                note = r["stopped"] or how
                 print(
                     f"{backend:>8} {algorithm:>19} {ranks:>7} {r['wall_s']:>9.2f} "
                     f"{r['collective_s']:>9.2f} {growth:>7} {r['sim_ms']:>10.3f} "

@@ -298,3 +298,52 @@ def test_repeated_collective_reuses_its_recording() -> None:
     # the second and fourth calls reuse the first's recording; the third is new
     assert record_cache(ctx.machine).hits == 2
     assert spans[0] == spans[1] == spans[3] and spans[2] > spans[0]
+
+
+def _rack_ring(n: int) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    dist.all_reduce(torch.empty(n), algorithm="ring")
+
+
+def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_times() -> None:
+    """A ring over the 128 cubes of rack.yaml: ranks behind the SIP crossings fall behind,
+    and their flows on shared links overlap other steps' (ADR 0015).  By default the fast
+    backend runs it message by message, exactly; ``simulation.drift: approximate`` prices
+    it step-wide and says so (measured 12.1% fast here, within the 15% asserted)."""
+    n = 4 << 20  # 16 MiB
+
+    def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
+        result = kernbench.simulate(
+            _rack_ring,
+            topology="rack",
+            overrides=["system.device_level=cube", *overrides],
+            world_size=128,
+            args=(n,),
+            timing_only=True,
+        )
+        return result.report["collectives"][-1], result
+
+    detailed, _ = run()
+    exact, _ = run("simulation.backend=fast")
+    approximate, result = run("simulation.backend=fast", "simulation.drift=approximate")
+
+    def took(call: dict) -> int:
+        return call["end_ps"] - call["start_ps"]
+
+    assert "priced" not in detailed
+    assert exact["priced"] == "message by message" and took(exact) == took(detailed)
+    assert approximate["priced"] == "step-wide, drifting"
+    assert abs(took(approximate) / took(detailed) - 1) < 0.15
+    assert (
+        "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 with "
+        "ranks drifting apart, approximate (simulation.drift=exact runs them message by message)"
+    ) in format_run_summary(result).splitlines()
+
+
+def test_drift_setting_names_its_choices() -> None:
+    with pytest.raises(ConfigError, match=r"simulation\.drift.*'exact'.*'approximate'"):
+        load_topology("ring8", ["simulation.drift=roughly"])
+    assert load_topology("ring8").simulation.drift == "exact"

@@ -381,6 +381,20 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
     fabric = report.get("busiest_fabric_component")
     if fabric:
         lines.append("  " + _busy_line("busiest link outside the host links", fabric, elapsed_ps))
+    priced = [call["priced"] for call in calls if "priced" in call]
+    if priced:
+        wide = sum(how.startswith("step-wide") for how in priced)
+        drifting = priced.count("step-wide, drifting")
+        line = (
+            f"  fast backend: {wide} of {len(priced)} calls priced step-wide, "
+            f"{len(priced) - wide} run message by message"
+        )
+        if drifting:
+            line += (
+                f"; {drifting} with ranks drifting apart, approximate"
+                " (simulation.drift=exact runs them message by message)"
+            )
+        lines.append(line)
     return lines
 
 

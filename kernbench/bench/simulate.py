@@ -262,6 +262,8 @@ def run_report(
                 "end_ps": c.end_ps,
                 # The order the algorithm met the user's ranks in, when it is not theirs.
                 **({"rank_order": describe_order(c.order)} if c.order else {}),
+                # How a backend that evaluates programs (fast) timed it.
+                **({"priced": _priced(c)} if ctx.machine.evaluates_programs else {}),
             }
             for c in collectives
         ],
@@ -283,6 +285,13 @@ def run_report(
                 "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
             }
     return report
+
+
+def _priced(collective: Any) -> str:
+    """``step-wide``, ``step-wide, drifting`` (approximate) or ``message by message``."""
+    if not collective.evaluated:
+        return "message by message"
+    return "step-wide, drifting" if collective.drift else "step-wide"
 
 
 def collective_time_ps(collectives: Iterable[Any]) -> int:

@@ -121,6 +121,9 @@ class CollectiveLauncher:
         self.nbytes = 0
         self.ranks = 0  # ranks of the widest lane
         self.evaluated = False  # priced step-wide by the machine (not run message by message)
+        # When priced although its ranks drift apart (simulation.drift: approximate): how
+        # many message times apart flows sharing a link started; 0.0 otherwise.
+        self.drift = 0.0
         # Per lane: its communicators, programs and each rank's memory node.
         self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]], list[str]]] = []
         # Per lane: algorithm rank i is played by user rank order[i] (kernbench.ccl.mapping).
@@ -247,6 +250,7 @@ class CollectiveLauncher:
         recorded = RecordedCollective(lanes, tag=f"{self.op} {self.config_name}")
         times = self.machine.evaluate_programs(recorded)
         self.evaluated = times is not None
+        self.drift = float(recorded.meta.get("drift", 0.0))
         if times is not None and self.ctx.store.stores_bytes:
             for comms, programs, _ in self._lanes:
                 c = comms[0]

@@ -539,8 +539,14 @@ def evaluate(
     tables: Tables,
     pes: list[str],
     depth: int | None,
+    drift: dict[str, float] | None = None,
 ) -> np.ndarray | None:
-    """Each row's end time (ps after its program starts), or ``None`` if it cannot be done."""
+    """Each row's end time (ps after its program starts), or ``None`` if it cannot be done.
+
+    ``drift``: given, a program whose ranks drift apart (see :data:`SKEW_LIMIT`) is
+    priced anyway, and ``drift["skew"]`` is set to the largest skew met (else such a
+    program is refused).
+    """
     if not n:
         return np.zeros(0, dtype=np.int64)
     if len(shape) > 1:
@@ -598,7 +604,9 @@ def evaluate(
                     at = None if staggered is None else list(staggered.reshape(len(starts), n))
                     known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
                 if skew > SKEW_LIMIT and _sharing_costs(tables, cols, known[0][0]):
-                    return None  # flows that share links no longer start together
+                    if drift is None:
+                        return None  # flows that share links no longer start together
+                    drift["skew"] = max(drift.get("skew", 0.0), skew)
             cache[base] = known = (known[0], known[1], seen + 1)
             priced = known[0]
             times, stream_times = priced
