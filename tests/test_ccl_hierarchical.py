@@ -73,3 +73,33 @@ def test_segments_are_checked_and_chosen_by_the_cost_model() -> None:
         HierarchicalParams.model_validate({"segments": 0})
     assert HierarchicalParams().segments is None
     assert DEFAULT_SEGMENTS == 1
+
+
+@pytest.mark.parametrize(
+    ("topology", "level", "config"),
+    [
+        ("multi_sip", "cube", "multi_cube"),
+        ("multi_sip", "pe", "multi_cube"),
+        ("rack", "pe", "hierarchical"),
+    ],
+)
+def test_installed_peers_are_the_ranks_the_schedule_exchanges_with(topology, level, config):
+    """The IPCQ plan of a composition lists each rank's level peers (a few), not all p - 1."""
+    from kernbench.ccl.algorithms import get_algorithm
+    from kernbench.ccl.settings import CclSettings
+    from kernbench.runtime import RuntimeContext
+    from kernbench.topology import load_topology
+
+    ctx = RuntimeContext(load_topology(topology, [f"system.device_level={level}"]))
+    pes = [ctx.device_pe(i) for i in range(ctx.num_devices)]
+    _, cfg = CclSettings.from_overrides([]).resolve(config)
+    algorithm = get_algorithm(cfg.module)
+    installed = algorithm.peers_on("all_reduce", pes, cfg.params)
+    exchanged: list[set[int]] = [set() for _ in pes]
+    for phase in algorithm.schedule("all_reduce", pes, float(1 << 20), cfg.params):
+        for step in phase.steps:
+            for m in step.messages:
+                exchanged[m.src].add(m.dst)
+                exchanged[m.dst].add(m.src)
+    assert installed == exchanged
+    assert max(map(len, installed)) <= 6  # ring neighbours at up to three levels

@@ -287,8 +287,15 @@ class CollectiveLauncher:
             if key in plans:
                 continue
             table = {}
+            params = comms[0].params or {}
+            on = self.algorithm.peers_on
+            every = on(self.op, comms[0].pes, params) if on is not None else None
             for comm in comms:
-                peers = self.algorithm.neighbours(self.op, comm.size, comm.rank)
+                peers = (
+                    every[comm.rank]
+                    if every is not None
+                    else self.algorithm.neighbours(self.op, comm.size, comm.rank)
+                )
                 entries = tuple(sorted(comm.pes[p] for p in peers))
                 table[comm.pe] = entries
                 installs.append(

@@ -120,6 +120,9 @@ class Algorithm:
     # gets the tuner's count.
     pipelines: bool = False
     pieces: str = "chunks"
+    # Every rank's peers on these PEs with these params, for an algorithm whose peers
+    # depend on where its ranks sit (a composition); it wins over ``peers``.
+    peers_on: Callable[[str, Sequence[str], Mapping[str, Any]], list[set[int]]] | None = None
     # How its ranks are laid over the machine (kernbench.ccl.mapping): ``cycle``,
     # ``tree`` or ``rooted``; None keeps the group's order.
     mapping: MappingKind | None = None

@@ -76,6 +76,7 @@ __all__ = [
     "HierarchicalParams",
     "across_group",
     "compose_all_reduce",
+    "composed_peers",
     "composed_schedule",
     "placement_key",
 ]
@@ -421,6 +422,47 @@ def all_reduce(c: Comm, a: OpArgs) -> Generator:
     )
 
 
+def composed_peers(
+    pes: Sequence[str],
+    keys: Sequence[GroupKey],
+    names: Sequence[str],
+    alternate: bool = False,
+) -> list[set[int]]:
+    """Every rank's peers in :func:`compose_all_reduce` over ``pes``: its level
+    algorithms' neighbours inside its group and across, level by level (a few per
+    rank, where "everyone" would install p - 1 entries on each of p ranks)."""
+    p = len(pes)
+    out: list[set[int]] = [set() for _ in range(p)]
+    if p == 1:
+        return out
+    if not keys:
+        algorithm = get_algorithm(names[0])
+        return [algorithm.neighbours("all_reduce", p, r) for r in range(p)]
+    labels, groups = _grouping(tuple(pes), keys[0])
+    rest = names[1:] or names[-1:]
+    k = len(groups[labels[0]])
+    if k in (1, p):
+        return composed_peers(pes, keys[1:], rest, alternate)
+    inner = get_algorithm(names[0])
+    local = [
+        inner.neighbours("reduce_scatter", k, i) | inner.neighbours("all_gather", k, i)
+        for i in range(k)
+    ]
+    for group in groups.values():
+        for i, rank in enumerate(group):
+            out[rank].update(group[q] for q in local[i])
+    for i in range(k):
+        ranks = across_group(groups, i, alternate)
+        across = composed_peers([pes[r] for r in ranks], keys[1:], rest, alternate)
+        for j, rank in enumerate(ranks):
+            out[rank].update(ranks[q] for q in across[j])
+    return out
+
+
+def _peers_on(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> list[set[int]]:
+    return composed_peers(pes, *_levels(params), alternate=True)
+
+
 def _fits(op: str, pes: Sequence[str], params: Mapping[str, Any]) -> str | None:
     try:
         composed_schedule(pes, *_levels(params), 0, params, alternate=True)
@@ -452,5 +494,6 @@ register(
         schedule=_schedule,
         pipelines=True,
         pieces="segments",
+        peers_on=_peers_on,
     )
 )
