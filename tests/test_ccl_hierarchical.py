@@ -103,3 +103,35 @@ def test_installed_peers_are_the_ranks_the_schedule_exchanges_with(topology, lev
                 exchanged[m.dst].add(m.src)
     assert installed == exchanged
     assert max(map(len, installed)) <= 6  # ring neighbours at up to three levels
+
+
+def test_the_tuner_sets_segments_not_chunks_and_a_catalogue_count_wins() -> None:
+    """On multi_sip's 64 cubes the model predicts 4 segments fastest at 16 MiB; the
+    count goes to ``segments`` (the levels keep one chunk), and a set count stays."""
+    from kernbench.ccl.settings import CclSettings
+    from kernbench.ccl.tuner import chosen_chunks, predict_detail, with_chunks
+    from kernbench.runtime import RuntimeContext
+    from kernbench.topology import load_topology
+
+    ctx = RuntimeContext(load_topology("multi_sip", ["system.device_level=cube"]))
+    pes = [ctx.device_pe(i) for i in range(ctx.num_devices)]
+    _, config = CclSettings.from_overrides([]).resolve("multi_cube")
+    nbytes = 16 << 20
+    assert chosen_chunks(ctx, "all_reduce", config, pes, nbytes) == 4
+    tuned = with_chunks(ctx, "all_reduce", config, pes, nbytes)
+    assert tuned.params["segments"] == 4 and tuned.chunks is None
+    times = {
+        s: predict_detail(
+            ctx,
+            "all_reduce",
+            config.model_copy(update={"params": {**config.params, "segments": s}}),
+            pes,
+            nbytes,
+        ).seconds
+        for s in (1, 2, 4)
+    }
+    assert times[4] < times[2] < times[1]
+    _, fixed = CclSettings.from_overrides(["configs.multi_cube.params.segments=2"]).resolve(
+        "multi_cube"
+    )
+    assert with_chunks(ctx, "all_reduce", fixed, pes, nbytes) is fixed
