@@ -298,3 +298,25 @@ def test_a_group_longer_than_the_world_is_refused_without_listing_it():
     assert time.perf_counter() - started < 5
     assert isinstance(error, DistributedError)
     assert "must be distinct and in 0..0, so at most 1 of them" in str(error)
+
+
+def test_the_virtual_address_space_grows_with_the_machine():
+    """64 TiB at least; a machine with more memory than half that gets the power of two
+    at least twice its memory (cluster128k: 1.15 PiB of HBM, SRAM and TCM -> 4 PiB), so
+    every rank of a 131,072-PE machine can hold a 1 GiB buffer."""
+    from kernbench.runtime import RuntimeContext
+    from kernbench.runtime.context import MIN_VA_BYTES
+    from kernbench.topology import load_topology
+
+    assert RuntimeContext(load_topology("rack"), timing_only=True).va.size == MIN_VA_BYTES
+    topology = load_topology("cluster128k")
+    ctx = RuntimeContext(topology, timing_only=True)
+    cube = topology.cube
+    per_cube = (
+        cube.memory_map.hbm_total_gb_per_cube
+        + cube.sram.size
+        + topology.pes_per_cube * cube.pe_template.components.pe_tcm.attrs.size_mb
+    )
+    total = topology.num_sips * topology.cubes_per_sip * per_cube
+    assert ctx.va.size == 1 << 52 and 2 * total <= ctx.va.size < 4 * total
+    assert ctx.va.alloc(131072 << 30) >= ctx.va.base  # 128 TiB: over the old fixed 64 TiB

@@ -42,6 +42,25 @@ __all__ = ["RuntimeContext"]
 _LEVELS = ("sip", "cube", "pe")
 
 
+# The smallest virtual address space (64 TiB); a machine with more memory gets the
+# power of two at least twice its memory, so every byte can be mapped (and then some)
+# whatever its size: 131,072 PEs with a 1 GiB tensor each need 128 TiB.
+MIN_VA_BYTES = 1 << 46
+
+
+def _va_size(topology: Topology, page_size: int) -> int:
+    """Bytes of virtual address space for ``topology`` (see :data:`MIN_VA_BYTES`)."""
+    cube = topology.cube
+    per_cube = (
+        cube.memory_map.hbm_total_gb_per_cube
+        + cube.sram.size
+        + topology.pes_per_cube * cube.pe_template.components.pe_tcm.attrs.size_mb
+    )
+    total = topology.num_sips * topology.cubes_per_sip * per_cube
+    size = max(MIN_VA_BYTES, 1 << (2 * total - 1).bit_length())
+    return max(size, page_size)
+
+
 class RuntimeContext:
     """Tensors, launches and requests on one simulated machine."""
 
@@ -92,7 +111,7 @@ class RuntimeContext:
             tcm_bytes_per_pe=components.pe_tcm.attrs.size_mb,
         )
         self.page_size = components.pe_mmu.attrs.page_size
-        self.va = VirtualAllocator(self.page_size)
+        self.va = VirtualAllocator(self.page_size, size=_va_size(topology, self.page_size))
         self._devices: dict[Any, int] = {}
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
