@@ -400,7 +400,7 @@ def record_lane(
     A lane of at least :data:`SYMMETRY_FROM` ranks whose programs repeat with a
     period P (rank ``q*P + i`` runs rank ``i``'s program shifted by ``q*P``) is
     recorded for ranks ``0 .. P-1`` only; P is the smallest divisor of p, up to
-    p/4, for which every sampled rank's recording equals the shifted one.  Any
+    p/2, for which every sampled rank's recording equals the shifted one.  Any
     other lane is recorded rank by rank, unless that would take more than
     :data:`RECORD_BUDGET` operations (``None``: run it message by message).
     """
@@ -415,7 +415,7 @@ def record_lane(
                 where.setdefault(name, (role, rank))
         recorded: dict[int, RecordedRank] = {}
         rel: list[list[list[tuple]]] = []
-        for period in (d for d in range(1, p // 4 + 1) if p % d == 0):
+        for period in (d for d in range(1, p // 2 + 1) if p % d == 0):
             missing = [r for r in range(len(rel), period)]
             for rank, record in zip(
                 missing, record_ranks(programs, pes, nodes, missing, **kwargs), strict=True
@@ -429,7 +429,10 @@ def record_lane(
             if len(rel) < period:
                 break  # a node outside the lane's roles: record every rank
             samples = _samples(p, period)
-            checks = record_ranks(programs, pes, nodes, samples, **kwargs)
+            # One sample at a time: a wrong period is usually told by its first sample,
+            # and the rest are then never recorded (a 1024-rank hierarchical all-reduce
+            # tries 8 periods before its own, 128).
+            checks = (record_ranks(programs, pes, nodes, [r], **kwargs)[0] for r in samples)
             widened: list[list[list[tuple]]] | None = list(rel)
             for r, check in zip(samples, checks, strict=True):
                 shift = r - r % period
@@ -449,6 +452,11 @@ def record_lane(
                 return RecordedLane(pes, nodes, depth, ranks, period=period, roles=roles)
         if first is not None and p * sum(map(len, first.strands)) > RECORD_BUDGET:
             return None
+        # Every rank, reusing those the period search recorded.
+        missing = [r for r in range(p) if r not in recorded]
+        made = record_ranks(programs, pes, nodes, missing, **kwargs)
+        recorded.update(zip(missing, made, strict=True))
+        return RecordedLane(pes, nodes, depth, [recorded[r] for r in range(p)])
     return RecordedLane(pes, nodes, depth, record_ranks(programs, pes, nodes, range(p), **kwargs))
 
 
