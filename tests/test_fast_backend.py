@@ -347,3 +347,70 @@ def test_drift_setting_names_its_choices() -> None:
     with pytest.raises(ConfigError, match=r"simulation\.drift.*'exact'.*'approximate'"):
         load_topology("ring8", ["simulation.drift=roughly"])
     assert load_topology("ring8").simulation.drift == "exact"
+
+
+def _all_reduce_with(algorithm: str, n: int) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    dist.all_reduce(torch.empty(n), algorithm=algorithm)
+
+
+@pytest.mark.parametrize(
+    ("topology", "overrides", "world", "algorithm", "folded"),
+    [
+        ("ring8", ["system.sips.count=64"], 64, "ring", True),
+        ("ring8", ["system.sips.count=64"], 64, "recursive_doubling", True),
+        ("rack", ["system.device_level=pe"], 256, "hierarchical", True),
+        ("multi_sip", ["system.device_level=cube"], 64, "recursive_doubling", True),
+        # one slow PE: rows a period apart reduce at different rates, nothing is folded
+        (
+            "ring8",
+            ["system.sips.count=64", "faults.pes=[{pe: sip5.cube0.pe0, slowdown: 2}]"],
+            64,
+            "ring",
+            False,
+        ),
+    ],
+)
+def test_rows_a_period_apart_are_folded_without_changing_a_time(
+    monkeypatch, topology, overrides, world, algorithm, folded
+) -> None:
+    """Where every row one period apart is priced alike, the round loop keeps one period
+    of rows; the times are those of the loop over every row, to the picosecond."""
+    import kernbench.fast.evaluate as evaluate_module
+    import kernbench.fast.machine as machine_module
+
+    def run() -> tuple[int, list[int]]:
+        result = kernbench.simulate(
+            _all_reduce_with,
+            topology=topology,
+            overrides=[*overrides, "simulation.backend=fast"],
+            world_size=world,
+            args=(algorithm, 1 << 18),
+            timing_only=True,
+        )
+        call = result.report["collectives"][-1]
+        assert call["priced"] == "step-wide"
+        return call["end_ps"] - call["start_ps"], list(result.per_rank_ps)
+
+    kept: list[tuple[int, int]] = []
+    real_fold = evaluate_module._Fold
+
+    class Spy(real_fold):
+        def __init__(self, n: int, period: int) -> None:
+            super().__init__(n, period)
+            kept.append((n, period))
+
+    monkeypatch.setattr(evaluate_module, "_Fold", Spy)
+    with_fold = run()
+    # folded: the period's rows alone finished the loop (no second, unfolded run)
+    assert (kept[-1][1] < kept[-1][0]) == folded, kept
+    real_evaluate = machine_module.evaluate
+    monkeypatch.setattr(
+        machine_module, "evaluate", lambda *a, period=None, **k: real_evaluate(*a, **k)
+    )
+    kept.clear()
+    assert run() == with_fold
+    assert all(m == n for n, m in kept)

@@ -533,6 +533,59 @@ def _shared_pairs(
     return column, flow % n, first
 
 
+class _Asymmetric(Exception):
+    """Rows one period apart were priced differently: fold no more (see :class:`_Fold`)."""
+
+
+class _Fold:
+    """Rows ``r`` and ``r + period`` of a lane recorded one period long, when everything
+    the evaluator reads of them is the same (sizes, prices, vector rates) and their peers
+    are shifted alike, keep the same clocks, round after round: the round loop then
+    keeps ``period`` rows, not ``n`` (a uniform ring of 16,384 ranks: one row, not
+    16,384).  An array that is not periodic raises :class:`_Asymmetric`, and the
+    evaluation starts again on every row.  ``period == n``: nothing is folded."""
+
+    def __init__(self, n: int, period: int) -> None:
+        self.n = n
+        self.m = period
+        self._seen: dict[int, np.ndarray] = {}
+        self._keep: list[np.ndarray] = []  # arrays whose id is a key above: kept alive
+
+    def rows(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per row) on the first ``period`` rows."""
+        if self.m == self.n:
+            return values
+        found = self._seen.get(id(values))
+        if found is None:
+            head = values[: self.m]
+            if not np.array_equal(
+                values.reshape(-1, self.m), np.broadcast_to(head, (self.n // self.m, self.m))
+            ):
+                raise _Asymmetric
+            found = self._seen[id(values)] = head
+            self._keep.append(values)
+        return found
+
+    def peers(self, peer: np.ndarray) -> np.ndarray:
+        """Peer rows of the first ``period`` rows, folded onto them."""
+        if self.m == self.n:
+            return peer
+        key = -1 - id(peer)
+        found = self._seen.get(key)
+        if found is None:
+            q = self.n // self.m
+            shift = np.repeat(np.arange(q, dtype=peer.dtype) * self.m, self.m)
+            if not np.array_equal(peer, (np.tile(peer[: self.m], q) + shift) % self.n):
+                raise _Asymmetric
+            found = self._seen[key] = peer[: self.m] % self.m
+            self._keep.append(peer)
+        return found
+
+    def full(self, values: np.ndarray) -> np.ndarray:
+        """Per-row values of the kept rows, for every row."""
+        return values if self.m == self.n else np.tile(values, self.n // self.m)
+
+
 def evaluate(
     shape: list[list[Column]],
     n: int,
@@ -540,12 +593,14 @@ def evaluate(
     pes: list[str],
     depth: int | None,
     drift: dict[str, float] | None = None,
+    period: int | None = None,
 ) -> np.ndarray | None:
     """Each row's end time (ps after its program starts), or ``None`` if it cannot be done.
 
     ``drift``: given, a program whose ranks drift apart (see :data:`SKEW_LIMIT`) is
     priced anyway, and ``drift["skew"]`` is set to the largest skew met (else such a
-    program is refused).
+    program is refused).  ``period``: the rows form one lane recorded that many rows
+    long, so rows that far apart may keep the same clocks (:class:`_Fold`).
     """
     if not n:
         return np.zeros(0, dtype=np.int64)
@@ -557,10 +612,37 @@ def evaluate(
     rounds = pairing.rounds()
     if rounds is None or not pairing.in_step(rounds):
         return None
-    vector = np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n)
+    if period and period < n and n % period == 0:
+        found: dict[str, float] = {}
+        try:
+            ends = _run(shape, n, tables, pes, pairing, rounds, _Fold(n, period), found, drift)
+        except _Asymmetric:
+            pass
+        else:
+            if drift is not None and "skew" in found:
+                drift["skew"] = found["skew"]
+            return ends
+    return _run(shape, n, tables, pes, pairing, rounds, _Fold(n, n), drift, drift)
+
+
+def _run(
+    shape: list[list[Column]],
+    n: int,
+    tables: Tables,
+    pes: list[str],
+    pairing: _Pairing,
+    rounds: list[list[tuple[int, int]]],
+    fold: _Fold,
+    found: dict[str, float] | None,
+    drift: dict[str, float] | None,
+) -> np.ndarray | None:
+    """The round loop of :func:`evaluate` on the rows ``fold`` keeps; ``found`` gets the
+    skew of drifting rounds when ``drift`` accepts them."""
+    m = fold.m
+    vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     overhead = tables.endpoint_overhead_ps
-    clock = [np.zeros(n, dtype=np.int64) for _ in shape]
-    engine_free = np.zeros(n, dtype=np.int64)
+    clock = [np.zeros(m, dtype=np.int64) for _ in shape]
+    engine_free = np.zeros(m, dtype=np.int64)
     arrival: dict[tuple[int, int], np.ndarray] = {}
     last_arrival: dict[int, np.ndarray] = {}  # per communicator, for drains
     free_at: dict[tuple, np.ndarray] = {}
@@ -593,11 +675,13 @@ def evaluate(
                 # Messages start when their rank and channel are ready, streams
                 # when their rank is.
                 starts = [
-                    clock[s]
-                    if pairing.slot[(s, k)] not in free_at
-                    else np.maximum(clock[s], free_at[pairing.slot[(s, k)]])
+                    fold.full(
+                        clock[s]
+                        if pairing.slot[(s, k)] not in free_at
+                        else np.maximum(clock[s], free_at[pairing.slot[(s, k)]])
+                    )
                     for s, k in messages
-                ] + [clock[s] for s, k in streams]
+                ] + [fold.full(clock[s]) for s, k in streams]
                 staggered, skew = _stagger(tables, n, cols, lead, scols, starts, sharing, base)
                 used = b"" if staggered is None else staggered.tobytes()
                 if known is None or (seen < RECHECKS and known[1] != used):
@@ -606,13 +690,17 @@ def evaluate(
                 if skew > SKEW_LIMIT and _sharing_costs(tables, cols, known[0][0]):
                     if drift is None:
                         return None  # flows that share links no longer start together
-                    drift["skew"] = max(drift.get("skew", 0.0), skew)
+                    if found is not None:
+                        found["skew"] = max(found.get("skew", 0.0), skew)
             cache[base] = known = (known[0], known[1], seen + 1)
             priced = known[0]
             times, stream_times = priced
-            network = dict(zip(messages, times, strict=True))
+            network = {
+                node: (fold.rows(flow), fold.rows(tail))
+                for node, (flow, tail) in zip(messages, times, strict=True)
+            }
             for node, col, t in zip(streams, scols, stream_times, strict=True):
-                memory[node] = col.stream_ps if t is None else t
+                memory[node] = fold.rows(col.stream_ps if t is None else t)
         for s, k in round_:
             col = shape[s][k]
             kind = col.kind
@@ -631,9 +719,9 @@ def evaluate(
             elif kind == Op.RECV:
                 # Each message is taken by one receive: forget it once taken.
                 taken = arrival.pop(pairing.match[(s, k)])
-                clock[s] = np.maximum(clock[s], taken[col.peer])
+                clock[s] = np.maximum(clock[s], taken[fold.peers(col.peer)])
             elif kind == Op.STREAM:
-                flops = col.flops
+                flops = fold.rows(col.flops)
                 engine = -(-flops * PS_PER_S // vector)
                 start = np.maximum(clock[s], engine_free)
                 busy = flops > 0
@@ -649,4 +737,4 @@ def evaluate(
             elif kind == Op.JOIN:
                 for child in col.strands:
                     clock[s] = np.maximum(clock[s], clock[child])
-    return clock[0]
+    return fold.full(clock[0])

@@ -95,7 +95,10 @@ class FastMachine(Fabric):
             return None
         shape, pes = built
         approximate = self.topology.simulation.drift == "approximate"
-        ends = evaluate(shape, len(pes), tables, pes, depth, drift if approximate else None)
+        period = lanes[0].period if len(lanes) == 1 else None
+        ends = evaluate(
+            shape, len(pes), tables, pes, depth, drift if approximate else None, period=period
+        )
         if ends is None:
             return None
         out, base = [], 0
