@@ -30,41 +30,36 @@ def _rank(rank: int, size: int, algorithm: str) -> np.ndarray:
     return x.numpy()
 
 
+def _multi_cube_messages(overrides: list[str]) -> int:
+    """IPCQ messages of one multi_cube all-reduce on 8 ranks, its values checked."""
+    result = kernbench.simulate(
+        _rank,
+        topology=TOPOLOGY,
+        overrides=overrides,
+        world_size=8,
+        args=("multi_cube",),
+        rank_args=True,
+    )
+    expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
+    for r in range(8):
+        np.testing.assert_array_equal(result.returns[r], expected)
+    return result.context.machine.ipcq_messages
+
+
 def test_cube_then_sip_levels_each_split_their_own_communicator() -> None:
     """multi_cube: ring in the cube (k=2), ring across the SIP's cubes (m=2), ring across
     SIPs (s=2), ring back in the cube: (k-1) + 2(m-1) + 2(s-1) + (k-1) = 6 messages a rank
     for each of the buffer's segments.  Grouping the across-cube communicator by the outer
     ranks' PEs instead would skip the SIP level and ring all four cubes: 8 messages a rank."""
-    result = kernbench.simulate(
-        _rank,
-        topology=TOPOLOGY,
-        overrides=SMALL,
-        world_size=8,
-        args=("multi_cube",),
-        rank_args=True,
-    )
-    expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
-    for r in range(8):
-        np.testing.assert_array_equal(result.returns[r], expected)
     # 48 bytes: a second segment would be smaller than a packet, so the tuner keeps one.
-    assert result.context.machine.ipcq_messages == 8 * 6 * 1
+    assert _multi_cube_messages(SMALL) == 8 * 6 * 1
 
 
 @pytest.mark.parametrize("segments", [2, 4])
 def test_segments_set_in_the_catalogue_cut_the_buffer(segments: int) -> None:
     """Each segment goes through every level: 6 messages a rank per segment."""
-    result = kernbench.simulate(
-        _rank,
-        topology=TOPOLOGY,
-        overrides=[*SMALL, f"ccl.configs.multi_cube.params.segments={segments}"],
-        world_size=8,
-        args=("multi_cube",),
-        rank_args=True,
-    )
-    expected = np.arange(12, dtype=np.float32) * sum(range(1, 9))
-    for r in range(8):
-        np.testing.assert_array_equal(result.returns[r], expected)
-    assert result.context.machine.ipcq_messages == 8 * 6 * segments
+    overrides = [*SMALL, f"ccl.configs.multi_cube.params.segments={segments}"]
+    assert _multi_cube_messages(overrides) == 8 * 6 * segments
 
 
 def test_segments_are_checked_and_chosen_by_the_cost_model() -> None:

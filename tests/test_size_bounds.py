@@ -309,14 +309,9 @@ def test_the_virtual_address_space_grows_with_the_machine():
     from kernbench.topology import load_topology
 
     assert RuntimeContext(load_topology("rack"), timing_only=True).va.size == MIN_VA_BYTES
-    topology = load_topology("cluster128k")
-    ctx = RuntimeContext(topology, timing_only=True)
-    cube = topology.cube
-    per_cube = (
-        cube.memory_map.hbm_total_gb_per_cube
-        + cube.sram.size
-        + topology.pes_per_cube * cube.pe_template.components.pe_tcm.attrs.size_mb
-    )
-    total = topology.num_sips * topology.cubes_per_sip * per_cube
+    ctx = RuntimeContext(load_topology("cluster128k"), timing_only=True)
+    total = ctx.memory.total_bytes
+    # 4096 chips x 4 cubes x (72 GiB HBM + 32 MiB SRAM + 8 PEs x 16 MB TCM)
+    assert total == 4096 * 4 * ((72 << 30) + (32 << 20) + 8 * 16 * 10**6)
     assert ctx.va.size == 1 << 52 and 2 * total <= ctx.va.size < 4 * total
     assert ctx.va.alloc(131072 << 30) >= ctx.va.base  # 128 TiB: over the old fixed 64 TiB

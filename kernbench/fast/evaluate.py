@@ -548,21 +548,24 @@ class _Fold:
     def __init__(self, n: int, period: int) -> None:
         self.n = n
         self.m = period
-        self._seen: dict[int, np.ndarray] = {}
-        self._keep: list[np.ndarray] = []  # arrays whose id is a key above: kept alive
+        # Folded arrays by the id of the array they fold (kept alive in _keep, so the
+        # ids are not reused while the fold lives).
+        self._rows: dict[int, np.ndarray] = {}
+        self._peers: dict[int, np.ndarray] = {}
+        self._keep: list[np.ndarray] = []
 
     def rows(self, values: np.ndarray) -> np.ndarray:
         """``values`` (one per row) on the first ``period`` rows."""
         if self.m == self.n:
             return values
-        found = self._seen.get(id(values))
+        found = self._rows.get(id(values))
         if found is None:
             head = values[: self.m]
             if not np.array_equal(
                 values.reshape(-1, self.m), np.broadcast_to(head, (self.n // self.m, self.m))
             ):
                 raise _Asymmetric
-            found = self._seen[id(values)] = head
+            found = self._rows[id(values)] = head
             self._keep.append(values)
         return found
 
@@ -570,14 +573,13 @@ class _Fold:
         """Peer rows of the first ``period`` rows, folded onto them."""
         if self.m == self.n:
             return peer
-        key = -1 - id(peer)
-        found = self._seen.get(key)
+        found = self._peers.get(id(peer))
         if found is None:
             q = self.n // self.m
             shift = np.repeat(np.arange(q, dtype=peer.dtype) * self.m, self.m)
             if not np.array_equal(peer, (np.tile(peer[: self.m], q) + shift) % self.n):
                 raise _Asymmetric
-            found = self._seen[key] = peer[: self.m] % self.m
+            found = self._peers[id(peer)] = peer[: self.m] % self.m
             self._keep.append(peer)
         return found
 
@@ -612,17 +614,18 @@ def evaluate(
     rounds = pairing.rounds()
     if rounds is None or not pairing.in_step(rounds):
         return None
-    if period and period < n and n % period == 0:
-        found: dict[str, float] = {}
+    kept = [period] if period and period < n and n % period == 0 else []
+    for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
+        skews: list[float] = []
+        fold = _Fold(n, m)
         try:
-            ends = _run(shape, n, tables, pes, pairing, rounds, _Fold(n, period), found, drift)
+            ends = _run(shape, n, tables, pes, pairing, rounds, fold, drift is not None, skews)
         except _Asymmetric:
-            pass
-        else:
-            if drift is not None and "skew" in found:
-                drift["skew"] = found["skew"]
-            return ends
-    return _run(shape, n, tables, pes, pairing, rounds, _Fold(n, n), drift, drift)
+            continue
+        if skews and drift is not None:
+            drift["skew"] = max(skews)
+        return ends
+    raise AssertionError("unreachable: the unfolded loop always ends")
 
 
 def _run(
@@ -633,11 +636,11 @@ def _run(
     pairing: _Pairing,
     rounds: list[list[tuple[int, int]]],
     fold: _Fold,
-    found: dict[str, float] | None,
-    drift: dict[str, float] | None,
+    accept_drift: bool,
+    skews: list[float],
 ) -> np.ndarray | None:
-    """The round loop of :func:`evaluate` on the rows ``fold`` keeps; ``found`` gets the
-    skew of drifting rounds when ``drift`` accepts them."""
+    """The round loop of :func:`evaluate` on the rows ``fold`` keeps; with
+    ``accept_drift``, drifting rounds are priced and their skews added to ``skews``."""
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     overhead = tables.endpoint_overhead_ps
@@ -688,10 +691,9 @@ def _run(
                     at = None if staggered is None else list(staggered.reshape(len(starts), n))
                     known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
                 if skew > SKEW_LIMIT and _sharing_costs(tables, cols, known[0][0]):
-                    if drift is None:
+                    if not accept_drift:
                         return None  # flows that share links no longer start together
-                    if found is not None:
-                        found["skew"] = max(found.get("skew", 0.0), skew)
+                    skews.append(skew)
             cache[base] = known = (known[0], known[1], seen + 1)
             priced = known[0]
             times, stream_times = priced

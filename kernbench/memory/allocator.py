@@ -202,6 +202,16 @@ class MachineMemory:
             )
         self._allocators: dict[tuple[MemoryKind, int, int, int], RangeAllocator] = {}
 
+    @property
+    def total_bytes(self) -> int:
+        """Every byte of HBM, SRAM and TCM of the machine."""
+        per_cube = (
+            self.hbm_bytes_per_cube
+            + self.sram_bytes_per_cube
+            + self.pes_per_cube * self.tcm_bytes_per_pe
+        )
+        return self.sips * self.cubes_per_sip * per_cube
+
     def _check_fits_address(self) -> None:
         # Checked here so a machine too big for the address layout fails when
         # built, not at its first allocation in a far corner.

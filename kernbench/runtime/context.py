@@ -48,16 +48,10 @@ _LEVELS = ("sip", "cube", "pe")
 MIN_VA_BYTES = 1 << 46
 
 
-def _va_size(topology: Topology, page_size: int) -> int:
-    """Bytes of virtual address space for ``topology`` (see :data:`MIN_VA_BYTES`)."""
-    cube = topology.cube
-    per_cube = (
-        cube.memory_map.hbm_total_gb_per_cube
-        + cube.sram.size
-        + topology.pes_per_cube * cube.pe_template.components.pe_tcm.attrs.size_mb
-    )
-    total = topology.num_sips * topology.cubes_per_sip * per_cube
-    size = max(MIN_VA_BYTES, 1 << (2 * total - 1).bit_length())
+def _va_size(memory_bytes: int, page_size: int) -> int:
+    """Bytes of virtual address space for a machine of ``memory_bytes`` (see
+    :data:`MIN_VA_BYTES`)."""
+    size = max(MIN_VA_BYTES, 1 << (2 * memory_bytes - 1).bit_length())
     return max(size, page_size)
 
 
@@ -111,7 +105,9 @@ class RuntimeContext:
             tcm_bytes_per_pe=components.pe_tcm.attrs.size_mb,
         )
         self.page_size = components.pe_mmu.attrs.page_size
-        self.va = VirtualAllocator(self.page_size, size=_va_size(topology, self.page_size))
+        self.va = VirtualAllocator(
+            self.page_size, size=_va_size(self.memory.total_bytes, self.page_size)
+        )
         self._devices: dict[Any, int] = {}
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
