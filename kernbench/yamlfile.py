@@ -308,6 +308,11 @@ def parse_yaml(text: str, *, source: str) -> Any:
         at = f" at {where}" if where else ""
         if isinstance(exc, _LimitError | ConstructorError):
             raise ConfigError(f"{where or 'document'}: {_problem(exc)}", source=source) from None
+        if "nesting depth" in _problem(exc):  # libyaml's own depth limit, met while scanning
+            raise ConfigError(
+                f"{where or 'document'}: collections are nested more than {MAX_DEPTH} levels deep",
+                source=source,
+            ) from None
         raise YamlSyntaxError(f"invalid YAML{at}: {_problem(exc)}", source=source) from None
     except RecursionError:  # pragma: no cover - the composer and constructor do not recurse
         raise ConfigError(
