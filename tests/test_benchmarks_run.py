@@ -55,7 +55,7 @@ def test_scale_prints_a_row_per_point_and_the_growth(benchmarks_dir):
         "--ranks", "8", "16",
         "--algorithms", "ring",
         "--backends", "fast",
-        "--bytes", "64KiB",
+        "--bytes", "32KiB",  # blocks of a packet: one piece, evaluated step-wide
         "--topology", "multi_sip",
     )  # fmt: skip
     lines = [line for line in out.splitlines() if line.strip()]

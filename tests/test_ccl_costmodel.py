@@ -48,6 +48,11 @@ _TREE_STAGES = (
     "a tree broadcast pipelined in 8 pieces on the mesh: the model's floor of steps as "
     "pipeline stages, each sharing its ports with the next, is above the simulation here"
 )
+_CHAIN_PORT = (
+    "a chain broadcast pipelined on the mesh since a channel's latency overlaps its next "
+    "piece (ADR 0018): each rank's HBM port takes the piece landing, its placement and the "
+    "piece leaving, and the simulation interleaves them less well than the model's shares"
+)
 _UNCHANGED = "one piece, the same error on main before this work (not investigated further)"
 _MULTI_SIP_LADDER = (
     "multi_sip at cube level, found when the whole ladder was first run (-m slow), none of "
@@ -75,6 +80,8 @@ EXCLUDED: dict[tuple[str, str, str, str], str] = {
     ("default_cube", "reduce_scatter", "ring_pipelined", "1MiB"): _IN_STEP,
     ("default_cube", "reduce_scatter", "direct_pipelined", "64KiB"): _IN_STEP,
     ("default_cube", "broadcast", "binary_tree", "1MiB"): _TREE_STAGES,
+    ("default_cube", "broadcast", "ring", "1MiB"): _CHAIN_PORT,
+    ("default_cube", "broadcast", "ring_pipelined", "1MiB"): _CHAIN_PORT,
     ("default_cube", "reduce", "binary_tree", "1MiB"): _TREE_PORT,
     ("default_cube", "reduce", "binary_tree", "16MiB"): _TREE_PORT,
     ("default_cube", "reduce", "binary_tree", "256MiB"): _TREE_PORT,
@@ -263,11 +270,14 @@ def test_a_schedule_over_the_message_budget_is_priced_by_its_closed_form(monkeyp
     direct = AlgorithmConfig(module="direct")
     by_schedule = predict_detail(ctx, "all_reduce", direct, pes, 1 * MIB)
     assert by_schedule.busiest and by_schedule.bound > 0
+    # The schedule in one piece (the tuned one above takes pieces and is faster).
+    in_one = predict_detail(ctx, "all_reduce", AlgorithmConfig(module="direct", chunks=1), pes, MIB)
+    assert in_one.pieces == 1 and by_schedule.seconds < in_one.seconds
     monkeypatch.setattr(tuner, "SCHEDULE_MAX_MESSAGES", 40)
     closed = predict_detail(ctx, "all_reduce", direct, pes, 1 * MIB)
     assert closed.busiest == "" and closed.bound == 0.0 and closed.pieces == 1
     # alpha-beta-gamma of the direct all-reduce, within the 10% the schedule is held to
-    assert closed.seconds == pytest.approx(by_schedule.seconds, rel=0.1)
+    assert closed.seconds == pytest.approx(in_one.seconds, rel=0.1)
     assert chosen_chunks(ctx, "all_reduce", direct, pes, 64 * MIB) == 1
     ring = AlgorithmConfig(module="ring")  # 8 messages a step: under the budget
     assert predict_detail(ctx, "all_reduce", ring, pes, 1 * MIB).busiest

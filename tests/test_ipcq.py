@@ -47,12 +47,14 @@ def _run(fabric: Fabric, sends: list[int], recv_at: list[int], depth: int):
     return arrived, taken
 
 
-def test_messages_cross_one_at_a_time_in_order() -> None:
+def test_messages_leave_one_at_a_time_and_their_latencies_overlap() -> None:
     fabric, alpha, there, _ = _fabric()
-    hop = alpha + there  # an empty message: overhead, then the route's latency
+    # An empty message pays the overhead, leaves, and arrives the route's latency
+    # later; the next one pays its overhead meanwhile (a DMA engine keeps several
+    # transfers in flight), so the k-th arrives at k·alpha + latency, in order.
     arrived, taken = _run(fabric, [0, 0, 0], [0, 0, 0], depth=8)
-    assert arrived == [hop, 2 * hop, 3 * hop]
-    assert taken == [(hop, 1), (2 * hop, 2), (3 * hop, 3)]
+    assert arrived == [alpha + there, 2 * alpha + there, 3 * alpha + there]
+    assert taken == [(alpha + there, 1), (2 * alpha + there, 2), (3 * alpha + there, 3)]
 
 
 def test_a_full_queue_holds_the_sender_until_a_credit_travels_back() -> None:
@@ -61,9 +63,9 @@ def test_a_full_queue_holds_the_sender_until_a_credit_travels_back() -> None:
     late = 10**7  # the receiver takes its first message long after the queue filled up
     arrived, taken = _run(fabric, [0, 0, 0, 0], [late, late, late, late], depth=2)
     credit = late + back  # both credits of the first two messages are back then
-    assert arrived == [hop, 2 * hop, credit + hop, credit + 2 * hop]
+    assert arrived == [hop, alpha + hop, credit + hop, credit + alpha + hop]
     assert [seq for _, seq in taken] == [1, 2, 3, 4]
-    assert [t for t, _ in taken] == [late, late, credit + hop, credit + 2 * hop]
+    assert [t for t, _ in taken] == [late, late, credit + hop, credit + alpha + hop]
 
 
 def test_a_credit_back_before_the_next_send_costs_no_wait() -> None:

@@ -11,13 +11,15 @@ a reduction, placement or copy on the streams it makes between the memory
 ports and the PE, as :class:`~kernbench.ccl.comm.Comm` makes them.  The
 resources are the graph's links and memory ports (bytes at a bandwidth),
 the IPCQ channels (one message at a time, each paying the endpoint overhead
-o, its route's latency and its first packet's fill) and the programs (one
-work item at a time).
+o and its bytes, then arriving its route's latency and its first packet's fill
+later, while the channel's next message goes) and the programs (one work
+item at a time).
 
 **Following a schedule.**  Time is kept per program, so ranks of a tree or
 of unequal groups go at their own pace:
 
-* A message leaves when its sender enters the step and its channel is free.
+* A message leaves when its sender enters the step and its channel is free
+  (the channel's previous message has left; its latency overlaps this one).
   The step's flows (its messages, and the streams of work alongside them)
   move as the fabric moves them, sharing links max-min fairly
   (:mod:`kernbench.ccl.fluid`); a symmetric step (every message leaving at
@@ -40,11 +42,12 @@ of unequal groups go at their own pace:
   resource for which that is the most.  In the steady state a link is shared
   as processor sharing shares it: a user (a channel, a program's work
   streams) moving b bytes over it per piece takes Σ_g min(b_g, b) over its
-  users at its bandwidth; a channel adds its latencies to its share among
+  users at its bandwidth; a channel adds its endpoint overheads to its share among
   the users in step with it (in flight with it in the first piece, or
   chained to it at a rank), while the others only fill the link while it
   waits.  And the phase takes no less than its steps as pipeline stages: all
-  of them for the first piece, the slowest for each further one, a stage
+  of them, latencies included, for the first piece, the slowest stage's
+  time per piece (its latency overlapped) for each further one, a stage
   sharing its links with the channels chained to it (a chain's stages share
   the ports between them from the second piece on).
 
@@ -91,6 +94,8 @@ __all__ = ["Priced", "price"]
 _UNIFORM_PS = 1e-3
 # Times a non-symmetric repeated step is followed before the rest is extrapolated.
 _FOLLOWED_REPEATS = 4
+# ... or as many as it has programs, up to this many (a turn of a ring).
+_FOLLOWED_TURN = 64
 # Steps with more flows than this are priced as if all were in flight together.
 _FLUID_FLOWS = 512
 
@@ -116,7 +121,9 @@ class _Machine:
         self.graph = machine.graph
         self.packet_bytes = ctx.topology.fabric.packet_bytes
         self.edges = self.graph.edges
-        self.overhead_ps = ctx.topology.cube.pe_template.components.pe_ipcq.attrs.endpoint_overhead
+        ipcq = ctx.topology.cube.pe_template.components.pe_ipcq.attrs
+        self.overhead_ps = ipcq.endpoint_overhead
+        self.depth = config.queue_depth or ipcq.depth  # IPCQ credits per channel
         self.launch_ps = max(machine.pe_spec(pe).launch_overhead_ps for pe in pes)
         self.pes = list(pes)
         self.memory = [memory_node(ctx.topology, pe) for pe in pes]
@@ -170,6 +177,7 @@ class _Shape:
     route: list[tuple[int, ...]] = field(default_factory=list)
     nbytes: list[float] = field(default_factory=list)
     tail: list[float] = field(default_factory=list)  # route latency + first packet's fill
+    back: list[float] = field(default_factory=list)  # latency of the credit's way back
     incoming: dict[Thread, list[int]] = field(default_factory=dict)  # its messages
     alongside: dict[Thread, list[_Item]] = field(default_factory=dict)
     after: dict[Thread, list[_Item]] = field(default_factory=dict)
@@ -224,6 +232,8 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
         shape.route.append(route)
         shape.nbytes.append(m.nbytes)
         shape.tail.append(cost.latency_ps + min(m.nbytes, packet) * cost.fill_ps_per_byte)
+        pe_from, pe_to = machine.pes[m.src], machine.pes[m.dst]
+        shape.back.append(machine.machine.route_cost(pe_to, pe_from).latency_ps)
         shape.fastest = min(shape.fastest, machine.overhead_ps + cost.latency_ps)
         for e in route:
             load[e] += m.nbytes
@@ -290,13 +300,15 @@ def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int]]:
 
 def _fluid(
     machine: _Machine, shape: _Shape, clock: _Clock
-) -> tuple[list[float], dict[Thread, float]]:
+) -> tuple[list[float], list[float], dict[Thread, float]]:
     """Follow a step's flows in time, sharing links max-min fairly as the fabric does.
 
     A message's flow starts o after its sender enters the step and its channel
-    is free, and arrives its route's latency (and first packet's fill) after
-    its last byte left; work alongside streams from the step's start.
-    Returns each message's arrival and each working thread's end of work alongside.
+    is free (the channel's previous last byte left), and arrives its route's
+    latency (and first packet's fill) after its last byte left, not before the
+    channel's previous message; work alongside streams from the step's start.
+    Returns each message's arrival and when its last byte left, and each
+    working thread's end of work alongside.
     """
     capacity: dict[int, float] = {}
 
@@ -308,6 +320,8 @@ def _fluid(
 
     first, successor = _channels(shape)
     arrivals = [0.0] * len(shape.src)
+    left = [0.0] * len(shape.src)
+    previous = {j: i for i, j in successor.items()}
     beside: dict[Thread, float] = {}
 
     def send(i: int, at: float) -> tuple[float, Flow]:
@@ -328,16 +342,19 @@ def _fluid(
             beside[flow.tag] = max(beside[flow.tag], t)
             return []
         i = flow.tag
+        left[i] = t
         arrivals[i] = t + shape.tail[i]
-        return [send(successor[i], arrivals[i])] if i in successor else []
+        if i in previous:  # a channel's messages arrive in order
+            arrivals[i] = max(arrivals[i], arrivals[previous[i]])
+        return [send(successor[i], t)] if i in successor else []
 
     follow(starts, bytes_per_ps, finished)
-    return arrivals, beside
+    return arrivals, left, beside
 
 
 def _at_once(
     machine: _Machine, shape: _Shape, clock: _Clock
-) -> tuple[list[float], dict[Thread, float]]:
+) -> tuple[list[float], list[float], dict[Thread, float]]:
     """The step's flows as if all in flight together: each link's load shared by all.
 
     Exact for a symmetric step (every message leaving at once, one per
@@ -350,11 +367,14 @@ def _at_once(
         load[e] += b
     first, successor = _channels(shape)
     arrivals = [0.0] * len(shape.src)
+    left = [0.0] * len(shape.src)
     for key, i in first.items():
         at = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+        arrived = 0.0
         while True:
             busiest = max((load[e] * ppb(e) for e in shape.route[i]), default=0.0)
-            at = arrivals[i] = at + machine.overhead_ps + shape.tail[i] + busiest
+            at = left[i] = at + machine.overhead_ps + busiest
+            arrived = arrivals[i] = max(at + shape.tail[i], arrived)
             if i not in successor:
                 break
             i = successor[i]
@@ -363,7 +383,7 @@ def _at_once(
         edges = {e for item in items for e in item.load}
         port = max((load[e] * ppb(e) for e in edges), default=0.0)
         beside[thread] = clock.at(thread) + max(sum(item.compute_ps for item in items), port)
-    return arrivals, beside
+    return arrivals, left, beside
 
 
 def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
@@ -379,14 +399,14 @@ def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
         and (not starts or max(starts) - min(starts) <= _UNIFORM_PS)
     )
     follow = _at_once if symmetric or len(shape.src) + streams > _FLUID_FLOWS else _fluid
-    arrivals, beside = follow(machine, shape, clock)
+    arrivals, left, beside = follow(machine, shape, clock)
     windows = clock.windows
     for i, key in enumerate(shape.channel):
         if windows is not None:
             start = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
             for resource in (key, *shape.route[i]):
                 _widen(windows, resource, start, arrivals[i])
-        clock.free[key] = arrivals[i]  # a channel's messages arrive in order
+        clock.free[key] = left[i]  # the channel's next message goes once this one left
         clock.sent[key[0]] = max(clock.sent[key[0]], arrivals[i])
     if arrivals:
         clock.last = max(clock.last, max(arrivals))
@@ -451,7 +471,7 @@ def _pipeline_busy(
     shapes: Sequence[tuple[_Shape, int]],
     windows: dict[Any, list[float]],
     necks: dict[Any, int],
-    stages: list[float],
+    stages: list[tuple[float, float]],
 ) -> dict[Any, float]:
     """Each resource's time per piece when a phase's steps all run at once.
 
@@ -475,6 +495,9 @@ def _pipeline_busy(
     ppb = machine.ps_per_byte
     carried: dict[int, float] = defaultdict(float)
     latency: dict[tuple, float] = defaultdict(float)  # per channel
+    # Per channel: a message's credit comes back a round trip after it left, so a
+    # channel of depth d moves at most d messages per round trip.
+    round_trips: dict[tuple, float] = defaultdict(float)
     users: dict[int, dict[Any, float]] = defaultdict(lambda: defaultdict(float))  # bytes
     width: dict[tuple[Any, int], int] = defaultdict(int)  # a program's streams side by side
     compute: dict[Thread, float] = defaultdict(float)
@@ -483,7 +506,10 @@ def _pipeline_busy(
             for e, b in total.items():
                 carried[e] += b * repeat
         for i, key in enumerate(shape.channel):
-            latency[key] += repeat * (machine.overhead_ps + shape.tail[i])
+            latency[key] += repeat * machine.overhead_ps  # route tails overlap the next
+            moving = max((shape.nbytes[i] * ppb(e) for e in shape.route[i]), default=0.0)
+            trip = machine.overhead_ps + moving + shape.tail[i] + shape.back[i]
+            round_trips[key] += repeat * trip
             for e in shape.route[i]:
                 users[e][key] += repeat * shape.nbytes[i]
         for thread, item in _work_items(shape):
@@ -536,14 +562,15 @@ def _pipeline_busy(
                 else:
                     necks[user] = neck
     for key, t in latency.items():
-        busy[key] = max(busy.get(key, 0.0), t)
+        busy[key] = max(busy.get(key, 0.0), t, round_trips[key] / machine.depth)
     for thread, t in compute.items():
         busy[thread] = max(busy.get(thread, 0.0), t)
     # Each step as a pipeline stage: its slowest message sharing its links with the
-    # channels chained to it (a chain's stage shares its ports with the next one's).
+    # channels chained to it (a chain's stage shares its ports with the next one's);
+    # ``stages`` holds (a piece's time through the stage, the stage's time per piece).
     stages.clear()
     for shape, repeat in shapes:
-        stage = 0.0
+        stage = service = 0.0
         for i, key in enumerate(shape.channel):
             share = max(
                 (
@@ -552,8 +579,11 @@ def _pipeline_busy(
                 ),
                 default=0.0,
             )
-            stage = max(stage, machine.overhead_ps + shape.tail[i] + share)
-        stages.extend([stage] * repeat)
+            # The first piece goes through alone; the later ones share with the chain.
+            alone = max((shape.nbytes[i] * ppb(e) for e in shape.route[i]), default=0.0)
+            stage = max(stage, machine.overhead_ps + shape.tail[i] + alone)
+            service = max(service, machine.overhead_ps + share)
+        stages.extend([(stage, service)] * repeat)
     return busy
 
 
@@ -590,22 +620,39 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
 
     A step that moves every program and channel on by the same time is
     extended by that much per remaining repetition; one that does not is
-    followed a few times and then extended at the pace of its slowest program
-    or channel (a ring whose one slow link sets the pace: its channel sends
-    back to back while the others wait for it).
+    followed a few times (as many as it has programs, up to a limit: a turn of
+    a ring) and then extended at the pace of its slowest program or channel,
+    its mean per repeat after the first (a rank behind a ring's slow hop falls
+    behind once; the slow hop then passes round the ring).
     """
     channels = list(dict.fromkeys(shape.channel))
+    # A ring's ranks do not go in lock step: a rank behind a slow hop falls behind
+    # once and the slow hop passes round, so a rank's pace is its mean over a turn
+    # of the ring (up to _FOLLOWED_TURN repeats), after the first repeat.
+    turn = max(_FOLLOWED_REPEATS, min(len(shape.threads), _FOLLOWED_TURN))
+
+    def now() -> list[float]:
+        return [clock.at(thread) for thread in shape.threads] + [
+            clock.free.get(key, 0.0) for key in channels
+        ]
+
+    history = [now()]
     for done in range(1, times + 1):
-        before = [clock.at(thread) for thread in shape.threads]
-        before += [clock.free.get(key, 0.0) for key in channels]
         _advance(machine, shape, clock)
-        after = [clock.at(thread) for thread in shape.threads]
-        after += [clock.free.get(key, 0.0) for key in channels]
+        history.append(now())
+        before, after = history[-2], history[-1]
         deltas = [b - a for a, b in zip(before, after, strict=True)]
         left = times - done
         if not left or not deltas:
             return
-        if max(deltas) - min(deltas) <= _UNIFORM_PS or done >= _FOLLOWED_REPEATS:
+        uniform = max(deltas) - min(deltas) <= _UNIFORM_PS
+        if uniform or done >= turn:
+            if not uniform:
+                since = 1 if done > 1 else 0
+                deltas = [
+                    (b - a) / (done - since)
+                    for a, b in zip(history[since], after, strict=True)
+                ]
             clock.shift(left * max(deltas), shape.channel)
             if clock.windows is not None:  # the resources stay active over the repeats
                 used = {*shape.channel, *shape.threads, *(e for r in shape.route for e in r)}
@@ -643,13 +690,16 @@ def price(
         if phase.pieces > 1:
             channels = [key for shape, _ in shapes for key in shape.channel]
             necks: dict[Any, int] = {}
-            stages: list[float] = []
+            stages: list[tuple[float, float]] = []
             busy = _pipeline_busy(machine, shapes, clock.windows or {}, necks, stages)
             longer = _pipelined_end(clock, busy, phase.pieces, necks)
             # Stages that share a resource in the steady state do so from the second
             # piece on, so the first piece does not go alone: a pipeline of stages
             # takes them all for the first piece and its slowest for every further one.
-            staged = sum(stages) + (phase.pieces - 1) * max(stages, default=0.0)
+            # A piece takes each stage's latency, the stages take it once.
+            staged = sum(t for t, _ in stages) + (phase.pieces - 1) * max(
+                (per_piece for _, per_piece in stages), default=0.0
+            )
             first = max([clock.last, *clock.base, *clock.lanes.values()]) - phase_start
             clock.shift(max(longer, staged - first), channels)
             clock.windows = None

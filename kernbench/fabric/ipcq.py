@@ -5,6 +5,10 @@ a sender takes a credit before it sends (back-pressure: a full queue makes the
 sender wait, it never drops), then the channel transmits its messages one at a
 time, in order: each pays the endpoint overhead (the per-message α) and
 crosses the fabric from the source memory to the receiver's buffer memory.
+The transmitter is free for the next message once the last byte has left
+(α and the bytes are serial); the route's latency overlaps the next message,
+as a DMA engine keeps several transfers in flight, and messages still arrive
+in the order they were sent.
 The receiver takes messages in order; the credit travels back to the sender
 over the route's latency (counted when the sender next needs one, so only a
 sender actually blocked on credits costs a timer).
@@ -80,6 +84,7 @@ class _Channel:
         "receivers",
         "sent",
         "credit_return_ps",
+        "arriving",
     )
 
     def __init__(self, src: str, dst: str, depth: int, credit_return_ps: int) -> None:
@@ -98,6 +103,7 @@ class _Channel:
         self.receivers: deque[simpy.Event] = deque()
         self.sent = 0
         self.credit_return_ps = credit_return_ps
+        self.arriving = 0  # when the last message sent reaches the receiver
 
 
 class Ipcq:
@@ -210,7 +216,24 @@ class Ipcq:
             self._cross(send)
 
     def _cross(self, send: _Send) -> None:
-        self.links.start(send.route, send.nbytes, lambda: self._arrived(send))
+        # Bandwidth only here: the route's latency and packet fill are paid
+        # after the last byte has left, beside the channel's next message.
+        self.links.start(send.route, send.nbytes, lambda: self._left(send), stream=True)
+
+    def _left(self, send: _Send) -> None:
+        """The last byte has left: free the transmitter; the message arrives a route tail later."""
+        channel = send.channel
+        cost = self.links.route_cost(send.route)
+        now = self.env.now
+        arrives = now + cost.latency_ps + cost.tail_fill_ps(send.nbytes, self.links.packet_bytes)
+        channel.arriving = arrives = max(arrives, channel.arriving)  # in order
+        channel.busy = False
+        if channel.waiting_transmitter:
+            self._transmit(channel)
+        if arrives > now:
+            Timer(self.env, arrives - now, lambda _ev: self._arrived(send))
+        else:
+            self._arrived(send)
 
     def _arrived(self, send: _Send) -> None:
         channel, start = send.channel, send.start
@@ -227,11 +250,8 @@ class Ipcq:
             )
             for hook in self.observers.queue:
                 hook(record)
-        channel.busy = False
         if send.on_sent is not None:
             send.on_sent()
-        if channel.waiting_transmitter:
-            self._transmit(channel)
 
     # -- receiving -----------------------------------------------------------------
     def recv(

@@ -8,9 +8,10 @@ two and hierarchical compositions of them.  Then each operation is one step
 for all ranks at once (ADR 0015):
 
 * a **message** leaves when its rank reaches it and its channel's transmitter
-  is free, pays the IPCQ endpoint overhead, its route's latency, its bytes at
-  its rate and its first packet's store-and-forward fill (the fabric's
-  formula); the messages of one *round* (operations that become ready
+  is free (the channel's previous bytes have left), pays the IPCQ endpoint
+  overhead and its bytes at its rate, then arrives its route's latency and
+  its first packet's store-and-forward fill later, not before the channel's
+  previous message (the fabric's formula); the messages of one *round* (operations that become ready
   together) share the links they cross max-min fairly;
 * a **receive** waits for its message (a channel keeps its messages in order);
 * a **stream** (a reduction, a placement, a copy) takes its memory traffic at
@@ -649,6 +650,7 @@ def _run(
     arrival: dict[tuple[int, int], np.ndarray] = {}
     last_arrival: dict[int, np.ndarray] = {}  # per communicator, for drains
     free_at: dict[tuple, np.ndarray] = {}
+    arriving: dict[tuple, np.ndarray] = {}  # per channel: when its last message arrives
     cache: dict[tuple, tuple] = {}
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by round pattern
     for round_ in rounds:
@@ -711,8 +713,15 @@ def _run(
                 free = free_at.get(slot)
                 depart = clock[s] if free is None else np.maximum(clock[s], free)
                 flow, tail = network[(s, k)]
-                done = depart + overhead + flow + tail
-                free_at[slot] = done
+                # The transmitter is free once the bytes have left; the route's
+                # tail overlaps the channel's next message, which arrives after.
+                left = depart + overhead + flow
+                free_at[slot] = left
+                done = left + tail
+                before = arriving.get(slot)
+                if before is not None:
+                    done = np.maximum(done, before)
+                arriving[slot] = done
                 arrival[(s, k)] = done
                 last = last_arrival.get(col.comm)
                 last_arrival[col.comm] = done if last is None else np.maximum(last, done)
