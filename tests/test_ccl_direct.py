@@ -330,7 +330,8 @@ def test_prediction_on_fc8_within_10_percent(op: str, config: str) -> None:
         predicted = predict_detail(ctx, op, resolved, PES8, nbytes)
         assert predicted is not None
         bound = 0.20 if (op, nbytes) in OUTSIDE_10_PERCENT else 0.10
-        assert abs(predicted.seconds - simulated) / simulated < bound, (nbytes, predicted, simulated)
+        error = abs(predicted.seconds - simulated) / simulated
+        assert error < bound, (nbytes, predicted, simulated)
         assert predicted.bound <= simulated
 
 

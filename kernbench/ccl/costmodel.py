@@ -650,8 +650,7 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
             if not uniform:
                 since = 1 if done > 1 else 0
                 deltas = [
-                    (b - a) / (done - since)
-                    for a, b in zip(history[since], after, strict=True)
+                    (b - a) / (done - since) for a, b in zip(history[since], after, strict=True)
                 ]
             clock.shift(left * max(deltas), shape.channel)
             if clock.windows is not None:  # the resources stay active over the repeats
