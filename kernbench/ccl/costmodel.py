@@ -94,8 +94,10 @@ __all__ = ["Priced", "price"]
 _UNIFORM_PS = 1e-3
 # Times a non-symmetric repeated step is followed before the rest is extrapolated.
 _FOLLOWED_REPEATS = 4
-# ... or as many as it has programs, up to this many (a turn of a ring).
+# ... or as many as it has programs, up to this many (a turn of a ring) and up to
+# this many messages followed in all (the pricing of a big group stays quick).
 _FOLLOWED_TURN = 64
+_FOLLOWED_MESSAGES = 1024
 # Steps with more flows than this are priced as if all were in flight together.
 _FLUID_FLOWS = 512
 
@@ -629,7 +631,8 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
     # A ring's ranks do not go in lock step: a rank behind a slow hop falls behind
     # once and the slow hop passes round, so a rank's pace is its mean over a turn
     # of the ring (up to _FOLLOWED_TURN repeats), after the first repeat.
-    turn = max(_FOLLOWED_REPEATS, min(len(shape.threads), _FOLLOWED_TURN))
+    turn = min(len(shape.threads), _FOLLOWED_TURN, _FOLLOWED_MESSAGES // max(1, len(shape.src)))
+    turn = max(_FOLLOWED_REPEATS, turn)
 
     def now() -> list[float]:
         return [clock.at(thread) for thread in shape.threads] + [
