@@ -230,13 +230,15 @@ def test_ragged_lane_crossvalidates_within_its_bound() -> None:
     # 100 elements over 64 ranks (blocks of 1 or 2): priced at the widest block
     points = compare("multi_sip", "ring", (64,), overrides=["system.device_level=cube"], nbytes=400)
     by_op = {p.op: p for p in points}
-    for op in ("all_reduce", "reduce_scatter", "all_gather"):
-        assert by_op[op].evaluated, op
-        assert by_op[op].error <= by_op[op].bound, (op, by_op[op])
-    # The ragged one (blocks of 1 or 2 elements) to the picosecond but for rounding;
-    # the others share NoC links between a rank's incoming and outgoing messages
-    # (measured 0.20% and 0.23%, within the 5% of shared links).
+    # The ragged one (blocks of 1 or 2 elements) step-wide, to the picosecond but for
+    # rounding.  The others cross SIP links among hops inside a SIP, with links
+    # shared: step-wide within the bound of shared links, or (where sharing costs)
+    # message by message, exactly.
+    assert by_op["all_reduce"].evaluated
     assert by_op["all_reduce"].error <= 0.001, by_op["all_reduce"]
+    for op in ("reduce_scatter", "all_gather"):
+        point = by_op[op]
+        assert point.error <= point.bound if point.evaluated else point.error == 0, point
 
 
 def test_recording_leaves_values_alone() -> None:
