@@ -13,7 +13,11 @@ Two cases, timing-only, on the detailed backend unless ``--backend fast``:
   class (the busiest link of the class: its bytes over its bandwidth).
 
     python benchmarks/ccl_mapping.py [multi_sip] [rack] [--backend fast]
-        [--rack-bytes 1GiB] [--rack-algorithm ring_pipelined]
+        [--rack-bytes 1GiB] [--rack-algorithm ring_pipelined] [--rack-chunks 2]
+
+``--rack-chunks N`` sets the rack configuration's pieces per chunk for the run
+(``--set ccl.configs.<name>.chunks=N``): the tuner gives groups above 256 ranks
+one piece, and two pieces hide the SIP crossings behind the transfers.
 """
 
 from __future__ import annotations
@@ -43,12 +47,12 @@ def _all_reduce(nbytes: int, algorithm: str):
     return body
 
 
-def run(topology: str, level: str, algorithm: str, nbytes: int, backend: str):
+def run(topology: str, level: str, algorithm: str, nbytes: int, backend: str, extra: tuple = ()):
     start = time.perf_counter()
     result = kernbench.simulate(
         _all_reduce(nbytes, algorithm),
         topology=topology,
-        overrides=[f"system.device_level={level}", f"simulation.backend={backend}"],
+        overrides=[f"system.device_level={level}", f"simulation.backend={backend}", *extra],
         timing_only=True,
     )
     return result, time.perf_counter() - start
@@ -71,12 +75,14 @@ def multi_sip(backend: str) -> None:
             )
 
 
-def rack(backend: str, nbytes: int, algorithm: str) -> None:
-    result, wall = run("rack", "pe", algorithm, nbytes, backend)
+def rack(backend: str, nbytes: int, algorithm: str, chunks: int | None = None) -> None:
+    extra = (f"ccl.configs.{algorithm}.chunks={chunks}",) if chunks else ()
+    result, wall = run("rack", "pe", algorithm, nbytes, backend, extra)
     record = result.report["collectives"][-1]
     ranks = result.report["world_size"]
     span_ps = record["end_ps"] - record["start_ps"]
-    print(f"rack.yaml, PE level ({ranks} ranks): {algorithm} all-reduce of {nbytes} bytes")
+    pieces = f", {chunks} pieces per chunk" if chunks else ""
+    print(f"rack.yaml, PE level ({ranks} ranks): {algorithm} all-reduce of {nbytes} bytes{pieces}")
     print(f"wall {wall:.1f} s, collective {span_ps / 1e6:.1f} us")
     print(f"rank order: {record.get('rank_order', 'the user order')}")
     chunk = nbytes // ranks
@@ -108,12 +114,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backend", default="detailed")
     parser.add_argument("--rack-bytes", default="1GiB")
     parser.add_argument("--rack-algorithm", default="ring", help="a ring configuration")
+    parser.add_argument("--rack-chunks", type=int, default=None, help="its pieces per chunk")
     args = parser.parse_args(argv)
     print(machine_index())
     if "multi_sip" in args.cases:
         multi_sip(args.backend)
     if "rack" in args.cases:
-        rack(args.backend, parse_size(args.rack_bytes), args.rack_algorithm)
+        rack(args.backend, parse_size(args.rack_bytes), args.rack_algorithm, args.rack_chunks)
 
 
 if __name__ == "__main__":
