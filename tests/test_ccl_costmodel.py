@@ -58,9 +58,14 @@ _TWO_PIECES = (
     "first piece's latency gaps; since a channel's latency overlaps its next message "
     "(ADR 0018) the second piece fills all of them (predicted 11-16% slow)"
 )
+_RING_PIECES = (
+    "a ring in 8 pieces on the mesh of cubes: the model lets later pieces fill part of "
+    "a channel's first-piece latency gaps; since ADR 0018 they fill them all (predicted "
+    "12-17% slow)"
+)
 _SMALL_PIECES = (
-    "direct sends in 8 pieces of 64 bytes at 4 KiB: predicted 22-45% slow since ADR 0018, "
-    "overheads and credits of 56 channels' pieces; not investigated"
+    "direct sends in 8 pieces of a few dozen bytes at 4 KiB: predicted 14-45% slow since "
+    "ADR 0018, the overheads and credits of many channels' pieces; not investigated"
 )
 _DIRECT_PIECES = (
     "direct sends in pieces at 1 MiB: the receivers take the pieces peer by peer and "
@@ -132,6 +137,27 @@ EXCLUDED: dict[tuple[str, str, str, str], str] = {
     ("multi_sip_cube", "reduce", "binary_tree", "16MiB"): _MULTI_SIP_LADDER,
     ("multi_sip_cube", "reduce", "binary_tree", "256MiB"): _MULTI_SIP_LADDER,
     ("multi_sip_cube", "reduce", "double_binary_tree", "64KiB"): _MULTI_SIP_LADDER,
+    # Found by the whole ladder (-m slow) after ADR 0018, default at cube and PE level:
+    ("default_cube", "all_reduce", "ring_pipelined", "1MiB"): _RING_PIECES,
+    ("default_cube", "reduce_scatter", "ring_pipelined", "64KiB"): _RING_PIECES,
+    ("default_cube", "broadcast", "ring", "16MiB"): _CHAIN_PORT,
+    ("default_cube", "broadcast", "ring", "256MiB"): _CHAIN_PORT,
+    ("default_cube", "broadcast", "ring_pipelined", "16MiB"): _CHAIN_PORT,
+    ("default_cube", "broadcast", "ring_pipelined", "256MiB"): _CHAIN_PORT,
+    ("default_pe", "broadcast", "ring", "1MiB"): _CHAIN_PORT,
+    ("default_pe", "broadcast", "ring", "16MiB"): _CHAIN_PORT,
+    ("default_pe", "broadcast", "ring", "256MiB"): _CHAIN_PORT,
+    ("default_pe", "broadcast", "ring_pipelined", "1MiB"): _CHAIN_PORT,
+    ("default_pe", "broadcast", "ring_pipelined", "16MiB"): _CHAIN_PORT,
+    ("default_pe", "broadcast", "ring_pipelined", "256MiB"): _CHAIN_PORT,
+    # ... and multi_sip at cube level:
+    ("multi_sip_cube", "reduce_scatter", "ring", "16MiB"): _MULTI_SIP_LADDER,
+    ("multi_sip_cube", "reduce_scatter", "direct_pipelined", "4KiB"): _SMALL_PIECES,
+    ("multi_sip_cube", "broadcast", "ring", "16MiB"): _CHAIN_PORT,
+    ("multi_sip_cube", "broadcast", "ring", "256MiB"): _CHAIN_PORT,
+    ("multi_sip_cube", "broadcast", "ring_pipelined", "16MiB"): _CHAIN_PORT,
+    ("multi_sip_cube", "broadcast", "ring_pipelined", "256MiB"): _CHAIN_PORT,
+    ("multi_sip_cube", "reduce", "double_binary_tree", "1MiB"): _MULTI_SIP_LADDER,
     # Found by the whole ladder (-m slow) after ADR 0018, ring8 and fc8:
     ("ring8", "all_reduce", "ring", "1MiB"): _TWO_PIECES,  # +12.2%
     ("ring8", "all_reduce", "ring_tcm_8", "1MiB"): _TWO_PIECES,  # +10.8%
