@@ -180,6 +180,7 @@ class _Shape:
     nbytes: list[float] = field(default_factory=list)
     tail: list[float] = field(default_factory=list)  # route latency + first packet's fill
     back: list[float] = field(default_factory=list)  # latency of the credit's way back
+    alone: list[float] = field(default_factory=list)  # bytes at the route's slowest link
     incoming: dict[Thread, list[int]] = field(default_factory=dict)  # its messages
     alongside: dict[Thread, list[_Item]] = field(default_factory=dict)
     after: dict[Thread, list[_Item]] = field(default_factory=dict)
@@ -236,6 +237,7 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
         shape.tail.append(cost.latency_ps + min(m.nbytes, packet) * cost.fill_ps_per_byte)
         pe_from, pe_to = machine.pes[m.src], machine.pes[m.dst]
         shape.back.append(machine.machine.route_cost(pe_to, pe_from).latency_ps)
+        shape.alone.append(max((m.nbytes * machine.ps_per_byte(e) for e in route), default=0.0))
         shape.fastest = min(shape.fastest, machine.overhead_ps + cost.latency_ps)
         for e in route:
             load[e] += m.nbytes
@@ -509,8 +511,7 @@ def _pipeline_busy(
                 carried[e] += b * repeat
         for i, key in enumerate(shape.channel):
             latency[key] += repeat * machine.overhead_ps  # route tails overlap the next
-            moving = max((shape.nbytes[i] * ppb(e) for e in shape.route[i]), default=0.0)
-            trip = machine.overhead_ps + moving + shape.tail[i] + shape.back[i]
+            trip = machine.overhead_ps + shape.alone[i] + shape.tail[i] + shape.back[i]
             round_trips[key] += repeat * trip
             for e in shape.route[i]:
                 users[e][key] += repeat * shape.nbytes[i]
@@ -582,8 +583,7 @@ def _pipeline_busy(
                 default=0.0,
             )
             # The first piece goes through alone; the later ones share with the chain.
-            alone = max((shape.nbytes[i] * ppb(e) for e in shape.route[i]), default=0.0)
-            stage = max(stage, machine.overhead_ps + shape.tail[i] + alone)
+            stage = max(stage, machine.overhead_ps + shape.tail[i] + shape.alone[i])
             service = max(service, machine.overhead_ps + share)
         stages.extend([(stage, service)] * repeat)
     return busy
@@ -639,22 +639,21 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
             clock.free.get(key, 0.0) for key in channels
         ]
 
-    history = [now()]
+    before = now()
     for done in range(1, times + 1):
         _advance(machine, shape, clock)
-        history.append(now())
-        before, after = history[-2], history[-1]
+        after = now()
+        if done == 1:
+            start = after  # the mean pace is taken after the first repeat
         deltas = [b - a for a, b in zip(before, after, strict=True)]
+        before = after
         left = times - done
         if not left or not deltas:
             return
         uniform = max(deltas) - min(deltas) <= _UNIFORM_PS
         if uniform or done >= turn:
-            if not uniform:
-                since = 1 if done > 1 else 0
-                deltas = [
-                    (b - a) / (done - since) for a, b in zip(history[since], after, strict=True)
-                ]
+            if not uniform and done > 1:
+                deltas = [(b - a) / (done - 1) for a, b in zip(start, after, strict=True)]
             clock.shift(left * max(deltas), shape.channel)
             if clock.windows is not None:  # the resources stay active over the repeats
                 used = {*shape.channel, *shape.threads, *(e for r in shape.route for e in r)}

@@ -191,7 +191,7 @@ class FlowNetwork:
             tail = 0
         else:
             cost = self._route_costs.get(route) or self.route_cost(route)
-            tail = cost.latency_ps + cost.tail_fill_ps(nbytes, self.packet_bytes)
+            tail = cost.tail_ps(nbytes, self.packet_bytes)
         if nbytes <= 0:
             _deliver(env, done, tail)
             return

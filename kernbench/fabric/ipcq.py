@@ -223,9 +223,9 @@ class Ipcq:
     def _left(self, send: _Send) -> None:
         """The last byte has left: free the transmitter; the message arrives a route tail later."""
         channel = send.channel
-        cost = self.links.route_cost(send.route)
         now = self.env.now
-        arrives = now + cost.latency_ps + cost.tail_fill_ps(send.nbytes, self.links.packet_bytes)
+        tail = self.links.route_cost(send.route).tail_ps(send.nbytes, self.links.packet_bytes)
+        arrives = now + tail
         channel.arriving = arrives = max(arrives, channel.arriving)  # in order
         channel.busy = False
         if channel.waiting_transmitter:

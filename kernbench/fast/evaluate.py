@@ -451,13 +451,10 @@ def _uneven(tables: Tables, messages: list[Column]) -> bool:
     moving together overlap other rounds' flows instead (ADR 0018: a channel's next
     message no longer waits for the slow hop, so the skew of one round stays small
     while the error grows: -10% on a 256-rank ring over two SIPs of rack.yaml)."""
-    latency = tables.arrays()[0]
-    lows, highs = [], []
-    for col in messages:
-        lat = latency[col.route]
-        lows.append(int(lat.min()))
-        highs.append(int(lat.max()))
-    return bool(lows) and max(highs) > UNEVEN * max(min(lows), 1)
+    if not messages:
+        return False
+    latency = tables.arrays()[0][np.concatenate([col.route for col in messages])]
+    return bool(latency.max() > UNEVEN * max(int(latency.min()), 1))
 
 
 def _sharing_costs(

@@ -126,7 +126,12 @@ class RouteCost:
         if not self.edges:
             return 0
         stream = -(-nbytes * PS_PER_S // self.bottleneck) if nbytes else 0
-        return self.latency_ps + stream + self.tail_fill_ps(nbytes, packet_bytes)
+        return stream + self.tail_ps(nbytes, packet_bytes)
+
+    def tail_ps(self, nbytes: int, packet_bytes: int) -> int:
+        """What follows a transfer's last byte leaving: the route's latency and the
+        store-and-forward fill of its first packet."""
+        return self.latency_ps + self.tail_fill_ps(nbytes, packet_bytes)
 
     def tail_fill_ps(self, nbytes: int, packet_bytes: int) -> int:
         first_packet = min(nbytes, packet_bytes)
