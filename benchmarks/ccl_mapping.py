@@ -14,10 +14,13 @@ Two cases, timing-only, on the detailed backend unless ``--backend fast``:
 
     python benchmarks/ccl_mapping.py [multi_sip] [rack] [--backend fast]
         [--rack-bytes 1GiB] [--rack-algorithm ring_pipelined] [--rack-chunks 2]
+        [--set KEY=VALUE ...]
 
 ``--rack-chunks N`` sets the rack configuration's pieces per chunk for the run
 (``--set ccl.configs.<name>.chunks=N``): the tuner gives groups above 256 ranks
 one piece, and two pieces hide the SIP crossings behind the transfers.
+``--set`` overrides the rack machine (e.g. ``system.sips.count=2``,
+``sip.cube_mesh.w=1``) for a smaller run of the same shape.
 """
 
 from __future__ import annotations
@@ -75,8 +78,11 @@ def multi_sip(backend: str) -> None:
             )
 
 
-def rack(backend: str, nbytes: int, algorithm: str, chunks: int | None = None) -> None:
+def rack(
+    backend: str, nbytes: int, algorithm: str, chunks: int | None = None, overrides: tuple = ()
+) -> None:
     extra = (f"ccl.configs.{algorithm}.chunks={chunks}",) if chunks else ()
+    extra += tuple(overrides)
     result, wall = run("rack", "pe", algorithm, nbytes, backend, extra)
     record = result.report["collectives"][-1]
     ranks = result.report["world_size"]
@@ -115,12 +121,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rack-bytes", default="1GiB")
     parser.add_argument("--rack-algorithm", default="ring", help="a ring configuration")
     parser.add_argument("--rack-chunks", type=int, default=None, help="its pieces per chunk")
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], help="rack.yaml KEY=VALUE"
+    )
     args = parser.parse_args(argv)
     print(machine_index())
     if "multi_sip" in args.cases:
         multi_sip(args.backend)
     if "rack" in args.cases:
-        rack(args.backend, parse_size(args.rack_bytes), args.rack_algorithm, args.rack_chunks)
+        rack(
+            args.backend,
+            parse_size(args.rack_bytes),
+            args.rack_algorithm,
+            args.rack_chunks,
+            tuple(args.overrides),
+        )
 
 
 if __name__ == "__main__":

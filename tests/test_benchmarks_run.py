@@ -94,3 +94,23 @@ def test_collectives_quality_prints_a_row_per_point_and_the_count_outside(benchm
         ["fc8", "all_reduce", "double_binary_tree", "64KiB"],
     ]
     assert lines[4].startswith("2 points, ")
+
+
+def test_ccl_mapping_prints_crossings_and_the_bound_per_link_class(benchmarks_dir):
+    out = _run(
+        benchmarks_dir / "ccl_mapping.py",
+        "rack",
+        "--rack-bytes", "4MiB",
+        "--rack-chunks", "2",
+        "--set", "system.sips.count=2",
+        "--set", "sip.cube_mesh.w=1",
+        "--set", "sip.cube_mesh.h=1",
+    )  # fmt: skip
+    lines = [line for line in out.splitlines() if line.strip()]
+    assert lines[0].startswith("machine: bare SimPy")
+    assert lines[1] == (
+        "rack.yaml, PE level (16 ranks): ring all-reduce of 4194304 bytes, 2 pieces per chunk"
+    )
+    # Two SIPs behind the switch: the ring crosses each of the four directed links once a step.
+    assert lines[4] == "inter-SIP links: 4, crossings per step per direction: min 1.000, max 1.000"
+    assert lines[6].split()[0] == "hbm_port"  # the slowest link class comes first
