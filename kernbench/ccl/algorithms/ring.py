@@ -25,17 +25,27 @@ from kernbench.ccl.comm import Comm, Region, chunk_bounds
 __all__ = ["reduce_scatter_steps", "all_gather_steps", "schedule", "chunks", "same_region"]
 
 
-def _pieces(c: Comm, region: Region) -> list[Region]:
-    parts = chunks(c.params or {})
+def _pieces(c: Comm, region: Region, parts: int | None = None) -> list[Region]:
+    """``region`` cut into the configuration's pieces (``parts``: its ``chunks``, when
+    the caller has them)."""
+    if parts is None:
+        parts = chunks(c.params or {})
+    if parts == 1:  # the common case, asked for once per block of every rank
+        return [region]
     parts = min(parts, max(1, region.count))
     return [region.sub(a, b) for a, b in chunk_bounds(region.count, parts)]
+
+
+def _parts(c: Comm) -> int:
+    return chunks(c.params or {})
 
 
 def reduce_scatter_steps(c: Comm, chunks: Sequence[Region], then_gather: bool = False) -> Generator:
     """After p-1 steps chunk ``rank`` holds the reduction; optionally go on into all-gather."""
     p, r = c.size, c.rank
     right, left = (r + 1) % p, (r - 1) % p
-    pieces = [_pieces(c, chunk) for chunk in chunks]
+    parts = _parts(c)
+    pieces = [_pieces(c, chunk, parts) for chunk in chunks]
     for piece in pieces[(r - 1) % p]:
         c.post_send(right, piece)
     for step in range(p - 1):
@@ -60,7 +70,8 @@ def all_gather_steps(c: Comm, chunks: Sequence[Region]) -> Generator:
     """Starting with chunk ``rank`` complete, after p-1 steps every chunk is."""
     p, r = c.size, c.rank
     right, left = (r + 1) % p, (r - 1) % p
-    pieces = [_pieces(c, chunk) for chunk in chunks]
+    parts = _parts(c)
+    pieces = [_pieces(c, chunk, parts) for chunk in chunks]
     for piece in pieces[r]:
         c.post_send(right, piece)
     for step in range(p - 1):
@@ -94,9 +105,10 @@ def reduce_scatter(c: Comm, a: OpArgs) -> Generator:
         yield from c.copy(a.out, a.blocks[0])
         return
     right, left = (r + 1) % p, (r - 1) % p
-    inputs = [_pieces(c, block) for block in a.blocks]
-    partial = [_pieces(c, c.scratch(block)) for block in a.blocks]
-    partial[r] = _pieces(c, a.out)
+    parts = _parts(c)
+    inputs = [_pieces(c, block, parts) for block in a.blocks]
+    partial = [_pieces(c, c.scratch(block), parts) for block in a.blocks]
+    partial[r] = _pieces(c, a.out, parts)
     for piece in inputs[(r - 1) % p]:
         c.post_send(right, piece)
     for step in range(p - 1):
@@ -126,7 +138,8 @@ def all_gather(c: Comm, a: OpArgs) -> Generator:
         yield from c.copy(a.blocks[r], a.inp)
     if p == 1:
         return
-    pieces = [_pieces(c, block) for block in a.blocks]
+    parts = _parts(c)
+    pieces = [_pieces(c, block, parts) for block in a.blocks]
     for step in range(p - 1):
         for piece in pieces[(r - step - 1) % p]:
             incoming = yield from c.recv(left)
