@@ -49,7 +49,11 @@ of unequal groups go at their own pace:
   of them, latencies included, for the first piece, the slowest stage's
   time per piece (its latency overlapped) for each further one, a stage
   sharing its links with the channels chained to it (a chain's stages share
-  the ports between them from the second piece on).
+  the ports between them from the second piece on).  Only the first stage's
+  first piece goes alone: behind it, each stage's first piece leaves a rank
+  while the next piece lands there, less the route tail the landing started
+  ahead (a chain broadcast over HBM slices: each rank's slice takes the
+  landing and the leaving piece at once).
 
 The op ends when the last program is done and the last message has arrived,
 after the PEs' launch overhead.
@@ -573,7 +577,7 @@ def _pipeline_busy(
     # ``stages`` holds (a piece's time through the stage, the stage's time per piece).
     stages.clear()
     for shape, repeat in shapes:
-        stage = service = 0.0
+        alone = behind = service = 0.0
         for i, key in enumerate(shape.channel):
             share = max(
                 (
@@ -582,10 +586,18 @@ def _pipeline_busy(
                 ),
                 default=0.0,
             )
-            # The first piece goes through alone; the later ones share with the chain.
-            stage = max(stage, machine.overhead_ps + shape.tail[i] + shape.alone[i])
+            ahead = machine.overhead_ps + shape.tail[i]
+            alone = max(alone, ahead + shape.alone[i])
+            # Behind the first stage the next piece lands where this one leaves (a
+            # chain's rank takes in piece k+1 while it sends piece k on): the two share
+            # the rank's ports, the landing a route tail ahead, so the first piece takes
+            # its share less that head start (its time alone if the tail is longer).
+            behind = max(behind, ahead + max(shape.alone[i], share - shape.tail[i]))
             service = max(service, machine.overhead_ps + share)
-        stages.extend([(stage, service)] * repeat)
+        if not stages:  # the pipeline's first stage: its first piece goes through alone
+            stages.append((alone, service))
+            repeat -= 1
+        stages.extend([(behind, service)] * repeat)
     return busy
 
 
