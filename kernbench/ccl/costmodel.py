@@ -53,7 +53,11 @@ of unequal groups go at their own pace:
   first piece goes alone: behind it, each stage's first piece leaves a rank
   while the next piece lands there, less the route tail the landing started
   ahead (a chain broadcast over HBM slices: each rank's slice takes the
-  landing and the leaving piece at once).
+  landing and the leaving piece at once).  Nor less than the pieces through
+  the steps in rounds (piece k at step r - k in round r), a round as long as
+  its busiest link, port or program over the steps active in it: a tree's
+  interior rank takes the next piece in from its children, reduces it and
+  sends the last one on in the same round.
 
 The op ends when the last program is done and the last message has arrived,
 after the PEs' launch overhead.
@@ -74,7 +78,13 @@ leaves on a ring or a mesh, one piece or a few: up to ~20% under), and
 channels in step on a multi-hop route pipelined in a few pieces are taken
 to leave the link idle while all of them wait out their latencies (direct
 sends on a ring, ring reduce-scatter on a mesh at 64 KiB-1 MiB: up to ~25%
-over).
+over); a ring in two pieces fills only half of its first piece's latency
+gaps (1 MiB on ring8: 11-16% over); a tree reduce pipelined on a mesh is
+priced as if its interior ranks kept their ports busy every round (10-16%
+under); a ring in one piece through a switch among hops inside a chip is
+priced as if its ranks kept in step, while the ranks behind the slow hop
+share their ports with the next step's landing (rack.yaml, 256-1024 PE
+ranks: 8-11% under).
 """
 
 from __future__ import annotations
@@ -629,6 +639,53 @@ def _pipelined_end(
     return longest
 
 
+def _rounds(machine: _Machine, shapes: Sequence[tuple[_Shape, int]], pieces: int) -> float:
+    """A pipeline's time as rounds: in round r piece k is at step r - k (the steps of
+    the phase in order, a step repeated n times being n steps), every resource takes
+    the work of the steps active in the round, and a round lasts as long as its
+    busiest resource (a link or port: its bytes at its bandwidth; a program: its
+    vector-engine time).  Latencies are left to the stages (see :func:`price`)."""
+    ppb = machine.ps_per_byte
+    runs: list[tuple[dict[Any, float], int]] = []
+    for shape, repeat in shapes:
+        work: dict[Any, float] = defaultdict(float)
+        for total in (shape.load, shape.alongside_load, shape.after_load):
+            for e, b in total.items():
+                work[e] += b * ppb(e)
+        for group in (shape.alongside, shape.after):
+            for thread, items in group.items():
+                for item in items:
+                    work[thread] += item.compute_ps
+        if work and repeat > 0:
+            runs.append((work, repeat))
+    first_stage = []
+    at = 0
+    for _, repeat in runs:
+        first_stage.append(at)
+        at += repeat
+    steps = at
+    # A round's work depends only on how many of each run's steps are active in it:
+    # a ring's rounds come in a few kinds.
+    busiest: dict[tuple[int, ...], float] = {}
+    total = 0.0
+    for r in range(steps + pieces - 1):
+        lo, hi = max(0, r - pieces + 1), min(r, steps - 1)
+        counts = tuple(
+            max(0, min(hi, start + repeat - 1) - max(lo, start) + 1)
+            for start, (_, repeat) in zip(first_stage, runs, strict=True)
+        )
+        found = busiest.get(counts)
+        if found is None:
+            merged: dict[Any, float] = defaultdict(float)
+            for n, (work, _) in zip(counts, runs, strict=True):
+                if n:
+                    for key, t in work.items():
+                        merged[key] += n * t
+            found = busiest[counts] = max(merged.values(), default=0.0)
+        total += found
+    return total
+
+
 def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None:
     """Follow a step ``times`` times, extending a symmetric one instead of following it.
 
@@ -714,7 +771,10 @@ def price(
                 (per_piece for _, per_piece in stages), default=0.0
             )
             first = max([clock.last, *clock.base, *clock.lanes.values()]) - phase_start
-            clock.shift(max(longer, staged - first), channels)
+            # Nor faster than its pieces through its steps in rounds (a tree's interior
+            # ranks take a piece in from their children while they send one on).
+            rounds = _rounds(machine, shapes, phase.pieces)
+            clock.shift(max(longer, staged - first, rounds - first), channels)
             clock.windows = None
         clock.join()
     end = max([clock.last, *clock.base])
