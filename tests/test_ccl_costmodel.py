@@ -163,10 +163,17 @@ def test_predictions_are_within_10_percent_of_the_simulation(machine):
 
 
 @pytest.mark.parametrize(
-    ("machine", "op"), [("default_cube", "broadcast"), ("default_pe", "all_reduce")]
+    ("machine", "op", "size"),
+    [
+        ("default_cube", "broadcast", "1MiB"),
+        ("default_pe", "all_reduce", "1MiB"),
+        # Trees in 16 pieces: an interior rank's port takes a piece in, reduces it and
+        # sends the last one on in the same round (ADR 0019; -22% before the rounds).
+        ("default_cube", "all_reduce", "16MiB"),
+    ],
 )
-def test_predictions_are_within_10_percent_on_a_mesh_of_cubes(machine, op):
-    assert _outside(machine, ("1MiB",), (op,)) == []
+def test_predictions_are_within_10_percent_on_a_mesh_of_cubes(machine, op, size):
+    assert _outside(machine, (size,), (op,)) == []
 
 
 @pytest.mark.slow
