@@ -45,24 +45,19 @@ _TREE_PORT = (
     "to the last, the simulation's rank, serial in its receives and reductions, leaves it "
     "idle at times (a reduce predicted 10-16% fast)"
 )
-_TWO_PIECES = (
-    "a ring in two pieces at 1 MiB: the model lets the second piece fill half of the "
-    "first piece's latency gaps; since a channel's latency overlaps its next message "
-    "(ADR 0018) the second piece fills all of them (predicted 11-16% slow)"
-)
 _RING_PIECES = (
     "a ring in 8 pieces on the mesh of cubes: the model lets later pieces fill part of "
     "a channel's first-piece latency gaps; since ADR 0018 they fill them all (predicted "
     "12-17% slow)"
 )
 _SMALL_PIECES = (
-    "direct sends in 8 pieces of a few dozen bytes at 4 KiB: predicted 14-45% slow since "
+    "direct sends in 8 pieces of a few dozen bytes at 4 KiB: predicted 16-38% slow since "
     "ADR 0018, the overheads and credits of many channels' pieces; not investigated"
 )
 _DIRECT_PIECES = (
-    "direct sends in pieces at 1 MiB: the receivers take the pieces peer by peer and "
+    "direct sends in pieces at 64 KiB-1 MiB: the receivers take the pieces peer by peer and "
     "their reductions, through the HBM port the next pieces land in, fall behind the "
-    "arrivals (ADR 0018); the model overlaps them (predicted 13-14% fast)"
+    "arrivals (ADR 0018); the model overlaps them (predicted 11-17% fast)"
 )
 _MULTI_SIP_LADDER = (
     "multi_sip at cube level, found when the whole ladder was first run (-m slow), none of "
@@ -92,31 +87,17 @@ EXCLUDED: dict[tuple[str, str, str, str], str] = {
     ("multi_sip_cube", "reduce", "double_binary_tree", "64KiB"): _MULTI_SIP_LADDER,
     # Found by the whole ladder (-m slow) after ADR 0018, default at cube and PE level:
     ("default_cube", "all_reduce", "ring_pipelined", "1MiB"): _RING_PIECES,
-    ("default_cube", "reduce_scatter", "ring_pipelined", "64KiB"): _RING_PIECES,
     # ... and multi_sip at cube level:
     ("multi_sip_cube", "reduce_scatter", "ring", "16MiB"): _MULTI_SIP_LADDER,
-    ("multi_sip_cube", "reduce_scatter", "direct_pipelined", "4KiB"): _SMALL_PIECES,
     # Found by the whole ladder (-m slow) after ADR 0018, ring8 and fc8:
-    ("ring8", "all_reduce", "ring", "1MiB"): _TWO_PIECES,  # +12.2%
-    ("ring8", "all_reduce", "ring_tcm_8", "1MiB"): _TWO_PIECES,  # +10.8%
-    ("ring8", "all_reduce", "ring_hbm_8", "1MiB"): _TWO_PIECES,  # +12.2%
-    ("ring8", "all_reduce", "ring_sram_8", "1MiB"): _TWO_PIECES,  # +10.8%
-    ("ring8", "all_reduce", "bidirectional_ring", "1MiB"): _TWO_PIECES,  # +15.8%
-    ("ring8", "all_reduce", "direct_pipelined", "4KiB"): _SMALL_PIECES,  # +21.9%
-    ("ring8", "reduce_scatter", "ring", "1MiB"): _TWO_PIECES,  # +11.4%
-    ("ring8", "reduce_scatter", "ring_hbm_8", "1MiB"): _TWO_PIECES,  # +11.4%
-    ("ring8", "reduce_scatter", "direct_pipelined", "4KiB"): _SMALL_PIECES,  # +44.6%
-    ("ring8", "all_gather", "bidirectional_ring", "1MiB"): _TWO_PIECES,  # +15.6%
-    ("fc8", "all_reduce", "ring", "1MiB"): _TWO_PIECES,  # +12.2%
-    ("fc8", "all_reduce", "ring_tcm_8", "1MiB"): _TWO_PIECES,  # +10.8%
-    ("fc8", "all_reduce", "ring_hbm_8", "1MiB"): _TWO_PIECES,  # +12.2%
-    ("fc8", "all_reduce", "ring_sram_8", "1MiB"): _TWO_PIECES,  # +10.8%
-    ("fc8", "all_reduce", "bidirectional_ring", "1MiB"): _TWO_PIECES,  # +15.8%
-    ("fc8", "all_reduce", "direct", "1MiB"): _DIRECT_PIECES,  # -13.3%
-    ("fc8", "all_reduce", "direct_pipelined", "1MiB"): _DIRECT_PIECES,  # -14.2%
-    ("fc8", "reduce_scatter", "ring", "1MiB"): _TWO_PIECES,  # +11.4%
-    ("fc8", "reduce_scatter", "ring_hbm_8", "1MiB"): _TWO_PIECES,  # +11.4%
-    ("fc8", "all_gather", "bidirectional_ring", "1MiB"): _TWO_PIECES,  # +15.6%
+    ("ring8", "all_reduce", "direct_pipelined", "4KiB"): _SMALL_PIECES,  # +16.0%
+    ("ring8", "reduce_scatter", "direct_pipelined", "4KiB"): _SMALL_PIECES,  # +37.7%
+    ("fc8", "all_reduce", "direct", "1MiB"): _DIRECT_PIECES,  # -17.1%
+    # ... and since later pieces fill all of a channel's or link's idle time (ADR 0019):
+    ("ring8", "all_reduce", "direct", "64KiB"): _DIRECT_PIECES,  # -11.4%
+    ("ring8", "reduce_scatter", "direct", "64KiB"): _DIRECT_PIECES,  # -15.9%
+    ("fc8", "all_reduce", "direct_pipelined", "64KiB"): _DIRECT_PIECES,  # -11.7%
+    ("fc8", "all_reduce", "direct_pipelined", "1MiB"): _DIRECT_PIECES,  # -16.8%
 }
 
 

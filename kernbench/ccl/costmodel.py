@@ -37,8 +37,8 @@ of unequal groups go at their own pace:
   lanes join.
 * A phase of C pieces is a pipeline: its steps are followed for one piece,
   then each resource needs its time per piece b for each further piece,
-  less the part of the idle slack it left inside the first piece's span that
-  the later pieces spread over; the phase takes as much longer as the
+  less the idle slack it left inside the first piece's span, as far as the
+  later pieces' work fills it; the phase takes as much longer as the
   resource for which that is the most.  In the steady state a link is shared
   as processor sharing shares it: a user (a channel, a program's work
   streams) moving b bytes over it per piece takes Σ_g min(b_g, b) over its
@@ -78,8 +78,9 @@ leaves on a ring or a mesh, one piece or a few: up to ~20% under), and
 channels in step on a multi-hop route pipelined in a few pieces are taken
 to leave the link idle while all of them wait out their latencies (direct
 sends on a ring, ring reduce-scatter on a mesh at 64 KiB-1 MiB: up to ~25%
-over); a ring in two pieces fills only half of its first piece's latency
-gaps (1 MiB on ring8: 11-16% over); a tree reduce pipelined on a mesh is
+over; direct sends in a few pieces at 64 KiB-1 MiB on ring8 and fc8: up to
+~17% under, the receivers taking the pieces peer by peer); a tree reduce
+pipelined on a mesh is
 priced as if its interior ranks kept their ports busy every round (10-16%
 under); a ring in one piece through a switch among hops inside a chip is
 priced as if its ranks kept in step, while the ranks behind the slow hop
@@ -618,9 +619,9 @@ def _pipelined_end(
 
     Every further piece costs each resource its busy time per piece b; a
     resource that was active from s to e for the first piece with idle time
-    in between (e − s > b) takes the next pieces' work into that slack as far
-    as they spread over it, so the phase takes (pieces − 1)·b − (e − s − b)·
-    (pieces − 1)/pieces longer, for the resource for which that is the most.
+    in between (e − s > b) takes the next pieces' work into that slack, so
+    the phase takes (pieces − 1)·b − min(e − s − b, (pieces − 1)·b) longer,
+    for the resource for which that is the most.
     A user held back by the others on a link (its ``necks`` entry) takes the
     link's idle time inside the first piece as its slack: its first piece
     crossed the link alone, the others' at other times.
@@ -632,9 +633,11 @@ def _pipelined_end(
         start, stop = windows.get(resource if neck is None else neck, (0.0, 0.0))
         # A link's idle time inside the first piece is its window less its own work.
         idle = max(0.0, stop - start - (per_piece if neck is None else busy[neck]))
-        # The later pieces fill that idle time as far as they are spread over it: a
-        # second piece follows the first by a stage, so it fills about half of it.
-        slack = idle * (pieces - 1) / pieces
+        # The later pieces fill that idle time as far as their own work goes: each
+        # reaches a step as the piece ahead leaves it (a ring's channel and link in
+        # two pieces are busy back to back: the second piece's message goes while
+        # the first one's tail and reduction run).
+        slack = min(idle, (pieces - 1) * per_piece)
         longest = max(longest, (pieces - 1) * per_piece - slack)
     return longest
 
