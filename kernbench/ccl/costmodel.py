@@ -94,6 +94,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
@@ -587,6 +588,7 @@ def _pipeline_busy(
     # channels chained to it (a chain's stage shares its ports with the next one's);
     # ``stages`` holds (a piece's time through the stage, the stage's time per piece).
     stages.clear()
+    started = False  # whether a stage with messages is in: the first goes alone
     for shape, repeat in shapes:
         alone = behind = service = 0.0
         for i, key in enumerate(shape.channel):
@@ -605,9 +607,10 @@ def _pipeline_busy(
             # its share less that head start (its time alone if the tail is longer).
             behind = max(behind, ahead + max(shape.alone[i], share - shape.tail[i]))
             service = max(service, machine.overhead_ps + share)
-        if not stages:  # the pipeline's first stage: its first piece goes through alone
+        if shape.channel and not started:  # the first stage: its first piece goes alone
             stages.append((alone, service))
             repeat -= 1
+            started = True
         stages.extend([(behind, service)] * repeat)
     return busy
 
@@ -655,18 +658,13 @@ def _rounds(machine: _Machine, shapes: Sequence[tuple[_Shape, int]], pieces: int
         for total in (shape.load, shape.alongside_load, shape.after_load):
             for e, b in total.items():
                 work[e] += b * ppb(e)
-        for group in (shape.alongside, shape.after):
-            for thread, items in group.items():
-                for item in items:
-                    work[thread] += item.compute_ps
+        for thread, item in _work_items(shape):
+            work[thread] += item.compute_ps
         if work and repeat > 0:
             runs.append((work, repeat))
-    first_stage = []
-    at = 0
-    for _, repeat in runs:
-        first_stage.append(at)
-        at += repeat
-    steps = at
+    ends = list(accumulate(repeat for _, repeat in runs))
+    first_stage = [end - repeat for end, (_, repeat) in zip(ends, runs, strict=True)]
+    steps = ends[-1] if ends else 0
     # A round's work depends only on how many of each run's steps are active in it:
     # a ring's rounds come in a few kinds.
     busiest: dict[tuple[int, ...], float] = {}

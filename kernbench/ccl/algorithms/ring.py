@@ -25,19 +25,17 @@ from kernbench.ccl.comm import Comm, Region, chunk_bounds
 __all__ = ["reduce_scatter_steps", "all_gather_steps", "schedule", "chunks", "same_region"]
 
 
-def _pieces(c: Comm, region: Region, parts: int | None = None) -> list[Region]:
-    """``region`` cut into the configuration's pieces (``parts``: its ``chunks``, when
-    the caller has them)."""
-    if parts is None:
-        parts = chunks(c.params or {})
+def _parts(c: Comm) -> int:
+    """The pieces a chunk is cut into on this communicator (its ``chunks``)."""
+    return chunks(c.params or {})
+
+
+def _pieces(region: Region, parts: int) -> list[Region]:
+    """``region`` cut into ``parts`` pieces (fewer if it has fewer elements)."""
     if parts == 1:  # the common case, asked for once per block of every rank
         return [region]
     parts = min(parts, max(1, region.count))
     return [region.sub(a, b) for a, b in chunk_bounds(region.count, parts)]
-
-
-def _parts(c: Comm) -> int:
-    return chunks(c.params or {})
 
 
 def reduce_scatter_steps(c: Comm, chunks: Sequence[Region], then_gather: bool = False) -> Generator:
@@ -45,7 +43,7 @@ def reduce_scatter_steps(c: Comm, chunks: Sequence[Region], then_gather: bool = 
     p, r = c.size, c.rank
     right, left = (r + 1) % p, (r - 1) % p
     parts = _parts(c)
-    pieces = [_pieces(c, chunk, parts) for chunk in chunks]
+    pieces = [_pieces(chunk, parts) for chunk in chunks]
     for piece in pieces[(r - 1) % p]:
         c.post_send(right, piece)
     for step in range(p - 1):
@@ -71,7 +69,7 @@ def all_gather_steps(c: Comm, chunks: Sequence[Region]) -> Generator:
     p, r = c.size, c.rank
     right, left = (r + 1) % p, (r - 1) % p
     parts = _parts(c)
-    pieces = [_pieces(c, chunk, parts) for chunk in chunks]
+    pieces = [_pieces(chunk, parts) for chunk in chunks]
     for piece in pieces[r]:
         c.post_send(right, piece)
     for step in range(p - 1):
@@ -106,9 +104,9 @@ def reduce_scatter(c: Comm, a: OpArgs) -> Generator:
         return
     right, left = (r + 1) % p, (r - 1) % p
     parts = _parts(c)
-    inputs = [_pieces(c, block, parts) for block in a.blocks]
-    partial = [_pieces(c, c.scratch(block), parts) for block in a.blocks]
-    partial[r] = _pieces(c, a.out, parts)
+    inputs = [_pieces(block, parts) for block in a.blocks]
+    partial = [_pieces(c.scratch(block), parts) for block in a.blocks]
+    partial[r] = _pieces(a.out, parts)
     for piece in inputs[(r - 1) % p]:
         c.post_send(right, piece)
     for step in range(p - 1):
@@ -131,15 +129,15 @@ def all_gather(c: Comm, a: OpArgs) -> Generator:
     (no copy when the input is the own block already)."""
     p, r = c.size, c.rank
     right, left = (r + 1) % p, (r - 1) % p
+    parts = _parts(c)
     if p > 1:
-        for piece in _pieces(c, a.inp):
+        for piece in _pieces(a.inp, parts):
             c.post_send(right, piece)
     if not same_region(a.blocks[r], a.inp):  # a composition gathers in place
         yield from c.copy(a.blocks[r], a.inp)
     if p == 1:
         return
-    parts = _parts(c)
-    pieces = [_pieces(c, block, parts) for block in a.blocks]
+    pieces = [_pieces(block, parts) for block in a.blocks]
     for step in range(p - 1):
         for piece in pieces[(r - step - 1) % p]:
             incoming = yield from c.recv(left)
@@ -154,7 +152,7 @@ def broadcast(c: Comm, a: OpArgs) -> Generator:
     p = c.size
     v = (c.rank - a.root) % p
     nxt = (c.rank + 1) % p
-    for piece in _pieces(c, a.buf):
+    for piece in _pieces(a.buf, _parts(c)):
         if v:
             yield from c.place(piece, (yield from c.recv((c.rank - 1) % p)))
         if v < p - 1:
