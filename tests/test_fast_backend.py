@@ -23,7 +23,7 @@ from kernbench.ccl.record import SYMMETRY_FROM, record_lane, record_ranks
 from kernbench.errors import ConfigError
 from kernbench.fabric import Fabric
 from kernbench.fast import FastMachine
-from kernbench.machine.programs import Op, shifted
+from kernbench.machine.programs import Op, RankShift, shifted
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.dtypes import as_dtype
 from kernbench.topology import load_topology
@@ -180,7 +180,59 @@ def test_symmetric_lane_is_recorded_one_period_long() -> None:
     assert lane.period == 1 and len(lane.ranks) == 1
     full = record_ranks(programs, pes, nodes, range(p), op="sum", depth=None, params={"chunks": 1})
     for r in (0, 1, p // 2, p - 1):
-        assert shifted(lane.ranks[0].strands, r, p, lane.roles) == full[r].strands
+        assert shifted(lane.ranks[0].strands, lane.shift_of(r), lane.roles) == full[r].strands
+
+
+def test_rank_shift_moves_groups_and_ranks_within_them() -> None:
+    # 12 ranks in groups of 4, a period of 2: row 7 (group 1, rank 3 within) runs
+    # rank 1's program with groups moved by 1 and ranks within by 2
+    move = RankShift.of_row(12, 4, 2, 7)
+    assert (move.across, move.within) == (1, 2)
+    assert [move(x) for x in range(12)] == [6, 7, 4, 5, 10, 11, 8, 9, 2, 3, 0, 1]
+    assert [move.inverse()(move(x)) for x in range(12)] == list(range(12))
+    # one group of every rank: the plain rotation by the row's period start
+    plain = RankShift.of_row(12, 12, 2, 7)
+    assert [plain(x) for x in range(12)] == [(x + 6) % 12 for x in range(12)]
+
+
+def test_composition_is_recorded_one_rank_long_shifted_within_sips(monkeypatch) -> None:
+    """A hierarchical all-reduce on two SIPs of rack.yaml (a ring inside each SIP of 128
+    PEs, a ring across the two) repeats every rank when ranks move within their SIP:
+    one program is recorded, not one SIP's 128, every rank's program is the shifted
+    one exactly, and the times are those of every rank recorded."""
+    import kernbench.ccl.launch as launch_module
+    import kernbench.ccl.record as record_module
+
+    seen: list[tuple] = []
+
+    def spy(programs, pes, nodes, memory, **kwargs):
+        lane = record_lane(programs, pes, nodes, memory, **kwargs)
+        seen.append((programs, pes, nodes, memory, kwargs, lane))
+        return lane
+
+    def run() -> tuple[int, list[int]]:
+        result = kernbench.simulate(
+            _all_reduce_with,
+            topology="rack",
+            overrides=["system.device_level=pe", "simulation.backend=fast"],
+            world_size=256,
+            args=("hierarchical", 1 << 18),
+            timing_only=True,
+        )
+        call = result.report["collectives"][-1]
+        assert call["priced"] == "step-wide"
+        return call["end_ps"] - call["start_ps"], list(result.per_rank_ps)
+
+    monkeypatch.setattr(launch_module, "record_lane", spy)
+    grouped = run()
+    programs, pes, nodes, memory, kwargs, lane = seen[-1]
+    assert (lane.period, lane.group, len(lane.ranks)) == (1, 128, 1)
+    full = record_ranks(programs, pes, nodes, range(len(pes)), **kwargs)
+    for r, exact in enumerate(full):
+        assert shifted(lane.ranks[0].strands, lane.shift_of(r), lane.roles) == exact.strands
+    monkeypatch.setattr(record_module, "SYMMETRY_FROM", 1 << 20)  # every rank recorded
+    assert run() == grouped
+    assert seen[-1][-1].period is None
 
 
 def test_ragged_ring_is_recorded_one_period_long_at_its_widest() -> None:
@@ -196,7 +248,7 @@ def test_ragged_ring_is_recorded_one_period_long_at_its_widest() -> None:
     sends = [op for op in lane.ranks[0].strands[0] if op[0] == Op.SEND or op[0] == Op.POST]
     assert {op[3] for op in sends} == {65 * 4}
     for r in range(p):
-        concrete = shifted(lane.ranks[0].strands, r, p, lane.roles)[0]
+        concrete = shifted(lane.ranks[0].strands, lane.shift_of(r), lane.roles)[0]
         for got, exact in zip(concrete, full[r].strands[0], strict=True):
             assert got[0] == exact[0]
             if got[0] == Op.SEND or got[0] == Op.POST:

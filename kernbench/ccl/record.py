@@ -25,7 +25,15 @@ from typing import Any
 
 from kernbench.ccl.comm import Comm, Region
 from kernbench.errors import DistributedError
-from kernbench.machine.programs import Op, RecordedLane, RecordedRank, relative, shifted
+from kernbench.machine.programs import (
+    Op,
+    RankShift,
+    RecordedLane,
+    RecordedRank,
+    relative,
+    shifted,
+)
+from kernbench.topology import names
 
 __all__ = [
     "RecordingComm",
@@ -378,11 +386,34 @@ def _widen(base: list[list[tuple]], other: list[list[tuple]]) -> list[list[tuple
     return out
 
 
-def _samples(p: int, period: int) -> list[int]:
-    """Deterministic ranks spread over the lane, outside ``0 .. period-1``."""
+def _samples(p: int, period: int, group: int) -> list[int]:
+    """Deterministic ranks spread over the lane, outside ``0 .. period-1`` (with the
+    ranks at the edges of the first groups when ranks are shifted within groups)."""
     picked = {period, period + 1, p - 1, p - period, p // 2, p // 3, (2 * p) // 3}
     picked.update((k * 7919 + 1) % p for k in range(1, SAMPLES))
+    if group < p:
+        picked.update((group - 1, group, group + period, 2 * group - 1, group - period))
     return sorted(r for r in picked if period <= r < p)
+
+
+def _groups(pes: Sequence[str]) -> list[int]:
+    """Sizes of the runs of consecutive ranks on one SIP, and on one cube, where every
+    run of the lane has that size: the groups a composition's inner levels work in."""
+    sizes = []
+    for part in (names.cube_of, names.sip_of):
+        try:
+            owners = [part(pe) for pe in pes]
+        except ValueError:
+            return []
+        runs = [1]
+        for a, b in zip(owners, owners[1:], strict=False):
+            if a == b:
+                runs[-1] += 1
+            else:
+                runs.append(1)
+        if len(set(runs)) == 1 and 1 < runs[0] < len(pes):
+            sizes.append(runs[0])
+    return sorted(set(sizes))
 
 
 def record_lane(
@@ -400,64 +431,97 @@ def record_lane(
     A lane of at least :data:`SYMMETRY_FROM` ranks whose programs repeat with a
     period P (rank ``q*P + i`` runs rank ``i``'s program shifted by ``q*P``) is
     recorded for ranks ``0 .. P-1`` only; P is the smallest divisor of p, up to
-    p/2, for which every sampled rank's recording equals the shifted one.  Any
-    other lane is recorded rank by rank, unless that would take more than
-    :data:`RECORD_BUDGET` operations (``None``: run it message by message).
+    p/2, for which every sampled rank's recording equals the shifted one.  For
+    each P the plain rotation is tried first, then a rotation by groups and
+    within them (:class:`~kernbench.machine.programs.RankShift`), the groups
+    being the lane's runs of ranks on one cube or one SIP: a composition's
+    rings inside every SIP and across them repeat every two ranks that way,
+    not every SIP.  Any other lane is recorded rank by rank, unless that would
+    take more than :data:`RECORD_BUDGET` operations (``None``: run it message
+    by message).
     """
     p = len(pes)
     kwargs = {"op": op, "depth": depth, "params": params}
-    first: RecordedRank | None = None
-    if p >= SYMMETRY_FROM:
-        roles = (pes, nodes, memory)
-        where: dict[str, tuple[int, int]] = {}
-        for role, names_ in enumerate(roles):
-            for rank, name in enumerate(names_):
-                where.setdefault(name, (role, rank))
-        recorded: dict[int, RecordedRank] = {}
-        rel: list[list[list[tuple]]] = []
-        for period in (d for d in range(1, p // 2 + 1) if p % d == 0):
-            missing = [r for r in range(len(rel), period)]
-            for rank, record in zip(
-                missing, record_ranks(programs, pes, nodes, missing, **kwargs), strict=True
-            ):
-                recorded[rank] = record
-                first = first or record
-                made = relative(record.strands, where)
-                if made is None:
-                    break
-                rel.append(made)
-            if len(rel) < period:
-                break  # a node outside the lane's roles: record every rank
-            samples = _samples(p, period)
-            # One sample at a time: a wrong period is usually told by its first sample,
-            # and the rest are then never recorded (a 1024-rank hierarchical all-reduce
-            # tries 8 periods before its own, 128).
-            checks = (record_ranks(programs, pes, nodes, [r], **kwargs)[0] for r in samples)
-            widened: list[list[list[tuple]]] | None = list(rel)
-            for r, check in zip(samples, checks, strict=True):
-                shift = r - r % period
-                if check.strands == shifted(rel[r % period], shift, p, roles):
-                    continue
-                back = relative(check.strands, where)
-                near = None
-                if back is not None and widened is not None:
-                    # Compare in relative form: the sample moved back onto the period.
-                    near = _widen(widened[r % period], shifted(back, -shift, p, None))
-                if near is None:
-                    widened = None
-                    break
-                widened[r % period] = near
+    if p < SYMMETRY_FROM:
+        every = record_ranks(programs, pes, nodes, range(p), **kwargs)
+        return RecordedLane(pes, nodes, depth, every)
+    roles = (pes, nodes, memory)
+    where: dict[str, tuple[int, int]] = {}
+    for role, names_ in enumerate(roles):
+        for rank, name in enumerate(names_):
+            where.setdefault(name, (role, rank))
+    recorded: dict[int, RecordedRank] = {}
+
+    def record(rank: int) -> RecordedRank:
+        found = recorded.get(rank)
+        if found is None:
+            found = recorded[rank] = record_ranks(programs, pes, nodes, [rank], **kwargs)[0]
+        return found
+
+    groups = _groups(pes)
+    rel: list[list[list[tuple]]] = []
+    for period in (d for d in range(1, p // 2 + 1) if p % d == 0):
+        for rank in range(len(rel), period):
+            made = relative(record(rank).strands, where, roles, rank)
+            if made is None:
+                break
+            rel.append(made)
+        if len(rel) < period:
+            break  # a node outside the lane's roles: record every rank
+        for group in (p, *(g for g in groups if g > period and g % period == 0)):
+            widened = _check_period(record, rel, where, roles, p, period, group)
             if widened is not None:
                 ranks = [RecordedRank(strands) for strands in widened]
-                return RecordedLane(pes, nodes, depth, ranks, period=period, roles=roles)
-        if first is not None and p * sum(map(len, first.strands)) > RECORD_BUDGET:
+                return RecordedLane(
+                    pes,
+                    nodes,
+                    depth,
+                    ranks,
+                    period=period,
+                    roles=roles,
+                    group=group if group < p else None,
+                )
+    first = record(0)
+    if p * sum(map(len, first.strands)) > RECORD_BUDGET:
+        return None
+    # Every rank, reusing those the period search recorded.
+    missing = [r for r in range(p) if r not in recorded]
+    made = record_ranks(programs, pes, nodes, missing, **kwargs)
+    recorded.update(zip(missing, made, strict=True))
+    return RecordedLane(pes, nodes, depth, [recorded[r] for r in range(p)])
+
+
+def _check_period(
+    record: Callable[[int], RecordedRank],
+    rel: list[list[list[tuple]]],
+    where: dict[str, tuple[int, int]],
+    roles: tuple[list[str], ...],
+    p: int,
+    period: int,
+    group: int,
+) -> list[list[list[tuple]]] | None:
+    """The period's relative programs (sizes widened to the samples' where they differ a
+    little) if every sampled rank runs its base rank's shifted; else ``None``.
+
+    One sample at a time, recorded once for all the candidates: a wrong period is
+    usually told by its first sample.
+    """
+    widened: list[list[list[tuple]]] = list(rel[:period])
+    for r in _samples(p, period, group):
+        move = RankShift.of_row(p, group, period, r)
+        base = r % period
+        check = record(r)
+        if check.strands == shifted(rel[base], move, roles):
+            continue
+        back = relative(check.strands, where, roles, r)
+        if back is None:
             return None
-        # Every rank, reusing those the period search recorded.
-        missing = [r for r in range(p) if r not in recorded]
-        made = record_ranks(programs, pes, nodes, missing, **kwargs)
-        recorded.update(zip(missing, made, strict=True))
-        return RecordedLane(pes, nodes, depth, [recorded[r] for r in range(p)])
-    return RecordedLane(pes, nodes, depth, record_ranks(programs, pes, nodes, range(p), **kwargs))
+        # Compare in relative form: the sample moved back onto its base rank.
+        near = _widen(widened[base], shifted(back, move.inverse(), None))
+        if near is None:
+            return None
+        widened[base] = near
+    return widened
 
 
 class RecordCache:

@@ -8,10 +8,11 @@ communicator and strands on every row; otherwise :func:`build` gives ``None``
 and the backend runs the programs message by message.
 
 A lane recorded one period long is expanded here: its arrays are the
-period's, tiled and shifted.  Arrays that depend only on the relative
-operation (routes, sizes, stream times) are built once per distinct pattern
-and shared between columns, so the evaluator can recognise a repeated step by
-the identity of its arrays.
+period's, tiled and shifted (by groups and within them, when the lane says
+so).  Arrays that depend only on the relative operation (routes, sizes,
+stream times) are built once per distinct pattern and shared between
+columns, so the evaluator can recognise a repeated step by the identity of
+its arrays.
 """
 
 from __future__ import annotations
@@ -63,10 +64,15 @@ class _Lane:
         self.base = base
         self.p = len(lane.pes)
         self.period = lane.period or self.p
+        self.group = lane.group or self.p
         self.tables = tables
         self.memo = memo
-        q = self.p // self.period
-        self.shift = np.repeat(np.arange(q, dtype=np.intp) * self.period, self.period)
+        # Row r's shift (lane.shift_of(r)) as arrays: groups moved, ranks moved within.
+        rows = np.arange(self.p, dtype=np.intp)
+        self.across = rows // self.group
+        inner = rows % self.group
+        self.within = inner - inner % self.period
+        self._within = self.within.tolist()
 
     def strands(self) -> list[list[tuple]]:
         return [rank.strands for rank in self.lane.ranks]
@@ -76,8 +82,9 @@ class _Lane:
         if self.lane.period is None:
             return ref
         role, rank = ref
-        shift = row - row % self.period
-        return self.lane.roles[role][(rank + shift) % self.p]
+        g = self.group
+        moved = ((rank // g + row // g) % (self.p // g)) * g + (rank % g + self._within[row]) % g
+        return self.lane.roles[role][moved]
 
     def _tile(self, values: list) -> np.ndarray:
         return np.tile(np.asarray(values), self.p // self.period)
@@ -86,10 +93,14 @@ class _Lane:
         rel = tuple(op[1] for op in ops)
         if self.lane.period is None:
             return self.memo.get(("peer", self.base, rel), lambda: np.asarray(rel) + self.base)
-        return self.memo.get(
-            ("peer", self.base, self.p, self.period, rel),
-            lambda: (self._tile(list(rel)) + self.shift) % self.p + self.base,
-        )
+
+        def make() -> np.ndarray:
+            g = self.group
+            ranks = self._tile(list(rel))
+            moved = ((ranks // g + self.across) % (self.p // g)) * g + (ranks % g + self.within) % g
+            return moved + self.base
+
+        return self.memo.get(("peer", self.base, self.p, self.period, self.group, rel), make)
 
     def sizes(self, ops: list[tuple]) -> np.ndarray:
         rel = tuple(op[3] for op in ops)

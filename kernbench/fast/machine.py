@@ -95,7 +95,9 @@ class FastMachine(Fabric):
             return None
         shape, pes = built
         approximate = self.topology.simulation.drift == "approximate"
-        period = lanes[0].period if len(lanes) == 1 else None
+        # Rows a period apart (a group apart, when the lane shifts within groups) may
+        # keep the same clocks.
+        period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
         ends = evaluate(
             shape, len(pes), tables, pes, depth, drift if approximate else None, period=period
         )

@@ -28,7 +28,15 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-__all__ = ["Op", "RecordedRank", "RecordedLane", "RecordedCollective", "shifted", "relative"]
+__all__ = [
+    "Op",
+    "RecordedRank",
+    "RecordedLane",
+    "RecordedCollective",
+    "RankShift",
+    "shifted",
+    "relative",
+]
 
 
 class Op(IntEnum):
@@ -57,6 +65,11 @@ class RecordedLane:
     ``q * period + i`` is rank ``i``'s with every rank index shifted by
     ``q * period`` (mod p), peers as rank indices and every memory node as
     ``(role, rank)``, an index into ``roles`` (each a list of one node per rank).
+    With ``group`` set too, the ranks form groups of ``group`` consecutive ranks
+    and the shift is by groups and within them (:meth:`RankShift.of_row`): rank
+    ``g * group + i`` runs rank ``i % period``'s program with the groups moved by
+    ``g`` and the ranks within each group by ``i - i % period`` (a ring inside
+    every SIP and rings across SIPs: two programs, not one SIP's worth).
     """
 
     pes: list[str]
@@ -65,6 +78,12 @@ class RecordedLane:
     ranks: list[RecordedRank]
     period: int | None = None
     roles: tuple[list[str], ...] = ()
+    group: int | None = None
+
+    def shift_of(self, row: int) -> RankShift:
+        """What takes the recorded rank ``row % period`` to ``row`` (a period is set)."""
+        p = len(self.pes)
+        return RankShift.of_row(p, self.group or p, self.period or p, row)
 
 
 @dataclass(slots=True)
@@ -79,14 +98,42 @@ class RecordedCollective:
 Role = tuple[int, int]  # (role, rank): node ``roles[role][rank]`` of a lane
 
 
+@dataclass(frozen=True, slots=True)
+class RankShift:
+    """A rotation of a lane's rank indices, by groups and within them.
+
+    The ``p`` ranks form ``p // group`` groups of ``group`` consecutive ranks; rank
+    ``g * group + i`` goes to ``((g + across) % (p // group)) * group + (i + within) % group``.
+    With ``group == p`` it is a plain rotation by ``within``.
+    """
+
+    p: int
+    group: int
+    across: int
+    within: int
+
+    @classmethod
+    def of_row(cls, p: int, group: int, period: int, row: int) -> RankShift:
+        """What takes rank ``row % period`` of a lane recorded one period long to ``row``."""
+        i = row % group
+        return cls(p, group, row // group, i - i % period)
+
+    def __call__(self, rank: int) -> int:
+        g = self.group
+        return ((rank // g + self.across) % (self.p // g)) * g + (rank % g + self.within) % g
+
+    def inverse(self) -> RankShift:
+        return RankShift(self.p, self.group, -self.across, -self.within)
+
+
 def shifted(
-    strands: list[list[tuple]], shift: int, p: int, roles: tuple[list[str], ...] | None
+    strands: list[list[tuple]], move: RankShift, roles: tuple[list[str], ...] | None
 ) -> list[list[tuple]]:
-    """Relative operations (see :class:`RecordedLane`) with every rank moved by ``shift``
-    (mod ``p``): made concrete with ``roles``, or kept relative when ``roles`` is None."""
+    """Relative operations (see :class:`RecordedLane`) with every rank index moved by
+    ``move``: made concrete with ``roles``, or kept relative when ``roles`` is None."""
 
     def node(role: Role) -> str | Role:
-        rank = (role[1] + shift) % p
+        rank = move(role[1])
         return (role[0], rank) if roles is None else roles[role[0]][rank]
 
     out = []
@@ -95,10 +142,9 @@ def shifted(
         for op in strand:
             kind = op[0]
             if kind == Op.POST or kind == Op.SEND:
-                peer = (op[1] + shift) % p
-                ops.append((kind, peer, op[2], op[3], node(op[4]), node(op[5]), op[6]))
+                ops.append((kind, move(op[1]), op[2], op[3], node(op[4]), node(op[5]), op[6]))
             elif kind == Op.RECV:
-                ops.append((kind, (op[1] + shift) % p, op[2]))
+                ops.append((kind, move(op[1]), op[2]))
             elif kind == Op.STREAM:
                 loads = tuple((node(r), n) for r, n in op[1])
                 stores = tuple((node(r), n) for r, n in op[2])
@@ -109,9 +155,30 @@ def shifted(
     return out
 
 
-def relative(strands: list[list[tuple]], where: dict[str, Role]) -> list[list[tuple]] | None:
-    """Concrete operations with every memory node as its ``(role, rank)``; ``None`` if one
-    is not a node of the lane."""
+def relative(
+    strands: list[list[tuple]],
+    where: dict[str, Role],
+    roles: tuple[list[str], ...] = (),
+    rank: int | None = None,
+) -> list[list[tuple]] | None:
+    """Concrete operations of rank ``rank`` with every memory node as its ``(role, rank)``;
+    ``None`` if one is not a node of the lane.
+
+    A node that is the rank's own in some role (or, for a message, the peer's) is
+    named by that rank, so that shifting the ranks moves it with them even where
+    ranks share the node (PEs of one cube, one HBM); any other by ``where``.
+    """
+    own: dict[str, Role] = {}
+    if rank is not None:
+        for role, names_ in enumerate(roles):
+            own.setdefault(names_[rank], (role, rank))
+
+    def peer_node(name: str, peer: int) -> Role:
+        for role, names_ in enumerate(roles):
+            if names_[peer] == name:
+                return (role, peer)
+        return own.get(name) or where[name]
+
     out = []
     try:
         for strand in strands:
@@ -119,10 +186,11 @@ def relative(strands: list[list[tuple]], where: dict[str, Role]) -> list[list[tu
             for op in strand:
                 kind = op[0]
                 if kind == Op.POST or kind == Op.SEND:
-                    ops.append((*op[:4], where[op[4]], where[op[5]], op[6]))
+                    src = own.get(op[4]) or where[op[4]]
+                    ops.append((*op[:4], src, peer_node(op[5], op[1]), op[6]))
                 elif kind == Op.STREAM:
-                    loads = tuple((where[n], b) for n, b in op[1])
-                    stores = tuple((where[n], b) for n, b in op[2])
+                    loads = tuple((own.get(n) or where[n], b) for n, b in op[1])
+                    stores = tuple((own.get(n) or where[n], b) for n, b in op[2])
                     ops.append((kind, loads, stores, op[3]))
                 else:
                     ops.append(op)
