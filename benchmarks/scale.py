@@ -83,6 +83,7 @@ def one_point(
         "events": env.events_processed,
         "evaluated": bool(record and record.evaluated),
         "drift": float(record.drift) if record else 0.0,
+        "refused": record.refused if record else "",
         "peak_rss_MiB": peak_rss_mib(),
         "stopped": stopped,
     }
@@ -139,6 +140,8 @@ def main(argv: list[str] | None = None) -> None:
                     ratio = math.log(r["collective_s"] / previous[1])
                     growth = f"{ratio / math.log(ranks / previous[0]):.2f}"
                 how = "step-wide" if r["evaluated"] else "message by message"
+                if r["refused"]:
+                    how += f" ({r['refused']})"
                 if r["drift"]:
                     how += f", drifting (skew {r['drift']:.1f}, approximate)"
                 note = r["stopped"] or how

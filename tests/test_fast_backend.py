@@ -23,6 +23,8 @@ from kernbench.ccl.record import SYMMETRY_FROM, record_lane, record_ranks
 from kernbench.errors import ConfigError
 from kernbench.fabric import Fabric
 from kernbench.fast import FastMachine
+from kernbench.fast.evaluate import BACKLOG
+from kernbench.fast.machine import UNALIGNED
 from kernbench.machine.programs import Op, RankShift, shifted
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.dtypes import as_dtype
@@ -388,20 +390,58 @@ def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_time
         return result.report["collectives"][-1], result
 
     detailed, _ = run()
-    exact, _ = run("simulation.backend=fast")
+    exact, exact_result = run("simulation.backend=fast")
     approximate, result = run("simulation.backend=fast", "simulation.drift=approximate")
 
     def took(call: dict) -> int:
         return call["end_ps"] - call["start_ps"]
 
-    assert "priced" not in detailed
+    assert "priced" not in detailed and "refused" not in detailed
     assert exact["priced"] == "message by message" and took(exact) == took(detailed)
+    # the report and the summary say why, and what would price it step-wide
+    assert exact["refused"] == (
+        "ranks drifting apart (simulation.drift=approximate prices them step-wide)"
+    )
+    assert (
+        "    message by message for ranks drifting apart "
+        "(simulation.drift=approximate prices them step-wide): 1"
+    ) in format_run_summary(exact_result).splitlines()
+    assert "refused" not in approximate
     assert approximate["priced"] == "step-wide, drifting"
     assert abs(took(approximate) / took(detailed) - 1) < 0.20
     assert (
         "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 with "
         "ranks drifting apart, approximate (simulation.drift=exact runs them message by message)"
     ) in format_run_summary(result).splitlines()
+
+
+def _tree_and_pipelined_ring() -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    tensor = torch.empty(1 << 16)
+    dist.broadcast(tensor, src=0, algorithm="binomial")
+    dist.all_reduce(tensor, algorithm="ring")
+
+
+def test_message_by_message_calls_say_why() -> None:
+    """A rooted tree's programs differ from rank to rank, and a ring in pieces keeps a
+    backlog on its channels: both run message by message, and the report says which."""
+    result = kernbench.simulate(
+        _tree_and_pipelined_ring,
+        topology="ring8",
+        overrides=["simulation.backend=fast", "ccl.configs.ring.chunks=4"],
+        timing_only=True,
+    )
+    calls = [c for c in result.report["collectives"] if c["op"] != "barrier"]
+    assert [(c["op"], c["priced"], c.get("refused")) for c in calls] == [
+        ("broadcast", "message by message", UNALIGNED),
+        ("all_reduce", "message by message", BACKLOG),
+    ]
+    summary = format_run_summary(result).splitlines()
+    assert f"    message by message for {UNALIGNED}: 1" in summary
+    assert f"    message by message for {BACKLOG}: 1" in summary
 
 
 def test_drift_setting_names_its_choices() -> None:

@@ -395,6 +395,14 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
                 " (simulation.drift=exact runs them message by message)"
             )
         lines.append(line)
+        reasons: dict[str, int] = {}
+        for call in calls:
+            if call.get("refused"):
+                reasons[call["refused"]] = reasons.get(call["refused"], 0) + 1
+        lines.extend(
+            f"    message by message for {reason}: {count}"
+            for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+        )
     return lines
 
 

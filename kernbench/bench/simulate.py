@@ -264,6 +264,7 @@ def run_report(
                 **({"rank_order": describe_order(c.order)} if c.order else {}),
                 # How a backend that evaluates programs (fast) timed it.
                 **({"priced": _priced(c)} if ctx.machine.evaluates_programs else {}),
+                **({"refused": c.refused} if ctx.machine.evaluates_programs and c.refused else {}),
             }
             for c in collectives
         ],

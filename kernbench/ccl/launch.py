@@ -124,6 +124,8 @@ class CollectiveLauncher:
         # When priced although its ranks drift apart (simulation.drift: approximate): how
         # many message times apart flows sharing a link started; 0.0 otherwise.
         self.drift = 0.0
+        # Why a machine that prices programs step-wide ran this one message by message.
+        self.refused = ""
         # Per lane: its communicators, programs and each rank's memory node.
         self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]], list[str]]] = []
         # Per lane: algorithm rank i is played by user rank order[i] (kernbench.ccl.mapping).
@@ -246,11 +248,13 @@ class CollectiveLauncher:
                 cache.put(key, lane)
             lanes.append(lane)
         if any(lane is None for lane in lanes):
-            return None  # too irregular to record: run it on the machine
+            self.refused = "programs too irregular to record"
+            return None  # run it on the machine
         recorded = RecordedCollective(lanes, tag=f"{self.op} {self.config_name}")
         times = self.machine.evaluate_programs(recorded)
         self.evaluated = times is not None
         self.drift = float(recorded.meta.get("drift", 0.0))
+        self.refused = "" if self.evaluated else str(recorded.meta.get("refused", ""))
         if times is not None and self.ctx.store.stores_bytes:
             for comms, programs, _ in self._lanes:
                 c = comms[0]

@@ -41,7 +41,19 @@ from kernbench.machine.maxmin import array_fill
 from kernbench.machine.programs import Op
 from kernbench.units import PS_PER_S
 
-__all__ = ["Column", "Tables", "evaluate", "network_ps", "shared_rates", "fluid_finish", "MESSAGES"]
+__all__ = [
+    "Column",
+    "Tables",
+    "evaluate",
+    "network_ps",
+    "shared_rates",
+    "fluid_finish",
+    "MESSAGES",
+    "STRANDS",
+    "UNPAIRED",
+    "BACKLOG",
+    "DRIFTING",
+]
 
 MESSAGES = (Op.POST, Op.SEND)
 # How many times a repeated round pattern looks at its start offsets again.
@@ -57,6 +69,12 @@ SHARING_MATTERS = 0.02
 # Rounds whose messages' route latencies differ by more than this factor are taken
 # as drifting too (see _uneven).
 UNEVEN = 4
+
+# Why :func:`evaluate` refuses a program (``why["refused"]``), as a report says it.
+STRANDS = "strands side by side"
+UNPAIRED = "messages that do not pair alike on every rank"
+BACKLOG = "pipelined channels (a backlog or IPCQ credit waits)"
+DRIFTING = "ranks drifting apart (simulation.drift=approximate prices them step-wide)"
 
 
 @dataclass(eq=False)
@@ -613,23 +631,32 @@ def evaluate(
     depth: int | None,
     drift: dict[str, float] | None = None,
     period: int | None = None,
+    why: dict[str, str] | None = None,
 ) -> np.ndarray | None:
     """Each row's end time (ps after its program starts), or ``None`` if it cannot be done.
 
     ``drift``: given, a program whose ranks drift apart (see :data:`SKEW_LIMIT`) is
     priced anyway, and ``drift["skew"]`` is set to the largest skew met (else such a
     program is refused).  ``period``: the rows form one lane recorded that many rows
-    long, so rows that far apart may keep the same clocks (:class:`_Fold`).
+    long, so rows that far apart may keep the same clocks (:class:`_Fold`).  ``why``:
+    given, a refusal's reason goes into ``why["refused"]`` (:data:`STRANDS`, ...).
     """
+    why = {} if why is None else why
     if not n:
         return np.zeros(0, dtype=np.int64)
     if len(shape) > 1:
-        return None  # strands side by side drift apart round by round (ADR 0015)
+        why["refused"] = STRANDS  # they drift apart round by round (ADR 0015)
+        return None
     pairing = _Pairing(shape, n)
     if not pairing.pair():
+        why["refused"] = UNPAIRED
         return None
     rounds = pairing.rounds()
-    if rounds is None or not pairing.in_step(rounds):
+    if rounds is None:
+        why["refused"] = UNPAIRED
+        return None
+    if not pairing.in_step(rounds):
+        why["refused"] = BACKLOG
         return None
     kept = [period] if period and period < n and n % period == 0 else []
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
@@ -639,6 +666,8 @@ def evaluate(
             ends = _run(shape, n, tables, pes, pairing, rounds, fold, drift is not None, skews)
         except _Asymmetric:
             continue
+        if ends is None:
+            why["refused"] = DRIFTING
         if skews and drift is not None:
             drift["skew"] = max(skews)
         return ends

@@ -27,6 +27,11 @@ from kernbench.fast.evaluate import Tables, evaluate
 from kernbench.machine.programs import RecordedCollective
 from kernbench.topology.schema import Topology
 
+# Why a collective runs message by message (``collective.meta["refused"]``), besides
+# the evaluator's reasons (kernbench.fast.evaluate.STRANDS, ...).
+DEPTHS = "lanes with different IPCQ depths"
+UNALIGNED = "programs that differ in their operations from rank to rank"
+
 __all__ = ["FastMachine"]
 
 
@@ -65,18 +70,21 @@ class FastMachine(Fabric):
             return []
         depths = {lane.depth for lane in lanes}
         if len(depths) != 1:
+            collective.meta["refused"] = DEPTHS
             return None
         key = tuple(map(id, lanes))
         known = self._priced.get(key)
         if known is None or not all(a is b for a, b in zip(known[0], lanes, strict=True)):
-            drift: dict[str, float] = {}
+            drift: dict[str, Any] = {}
             out = self._evaluate(lanes, depths.pop(), drift)
-            known = (tuple(lanes), out, drift.get("skew", 0.0))  # lanes kept: ids stay theirs
+            # lanes kept: ids stay theirs
+            known = (tuple(lanes), out, drift.get("skew", 0.0), drift.get("refused", ""))
             self._priced[key] = known
             while len(self._priced) > 16:
                 self._priced.popitem(last=False)
-        _, out, skew = known
+        _, out, skew, refused = known
         if out is None:
+            collective.meta["refused"] = refused
             return None
         self.evaluated += 1
         if skew:
@@ -84,24 +92,35 @@ class FastMachine(Fabric):
         return [list(times) for times in out]
 
     def _evaluate(
-        self, lanes: list, depth: int | None, drift: dict[str, float]
+        self, lanes: list, depth: int | None, drift: dict[str, Any]
     ) -> list[list[int]] | None:
         """Each lane's times; ``drift`` gets the skew of a program priced although its
-        ranks drift apart (``simulation.drift: approximate``)."""
+        ranks drift apart (``simulation.drift: approximate``), or why it is refused
+        (``"refused"``)."""
         tables = self.tables()
         depth = depth or self.ipcq.default_depth
         built = build(lanes, tables)
         if built is None:
+            drift["refused"] = UNALIGNED
             return None
         shape, pes = built
         approximate = self.topology.simulation.drift == "approximate"
         # Rows a period apart (a group apart, when the lane shifts within groups) may
         # keep the same clocks.
         period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
+        why: dict[str, str] = {}
         ends = evaluate(
-            shape, len(pes), tables, pes, depth, drift if approximate else None, period=period
+            shape,
+            len(pes),
+            tables,
+            pes,
+            depth,
+            drift if approximate else None,
+            period=period,
+            why=why,
         )
         if ends is None:
+            drift["refused"] = why.get("refused", "")
             return None
         out, base = [], 0
         for lane in lanes:
