@@ -444,6 +444,45 @@ def test_message_by_message_calls_say_why() -> None:
     assert f"    message by message for {BACKLOG}: 1" in summary
 
 
+def test_run_tells_large_message_by_message_calls_as_they_start(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """``kernbench run`` says on standard error, once per op, configuration and reason,
+    which calls over many ranks run message by message (they can take minutes, and
+    the summary comes only at the end); smaller calls are left to the summary."""
+    import kernbench.bench.runner as runner
+
+    script = tmp_path / "trees.py"
+    script.write_text(
+        "import kernbench.torch as torch\n"
+        "import kernbench.torch.distributed as dist\n\n"
+        "def main():\n"
+        "    dist.init_process_group()\n"
+        "    t = torch.empty(1 << 12)\n"
+        "    for _ in range(3):\n"
+        "        dist.broadcast(t, src=0, algorithm='binomial')\n"
+    )
+
+    def run() -> str:
+        runner.run_script(
+            str(script),
+            topology="ring8",
+            overrides=["simulation.backend=fast"],
+            timing_only=True,
+            echo=lambda _line: None,
+        )
+        return capsys.readouterr().err
+
+    assert "note:" not in run()  # 8 ranks: below the threshold
+    monkeypatch.setattr(runner, "NOTE_REFUSED_FROM", 8)
+    err = run()
+    assert err.count("note:") == 1, err
+    assert (
+        f"note: broadcast (binomial) over 8 ranks runs message by message on the fast "
+        f"backend: {UNALIGNED}"
+    ) in err
+
+
 def test_drift_setting_names_its_choices() -> None:
     with pytest.raises(ConfigError, match=r"simulation\.drift.*'exact'.*'approximate'"):
         load_topology("ring8", ["simulation.drift=roughly"])

@@ -27,6 +27,7 @@ from kernbench.errors import (
     shown,
 )
 from kernbench.files import SCRIPT_LIMIT, read_text, write_text
+from kernbench.machine.observe import CollectiveRefused
 from kernbench.runtime import default_topology_path
 from kernbench.topology import document_digest, load_topology_document
 from kernbench.units import format_size_iec, format_time
@@ -199,6 +200,32 @@ def _passing_script_exit(body: Callable[[], SimResult]) -> SimResult:
         raise
 
 
+# Calls over at least this many ranks that run message by message on a machine that
+# prices collectives step-wide are told on standard error as they start: at this
+# scale a call can take minutes, and the run's summary comes only at its end.
+NOTE_REFUSED_FROM = 256
+
+
+class _RefusalNotes:
+    """Tells, once per op, configuration and reason, which large calls run message by
+    message on the fast backend and why."""
+
+    def __init__(self) -> None:
+        self._told: set[tuple[str, str, str]] = set()
+
+    def on_refused(self, record: CollectiveRefused) -> None:
+        key = (record.op, record.config, record.reason)
+        if record.ranks < NOTE_REFUSED_FROM or key in self._told:
+            return
+        self._told.add(key)
+        print(
+            f"note: {record.op} ({record.config}) over {record.ranks} ranks runs message by "
+            f"message on the fast backend: {record.reason or 'refused'}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def run_script(
     script: str,
     *,
@@ -246,6 +273,7 @@ def run_script(
         max_sim_time_ps=max_sim_time_ps,
         max_wall_s=max_wall_s,
     )
+    run.ctx.machine.observers.add(_RefusalNotes())
     saved_argv = sys.argv
     sys.argv = [script, *script_args]
     to_stdout = any(writes_to_stdout(path) for path in outputs.values())

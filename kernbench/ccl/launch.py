@@ -37,6 +37,7 @@ from kernbench.distributed.world import set_p2p_launch
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
 from kernbench.machine.api import Clock, Event, Machine
+from kernbench.machine.observe import CollectiveRefused
 from kernbench.machine.programs import RecordedCollective
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.tensor import DeviceTensor
@@ -248,18 +249,28 @@ class CollectiveLauncher:
                 cache.put(key, lane)
             lanes.append(lane)
         if any(lane is None for lane in lanes):
-            self.refused = "programs too irregular to record"
+            self._refuse("programs too irregular to record")
             return None  # run it on the machine
         recorded = RecordedCollective(lanes, tag=f"{self.op} {self.config_name}")
         times = self.machine.evaluate_programs(recorded)
         self.evaluated = times is not None
         self.drift = float(recorded.meta.get("drift", 0.0))
-        self.refused = "" if self.evaluated else str(recorded.meta.get("refused", ""))
+        if times is None:
+            self._refuse(str(recorded.meta.get("refused", "")))
         if times is not None and self.ctx.store.stores_bytes:
             for comms, programs, _ in self._lanes:
                 c = comms[0]
                 run_for_values(programs, c.pes, c.nodes, op=c.op, depth=c.depth, params=c.params)
         return times
+
+    def _refuse(self, reason: str) -> None:
+        """Note (and tell the machine's observers) why this call runs message by message."""
+        self.refused = reason
+        hooks = self.machine.observers.refused
+        if hooks:
+            record = CollectiveRefused(self.op, self.config_name, self.ranks, reason)
+            for hook in hooks:
+                hook(record)
 
     def _timed(self, comm: Comm, ps: int, user: int) -> Generator:
         start = self.env.now

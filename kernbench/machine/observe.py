@@ -4,8 +4,8 @@ Nothing is recorded for nobody: a backend emits a kind of record only when
 some hook takes it (an empty list check on the hot path), so observation off
 costs nothing.  A hook is any object with one or more of the methods
 ``on_row``, ``on_flow``, ``on_link_busy``, ``on_link_load``,
-``on_engine_busy`` and ``on_queue``; :meth:`Observers.add` registers each one
-it has.  The run report's byte counts and busiest component, its trace digest,
+``on_engine_busy``, ``on_queue`` and ``on_refused``; :meth:`Observers.add`
+registers each one it has.  The run report's byte counts and busiest component, its trace digest,
 and the Chrome/Perfetto trace are such hooks (kernbench.bench).
 """
 
@@ -23,6 +23,7 @@ __all__ = [
     "LinkLoad",
     "EngineBusy",
     "QueueDepth",
+    "CollectiveRefused",
     "Observers",
     "RowRecorder",
     "LinkBytes",
@@ -80,7 +81,18 @@ class QueueDepth:
     depth: int
 
 
-_KINDS = ("row", "flow", "link_busy", "link_load", "engine_busy", "queue")
+@dataclass(frozen=True, slots=True)
+class CollectiveRefused:
+    """A machine that prices collectives step-wide runs this one message by message:
+    ``op`` with configuration ``config`` over ``ranks`` ranks (its widest lane), and why."""
+
+    op: str
+    config: str
+    ranks: int
+    reason: str
+
+
+_KINDS = ("row", "flow", "link_busy", "link_load", "engine_busy", "queue", "refused")
 
 
 class Observers:
