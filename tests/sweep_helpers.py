@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -84,6 +85,13 @@ def hostile_sweep(directory: Path, args: dict, **extra) -> Path:
     copy_topology(directory)
     document = {"bench": "hostile.py", "topologies": ["tiny.yaml"], "args": args, **extra}
     return write_sweep(directory, document)
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a child that a test interrupts with SIGINT: the default handling,
+    even when pytest was started with SIGINT ignored (a background job of a shell
+    without job control), since Python only raises KeyboardInterrupt where it is not."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def sweep_command(sweep: Path, *options: str) -> list[str]:

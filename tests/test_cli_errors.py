@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_helpers import interruptible
 
 import kernbench.topology.summary
 from kernbench.cli import (
@@ -45,7 +46,11 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _kernbench(*args: str, **popen) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "kernbench.cli", *args], cwd=ROOT, env=_env(), **popen
+        [sys.executable, "-m", "kernbench.cli", *args],
+        cwd=ROOT,
+        env=_env(),
+        preexec_fn=interruptible,
+        **popen,
     )
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from sweep_helpers import interruptible
 
 from kernbench.bench.runner import run_script
 from kernbench.bench.sweep import expand_points, load_sweep, point_id
@@ -167,7 +168,13 @@ def _start_slow_sweep(tmp_path: Path, jobs: int, wait_for: int):
         "-o",
         str(out),
     ]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and process.poll() is None:
         if points_dir.is_dir() and len(list(points_dir.glob("*.json"))) >= wait_for:

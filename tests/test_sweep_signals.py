@@ -10,7 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
-from sweep_helpers import descendants_alive, hostile_sweep, records_by_label, run_cli, sweep_command
+from sweep_helpers import (
+    descendants_alive,
+    hostile_sweep,
+    interruptible,
+    records_by_label,
+    run_cli,
+    sweep_command,
+)
 
 MODES = ["a", "b", "c", "d", "e", "f", "g", "die"]  # all but "die" return a row
 
@@ -23,7 +30,10 @@ def _sweep(tmp_path: Path, delay: float) -> tuple[Path, Path]:
 def _start(sweep: Path, out: Path, jobs: int, **popen) -> subprocess.Popen:
     # A session of its own: the process group holds the driver and every process it starts.
     return subprocess.Popen(
-        sweep_command(sweep, "-j", str(jobs), "-o", str(out)), start_new_session=True, **popen
+        sweep_command(sweep, "-j", str(jobs), "-o", str(out)),
+        start_new_session=True,
+        preexec_fn=interruptible,
+        **popen,
     )
 
 
