@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from kernbench.fast.evaluate import MESSAGES, Column, Tables
-from kernbench.machine.programs import Op, RecordedLane
+from kernbench.machine.programs import Op, RankShift, RecordedLane
 
 __all__ = ["build"]
 
@@ -67,12 +67,10 @@ class _Lane:
         self.group = lane.group or self.p
         self.tables = tables
         self.memo = memo
-        # Row r's shift (lane.shift_of(r)) as arrays: groups moved, ranks moved within.
+        # Every row's shift (lane.shift_of(row)) at once, for arrays of ranks.
         rows = np.arange(self.p, dtype=np.intp)
-        self.across = rows // self.group
         inner = rows % self.group
-        self.within = inner - inner % self.period
-        self._within = self.within.tolist()
+        self.moves = RankShift(self.p, self.group, rows // self.group, inner - inner % self.period)
 
     def strands(self) -> list[list[tuple]]:
         return [rank.strands for rank in self.lane.ranks]
@@ -82,9 +80,7 @@ class _Lane:
         if self.lane.period is None:
             return ref
         role, rank = ref
-        g = self.group
-        moved = ((rank // g + row // g) % (self.p // g)) * g + (rank % g + self._within[row]) % g
-        return self.lane.roles[role][moved]
+        return self.lane.roles[role][self.lane.shift_of(row)(rank)]
 
     def _tile(self, values: list) -> np.ndarray:
         return np.tile(np.asarray(values), self.p // self.period)
@@ -94,13 +90,10 @@ class _Lane:
         if self.lane.period is None:
             return self.memo.get(("peer", self.base, rel), lambda: np.asarray(rel) + self.base)
 
-        def make() -> np.ndarray:
-            g = self.group
-            ranks = self._tile(list(rel))
-            moved = ((ranks // g + self.across) % (self.p // g)) * g + (ranks % g + self.within) % g
-            return moved + self.base
-
-        return self.memo.get(("peer", self.base, self.p, self.period, self.group, rel), make)
+        return self.memo.get(
+            ("peer", self.base, self.p, self.period, self.group, rel),
+            lambda: self.moves(self._tile(list(rel))) + self.base,
+        )
 
     def sizes(self, ops: list[tuple]) -> np.ndarray:
         rel = tuple(op[3] for op in ops)

@@ -75,10 +75,10 @@ class FastMachine(Fabric):
         key = tuple(map(id, lanes))
         known = self._priced.get(key)
         if known is None or not all(a is b for a, b in zip(known[0], lanes, strict=True)):
-            drift: dict[str, Any] = {}
-            out = self._evaluate(lanes, depths.pop(), drift)
+            notes: dict[str, Any] = {}
+            out = self._evaluate(lanes, depths.pop(), notes)
             # lanes kept: ids stay theirs
-            known = (tuple(lanes), out, drift.get("skew", 0.0), drift.get("refused", ""))
+            known = (tuple(lanes), out, notes.get("skew", 0.0), notes.get("refused", ""))
             self._priced[key] = known
             while len(self._priced) > 16:
                 self._priced.popitem(last=False)
@@ -92,16 +92,16 @@ class FastMachine(Fabric):
         return [list(times) for times in out]
 
     def _evaluate(
-        self, lanes: list, depth: int | None, drift: dict[str, Any]
+        self, lanes: list, depth: int | None, notes: dict[str, Any]
     ) -> list[list[int]] | None:
-        """Each lane's times; ``drift`` gets the skew of a program priced although its
-        ranks drift apart (``simulation.drift: approximate``), or why it is refused
-        (``"refused"``)."""
+        """Each lane's times; ``notes`` gets the skew of a program priced although its
+        ranks drift apart (``"skew"``, with ``simulation.drift: approximate``), or why
+        it is refused (``"refused"``)."""
         tables = self.tables()
         depth = depth or self.ipcq.default_depth
         built = build(lanes, tables)
         if built is None:
-            drift["refused"] = UNALIGNED
+            notes["refused"] = UNALIGNED
             return None
         shape, pes = built
         approximate = self.topology.simulation.drift == "approximate"
@@ -115,12 +115,12 @@ class FastMachine(Fabric):
             tables,
             pes,
             depth,
-            drift if approximate else None,
+            notes if approximate else None,
             period=period,
             why=why,
         )
         if ends is None:
-            drift["refused"] = why.get("refused", "")
+            notes["refused"] = why.get("refused", "")
             return None
         out, base = [], 0
         for lane in lanes:

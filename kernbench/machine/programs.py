@@ -104,13 +104,14 @@ class RankShift:
 
     The ``p`` ranks form ``p // group`` groups of ``group`` consecutive ranks; rank
     ``g * group + i`` goes to ``((g + across) % (p // group)) * group + (i + within) % group``.
-    With ``group == p`` it is a plain rotation by ``within``.
+    With ``group == p`` it is a plain rotation by ``within``.  ``across`` and
+    ``within`` may be NumPy arrays (one shift per row, applied to an array of ranks).
     """
 
     p: int
     group: int
-    across: int
-    within: int
+    across: Any
+    within: Any
 
     @classmethod
     def of_row(cls, p: int, group: int, period: int, row: int) -> RankShift:
