@@ -23,7 +23,7 @@ from kernbench.ccl.record import SYMMETRY_FROM, record_lane, record_ranks
 from kernbench.errors import ConfigError
 from kernbench.fabric import Fabric
 from kernbench.fast import FastMachine
-from kernbench.fast.evaluate import BACKLOG
+from kernbench.fast.evaluate import BACKLOG, DRIFT_BOUND
 from kernbench.fast.machine import UNALIGNED
 from kernbench.machine.programs import Op, RankShift, shifted
 from kernbench.runtime import RuntimeContext
@@ -373,9 +373,10 @@ def _rack_ring(n: int) -> None:
 
 def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_times() -> None:
     """A ring over the 128 cubes of rack.yaml: ranks behind the SIP crossings fall behind,
-    and their flows on shared links overlap other steps' (ADR 0015).  By default the fast
-    backend runs it message by message, exactly; ``simulation.drift: approximate`` prices
-    it step-wide and says so (measured 19.2% fast here, within the 20% asserted)."""
+    and their flows on shared links overlap other steps' (ADR 0015), by more than
+    DRIFT_BOUND could cover.  By default the fast backend runs it message by message,
+    exactly; ``simulation.drift: approximate`` prices it step-wide and says so
+    (measured 19.2% fast here, within the 20% asserted)."""
     n = 4 << 20  # 16 MiB
 
     def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
@@ -412,6 +413,61 @@ def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_time
     assert (
         "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 with "
         "ranks drifting apart, approximate (simulation.drift=exact runs them message by message)"
+    ) in format_run_summary(result).splitlines()
+
+
+def _hierarchical(n: int) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    dist.all_reduce(torch.empty(n), algorithm="hierarchical")
+
+
+# cluster128k cut to two nodes of 8 chips (one leaf each, two spines), 16 PEs a chip:
+# the ring across chips crosses the leaves twice among NVLink hops, so its ranks drift.
+_SMALL_CLUSTER = [
+    "system.device_level=pe",
+    "system.sips.count=16",
+    "system.interconnect.clos.leaf.nodes=1",
+    "system.interconnect.clos.spine.count=2",
+    "cube.pe_layout.pe_per_corner=1",
+]
+
+
+def test_drift_that_cannot_move_a_time_by_more_than_the_bound_is_priced_step_wide() -> None:
+    """A hierarchical all-reduce over 256 PE ranks of a small cluster: the ring across
+    chips drifts (hops through the leaves among NVLink hops), but it moves 1/16 of the
+    data, and pricing its rounds as slow as link sharing could make them moves no
+    rank's end by more than DRIFT_BOUND.  So it is priced step-wide by default, says
+    so, and the exact time is at most the bound above it (measured 0.42% below)."""
+    n = 4 << 20  # 16 MiB
+
+    def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
+        result = kernbench.simulate(
+            _hierarchical,
+            topology="cluster128k",
+            overrides=[*_SMALL_CLUSTER, *overrides],
+            world_size=256,
+            args=(n,),
+            timing_only=True,
+        )
+        return result.report["collectives"][-1], result
+
+    detailed, _ = run()
+    fast, result = run("simulation.backend=fast")
+
+    def took(call: dict) -> int:
+        return call["end_ps"] - call["start_ps"]
+
+    assert fast["priced"] == "step-wide, drift bounded" and "refused" not in fast
+    bound = fast["drift_bound"]
+    assert 0 < bound <= DRIFT_BOUND
+    assert took(detailed) <= took(fast) * (1 + bound) + 1
+    assert abs(took(fast) / took(detailed) - 1) < SHARED
+    assert (
+        "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 with "
+        f"ranks drifting apart by at most {bound:.2%} of a rank's time"
     ) in format_run_summary(result).splitlines()
 
 

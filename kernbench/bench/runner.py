@@ -422,6 +422,12 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
                 f"; {drifting} with ranks drifting apart, approximate"
                 " (simulation.drift=exact runs them message by message)"
             )
+        bounded = [call["drift_bound"] for call in calls if "drift_bound" in call]
+        if bounded:
+            line += (
+                f"; {len(bounded)} with ranks drifting apart by at most "
+                f"{max(bounded):.2%} of a rank's time"
+            )
         lines.append(line)
         reasons: dict[str, int] = {}
         for call in calls:

@@ -69,6 +69,9 @@ SHARING_MATTERS = 0.02
 # Rounds whose messages' route latencies differ by more than this factor are taken
 # as drifting too (see _uneven).
 UNEVEN = 4
+# Ranks drifting apart are priced step-wide anyway when pricing their rounds as slowly
+# as link sharing could make them moves no rank's end by more than this share.
+DRIFT_BOUND = 0.01
 
 # Why :func:`evaluate` refuses a program (``why["refused"]``), as a report says it.
 STRANDS = "strands side by side"
@@ -639,7 +642,9 @@ def evaluate(
     priced anyway, and ``drift["skew"]`` is set to the largest skew met (else such a
     program is refused).  ``period``: the rows form one lane recorded that many rows
     long, so rows that far apart may keep the same clocks (:class:`_Fold`).  ``why``:
-    given, a refusal's reason goes into ``why["refused"]`` (:data:`STRANDS`, ...).
+    given, a refusal's reason goes into ``why["refused"]`` (:data:`STRANDS`, ...),
+    and the bound of a drifting program priced anyway (without ``drift``: it moved
+    no rank's end by more than :data:`DRIFT_BOUND`) into ``why["bound"]``.
     """
     why = {} if why is None else why
     if not n:
@@ -661,17 +666,107 @@ def evaluate(
     kept = [period] if period and period < n and n % period == 0 else []
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
         skews: list[float] = []
+        drifted: set[tuple] = set()
+        played: list[tuple] = []
         fold = _Fold(n, m)
         try:
-            ends = _run(shape, n, tables, pes, pairing, rounds, fold, drift is not None, skews)
+            ends = _run(shape, n, tables, pes, pairing, rounds, fold, skews, drifted, played)
+            if not drifted or drift is not None:
+                if skews and drift is not None:
+                    drift["skew"] = max(skews)
+                return ends
+            # Ranks drift apart where sharing links costs, so flows of other rounds
+            # overlap theirs.  Those rounds priced as slow as sharing could make
+            # them bound every rank's end from above; the step-wide price stands
+            # when no rank's bound is more than DRIFT_BOUND above it (ADR 0015).
+            slowest = _Extreme(tables, drifted, _crowded_rates(tables, shape, pairing, n))
+            high = _run(shape, n, tables, pes, pairing, rounds, fold, [], set(), played, slowest)
         except _Asymmetric:
             continue
-        if ends is None:
+        bound = float(np.max((high - ends) / np.maximum(ends, 1)))
+        if bound > DRIFT_BOUND:
             why["refused"] = DRIFTING
-        if skews and drift is not None:
-            drift["skew"] = max(skews)
+            return None
+        why["bound"] = bound
         return ends
     raise AssertionError("unreachable: the unfolded loop always ends")
+
+
+def _crowded_rates(tables: Tables, shape: list[list[Column]], pairing: _Pairing, n: int):
+    """Per route id, the least rate max-min sharing can leave a flow on it, whenever
+    the program's flows overlap.
+
+    A channel moves one message at a time and a rank one stream, so at no moment do
+    more flows cross a link than the channels and the ranks' stream flows whose
+    routes ever cross it; max-min sharing gives every flow at least its links'
+    capacity over that count.
+    """
+    edges = tables.edges()
+    links = len(tables.capacity)
+    crowd = np.zeros(links, dtype=np.int64)
+    by_slot: dict[tuple, dict[int, np.ndarray]] = defaultdict(dict)
+    streams: dict[int, np.ndarray] = {}
+    for s, strand in enumerate(shape):
+        for k, col in enumerate(strand):
+            if col.kind in MESSAGES:
+                by_slot[pairing.slot[(s, k)]].setdefault(id(col.route), col.route)
+            elif col.kind == Op.STREAM:
+                for route, _ in col.flows:
+                    streams.setdefault(id(route), route)
+    rows = np.arange(n, dtype=np.int64)
+    for group in (*by_slot.values(), streams):
+        if not group:
+            continue
+        # A channel (or a rank's streams) is on a link or not: each (row, link) once.
+        hops = np.concatenate([edges[route] for route in group.values()], axis=1)
+        key = (rows[:, None] * links + hops)[hops >= 0]
+        crowd += np.bincount(np.unique(key) % links, minlength=links)
+    per_link = tables.capacity / np.maximum(crowd, 1)
+    padded = np.where(edges >= 0, per_link[np.maximum(edges, 0)], np.inf)
+    return padded.min(axis=1) if padded.shape[1] else np.full(len(edges), np.inf)
+
+
+class _Extreme:
+    """Drifting rounds (by pattern: ``bases``) priced with every flow at a fixed rate
+    per route (alone: its bottleneck; crowded: :func:`_crowded_rates`), whatever
+    overlaps it."""
+
+    def __init__(self, tables: Tables, bases: set[tuple], rate: np.ndarray) -> None:
+        self.tables = tables
+        self.bases = bases
+        self.rate = rate
+        self._priced: dict[tuple, tuple] = {}
+
+    def price(self, base: tuple, messages: list[Column], streams: list[Column], m: int) -> tuple:
+        known = self._priced.get(base)
+        if known is None:
+            times = [
+                tuple(
+                    _periodic(part, m)
+                    for part in message_parts(self.tables, c.route, c.nbytes, self.rate[c.route])
+                )
+                for c in messages
+            ]
+            stream_times: list[np.ndarray | None] = []
+            for c in streams:
+                if not c.flows:
+                    stream_times.append(None)
+                    continue
+                seconds = np.max(
+                    np.stack([size / self.rate[route] for route, size in c.flows]), axis=0
+                )
+                stream_times.append(_periodic(_ps(seconds), m))
+            known = self._priced[base] = (times, stream_times)
+        return known
+
+
+def _periodic(values: np.ndarray, m: int) -> np.ndarray:
+    """The largest of ``values`` at rows ``m`` apart, for every row (an upper bound
+    that a fold keeps)."""
+    n = len(values)
+    if m >= n:
+        return values
+    return np.tile(values.reshape(-1, m).max(axis=0), n // m)
 
 
 def _run(
@@ -682,11 +777,16 @@ def _run(
     pairing: _Pairing,
     rounds: list[list[tuple[int, int]]],
     fold: _Fold,
-    accept_drift: bool,
     skews: list[float],
-) -> np.ndarray | None:
-    """The round loop of :func:`evaluate` on the rows ``fold`` keeps; with
-    ``accept_drift``, drifting rounds are priced and their skews added to ``skews``."""
+    drifted: set[tuple],
+    played: list[tuple],
+    extreme: _Extreme | None = None,
+) -> np.ndarray:
+    """The round loop of :func:`evaluate` on the rows ``fold`` keeps.  Round patterns
+    whose ranks drift apart where sharing links costs go into ``drifted``, their
+    skews into ``skews``, and each round's pattern and prices into ``played``.
+    Given ``extreme``, the loop plays ``played`` again, the drifting rounds priced
+    by ``extreme`` instead."""
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     overhead = tables.endpoint_overhead_ps
@@ -698,52 +798,58 @@ def _run(
     arriving: dict[tuple, np.ndarray] = {}  # per channel: when its last message arrives
     cache: dict[tuple, tuple] = {}
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by round pattern
+    turns = iter(played) if extreme is not None else None
     for round_ in rounds:
         messages = [(s, k) for s, k in round_ if shape[s][k].kind in MESSAGES]
         streams = [(s, k) for s, k in round_ if shape[s][k].kind == Op.STREAM]
         network: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         memory: dict[tuple[int, int], np.ndarray] = {}
         if messages or streams:
-            # Messages of one channel go one after another: only the first of each
-            # channel in the round shares the links; the others get its rate.
-            first: dict[tuple, int] = {}
-            lead = [first.setdefault(pairing.slot[m], i) for i, m in enumerate(messages)]
             cols = [shape[s][k] for s, k in messages]
             scols = [shape[s][k] for s, k in streams]
-            base = (
-                tuple((id(c.route), id(c.nbytes), j) for c, j in zip(cols, lead, strict=True)),
-                tuple(id(c.flows) for c in scols),
-            )
-            # A round pattern is priced with the start offsets it has; its first
-            # RECHECKS occurrences look again (and price again if the offsets of
-            # flows that share links moved), then it keeps its last pricing: a
-            # repeated step (a ring's) settles into the sharing it has.  Every
-            # SKEW_EVERY-th occurrence checks the skew again.
-            known = cache.get(base)
-            seen = 0 if known is None else known[2]
-            if known is None or seen < RECHECKS or seen % SKEW_EVERY == 0:
-                # Messages start when their rank and channel are ready, streams
-                # when their rank is.
-                starts = [
-                    fold.full(
-                        clock[s]
-                        if pairing.slot[(s, k)] not in free_at
-                        else np.maximum(clock[s], free_at[pairing.slot[(s, k)]])
-                    )
-                    for s, k in messages
-                ] + [fold.full(clock[s]) for s, k in streams]
-                staggered, skew = _stagger(tables, n, cols, lead, scols, starts, sharing, base)
-                used = b"" if staggered is None else staggered.tobytes()
-                if known is None or (seen < RECHECKS and known[1] != used):
-                    at = None if staggered is None else list(staggered.reshape(len(starts), n))
-                    known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
-                drifting = skew > SKEW_LIMIT or (seen == 0 and _uneven(tables, cols))
-                if drifting and _sharing_costs(tables, cols, known[0][0]):
-                    if not accept_drift:
-                        return None  # flows that share links no longer start together
-                    skews.append(skew)
-            cache[base] = known = (known[0], known[1], seen + 1)
-            priced = known[0]
+            if turns is not None:
+                base, priced = next(turns)
+                if base in extreme.bases:
+                    priced = extreme.price(base, cols, scols, m)
+            else:
+                # Messages of one channel go one after another: only the first of each
+                # channel in the round shares the links; the others get its rate.
+                first: dict[tuple, int] = {}
+                lead = [first.setdefault(pairing.slot[m], i) for i, m in enumerate(messages)]
+                base = (
+                    tuple((id(c.route), id(c.nbytes), j) for c, j in zip(cols, lead, strict=True)),
+                    tuple(id(c.flows) for c in scols),
+                )
+                # A round pattern is priced with the start offsets it has; its first
+                # RECHECKS occurrences look again (and price again if the offsets of
+                # flows that share links moved), then it keeps its last pricing: a
+                # repeated step (a ring's) settles into the sharing it has.  Every
+                # SKEW_EVERY-th occurrence checks the skew again.
+                known = cache.get(base)
+                seen = 0 if known is None else known[2]
+                if known is None or seen < RECHECKS or seen % SKEW_EVERY == 0:
+                    # Messages start when their rank and channel are ready, streams
+                    # when their rank is.
+                    starts = [
+                        fold.full(
+                            clock[s]
+                            if pairing.slot[(s, k)] not in free_at
+                            else np.maximum(clock[s], free_at[pairing.slot[(s, k)]])
+                        )
+                        for s, k in messages
+                    ] + [fold.full(clock[s]) for s, k in streams]
+                    staggered, skew = _stagger(tables, n, cols, lead, scols, starts, sharing, base)
+                    used = b"" if staggered is None else staggered.tobytes()
+                    if known is None or (seen < RECHECKS and known[1] != used):
+                        at = None if staggered is None else list(staggered.reshape(len(starts), n))
+                        known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
+                    drifting = skew > SKEW_LIMIT or (seen == 0 and _uneven(tables, cols))
+                    if drifting and _sharing_costs(tables, cols, known[0][0]):
+                        skews.append(skew)  # flows sharing links no longer start together
+                        drifted.add(base)
+                cache[base] = known = (known[0], known[1], seen + 1)
+                priced = known[0]
+                played.append((base, priced))
             times, stream_times = priced
             network = {
                 node: (fold.rows(flow), fold.rows(tail))

@@ -7,10 +7,12 @@ prices a collective's recorded programs in one NumPy pass per operation
 different operation sequences), whose receives do not pair up the same way on
 every rank, or that would run out of IPCQ credits are refused, and the
 launcher runs them message by message on the fabric, exactly (ADR 0015).
-Programs whose ranks drift apart are refused too, unless the topology says
-``simulation.drift: approximate``: then they are priced step-wide, and the
-collective's ``meta["drift"]`` says how far apart (in message times) flows
-sharing a link started.
+Programs whose ranks drift apart are priced step-wide when pricing their
+drifting rounds as slowly as link sharing could make them moves no rank's end
+by more than 1% (``meta["drift_bound"]`` says by how much), and refused
+otherwise, unless the topology says ``simulation.drift: approximate``: then
+they are priced step-wide, and the collective's ``meta["drift"]`` says how far
+apart (in message times) flows sharing a link started.
 """
 
 from __future__ import annotations
@@ -78,17 +80,19 @@ class FastMachine(Fabric):
             notes: dict[str, Any] = {}
             out = self._evaluate(lanes, depths.pop(), notes)
             # lanes kept: ids stay theirs
-            known = (tuple(lanes), out, notes.get("skew", 0.0), notes.get("refused", ""))
+            known = (tuple(lanes), out, notes)
             self._priced[key] = known
             while len(self._priced) > 16:
                 self._priced.popitem(last=False)
-        _, out, skew, refused = known
+        _, out, notes = known
         if out is None:
-            collective.meta["refused"] = refused
+            collective.meta["refused"] = notes.get("refused", "")
             return None
         self.evaluated += 1
-        if skew:
-            collective.meta["drift"] = skew
+        if notes.get("skew"):
+            collective.meta["drift"] = notes["skew"]
+        if "bound" in notes:
+            collective.meta["drift_bound"] = notes["bound"]
         return [list(times) for times in out]
 
     def _evaluate(
@@ -122,6 +126,8 @@ class FastMachine(Fabric):
         if ends is None:
             notes["refused"] = why.get("refused", "")
             return None
+        if "bound" in why:
+            notes["bound"] = why["bound"]
         out, base = [], 0
         for lane in lanes:
             out.append(ends[base : base + len(lane.pes)].tolist())

@@ -237,6 +237,7 @@ class Machine(Protocol):
     def evaluate_programs(self, collective: RecordedCollective) -> list[list[int]] | None:
         """Each lane's ranks' times (ps from the programs' start), or ``None`` when the
         programs must run message by message (ADR 0015).  A backend whose times are
-        approximate for this collective says so in ``collective.meta`` (``"drift"``);
+        approximate for this collective says so in ``collective.meta`` (``"drift"``, or
+        ``"drift_bound"``: the largest share by which a rank's time may be off);
         one that refuses it says why there (``"refused"``, a phrase for reports)."""
         ...
