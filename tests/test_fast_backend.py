@@ -440,7 +440,7 @@ def test_drift_that_cannot_move_a_time_by_more_than_the_bound_is_priced_step_wid
     chips drifts (hops through the leaves among NVLink hops), but it moves 1/16 of the
     data, and pricing its rounds as slow as link sharing could make them moves no
     rank's end by more than DRIFT_BOUND.  So it is priced step-wide by default, says
-    so, and the exact time is at most the bound above it (measured 0.42% below)."""
+    so, and the exact time is at most the bound above it (the price is 0.42% above it)."""
     n = 4 << 20  # 16 MiB
 
     def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
