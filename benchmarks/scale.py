@@ -83,7 +83,7 @@ def one_point(
         "events": env.events_processed,
         "evaluated": bool(record and record.evaluated),
         "drift": float(record.drift) if record else 0.0,
-        "drift_bound": record.drift_bound if record else None,
+        "bound": record.bound if record else None,
         "refused": record.refused if record else "",
         "peak_rss_MiB": peak_rss_mib(),
         "stopped": stopped,
@@ -145,8 +145,8 @@ def main(argv: list[str] | None = None) -> None:
                     how += f" ({r['refused']})"
                 if r["drift"]:
                     how += f", drifting (skew {r['drift']:.1f}, approximate)"
-                if r.get("drift_bound") is not None:
-                    how += f", drift bounded ({r['drift_bound']:.2%})"
+                if r.get("bound") is not None:
+                    how += f", bounded ({r['bound']:.2%})"
                 note = r["stopped"] or how
                 print(
                     f"{backend:>8} {algorithm:>19} {ranks:>7} {r['wall_s']:>9.2f} "

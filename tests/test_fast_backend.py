@@ -23,7 +23,7 @@ from kernbench.ccl.record import SYMMETRY_FROM, record_lane, record_ranks
 from kernbench.errors import ConfigError
 from kernbench.fabric import Fabric
 from kernbench.fast import FastMachine
-from kernbench.fast.evaluate import BACKLOG, DRIFT_BOUND
+from kernbench.fast.evaluate import BACKLOG, CREDITS, DRIFT_BOUND
 from kernbench.fast.machine import UNALIGNED
 from kernbench.machine.programs import Op, RankShift, shifted
 from kernbench.runtime import RuntimeContext
@@ -82,8 +82,7 @@ def test_cross_validation_matrix_big_groups(machine: str) -> None:
 
 
 def test_aligned_ring_is_exact_and_evaluated() -> None:
-    # 32 KiB: blocks of 4 KiB, a packet, so the tuner keeps one piece (a pipelined
-    # ring keeps a backlog on its channels, which the evaluator leaves to the fabric).
+    # 32 KiB: blocks of 4 KiB, a packet, so the tuner keeps one piece.
     points = compare("ring8", "ring", (8,), nbytes=32 * 1024)
     (point,) = [pt for pt in points if pt.op == "all_reduce"]
     assert point.evaluated
@@ -460,14 +459,14 @@ def test_drift_that_cannot_move_a_time_by_more_than_the_bound_is_priced_step_wid
     def took(call: dict) -> int:
         return call["end_ps"] - call["start_ps"]
 
-    assert fast["priced"] == "step-wide, drift bounded" and "refused" not in fast
-    bound = fast["drift_bound"]
+    assert fast["priced"] == "step-wide, bounded" and "refused" not in fast
+    bound = fast["bound"]
     assert 0 < bound <= DRIFT_BOUND
     assert took(detailed) <= took(fast) * (1 + bound) + 1
     assert abs(took(fast) / took(detailed) - 1) < SHARED
     assert (
-        "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 with "
-        f"ranks drifting apart by at most {bound:.2%} of a rank's time"
+        "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 bounded "
+        f"(ranks drifting apart or pipelined channels add at most {bound:.2%} to a rank's time)"
     ) in format_run_summary(result).splitlines()
 
 
@@ -482,22 +481,73 @@ def _tree_and_pipelined_ring() -> None:
 
 
 def test_message_by_message_calls_say_why() -> None:
-    """A rooted tree's programs differ from rank to rank, and a ring in pieces keeps a
-    backlog on its channels: both run message by message, and the report says which."""
-    result = kernbench.simulate(
-        _tree_and_pipelined_ring,
-        topology="ring8",
-        overrides=["simulation.backend=fast", "ccl.configs.ring.chunks=4"],
-        timing_only=True,
-    )
+    """A rooted tree's programs differ from rank to rank; a ring in 16 pieces posts
+    more of them than its queues have credits before the first is received; a ring in
+    4 pieces over PEs that share HBM slices and cube links keeps flows moving across
+    steps where that costs.  All run message by message, and the report says why."""
+
+    def run(topology: str, *overrides: str) -> kernbench.SimResult:
+        return kernbench.simulate(
+            _tree_and_pipelined_ring,
+            topology=topology,
+            overrides=["simulation.backend=fast", *overrides],
+            world_size=8,
+            timing_only=True,
+        )
+
+    result = run("ring8", "ccl.configs.ring.chunks=16")
     calls = [c for c in result.report["collectives"] if c["op"] != "barrier"]
     assert [(c["op"], c["priced"], c.get("refused")) for c in calls] == [
         ("broadcast", "message by message", UNALIGNED),
-        ("all_reduce", "message by message", BACKLOG),
+        ("all_reduce", "message by message", CREDITS),
     ]
     summary = format_run_summary(result).splitlines()
     assert f"    message by message for {UNALIGNED}: 1" in summary
-    assert f"    message by message for {BACKLOG}: 1" in summary
+    assert f"    message by message for {CREDITS}: 1" in summary
+    shared = run("multi_sip", "system.device_level=pe", "ccl.configs.ring.chunks=4")
+    call = shared.report["collectives"][-1]
+    assert (call["op"], call["priced"], call["refused"]) == (
+        "all_reduce",
+        "message by message",
+        BACKLOG,
+    )
+
+
+def _timed_all_reduce(n: int, algorithm: str) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    dist.all_reduce(torch.empty(n), algorithm=algorithm)
+
+
+@pytest.mark.parametrize(
+    ("topology", "algorithm", "overrides"),
+    [("ring8", "ring", ["ccl.configs.ring.chunks=4"]), ("fc8", "ring_pipelined", [])],
+)
+def test_pipelined_rings_on_links_of_their_own_are_priced_exactly(
+    topology: str, algorithm: str, overrides: list[str]
+) -> None:
+    """A ring in pieces keeps several messages on a channel at once (a backlog), so
+    its flows run on across steps; where every link carries one channel (8 chips in a
+    ring or fully connected, 16 MiB in 4 or 8 pieces), no overlap can change a rate,
+    the bound is 0 and the step-wide price is the fabric's to the picosecond."""
+
+    def took(*more: str) -> tuple[int, dict]:
+        result = kernbench.simulate(
+            _timed_all_reduce,
+            topology=topology,
+            overrides=[*overrides, *more],
+            args=(4 << 20, algorithm),
+            timing_only=True,
+        )
+        call = result.report["collectives"][-1]
+        return call["end_ps"] - call["start_ps"], call
+
+    detailed, _ = took()
+    fast, call = took("simulation.backend=fast")
+    assert call["priced"] == "step-wide" and "bound" not in call
+    assert fast == detailed
 
 
 def test_run_tells_large_message_by_message_calls_as_they_start(

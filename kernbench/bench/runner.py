@@ -422,11 +422,11 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
                 f"; {drifting} with ranks drifting apart, approximate"
                 " (simulation.drift=exact runs them message by message)"
             )
-        bounded = [call["drift_bound"] for call in calls if "drift_bound" in call]
+        bounded = [call["bound"] for call in calls if "bound" in call]
         if bounded:
             line += (
-                f"; {len(bounded)} with ranks drifting apart by at most "
-                f"{max(bounded):.2%} of a rank's time"
+                f"; {len(bounded)} bounded (ranks drifting apart or pipelined channels "
+                f"add at most {max(bounded):.2%} to a rank's time)"
             )
         lines.append(line)
         reasons: dict[str, int] = {}

@@ -265,7 +265,7 @@ def run_report(
                 # How a backend that evaluates programs (fast) timed it.
                 **({"priced": _priced(c)} if ctx.machine.evaluates_programs else {}),
                 **({"refused": c.refused} if ctx.machine.evaluates_programs and c.refused else {}),
-                **({"drift_bound": round(c.drift_bound, 6)} if c.drift_bound is not None else {}),
+                **({"bound": round(c.bound, 6)} if c.bound is not None else {}),
             }
             for c in collectives
         ],
@@ -290,13 +290,14 @@ def run_report(
 
 
 def _priced(collective: Any) -> str:
-    """``step-wide``, ``step-wide, drifting`` (approximate), ``step-wide, drift
-    bounded`` (ranks drift apart, by too little to matter) or ``message by message``."""
+    """``step-wide``, ``step-wide, drifting`` (approximate), ``step-wide, bounded``
+    (ranks drift apart or channels keep a backlog, and that can add at most a
+    bound to a rank's time) or ``message by message``."""
     if not collective.evaluated:
         return "message by message"
     if collective.drift:
         return "step-wide, drifting"
-    return "step-wide, drift bounded" if collective.drift_bound is not None else "step-wide"
+    return "step-wide, bounded" if collective.bound is not None else "step-wide"
 
 
 def collective_time_ps(collectives: Iterable[Any]) -> int:

@@ -125,9 +125,10 @@ class CollectiveLauncher:
         # When priced although its ranks drift apart (simulation.drift: approximate): how
         # many message times apart flows sharing a link started; 0.0 otherwise.
         self.drift = 0.0
-        # When priced although its ranks drift apart because the drift can move no
-        # rank's time by more than a bound (the default): that share; None otherwise.
-        self.drift_bound: float | None = None
+        # When priced although its ranks drift apart or its channels keep a backlog,
+        # because that can make no rank's time longer by more than a bound: that
+        # share; None otherwise.
+        self.bound: float | None = None
         # Why a machine that prices programs step-wide ran this one message by message.
         self.refused = ""
         # Per lane: its communicators, programs and each rank's memory node.
@@ -258,8 +259,8 @@ class CollectiveLauncher:
         times = self.machine.evaluate_programs(recorded)
         self.evaluated = times is not None
         self.drift = float(recorded.meta.get("drift", 0.0))
-        bound = recorded.meta.get("drift_bound")
-        self.drift_bound = None if bound is None else float(bound)
+        bound = recorded.meta.get("bound")
+        self.bound = None if bound is None else float(bound)
         if times is None:
             self._refuse(str(recorded.meta.get("refused", "")))
         if times is not None and self.ctx.store.stores_bytes:

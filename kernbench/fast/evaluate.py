@@ -52,6 +52,7 @@ __all__ = [
     "STRANDS",
     "UNPAIRED",
     "BACKLOG",
+    "CREDITS",
     "DRIFTING",
 ]
 
@@ -76,7 +77,8 @@ DRIFT_BOUND = 0.01
 # Why :func:`evaluate` refuses a program (``why["refused"]``), as a report says it.
 STRANDS = "strands side by side"
 UNPAIRED = "messages that do not pair alike on every rank"
-BACKLOG = "pipelined channels (a backlog or IPCQ credit waits)"
+BACKLOG = "pipelined channels on shared links (flows overlapping across steps)"
+CREDITS = "IPCQ credit waits (sends more than a queue's depth ahead of its receives)"
 DRIFTING = "ranks drifting apart (simulation.drift=approximate prices them step-wide)"
 
 
@@ -279,6 +281,8 @@ class _Pairing:
         self.n = n
         self.match: dict[tuple[int, int], tuple[int, int]] = {}
         self.slot: dict[tuple[int, int], tuple] = {}
+        self.index: dict[tuple[int, int], int] = {}  # a message's place on its channel
+        self.backlog = False  # some channel holds two messages sent and not yet taken
 
     def pair(self) -> bool:
         """Pair receives with messages per channel, in order; ``False`` if ranks disagree.
@@ -301,6 +305,7 @@ class _Pairing:
             for k, col in enumerate(strand):
                 if col.kind in MESSAGES:
                     key = (col.channel, peers(col))
+                    self.index[(s, k)] = len(groups[key])
                     groups[key].append((s, k))
                     dests[key] = col.peer
                     self.slot[(s, k)] = key
@@ -379,20 +384,34 @@ class _Pairing:
         kind = self.shape[dep[0]][dep[1]].kind
         return kind == Op.SPAWN or (kind == Op.POST and dep[0] == strand)
 
-    def in_step(self, rounds: list[list[tuple[int, int]]]) -> bool:
-        """No channel ever holds two messages sent and not yet taken.
+    def credited(self, rounds: list[list[tuple[int, int]]], depth: int) -> bool:
+        """Whether every message's IPCQ credit comes from a receive of an earlier round.
 
-        A round prices the flows that start in it as moving together; a channel
-        with a backlog (a pipelined program) keeps flows moving across rounds,
-        beside later work, which that model does not see (ADR 0015).  Such
-        programs, and those that would wait for IPCQ credits, are refused.
+        A channel has ``depth`` credits: its message ``i >= depth`` leaves only once
+        message ``i - depth`` has been taken (and the credit has come back).  The
+        round loop knows when that was only if that receive is in an earlier round;
+        a program whose sends run further ahead than that is refused.  Sets
+        ``backlog`` when a channel ever holds two messages sent and not yet taken
+        (a pipelined program: its flows run on across rounds, beside later work).
         """
+        taken_in: dict[tuple[int, int], int] = {}
+        for at, round_ in enumerate(rounds):
+            for s, k in round_:
+                if self.shape[s][k].kind == Op.RECV:
+                    taken_in[self.match[(s, k)]] = at
         outstanding: dict[tuple, int] = defaultdict(int)
-        for round_ in rounds:
+        by_slot: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
+        for node in sorted(self.index, key=self.index.__getitem__):
+            by_slot[self.slot[node]].append(node)
+        for at, round_ in enumerate(rounds):
             for s, k in round_:
                 if self.shape[s][k].kind in MESSAGES:
-                    outstanding[self.slot[(s, k)]] += 1
-                    if outstanding[self.slot[(s, k)]] > 1:
+                    slot = self.slot[(s, k)]
+                    outstanding[slot] += 1
+                    if outstanding[slot] > 1:
+                        self.backlog = True
+                    i = self.index[(s, k)]
+                    if i >= depth and taken_in.get(by_slot[slot][i - depth], at) >= at:
                         return False
             for s, k in round_:
                 if self.shape[s][k].kind == Op.RECV:
@@ -643,8 +662,10 @@ def evaluate(
     program is refused).  ``period``: the rows form one lane recorded that many rows
     long, so rows that far apart may keep the same clocks (:class:`_Fold`).  ``why``:
     given, a refusal's reason goes into ``why["refused"]`` (:data:`STRANDS`, ...),
-    and the bound of a drifting program priced anyway (without ``drift``: it moved
-    no rank's end by more than :data:`DRIFT_BOUND`) into ``why["bound"]``.
+    and the bound of a program priced although its ranks drift apart or its
+    channels keep a backlog (the share by which flows overlapping across rounds
+    could make a rank's time longer, at most :data:`DRIFT_BOUND`) into
+    ``why["bound"]``.
     """
     why = {} if why is None else why
     if not n:
@@ -660,8 +681,9 @@ def evaluate(
     if rounds is None:
         why["refused"] = UNPAIRED
         return None
-    if not pairing.in_step(rounds):
-        why["refused"] = BACKLOG
+    credits = depth or 1
+    if not pairing.credited(rounds, credits):
+        why["refused"] = CREDITS
         return None
     kept = [period] if period and period < n and n % period == 0 else []
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
@@ -670,26 +692,58 @@ def evaluate(
         played: list[tuple] = []
         fold = _Fold(n, m)
         try:
-            ends = _run(shape, n, tables, pes, pairing, rounds, fold, skews, drifted, played)
-            if not drifted or drift is not None:
-                if skews and drift is not None:
-                    drift["skew"] = max(skews)
+            ends = _run(
+                shape, n, tables, pes, pairing, rounds, fold, credits, skews, drifted, played
+            )
+            if skews and drift is not None:
+                drift["skew"] = max(skews)
+            loose = set() if drift is not None else drifted
+            if not loose and not pairing.backlog:
                 return ends
-            # Ranks drift apart where sharing links costs, so flows of other rounds
-            # overlap theirs.  Those rounds priced as slow as sharing could make
-            # them bound every rank's end from above; the step-wide price stands
-            # when no rank's bound is more than DRIFT_BOUND above it (ADR 0015).
-            slowest = _Extreme(tables, drifted, _crowded_rates(tables, shape, pairing, n))
-            high = _run(shape, n, tables, pes, pairing, rounds, fold, [], set(), played, slowest)
+            # Ranks drift apart where sharing links costs, or channels keep flows
+            # moving across rounds: other rounds' flows overlap theirs.  Every round
+            # from the first drifting one to the last (streams between them too;
+            # with a backlog, every round) priced as slow as sharing could make it
+            # bounds every rank's end from above; the step-wide price stands when no
+            # rank's bound is more than DRIFT_BOUND above it (ADR 0015).
+            turns = [i for i, (base, _) in enumerate(played) if base in loose]
+            if pairing.backlog:
+                turns = [0, len(played) - 1]
+            region = range(turns[0], turns[-1] + 1)
+            slowest = _Extreme(tables, region, _crowded_rates(tables, shape, pairing, n))
+            high = _run(
+                shape, n, tables, pes, pairing, rounds, fold, credits, [], set(), played, slowest
+            )
+            bound = float(np.max((high - ends) / np.maximum(ends, 1)))
+            if pairing.backlog and bound <= DRIFT_BOUND:
+                # A backlog may also overlap flows less than the rounds assume: bound
+                # from below too, every flow alone at its route's bottleneck.
+                fastest = _Extreme(tables, region, tables.arrays()[1])
+                low = _run(
+                    shape, n, tables, pes, pairing, rounds, fold, credits, [], set(), played,
+                    fastest,
+                )  # fmt: skip
+                bound = max(bound, float(np.max((ends - low) / np.maximum(ends, 1))))
         except _Asymmetric:
             continue
-        bound = float(np.max((high - ends) / np.maximum(ends, 1)))
         if bound > DRIFT_BOUND:
-            why["refused"] = DRIFTING
+            why["refused"] = DRIFTING if drifted and drift is None else BACKLOG
             return None
-        why["bound"] = bound
+        if bound > 0:
+            why["bound"] = bound
         return ends
     raise AssertionError("unreachable: the unfolded loop always ends")
+
+
+def _credit_ps(tables: Tables, pes: list[str], peer: np.ndarray) -> np.ndarray:
+    """Per sending row, the latency of the route from its receiver back to it: how
+    long an IPCQ credit takes to come back (the fabric's channel model)."""
+    routes = np.fromiter(
+        (tables.route_of(pes[q], pes[r]) for r, q in enumerate(peer.tolist())),
+        dtype=np.intp,
+        count=len(peer),
+    )
+    return tables.arrays()[0][routes]
 
 
 def _crowded_rates(tables: Tables, shape: list[list[Column]], pairing: _Pairing, n: int):
@@ -727,13 +781,13 @@ def _crowded_rates(tables: Tables, shape: list[list[Column]], pairing: _Pairing,
 
 
 class _Extreme:
-    """Drifting rounds (by pattern: ``bases``) priced with every flow at a fixed rate
-    per route (alone: its bottleneck; crowded: :func:`_crowded_rates`), whatever
-    overlaps it."""
+    """Rounds (by their place among the rounds that move data: ``region``) priced with
+    every flow at a fixed rate per route (:func:`_crowded_rates`), whatever overlaps
+    it."""
 
-    def __init__(self, tables: Tables, bases: set[tuple], rate: np.ndarray) -> None:
+    def __init__(self, tables: Tables, region: range, rate: np.ndarray) -> None:
         self.tables = tables
-        self.bases = bases
+        self.region = region
         self.rate = rate
         self._priced: dict[tuple, tuple] = {}
 
@@ -777,16 +831,17 @@ def _run(
     pairing: _Pairing,
     rounds: list[list[tuple[int, int]]],
     fold: _Fold,
+    credits: int,
     skews: list[float],
     drifted: set[tuple],
     played: list[tuple],
     extreme: _Extreme | None = None,
 ) -> np.ndarray:
-    """The round loop of :func:`evaluate` on the rows ``fold`` keeps.  Round patterns
-    whose ranks drift apart where sharing links costs go into ``drifted``, their
-    skews into ``skews``, and each round's pattern and prices into ``played``.
-    Given ``extreme``, the loop plays ``played`` again, the drifting rounds priced
-    by ``extreme`` instead."""
+    """The round loop of :func:`evaluate` on the rows ``fold`` keeps, ``credits`` per
+    channel.  Round patterns whose ranks drift apart where sharing links costs go
+    into ``drifted``, their skews into ``skews``, and each round's pattern and
+    prices into ``played``.  Given ``extreme``, the loop plays ``played`` again,
+    the rounds of its region priced by it instead."""
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     overhead = tables.endpoint_overhead_ps
@@ -798,7 +853,11 @@ def _run(
     arriving: dict[tuple, np.ndarray] = {}  # per channel: when its last message arrives
     cache: dict[tuple, tuple] = {}
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by round pattern
-    turns = iter(played) if extreme is not None else None
+    turns = enumerate(played) if extreme is not None else None
+    # A backlog may leave a channel out of credits: when each message was taken, by
+    # (channel, its place), for the receiver's rows; a credit's way back, by channel.
+    taken_at: dict[tuple, np.ndarray] = {}
+    way_back: dict[tuple, np.ndarray] = {}
     for round_ in rounds:
         messages = [(s, k) for s, k in round_ if shape[s][k].kind in MESSAGES]
         streams = [(s, k) for s, k in round_ if shape[s][k].kind == Op.STREAM]
@@ -808,8 +867,8 @@ def _run(
             cols = [shape[s][k] for s, k in messages]
             scols = [shape[s][k] for s, k in streams]
             if turns is not None:
-                base, priced = next(turns)
-                if base in extreme.bases:
+                turn, (base, priced) = next(turns)
+                if turn in extreme.region:
                     priced = extreme.price(base, cols, scols, m)
             else:
                 # Messages of one channel go one after another: only the first of each
@@ -845,7 +904,7 @@ def _run(
                         known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
                     drifting = skew > SKEW_LIMIT or (seen == 0 and _uneven(tables, cols))
                     if drifting and _sharing_costs(tables, cols, known[0][0]):
-                        skews.append(skew)  # flows sharing links no longer start together
+                        skews.append(skew)  # flows sharing links start apart
                         drifted.add(base)
                 cache[base] = known = (known[0], known[1], seen + 1)
                 priced = known[0]
@@ -864,6 +923,15 @@ def _run(
                 slot = pairing.slot[(s, k)]
                 free = free_at.get(slot)
                 depart = clock[s] if free is None else np.maximum(clock[s], free)
+                place = pairing.index[(s, k)]
+                if pairing.backlog and place >= credits:
+                    # it leaves once the receive of the message ``credits`` before
+                    # it has sent the credit back
+                    back = way_back.get(slot)
+                    if back is None:
+                        back = way_back[slot] = fold.rows(_credit_ps(tables, pes, col.peer))
+                    taken = taken_at.pop((slot, place - credits))
+                    depart = np.maximum(depart, taken[fold.peers(col.peer)] + back)
                 flow, tail = network[(s, k)]
                 # The transmitter is free once the bytes have left; the route's
                 # tail overlaps the channel's next message, which arrives after.
@@ -881,8 +949,11 @@ def _run(
                     clock[s] = done
             elif kind == Op.RECV:
                 # Each message is taken by one receive: forget it once taken.
-                taken = arrival.pop(pairing.match[(s, k)])
+                message = pairing.match[(s, k)]
+                taken = arrival.pop(message)
                 clock[s] = np.maximum(clock[s], taken[fold.peers(col.peer)])
+                if pairing.backlog:
+                    taken_at[(pairing.slot[message], pairing.index[message])] = clock[s]
             elif kind == Op.STREAM:
                 flops = fold.rows(col.flops)
                 engine = -(-flops * PS_PER_S // vector)

@@ -7,12 +7,13 @@ prices a collective's recorded programs in one NumPy pass per operation
 different operation sequences), whose receives do not pair up the same way on
 every rank, or that would run out of IPCQ credits are refused, and the
 launcher runs them message by message on the fabric, exactly (ADR 0015).
-Programs whose ranks drift apart are priced step-wide when pricing their
-drifting rounds as slowly as link sharing could make them moves no rank's end
-by more than 1% (``meta["drift_bound"]`` says by how much), and refused
-otherwise, unless the topology says ``simulation.drift: approximate``: then
-they are priced step-wide, and the collective's ``meta["drift"]`` says how far
-apart (in message times) flows sharing a link started.
+Programs whose ranks drift apart, or whose channels keep a backlog (pipelined
+programs), are priced step-wide when pricing those rounds as slowly as link
+sharing could make them moves no rank's end by more than 1% (``meta["bound"]``
+says by how much, when it is not 0), and refused otherwise; with
+``simulation.drift: approximate`` drifting programs are priced step-wide
+anyway, and the collective's ``meta["drift"]`` says how far apart (in message
+times) flows sharing a link started.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class FastMachine(Fabric):
         if notes.get("skew"):
             collective.meta["drift"] = notes["skew"]
         if "bound" in notes:
-            collective.meta["drift_bound"] = notes["bound"]
+            collective.meta["bound"] = notes["bound"]
         return [list(times) for times in out]
 
     def _evaluate(

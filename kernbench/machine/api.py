@@ -238,6 +238,6 @@ class Machine(Protocol):
         """Each lane's ranks' times (ps from the programs' start), or ``None`` when the
         programs must run message by message (ADR 0015).  A backend whose times are
         approximate for this collective says so in ``collective.meta`` (``"drift"``, or
-        ``"drift_bound"``: the largest share by which a rank's time may be off);
+        ``"bound"``: the largest share by which a rank's time may be longer);
         one that refuses it says why there (``"refused"``, a phrase for reports)."""
         ...
