@@ -710,7 +710,14 @@ def evaluate(
             if pairing.backlog:
                 turns = [0, len(played) - 1]
             region = range(turns[0], turns[-1] + 1)
-            slowest = _Extreme(tables, region, _crowded_rates(tables, shape, pairing, n))
+            moving = [
+                round_
+                for round_ in rounds
+                if any(shape[s][k].kind in (*MESSAGES, Op.STREAM) for s, k in round_)
+            ]
+            nodes = {node for turn in region for node in moving[turn]}
+            rates = _crowded_rates(tables, shape, pairing, n, nodes)
+            slowest = _Extreme(tables, region, rates)
             high = _run(
                 shape, n, tables, pes, pairing, rounds, fold, credits, [], set(), played, slowest
             )
@@ -746,35 +753,58 @@ def _credit_ps(tables: Tables, pes: list[str], peer: np.ndarray) -> np.ndarray:
     return tables.arrays()[0][routes]
 
 
-def _crowded_rates(tables: Tables, shape: list[list[Column]], pairing: _Pairing, n: int):
+def _crowded_rates(
+    tables: Tables,
+    shape: list[list[Column]],
+    pairing: _Pairing,
+    n: int,
+    nodes: set[tuple[int, int]],
+) -> np.ndarray:
     """Per route id, the least rate max-min sharing can leave a flow on it, whenever
-    the program's flows overlap.
+    the flows of the operations ``nodes`` overlap.
 
     A channel moves one message at a time and a rank one stream, so at no moment do
-    more flows cross a link than the channels and the ranks' stream flows whose
-    routes ever cross it; max-min sharing gives every flow at least its links'
-    capacity over that count.
+    more flows cross a link than the channels whose routes cross it plus, per rank,
+    the most flows one of its streams sends across it; max-min sharing gives every
+    flow at least its links' capacity over that count.
     """
     edges = tables.edges()
     links = len(tables.capacity)
-    crowd = np.zeros(links, dtype=np.int64)
     by_slot: dict[tuple, dict[int, np.ndarray]] = defaultdict(dict)
-    streams: dict[int, np.ndarray] = {}
-    for s, strand in enumerate(shape):
-        for k, col in enumerate(strand):
-            if col.kind in MESSAGES:
-                by_slot[pairing.slot[(s, k)]].setdefault(id(col.route), col.route)
-            elif col.kind == Op.STREAM:
-                for route, _ in col.flows:
-                    streams.setdefault(id(route), route)
+    streams: dict[int, tuple[tuple[np.ndarray, np.ndarray], ...]] = {}
+    for s, k in nodes:
+        col = shape[s][k]
+        if col.kind in MESSAGES:
+            by_slot[pairing.slot[(s, k)]].setdefault(id(col.route), col.route)
+        elif col.kind == Op.STREAM and col.flows:
+            streams.setdefault(id(col.flows), col.flows)
     rows = np.arange(n, dtype=np.int64)
-    for group in (*by_slot.values(), streams):
-        if not group:
-            continue
-        # A channel (or a rank's streams) is on a link or not: each (row, link) once.
-        hops = np.concatenate([edges[route] for route in group.values()], axis=1)
-        key = (rows[:, None] * links + hops)[hops >= 0]
-        crowd += np.bincount(np.unique(key) % links, minlength=links)
+
+    def places(routes: list[np.ndarray]) -> np.ndarray:
+        hops = np.concatenate([edges[route] for route in routes], axis=1)
+        return (rows[:, None] * links + hops)[hops >= 0]
+
+    crowd = np.zeros(links, dtype=np.int64)
+    for group in by_slot.values():
+        # A channel is on a (row's) link or not.
+        crowd += np.bincount(np.unique(places(list(group.values()))) % links, minlength=links)
+    if streams:
+        # Per (row, link): the most flows one stream puts there.
+        keys, counts = zip(
+            *(
+                np.unique(places([route for route, _ in flows]), return_counts=True)
+                for flows in streams.values()
+            ),
+            strict=True,
+        )
+        key = np.concatenate(keys)
+        count = np.concatenate(counts)
+        order = np.lexsort((-count, key))
+        key, count = key[order], count[order]
+        first = np.r_[True, key[1:] != key[:-1]]
+        crowd += np.bincount(key[first] % links, weights=count[first], minlength=links).astype(
+            np.int64
+        )
     per_link = tables.capacity / np.maximum(crowd, 1)
     padded = np.where(edges >= 0, per_link[np.maximum(edges, 0)], np.inf)
     return padded.min(axis=1) if padded.shape[1] else np.full(len(edges), np.inf)
