@@ -44,8 +44,6 @@ MACHINES = {
         (2, 4, 7, 32),
     ),
 }
-# Known gaps of the step-wide model, measured and listed in benchmarks/RESULTS.md.
-KNOWN = {("multi_sip", "ring", "reduce_scatter", 64)}
 
 
 def _check(points) -> None:
@@ -78,7 +76,7 @@ def test_cross_validation_matrix_big_groups(machine: str) -> None:
     points = []
     for config in CONFIGS:
         points += compare(topology, config, sizes, overrides=overrides)
-    _check([pt for pt in points if (machine, pt.config, pt.op, pt.p) not in KNOWN])
+    _check(points)
 
 
 def test_aligned_ring_is_exact_and_evaluated() -> None:
