@@ -436,8 +436,10 @@ def test_drift_that_cannot_move_a_time_by_more_than_the_bound_is_priced_step_wid
     """A hierarchical all-reduce over 256 PE ranks of a small cluster: the ring across
     chips drifts (hops through the leaves among NVLink hops), but it moves 1/16 of the
     data, and pricing its rounds as slow as link sharing could make them moves no
-    rank's end by more than DRIFT_BOUND.  So it is priced step-wide by default, says
-    so, and the exact time is at most the bound above it (the price is 0.42% above it)."""
+    rank's end by more than DRIFT_BOUND.  So it is priced step-wide by default and
+    says so.  The bound is one-sided (drift cannot make the call slower by more);
+    here the price is above the exact time (0.42%): drifting flows overlap less than
+    the rounds assume."""
     n = 4 << 20  # 16 MiB
 
     def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
@@ -460,11 +462,11 @@ def test_drift_that_cannot_move_a_time_by_more_than_the_bound_is_priced_step_wid
     assert fast["priced"] == "step-wide, bounded" and "refused" not in fast
     bound = fast["bound"]
     assert 0 < bound <= DRIFT_BOUND
-    assert took(detailed) <= took(fast) * (1 + bound) + 1
-    assert abs(took(fast) / took(detailed) - 1) < SHARED
+    assert 0 <= took(fast) / took(detailed) - 1 < DRIFT_BOUND
     assert (
         "  fast backend: 1 of 1 calls priced step-wide, 0 run message by message; 1 bounded "
-        f"(ranks drifting apart or pipelined channels add at most {bound:.2%} to a rank's time)"
+        f"(ranks drifting apart or pipelined channels can add at most {bound:.2%} to a "
+        "rank's time)"
     ) in format_run_summary(result).splitlines()
 
 
@@ -520,23 +522,31 @@ def _timed_all_reduce(n: int, algorithm: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("topology", "algorithm", "overrides"),
-    [("ring8", "ring", ["ccl.configs.ring.chunks=4"]), ("fc8", "ring_pipelined", [])],
+    ("topology", "algorithm", "overrides", "n"),
+    [
+        ("ring8", "ring", ["ccl.configs.ring.chunks=4"], 4 << 20),
+        ("fc8", "ring_pipelined", [], 4 << 20),
+        # queues of one or two slots: sends wait for credits (with and without a backlog)
+        ("ring8", "ring", ["ccl.configs.ring.queue_depth=1", "ccl.configs.ring.chunks=1"], 64),
+        ("ring8", "ring", ["ccl.configs.ring.queue_depth=2", "ccl.configs.ring.chunks=2"], 64),
+        ("ring8", "ring", ["ccl.configs.ring.queue_depth=2", "ccl.configs.ring.chunks=2"], 4 << 20),
+    ],
 )
 def test_pipelined_rings_on_links_of_their_own_are_priced_exactly(
-    topology: str, algorithm: str, overrides: list[str]
+    topology: str, algorithm: str, overrides: list[str], n: int
 ) -> None:
     """A ring in pieces keeps several messages on a channel at once (a backlog), so
     its flows run on across steps; where every link carries one channel (8 chips in a
     ring or fully connected, 16 MiB in 4 or 8 pieces), no overlap can change a rate,
-    the bound is 0 and the step-wide price is the fabric's to the picosecond."""
+    the bound is 0 and the step-wide price is the fabric's to the picosecond.  With
+    queues of one or two slots, sends wait for their credits as on the fabric."""
 
     def took(*more: str) -> tuple[int, dict]:
         result = kernbench.simulate(
             _timed_all_reduce,
             topology=topology,
             overrides=[*overrides, *more],
-            args=(4 << 20, algorithm),
+            args=(n, algorithm),
             timing_only=True,
         )
         call = result.report["collectives"][-1]
@@ -546,6 +556,26 @@ def test_pipelined_rings_on_links_of_their_own_are_priced_exactly(
     fast, call = took("simulation.backend=fast")
     assert call["priced"] == "step-wide" and "bound" not in call
     assert fast == detailed
+
+
+def test_sends_further_ahead_than_their_credits_run_on_the_fabric() -> None:
+    """A ring in 4 pieces over queues of 3 slots posts its fourth piece before the
+    first is received: its credit comes from a receive the rounds have not reached,
+    so the program runs message by message, exactly, and says why."""
+    results = [
+        kernbench.simulate(
+            _timed_all_reduce,
+            topology="ring8",
+            overrides=["ccl.configs.ring.queue_depth=3", "ccl.configs.ring.chunks=4", *more],
+            args=(4 << 20, "ring"),
+            timing_only=True,
+        ).report["collectives"][-1]
+        for more in ([], ["simulation.backend=fast"])
+    ]
+    fast = results[1]
+    assert (fast["priced"], fast["refused"]) == ("message by message", CREDITS)
+    took = [call["end_ps"] - call["start_ps"] for call in results]
+    assert took[0] == took[1]
 
 
 def test_run_tells_large_message_by_message_calls_as_they_start(

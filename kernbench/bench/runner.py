@@ -426,7 +426,7 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
         if bounded:
             line += (
                 f"; {len(bounded)} bounded (ranks drifting apart or pipelined channels "
-                f"add at most {max(bounded):.2%} to a rank's time)"
+                f"can add at most {max(bounded):.2%} to a rank's time)"
             )
         lines.append(line)
         reasons: dict[str, int] = {}

@@ -24,15 +24,19 @@ Operations reach the evaluator as :class:`Column` s: one array per quantity,
 one entry per rank (route and stream-shape ids index small tables), so the
 work per operation is NumPy, whatever the number of ranks.  Programs that are
 not aligned, whose messages do not pair up the same way on every rank, or
-whose channels would run out of IPCQ credits, are refused (``None``) and the
-backend runs them message by message instead.
+whose sends need IPCQ credits from receives the rounds have not reached, are
+refused (``None``) and the backend runs them message by message instead; so
+are programs whose ranks drift apart, or whose channels keep a backlog, where
+bounds on how much that can move a rank's time are wider than
+:data:`DRIFT_BOUND`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -59,10 +63,10 @@ __all__ = [
 MESSAGES = (Op.POST, Op.SEND)
 # How many times a repeated round pattern looks at its start offsets again.
 RECHECKS = 8
-# Programs whose flows on one link start more than this many flow times apart
-# within a round are refused: in time they overlap other rounds' flows, which
-# the round model does not see (ADR 0015).  Checked every SKEW_EVERY-th time
-# a round pattern repeats, once its rechecks are done.
+# Rounds whose flows on one link start more than this many flow times apart are
+# drifting: in time they overlap other rounds' flows, which the round model does
+# not see (ADR 0015), so the program is priced only within DRIFT_BOUND.  Checked
+# every SKEW_EVERY-th time a round pattern repeats, once its rechecks are done.
 SKEW_LIMIT = 1.0
 SKEW_EVERY = 16
 # ... unless sharing links costs no message more than this share of its time.
@@ -70,8 +74,9 @@ SHARING_MATTERS = 0.02
 # Rounds whose messages' route latencies differ by more than this factor are taken
 # as drifting too (see _uneven).
 UNEVEN = 4
-# Ranks drifting apart are priced step-wide anyway when pricing their rounds as slowly
-# as link sharing could make them moves no rank's end by more than this share.
+# A program whose ranks drift apart, or whose channels keep a backlog, is priced
+# step-wide when bounds on its rounds' sharing (slow as sharing could make them;
+# with a backlog, also every flow alone) move no rank's end by more than this share.
 DRIFT_BOUND = 0.01
 
 # Why :func:`evaluate` refuses a program (``why["refused"]``), as a report says it.
@@ -282,7 +287,7 @@ class _Pairing:
         self.match: dict[tuple[int, int], tuple[int, int]] = {}
         self.slot: dict[tuple[int, int], tuple] = {}
         self.index: dict[tuple[int, int], int] = {}  # a message's place on its channel
-        self.backlog = False  # some channel holds two messages sent and not yet taken
+        self.queues: dict[tuple, list[tuple[int, int]]] = {}  # each channel's messages
 
     def pair(self) -> bool:
         """Pair receives with messages per channel, in order; ``False`` if ranks disagree.
@@ -317,6 +322,7 @@ class _Pairing:
                 for b in keys[i + 1 :]:
                     if np.any(dests[a] == dests[b]):
                         return False
+        self.queues = dict(groups)
         rows = np.arange(self.n)
         taken: dict[tuple, int] = defaultdict(int)
         inverse: dict[tuple, tuple | None] = {}
@@ -390,33 +396,38 @@ class _Pairing:
         A channel has ``depth`` credits: its message ``i >= depth`` leaves only once
         message ``i - depth`` has been taken (and the credit has come back).  The
         round loop knows when that was only if that receive is in an earlier round;
-        a program whose sends run further ahead than that is refused.  Sets
-        ``backlog`` when a channel ever holds two messages sent and not yet taken
-        (a pipelined program: its flows run on across rounds, beside later work).
+        a program whose sends run further ahead than that is refused.
         """
         taken_in: dict[tuple[int, int], int] = {}
         for at, round_ in enumerate(rounds):
             for s, k in round_:
                 if self.shape[s][k].kind == Op.RECV:
                     taken_in[self.match[(s, k)]] = at
-        outstanding: dict[tuple, int] = defaultdict(int)
-        by_slot: dict[tuple, list[tuple[int, int]]] = defaultdict(list)
-        for node in sorted(self.index, key=self.index.__getitem__):
-            by_slot[self.slot[node]].append(node)
         for at, round_ in enumerate(rounds):
             for s, k in round_:
                 if self.shape[s][k].kind in MESSAGES:
-                    slot = self.slot[(s, k)]
-                    outstanding[slot] += 1
-                    if outstanding[slot] > 1:
-                        self.backlog = True
                     i = self.index[(s, k)]
-                    if i >= depth and taken_in.get(by_slot[slot][i - depth], at) >= at:
+                    if i < depth:
+                        continue
+                    earlier = self.queues[self.slot[(s, k)]][i - depth]
+                    if taken_in.get(earlier, at) >= at:
                         return False
+        return True
+
+    def backlogged(self, rounds: list[list[tuple[int, int]]]) -> bool:
+        """Whether a channel ever holds two messages sent and not yet taken (a
+        pipelined program: its flows run on across rounds, beside later work)."""
+        outstanding: dict[tuple, int] = defaultdict(int)
+        for round_ in rounds:
+            for s, k in round_:
+                if self.shape[s][k].kind in MESSAGES:
+                    outstanding[self.slot[(s, k)]] += 1
+                    if outstanding[self.slot[(s, k)]] > 1:
+                        return True
             for s, k in round_:
                 if self.shape[s][k].kind == Op.RECV:
                     outstanding[self.slot[self.match[(s, k)]]] -= 1
-        return True
+        return False
 
 
 def _price_round(
@@ -653,14 +664,15 @@ def evaluate(
     depth: int | None,
     drift: dict[str, float] | None = None,
     period: int | None = None,
-    why: dict[str, str] | None = None,
+    why: dict[str, Any] | None = None,
 ) -> np.ndarray | None:
     """Each row's end time (ps after its program starts), or ``None`` if it cannot be done.
 
     ``drift``: given, a program whose ranks drift apart (see :data:`SKEW_LIMIT`) is
     priced anyway, and ``drift["skew"]`` is set to the largest skew met (else such a
-    program is refused).  ``period``: the rows form one lane recorded that many rows
-    long, so rows that far apart may keep the same clocks (:class:`_Fold`).  ``why``:
+    program is priced only within :data:`DRIFT_BOUND`).  ``period``: the rows form
+    one lane recorded that many rows long, so rows that far apart may keep the same
+    clocks (:class:`_Fold`).  ``why``:
     given, a refusal's reason goes into ``why["refused"]`` (:data:`STRANDS`, ...),
     and the bound of a program priced although its ranks drift apart or its
     channels keep a backlog (the share by which flows overlapping across rounds
@@ -685,61 +697,65 @@ def evaluate(
     if not pairing.credited(rounds, credits):
         why["refused"] = CREDITS
         return None
+    backlog = pairing.backlogged(rounds)
+    way_back: dict[tuple, np.ndarray] = {}  # per channel, every row, across passes
     kept = [period] if period and period < n and n % period == 0 else []
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
-        skews: list[float] = []
-        drifted: set[tuple] = set()
-        played: list[tuple] = []
         fold = _Fold(n, m)
+        notes = _Notes()
         try:
-            ends = _run(
-                shape, n, tables, pes, pairing, rounds, fold, credits, skews, drifted, played
-            )
-            if skews and drift is not None:
-                drift["skew"] = max(skews)
-            loose = set() if drift is not None else drifted
-            if not loose and not pairing.backlog:
+            ends = _run(shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes)
+            if notes.skews and drift is not None:
+                drift["skew"] = max(notes.skews)
+            loose = set() if drift is not None else notes.drifted
+            if not loose and not backlog:
                 return ends
             # Ranks drift apart where sharing links costs, or channels keep flows
-            # moving across rounds: other rounds' flows overlap theirs.  Every round
-            # from the first drifting one to the last (streams between them too;
-            # with a backlog, every round) priced as slow as sharing could make it
-            # bounds every rank's end from above; the step-wide price stands when no
-            # rank's bound is more than DRIFT_BOUND above it (ADR 0015).
-            turns = [i for i, (base, _) in enumerate(played) if base in loose]
-            if pairing.backlog:
-                turns = [0, len(played) - 1]
-            region = range(turns[0], turns[-1] + 1)
-            moving = [
-                round_
-                for round_ in rounds
-                if any(shape[s][k].kind in (*MESSAGES, Op.STREAM) for s, k in round_)
-            ]
-            nodes = {node for turn in region for node in moving[turn]}
+            # moving across rounds: flows of other rounds overlap theirs.  The
+            # rounds from the first drifting one to the last (the streams between
+            # them too; with a backlog, every round) priced as slow as sharing
+            # could make them bound every rank's end from above; with a backlog,
+            # every flow alone at its route's bottleneck bounds it from below.  The
+            # step-wide price stands when the bounds are within DRIFT_BOUND of it.
+            # Lagging ranks overlapping the rounds after the drifting ones are not
+            # bounded: measured against the fabric instead (ADR 0015).
+            turns = [t for t, (_, base, _) in enumerate(notes.played) if base in loose]
+            first, last = (0, len(notes.played) - 1) if backlog else (turns[0], turns[-1])
+            region = range(first, last + 1)
+            nodes = {node for t in region for node in rounds[notes.played[t][0]]}
             rates = _crowded_rates(tables, shape, pairing, n, nodes)
-            slowest = _Extreme(tables, region, rates)
+            slowest = _Extreme(tables, region, rates, np.max)
             high = _run(
-                shape, n, tables, pes, pairing, rounds, fold, credits, [], set(), played, slowest
+                shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes, slowest
             )
             bound = float(np.max((high - ends) / np.maximum(ends, 1)))
-            if pairing.backlog and bound <= DRIFT_BOUND:
-                # A backlog may also overlap flows less than the rounds assume: bound
-                # from below too, every flow alone at its route's bottleneck.
-                fastest = _Extreme(tables, region, tables.arrays()[1])
+            if backlog and bound <= DRIFT_BOUND:
+                fastest = _Extreme(tables, region, tables.arrays()[1], np.min)
                 low = _run(
-                    shape, n, tables, pes, pairing, rounds, fold, credits, [], set(), played,
+                    shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes,
                     fastest,
                 )  # fmt: skip
                 bound = max(bound, float(np.max((ends - low) / np.maximum(ends, 1))))
         except _Asymmetric:
             continue
         if bound > DRIFT_BOUND:
-            why["refused"] = DRIFTING if drifted and drift is None else BACKLOG
+            why["refused"] = BACKLOG if backlog else DRIFTING
             return None
         if bound > 0:
             why["bound"] = bound
         return ends
     raise AssertionError("unreachable: the unfolded loop always ends")
+
+
+@dataclass
+class _Notes:
+    """What a first pass of the round loop learns: the skews of drifting rounds, their
+    patterns, and every round that moves data as (its index, pattern, prices), for
+    the passes that play it again."""
+
+    skews: list[float] = field(default_factory=list)
+    drifted: set[tuple] = field(default_factory=set)
+    played: list[tuple[int, tuple, tuple]] = field(default_factory=list)
 
 
 def _credit_ps(tables: Tables, pes: list[str], peer: np.ndarray) -> np.ndarray:
@@ -812,12 +828,16 @@ def _crowded_rates(
 
 class _Extreme:
     """Rounds (by their place among the rounds that move data: ``region``) priced with
-    every flow at a fixed rate per route (:func:`_crowded_rates`), whatever overlaps
-    it."""
+    every flow at a fixed rate per route, whatever overlaps it: the least sharing
+    can leave it (:func:`_crowded_rates`, a bound above) or its bottleneck alone (a
+    bound below)."""
 
-    def __init__(self, tables: Tables, region: range, rate: np.ndarray) -> None:
+    def __init__(
+        self, tables: Tables, region: range, rate: np.ndarray, fold: Callable[..., np.ndarray]
+    ) -> None:
         self.tables = tables
         self.region = region
+        self.fold = fold  # rows a period apart: the largest (a bound above) or least
         self.rate = rate
         self._priced: dict[tuple, tuple] = {}
 
@@ -826,7 +846,7 @@ class _Extreme:
         if known is None:
             times = [
                 tuple(
-                    _periodic(part, m)
+                    _periodic(part, m, self.fold)
                     for part in message_parts(self.tables, c.route, c.nbytes, self.rate[c.route])
                 )
                 for c in messages
@@ -839,18 +859,18 @@ class _Extreme:
                 seconds = np.max(
                     np.stack([size / self.rate[route] for route, size in c.flows]), axis=0
                 )
-                stream_times.append(_periodic(_ps(seconds), m))
+                stream_times.append(_periodic(_ps(seconds), m, self.fold))
             known = self._priced[base] = (times, stream_times)
         return known
 
 
-def _periodic(values: np.ndarray, m: int) -> np.ndarray:
-    """The largest of ``values`` at rows ``m`` apart, for every row (an upper bound
-    that a fold keeps)."""
+def _periodic(values: np.ndarray, m: int, pick: Callable[..., np.ndarray]) -> np.ndarray:
+    """``pick`` (np.max or np.min) of ``values`` at rows ``m`` apart, for every row: a
+    bound above or below that a fold keeps."""
     n = len(values)
     if m >= n:
         return values
-    return np.tile(values.reshape(-1, m).max(axis=0), n // m)
+    return np.tile(pick(values.reshape(-1, m), axis=0), n // m)
 
 
 def _run(
@@ -862,16 +882,15 @@ def _run(
     rounds: list[list[tuple[int, int]]],
     fold: _Fold,
     credits: int,
-    skews: list[float],
-    drifted: set[tuple],
-    played: list[tuple],
+    way_back: dict[tuple, np.ndarray],
+    notes: _Notes,
     extreme: _Extreme | None = None,
 ) -> np.ndarray:
     """The round loop of :func:`evaluate` on the rows ``fold`` keeps, ``credits`` per
-    channel.  Round patterns whose ranks drift apart where sharing links costs go
-    into ``drifted``, their skews into ``skews``, and each round's pattern and
-    prices into ``played``.  Given ``extreme``, the loop plays ``played`` again,
-    the rounds of its region priced by it instead."""
+    channel (``way_back``: each channel's credit way back, every row, kept across
+    passes).
+    Without ``extreme`` it prices the rounds and fills ``notes``; with it, it plays
+    ``notes.played`` again, the rounds of ``extreme``'s region priced by it."""
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     overhead = tables.endpoint_overhead_ps
@@ -883,12 +902,11 @@ def _run(
     arriving: dict[tuple, np.ndarray] = {}  # per channel: when its last message arrives
     cache: dict[tuple, tuple] = {}
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by round pattern
-    turns = enumerate(played) if extreme is not None else None
-    # A backlog may leave a channel out of credits: when each message was taken, by
-    # (channel, its place), for the receiver's rows; a credit's way back, by channel.
+    replay = enumerate(notes.played) if extreme is not None else None
+    # When each message was taken (its credit starts back), by (channel, its place),
+    # for the receiver's rows.
     taken_at: dict[tuple, np.ndarray] = {}
-    way_back: dict[tuple, np.ndarray] = {}
-    for round_ in rounds:
+    for index, round_ in enumerate(rounds):
         messages = [(s, k) for s, k in round_ if shape[s][k].kind in MESSAGES]
         streams = [(s, k) for s, k in round_ if shape[s][k].kind == Op.STREAM]
         network: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
@@ -896,8 +914,8 @@ def _run(
         if messages or streams:
             cols = [shape[s][k] for s, k in messages]
             scols = [shape[s][k] for s, k in streams]
-            if turns is not None:
-                turn, (base, priced) = next(turns)
+            if replay is not None:
+                turn, (_, base, priced) = next(replay)
                 if turn in extreme.region:
                     priced = extreme.price(base, cols, scols, m)
             else:
@@ -934,11 +952,11 @@ def _run(
                         known = (_price_round(tables, n, cols, lead, scols, at), used, seen)
                     drifting = skew > SKEW_LIMIT or (seen == 0 and _uneven(tables, cols))
                     if drifting and _sharing_costs(tables, cols, known[0][0]):
-                        skews.append(skew)  # flows sharing links start apart
-                        drifted.add(base)
+                        notes.skews.append(skew)  # flows sharing links start apart
+                        notes.drifted.add(base)
                 cache[base] = known = (known[0], known[1], seen + 1)
                 priced = known[0]
-                played.append((base, priced))
+                notes.played.append((index, base, priced))
             times, stream_times = priced
             network = {
                 node: (fold.rows(flow), fold.rows(tail))
@@ -954,14 +972,14 @@ def _run(
                 free = free_at.get(slot)
                 depart = clock[s] if free is None else np.maximum(clock[s], free)
                 place = pairing.index[(s, k)]
-                if pairing.backlog and place >= credits:
+                if place >= credits:
                     # it leaves once the receive of the message ``credits`` before
                     # it has sent the credit back
                     back = way_back.get(slot)
                     if back is None:
-                        back = way_back[slot] = fold.rows(_credit_ps(tables, pes, col.peer))
+                        back = way_back[slot] = _credit_ps(tables, pes, col.peer)
                     taken = taken_at.pop((slot, place - credits))
-                    depart = np.maximum(depart, taken[fold.peers(col.peer)] + back)
+                    depart = np.maximum(depart, taken[fold.peers(col.peer)] + fold.rows(back))
                 flow, tail = network[(s, k)]
                 # The transmitter is free once the bytes have left; the route's
                 # tail overlaps the channel's next message, which arrives after.
@@ -982,8 +1000,7 @@ def _run(
                 message = pairing.match[(s, k)]
                 taken = arrival.pop(message)
                 clock[s] = np.maximum(clock[s], taken[fold.peers(col.peer)])
-                if pairing.backlog:
-                    taken_at[(pairing.slot[message], pairing.index[message])] = clock[s]
+                taken_at[(pairing.slot[message], pairing.index[message])] = clock[s]
             elif kind == Op.STREAM:
                 flops = fold.rows(col.flops)
                 engine = -(-flops * PS_PER_S // vector)

@@ -52,7 +52,7 @@ class FastMachine(Fabric):
         # Prices of recently evaluated collectives, by the identity of their recorded
         # lanes: a collective repeated on the same tensors reuses its recording
         # (kernbench.ccl.record.RecordCache), and its price depends on nothing else.
-        self._priced: OrderedDict[tuple[int, ...], tuple[tuple, list | None, float]] = OrderedDict()
+        self._priced: OrderedDict[tuple[int, ...], tuple[tuple, list | None, dict]] = OrderedDict()
 
     def tables(self) -> Tables:
         if self._tables is None:
@@ -100,8 +100,9 @@ class FastMachine(Fabric):
         self, lanes: list, depth: int | None, notes: dict[str, Any]
     ) -> list[list[int]] | None:
         """Each lane's times; ``notes`` gets the skew of a program priced although its
-        ranks drift apart (``"skew"``, with ``simulation.drift: approximate``), or why
-        it is refused (``"refused"``)."""
+        ranks drift apart (``"skew"``, with ``simulation.drift: approximate``), the
+        bound of one priced within :data:`~kernbench.fast.evaluate.DRIFT_BOUND`
+        (``"bound"``), or why it is refused (``"refused"``)."""
         tables = self.tables()
         depth = depth or self.ipcq.default_depth
         built = build(lanes, tables)
@@ -113,7 +114,7 @@ class FastMachine(Fabric):
         # Rows a period apart (a group apart, when the lane shifts within groups) may
         # keep the same clocks.
         period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
-        why: dict[str, str] = {}
+        why: dict[str, Any] = {}
         ends = evaluate(
             shape,
             len(pes),
