@@ -2,7 +2,7 @@
 
 A collective's lanes (:class:`~kernbench.machine.programs.RecordedLane`) become
 one table of rows (rank ``i`` of lane ``l`` is row ``base[l] + i``) and, per
-strand, a list of :class:`~kernbench.fast.evaluate.Column` s.  The programs
+strand, a list of :class:`~kernbench.fast.tables.Column` s.  The programs
 must be *aligned*: operation k of a strand has the same kind, channel,
 communicator and strands on every row; otherwise :func:`build` gives ``None``
 and the backend runs the programs message by message.
@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
-from kernbench.fast.evaluate import MESSAGES, Column, Tables
+from kernbench.fast.tables import MESSAGES, Column, Tables
 from kernbench.machine.programs import Op, RankShift, RecordedLane
 
 __all__ = ["build"]

@@ -34,25 +34,27 @@ bounds on how much that can move a rank's time are wider than
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kernbench.machine.api import ROUNDING_SLACK, RouteCost
-from kernbench.machine.maxmin import array_fill
+from kernbench.fast.bounds import Extreme, credit_ps, crowded_rates
+from kernbench.fast.tables import (
+    MESSAGES,
+    Column,
+    Tables,
+    fluid_finish,
+    message_parts,
+    network_ps,
+    to_ps,
+)
 from kernbench.machine.programs import Op
 from kernbench.units import PS_PER_S
 
 __all__ = [
-    "Column",
-    "Tables",
     "evaluate",
-    "network_ps",
-    "shared_rates",
-    "fluid_finish",
-    "MESSAGES",
+    "DRIFT_BOUND",
     "STRANDS",
     "UNPAIRED",
     "BACKLOG",
@@ -60,7 +62,6 @@ __all__ = [
     "DRIFTING",
 ]
 
-MESSAGES = (Op.POST, Op.SEND)
 # How many times a repeated round pattern looks at its start offsets again.
 RECHECKS = 8
 # Rounds whose flows on one link start more than this many flow times apart are
@@ -85,197 +86,6 @@ UNPAIRED = "messages that do not pair alike on every rank"
 BACKLOG = "pipelined channels on shared links (flows overlapping across steps)"
 CREDITS = "IPCQ credit waits (sends more than a queue's depth ahead of its receives)"
 DRIFTING = "ranks drifting apart (simulation.drift=approximate prices them step-wide)"
-
-
-@dataclass(eq=False)
-class Column:
-    """One operation of the aligned programs, for every rank (row) at once."""
-
-    kind: Op
-    channel: tuple = ()  # messages and receives: the channel's tag path
-    comm: int = -1  # messages and drains: the communicator
-    strands: tuple[int, ...] = ()  # spawn and join
-    peer: np.ndarray | None = None  # messages: receiver rows; receives: sender rows
-    nbytes: np.ndarray | None = None  # messages
-    route: np.ndarray | None = None  # messages: route ids (Tables.route_of)
-    stream_ps: np.ndarray | None = None  # streams without regular flows: their time alone
-    flops: np.ndarray | None = None  # streams: vector work
-    # streams: (route ids, bytes) per flow, when every row's traffic has the same shape
-    flows: tuple[tuple[np.ndarray, np.ndarray], ...] = ()
-
-
-class Tables:
-    """Routes and stream shapes met so far, as ids into arrays (built once per machine)."""
-
-    def __init__(
-        self,
-        route: Callable[[str, str], tuple[int, ...]],
-        route_cost: Callable[[tuple[int, ...]], RouteCost],
-        capacity: np.ndarray,
-        packet_bytes: int,
-        endpoint_overhead_ps: int,
-        vector_flops_per_s: Callable[[str], int],
-    ) -> None:
-        self.route = route
-        self.route_cost = route_cost
-        self.capacity = capacity
-        self.packet_bytes = packet_bytes
-        self.endpoint_overhead_ps = endpoint_overhead_ps
-        self.vector_flops_per_s = vector_flops_per_s
-        self._route_ids: dict[tuple[str, str], int] = {}
-        self.routes: list[tuple[int, ...]] = []
-        self._latency: list[int] = []
-        self._bottleneck: list[float] = []
-        self._fill: list[float] = []
-        self._arrays: tuple[np.ndarray, ...] | None = None
-        self._edges = np.zeros((0, 0), dtype=np.intp)
-        self._streams: dict[tuple, int] = {}
-
-    # -- routes ---------------------------------------------------------------------------
-    def route_of(self, src: str, dst: str) -> int:
-        key = (src, dst)
-        found = self._route_ids.get(key)
-        if found is None:
-            path = self.route(src, dst) if src != dst else ()
-            cost = self.route_cost(path)
-            found = self._route_ids[key] = len(self.routes)
-            self.routes.append(path)
-            self._latency.append(cost.latency_ps)
-            self._bottleneck.append(float(cost.bottleneck) if path else np.inf)
-            self._fill.append(cost.fill_ps_per_byte)
-            self._arrays = None
-        return found
-
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """(latency ps, bottleneck B/s, fill ps per byte, route length) by route id."""
-        if self._arrays is None:
-            lengths = [len(r) for r in self.routes]
-            edges = np.full((len(self.routes), max(lengths, default=0)), -1, dtype=np.intp)
-            for i, path in enumerate(self.routes):
-                edges[i, : len(path)] = path
-            self._edges = edges
-            self._arrays = (
-                np.asarray(self._latency, dtype=np.int64),
-                np.asarray(self._bottleneck, dtype=np.float64),
-                np.asarray(self._fill, dtype=np.float64),
-                np.asarray(lengths, dtype=np.intp),
-            )
-        return self._arrays
-
-    def edges(self) -> np.ndarray:
-        """Route id -> its links, padded with -1 (one row per route)."""
-        self.arrays()
-        return self._edges
-
-    # -- streams --------------------------------------------------------------------------
-    def stream_ps(self, pe: str, loads: tuple, stores: tuple) -> int:
-        """Time of one PE's memory streams alone, sharing its links (:func:`fluid_finish`)."""
-        key = (pe, loads, stores)
-        known = self._streams.get(key)
-        if known is None:
-            known = self._streams[key] = self._stream_ps(pe, loads, stores)
-        return known
-
-    def _stream_ps(self, pe: str, loads: tuple, stores: tuple) -> int:
-        moved = [(self.route_of(node, pe), n) for node, n in loads if n]
-        moved += [(self.route_of(pe, node), n) for node, n in stores if n]
-        moved = [(route, n) for route, n in moved if self.routes[route]]
-        if not moved:
-            return 0
-        routes = np.fromiter((route for route, _ in moved), dtype=np.intp, count=len(moved))
-        sizes = np.fromiter((n for _, n in moved), dtype=np.int64, count=len(moved))
-        seconds = float(fluid_finish(self, routes, sizes).max())
-        return int(np.ceil(seconds * PS_PER_S - ROUNDING_SLACK))
-
-
-def shared_rates(tables: Tables, routes: np.ndarray) -> np.ndarray:
-    """Each message's rate when all of ``routes`` are in flight at once (max-min fair)."""
-    latency, bottleneck, _, length = tables.arrays()
-    rates = bottleneck[routes].copy()
-    lengths = length[routes]
-    live = np.flatnonzero(lengths)
-    if not len(live):
-        return rates
-    padded = tables.edges()[routes[live]]
-    present = padded >= 0
-    flat = padded[present]  # flow by flow, each flow's links in route order
-    links, local = np.unique(flat, return_inverse=True)
-    if len(links) == len(flat):  # every link carries at most one: each alone on its route
-        return rates
-    sub = lengths[live]
-    starts = np.concatenate(([0], np.cumsum(sub)[:-1]))
-    pair_flow = np.repeat(np.arange(len(live)), sub)
-    rate, _ = array_fill(
-        local, pair_flow, np.ones(len(flat)), starts, tables.capacity[links], len(live)
-    )
-    rates[live] = rate
-    return rates
-
-
-def fluid_finish(
-    tables: Tables, routes: np.ndarray, nbytes: np.ndarray, starts: np.ndarray | None = None
-) -> np.ndarray:
-    """Seconds each transfer takes from its start when transfers share links max-min
-    fairly, one that ends leaving its share to the others (the fabric's fluid model).
-
-    ``starts`` (seconds, default all 0): a transfer joins at its start.
-    """
-    sizes = nbytes.astype(np.float64)
-    staggered = starts is not None and bool(np.any(starts != starts[0]))
-    rates = shared_rates(tables, routes) if not staggered else None
-    if not staggered:
-        ends = sizes / rates
-        if len(routes) < 2 or np.all(ends == ends[0]):
-            return ends
-        starts = np.zeros(len(routes))
-    remaining = sizes.copy()
-    finish = np.zeros(len(routes))
-    order = np.argsort(starts, kind="stable")
-    joined = 0
-    active = np.zeros(len(routes), dtype=bool)
-    now = float(starts[order[0]])
-    while True:
-        while joined < len(order) and starts[order[joined]] <= now:
-            active[order[joined]] = True
-            joined += 1
-        idx = np.flatnonzero(active)
-        upcoming = float(starts[order[joined]]) - now if joined < len(order) else np.inf
-        if not len(idx):
-            now += upcoming
-            continue
-        current = shared_rates(tables, routes[idx])
-        left = remaining[idx] / current
-        step = min(float(np.min(left)), upcoming)
-        now += step
-        remaining[idx] -= current * step
-        done = left <= step * (1 + 1e-12)
-        finish[idx[done]] = now
-        active[idx[done]] = False
-        if joined == len(order) and not active.any():
-            return finish - starts
-
-
-def message_parts(
-    tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per message: the time its bytes take at ``rates``, and the latency and
-    first-packet fill due after the last byte leaves."""
-    latency, _, fill, length = tables.arrays()
-    packet = tables.packet_bytes
-    tail = latency[routes] + np.ceil(
-        np.minimum(nbytes, packet) * fill[routes] - ROUNDING_SLACK
-    ).astype(np.int64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        flow = np.ceil(nbytes * float(PS_PER_S) / rates - ROUNDING_SLACK)
-    flow = np.where((nbytes > 0) & (length[routes] > 0), np.maximum(flow, 0), 0).astype(np.int64)
-    tail = np.where(length[routes] > 0, np.maximum(tail, 0), 0)
-    return flow, tail
-
-
-def network_ps(tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np.ndarray):
-    """Endpoint overhead + latency + bytes at ``rates`` + first-packet fill, per message."""
-    flow, tail = message_parts(tables, routes, nbytes, rates)
-    return tables.endpoint_overhead_ps + flow + tail
 
 
 class _Pairing:
@@ -487,12 +297,8 @@ def _price_round(
             continue
         ends = np.max(np.stack(blocks[b : b + len(c.flows)]), axis=0)
         b += len(c.flows)
-        stream_times.append(_ps(ends))
+        stream_times.append(to_ps(ends))
     return network, stream_times
-
-
-def _ps(seconds: np.ndarray) -> np.ndarray:
-    return np.ceil(seconds * PS_PER_S - ROUNDING_SLACK).clip(0).astype(np.int64)
 
 
 def _uneven(tables: Tables, messages: list[Column]) -> bool:
@@ -723,14 +529,14 @@ def evaluate(
             first, last = (0, len(notes.played) - 1) if backlog else (turns[0], turns[-1])
             region = range(first, last + 1)
             nodes = {node for t in region for node in rounds[notes.played[t][0]]}
-            rates = _crowded_rates(tables, shape, pairing, n, nodes)
-            slowest = _Extreme(tables, region, rates, np.max)
+            rates = crowded_rates(tables, shape, pairing.slot, n, nodes)
+            slowest = Extreme(tables, region, rates, np.max)
             high = _run(
                 shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes, slowest
             )
             bound = float(np.max((high - ends) / np.maximum(ends, 1)))
             if backlog and bound <= DRIFT_BOUND:
-                fastest = _Extreme(tables, region, tables.arrays()[1], np.min)
+                fastest = Extreme(tables, region, tables.arrays()[1], np.min)
                 low = _run(
                     shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes,
                     fastest,
@@ -758,121 +564,6 @@ class _Notes:
     played: list[tuple[int, tuple, tuple]] = field(default_factory=list)
 
 
-def _credit_ps(tables: Tables, pes: list[str], peer: np.ndarray) -> np.ndarray:
-    """Per sending row, the latency of the route from its receiver back to it: how
-    long an IPCQ credit takes to come back (the fabric's channel model)."""
-    routes = np.fromiter(
-        (tables.route_of(pes[q], pes[r]) for r, q in enumerate(peer.tolist())),
-        dtype=np.intp,
-        count=len(peer),
-    )
-    return tables.arrays()[0][routes]
-
-
-def _crowded_rates(
-    tables: Tables,
-    shape: list[list[Column]],
-    pairing: _Pairing,
-    n: int,
-    nodes: set[tuple[int, int]],
-) -> np.ndarray:
-    """Per route id, the least rate max-min sharing can leave a flow on it, whenever
-    the flows of the operations ``nodes`` overlap.
-
-    A channel moves one message at a time and a rank one stream, so at no moment do
-    more flows cross a link than the channels whose routes cross it plus, per rank,
-    the most flows one of its streams sends across it; max-min sharing gives every
-    flow at least its links' capacity over that count.
-    """
-    edges = tables.edges()
-    links = len(tables.capacity)
-    by_slot: dict[tuple, dict[int, np.ndarray]] = defaultdict(dict)
-    streams: dict[int, tuple[tuple[np.ndarray, np.ndarray], ...]] = {}
-    for s, k in nodes:
-        col = shape[s][k]
-        if col.kind in MESSAGES:
-            by_slot[pairing.slot[(s, k)]].setdefault(id(col.route), col.route)
-        elif col.kind == Op.STREAM and col.flows:
-            streams.setdefault(id(col.flows), col.flows)
-    rows = np.arange(n, dtype=np.int64)
-
-    def places(routes: list[np.ndarray]) -> np.ndarray:
-        hops = np.concatenate([edges[route] for route in routes], axis=1)
-        return (rows[:, None] * links + hops)[hops >= 0]
-
-    crowd = np.zeros(links, dtype=np.int64)
-    for group in by_slot.values():
-        # A channel is on a (row's) link or not.
-        crowd += np.bincount(np.unique(places(list(group.values()))) % links, minlength=links)
-    if streams:
-        # Per (row, link): the most flows one stream puts there.
-        keys, counts = zip(
-            *(
-                np.unique(places([route for route, _ in flows]), return_counts=True)
-                for flows in streams.values()
-            ),
-            strict=True,
-        )
-        key = np.concatenate(keys)
-        count = np.concatenate(counts)
-        order = np.lexsort((-count, key))
-        key, count = key[order], count[order]
-        first = np.r_[True, key[1:] != key[:-1]]
-        crowd += np.bincount(key[first] % links, weights=count[first], minlength=links).astype(
-            np.int64
-        )
-    per_link = tables.capacity / np.maximum(crowd, 1)
-    padded = np.where(edges >= 0, per_link[np.maximum(edges, 0)], np.inf)
-    return padded.min(axis=1) if padded.shape[1] else np.full(len(edges), np.inf)
-
-
-class _Extreme:
-    """Rounds (by their place among the rounds that move data: ``region``) priced with
-    every flow at a fixed rate per route, whatever overlaps it: the least sharing
-    can leave it (:func:`_crowded_rates`, a bound above) or its bottleneck alone (a
-    bound below)."""
-
-    def __init__(
-        self, tables: Tables, region: range, rate: np.ndarray, fold: Callable[..., np.ndarray]
-    ) -> None:
-        self.tables = tables
-        self.region = region
-        self.fold = fold  # rows a period apart: the largest (a bound above) or least
-        self.rate = rate
-        self._priced: dict[tuple, tuple] = {}
-
-    def price(self, base: tuple, messages: list[Column], streams: list[Column], m: int) -> tuple:
-        known = self._priced.get(base)
-        if known is None:
-            times = [
-                tuple(
-                    _periodic(part, m, self.fold)
-                    for part in message_parts(self.tables, c.route, c.nbytes, self.rate[c.route])
-                )
-                for c in messages
-            ]
-            stream_times: list[np.ndarray | None] = []
-            for c in streams:
-                if not c.flows:
-                    stream_times.append(None)
-                    continue
-                seconds = np.max(
-                    np.stack([size / self.rate[route] for route, size in c.flows]), axis=0
-                )
-                stream_times.append(_periodic(_ps(seconds), m, self.fold))
-            known = self._priced[base] = (times, stream_times)
-        return known
-
-
-def _periodic(values: np.ndarray, m: int, pick: Callable[..., np.ndarray]) -> np.ndarray:
-    """``pick`` (np.max or np.min) of ``values`` at rows ``m`` apart, for every row: a
-    bound above or below that a fold keeps."""
-    n = len(values)
-    if m >= n:
-        return values
-    return np.tile(pick(values.reshape(-1, m), axis=0), n // m)
-
-
 def _run(
     shape: list[list[Column]],
     n: int,
@@ -884,7 +575,7 @@ def _run(
     credits: int,
     way_back: dict[tuple, np.ndarray],
     notes: _Notes,
-    extreme: _Extreme | None = None,
+    extreme: Extreme | None = None,
 ) -> np.ndarray:
     """The round loop of :func:`evaluate` on the rows ``fold`` keeps, ``credits`` per
     channel (``way_back``: each channel's credit way back, every row, kept across
@@ -977,7 +668,7 @@ def _run(
                     # it has sent the credit back
                     back = way_back.get(slot)
                     if back is None:
-                        back = way_back[slot] = _credit_ps(tables, pes, col.peer)
+                        back = way_back[slot] = credit_ps(tables, pes, col.peer)
                     taken = taken_at.pop((slot, place - credits))
                     depart = np.maximum(depart, taken[fold.peers(col.peer)] + fold.rows(back))
                 flow, tail = network[(s, k)]

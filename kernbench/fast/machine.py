@@ -26,7 +26,8 @@ import simpy
 
 from kernbench.fabric import Fabric
 from kernbench.fast.columns import build
-from kernbench.fast.evaluate import Tables, evaluate
+from kernbench.fast.evaluate import evaluate
+from kernbench.fast.tables import Tables
 from kernbench.machine.programs import RecordedCollective
 from kernbench.topology.schema import Topology
 
