@@ -5,12 +5,12 @@ memory, point-to-point all keep their detailed, exact semantics) that also
 prices a collective's recorded programs in one NumPy pass per operation
 (:mod:`kernbench.fast.evaluate`).  Programs that do not align (ranks running
 different operation sequences), whose receives do not pair up the same way on
-every rank, or that would run out of IPCQ credits are refused, and the
-launcher runs them message by message on the fabric, exactly (ADR 0015).
-Programs whose ranks drift apart, or whose channels keep a backlog (pipelined
-programs), are priced step-wide when pricing those rounds as slowly as link
-sharing could make them moves no rank's end by more than 1% (``meta["bound"]``
-says by how much, when it is not 0), and refused otherwise; with
+every rank, or whose sends need IPCQ credits from receives the rounds have not
+reached are refused, and the launcher runs them message by message on the
+fabric, exactly (ADR 0015).  Programs whose ranks drift apart, or whose
+channels keep a backlog (pipelined programs), are priced step-wide when bounds
+on those rounds' link sharing stay within 1% of the price (``meta["bound"]``
+says how far, when not 0), and refused otherwise; with
 ``simulation.drift: approximate`` drifting programs are priced step-wide
 anyway, and the collective's ``meta["drift"]`` says how far apart (in message
 times) flows sharing a link started.
