@@ -504,13 +504,13 @@ def evaluate(
         why["refused"] = CREDITS
         return None
     backlog = pairing.backlogged(rounds)
-    way_back: dict[tuple, np.ndarray] = {}  # per channel, every row, across passes
+    program = _Program(shape, n, tables, pes, pairing, rounds, credits)
     kept = [period] if period and period < n and n % period == 0 else []
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
         fold = _Fold(n, m)
         notes = _Notes()
         try:
-            ends = _run(shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes)
+            ends = _run(program, fold, notes)
             if notes.skews and drift is not None:
                 drift["skew"] = max(notes.skews)
             loose = set() if drift is not None else notes.drifted
@@ -531,16 +531,11 @@ def evaluate(
             nodes = {node for t in region for node in rounds[notes.played[t][0]]}
             rates = crowded_rates(tables, shape, pairing.slot, n, nodes)
             slowest = Extreme(tables, region, rates, np.max)
-            high = _run(
-                shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes, slowest
-            )
+            high = _run(program, fold, notes, slowest)
             bound = float(np.max((high - ends) / np.maximum(ends, 1)))
             if backlog and bound <= DRIFT_BOUND:
                 fastest = Extreme(tables, region, tables.arrays()[1], np.min)
-                low = _run(
-                    shape, n, tables, pes, pairing, rounds, fold, credits, way_back, notes,
-                    fastest,
-                )  # fmt: skip
+                low = _run(program, fold, notes, fastest)
                 bound = max(bound, float(np.max((ends - low) / np.maximum(ends, 1))))
         except _Asymmetric:
             continue
@@ -564,24 +559,31 @@ class _Notes:
     played: list[tuple[int, tuple, tuple]] = field(default_factory=list)
 
 
+@dataclass
+class _Program:
+    """The aligned programs :func:`evaluate` prices, paired and in rounds, with
+    ``credits`` IPCQ slots per channel."""
+
+    shape: list[list[Column]]
+    n: int
+    tables: Tables
+    pes: list[str]
+    pairing: _Pairing
+    rounds: list[list[tuple[int, int]]]
+    credits: int
+    # Per channel: the way back of its credits, every row (kept across passes).
+    way_back: dict[tuple, np.ndarray] = field(default_factory=dict)
+
+
 def _run(
-    shape: list[list[Column]],
-    n: int,
-    tables: Tables,
-    pes: list[str],
-    pairing: _Pairing,
-    rounds: list[list[tuple[int, int]]],
-    fold: _Fold,
-    credits: int,
-    way_back: dict[tuple, np.ndarray],
-    notes: _Notes,
-    extreme: Extreme | None = None,
+    program: _Program, fold: _Fold, notes: _Notes, extreme: Extreme | None = None
 ) -> np.ndarray:
-    """The round loop of :func:`evaluate` on the rows ``fold`` keeps, ``credits`` per
-    channel (``way_back``: each channel's credit way back, every row, kept across
-    passes).
-    Without ``extreme`` it prices the rounds and fills ``notes``; with it, it plays
+    """The round loop of :func:`evaluate` on the rows ``fold`` keeps.  Without
+    ``extreme`` it prices the rounds and fills ``notes``; with it, it plays
     ``notes.played`` again, the rounds of ``extreme``'s region priced by it."""
+    shape, n, tables, pes = program.shape, program.n, program.tables, program.pes
+    pairing, rounds, credits = program.pairing, program.rounds, program.credits
+    way_back = program.way_back
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     overhead = tables.endpoint_overhead_ps
