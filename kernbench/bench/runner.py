@@ -10,6 +10,7 @@ import io
 import sys
 import traceback
 import types
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -429,10 +430,7 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
                 f"can add at most {max(bounded):.2%} to a rank's time)"
             )
         lines.append(line)
-        reasons: dict[str, int] = {}
-        for call in calls:
-            if call.get("refused"):
-                reasons[call["refused"]] = reasons.get(call["refused"], 0) + 1
+        reasons = Counter(call["refused"] for call in calls if call.get("refused"))
         lines.extend(
             f"    message by message for {reason}: {count}"
             for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))

@@ -90,11 +90,11 @@ class Extreme:
     bound below)."""
 
     def __init__(
-        self, tables: Tables, region: range, rate: np.ndarray, fold: Callable[..., np.ndarray]
+        self, tables: Tables, region: range, rate: np.ndarray, pick: Callable[..., np.ndarray]
     ) -> None:
         self.tables = tables
         self.region = region
-        self.fold = fold  # rows a period apart: the largest (a bound above) or least
+        self.pick = pick  # of rows a period apart: the largest (a bound above) or least
         self.rate = rate
         self._priced: dict[tuple, tuple] = {}
 
@@ -103,7 +103,7 @@ class Extreme:
         if known is None:
             times = [
                 tuple(
-                    periodic(part, m, self.fold)
+                    periodic(part, m, self.pick)
                     for part in message_parts(self.tables, c.route, c.nbytes, self.rate[c.route])
                 )
                 for c in messages
@@ -116,7 +116,7 @@ class Extreme:
                 seconds = np.max(
                     np.stack([size / self.rate[route] for route, size in c.flows]), axis=0
                 )
-                stream_times.append(periodic(to_ps(seconds), m, self.fold))
+                stream_times.append(periodic(to_ps(seconds), m, self.pick))
             known = self._priced[base] = (times, stream_times)
         return known
 

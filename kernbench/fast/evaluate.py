@@ -80,7 +80,7 @@ UNEVEN = 4
 # with a backlog, also every flow alone) move no rank's end by more than this share.
 DRIFT_BOUND = 0.01
 
-# Why :func:`evaluate` refuses a program (``why["refused"]``), as a report says it.
+# Why :func:`evaluate` refuses a program (``notes["refused"]``), as a report says it.
 STRANDS = "strands side by side"
 UNPAIRED = "messages that do not pair alike on every rank"
 BACKLOG = "pipelined channels on shared links (flows overlapping across steps)"
@@ -468,52 +468,52 @@ def evaluate(
     tables: Tables,
     pes: list[str],
     depth: int | None,
-    drift: dict[str, float] | None = None,
+    *,
+    approximate: bool = False,
     period: int | None = None,
-    why: dict[str, Any] | None = None,
+    notes: dict[str, Any] | None = None,
 ) -> np.ndarray | None:
     """Each row's end time (ps after its program starts), or ``None`` if it cannot be done.
 
-    ``drift``: given, a program whose ranks drift apart (see :data:`SKEW_LIMIT`) is
-    priced anyway, and ``drift["skew"]`` is set to the largest skew met (else such a
+    ``approximate``: a program whose ranks drift apart (see :data:`SKEW_LIMIT`) is
+    priced anyway, and ``notes["skew"]`` is set to the largest skew met (else such a
     program is priced only within :data:`DRIFT_BOUND`).  ``period``: the rows form
     one lane recorded that many rows long, so rows that far apart may keep the same
-    clocks (:class:`_Fold`).  ``why``:
-    given, a refusal's reason goes into ``why["refused"]`` (:data:`STRANDS`, ...),
-    and the bound of a program priced although its ranks drift apart or its
-    channels keep a backlog (the share by which flows overlapping across rounds
-    could make a rank's time longer, at most :data:`DRIFT_BOUND`) into
-    ``why["bound"]``.
+    clocks (:class:`_Fold`).  ``notes``, given, also gets a refusal's reason
+    (``"refused"``: :data:`STRANDS`, ...) and the bound of a program priced although
+    its ranks drift apart or its channels keep a backlog (``"bound"``: the share by
+    which flows overlapping across rounds could make a rank's time longer, at most
+    :data:`DRIFT_BOUND`; only when not 0).
     """
-    why = {} if why is None else why
+    notes = {} if notes is None else notes
     if not n:
         return np.zeros(0, dtype=np.int64)
     if len(shape) > 1:
-        why["refused"] = STRANDS  # they drift apart round by round (ADR 0015)
+        notes["refused"] = STRANDS  # they drift apart round by round (ADR 0015)
         return None
     pairing = _Pairing(shape, n)
     if not pairing.pair():
-        why["refused"] = UNPAIRED
+        notes["refused"] = UNPAIRED
         return None
     rounds = pairing.rounds()
     if rounds is None:
-        why["refused"] = UNPAIRED
+        notes["refused"] = UNPAIRED
         return None
     credits = depth or 1
     if not pairing.credited(rounds, credits):
-        why["refused"] = CREDITS
+        notes["refused"] = CREDITS
         return None
     backlog = pairing.backlogged(rounds)
     program = _Program(shape, n, tables, pes, pairing, rounds, credits)
     kept = [period] if period and period < n and n % period == 0 else []
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
         fold = _Fold(n, m)
-        notes = _Notes()
+        learnt = _Notes()
         try:
-            ends = _run(program, fold, notes)
-            if notes.skews and drift is not None:
-                drift["skew"] = max(notes.skews)
-            loose = set() if drift is not None else notes.drifted
+            ends = _run(program, fold, learnt)
+            if learnt.skews and approximate:
+                notes["skew"] = max(learnt.skews)
+            loose = set() if approximate else learnt.drifted
             if not loose and not backlog:
                 return ends
             # Ranks drift apart where sharing links costs, or channels keep flows
@@ -525,25 +525,27 @@ def evaluate(
             # step-wide price stands when the bounds are within DRIFT_BOUND of it.
             # Lagging ranks overlapping the rounds after the drifting ones are not
             # bounded: measured against the fabric instead (ADR 0015).
-            turns = [t for t, (_, base, _) in enumerate(notes.played) if base in loose]
-            first, last = (0, len(notes.played) - 1) if backlog else (turns[0], turns[-1])
-            region = range(first, last + 1)
-            nodes = {node for t in region for node in rounds[notes.played[t][0]]}
+            played = learnt.played
+            region = range(len(played))
+            if not backlog:
+                turns = [t for t, (_, base, _) in enumerate(played) if base in loose]
+                region = range(turns[0], turns[-1] + 1)
+            nodes = {node for t in region for node in rounds[played[t][0]]}
             rates = crowded_rates(tables, shape, pairing.slot, n, nodes)
             slowest = Extreme(tables, region, rates, np.max)
-            high = _run(program, fold, notes, slowest)
+            high = _run(program, fold, learnt, slowest)
             bound = float(np.max((high - ends) / np.maximum(ends, 1)))
             if backlog and bound <= DRIFT_BOUND:
                 fastest = Extreme(tables, region, tables.arrays()[1], np.min)
-                low = _run(program, fold, notes, fastest)
+                low = _run(program, fold, learnt, fastest)
                 bound = max(bound, float(np.max((ends - low) / np.maximum(ends, 1))))
         except _Asymmetric:
             continue
         if bound > DRIFT_BOUND:
-            why["refused"] = BACKLOG if backlog else DRIFTING
+            notes["refused"] = BACKLOG if backlog else DRIFTING
             return None
         if bound > 0:
-            why["bound"] = bound
+            notes["bound"] = bound
         return ends
     raise AssertionError("unreachable: the unfolded loop always ends")
 

@@ -115,22 +115,12 @@ class FastMachine(Fabric):
         # Rows a period apart (a group apart, when the lane shifts within groups) may
         # keep the same clocks.
         period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
-        why: dict[str, Any] = {}
         ends = evaluate(
-            shape,
-            len(pes),
-            tables,
-            pes,
-            depth,
-            notes if approximate else None,
-            period=period,
-            why=why,
+            shape, len(pes), tables, pes, depth, approximate=approximate, period=period, notes=notes
         )
         if ends is None:
-            notes["refused"] = why.get("refused", "")
+            notes.setdefault("refused", "")
             return None
-        if "bound" in why:
-            notes["bound"] = why["bound"]
         out, base = [], 0
         for lane in lanes:
             out.append(ends[base : base + len(lane.pes)].tolist())
