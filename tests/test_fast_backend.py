@@ -368,6 +368,25 @@ def _rack_ring(n: int) -> None:
     dist.all_reduce(torch.empty(n), algorithm="ring")
 
 
+def _last_call(
+    body, topology: str, overrides: list[str], args: tuple, world_size: int | None = None
+) -> tuple[dict, kernbench.SimResult]:
+    """The report entry of the run's last collective, timing-only, and the run."""
+    result = kernbench.simulate(
+        body,
+        topology=topology,
+        overrides=overrides,
+        world_size=world_size,
+        args=args,
+        timing_only=True,
+    )
+    return result.report["collectives"][-1], result
+
+
+def _took(call: dict) -> int:
+    return call["end_ps"] - call["start_ps"]
+
+
 def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_times() -> None:
     """A ring over the 128 cubes of rack.yaml: ranks behind the SIP crossings fall behind,
     and their flows on shared links overlap other steps' (ADR 0015), by more than
@@ -377,22 +396,12 @@ def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_time
     n = 4 << 20  # 16 MiB
 
     def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
-        result = kernbench.simulate(
-            _rack_ring,
-            topology="rack",
-            overrides=["system.device_level=cube", *overrides],
-            world_size=128,
-            args=(n,),
-            timing_only=True,
-        )
-        return result.report["collectives"][-1], result
+        return _last_call(_rack_ring, "rack", ["system.device_level=cube", *overrides], (n,), 128)
 
     detailed, _ = run()
     exact, exact_result = run("simulation.backend=fast")
     approximate, result = run("simulation.backend=fast", "simulation.drift=approximate")
-
-    def took(call: dict) -> int:
-        return call["end_ps"] - call["start_ps"]
+    took = _took
 
     assert "priced" not in detailed and "refused" not in detailed
     assert exact["priced"] == "message by message" and took(exact) == took(detailed)
@@ -443,21 +452,11 @@ def test_drift_that_cannot_move_a_time_by_more_than_the_bound_is_priced_step_wid
     n = 4 << 20  # 16 MiB
 
     def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
-        result = kernbench.simulate(
-            _hierarchical,
-            topology="cluster128k",
-            overrides=[*_SMALL_CLUSTER, *overrides],
-            world_size=256,
-            args=(n,),
-            timing_only=True,
-        )
-        return result.report["collectives"][-1], result
+        return _last_call(_hierarchical, "cluster128k", [*_SMALL_CLUSTER, *overrides], (n,), 256)
 
     detailed, _ = run()
     fast, result = run("simulation.backend=fast")
-
-    def took(call: dict) -> int:
-        return call["end_ps"] - call["start_ps"]
+    took = _took
 
     assert fast["priced"] == "step-wide, bounded" and "refused" not in fast
     bound = fast["bound"]
@@ -542,15 +541,8 @@ def test_pipelined_rings_on_links_of_their_own_are_priced_exactly(
     queues of one or two slots, sends wait for their credits as on the fabric."""
 
     def took(*more: str) -> tuple[int, dict]:
-        result = kernbench.simulate(
-            _timed_all_reduce,
-            topology=topology,
-            overrides=[*overrides, *more],
-            args=(n, algorithm),
-            timing_only=True,
-        )
-        call = result.report["collectives"][-1]
-        return call["end_ps"] - call["start_ps"], call
+        call, _ = _last_call(_timed_all_reduce, topology, [*overrides, *more], (n, algorithm))
+        return _took(call), call
 
     detailed, _ = took()
     fast, call = took("simulation.backend=fast")
@@ -562,20 +554,17 @@ def test_sends_further_ahead_than_their_credits_run_on_the_fabric() -> None:
     """A ring in 4 pieces over queues of 3 slots posts its fourth piece before the
     first is received: its credit comes from a receive the rounds have not reached,
     so the program runs message by message, exactly, and says why."""
-    results = [
-        kernbench.simulate(
+    detailed, fast = (
+        _last_call(
             _timed_all_reduce,
-            topology="ring8",
-            overrides=["ccl.configs.ring.queue_depth=3", "ccl.configs.ring.chunks=4", *more],
-            args=(4 << 20, "ring"),
-            timing_only=True,
-        ).report["collectives"][-1]
+            "ring8",
+            ["ccl.configs.ring.queue_depth=3", "ccl.configs.ring.chunks=4", *more],
+            (4 << 20, "ring"),
+        )[0]
         for more in ([], ["simulation.backend=fast"])
-    ]
-    fast = results[1]
+    )
     assert (fast["priced"], fast["refused"]) == ("message by message", CREDITS)
-    took = [call["end_ps"] - call["start_ps"] for call in results]
-    assert took[0] == took[1]
+    assert _took(detailed) == _took(fast)
 
 
 def test_run_tells_large_message_by_message_calls_as_they_start(
