@@ -21,9 +21,17 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
+from kernbench.bench.runner import format_run_summary
 from kernbench.ccl import tuner
 from kernbench.ccl.catalogue import AlgorithmConfig
-from kernbench.ccl.tuner import CHUNK_CHOICES, chosen_chunks, predict_detail, with_chunks
+from kernbench.ccl.tuner import (
+    CHUNK_CHOICES,
+    PieceChoice,
+    chosen_chunks,
+    chunk_choice,
+    predict_detail,
+    with_chunks,
+)
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology
 
@@ -236,6 +244,68 @@ def test_the_catalogues_chunks_are_an_override():
     assert with_chunks(ctx, "all_reduce", config, pes, 64 * MIB) is config
     auto = with_chunks(ctx, "all_reduce", AlgorithmConfig(module="binary_tree"), pes, 64 * MIB)
     assert auto.chunks == chosen_chunks(ctx, "all_reduce", auto, pes, 64 * MIB) > 1
+
+
+def test_a_piece_count_says_how_it_came_about():
+    ctx, pes = _fc8()
+    tuned = chunk_choice(
+        ctx, "all_reduce", AlgorithmConfig(module="double_binary_tree"), pes, 64 * MIB
+    )
+    assert (tuned.how, tuned.capped) == ("chosen by the cost model", False)
+    assert tuned.count == chosen_chunks(
+        ctx, "all_reduce", AlgorithmConfig(module="double_binary_tree"), pes, 64 * MIB
+    )
+    fixed = AlgorithmConfig(module="double_binary_tree", chunks=3)
+    assert chunk_choice(ctx, "all_reduce", fixed, pes, 64 * MIB) == PieceChoice(
+        3, "set by the configuration"
+    )
+    doubling = AlgorithmConfig(module="recursive_doubling")
+    assert chunk_choice(ctx, "all_reduce", doubling, pes, 64 * MIB).how == ""
+
+
+def test_a_piece_count_the_caps_kept_from_the_model_says_so(monkeypatch):
+    ctx, pes = _fc8()
+    tree = AlgorithmConfig(module="double_binary_tree")
+    monkeypatch.setattr(tuner, "CHUNK_MAX_RANKS", 4)
+    assert chunk_choice(ctx, "all_reduce", tree, pes, 64 * MIB) == PieceChoice(
+        1, "not tuned: groups over 4 ranks run in one piece", True, "chunks"
+    )
+    monkeypatch.setattr(tuner, "CHUNK_MAX_RANKS", 256)
+    monkeypatch.setattr(tuner, "CHUNK_MAX_MESSAGES", 40)  # one piece: 2 trees x 2 x 7 messages
+    capped = chunk_choice(ctx, "all_reduce", tree, pes, 32 * MIB)
+    assert capped == PieceChoice(
+        1, "chosen by the cost model among counts within 40 messages", True, "chunks"
+    )
+
+
+def _report_and_summary(overrides: list[str]) -> tuple[dict, str]:
+    run = kernbench.simulate(
+        _all_reduce_twice,
+        topology="fc8",
+        timing_only=True,
+        overrides=overrides,
+        args=(16 * MIB, "ring"),
+    )
+    return run.report["collectives"][-1], format_run_summary(run)
+
+
+def test_the_report_and_summary_show_each_calls_pieces(monkeypatch):
+    call, summary = _report_and_summary([])
+    assert call["pieces_from"] == "chosen by the cost model"
+    ctx, pes = _fc8()
+    assert call["pieces"] == chosen_chunks(
+        ctx, "all_reduce", AlgorithmConfig(module="ring"), pes, 16 * MIB
+    )
+    assert "pieces_capped" not in call and "pieces:" not in summary
+    call, summary = _report_and_summary(["ccl.configs.ring.chunks=3"])
+    assert (call["pieces"], call["pieces_from"]) == (3, "set by the configuration")
+    monkeypatch.setattr(tuner, "CHUNK_MAX_RANKS", 4)
+    call, summary = _report_and_summary([])
+    assert (call["pieces"], call["pieces_capped"], call["pieces_setting"]) == (1, True, "chunks")
+    assert (
+        "  pieces: 2 ring calls not tuned: groups over 4 ranks run in one piece"
+        " (--set ccl.configs.ring.chunks=N sets them)"
+    ) in summary.splitlines()
 
 
 def _messages(overrides: list[str], config: str) -> int:

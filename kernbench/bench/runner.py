@@ -410,6 +410,16 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
     fabric = report.get("busiest_fabric_component")
     if fabric:
         lines.append("  " + _busy_line("busiest link outside the host links", fabric, elapsed_ps))
+    capped = Counter(
+        (call["config"], call["pieces_from"], call["pieces_setting"])
+        for call in calls
+        if call.get("pieces_capped")
+    )
+    lines.extend(
+        f"  pieces: {count} {config} call{'s' if count > 1 else ''} {how}"
+        f" (--set ccl.configs.{config}.{setting}=N sets them)"
+        for (config, how, setting), count in sorted(capped.items())
+    )
     priced = [call["priced"] for call in calls if "priced" in call]
     if priced:
         wide = sum(how.startswith("step-wide") for how in priced)

@@ -266,6 +266,17 @@ def run_report(
                 **({"priced": _priced(c)} if ctx.machine.evaluates_programs else {}),
                 **({"refused": c.refused} if ctx.machine.evaluates_programs and c.refused else {}),
                 **({"bound": round(c.bound, 6)} if c.bound is not None else {}),
+                # Pieces per chunk of an algorithm that pipelines, and how the count came about.
+                **(
+                    {"pieces": c.pieces.count, "pieces_from": c.pieces.how}
+                    if c.pieces is not None and c.pieces.how
+                    else {}
+                ),
+                **(
+                    {"pieces_capped": True, "pieces_setting": c.pieces.setting}
+                    if c.pieces is not None and c.pieces.capped
+                    else {}
+                ),
             }
             for c in collectives
         ],

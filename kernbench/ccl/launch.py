@@ -32,7 +32,7 @@ from kernbench.ccl.mapping import algorithm_order, is_identity
 from kernbench.ccl.ops import check_op
 from kernbench.ccl.record import record_cache, record_lane, run_for_values
 from kernbench.ccl.settings import ccl_settings
-from kernbench.ccl.tuner import auto_choice, unfit, with_chunks
+from kernbench.ccl.tuner import PieceChoice, auto_choice, unfit, with_choice
 from kernbench.distributed.world import set_p2p_launch
 from kernbench.errors import DistributedError
 from kernbench.machine import IpcqInstall
@@ -84,7 +84,14 @@ def choose(
     ctx: RuntimeContext, op: str, requested: str | None, size: int, nbytes: int, pes: Sequence[str]
 ) -> tuple[str, AlgorithmConfig, Algorithm]:
     """The configuration a call runs with, checked against the group size."""
+    name, config, algorithm, _ = _choice(ctx, op, requested, size, nbytes, pes)
+    return name, config, algorithm
 
+
+def _choice(
+    ctx: RuntimeContext, op: str, requested: str | None, size: int, nbytes: int, pes: Sequence[str]
+) -> tuple[str, AlgorithmConfig, Algorithm, PieceChoice]:
+    """:func:`choose`, and how the call's piece count came about."""
     settings = ccl_settings(ctx)
     choice = requested or settings.choice(op)
     if choice == "auto":
@@ -97,7 +104,8 @@ def choose(
             f"{op}: configuration {name!r} cannot run on this group of {size} ranks: {reason}; "
             "choose another (or auto)"
         )
-    return name, with_chunks(ctx, op, config, pes, nbytes), algorithm
+    tuned, pieces = with_choice(ctx, op, config, pes, nbytes)
+    return name, tuned, algorithm, pieces
 
 
 class CollectiveLauncher:
@@ -131,6 +139,9 @@ class CollectiveLauncher:
         self.bound: float | None = None
         # Why a machine that prices programs step-wide ran this one message by message.
         self.refused = ""
+        # The pieces an algorithm that pipelines cut the data into, and how that count
+        # came about (kernbench.ccl.tuner.chunk_choice); None when not chosen per call.
+        self.pieces: PieceChoice | None = None
         # Per lane: its communicators, programs and each rank's memory node.
         self._lanes: list[tuple[list[Comm], list[Callable[[Comm], Generator]], list[str]]] = []
         # Per lane: algorithm rank i is played by user rank order[i] (kernbench.ccl.mapping).
@@ -414,9 +425,10 @@ def _program(
 def _launcher(
     ctx: RuntimeContext, op: str, algorithm: str | None, size: int, nbytes: int, pes: Sequence[str]
 ) -> CollectiveLauncher:
-    name, config, algo = choose(ctx, op, algorithm, size, nbytes, pes)
+    name, config, algo, pieces = _choice(ctx, op, algorithm, size, nbytes, pes)
     launcher = CollectiveLauncher(ctx, op, name, config, algo)
     launcher.nbytes = nbytes
+    launcher.pieces = pieces
     return launcher
 
 

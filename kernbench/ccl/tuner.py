@@ -70,8 +70,11 @@ __all__ = [
     "CHUNK_MAX_RANKS",
     "CHUNK_MAX_MESSAGES",
     "SCHEDULE_MAX_MESSAGES",
+    "PieceChoice",
+    "chunk_choice",
     "chosen_chunks",
     "with_chunks",
+    "with_choice",
 ]
 
 
@@ -241,6 +244,31 @@ def _too_big(algorithm: Algorithm, op: str, p: int) -> bool:
     return p * len(algorithm.step_targets(op, p, 0)) > SCHEDULE_MAX_MESSAGES
 
 
+@dataclass(frozen=True)
+class PieceChoice:
+    """The pieces a call cuts its data into, and how that count came about.
+
+    ``how`` is empty for an algorithm that does not pipeline.  ``capped``: the cost
+    model did not weigh every count it would have (the group is over
+    :data:`CHUNK_MAX_RANKS`, its schedule over :data:`SCHEDULE_MAX_MESSAGES`, or more
+    pieces would pass :data:`CHUNK_MAX_MESSAGES` messages), so a larger count set by
+    the configuration could run faster.
+    """
+
+    count: int
+    how: str
+    capped: bool = False
+    setting: str = "chunks"  # the configuration key that sets the count
+
+
+# How a call's piece count came about (``PieceChoice.how``, in the run report).
+PIECES_SET = "set by the configuration"
+PIECES_TUNED = "chosen by the cost model"
+PIECES_BIG = "not tuned: its schedule is too big to price"
+PIECES_UNPRICED = "not tuned: the cost model has no schedule for it"
+PIECES_DOWN = "not tuned: a link on its routes is down"
+
+
 def chosen_chunks(
     ctx: RuntimeContext,
     op: str,
@@ -257,24 +285,40 @@ def chosen_chunks(
     :data:`CHUNK_MAX_MESSAGES` messages in all); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
+    return chunk_choice(ctx, op, config, pes, nbytes, itemsize).count
+
+
+def chunk_choice(
+    ctx: RuntimeContext,
+    op: str,
+    config: AlgorithmConfig,
+    pes: Sequence[str],
+    nbytes: int,
+    itemsize: int = 4,
+) -> PieceChoice:
+    """:func:`chosen_chunks`' count, with how it came about (for the run report)."""
     algorithm = get_algorithm(config.module)
+    setting = "chunks" if algorithm.pieces == "chunks" else f"params.{algorithm.pieces}"
     fixed = fixed_pieces(config, algorithm)
     if fixed is not None:
-        return fixed
-    if (
-        not algorithm.pipelines
-        or algorithm.schedule is None
-        or len(pes) > CHUNK_MAX_RANKS
-        or _too_big(algorithm, op, len(pes))
-    ):
-        return 1
+        return PieceChoice(fixed, PIECES_SET, setting=setting)
+    if not algorithm.pipelines:
+        return PieceChoice(1, "")
+    if algorithm.schedule is None:
+        return PieceChoice(1, PIECES_UNPRICED, setting=setting)
+    if len(pes) > CHUNK_MAX_RANKS:
+        return PieceChoice(
+            1, f"not tuned: groups over {CHUNK_MAX_RANKS} ranks run in one piece", True, setting
+        )
+    if _too_big(algorithm, op, len(pes)):
+        return PieceChoice(1, PIECES_BIG, True, setting)
     key = (op, id(config), tuple(pes), nbytes, itemsize)
     known = _CHUNKS.get(ctx, {}).get(key) if _weakly(ctx) else None
     if known is not None and known[0] is config:
         return known[1]
     packet = ctx.topology.fabric.packet_bytes
     placed = mapped_pes(ctx, algorithm, pes)
-    best, best_ps = 1, math.inf
+    best, best_ps, how, capped = 1, math.inf, PIECES_TUNED, False
     for count in CHUNK_CHOICES:
         if count > 1 and nbytes / max(len(pes), 1) / count < packet:
             break
@@ -287,20 +331,23 @@ def chosen_chunks(
             for step in phase.steps
         )
         if count > 1 and messages > CHUNK_MAX_MESSAGES:
+            how = f"chosen by the cost model among counts within {CHUNK_MAX_MESSAGES} messages"
+            capped = True
             break
         try:
             priced = price(ctx, config, placed, schedule, itemsize)
         except RouteError:  # a link is down: one piece, and the run says what is wrong
-            best = 1
+            best, how = 1, PIECES_DOWN
             break
         model = max(priced.model_ps, priced.bound_ps)
         # Every count is priced: times need not fall then rise (a chain broadcast in
         # two pieces is slower than in one, in four much faster).
         if model < best_ps * (1 - _CHUNK_GAIN):
             best, best_ps = count, model
+    choice = PieceChoice(best, how, capped, setting)
     if _weakly(ctx):
-        _CHUNKS.setdefault(ctx, {})[key] = (config, best)
-    return best
+        _CHUNKS.setdefault(ctx, {})[key] = (config, choice)
+    return choice
 
 
 def _weakly(ctx: RuntimeContext) -> bool:
@@ -324,11 +371,23 @@ def with_chunks(
     itemsize: int = 4,
 ) -> AlgorithmConfig:
     """``config`` with its piece count fixed for this call (:func:`chosen_chunks`)."""
+    return with_choice(ctx, op, config, pes, nbytes, itemsize)[0]
+
+
+def with_choice(
+    ctx: RuntimeContext,
+    op: str,
+    config: AlgorithmConfig,
+    pes: Sequence[str],
+    nbytes: int,
+    itemsize: int = 4,
+) -> tuple[AlgorithmConfig, PieceChoice]:
+    """:func:`with_chunks`, and how its piece count came about (:func:`chunk_choice`)."""
     algorithm = get_algorithm(config.module)
-    if fixed_pieces(config, algorithm) is not None:
-        return config
-    chunks = chosen_chunks(ctx, op, config, pes, nbytes, itemsize)
-    return _with_pieces(config, algorithm, chunks)
+    choice = chunk_choice(ctx, op, config, pes, nbytes, itemsize)
+    if fixed_pieces(config, algorithm) is not None or not algorithm.pipelines:
+        return config, choice
+    return _with_pieces(config, algorithm, choice.count), choice
 
 
 def unfit(config: AlgorithmConfig, op: str, pes: Sequence[str]) -> str | None:
