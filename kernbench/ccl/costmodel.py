@@ -91,11 +91,14 @@ ranks: 8-11% under).
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
+
+import numpy as np
 
 from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
 from kernbench.ccl.buffers import buffer_node, memory_node
@@ -486,6 +489,77 @@ def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
     ]
 
 
+# Links with at least this many users are summed over with array passes (_Crowd).
+_CROWDED_LINK = 64
+
+
+class _Crowd:
+    """One link's users as arrays, in the order they came onto the link, for the sums of
+    :func:`_pipeline_busy` over the users chained to, or in step with, one of them."""
+
+    def __init__(
+        self,
+        on_link: dict[Any, float],
+        width: dict[tuple[Any, int], int],
+        e: int,
+        latency: dict[tuple, float],
+        windows: dict[Any, list[float]],
+    ) -> None:
+        keys = list(on_link)
+        self.index = {u: i for i, u in enumerate(keys)}
+        counts = [width.get((u, e), 1) for u in keys]
+        self.width = np.array(counts, dtype=np.float64)
+        self.per_stream = np.array(
+            [b / n for b, n in zip(on_link.values(), counts, strict=True)], dtype=np.float64
+        )
+        channel = [u in latency for u in keys]
+        lanes: dict[Any, int] = {}
+        self.lanes = lanes
+        self.lane = np.array(
+            [
+                lanes.setdefault(u[2], len(lanes)) if c else -1
+                for u, c in zip(keys, channel, strict=True)
+            ],
+            dtype=np.int64,
+        )
+        # A channel's two ranks (-1 for a program's work: never chained).
+        self.src = np.array([u[0] if c else -1 for u, c in zip(keys, channel, strict=True)])
+        self.dst = np.array([u[1] if c else -1 for u, c in zip(keys, channel, strict=True)])
+        spans = [windows.get(u) for u in keys]
+        self.timed = np.array([w is not None for w in spans], dtype=bool)
+        self.start = np.array([w[0] if w else 0.0 for w in spans], dtype=np.float64)
+        self.stop = np.array([w[1] if w else 0.0 for w in spans], dtype=np.float64)
+        self.windows = windows
+        self.latency = latency
+
+    def chained(self, me: tuple) -> np.ndarray:
+        """``me`` and the channels of its program that meet it at a rank."""
+        if me not in self.latency:
+            mask = np.zeros(len(self.index), dtype=bool)
+        else:
+            src, dst = self.src, self.dst
+            mask = (self.lane == self.lanes.get(me[2], -2)) & (
+                (src == me[0]) | (src == me[1]) | (dst == me[0]) | (dst == me[1])
+            )
+        mask[self.index[me]] = True
+        return mask
+
+    def together(self, me: tuple) -> np.ndarray:
+        """``me`` and the users chained to it or active while it was (or never timed)."""
+        span = self.windows.get(me)
+        if span is None:
+            return np.ones(len(self.index), dtype=bool)
+        mask = self.chained(me) | ~self.timed
+        mask |= (self.start < span[1]) & (span[0] < self.stop)
+        return mask
+
+    def total(self, mask: np.ndarray, mine: float) -> float:
+        """Σ min(bytes per stream, ``mine``) x streams over the users in ``mask``, summed
+        one after another in the users' order (as Python's ``sum`` would)."""
+        parts = np.minimum(self.per_stream[mask], mine) * self.width[mask]
+        return float(np.cumsum(parts)[-1]) if len(parts) else 0
+
+
 def _pipeline_busy(
     machine: _Machine,
     shapes: Sequence[tuple[_Shape, int]],
@@ -537,14 +611,33 @@ def _pipeline_busy(
                 users[e][thread] += repeat * item.load[e]
                 width[thread, e] = max(width[thread, e], n)
 
+    # Per link, its users' bytes per stream in increasing order with their stream
+    # counts, for sharing with every user in a bisection instead of a pass over them.
+    sorted_users: dict[int, tuple[list[float], list[float], list[float]]] = {}
+
+    def shared_all(e: int, mine: float) -> float:
+        found = sorted_users.get(e)
+        if found is None:
+            per = sorted(
+                (b / width.get((u, e), 1), width.get((u, e), 1)) for u, b in users[e].items()
+            )
+            below = [0.0, *accumulate(x * w for x, w in per)]  # bytes of the users up to i
+            above = [0.0, *accumulate(w for _, w in reversed(per))][::-1]  # streams from i on
+            found = sorted_users[e] = ([x for x, _ in per], below, above)
+        xs, below, above = found
+        i = bisect_right(xs, mine)
+        return (below[i] + mine * above[i]) * ppb(e)
+
     def shared(e: int, mine: float, among: Any = None) -> float:
         """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it
         with every user of the link (or those ``among`` accepts)."""
+        if among is None:
+            return shared_all(e, mine)
         on_link = users[e]
         return sum(
             min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
             for u, b in on_link.items()
-            if among is None or among(u)
+            if among(u)
         ) * ppb(e)
 
     def chained(a: Any, b: Any) -> bool:
@@ -560,6 +653,34 @@ def _pipeline_busy(
         wa, wb = windows.get(a), windows.get(b)
         return wa is None or wb is None or (wa[0] < wb[1] and wb[0] < wa[1])
 
+    # Links with many users (direct sends, trees over long routes) take the two
+    # filtered sums below as array passes over their users, in the same order and
+    # with the same arithmetic as the loop in ``shared``: a pass per user instead of
+    # a Python call per pair of users.
+    crowded: dict[int, _Crowd] = {}
+
+    def crowd(e: int) -> _Crowd | None:
+        if len(users[e]) < _CROWDED_LINK:
+            return None
+        found = crowded.get(e)
+        if found is None:
+            found = crowded[e] = _Crowd(users[e], width, e, latency, windows)
+        return found
+
+    def shared_chained(e: int, mine: float, me: tuple) -> float:
+        """:func:`shared` among ``me`` and the channels chained to it."""
+        on = crowd(e)
+        if on is None:
+            return shared(e, mine, lambda u: u == me or chained(u, me))
+        return on.total(on.chained(me), mine) * ppb(e)
+
+    def shared_in_step(e: int, mine: float, me: tuple) -> float:
+        """:func:`shared` among ``me`` and the users together with it."""
+        on = crowd(e)
+        if on is None:
+            return shared(e, mine, lambda u: u == me or together(u, me))
+        return on.total(on.together(me), mine) * ppb(e)
+
     busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
     for e, on_link in users.items():
         for user, b in on_link.items():
@@ -571,7 +692,7 @@ def _pipeline_busy(
                 # it: they share the link while it moves and wait while it waits, so
                 # its latencies add to their share.  The others fill the link while it
                 # waits: they only bound it by the link's capacity.
-                in_step = shared(e, mine, lambda u, me=user: u == me or together(u, me))
+                in_step = shared_in_step(e, mine, user)
                 if in_step + latency[user] >= t:
                     t, neck = in_step + latency[user], None
             if t > busy.get(user, 0.0):
@@ -593,11 +714,7 @@ def _pipeline_busy(
         alone = behind = service = 0.0
         for i, key in enumerate(shape.channel):
             share = max(
-                (
-                    shared(e, shape.nbytes[i], lambda u, me=key: u == me or chained(u, me))
-                    for e in shape.route[i]
-                ),
-                default=0.0,
+                (shared_chained(e, shape.nbytes[i], key) for e in shape.route[i]), default=0.0
             )
             ahead = machine.overhead_ps + shape.tail[i]
             alone = max(alone, ahead + shape.alone[i])
