@@ -22,7 +22,7 @@ import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.bench.runner import format_run_summary
-from kernbench.ccl import tuner
+from kernbench.ccl import costmodel, tuner
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.tuner import (
     CHUNK_CHOICES,
@@ -350,3 +350,29 @@ def test_a_schedule_over_the_message_budget_is_priced_by_its_closed_form(monkeyp
     assert chosen_chunks(ctx, "all_reduce", direct, pes, 64 * MIB) == 1
     ring = AlgorithmConfig(module="ring")  # 8 messages a step: under the budget
     assert predict_detail(ctx, "all_reduce", ring, pes, 1 * MIB).busiest
+
+
+@pytest.mark.parametrize(
+    ("topology", "overrides", "ranks", "module", "chunks"),
+    [
+        ("fc8", [], 8, "direct", 4),
+        ("ring8", [], 8, "direct", 4),
+        ("ring8", [], 8, "double_binary_tree", 4),
+        ("multi_sip", ["system.device_level=cube"], 16, "binary_tree", 2),
+        ("default", ["system.device_level=cube"], 16, "double_binary_tree", 4),
+    ],
+)
+def test_pipelined_prices_are_the_same_with_array_sums_over_crowded_links(
+    monkeypatch, topology, overrides, ranks, module, chunks
+):
+    ctx = RuntimeContext(load_topology(topology, overrides), timing_only=True)
+    pes = [ctx.device_pe(rank) for rank in range(ranks)]
+    config = AlgorithmConfig(module=module, chunks=chunks)
+
+    def predicted(crowded_from: int) -> tuple[float, float]:
+        monkeypatch.setattr(costmodel, "_CROWDED_LINK", crowded_from)
+        found = predict_detail(ctx, "all_reduce", config, pes, 64 << 10)
+        return found.model, found.bound
+
+    # Every link summed by array passes, then none: to the last bit.
+    assert predicted(1) == predicted(1 << 30)
