@@ -91,7 +91,6 @@ ranks: 8-11% under).
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -507,6 +506,7 @@ class _Crowd:
     ) -> None:
         keys = list(on_link)
         self.index = {u: i for i, u in enumerate(keys)}
+        self.everyone = np.ones(len(keys), dtype=bool)
         counts = [width.get((u, e), 1) for u in keys]
         self.width = np.array(counts, dtype=np.float64)
         self.per_stream = np.array(
@@ -548,7 +548,7 @@ class _Crowd:
         """``me`` and the users chained to it or active while it was (or never timed)."""
         span = self.windows.get(me)
         if span is None:
-            return np.ones(len(self.index), dtype=bool)
+            return self.everyone
         mask = self.chained(me) | ~self.timed
         mask |= (self.start < span[1]) & (span[0] < self.stop)
         return mask
@@ -611,33 +611,18 @@ def _pipeline_busy(
                 users[e][thread] += repeat * item.load[e]
                 width[thread, e] = max(width[thread, e], n)
 
-    # Per link, its users' bytes per stream in increasing order with their stream
-    # counts, for sharing with every user in a bisection instead of a pass over them.
-    sorted_users: dict[int, tuple[list[float], list[float], list[float]]] = {}
-
-    def shared_all(e: int, mine: float) -> float:
-        found = sorted_users.get(e)
-        if found is None:
-            per = sorted(
-                (b / width.get((u, e), 1), width.get((u, e), 1)) for u, b in users[e].items()
-            )
-            below = [0.0, *accumulate(x * w for x, w in per)]  # bytes of the users up to i
-            above = [0.0, *accumulate(w for _, w in reversed(per))][::-1]  # streams from i on
-            found = sorted_users[e] = ([x for x, _ in per], below, above)
-        xs, below, above = found
-        i = bisect_right(xs, mine)
-        return (below[i] + mine * above[i]) * ppb(e)
-
     def shared(e: int, mine: float, among: Any = None) -> float:
         """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it
         with every user of the link (or those ``among`` accepts)."""
         if among is None:
-            return shared_all(e, mine)
+            on = crowd(e)
+            if on is not None:
+                return on.total(on.everyone, mine) * ppb(e)
         on_link = users[e]
         return sum(
             min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
             for u, b in on_link.items()
-            if among(u)
+            if among is None or among(u)
         ) * ppb(e)
 
     def chained(a: Any, b: Any) -> bool:
