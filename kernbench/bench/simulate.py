@@ -266,17 +266,7 @@ def run_report(
                 **({"priced": _priced(c)} if ctx.machine.evaluates_programs else {}),
                 **({"refused": c.refused} if ctx.machine.evaluates_programs and c.refused else {}),
                 **({"bound": round(c.bound, 6)} if c.bound is not None else {}),
-                # Pieces per chunk of an algorithm that pipelines, and how the count came about.
-                **(
-                    {"pieces": c.pieces.count, "pieces_from": c.pieces.how}
-                    if c.pieces is not None and c.pieces.how
-                    else {}
-                ),
-                **(
-                    {"pieces_capped": True, "pieces_setting": c.pieces.setting}
-                    if c.pieces is not None and c.pieces.capped
-                    else {}
-                ),
+                **_pieces(c),
             }
             for c in collectives
         ],
@@ -298,6 +288,18 @@ def run_report(
                 "utilisation": round(busy / elapsed, 4) if elapsed else 0.0,
             }
     return report
+
+
+def _pieces(collective: Any) -> dict[str, Any]:
+    """Pieces per chunk of an algorithm that pipelines and how the count came about;
+    for a count the tuner's caps kept from the cost model, also the setting for it."""
+    choice = collective.pieces
+    if choice is None or not choice.how:
+        return {}
+    found = {"pieces": choice.count, "pieces_from": choice.how}
+    if choice.capped:
+        found.update(pieces_capped=True, pieces_setting=choice.setting)
+    return found
 
 
 def _priced(collective: Any) -> str:

@@ -385,7 +385,7 @@ def with_choice(
     """:func:`with_chunks`, and how its piece count came about (:func:`chunk_choice`)."""
     algorithm = get_algorithm(config.module)
     choice = chunk_choice(ctx, op, config, pes, nbytes, itemsize)
-    if fixed_pieces(config, algorithm) is not None or not algorithm.pipelines:
+    if fixed_pieces(config, algorithm) is not None:
         return config, choice
     return _with_pieces(config, algorithm, choice.count), choice
 
