@@ -25,7 +25,7 @@ from kernbench.fabric import Fabric
 from kernbench.fast import FastMachine
 from kernbench.fast.evaluate import BACKLOG, CREDITS, DRIFT_BOUND
 from kernbench.fast.machine import UNALIGNED
-from kernbench.machine.programs import Op, RankShift, shifted
+from kernbench.machine.programs import Op, RankShift, moved_back, relative, shifted
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.dtypes import as_dtype
 from kernbench.topology import load_topology
@@ -232,6 +232,34 @@ def test_composition_is_recorded_one_rank_long_shifted_within_sips(monkeypatch) 
     monkeypatch.setattr(record_module, "SYMMETRY_FROM", 1 << 20)  # every rank recorded
     assert run() == grouped
     assert seen[-1][-1].period is None
+
+
+def test_a_sample_moved_back_in_one_pass_is_the_relative_form_shifted() -> None:
+    """The symmetry check's one pass equals relative() then shifted(), for every rank of
+    a ring whose memories are shared by pairs of ranks (nodes named by another rank),
+    moved by a plain rotation and by groups; a node outside the lane gives None."""
+    p = 16
+    pes, nodes, _, _ = _lane(p, 4 * p)
+    memory = [f"sip{r // 2}.cube0.hbm0" for r in range(p)]
+    dtype = as_dtype("float32")
+    buffers = [LaneBuffer(pes[r], memory[r], dtype, 4 * p + 3, None) for r in range(p)]
+    programs = _programs("ring", "all_reduce", buffers)
+    full = record_ranks(programs, pes, nodes, range(p), op="sum", depth=None, params={"chunks": 2})
+    roles = (pes, nodes, memory)
+    where: dict = {}
+    for role, names_ in enumerate(roles):
+        for rank, name in enumerate(names_):
+            where.setdefault(name, (role, rank))
+    for r, recorded in enumerate(full):
+        for move in (RankShift.of_row(p, p, 1, r), RankShift.of_row(p, 4, 2, r)):
+            back = moved_back(recorded.strands, where, roles, r, move.inverse())
+            expected = shifted(relative(recorded.strands, where, roles, r), move.inverse(), None)
+            assert back == expected
+    stray = [
+        [(*op[:4], "elsewhere", *op[5:]) if op[0] in (Op.SEND, Op.POST) else op for op in strand]
+        for strand in full[3].strands
+    ]
+    assert moved_back(stray, where, roles, 3, RankShift.of_row(p, p, 1, 3)) is None
 
 
 def test_ragged_ring_is_recorded_one_period_long_at_its_widest() -> None:

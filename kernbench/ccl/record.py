@@ -30,6 +30,7 @@ from kernbench.machine.programs import (
     RankShift,
     RecordedLane,
     RecordedRank,
+    moved_back,
     relative,
     shifted,
 )
@@ -511,13 +512,15 @@ def _check_period(
         move = RankShift.of_row(p, group, period, r)
         base = r % period
         check = record(r)
-        if check.strands == shifted(rel[base], move, roles):
+        # Compare in relative form: the sample moved back onto its base rank.
+        back = moved_back(check.strands, where, roles, r, move.inverse())
+        if back is not None and (back == rel[base] or back == widened[base]):
             continue
-        back = relative(check.strands, where, roles, r)
+        if check.strands == shifted(rel[base], move, roles):
+            continue  # the same operations, with shared nodes named otherwise
         if back is None:
             return None
-        # Compare in relative form: the sample moved back onto its base rank.
-        near = _widen(widened[base], shifted(back, move.inverse(), None))
+        near = _widen(widened[base], back)
         if near is None:
             return None
         widened[base] = near

@@ -36,6 +36,7 @@ __all__ = [
     "RankShift",
     "shifted",
     "relative",
+    "moved_back",
 ]
 
 
@@ -192,6 +193,76 @@ def relative(
                 elif kind == Op.STREAM:
                     loads = tuple((own.get(n) or where[n], b) for n, b in op[1])
                     stores = tuple((own.get(n) or where[n], b) for n, b in op[2])
+                    ops.append((kind, loads, stores, op[3]))
+                else:
+                    ops.append(op)
+            out.append(ops)
+    except KeyError:
+        return None
+    return out
+
+
+def moved_back(
+    strands: list[list[tuple]],
+    where: dict[str, Role],
+    roles: tuple[list[str], ...],
+    rank: int,
+    move: RankShift,
+) -> list[list[tuple]] | None:
+    """``shifted(relative(strands, where, roles, rank), move, None)`` in one pass.
+
+    What a lane's symmetry check does to every sampled rank (its concrete
+    operations, in relative form, moved onto the rank it should repeat), for a
+    third of the work: a rank's program names few ranks and nodes, so each is
+    looked up once.
+    """
+    own: dict[str, Role] = {}
+    for role, names_ in enumerate(roles):
+        own.setdefault(names_[rank], (role, rank))
+    ranks: dict[int, int] = {}
+    nodes: dict[str, Role] = {}
+    peers: dict[tuple[str, int], Role] = {}
+
+    def mv(r: int) -> int:
+        found = ranks.get(r)
+        if found is None:
+            found = ranks[r] = move(r)
+        return found
+
+    def node(name: str) -> Role:
+        found = nodes.get(name)
+        if found is None:
+            role, r = own.get(name) or where[name]
+            found = nodes[name] = (role, mv(r))
+        return found
+
+    def peer_node(name: str, peer: int) -> Role:
+        found = peers.get((name, peer))
+        if found is None:
+            for role, names_ in enumerate(roles):
+                if names_[peer] == name:
+                    found = (role, mv(peer))
+                    break
+            else:
+                found = node(name)
+            peers[(name, peer)] = found
+        return found
+
+    out = []
+    try:
+        for strand in strands:
+            ops = []
+            for op in strand:
+                kind = op[0]
+                if kind == Op.POST or kind == Op.SEND:
+                    ops.append(
+                        (kind, mv(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6])
+                    )
+                elif kind == Op.RECV:
+                    ops.append((kind, mv(op[1]), op[2]))
+                elif kind == Op.STREAM:
+                    loads = tuple((node(n), b) for n, b in op[1])
+                    stores = tuple((node(n), b) for n, b in op[2])
                     ops.append((kind, loads, stores, op[3]))
                 else:
                     ops.append(op)
