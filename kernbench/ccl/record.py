@@ -516,14 +516,13 @@ def _check_period(
         back = moved_back(check.strands, where, roles, r, move.inverse())
         if back is not None and (back == rel[base] or back == widened[base]):
             continue
-        if check.strands == shifted(rel[base], move, roles):
-            continue  # the same operations, with shared nodes named otherwise
-        if back is None:
+        # Sizes a little apart (a ragged lane) widen the base; else the sample may
+        # still run the same operations, with shared nodes named otherwise.
+        near = None if back is None else _widen(widened[base], back)
+        if near is not None:
+            widened[base] = near
+        elif check.strands != shifted(rel[base], move, roles):
             return None
-        near = _widen(widened[base], back)
-        if near is None:
-            return None
-        widened[base] = near
     return widened
 
 
