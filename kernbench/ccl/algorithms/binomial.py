@@ -110,6 +110,16 @@ def _schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, A
     return up if op == "reduce" else then(up, down)
 
 
+def _pattern(size: int, rank: int) -> list[int]:
+    """The widest step of a tree rooted at rank 0 (a rank sends to one child at a time):
+    the ranks below the step's distance to their partners that far above, which send
+    back when reducing."""
+    masks = [1 << k for k in range(max(size - 1, 1).bit_length())]
+    mask = max(masks, key=lambda m: (min(m, size - m), -m))
+    partner = rank ^ mask
+    return [partner] if partner < size else []
+
+
 register(
     Algorithm(
         name="binomial",
@@ -123,6 +133,7 @@ register(
         },
         # Rooted anywhere, a rank may talk to any other.
         peers=None,
+        pattern=_pattern,
         schedule=_schedule,
     )
 )
