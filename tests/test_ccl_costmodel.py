@@ -352,6 +352,60 @@ def test_a_schedule_over_the_message_budget_is_priced_by_its_closed_form(monkeyp
     assert predict_detail(ctx, "all_reduce", ring, pes, 1 * MIB).busiest
 
 
+@pytest.mark.parametrize("p", [2, 3, 5, 8, 9, 12, 1025])
+def test_a_binomial_trees_typical_step_is_its_widest_one(p):
+    """Each rank sends to one partner at a time, in both directions (down when
+    broadcasting, up when reducing), so its schedule is never too big to price."""
+    from kernbench.ccl.algorithms import get_algorithm
+
+    binomial = get_algorithm("binomial")
+    targets = {r: binomial.step_targets("all_reduce", p, r) for r in range(p)}
+    assert all(len(t) <= 1 for t in targets.values())
+    assert all(targets[t[0]] == [r] for r, t in targets.items() if t)
+    widest = max(min(1 << k, p - (1 << k)) for k in range(max(p - 1, 1).bit_length()))
+    assert sum(1 for t in targets.values() if t) == 2 * widest
+    assert not tuner._too_big(binomial, "all_reduce", 4096)
+
+
+def test_closed_form_costs_past_the_pair_budget_follow_a_few_ranks(monkeypatch):
+    """Past LINK_COST_PAIRS, alpha and beta come from ranks spread over the group, each
+    with every partner, loading links with their own messages only: the same costs
+    where every link serves one pair (fc8), lower where pairs share links (ring8)."""
+    from kernbench.ccl.algorithms import get_algorithm
+    from kernbench.ccl.buffers import memory_node
+
+    direct = get_algorithm("direct")
+    config = AlgorithmConfig(module="direct")
+    followed: list[tuple[str, str]] = []
+    terms = tuner._message_time_terms
+
+    def counting(ctx, src, dst, m):
+        followed.append((src, dst))
+        return terms(ctx, src, dst, m)
+
+    monkeypatch.setattr(tuner, "_message_time_terms", counting)
+    for topology in ("fc8", "ring8"):
+        ctx = RuntimeContext(load_topology(topology), timing_only=True)
+        pes = [ctx.device_pe(rank) for rank in range(8)]
+        followed.clear()
+        exact = tuner.link_costs(ctx, config, direct, "all_reduce", pes, 1 << 20)
+        assert len(followed) == 8 * 7
+        monkeypatch.setattr(tuner, "LINK_COST_PAIRS", 14)  # two ranks of seven partners
+        followed.clear()
+        spread = tuner.link_costs(ctx, config, direct, "all_reduce", pes, 1 << 20)
+        monkeypatch.setattr(tuner, "LINK_COST_PAIRS", 1 << 16)
+        assert {src for src, _ in followed} == {
+            memory_node(ctx.topology, pes[0]),
+            memory_node(ctx.topology, pes[4]),
+        }
+        assert len(followed) == 2 * 7
+        assert (spread.alpha, spread.gamma) == (exact.alpha, exact.gamma)
+        if topology == "fc8":
+            assert spread.beta == exact.beta
+        else:
+            assert spread.beta < exact.beta
+
+
 @pytest.mark.parametrize(
     ("topology", "overrides", "ranks", "module", "chunks"),
     [

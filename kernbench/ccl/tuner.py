@@ -70,6 +70,7 @@ __all__ = [
     "CHUNK_MAX_RANKS",
     "CHUNK_MAX_MESSAGES",
     "SCHEDULE_MAX_MESSAGES",
+    "LINK_COST_PAIRS",
     "PieceChoice",
     "chunk_choice",
     "chosen_chunks",
@@ -137,16 +138,30 @@ def link_costs(
     α and β are the mean over a rank's partners, for the slowest rank; β is then raised to
     what the busiest link or memory port allows when every rank sends its
     typical step at once (a rank's HBM port carries its outgoing and its
-    incoming message together, for instance).
+    incoming message together, for instance).  Past :data:`LINK_COST_PAIRS`
+    rank-partner pairs, ranks spread over the group stand for all, and each
+    loads the links only with its own messages.
     """
     size = len(pes)
     graph = ctx.machine.graph
     alpha = beta = 0.0
     load: dict[int, int] = defaultdict(int)
     routes = []
-    for rank, pe in enumerate(pes):
-        targets = algorithm.step_targets(op, size, rank)
-        peers = sorted(algorithm.neighbours(op, size, rank) | set(targets))
+    shared = 0.0
+    ranks: Sequence[int] = range(size)
+    dense = size * len(algorithm.neighbours(op, size, 0)) > LINK_COST_PAIRS
+    if dense:
+        # Every pair's route would take minutes (direct sends among 4,096 ranks are
+        # 16.7 M): ranks spread over the group, with every partner each, and each
+        # rank's links loaded by its own messages only (see LINK_COST_PAIRS).
+        count = max(1, LINK_COST_PAIRS // max(1, size - 1))
+        ranks = sorted({i * size // count for i in range(min(count, size))})
+    for rank in ranks:
+        pe = pes[rank]
+        targets = set(algorithm.step_targets(op, size, rank))
+        peers = sorted(algorithm.neighbours(op, size, rank) | targets)
+        if dense:
+            load = defaultdict(int)
         # Steps go to different partners (recursive doubling: 1 hop, then 2, ...): a
         # rank's α and β are the mean over its partners; ranks step together, so the
         # slowest rank sets the pace.
@@ -166,11 +181,20 @@ def link_costs(
             b = sum(t[1] for t in terms) / len(terms)
             if a + message * b > alpha + message * beta:
                 alpha, beta = a, b
-    shared = max(
+        if dense:
+            shared = max(shared, _heaviest(graph, routes, load))
+            routes = []
+    if not dense:
+        shared = _heaviest(graph, routes, load)
+    return LinkCosts(alpha, max(beta, shared), _gamma(ctx, config, pes[0], itemsize))
+
+
+def _heaviest(graph: Any, routes: list[tuple[int, ...]], load: Mapping[int, int]) -> float:
+    """Seconds per byte of the busiest link of ``routes`` under ``load`` messages each."""
+    return max(
         (max(load[i] / graph.edges[i].bandwidth for i in route) for route in routes),
         default=0.0,
     )
-    return LinkCosts(alpha, max(beta, shared), _gamma(ctx, config, pes[0], itemsize))
 
 
 def _gamma(ctx: RuntimeContext, config: AlgorithmConfig, pe: str, itemsize: int) -> float:
@@ -231,9 +255,15 @@ CHUNK_MAX_MESSAGES = 16384
 
 
 # A schedule whose every step would hold more messages than this is not built when the
-# algorithm has a closed form: the closed form prices it (direct sends among 4,096 ranks
-# are 16.7 M messages a step, a minute to build and price for one candidate).
-SCHEDULE_MAX_MESSAGES = 1 << 20
+# algorithm has a closed form: the closed form prices it (direct sends among 128 ranks,
+# 16,256 messages a step, take 3 s to price; among 4,096 ranks, 16.7 M, hours).
+SCHEDULE_MAX_MESSAGES = 1 << 13
+# The closed forms' alpha and beta (link_costs) follow every rank's messages to
+# every partner up to this many pairs; past it, ranks spread over the group
+# with every partner each, their links loaded by their own messages only: the
+# bound of a rank's port, not of core links many ranks share (exact on
+# non-blocking fabrics, optimistic on oversubscribed ones).
+LINK_COST_PAIRS = 1 << 16
 
 
 def _too_big(algorithm: Algorithm, op: str, p: int) -> bool:
