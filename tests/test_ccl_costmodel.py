@@ -367,6 +367,19 @@ def test_a_binomial_trees_typical_step_is_its_widest_one(p):
     assert not tuner._too_big(binomial, "all_reduce", 4096)
 
 
+def test_only_dense_steps_are_priced_by_closed_forms_from_a_few_thousand_messages():
+    """Direct sends (every rank to every other at once) cost the model the square of a
+    step's messages: past 8,192 a step their closed form prices them; rings and trees
+    keep their schedules up to 2^20 messages a step."""
+    from kernbench.ccl.algorithms import get_algorithm
+
+    direct = get_algorithm("direct")
+    assert not tuner._too_big(direct, "all_reduce", 91)  # 8,190 messages a step
+    assert tuner._too_big(direct, "all_reduce", 92)  # 8,372
+    for name in ("ring", "recursive_doubling", "double_binary_tree", "binomial", "mesh2d"):
+        assert not tuner._too_big(get_algorithm(name), "all_reduce", 16384), name
+
+
 def test_closed_form_costs_past_the_pair_budget_follow_a_few_ranks(monkeypatch):
     """Past LINK_COST_PAIRS, alpha and beta come from ranks spread over the group, each
     with every partner, loading links with their own messages only: the same costs

@@ -70,6 +70,8 @@ __all__ = [
     "CHUNK_MAX_RANKS",
     "CHUNK_MAX_MESSAGES",
     "SCHEDULE_MAX_MESSAGES",
+    "DENSE_FANOUT",
+    "DENSE_STEP_MESSAGES",
     "LINK_COST_PAIRS",
     "PieceChoice",
     "chunk_choice",
@@ -255,9 +257,14 @@ CHUNK_MAX_MESSAGES = 16384
 
 
 # A schedule whose every step would hold more messages than this is not built when the
-# algorithm has a closed form: the closed form prices it (direct sends among 128 ranks,
-# 16,256 messages a step, take 3 s to price; among 4,096 ranks, 16.7 M, hours).
-SCHEDULE_MAX_MESSAGES = 1 << 13
+# algorithm has a closed form: the closed form prices it.
+SCHEDULE_MAX_MESSAGES = 1 << 20
+# Steps in which every rank sends to more than DENSE_FANOUT partners at once cost the
+# model about the square of their messages (direct sends among 128 ranks, 16,256
+# messages a step, take 3 s to price; among 4,096 ranks, 16.7 M, hours): they are
+# built only up to DENSE_STEP_MESSAGES.
+DENSE_FANOUT = 8
+DENSE_STEP_MESSAGES = 1 << 13
 # The closed forms' alpha and beta (link_costs) follow every rank's messages to
 # every partner up to this many pairs; past it, ranks spread over the group
 # with every partner each, their links loaded by their own messages only: the
@@ -268,10 +275,14 @@ LINK_COST_PAIRS = 1 << 16
 
 def _too_big(algorithm: Algorithm, op: str, p: int) -> bool:
     """Whether ``algorithm``'s schedule of ``op`` on ``p`` ranks is over the budget
-    (:data:`SCHEDULE_MAX_MESSAGES`) and a closed form can price it instead."""
-    if p * (p - 1) <= SCHEDULE_MAX_MESSAGES or algorithm.costs.get(op) is None:
+    (:data:`SCHEDULE_MAX_MESSAGES`, or :data:`DENSE_STEP_MESSAGES` for steps of more than
+    :data:`DENSE_FANOUT` partners a rank) and a closed form can price it instead."""
+    small = min(SCHEDULE_MAX_MESSAGES, DENSE_STEP_MESSAGES)
+    if p * (p - 1) <= small or algorithm.costs.get(op) is None:
         return False
-    return p * len(algorithm.step_targets(op, p, 0)) > SCHEDULE_MAX_MESSAGES
+    fanout = len(algorithm.step_targets(op, p, 0))
+    limit = DENSE_STEP_MESSAGES if fanout > DENSE_FANOUT else SCHEDULE_MAX_MESSAGES
+    return p * fanout > limit
 
 
 @dataclass(frozen=True)
