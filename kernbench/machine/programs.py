@@ -24,6 +24,7 @@ Operations are plain tuples, first item an :class:`Op`:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -138,15 +139,28 @@ def shifted(
         rank = move(role[1])
         return (role[0], rank) if roles is None else roles[role[0]][rank]
 
+    return _rewrite(strands, move, node, lambda name, _peer: node(name))
+
+
+def _rewrite(
+    strands: list[list[tuple]],
+    rank: Callable[[int], int],
+    node: Callable[[Any], Any],
+    peer_node: Callable[[Any, int], Any],
+) -> list[list[tuple]]:
+    """Operations with every peer rank through ``rank``, every memory node through
+    ``node`` and a message's destination through ``peer_node(node, peer)``."""
     out = []
     for strand in strands:
         ops = []
         for op in strand:
             kind = op[0]
             if kind == Op.POST or kind == Op.SEND:
-                ops.append((kind, move(op[1]), op[2], op[3], node(op[4]), node(op[5]), op[6]))
+                ops.append(
+                    (kind, rank(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6])
+                )
             elif kind == Op.RECV:
-                ops.append((kind, move(op[1]), op[2]))
+                ops.append((kind, rank(op[1]), op[2]))
             elif kind == Op.STREAM:
                 loads = tuple((node(r), n) for r, n in op[1])
                 stores = tuple((node(r), n) for r, n in op[2])
@@ -248,25 +262,7 @@ def moved_back(
             peers[(name, peer)] = found
         return found
 
-    out = []
     try:
-        for strand in strands:
-            ops = []
-            for op in strand:
-                kind = op[0]
-                if kind == Op.POST or kind == Op.SEND:
-                    ops.append(
-                        (kind, mv(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6])
-                    )
-                elif kind == Op.RECV:
-                    ops.append((kind, mv(op[1]), op[2]))
-                elif kind == Op.STREAM:
-                    loads = tuple((node(n), b) for n, b in op[1])
-                    stores = tuple((node(n), b) for n, b in op[2])
-                    ops.append((kind, loads, stores, op[3]))
-                else:
-                    ops.append(op)
-            out.append(ops)
+        return _rewrite(strands, mv, node, peer_node)
     except KeyError:
         return None
-    return out
