@@ -25,7 +25,7 @@ from kernbench.fabric import Fabric
 from kernbench.fast import FastMachine
 from kernbench.fast.evaluate import BACKLOG, CREDITS, DRIFT_BOUND
 from kernbench.fast.machine import UNALIGNED
-from kernbench.machine.programs import Op, RankShift, moved_back, relative, shifted
+from kernbench.machine.programs import Op, RankShift, relative, shifted
 from kernbench.runtime import RuntimeContext
 from kernbench.runtime.dtypes import as_dtype
 from kernbench.topology import load_topology
@@ -252,14 +252,14 @@ def test_a_sample_moved_back_in_one_pass_is_the_relative_form_shifted() -> None:
             where.setdefault(name, (role, rank))
     for r, recorded in enumerate(full):
         for move in (RankShift.of_row(p, p, 1, r), RankShift.of_row(p, 4, 2, r)):
-            back = moved_back(recorded.strands, where, roles, r, move.inverse())
+            back = relative(recorded.strands, where, roles, r, move.inverse())
             expected = shifted(relative(recorded.strands, where, roles, r), move.inverse(), None)
             assert back == expected
     stray = [
         [(*op[:4], "elsewhere", *op[5:]) if op[0] in (Op.SEND, Op.POST) else op for op in strand]
         for strand in full[3].strands
     ]
-    assert moved_back(stray, where, roles, 3, RankShift.of_row(p, p, 1, 3)) is None
+    assert relative(stray, where, roles, 3, RankShift.of_row(p, p, 1, 3)) is None
 
 
 def test_ragged_ring_is_recorded_one_period_long_at_its_widest() -> None:

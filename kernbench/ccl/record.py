@@ -30,7 +30,6 @@ from kernbench.machine.programs import (
     RankShift,
     RecordedLane,
     RecordedRank,
-    moved_back,
     relative,
     shifted,
 )
@@ -513,7 +512,7 @@ def _check_period(
         base = r % period
         check = record(r)
         # Compare in relative form: the sample moved back onto its base rank.
-        back = moved_back(check.strands, where, roles, r, move.inverse())
+        back = relative(check.strands, where, roles, r, move.inverse())
         if back is not None and (back == rel[base] or back == widened[base]):
             continue
         # Sizes a little apart (a ragged lane) widen the base; else the sample may

@@ -37,7 +37,6 @@ __all__ = [
     "RankShift",
     "shifted",
     "relative",
-    "moved_back",
 ]
 
 
@@ -176,6 +175,7 @@ def relative(
     where: dict[str, Role],
     roles: tuple[list[str], ...] = (),
     rank: int | None = None,
+    move: RankShift | None = None,
 ) -> list[list[tuple]] | None:
     """Concrete operations of rank ``rank`` with every memory node as its ``(role, rank)``;
     ``None`` if one is not a node of the lane.
@@ -183,56 +183,14 @@ def relative(
     A node that is the rank's own in some role (or, for a message, the peer's) is
     named by that rank, so that shifting the ranks moves it with them even where
     ranks share the node (PEs of one cube, one HBM); any other by ``where``.
+    ``move``, given, moves every rank index too: ``shifted(relative(...), move,
+    None)`` in one pass, what a lane's symmetry check does to every sampled rank.
+    A rank's program names few ranks and nodes, so each is looked up once.
     """
     own: dict[str, Role] = {}
     if rank is not None:
         for role, names_ in enumerate(roles):
             own.setdefault(names_[rank], (role, rank))
-
-    def peer_node(name: str, peer: int) -> Role:
-        for role, names_ in enumerate(roles):
-            if names_[peer] == name:
-                return (role, peer)
-        return own.get(name) or where[name]
-
-    out = []
-    try:
-        for strand in strands:
-            ops = []
-            for op in strand:
-                kind = op[0]
-                if kind == Op.POST or kind == Op.SEND:
-                    src = own.get(op[4]) or where[op[4]]
-                    ops.append((*op[:4], src, peer_node(op[5], op[1]), op[6]))
-                elif kind == Op.STREAM:
-                    loads = tuple((own.get(n) or where[n], b) for n, b in op[1])
-                    stores = tuple((own.get(n) or where[n], b) for n, b in op[2])
-                    ops.append((kind, loads, stores, op[3]))
-                else:
-                    ops.append(op)
-            out.append(ops)
-    except KeyError:
-        return None
-    return out
-
-
-def moved_back(
-    strands: list[list[tuple]],
-    where: dict[str, Role],
-    roles: tuple[list[str], ...],
-    rank: int,
-    move: RankShift,
-) -> list[list[tuple]] | None:
-    """``shifted(relative(strands, where, roles, rank), move, None)`` in one pass.
-
-    What a lane's symmetry check does to every sampled rank (its concrete
-    operations, in relative form, moved onto the rank it should repeat), for a
-    third of the work: a rank's program names few ranks and nodes, so each is
-    looked up once.
-    """
-    own: dict[str, Role] = {}
-    for role, names_ in enumerate(roles):
-        own.setdefault(names_[rank], (role, rank))
     ranks: dict[int, int] = {}
     nodes: dict[str, Role] = {}
     peers: dict[tuple[str, int], Role] = {}
@@ -240,7 +198,7 @@ def moved_back(
     def mv(r: int) -> int:
         found = ranks.get(r)
         if found is None:
-            found = ranks[r] = move(r)
+            found = ranks[r] = r if move is None else move(r)
         return found
 
     def node(name: str) -> Role:
