@@ -146,57 +146,43 @@ def link_costs(
     """
     size = len(pes)
     graph = ctx.machine.graph
-    alpha = beta = 0.0
-    load: dict[int, int] = defaultdict(int)
-    routes = []
-    shared = 0.0
-    ranks: Sequence[int] = range(size)
-    dense = size * len(algorithm.neighbours(op, size, 0)) > LINK_COST_PAIRS
-    if dense:
+    alpha = beta = shared = 0.0
+    groups: Sequence[Sequence[int]] = [range(size)]  # ranks loading the links together
+    if size * len(algorithm.neighbours(op, size, 0)) > LINK_COST_PAIRS:
         # Every pair's route would take minutes (direct sends among 4,096 ranks are
-        # 16.7 M): ranks spread over the group, with every partner each, and each
-        # rank's links loaded by its own messages only (see LINK_COST_PAIRS).
+        # 16.7 M): ranks spread over the group, each with every partner and loading
+        # the links alone (see LINK_COST_PAIRS).
         count = max(1, LINK_COST_PAIRS // max(1, size - 1))
-        ranks = sorted({i * size // count for i in range(min(count, size))})
-    for rank in ranks:
-        pe = pes[rank]
-        targets = set(algorithm.step_targets(op, size, rank))
-        peers = sorted(algorithm.neighbours(op, size, rank) | targets)
-        if dense:
-            load = defaultdict(int)
-        # Steps go to different partners (recursive doubling: 1 hop, then 2, ...): a
-        # rank's α and β are the mean over its partners; ranks step together, so the
-        # slowest rank sets the pace.
-        terms = []
-        for peer in peers:
-            target = pes[peer]
-            src = memory_node(ctx.topology, pe)
-            dst = buffer_node(target, memory_node(ctx.topology, target), config.buffer)
-            terms.append(_message_time_terms(ctx, src, dst, message))
-            route = graph.route(src, dst)
-            if peer in targets:
-                for i in route:
-                    load[i] += 1
-                routes.append(route)
-        if terms:
-            a = sum(t[0] for t in terms) / len(terms)
-            b = sum(t[1] for t in terms) / len(terms)
-            if a + message * b > alpha + message * beta:
-                alpha, beta = a, b
-        if dense:
-            shared = max(shared, _heaviest(graph, routes, load))
-            routes = []
-    if not dense:
-        shared = _heaviest(graph, routes, load)
+        groups = [[rank] for rank in sorted({i * size // count for i in range(min(count, size))})]
+    for group in groups:
+        load: dict[int, int] = defaultdict(int)
+        routes = []
+        for rank in group:
+            pe = pes[rank]
+            targets = set(algorithm.step_targets(op, size, rank))
+            peers = sorted(algorithm.neighbours(op, size, rank) | targets)
+            # Steps go to different partners (recursive doubling: 1 hop, then 2, ...):
+            # a rank's α and β are the mean over its partners; ranks step together, so
+            # the slowest rank sets the pace.
+            terms = []
+            for peer in peers:
+                target = pes[peer]
+                src = memory_node(ctx.topology, pe)
+                dst = buffer_node(target, memory_node(ctx.topology, target), config.buffer)
+                terms.append(_message_time_terms(ctx, src, dst, message))
+                route = graph.route(src, dst)
+                if peer in targets:
+                    for i in route:
+                        load[i] += 1
+                    routes.append(route)
+            if terms:
+                a = sum(t[0] for t in terms) / len(terms)
+                b = sum(t[1] for t in terms) / len(terms)
+                if a + message * b > alpha + message * beta:
+                    alpha, beta = a, b
+        for route in routes:
+            shared = max(shared, max(load[i] / graph.edges[i].bandwidth for i in route))
     return LinkCosts(alpha, max(beta, shared), _gamma(ctx, config, pes[0], itemsize))
-
-
-def _heaviest(graph: Any, routes: list[tuple[int, ...]], load: Mapping[int, int]) -> float:
-    """Seconds per byte of the busiest link of ``routes`` under ``load`` messages each."""
-    return max(
-        (max(load[i] / graph.edges[i].bandwidth for i in route) for route in routes),
-        default=0.0,
-    )
 
 
 def _gamma(ctx: RuntimeContext, config: AlgorithmConfig, pe: str, itemsize: int) -> float:
