@@ -826,11 +826,12 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
         if uniform or done >= turn:
             if not uniform and done > 1:
                 deltas = [(b - a) / (done - 1) for a, b in zip(start, after, strict=True)]
-            clock.shift(left * max(deltas), shape.channel)
+            extra = left * max(deltas)
+            clock.shift(extra, shape.channel)
             if clock.windows is not None:  # the resources stay active over the repeats
                 used = {*shape.channel, *shape.threads, *(e for r in shape.route for e in r)}
                 for resource in used & clock.windows.keys():
-                    clock.windows[resource][1] += left * max(deltas)
+                    clock.windows[resource][1] += extra
             return
 
 
