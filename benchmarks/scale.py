@@ -5,10 +5,10 @@ Each point (ranks x algorithm x backend) runs in a child process of its own
 first N PEs), 1 GiB per rank unless ``--bytes`` says otherwise.  A point that
 exceeds ``--budget`` seconds of wall time is stopped and printed as such, and
 the larger N of that algorithm and backend are skipped.  Per point: wall time
-(all; and of the all-reduce itself, from the first rank entering it to the
-last leaving), simulated time, SimPy events, peak RSS, and the growth
-exponent of the all-reduce's wall time against the previous N
-(log(t2/t1) / log(N2/N1)).  The machine index (bare-SimPy msg/s) comes first.
+(all; and of the all-reduce itself, from the last rank entering it, every
+rank's tensor made, to the last leaving), simulated time, SimPy events, peak
+RSS, and the growth exponent of the all-reduce's wall time against the
+previous N (log(t2/t1) / log(N2/N1)).  The machine index (bare-SimPy msg/s) comes first.
 
     python benchmarks/scale.py [--ranks 256 1024 ...] [--algorithms ring ...]
         [--backends fast detailed] [--bytes 1GiB] [--budget 300]
@@ -64,7 +64,7 @@ def one_point(
     def body(rank: int) -> None:
         dist.init_process_group()
         tensor = torch.empty(nbytes // 4)
-        window.setdefault("enter", time.perf_counter())
+        window["enter"] = time.perf_counter()  # the last rank to start it: all tensors made
         dist.all_reduce(tensor, algorithm=algorithm)
         window["leave"] = time.perf_counter()
 
