@@ -422,9 +422,11 @@ def test_drifting_ranks_run_exactly_unless_the_topology_accepts_approximate_time
     exactly; ``simulation.drift: approximate`` prices it step-wide and says so
     (measured 19.2% fast here, within the 20% asserted)."""
     n = 4 << 20  # 16 MiB
+    # In one piece (the tuner would take two: pipelined channels, refused for that).
+    machine = ["system.device_level=cube", "ccl.configs.ring.chunks=1"]
 
     def run(*overrides: str) -> tuple[dict, kernbench.SimResult]:
-        return _last_call(_rack_ring, "rack", ["system.device_level=cube", *overrides], (n,), 128)
+        return _last_call(_rack_ring, "rack", [*machine, *overrides], (n,), 128)
 
     detailed, _ = run()
     exact, exact_result = run("simulation.backend=fast")
@@ -707,3 +709,33 @@ def test_rows_a_period_apart_are_folded_without_changing_a_time(
     kept.clear()
     assert run() == with_fold
     assert all(m == n for n, m in kept)
+
+
+def test_times_past_64_bit_picoseconds_run_on_the_fabric_exactly() -> None:
+    """Links of 1 B/s put a 64 MiB ring past 2**62 ps: the evaluator's int64 sums would
+    wrap (it said 2,818 us for a 1 GiB call that takes 59 years), so such a program
+    runs message by message, on the fabric's Python-integer clock, and says why."""
+    slow = ["system.interconnect.link.bandwidth=1B/s", "ccl.configs.ring.chunks=1"]
+    detailed, _ = _last_call(_rack_ring, "ring8", slow, (16 << 20,))
+    fast, _ = _last_call(_rack_ring, "ring8", [*slow, "simulation.backend=fast"], (16 << 20,))
+    assert _took(detailed) > 1 << 63
+    assert fast["priced"] == "message by message"
+    assert fast["refused"] == (
+        "times that could reach 4611686018427387904 ps (2**62), past 64-bit arithmetic"
+    )
+    assert _took(fast) == _took(detailed)
+
+
+def test_reductions_of_more_than_9_2_million_elements_take_their_exact_time() -> None:
+    """ceil(flops * 10**12 / rate) in int64 wraps past 9.2 M elements: a one-piece ring
+    over 8 chips reducing 16 M elements a step on a slow vector engine (compute-bound,
+    so a wrapped time would show) is priced step-wide to the fabric's picosecond."""
+    slow = [
+        "cube.pe_template.components.pe_core.attrs.vector_flops_per_cycle=1",
+        "ccl.configs.ring.chunks=1",
+    ]
+    n = 128 << 20  # elements: 16 M a block
+    detailed, _ = _last_call(_rack_ring, "ring8", slow, (n,))
+    fast, _ = _last_call(_rack_ring, "ring8", [*slow, "simulation.backend=fast"], (n,))
+    assert fast["priced"] == "step-wide"
+    assert _took(fast) == _took(detailed)

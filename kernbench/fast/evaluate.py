@@ -42,8 +42,10 @@ import numpy as np
 from kernbench.fast.bounds import Extreme, credit_ps, crowded_rates
 from kernbench.fast.tables import (
     MESSAGES,
+    TIME_LIMIT_PS,
     Column,
     Tables,
+    TimesTooLong,
     fluid_finish,
     message_parts,
     network_ps,
@@ -588,6 +590,11 @@ def _run(
     way_back = program.way_back
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
+    # A reduction's time, ceil(flops * PS_PER_S / vector) as the fabric's PEs take it,
+    # with the fraction reduced first: flops * PS_PER_S alone passes int64 past 9.2 M.
+    common = np.gcd(vector, PS_PER_S)
+    per_ps, per_s = PS_PER_S // common, vector // common
+    widest = _peak(per_ps)
     overhead = tables.endpoint_overhead_ps
     clock = [np.zeros(m, dtype=np.int64) for _ in shape]
     engine_free = np.zeros(m, dtype=np.int64)
@@ -601,6 +608,10 @@ def _run(
     # When each message was taken (its credit starts back), by (channel, its place),
     # for the receiver's rows.
     taken_at: dict[tuple, np.ndarray] = {}
+    # No clock passes the sum of every operation's longest time so far: while that
+    # stays under TIME_LIMIT_PS, no int64 sum can wrap (else TimesTooLong).
+    horizon = 0
+    longest: dict[int, int] = {}  # a round's prices: their longest times, summed
     for index, round_ in enumerate(rounds):
         messages = [(s, k) for s, k in round_ if shape[s][k].kind in MESSAGES]
         streams = [(s, k) for s, k in round_ if shape[s][k].kind == Op.STREAM]
@@ -653,6 +664,15 @@ def _run(
                 priced = known[0]
                 notes.played.append((index, base, priced))
             times, stream_times = priced
+            most = longest.get(id(priced))
+            if most is None:
+                most = longest[id(priced)] = sum(
+                    overhead + _peak(flow) + _peak(tail) for flow, tail in times
+                )
+            horizon += most + sum(
+                _peak(c.stream_ps if t is None else t)
+                for c, t in zip(scols, stream_times, strict=True)
+            )
             network = {
                 node: (fold.rows(flow), fold.rows(tail))
                 for node, (flow, tail) in zip(messages, times, strict=True)
@@ -675,6 +695,7 @@ def _run(
                         back = way_back[slot] = credit_ps(tables, pes, col.peer)
                     taken = taken_at.pop((slot, place - credits))
                     depart = np.maximum(depart, taken[fold.peers(col.peer)] + fold.rows(back))
+                    horizon += _peak(back)
                 flow, tail = network[(s, k)]
                 # The transmitter is free once the bytes have left; the route's
                 # tail overlaps the channel's next message, which arrives after.
@@ -698,7 +719,10 @@ def _run(
                 taken_at[(pairing.slot[message], pairing.index[message])] = clock[s]
             elif kind == Op.STREAM:
                 flops = fold.rows(col.flops)
-                engine = -(-flops * PS_PER_S // vector)
+                if _peak(flops) * widest >= TIME_LIMIT_PS:
+                    raise TimesTooLong
+                engine = -(-flops * per_ps // per_s)
+                horizon += _peak(engine)
                 start = np.maximum(clock[s], engine_free)
                 busy = flops > 0
                 engine_free = np.where(busy, start + engine, engine_free)
@@ -713,4 +737,11 @@ def _run(
             elif kind == Op.JOIN:
                 for child in col.strands:
                     clock[s] = np.maximum(clock[s], clock[child])
+        if horizon >= TIME_LIMIT_PS:
+            raise TimesTooLong
     return fold.full(clock[0])
+
+
+def _peak(values: np.ndarray | None) -> int:
+    """The largest of ``values`` (0 if none), as a Python integer."""
+    return 0 if values is None or not values.size else int(values.max())

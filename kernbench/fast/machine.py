@@ -27,7 +27,7 @@ import simpy
 from kernbench.fabric import Fabric
 from kernbench.fast.columns import build
 from kernbench.fast.evaluate import evaluate
-from kernbench.fast.tables import Tables
+from kernbench.fast.tables import TIME_LIMIT_PS, Tables, TimesTooLong
 from kernbench.machine.programs import RecordedCollective
 from kernbench.topology.schema import Topology
 
@@ -35,6 +35,7 @@ from kernbench.topology.schema import Topology
 # the evaluator's reasons (kernbench.fast.evaluate.STRANDS, ...).
 DEPTHS = "lanes with different IPCQ depths"
 UNALIGNED = "programs that differ in their operations from rank to rank"
+TOO_LONG = f"times that could reach {TIME_LIMIT_PS} ps (2**62), past 64-bit arithmetic"
 
 __all__ = ["FastMachine"]
 
@@ -104,20 +105,12 @@ class FastMachine(Fabric):
         ranks drift apart (``"skew"``, with ``simulation.drift: approximate``), the
         bound of one priced within :data:`~kernbench.fast.evaluate.DRIFT_BOUND`
         (``"bound"``), or why it is refused (``"refused"``)."""
-        tables = self.tables()
         depth = depth or self.ipcq.default_depth
-        built = build(lanes, tables)
-        if built is None:
-            notes["refused"] = UNALIGNED
+        try:
+            ends, pes = self._ends(lanes, depth, notes)
+        except TimesTooLong:  # the fabric's clock is a Python integer: exact at any length
+            notes["refused"] = TOO_LONG
             return None
-        shape, pes = built
-        approximate = self.topology.simulation.drift == "approximate"
-        # Rows a period apart (a group apart, when the lane shifts within groups) may
-        # keep the same clocks.
-        period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
-        ends = evaluate(
-            shape, len(pes), tables, pes, depth, approximate=approximate, period=period, notes=notes
-        )
         if ends is None:
             notes.setdefault("refused", "")
             return None
@@ -126,3 +119,22 @@ class FastMachine(Fabric):
             out.append(ends[base : base + len(lane.pes)].tolist())
             base += len(lane.pes)
         return out
+
+    def _ends(
+        self, lanes: list, depth: int, notes: dict[str, Any]
+    ) -> tuple[np.ndarray | None, list[str] | None]:
+        """Every row's end time and PE, or ``(None, None)`` with ``notes["refused"]`` set."""
+        tables = self.tables()
+        built = build(lanes, tables)
+        if built is None:
+            notes["refused"] = UNALIGNED
+            return None, None
+        shape, pes = built
+        approximate = self.topology.simulation.drift == "approximate"
+        # Rows a period apart (a group apart, when the lane shifts within groups) may
+        # keep the same clocks.
+        period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
+        ends = evaluate(
+            shape, len(pes), tables, pes, depth, approximate=approximate, period=period, notes=notes
+        )
+        return ends, pes

@@ -15,8 +15,10 @@ from kernbench.units import PS_PER_S
 
 __all__ = [
     "MESSAGES",
+    "TIME_LIMIT_PS",
     "Column",
     "Tables",
+    "TimesTooLong",
     "fluid_finish",
     "message_parts",
     "network_ps",
@@ -25,6 +27,21 @@ __all__ = [
 ]
 
 MESSAGES = (Op.POST, Op.SEND)
+
+# The evaluator keeps times in 64-bit picoseconds; a program whose times could reach
+# this (53 days) runs on the fabric instead, whose clock is a Python integer.
+TIME_LIMIT_PS = 1 << 62
+
+
+class TimesTooLong(Exception):
+    """A time the evaluator would keep is at least :data:`TIME_LIMIT_PS`."""
+
+
+def _within(values: np.ndarray) -> np.ndarray:
+    """``values`` (ps, any dtype), after checking they stay under :data:`TIME_LIMIT_PS`."""
+    if values.size and not float(np.max(values)) < TIME_LIMIT_PS:
+        raise TimesTooLong
+    return values
 
 
 @dataclass(eq=False)
@@ -94,6 +111,8 @@ class Tables:
             for i, path in enumerate(self.routes):
                 edges[i, : len(path)] = path
             self._edges = edges
+            if self._latency and max(self._latency) >= TIME_LIMIT_PS:
+                raise TimesTooLong
             self._arrays = (
                 np.asarray(self._latency, dtype=np.int64),
                 np.asarray(self._bottleneck, dtype=np.float64),
@@ -202,12 +221,12 @@ def message_parts(
     first-packet fill due after the last byte leaves."""
     latency, _, fill, length = tables.arrays()
     packet = tables.packet_bytes
-    tail = latency[routes] + np.ceil(
-        np.minimum(nbytes, packet) * fill[routes] - ROUNDING_SLACK
-    ).astype(np.int64)
+    fills = np.ceil(np.minimum(nbytes, packet) * fill[routes] - ROUNDING_SLACK)
+    tail = latency[routes] + _within(fills).astype(np.int64)
     with np.errstate(divide="ignore", invalid="ignore"):
         flow = np.ceil(nbytes * float(PS_PER_S) / rates - ROUNDING_SLACK)
-    flow = np.where((nbytes > 0) & (length[routes] > 0), np.maximum(flow, 0), 0).astype(np.int64)
+    flow = np.where((nbytes > 0) & (length[routes] > 0), np.maximum(flow, 0), 0)
+    flow = _within(flow).astype(np.int64)
     tail = np.where(length[routes] > 0, np.maximum(tail, 0), 0)
     return flow, tail
 
@@ -220,4 +239,4 @@ def network_ps(tables: Tables, routes: np.ndarray, nbytes: np.ndarray, rates: np
 
 def to_ps(seconds: np.ndarray) -> np.ndarray:
     """Seconds as whole picoseconds (rounded up, as the fabric's timers are)."""
-    return np.ceil(seconds * PS_PER_S - ROUNDING_SLACK).clip(0).astype(np.int64)
+    return _within(np.ceil(seconds * PS_PER_S - ROUNDING_SLACK).clip(0)).astype(np.int64)
