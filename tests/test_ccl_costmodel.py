@@ -271,11 +271,61 @@ def test_a_piece_count_the_caps_kept_from_the_model_says_so(monkeypatch):
         1, "not tuned: groups over 4 ranks run in one piece", True, "chunks"
     )
     monkeypatch.setattr(tuner, "CHUNK_MAX_RANKS", 256)
-    monkeypatch.setattr(tuner, "CHUNK_MAX_MESSAGES", 40)  # one piece: 2 trees x 2 x 7 messages
+    # One piece: 2 trees x 2 x 7 = 28 messages; four pieces would pass 40.
+    monkeypatch.setattr(tuner, "CHUNK_MAX_MESSAGES", 40)
     capped = chunk_choice(ctx, "all_reduce", tree, pes, 32 * MIB)
     assert capped == PieceChoice(
-        1, "chosen by the cost model among counts within 40 messages", True, "chunks"
+        2, "chosen by the cost model among counts within 56 messages", True, "chunks"
     )
+
+
+def test_a_call_over_the_message_cap_in_one_piece_may_double_once(monkeypatch):
+    # Calls already over CHUNK_MAX_MESSAGES in one piece may take two pieces (twice
+    # the messages), never four; the count is the model's choice between the two.
+    ctx, pes = _fc8()
+    tree = AlgorithmConfig(module="double_binary_tree")
+    unlimited = chunk_choice(ctx, "all_reduce", tree, pes, 32 * MIB)
+    assert unlimited.count > 2 and not unlimited.capped
+    monkeypatch.setattr(tuner, "CHUNK_MAX_MESSAGES", 20)
+    tree = AlgorithmConfig(module="double_binary_tree")  # not the answer cached above
+    doubled = chunk_choice(ctx, "all_reduce", tree, pes, 32 * MIB)
+    assert doubled == PieceChoice(
+        2, "chosen by the cost model among counts within 56 messages", True, "chunks"
+    )
+    one, two = (
+        tuner.predict_detail(
+            ctx, "all_reduce", tree.model_copy(update={"chunks": k}), pes, 32 * MIB
+        ).seconds
+        for k in (1, 2)
+    )
+    assert two < one * (1 - tuner._CHUNK_GAIN)
+
+
+def test_segments_keep_the_absolute_caps():
+    # A composition's segments are steps of their own on strands side by side:
+    # groups over SEGMENT_MAX_RANKS take one, and a call over CHUNK_MAX_MESSAGES in
+    # one segment is not doubled, where a ring's pieces are.
+    ctx = RuntimeContext(load_topology("multi_sip", ["system.device_level=cube"]), timing_only=True)
+    pes = [ctx.device_pe(rank) for rank in range(64)]
+
+    def choice(module: str):  # a new configuration each time: no answer cached for it
+        return chunk_choice(ctx, "all_reduce", AlgorithmConfig(module=module), pes, 16 * MIB)
+
+    tuned = choice("hierarchical")
+    assert tuned.count > 1 and tuned.setting == "params.segments"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tuner, "SEGMENT_MAX_RANKS", 32)
+        assert choice("hierarchical") == PieceChoice(
+            1, "not tuned: groups over 32 ranks run in one piece", True, "params.segments"
+        )
+        assert choice("ring").how.startswith("chosen by the cost model")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tuner, "CHUNK_MAX_MESSAGES", 64)  # below either's one-piece count
+        assert choice("hierarchical") == PieceChoice(
+            1, "chosen by the cost model among counts within 64 messages", True, "params.segments"
+        )
+        # One ring piece: 2 x 63 steps of 64 messages; up to twice that.
+        assert choice("ring").how == "chosen by the cost model among counts within 16128 messages"
 
 
 def _report_and_summary(overrides: list[str]) -> tuple[dict, str]:

@@ -106,7 +106,7 @@ from kernbench.ccl.fluid import Flow, follow
 from kernbench.runtime import RuntimeContext
 from kernbench.units import PS_PER_S
 
-__all__ = ["Priced", "price"]
+__all__ = ["Priced", "price", "route_hops"]
 
 # A step whose ranks move on by the same time, within this (ps), is symmetric.
 _UNIFORM_PS = 1e-3
@@ -833,6 +833,27 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
                 for resource in used & clock.windows.keys():
                     clock.windows[resource][1] += extra
             return
+
+
+def route_hops(
+    ctx: RuntimeContext, config: AlgorithmConfig, pes: Sequence[str], schedule: Schedule
+) -> int:
+    """The links the messages of ``schedule``'s steps cross, summed once per step (not
+    per repeat or piece): what pricing it costs grows with this (a double binary
+    tree over a ring of 1,024 chips crosses 1.06 M, a ring over 1,024 PEs of
+    rack.yaml 4,384)."""
+    machine = _Machine(ctx, config, pes, 4)
+    route = machine.graph.route
+    hops = 0
+    for phase in schedule:
+        for step in phase.steps:
+            for m in step.messages:
+                if m.signal:
+                    src, dst = machine.pes[m.src], machine.signal_buffer[m.dst]
+                else:
+                    src, dst = machine.memory[m.src], machine.buffer[m.dst]
+                hops += len(route(src, dst))
+    return hops
 
 
 def price(

@@ -46,7 +46,7 @@ from typing import Any
 from kernbench.ccl.algorithms import Algorithm, algorithms, get_algorithm
 from kernbench.ccl.buffers import buffer_node, memory_node
 from kernbench.ccl.catalogue import AlgorithmConfig
-from kernbench.ccl.costmodel import price
+from kernbench.ccl.costmodel import price, route_hops
 from kernbench.ccl.mapping import algorithm_order
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
@@ -68,6 +68,7 @@ __all__ = [
     "message_bytes",
     "CHUNK_CHOICES",
     "CHUNK_MAX_RANKS",
+    "SEGMENT_MAX_RANKS",
     "CHUNK_MAX_MESSAGES",
     "SCHEDULE_MAX_MESSAGES",
     "DENSE_FANOUT",
@@ -235,10 +236,29 @@ def _with_pieces(config: AlgorithmConfig, algorithm: Algorithm, count: int) -> A
 CHUNK_CHOICES = (1, 2, 4, 8, 16)
 _CHUNK_GAIN = 0.02
 # Groups of more ranks than this run in one piece: pricing a schedule per candidate
-# count at every call would cost more than the simulation of the call.
-CHUNK_MAX_RANKS = 256
-# No more pieces than keep a call at this many messages: a simulation's wall time
-# grows with its messages (direct sends on 32 ranks in 16 pieces are 31 744).
+# count would cost more than the simulation of the call.  Pieces cut by ``chunks``
+# flow through the phases of one schedule, so pricing a count costs what pricing
+# one piece does (a 1,024-rank ring on rack.yaml: 0.15 s for one piece, 0.25 s
+# for two).
+CHUNK_MAX_RANKS = 1024
+# ... when its messages cross at most this many links in all (each step once): a tree
+# over a ring of chips crosses hundreds a message, and pricing its sharing costs
+# about that squared (a double binary tree over 1,024 chips of ring8, 1.06 M links:
+# minutes a count; over 1,024 PEs of rack.yaml, 24 k: 0.5-1.5 s).  Groups of up to
+# SEGMENT_MAX_RANKS ranks are tuned whatever it costs.
+PRICE_MAX_HOPS = 1 << 16
+# Segments (an algorithm whose ``pieces`` is not ``chunks``) are steps of their own
+# on strands side by side: pricing grows with their count (a hierarchical
+# all-reduce over 1,024 PEs of rack.yaml in two segments has 257 steps to price,
+# 6 s), and the fast backend runs them message by message (over 256 PEs of
+# rack.yaml, 23 s instead of 0.3 s, for 1% less simulated time): groups over this
+# many ranks take one segment, and no call more than CHUNK_MAX_MESSAGES.
+SEGMENT_MAX_RANKS = 256
+# No more pieces than keep a call at this many messages, or, for chunks, at twice
+# its messages in one piece when that is more: a simulation's wall time grows with
+# its messages (direct sends on 32 ranks in 16 pieces are 31 744), and a large
+# call is worth one doubling (a one-piece ring over rack.yaml's 1,024 PEs runs at
+# 85% of its HBM bound, in two pieces at 99%).
 CHUNK_MAX_MESSAGES = 16384
 
 
@@ -277,9 +297,10 @@ class PieceChoice:
 
     ``how`` is empty for an algorithm that does not pipeline.  ``capped``: the cost
     model did not weigh every count it would have (the group is over
-    :data:`CHUNK_MAX_RANKS`, its schedule over :data:`SCHEDULE_MAX_MESSAGES`, or more
-    pieces would pass :data:`CHUNK_MAX_MESSAGES` messages), so a larger count set by
-    the configuration could run faster.
+    :data:`CHUNK_MAX_RANKS`, or :data:`SEGMENT_MAX_RANKS` for segments, its schedule
+    over :data:`SCHEDULE_MAX_MESSAGES`, or more pieces would pass
+    :data:`CHUNK_MAX_MESSAGES` messages, or twice the call's in one piece), so a
+    larger count set by the configuration could run faster.
     """
 
     count: int
@@ -294,6 +315,7 @@ PIECES_TUNED = "chosen by the cost model"
 PIECES_BIG = "not tuned: its schedule is too big to price"
 PIECES_UNPRICED = "not tuned: the cost model has no schedule for it"
 PIECES_DOWN = "not tuned: a link on its routes is down"
+PIECES_COSTLY = f"not tuned: its messages cross over {PRICE_MAX_HOPS} links to price"
 
 
 def chosen_chunks(
@@ -309,7 +331,8 @@ def chosen_chunks(
     The configuration's ``chunks`` when it sets them; else, for an algorithm that
     pipelines, the count of :data:`CHUNK_CHOICES` with the least predicted time
     (a piece of a rank's block no smaller than a packet, no more than
-    :data:`CHUNK_MAX_MESSAGES` messages in all); else one.  Deterministic:
+    :data:`CHUNK_MAX_MESSAGES` messages in all or twice the call's in one piece,
+    whichever is more); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
     return chunk_choice(ctx, op, config, pes, nbytes, itemsize).count
@@ -333,9 +356,11 @@ def chunk_choice(
         return PieceChoice(1, "")
     if algorithm.schedule is None:
         return PieceChoice(1, PIECES_UNPRICED, setting=setting)
-    if len(pes) > CHUNK_MAX_RANKS:
+    chunked = algorithm.pieces == "chunks"
+    most_ranks = CHUNK_MAX_RANKS if chunked else SEGMENT_MAX_RANKS
+    if len(pes) > most_ranks:
         return PieceChoice(
-            1, f"not tuned: groups over {CHUNK_MAX_RANKS} ranks run in one piece", True, setting
+            1, f"not tuned: groups over {most_ranks} ranks run in one piece", True, setting
         )
     if _too_big(algorithm, op, len(pes)):
         return PieceChoice(1, PIECES_BIG, True, setting)
@@ -346,6 +371,7 @@ def chunk_choice(
     packet = ctx.topology.fabric.packet_bytes
     placed = mapped_pes(ctx, algorithm, pes)
     best, best_ps, how, capped = 1, math.inf, PIECES_TUNED, False
+    most = CHUNK_MAX_MESSAGES
     for count in CHUNK_CHOICES:
         if count > 1 and nbytes / max(len(pes), 1) / count < packet:
             break
@@ -357,11 +383,18 @@ def chunk_choice(
             for phase in schedule
             for step in phase.steps
         )
-        if count > 1 and messages > CHUNK_MAX_MESSAGES:
-            how = f"chosen by the cost model among counts within {CHUNK_MAX_MESSAGES} messages"
+        if count == 1 and chunked:
+            most = max(CHUNK_MAX_MESSAGES, 2 * messages)
+        elif messages > most:
+            how = f"chosen by the cost model among counts within {most} messages"
             capped = True
             break
         try:
+            # Past SEGMENT_MAX_RANKS (chunks only), only what is quick to price.
+            if count == 1 and len(pes) > SEGMENT_MAX_RANKS:
+                if route_hops(ctx, config, placed, schedule) > PRICE_MAX_HOPS:
+                    best, how, capped = 1, PIECES_COSTLY, True
+                    break
             priced = price(ctx, config, placed, schedule, itemsize)
         except RouteError:  # a link is down: one piece, and the run says what is wrong
             best, how = 1, PIECES_DOWN
