@@ -568,6 +568,19 @@ def test_a_machine_with_too_many_pes_names_the_limit():
     assert "65536 SIPs x 128 cubes x 128 PEs = 1073741824" in str(error)
 
 
+def test_a_fully_connected_machine_with_too_many_links_names_the_limit():
+    # n(n-1)/2 links: the graph of 2,048 such SIPs took 25 s to build, of 65,536 forever.
+    document = with_key("system.interconnect.kind", "fully_connected")
+    error = _time_validate(with_key("system.sips.count", 2048, document))
+    assert error.key_path == "system.sips.count"
+    assert "2048 fully connected SIPs need 2096128 SIP-to-SIP links" in str(error)
+    assert f"at most {limits.MAX_DIRECT_SIP_LINKS} (1448 SIPs" in str(error)
+    assert "switch or clos" in str(error)
+    _time_validate(with_key("system.sips.count", 1449, document))
+    topo = validate_topology(with_key("system.sips.count", 1448, document))
+    assert topo.num_sips * (topo.num_sips - 1) // 2 <= limits.MAX_DIRECT_SIP_LINKS
+
+
 def test_the_largest_allowed_sizes_are_accepted():
     document = with_key("system.sips.count", limits.MAX_SIPS)
     document = with_key("sip.cube_mesh", {"w": 1, "h": 1}, document)

@@ -26,6 +26,7 @@ __all__ = [
     "MAX_PES",
     "MAX_HBM_SLICES_PER_CUBE",
     "MAX_LEAF_SPINE_LINKS",
+    "MAX_DIRECT_SIP_LINKS",
     "MAX_MEMORY_BYTES",
     "MAX_SLOWDOWN",
 ]
@@ -44,6 +45,10 @@ MAX_PES = 2**20
 #: directed links of the graph, so as many as the machine's PEs at most; real
 #: two-level fabrics have a few thousand (128 leaves x 64 spines).
 MAX_LEAF_SPINE_LINKS = 2**20
+#: SIP-to-SIP links of a fully connected interconnect (n(n-1)/2 for n SIPs): each is
+#: two directed links of the graph, as with leaf-spine links (1,448 SIPs; 2,048
+#: took 25 s to build and 65,536 would need 2^31).
+MAX_DIRECT_SIP_LINKS = 2**20
 #: HBM slices per cube: each is a node and a memory port in the graph.
 MAX_HBM_SLICES_PER_CUBE = 128
 #: Bytes of one memory (a cube's HBM, its SRAM, a PE's TCM): the address's

@@ -26,6 +26,7 @@ from kernbench.errors import UnitError, shown
 from kernbench.topology.clos_spec import ClosSpec
 from kernbench.topology.limits import (
     MAX_CUBES_PER_SIP,
+    MAX_DIRECT_SIP_LINKS,
     MAX_HBM_SLICES_PER_CUBE,
     MAX_LEAF_SPINE_LINKS,
     MAX_MEMORY_BYTES,
@@ -433,6 +434,20 @@ class Topology(StrictModel):
                 f"{self.num_pes} PEs; at most {MAX_PES} PEs in a machine (its graph is built "
                 "whole; see kernbench.topology.limits)",
             )
+        return self
+
+    @model_validator(mode="after")
+    def _direct_links_fit(self) -> Topology:
+        sips = self.num_sips
+        if self.system.interconnect.kind == "fully_connected":
+            pairs = sips * (sips - 1) // 2
+            if pairs > MAX_DIRECT_SIP_LINKS:
+                raise KeyedValueError(
+                    "system.sips.count",
+                    f"{sips} fully connected SIPs need {pairs} SIP-to-SIP links; at most "
+                    f"{MAX_DIRECT_SIP_LINKS} (1448 SIPs; each is two links of the machine's "
+                    "graph; see kernbench.topology.limits): use kind switch or clos for more",
+                )
         return self
 
     @model_validator(mode="after")
