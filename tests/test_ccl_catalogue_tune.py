@@ -47,6 +47,19 @@ def test_bundled_catalogue_names_the_expected_configurations():
         ("configs:\n  x: {module: warp_drive}\n", "unknown algorithm 'warp_drive'"),
         ("configs:\n  x: {module: ring, buffer: l3}\n", "configs.x.buffer"),
         ("configs:\n  x: {module: ring, chunks: 0}\n", "configs.x.chunks: must be > 0"),
+        # YAML's true is not a count (pydantic's lax ints would take it as 1)
+        (
+            "configs:\n  x: {module: ring, chunks: true}\n",
+            "configs.x.chunks: expected a whole number (got True)",
+        ),
+        (
+            "configs:\n  x: {module: ring, queue_depth: true}\n",
+            "configs.x.queue_depth: expected a whole number (got True)",
+        ),
+        (
+            "configs:\n  x: {module: ring, world_size: true}\n",
+            "configs.x.world_size: expected a whole number (got True)",
+        ),
         (
             "defaults:\n  algorithm: {all_reduce: nope}\nconfigs: {}\n",
             "defaults.algorithm.all_reduce",

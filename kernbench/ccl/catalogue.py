@@ -41,16 +41,20 @@ OpName = Literal[COLLECTIVE_OPS]
 
 class AlgorithmConfig(StrictModel):
     module: str = Field(description="algorithm name in the registry (kernbench.ccl.algorithms)")
-    world_size: int | None = Field(None, gt=0, le=MAX_PES, description="ranks it is for; none: any")
+    # Strict: YAML's true is not a count (pydantic would take it as 1).
+    world_size: int | None = Field(
+        None, strict=True, gt=0, le=MAX_PES, description="ranks it is for; none: any"
+    )
     buffer: Buffer = Field("hbm", description="where received data lands")
     chunks: int | None = Field(
         None,
+        strict=True,
         gt=0,
         le=MAX_QUANTITY,
         description="pieces per chunk for pipelining; none: the cost model's choice per call",
     )
     queue_depth: int | None = Field(
-        None, gt=0, le=MAX_QUANTITY, description="IPCQ slots; none: the topology's"
+        None, strict=True, gt=0, le=MAX_QUANTITY, description="IPCQ slots; none: the topology's"
     )
     params: dict[str, Any] = Field(default_factory=dict, description="algorithm parameters")
     description: str = ""
