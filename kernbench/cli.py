@@ -66,6 +66,32 @@ class _InputPath(click.Path):
 INPUT_PATH = _InputPath(dir_okay=False)
 
 
+class _Quantity(click.ParamType):
+    """A positive time (to picoseconds) or size (to bytes): a bad one is a usage error
+    naming the option."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from kernbench.errors import ConfigError
+        from kernbench.units import parse_size, parse_time
+
+        if isinstance(value, int):  # converted already
+            return value
+        try:
+            amount = (parse_time if self.name == "time" else parse_size)(value)
+        except ConfigError as exc:
+            self.fail(str(exc), param, ctx)
+        if amount <= 0:
+            self.fail(f"must be more than zero (got {shown(str(value))!r})", param, ctx)
+        return amount
+
+
+TIME = _Quantity("time")
+SIZE = _Quantity("size")
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernbench")
 @click.option(
@@ -191,12 +217,14 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
 @click.option(
     "--max-sim-time",
     default=None,
+    type=TIME,
     metavar="TIME",
     help="Stop the run cleanly once the simulated clock passes TIME (e.g. 10ms).",
 )
 @click.option(
     "--max-wall-time",
     default=None,
+    type=TIME,
     metavar="TIME",
     help="Stop the run cleanly after TIME of real time (e.g. 30s).",
 )
@@ -211,8 +239,8 @@ def run_cmd(
     trace_path: str | None,
     csv_path: str | None,
     seed: int,
-    max_sim_time: str | None,
-    max_wall_time: str | None,
+    max_sim_time: int | None,
+    max_wall_time: int | None,
     script_args: tuple[str, ...],
 ) -> None:
     """Run SCRIPT on the machine: main() once per rank; else its __main__ block.
@@ -228,7 +256,6 @@ def run_cmd(
     and everything else then goes to standard error.
     """
     from kernbench.bench.runner import run_script
-    from kernbench.units import parse_time
 
     settings = click.get_current_context().obj
     if isinstance(settings, dict):  # main() then names the script's line if it raises
@@ -244,8 +271,8 @@ def run_cmd(
         trace_path=trace_path,
         csv_path=csv_path,
         seed=seed,
-        max_sim_time_ps=parse_time(max_sim_time) if max_sim_time else None,
-        max_wall_s=parse_time(max_wall_time) / 1e12 if max_wall_time else None,
+        max_sim_time_ps=max_sim_time,
+        max_wall_s=max_wall_time / 1e12 if max_wall_time else None,
         script_args=script_args,
         echo=_echo_for(report_path, trace_path, csv_path),
     )
@@ -263,8 +290,8 @@ def run_cmd(
     type=click.Choice(TUNABLE_OPS),
     help="Collective to tune (repeatable; default all_reduce).",
 )
-@click.option("--min-size", default="4KiB", show_default=True, help="Smallest message.")
-@click.option("--max-size", default="256MiB", show_default=True, help="Largest message.")
+@click.option("--min-size", default="4KiB", type=SIZE, show_default=True, help="Smallest message.")
+@click.option("--max-size", default="256MiB", type=SIZE, show_default=True, help="Largest message.")
 @click.option("--world-size", type=int, default=None, help="Ranks (default: all devices).")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option(
@@ -277,8 +304,8 @@ def run_cmd(
 def tune_cmd(
     topology: str,
     ops: tuple[str, ...],
-    min_size: str,
-    max_size: str,
+    min_size: int,
+    max_size: int,
     world_size: int | None,
     overrides: tuple[str, ...],
     output: str,
@@ -290,11 +317,11 @@ def tune_cmd(
     """
     from kernbench.bench.outputs import check_outputs
     from kernbench.bench.tune import tune, write_table
-    from kernbench.units import format_size, format_time, parse_size
+    from kernbench.units import format_size, format_time
 
-    low, high = parse_size(min_size), parse_size(max_size)
-    if low <= 0 or high < low:
-        raise click.BadParameter("--min-size must be positive and at most --max-size")
+    low, high = min_size, max_size
+    if high < low:
+        raise click.BadParameter("--min-size must be at most --max-size")
     check_outputs({"tune table": output}, inputs=[topology])
     echo = _echo_for(output)
     sizes, size = [], low

@@ -269,3 +269,23 @@ def test_cli_stops_a_spinning_rank_within_a_second_of_the_limit(tmp_path: Path):
     assert f"rank 3 was running Python code at {script}:7 (in main)" in result.stderr
     assert "Traceback" not in result.stderr
     assert json.loads(report.read_text())["stopped"].startswith("stopped at ")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("--max-sim-time", "0", "cannot read time '0'"),
+        ("--max-sim-time", "0ns", "must be more than zero (got '0ns')"),
+        ("--max-wall-time", "0s", "must be more than zero (got '0s')"),  # was no limit at all
+        ("--max-wall-time", "abc", "cannot read time 'abc'"),
+        ("--max-sim-time", "1e30s", "time '1e30s' is too large"),
+    ],
+)
+def test_a_bad_limit_is_a_usage_error_naming_the_option(tmp_path, option, value, says):
+    script = tmp_path / "bench.py"
+    script.write_text("def main():\n    pass\n")
+    command = [sys.executable, "-m", "kernbench.cli", "run", str(script), "-t", TINY]
+    result = subprocess.run([*command, option, value], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert f"error: Invalid value for '{option}': {says}" in result.stderr
+    assert "Traceback" not in result.stderr
