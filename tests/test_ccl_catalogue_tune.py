@@ -82,6 +82,25 @@ def _all_reduce(nbytes: int) -> None:
         dist.all_reduce(t)
 
 
+def _all_reduce_with(algorithm: str) -> None:
+    dist.init_process_group()
+    dist.all_reduce(torch.empty(4), algorithm=algorithm)
+
+
+@pytest.mark.parametrize("bad", ["", "warp_drive"])
+def test_an_unknown_algorithm_names_the_configurations_too(bad):
+    # "" was taken as no choice (the catalogue's default ran); configurations such as
+    # ring_pipelined are valid names as much as the algorithms are.
+    with pytest.raises(KernBenchError) as info:  # the rank that raised it, around it
+        kernbench.simulate(_all_reduce_with, topology="ring8", timing_only=True, args=(bad,))
+    message = str(info.value)
+    assert (
+        f"raised DistributedError: unknown collective algorithm {bad!r}; "
+        "use a configuration or an algorithm ("
+    ) in message
+    assert "ring_pipelined" in message and "rabenseifner" in message and "'auto'" in message
+
+
 def test_set_ccl_chooses_the_configuration_for_a_run():
     result = kernbench.simulate(
         _all_reduce,

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from kernbench.ccl.ops import COLLECTIVE_OPS
+from kernbench.errors import DistributedError
 from kernbench.topology import apply_overrides
 from kernbench.topology.limits import MAX_PES
 from kernbench.units import MAX_QUANTITY
@@ -106,9 +107,14 @@ class Catalogue(StrictModel):
         """A configuration by name, or an algorithm name with default settings."""
         if choice in self.configs:
             return choice, self.configs[choice]
-        from kernbench.ccl.algorithms import get_algorithm
+        from kernbench.ccl.algorithms import algorithms
 
-        get_algorithm(choice)  # raises listing the known ones
+        if choice not in algorithms():
+            names = sorted({*self.configs, *algorithms()})
+            raise DistributedError(
+                f"unknown collective algorithm {shown_value(choice)}; use a configuration or "
+                f"an algorithm ({', '.join(names)}) or 'auto'"
+            )
         return choice, AlgorithmConfig(module=choice)
 
 

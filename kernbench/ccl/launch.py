@@ -93,7 +93,7 @@ def _choice(
 ) -> tuple[str, AlgorithmConfig, Algorithm, PieceChoice]:
     """:func:`choose`, and how the call's piece count came about."""
     settings = ccl_settings(ctx)
-    choice = requested or settings.choice(op)
+    choice = settings.choice(op) if requested is None else requested  # "" is not a choice
     if choice == "auto":
         choice = auto_choice(ctx, op, size, nbytes, list(pes))
     name, config = settings.resolve(choice)
