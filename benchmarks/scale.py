@@ -46,6 +46,7 @@ def one_point(
 ) -> dict:  # fmt: skip
     import kernbench.torch as torch
     import kernbench.torch.distributed as dist
+    from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
     from kernbench.distributed.world import World
     from kernbench.errors import SimulationLimitError
     from kernbench.fabric import Fabric
@@ -54,12 +55,14 @@ def one_point(
     from kernbench.topology import load_topology
 
     start = time.perf_counter()
+    machine_overrides, ccl_overrides = split_overrides(overrides)  # ccl.*: as kernbench run
     topo = load_topology(
-        topology, ["system.device_level=pe", f"simulation.backend={backend}", *overrides]
+        topology, ["system.device_level=pe", f"simulation.backend={backend}", *machine_overrides]
     )
     env = CountingEnvironment()
     machine = {"detailed": Fabric, "fast": FastMachine}[backend](topo, env=env)
     ctx = RuntimeContext(topo, timing_only=True, machine=machine)
+    use_settings(ctx, CclSettings.from_overrides(ccl_overrides))
     world = World(ctx, ranks)
     world.scheduler.max_wall_s = budget
     window: dict[str, float] = {}
@@ -120,7 +123,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bytes", default="1GiB")
     parser.add_argument("--budget", type=float, default=300.0, help="seconds per point")
     parser.add_argument("--topology", default="cluster128k")
-    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="topology KEY=VALUE, or ccl.KEY=VALUE as kernbench run takes it",
+    )
     args = parser.parse_args(argv)
     nbytes = parse_size(args.bytes)
     print(machine_index(), flush=True)
