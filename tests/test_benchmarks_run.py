@@ -66,6 +66,18 @@ def test_scale_prints_a_row_per_point_and_the_growth(benchmarks_dir):
     float(rows[1][5])  # the growth exponent against the 8-rank point
 
 
+def test_scale_takes_ccl_overrides_as_kernbench_run_does(benchmarks_dir):
+    args = ["--ranks", "8", "--algorithms", "ring", "--backends", "fast", "--bytes", "64KiB"]
+    args += ["--topology", "multi_sip"]
+    out = _run(benchmarks_dir / "scale.py", *args, "--set", "ccl.configs.ring.chunks=0")
+    assert "error: ConfigError" in out and "configs.ring.chunks: must be > 0" in out
+    one, two = (
+        _run(benchmarks_dir / "scale.py", *args, "--set", f"ccl.configs.ring.chunks={n}")
+        for n in (1, 2)
+    )
+    assert one.splitlines()[2].split()[6] != two.splitlines()[2].split()[6]  # sim(ms)
+
+
 def test_crossval_prints_the_worst_case_per_configuration(benchmarks_dir):
     out = _run(
         benchmarks_dir / "crossval.py",
