@@ -594,7 +594,17 @@ def _run(
     # with the fraction reduced first: flops * PS_PER_S alone passes int64 past 9.2 M.
     common = np.gcd(vector, PS_PER_S)
     per_ps, per_s = PS_PER_S // common, vector // common
-    widest = _peak(per_ps)
+    widest, narrowest = _peak(per_ps), int(per_s.min()) if per_s.size else 1
+    peaks: dict[int, int] = {}  # of arrays the loop meets again (columns', priced ones)
+
+    def peak(values: np.ndarray | None) -> int:
+        if values is None:
+            return 0
+        found = peaks.get(id(values))
+        if found is None:
+            found = peaks[id(values)] = _peak(values)
+        return found
+
     overhead = tables.endpoint_overhead_ps
     clock = [np.zeros(m, dtype=np.int64) for _ in shape]
     engine_free = np.zeros(m, dtype=np.int64)
@@ -670,7 +680,7 @@ def _run(
                     overhead + _peak(flow) + _peak(tail) for flow, tail in times
                 )
             horizon += most + sum(
-                _peak(c.stream_ps if t is None else t)
+                peak(c.stream_ps if t is None else t)
                 for c, t in zip(scols, stream_times, strict=True)
             )
             network = {
@@ -718,11 +728,12 @@ def _run(
                 clock[s] = np.maximum(clock[s], taken[fold.peers(col.peer)])
                 taken_at[(pairing.slot[message], pairing.index[message])] = clock[s]
             elif kind == Op.STREAM:
-                flops = fold.rows(col.flops)
-                if _peak(flops) * widest >= TIME_LIMIT_PS:
+                most = peak(col.flops) * widest  # no row's flops * PS_PER_S / common more
+                if most >= TIME_LIMIT_PS:
                     raise TimesTooLong
+                flops = fold.rows(col.flops)
                 engine = -(-flops * per_ps // per_s)
-                horizon += _peak(engine)
+                horizon += -(-most // narrowest)
                 start = np.maximum(clock[s], engine_free)
                 busy = flops > 0
                 engine_free = np.where(busy, start + engine, engine_free)
