@@ -301,6 +301,28 @@ def test_a_call_over_the_message_cap_in_one_piece_may_double_once(monkeypatch):
     assert two < one * (1 - tuner._CHUNK_GAIN)
 
 
+def test_big_groups_are_tuned_only_where_pricing_is_quick(monkeypatch):
+    # Above SEGMENT_MAX_RANKS ranks, a schedule whose messages cross more than
+    # PRICE_MAX_HOPS links (each distinct step once) is not priced.
+    ctx, pes = _fc8()
+    monkeypatch.setattr(tuner, "SEGMENT_MAX_RANKS", 4)
+    algorithm = tuner.get_algorithm("double_binary_tree")
+    placed = tuner.mapped_pes(ctx, algorithm, pes)
+    one_piece = algorithm.schedule("all_reduce", placed, float(64 * MIB), {"chunks": 1})
+    hops = costmodel.route_hops(
+        ctx, AlgorithmConfig(module="double_binary_tree"), placed, one_piece
+    )
+    assert hops > 0
+    monkeypatch.setattr(tuner, "PRICE_MAX_HOPS", hops - 1)
+    tree = AlgorithmConfig(module="double_binary_tree")
+    assert chunk_choice(ctx, "all_reduce", tree, pes, 64 * MIB) == PieceChoice(
+        1, f"not tuned: its messages cross {hops} links, over {hops - 1}", True, "chunks"
+    )
+    monkeypatch.setattr(tuner, "PRICE_MAX_HOPS", hops)
+    tree = AlgorithmConfig(module="double_binary_tree")
+    assert chunk_choice(ctx, "all_reduce", tree, pes, 64 * MIB).count > 1
+
+
 def test_segments_keep_the_absolute_caps():
     # A composition's segments are steps of their own on strands side by side:
     # groups over SEGMENT_MAX_RANKS take one, and a call over CHUNK_MAX_MESSAGES in

@@ -315,7 +315,6 @@ PIECES_TUNED = "chosen by the cost model"
 PIECES_BIG = "not tuned: its schedule is too big to price"
 PIECES_UNPRICED = "not tuned: the cost model has no schedule for it"
 PIECES_DOWN = "not tuned: a link on its routes is down"
-PIECES_COSTLY = f"not tuned: its messages cross over {PRICE_MAX_HOPS} links to price"
 
 
 def chosen_chunks(
@@ -392,8 +391,10 @@ def chunk_choice(
         try:
             # Past SEGMENT_MAX_RANKS (chunks only), only what is quick to price.
             if count == 1 and len(pes) > SEGMENT_MAX_RANKS:
-                if route_hops(ctx, config, placed, schedule) > PRICE_MAX_HOPS:
-                    best, how, capped = 1, PIECES_COSTLY, True
+                hops = route_hops(ctx, config, placed, schedule)
+                if hops > PRICE_MAX_HOPS:
+                    how = f"not tuned: its messages cross {hops} links, over {PRICE_MAX_HOPS}"
+                    best, capped = 1, True
                     break
             priced = price(ctx, config, placed, schedule, itemsize)
         except RouteError:  # a link is down: one piece, and the run says what is wrong
