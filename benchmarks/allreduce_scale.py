@@ -5,9 +5,11 @@ itself: from the last rank entering it to the last leaving, without setting
 up the ranks and mapping their tensors), simulated time, SimPy events
 processed, events per second and peak RSS.  Targets (issue 8): 1024-rank ring
 all-reduce of 1 GiB, one chunk, <= 60 s wall; hierarchical <= 15 s; RSS <= 2 GiB.
+The tuner takes two pieces for that ring by default (ADR 0017): the one-chunk
+target is measured with ``--set ccl.configs.ring.chunks=1``.
 
     python benchmarks/allreduce_scale.py [--ranks 64 256 1024] [--bytes 1GiB]
-        [--algorithms ring multi_cube]
+        [--algorithms ring multi_cube] [--set KEY=VALUE ...]
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from _common import CountingEnvironment, machine_index, peak_rss_mib  # noqa: E4
 
 import kernbench.torch as torch  # noqa: E402
 import kernbench.torch.distributed as dist  # noqa: E402
+from kernbench.ccl.settings import CclSettings, split_overrides, use_settings  # noqa: E402
 from kernbench.distributed.world import World  # noqa: E402
 from kernbench.fabric import Fabric  # noqa: E402
 from kernbench.runtime import RuntimeContext, use_context  # noqa: E402
@@ -30,10 +33,12 @@ from kernbench.topology import load_topology  # noqa: E402
 from kernbench.units import parse_size  # noqa: E402
 
 
-def one_run(ranks: int, algorithm: str, nbytes: int) -> dict:
-    topology = load_topology("topologies/rack.yaml", ["system.device_level=pe"])
+def one_run(ranks: int, algorithm: str, nbytes: int, overrides: list[str]) -> dict:
+    machine_overrides, ccl_overrides = split_overrides(overrides)  # ccl.*: as kernbench run
+    topology = load_topology("topologies/rack.yaml", ["system.device_level=pe", *machine_overrides])
     env = CountingEnvironment()
     ctx = RuntimeContext(topology, timing_only=True, machine=Fabric(topology, env=env))
+    use_settings(ctx, CclSettings.from_overrides(ccl_overrides))
     world = World(ctx, ranks)
 
     window: dict[str, float] = {}
@@ -67,6 +72,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--bytes", default="1GiB")
     parser.add_argument("--algorithms", nargs="+", default=["ring", "multi_cube"])
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="topology KEY=VALUE, or ccl.KEY=VALUE as kernbench run takes it",
+    )
     args = parser.parse_args(argv)
     nbytes = parse_size(args.bytes)
     print(machine_index())
@@ -76,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     for ranks in args.ranks:
         for algorithm in args.algorithms:
-            r = one_run(ranks, algorithm, nbytes)
+            r = one_run(ranks, algorithm, nbytes, args.overrides)
             print(
                 f"{r['ranks']:>6} {r['algorithm']:>12} {r['wall_s']:>9.2f} "
                 f"{r['collective_s']:>9.2f} {r['sim_ms']:>10.3f} "

@@ -19,8 +19,9 @@ hierarchical on rack.yaml <= 0.5 s (``--topology rack``); 16,384-rank ring
 <= 15 s; 131,072-rank hierarchical on cluster128k <= 5 min and 8 GiB; ring
 growth no worse than N^1.2.  The ring targets are for the plain ring, in one
 piece (the ring compared with ASTRA-sim): ``--set ccl.configs.ring.chunks=1``.
-By default the tuner may cut a ring of up to 1,024 ranks into two pieces
-(ADR 0017), twice the messages to simulate.
+By default the tuner may cut a ring of 91 to 1,024 ranks (over 16,384
+messages in one piece) into two pieces (ADR 0017), twice the messages to
+simulate.
 """
 
 from __future__ import annotations

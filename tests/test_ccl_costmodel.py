@@ -271,11 +271,11 @@ def test_a_piece_count_the_caps_kept_from_the_model_says_so(monkeypatch):
         1, "not tuned: groups over 4 ranks run in one piece", True, "chunks"
     )
     monkeypatch.setattr(tuner, "CHUNK_MAX_RANKS", 256)
-    # One piece: 2 trees x 2 x 7 = 28 messages; four pieces would pass 40.
+    # One piece: 2 trees x 2 x 7 = 28 messages, under the cap: four pieces would pass 40.
     monkeypatch.setattr(tuner, "CHUNK_MAX_MESSAGES", 40)
     capped = chunk_choice(ctx, "all_reduce", tree, pes, 32 * MIB)
     assert capped == PieceChoice(
-        2, "chosen by the cost model among counts within 56 messages", True, "chunks"
+        1, "chosen by the cost model among counts within 40 messages", True, "chunks"
     )
 
 

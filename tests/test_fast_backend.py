@@ -726,15 +726,26 @@ def test_times_past_64_bit_picoseconds_run_on_the_fabric_exactly() -> None:
     assert _took(fast) == _took(detailed)
 
 
-def test_reductions_of_more_than_9_2_million_elements_take_their_exact_time() -> None:
+@pytest.mark.parametrize(
+    "clock",
+    [
+        "1.5GHz",
+        # 1,000,000,001 flops/s shares only 1 with 10**12: flops * 10**12 passes int64
+        # though the 8 M-element reductions' times do not (computed in Python integers)
+        "1.000000001GHz",
+    ],
+)
+def test_reductions_of_more_than_9_2_million_elements_take_their_exact_time(clock) -> None:
     """ceil(flops * 10**12 / rate) in int64 wraps past 9.2 M elements: a one-piece ring
-    over 8 chips reducing 16 M elements a step on a slow vector engine (compute-bound,
+    over 8 chips reducing 8-16 M elements a step on a slow vector engine (compute-bound,
     so a wrapped time would show) is priced step-wide to the fabric's picosecond."""
+    core = "cube.pe_template.components.pe_core.attrs"
     slow = [
-        "cube.pe_template.components.pe_core.attrs.vector_flops_per_cycle=1",
+        f"{core}.vector_flops_per_cycle=1",
+        f"{core}.clock={clock}",
         "ccl.configs.ring.chunks=1",
     ]
-    n = 128 << 20  # elements: 16 M a block
+    n = (128 if clock == "1.5GHz" else 64) << 20  # elements: 8-16 M a block
     detailed, _ = _last_call(_rack_ring, "ring8", slow, (n,))
     fast, _ = _last_call(_rack_ring, "ring8", [*slow, "simulation.backend=fast"], (n,))
     assert fast["priced"] == "step-wide"

@@ -254,11 +254,11 @@ PRICE_MAX_HOPS = 1 << 16
 # rack.yaml, 23 s instead of 0.3 s, for 1% less simulated time): groups over this
 # many ranks take one segment, and no call more than CHUNK_MAX_MESSAGES.
 SEGMENT_MAX_RANKS = 256
-# No more pieces than keep a call at this many messages, or, for chunks, at twice
-# its messages in one piece when that is more: a simulation's wall time grows with
-# its messages (direct sends on 32 ranks in 16 pieces are 31 744), and a large
-# call is worth one doubling (a one-piece ring over rack.yaml's 1,024 PEs runs at
-# 85% of its HBM bound, in two pieces at 99%).
+# No more pieces than keep a call at this many messages or, for chunks of a call
+# already past it in one piece, twice its one-piece messages: a simulation's wall
+# time grows with its messages (direct sends on 32 ranks in 16 pieces are 31 744),
+# and a large call is worth one doubling (a one-piece ring over rack.yaml's 1,024
+# PEs runs at 85% of its HBM bound, in two pieces at 99%).
 CHUNK_MAX_MESSAGES = 16384
 
 
@@ -299,8 +299,8 @@ class PieceChoice:
     model did not weigh every count it would have (the group is over
     :data:`CHUNK_MAX_RANKS`, or :data:`SEGMENT_MAX_RANKS` for segments, its schedule
     over :data:`SCHEDULE_MAX_MESSAGES`, or more pieces would pass
-    :data:`CHUNK_MAX_MESSAGES` messages, or twice the call's in one piece), so a
-    larger count set by the configuration could run faster.
+    :data:`CHUNK_MAX_MESSAGES` messages, or twice the call's in one piece when that
+    is past them), so a larger count set by the configuration could run faster.
     """
 
     count: int
@@ -330,8 +330,8 @@ def chosen_chunks(
     The configuration's ``chunks`` when it sets them; else, for an algorithm that
     pipelines, the count of :data:`CHUNK_CHOICES` with the least predicted time
     (a piece of a rank's block no smaller than a packet, no more than
-    :data:`CHUNK_MAX_MESSAGES` messages in all or twice the call's in one piece,
-    whichever is more); else one.  Deterministic:
+    :data:`CHUNK_MAX_MESSAGES` messages in all, or twice the call's in one piece
+    when that is already past them); else one.  Deterministic:
     every rank and every call with the same arguments gets the same count.
     """
     return chunk_choice(ctx, op, config, pes, nbytes, itemsize).count
@@ -382,8 +382,9 @@ def chunk_choice(
             for phase in schedule
             for step in phase.steps
         )
-        if count == 1 and chunked:
-            most = max(CHUNK_MAX_MESSAGES, 2 * messages)
+        if count == 1:
+            if chunked and messages > CHUNK_MAX_MESSAGES:
+                most = 2 * messages  # a call past the cap in one piece may double once
         elif messages > most:
             how = f"chosen by the cost model among counts within {most} messages"
             capped = True

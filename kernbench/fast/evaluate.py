@@ -705,7 +705,7 @@ def _run(
                         back = way_back[slot] = credit_ps(tables, pes, col.peer)
                     taken = taken_at.pop((slot, place - credits))
                     depart = np.maximum(depart, taken[fold.peers(col.peer)] + fold.rows(back))
-                    horizon += _peak(back)
+                    horizon += peak(back)
                 flow, tail = network[(s, k)]
                 # The transmitter is free once the bytes have left; the route's
                 # tail overlaps the channel's next message, which arrives after.
@@ -728,12 +728,25 @@ def _run(
                 clock[s] = np.maximum(clock[s], taken[fold.peers(col.peer)])
                 taken_at[(pairing.slot[message], pairing.index[message])] = clock[s]
             elif kind == Op.STREAM:
-                most = peak(col.flops) * widest  # no row's flops * PS_PER_S / common more
-                if most >= TIME_LIMIT_PS:
+                product = peak(col.flops) * widest  # no row's flops * PS_PER_S / common more
+                slowest = -(-product // narrowest)  # nor its time
+                if slowest >= TIME_LIMIT_PS:
                     raise TimesTooLong
                 flops = fold.rows(col.flops)
-                engine = -(-flops * per_ps // per_s)
-                horizon += -(-most // narrowest)
+                if product < TIME_LIMIT_PS:
+                    engine = -(-flops * per_ps // per_s)
+                else:  # the product passes int64, the time does not: Python integers
+                    engine = np.fromiter(
+                        (
+                            -(-f * a // b)
+                            for f, a, b in zip(
+                                flops.tolist(), per_ps.tolist(), per_s.tolist(), strict=True
+                            )
+                        ),
+                        np.int64,
+                        len(flops),
+                    )
+                horizon += slowest
                 start = np.maximum(clock[s], engine_free)
                 busy = flops > 0
                 engine_free = np.where(busy, start + engine, engine_free)

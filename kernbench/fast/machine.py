@@ -107,7 +107,7 @@ class FastMachine(Fabric):
         (``"bound"``), or why it is refused (``"refused"``)."""
         depth = depth or self.ipcq.default_depth
         try:
-            ends, pes = self._ends(lanes, depth, notes)
+            ends = self._ends(lanes, depth, notes)
         except TimesTooLong:  # the fabric's clock is a Python integer: exact at any length
             notes["refused"] = TOO_LONG
             return None
@@ -120,21 +120,18 @@ class FastMachine(Fabric):
             base += len(lane.pes)
         return out
 
-    def _ends(
-        self, lanes: list, depth: int, notes: dict[str, Any]
-    ) -> tuple[np.ndarray | None, list[str] | None]:
-        """Every row's end time and PE, or ``(None, None)`` with ``notes["refused"]`` set."""
+    def _ends(self, lanes: list, depth: int, notes: dict[str, Any]) -> np.ndarray | None:
+        """Every row's end time, or ``None`` with ``notes["refused"]`` set."""
         tables = self.tables()
         built = build(lanes, tables)
         if built is None:
             notes["refused"] = UNALIGNED
-            return None, None
+            return None
         shape, pes = built
         approximate = self.topology.simulation.drift == "approximate"
         # Rows a period apart (a group apart, when the lane shifts within groups) may
         # keep the same clocks.
         period = (lanes[0].group or lanes[0].period) if len(lanes) == 1 else None
-        ends = evaluate(
+        return evaluate(
             shape, len(pes), tables, pes, depth, approximate=approximate, period=period, notes=notes
         )
-        return ends, pes

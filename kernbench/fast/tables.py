@@ -144,7 +144,7 @@ class Tables:
         routes = np.fromiter((route for route, _ in moved), dtype=np.intp, count=len(moved))
         sizes = np.fromiter((n for _, n in moved), dtype=np.int64, count=len(moved))
         seconds = float(fluid_finish(self, routes, sizes).max())
-        return int(np.ceil(seconds * PS_PER_S - ROUNDING_SLACK))
+        return int(_within(np.ceil(np.asarray([seconds * PS_PER_S - ROUNDING_SLACK])))[0])
 
 
 def shared_rates(tables: Tables, routes: np.ndarray) -> np.ndarray:
