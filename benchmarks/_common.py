@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import resource
 import time
 
 import simpy
 
-__all__ = ["CountingEnvironment", "bare_simpy_seconds", "machine_index", "peak_rss_mib"]
+__all__ = [
+    "CountingEnvironment",
+    "add_set_option",
+    "bare_simpy_seconds",
+    "machine_index",
+    "peak_rss_mib",
+]
 
 
 class CountingEnvironment(simpy.Environment):
@@ -57,3 +64,15 @@ def machine_index(messages: int = 20000) -> str:
     """
     rate = messages / bare_simpy_seconds(messages)
     return f"machine: bare SimPy {rate:.0f} msg/s"
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable) into ``overrides``: topology keys, or ``ccl.*``
+    as ``kernbench run`` takes them (kernbench.ccl.settings.split_overrides)."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        help="topology KEY=VALUE, or ccl.KEY=VALUE as kernbench run takes it",
+    )

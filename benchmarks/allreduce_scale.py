@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingEnvironment, machine_index, peak_rss_mib  # noqa: E402
+from _common import CountingEnvironment, add_set_option, machine_index, peak_rss_mib  # noqa: E402
 
 import kernbench.torch as torch  # noqa: E402
 import kernbench.torch.distributed as dist  # noqa: E402
@@ -72,13 +72,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ranks", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--bytes", default="1GiB")
     parser.add_argument("--algorithms", nargs="+", default=["ring", "multi_cube"])
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        help="topology KEY=VALUE, or ccl.KEY=VALUE as kernbench run takes it",
-    )
+    add_set_option(parser)
     args = parser.parse_args(argv)
     nbytes = parse_size(args.bytes)
     print(machine_index())

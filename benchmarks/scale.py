@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import CountingEnvironment, machine_index, peak_rss_mib  # noqa: E402
+from _common import CountingEnvironment, add_set_option, machine_index, peak_rss_mib  # noqa: E402
 
 RANKS = [256, 1024, 4096, 16384, 65536, 131072]
 ALGORITHMS = ["ring", "recursive_doubling", "double_binary_tree", "hierarchical"]
@@ -124,13 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--bytes", default="1GiB")
     parser.add_argument("--budget", type=float, default=300.0, help="seconds per point")
     parser.add_argument("--topology", default="cluster128k")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        help="topology KEY=VALUE, or ccl.KEY=VALUE as kernbench run takes it",
-    )
+    add_set_option(parser)
     args = parser.parse_args(argv)
     nbytes = parse_size(args.bytes)
     print(machine_index(), flush=True)
