@@ -19,7 +19,7 @@ import click
 
 from kernbench import __version__
 from kernbench.ccl.ops import TUNABLE_OPS
-from kernbench.errors import shown
+from kernbench.errors import ConfigError, shown
 from kernbench.exits import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL_ERROR,
@@ -30,6 +30,7 @@ from kernbench.exits import (
     status_of,
     traceback_asked,
 )
+from kernbench.units import parse_size, parse_time
 
 __all__ = [
     "main",
@@ -67,20 +68,18 @@ INPUT_PATH = _InputPath(dir_okay=False)
 
 
 class _Quantity(click.ParamType):
-    """A positive time (to picoseconds) or size (to bytes): a bad one is a usage error
-    naming the option."""
+    """A positive quantity read by ``parse`` (a time to picoseconds, a size to bytes): a
+    bad one is a usage error naming the option."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, parse: Callable[[str], int]) -> None:
         self.name = name
+        self.parse = parse
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from kernbench.errors import ConfigError
-        from kernbench.units import parse_size, parse_time
-
         if isinstance(value, int):  # converted already
             return value
         try:
-            amount = (parse_time if self.name == "time" else parse_size)(value)
+            amount = self.parse(value)
         except ConfigError as exc:
             self.fail(str(exc), param, ctx)
         if amount <= 0:
@@ -88,8 +87,8 @@ class _Quantity(click.ParamType):
         return amount
 
 
-TIME = _Quantity("time")
-SIZE = _Quantity("size")
+TIME = _Quantity("time", parse_time)
+SIZE = _Quantity("size", parse_size)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

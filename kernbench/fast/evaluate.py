@@ -621,7 +621,6 @@ def _run(
     # No clock passes the sum of every operation's longest time so far: while that
     # stays under TIME_LIMIT_PS, no int64 sum can wrap (else TimesTooLong).
     horizon = 0
-    longest: dict[int, int] = {}  # a round's prices: their longest times, summed
     for index, round_ in enumerate(rounds):
         messages = [(s, k) for s, k in round_ if shape[s][k].kind in MESSAGES]
         streams = [(s, k) for s, k in round_ if shape[s][k].kind == Op.STREAM]
@@ -674,12 +673,8 @@ def _run(
                 priced = known[0]
                 notes.played.append((index, base, priced))
             times, stream_times = priced
-            most = longest.get(id(priced))
-            if most is None:
-                most = longest[id(priced)] = sum(
-                    overhead + _peak(flow) + _peak(tail) for flow, tail in times
-                )
-            horizon += most + sum(
+            horizon += sum(overhead + peak(flow) + peak(tail) for flow, tail in times)
+            horizon += sum(
                 peak(c.stream_ps if t is None else t)
                 for c, t in zip(scols, stream_times, strict=True)
             )

@@ -3,6 +3,7 @@ as ids into arrays, and the fluid model's max-min sharing over them (ADR 0015)."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -143,8 +144,10 @@ class Tables:
             return 0
         routes = np.fromiter((route for route, _ in moved), dtype=np.intp, count=len(moved))
         sizes = np.fromiter((n for _, n in moved), dtype=np.int64, count=len(moved))
-        seconds = float(fluid_finish(self, routes, sizes).max())
-        return int(_within(np.ceil(np.asarray([seconds * PS_PER_S - ROUNDING_SLACK])))[0])
+        ps = float(fluid_finish(self, routes, sizes).max()) * PS_PER_S - ROUNDING_SLACK
+        if not ps < TIME_LIMIT_PS:
+            raise TimesTooLong
+        return math.ceil(ps)
 
 
 def shared_rates(tables: Tables, routes: np.ndarray) -> np.ndarray:

@@ -192,40 +192,24 @@ def relative(
     ranks share the node (PEs of one cube, one HBM); any other by ``where``.
     ``move``, given, moves every rank index too: ``shifted(relative(...), move,
     None)`` in one pass, what a lane's symmetry check does to every sampled rank.
-    A rank's program names few ranks and nodes, so each is looked up once.
     """
     own: dict[str, Role] = {}
     if rank is not None:
         for role, names_ in enumerate(roles):
             own.setdefault(names_[rank], (role, rank))
-    ranks: dict[int, int] = {}
-    nodes: dict[str, Role] = {}
-    peers: dict[tuple[str, int], Role] = {}
 
     def mv(r: int) -> int:
-        found = ranks.get(r)
-        if found is None:
-            found = ranks[r] = r if move is None else move(r)
-        return found
+        return r if move is None else move(r)
 
     def node(name: str) -> Role:
-        found = nodes.get(name)
-        if found is None:
-            role, r = own.get(name) or where[name]
-            found = nodes[name] = (role, mv(r))
-        return found
+        role, r = own.get(name) or where[name]
+        return (role, mv(r))
 
     def peer_node(name: str, peer: int) -> Role:
-        found = peers.get((name, peer))
-        if found is None:
-            for role, names_ in enumerate(roles):
-                if names_[peer] == name:
-                    found = (role, mv(peer))
-                    break
-            else:
-                found = node(name)
-            peers[(name, peer)] = found
-        return found
+        for role, names_ in enumerate(roles):
+            if names_[peer] == name:
+                return (role, mv(peer))
+        return node(name)
 
     try:
         return _rewrite(strands, mv, node, peer_node)
