@@ -109,8 +109,9 @@ class Catalogue(StrictModel):
             return choice, self.configs[choice]
         from kernbench.ccl.algorithms import algorithms
 
-        if choice not in algorithms():
-            names = sorted({*self.configs, *algorithms()})
+        known = algorithms()
+        if choice not in known:
+            names = sorted({*self.configs, *known})
             raise DistributedError(
                 f"unknown collective algorithm {shown_value(choice)}; use a configuration or "
                 f"an algorithm ({', '.join(names)}) or 'auto'"
