@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Container, Iterable, Sequence
 from itertools import chain
+from operator import attrgetter
 
 import numpy as np
 
@@ -52,6 +53,8 @@ SATURATED = 1 - 1e-9
 VECTOR_REGION = 128
 
 Active = Sequence[dict[int, "Flow"]]  # per link: the flows on it, by id, in arrival order
+
+_EDGES, _WEIGHT, _RATE, _BOTTLENECK = map(attrgetter, ("edges", "weight", "rate", "bottleneck"))
 
 
 class Flow:
@@ -299,18 +302,19 @@ class ArrayRegion:
         self.saturated = saturated
         flows = self.flows = list(region.values())
         n = self.n = len(flows)
-        routes = [f.edges for f in flows]
+        routes = list(map(_EDGES, flows))
         lengths = np.fromiter(map(len, routes), dtype=np.intp, count=n)
         n_pairs = int(lengths.sum())
         pair_edge = np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=n_pairs)
-        weight = np.array([f.weight for f in flows], dtype=np.float64)
+        weight = np.fromiter(map(_WEIGHT, flows), np.float64, n)
         self.pair_flow = np.repeat(np.arange(n), lengths)
         self.flow_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         # Links in ascending index (ties between links go to the lower index).
         seen = np.zeros(len(capacity), dtype=bool)
         seen[pair_edge] = True
         self.link_ids = np.flatnonzero(seen)
-        local = np.empty(len(capacity), dtype=np.intp)
+        # Every link's local index, -1 off the region.
+        local = self.local_index = np.full(len(capacity), -1, dtype=np.intp)
         local[self.link_ids] = np.arange(len(self.link_ids))
         self.pair_link = local[pair_edge]
         self.link_list: list[int] = self.link_ids.tolist()
@@ -318,25 +322,53 @@ class ArrayRegion:
         self.all_capacity = capacity
         self.capacity = capacity[self.link_ids]
         self.pair_weight = weight[self.pair_flow]
-        # Flows outside the region hold their rates: their load and the fastest of them.
+        self._hold_outside(region, active)
+        self.rate = np.empty(n)
+        self.local_neck = np.empty(n, dtype=np.intp)  # each flow's bottleneck, a local index
+
+    def _hold_outside(self, region: dict[int, Flow], active: Active) -> None:
+        """The flows on the region's links from outside it, their load and the fastest of them.
+
+        A link's flows are kept in arrival order, which is ascending id, so
+        summing the outside flows' pairs id by id (``bincount`` adds in order)
+        is the same sum, term for term, as walking each link's flows.  The
+        outside flows are listed as that walk meets them: by the first region
+        link they cross, then by id.
+        """
         n_links = len(self.link_ids)
         members = np.bincount(self.pair_link, minlength=n_links)
-        crowd = np.fromiter(map(len, map(active.__getitem__, self.link_list)), np.intp, n_links)
+        link_list, active_at = self.link_list, self.active.__getitem__
+        crowd = np.fromiter(map(len, map(active_at, link_list)), np.intp, n_links)
         self.outside: dict[int, Flow] = {}
         self.out_load = np.zeros(n_links)
         self.out_fast = np.zeros(n_links)
-        for j in np.flatnonzero(crowd != members).tolist():
-            load = fast = 0.0
-            for fid, other in active[self.link_list[j]].items():
-                if fid not in region:
-                    self.outside[fid] = other
-                    load += other.rate * other.weight
-                    if other.rate > fast:
-                        fast = other.rate
-            self.out_load[j] = load
-            self.out_fast[j] = fast
-        self.rate = np.empty(n)
-        self.local_neck = np.empty(n, dtype=np.intp)  # each flow's bottleneck, a local index
+        self.out_rate = np.zeros(0)
+        crowded = np.flatnonzero(crowd != members).tolist()
+        if not crowded:
+            return
+        pool: dict[int, Flow] = {}
+        for j in crowded:
+            pool.update(active_at(link_list[j]))
+        ids = sorted(pool.keys() - region.keys())
+        flows = [pool[fid] for fid in ids]
+        routes = list(map(_EDGES, flows))
+        lengths = np.fromiter(map(len, routes), dtype=np.intp, count=len(flows))
+        pair_local = self.local_index[
+            np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=int(lengths.sum()))
+        ]
+        pair_flow = np.repeat(np.arange(len(flows)), lengths)
+        rate = np.fromiter(map(_RATE, flows), np.float64, len(flows))
+        used = rate * np.fromiter(map(_WEIGHT, flows), np.float64, len(flows))
+        inside = pair_local >= 0
+        on, by = pair_local[inside], pair_flow[inside]
+        self.out_load = np.bincount(on, weights=used[by], minlength=n_links)
+        np.maximum.at(self.out_fast, on, rate[by])
+        first = np.minimum.reduceat(
+            np.where(inside, pair_local, n_links), np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        )
+        order = np.argsort(first, kind="stable").tolist()
+        self.outside = {ids[i]: flows[i] for i in order}
+        self.out_rate = rate[order]
 
     def necks(self) -> list[int]:
         """Each flow's bottleneck link (after :meth:`fill` and :meth:`unfair`)."""
@@ -406,7 +438,19 @@ class ArrayRegion:
                 fastest = max(fastest, f.rate)
             return load >= all_capacity[e] * margin and r >= fastest * margin
 
-        recheck_outside(self.outside.items(), local, bottleneck_at, grow)
+        # recheck_outside, its first test over arrays: a flow whose remembered
+        # bottleneck is off the region's links, or still one, keeps its rate.
+        flows = list(self.outside.values())
+        neck = np.fromiter(map(_BOTTLENECK, flows), np.intp, len(flows))
+        at = np.where(neck >= 0, self.local_index[neck], -1)
+        on = np.maximum(at, 0)
+        kept = (at < 0) | (full[on] & (self.out_rate >= fast[on] * margin))
+        recheck_outside(
+            ((flows[i].fid, flows[i]) for i in np.flatnonzero(~kept).tolist()),
+            local,
+            bottleneck_at,
+            grow,
+        )
         return grow
 
 
