@@ -648,7 +648,7 @@ def test_init_rank_queries_and_second_init(config) -> None:
         assert "before init_process_group" in out["get_rank_before"]
         assert out["after"] is True
         assert (out["rank"], out["size"]) == (rank, ws)
-        assert out["backend"] == "ahbm"
+        assert out["backend"] == "gloo"  # the name it was given, as PyTorch answers
         assert "already called" in out["twice"]
         assert out["non_member"] == (-1, -1)
         assert out["destroyed"] is False
@@ -786,3 +786,126 @@ def test_top_level_simulate_is_exported() -> None:
 
     assert kernbench.simulate is simulate
     assert kernbench.SimResult is SimResult
+
+
+# -- a group's collectives run in call order; synchronize waits for them --------------
+def _issue_order(rank: int, world: int) -> dict:
+    dist.init_process_group()
+    t = torch.ones(4) * (rank + 1)
+    first = dist.all_reduce(t, async_op=True)
+    second = dist.all_reduce(t, async_op=True)  # on the first's result, as on one stream
+    first.wait()
+    second.wait()
+    u = torch.ones(4) * (rank + 1)
+    dist.all_reduce(u, async_op=True)
+    dist.broadcast(u, src=0)  # after the all-reduce: the reduced values
+    v = torch.ones(4) * (rank + 1)
+    pending = dist.all_reduce(v, async_op=True)
+    torch.cuda.synchronize()
+    synced = (v.tolist(), pending.is_completed())
+    x = torch.ones(4) * (rank + 1)
+    behind = dist.all_reduce(x, async_op=True)
+    dist.barrier()
+    return {
+        "twice": t.tolist(),
+        "broadcast": u.tolist(),
+        "synchronized": synced,
+        "barrier": (x.tolist(), behind.is_completed()),
+    }
+
+
+@pytest.mark.parametrize("topology", ["multi_sip", "ring8"])
+def test_a_groups_collectives_run_in_the_order_they_were_called(topology) -> None:
+    world = 4
+    res = kernbench.simulate(_issue_order, topology=topology, world_size=world, rank_args=True)
+    total = sum(range(1, world + 1))
+    for r in res.returns:
+        assert r["twice"] == [float(total * world)] * 4
+        assert r["broadcast"] == [float(total)] * 4
+        assert r["synchronized"] == ([float(total)] * 4, True)
+        assert r["barrier"] == ([float(total)] * 4, True)
+    # One after another: the second all-reduce starts when the first ends, the
+    # broadcast when the all-reduce before it does.
+    spans = [(c["launch_ps"], c["end_ps"]) for c in res.report["collectives"]]
+    assert spans[1][0] >= spans[0][1] and spans[3][0] >= spans[2][1]
+
+
+def _all_on_device_zero(rank: int, world: int) -> None:
+    torch.cuda.set_device(0)  # every rank binds the same device
+    dist.init_process_group()
+    t = torch.ones(4) * (rank + 1)
+    dist.all_reduce(t)
+
+
+def test_ranks_sharing_a_device_are_refused_as_nccl_refuses_a_duplicate_gpu() -> None:
+    with pytest.raises(RankError) as caught:
+        kernbench.simulate(_all_on_device_zero, topology="ring8", world_size=4, rank_args=True)
+    error = caught.value.__cause__
+    assert isinstance(error, DistributedError)
+    assert "ranks [0, 1, 2, 3] all have device 0 current" in str(error)
+    assert "set_device(int(os.environ['LOCAL_RANK']))" in str(error)
+
+
+def _torchrun_variables(rank: int, world: int) -> dict:
+    import os
+
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl")
+    t = torch.ones(2, device="cuda") * (dist.get_rank() + 1)
+    dist.all_reduce(t)
+    keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
+    return {"env": [os.environ.get(k) for k in keys], "value": t.tolist(), "local": local}
+
+
+def test_ranks_see_the_variables_torchrun_sets() -> None:
+    import os
+
+    before = {k: os.environ.get(k) for k in ("RANK", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    res = kernbench.simulate(
+        _torchrun_variables, topology="multi_sip", world_size=3, rank_args=True
+    )
+    for rank, r in enumerate(res.returns):
+        assert r["env"] == [str(rank), str(rank), "3", "3"] and r["local"] == rank
+        assert r["value"] == [6.0, 6.0]
+    assert {k: os.environ.get(k) for k in before} == before  # restored after the run
+
+
+def _group_queries(rank: int, world: int) -> dict:
+    dist.init_process_group("gloo")
+    group = dist.new_group([1, 3])
+    out: dict = {"backend": dist.get_backend()}
+    if rank in (1, 3):
+        out["ranks"] = dist.get_process_group_ranks(group)
+        out["global"] = dist.get_global_rank(group, 1)
+        out["local"] = dist.get_group_rank(group, rank)
+    for name in ("all_gather_object", "broadcast_object_list"):
+        try:
+            getattr(dist, name)
+        except AttributeError as exc:
+            out[name] = str(exc)
+    return out
+
+
+def test_group_rank_queries_and_the_backend_name_as_given() -> None:
+    res = kernbench.simulate(_group_queries, topology="multi_sip", world_size=4, rank_args=True)
+    for rank, out in enumerate(res.returns):
+        assert out["backend"] == "gloo"
+        if rank in (1, 3):
+            assert (out["ranks"], out["global"], out["local"]) == ([1, 3], 3, rank // 2)
+        assert (
+            "dist.all_gather_object is not in KernBench; collectives here move tensors"
+            in (out["all_gather_object"])
+        )
+
+
+def _mesh_first(rank: int, world: int) -> list:
+    mesh = dist.device_mesh.init_device_mesh("cuda", (2, 2), mesh_dim_names=("dp", "tp"))
+    t = torch.ones(2) * (rank + 1)
+    dist.all_reduce(t, group=mesh["tp"])
+    return t.tolist()
+
+
+def test_init_device_mesh_joins_the_default_group_as_torch_does() -> None:
+    res = kernbench.simulate(_mesh_first, topology="multi_sip", world_size=4, rank_args=True)
+    assert res.returns == [[3.0, 3.0], [3.0, 3.0], [7.0, 7.0], [7.0, 7.0]]

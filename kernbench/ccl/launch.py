@@ -200,6 +200,8 @@ class CollectiveLauncher:
         self._refresh.append(tensor)
 
     def finish(self) -> Event:
+        """Start the programs now (a group's earlier collective may have held this one back)."""
+        self.launch_ps = self.env.now
         done = self.env.event()
 
         def body() -> Generator:

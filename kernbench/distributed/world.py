@@ -17,7 +17,9 @@ own when it is imported).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+import os
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,6 +116,85 @@ def active_world() -> World:
     return _ACTIVE[-1]
 
 
+# What torchrun tells each process, here per rank (one launcher on one node).
+RANK_VARIABLES = ("RANK", "LOCAL_RANK", "GROUP_RANK")
+RUN_VARIABLES = {"LOCAL_WORLD_SIZE": None, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+
+
+class _RankEnvironment(MutableMapping):
+    """``os.environ`` while ranks run: ``$RANK`` and ``$LOCAL_RANK`` are the calling
+    rank's (as torchrun sets them per process), everything else the real environment.
+
+    A mapping rather than a variable set at every switch between ranks: a run of
+    131,072 ranks switches millions of times and reads them a few.
+    """
+
+    def __init__(self, base: MutableMapping[str, str]) -> None:
+        self.base = base
+
+    def _rank(self, key: str) -> str | None:
+        if key in RANK_VARIABLES:
+            state = current_rank()
+            if state is not None:
+                return "0" if key == "GROUP_RANK" else str(state.rank)
+        return None
+
+    def __getitem__(self, key: str) -> str:
+        value = self._rank(key)
+        return self.base[key] if value is None else value
+
+    def __setitem__(self, key: str, value: str) -> None:
+        self.base[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.base[key]
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.base
+        if current_rank() is not None:
+            yield from (key for key in RANK_VARIABLES if key not in self.base)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def copy(self) -> dict[str, str]:
+        return dict(self)
+
+    def __repr__(self) -> str:
+        return f"environ({dict(self)!r})"
+
+
+@contextmanager
+def torchrun_environment(world_size: int) -> Iterator[None]:
+    """``$WORLD_SIZE``, ``$LOCAL_WORLD_SIZE``, ``$MASTER_ADDR``/``PORT`` for the run (those
+    already set stay), and ``$RANK``/``$LOCAL_RANK`` per rank; all as they were after."""
+    base = os.environ
+    values = {"WORLD_SIZE": str(world_size), **RUN_VARIABLES, "LOCAL_WORLD_SIZE": str(world_size)}
+    saved = {key: base.get(key) for key in values}
+    for key, value in values.items():
+        if key in ("WORLD_SIZE", "LOCAL_WORLD_SIZE") or key not in base:
+            base[key] = value
+    wrapped = not isinstance(base, _RankEnvironment)
+    if wrapped:
+        os.environ = _RankEnvironment(base)  # noqa: B003 - a view, not a new environment
+    try:
+        yield
+    finally:
+        if wrapped:
+            os.environ = base  # noqa: B003 - the real one back
+        for key, value in saved.items():
+            if value is None:
+                base.pop(key, None)
+            else:
+                base[key] = value
+
+
+def synchronize_rank() -> None:
+    """Wait for the calling rank's async collectives (nothing outside a distributed run)."""
+    if _ACTIVE and current_rank() is not None:
+        _ACTIVE[-1].synchronize()
+
+
 def describe_call(what: str, signature: Any) -> str:
     """``all_reduce(dtype='float32', shape=(8,), ...)`` for a signature of named arguments."""
     if isinstance(signature, Mapping):
@@ -188,6 +269,7 @@ class _Rendezvous:
     group: ProcessGroup
     seq: int
     arrived: dict[int, tuple[str, Any, Any]] = field(default_factory=dict)
+    devices: dict[int, int | None] = field(default_factory=dict)  # each rank's current device
     launched: Event | None = None
     done: Event | None = None
     error: BaseException | None = None
@@ -242,6 +324,12 @@ class Work:
 
     def result(self) -> Any:
         return self._result
+
+    def get_future(self) -> Any:
+        raise DistributedError(
+            f"Work.get_future ({self._what}): futures are not modelled; call wait() (or "
+            "torch.cuda.synchronize()) and read the tensors"
+        )
 
     def __repr__(self) -> str:
         state = "completed" if self.is_completed() else "pending"
@@ -309,6 +397,12 @@ class World:
         self.initialised: set[int] = set()
         self.collectives: list[Any] = []
         self._mismatched: list[_Rendezvous] = []
+        # Per group: when its last launched collective finishes.  A group's
+        # collectives run in the order they were called, one after another, as on
+        # a communicator's stream; a later one launches when the one before ends.
+        self._group_tail: dict[int, Event] = {}
+        # Per rank: its async collectives not yet waited for (synchronize waits for them).
+        self._pending: dict[int, list[Work]] = {}
 
     # -- running ranks ---------------------------------------------------------------
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
@@ -328,7 +422,8 @@ class World:
             return value
 
         try:
-            self.returns = self.scheduler.run(body)
+            with torchrun_environment(self.world_size):
+                self.returns = self.scheduler.run(body)
             return self.returns
         except DeadlockError as exc:
             if not self._mismatched or isinstance(exc, CollectiveMismatchError):
@@ -421,6 +516,7 @@ class World:
             rv = _Rendezvous(group, seq, launched=env.event(), done=env.event())
             self._rendezvous[(group.gid, seq)] = rv
         rv.arrived[me] = (what, signature, payload)
+        rv.devices[me] = self.ctx.current_device()
         first_what, first_sig = next(iter(rv.arrived.values()))[:2]
         if (what, signature) != (first_what, first_sig):
             # Let every other rank run on until it blocks too, so that the error can
@@ -437,14 +533,25 @@ class World:
             self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
         work = Work(self, rv, f"{describe_call(what, signature)} #{seq} on {group.name}", result)
         if async_op:
+            pending = self._pending.setdefault(me, [])
+            pending[:] = [w for w in pending if not w.is_completed()]
+            pending.append(work)
             return work
         work.wait()
         return None
+
+    def synchronize(self) -> None:
+        """Wait until every async collective the calling rank started has finished
+        (``torch.cuda.synchronize``: the device's streams, collectives' included)."""
+        pending = self._pending.pop(self.rank, [])
+        for work in pending:
+            work.wait()
 
     def _launch(
         self, rv: _Rendezvous, launch: Callable[[list[Any]], Any], payloads: list[Any]
     ) -> None:
         try:
+            _check_devices(rv)
             launcher = launch(payloads)
         except KernBenchError as exc:
             rv.error = exc
@@ -452,8 +559,18 @@ class World:
             rv.launched.succeed()
             raise
         self.collectives.append(launcher)
-        finished = launcher.finish()
-        finished.callbacks.append(lambda _ev: rv.finished())
+        gid = rv.group.gid
+        before = self._group_tail.get(gid)
+        self._group_tail[gid] = rv.done
+
+        def start(_event: Any = None) -> None:
+            finished = launcher.finish()
+            finished.callbacks.append(lambda _ev: rv.finished())
+
+        if before is None or before.processed:
+            start()
+        else:  # the group's previous collective is still running
+            before.callbacks.append(start)
         rv.launched.succeed()
 
     # -- point to point ----------------------------------------------------------------
@@ -537,6 +654,25 @@ class World:
             rv.source = src
             finished.callbacks.append(lambda _ev, rv=rv: rv.done.succeed())
             rv.launched.succeed()
+
+
+def _check_devices(rv: _Rendezvous) -> None:
+    """Every rank of a collective on a device of its own (NCCL refuses a duplicate GPU)."""
+    holders: dict[int, list[int]] = {}
+    for rank in rv.group.ranks:
+        device = rv.devices.get(rank)
+        if device is not None:
+            holders.setdefault(device, []).append(rank)
+    shared = {device: ranks for device, ranks in holders.items() if len(ranks) > 1}
+    if shared:
+        device, ranks = next(iter(shared.items()))
+        what = rv.arrived[ranks[0]][0]
+        raise DistributedError(
+            f"{what}: ranks {ranks} all have device {device} current (torch.cuda.set_device); "
+            "each rank of a collective needs a device of its own, as NCCL does: call "
+            "torch.cuda.set_device(int(os.environ['LOCAL_RANK'])) or set_device(rank), or "
+            "leave the device as the run sets it (device = rank)"
+        )
 
 
 def p2p_work(world: World, rv: _Rendezvous) -> Work:
