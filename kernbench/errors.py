@@ -9,6 +9,9 @@ without a traceback and exits with status 2.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable, Mapping
+
 __all__ = [
     "shown",
     "KernBenchError",
@@ -23,6 +26,8 @@ __all__ = [
     "TensorError",
     "TensorAttributeError",
     "TensorTypeError",
+    "UnsupportedNameError",
+    "unsupported_name",
     "KernelError",
     "SimulationError",
     "DeadlockError",
@@ -132,6 +137,31 @@ class TensorAttributeError(TensorError, AttributeError):
 
 class TensorTypeError(TensorError, TypeError):
     """A tensor used where Python needs another type (``len()`` of a 0-d tensor, ...)."""
+
+
+class UnsupportedNameError(KernBenchError, AttributeError):
+    """A name PyTorch or Triton has that KernBench's module does not (``hasattr`` works)."""
+
+
+def unsupported_name(
+    module: str, shown_as: str, name: str, known: Iterable[str], hints: Mapping[str, str]
+) -> AttributeError:
+    """The error for ``<module>.<name>`` that does not exist: the call and what to use instead.
+
+    ``shown_as`` is the module as users write it (``torch``, ``tl``); ``hints``
+    says what to use for the names people reach for; others get the closest
+    names the module has.  Dunder names (looked up by tools) get a plain
+    AttributeError.
+    """
+    message = f"module {module!r} has no attribute {name!r}"
+    if name.startswith("__") and name.endswith("__"):
+        return AttributeError(message)
+    hint = hints.get(name)
+    if hint is None:
+        public = sorted(k for k in known if not k.startswith("_"))
+        close = difflib.get_close_matches(name, public, n=3, cutoff=0.75)
+        hint = f"nearest: {', '.join(close)}" if close else "the README lists what there is"
+    return UnsupportedNameError(f"{message}: {shown_as}.{name} is not in KernBench; {hint}")
 
 
 class KernelError(KernBenchError):

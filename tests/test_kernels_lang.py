@@ -294,3 +294,24 @@ def test_numpy_errors_inside_a_kernel_name_the_program():
 
     with pytest.raises(KernelError, match=r"'mismatched' program \(1, 0\): ValueError"):
         mismatched[(2, 1)](np.zeros(1, np.float32))
+
+
+def test_integer_floordiv_and_mod_round_toward_zero_as_triton_does():
+    """Triton divides integers as C does (``//`` toward zero, ``%`` with the dividend's sign)."""
+    x = np.array([-9, -1, 0, 7, 9, -8, 8, 3], dtype=np.int32)
+    out = np.zeros((4, x.size), dtype=np.int32)
+
+    @jit
+    def divide(x_ptr, out_ptr, B: tl.constexpr):
+        o = tl.arange(0, B)
+        v = tl.load(x_ptr + o)
+        tl.store(out_ptr + o, v // 4)
+        tl.store(out_ptr + B + o, v % 4)
+        tl.store(out_ptr + 2 * B + o, v // -4)
+        tl.store(out_ptr + 3 * B + o, v % -4)
+
+    divide[(1,)](x, out, B=x.size)
+    for row, d in ((0, 4), (2, -4)):
+        np.testing.assert_array_equal(out[row], np.trunc(x / d).astype(np.int32))
+        np.testing.assert_array_equal(out[row + 1], np.fmod(x, d))
+    assert out[0, 0] == -2 and out[1, 0] == -1  # Python would give -3 and 3

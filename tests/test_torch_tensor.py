@@ -7,6 +7,7 @@ time is checked against the context's clock.
 from __future__ import annotations
 
 import operator
+import re
 
 import numpy as np
 import pytest
@@ -300,9 +301,34 @@ def test_description_methods(ctx):
     t = torch.zeros(2, 3, dtype=torch.int16)
     assert (t.numel(), t.element_size(), t.dim(), t.nbytes, len(t)) == (6, 2, 2, 12, 2)
     assert t.size() == (2, 3) and t.size(1) == 3 and t.size(-1) == 3
-    assert t.device == torch.device("ahbm", 0) and t.cpu() is t and t.cuda() is t
+    assert t.device == torch.device("ahbm", 0) and t.cuda() is t and t.to("cuda:0") is t
     with pytest.raises(TypeError, match="0-d"):
         len(torch.zeros(()))
+
+
+def test_cpu_is_a_snapshot_as_a_copy_to_the_host_is(ctx):
+    w = torch.ones(4)
+    before, also = w.cpu(), w.to("cpu")
+    w -= 0.5  # torch: the host copies keep the values they were made with
+    assert before is not w and also is not w
+    assert before.tolist() == also.tolist() == [1.0] * 4 and w.tolist() == [0.5] * 4
+    assert before.dtype == w.dtype and before.device == w.device
+
+
+@pytest.mark.parametrize("expr", ["a == b", "a != 1", "a < b", "a <= 2", "a > b", "a >= b"])
+def test_comparisons_say_there_is_no_bool_dtype_and_what_to_use(ctx, expr):
+    a, b = torch.ones(3), torch.zeros(3)
+    with pytest.raises(TensorError, match=r"no bool dtype.*torch\.equal"):
+        eval(expr)
+    assert len({a, b, a}) == 2  # still hashable, by identity
+
+
+@pytest.mark.parametrize("expr", ["a ** 2", "2 ** a", "a // 2", "a % 3", "3 % a"])
+def test_operators_without_a_kernel_name_themselves_and_what_to_use(ctx, expr):
+    a = torch.ones(3)  # noqa: F841 - read by eval
+    symbol = expr.split()[1]
+    with pytest.raises(TensorError, match=f"Tensor {re.escape(symbol)} .*not supported.*use"):
+        eval(expr)
 
 
 def test_item_tolist_clone_copy_fill(ctx):
@@ -543,3 +569,48 @@ def test_dp_shards_a_tensor_and_results_keep_the_placement(ctx):
     assert pes == {f"sip0.cube0.pe{i}" for i in range(4)}
     np.testing.assert_array_equal(total.numpy(), np.arange(32) + 1)
     assert total.sum().item() == float(np.arange(32).sum() + 32)
+
+
+def test_chunk_and_split_are_views_as_in_torch(ctx):
+    t = torch.arange(10)
+    assert [c.tolist() for c in t.chunk(4)] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9]]
+    assert [c.tolist() for c in torch.chunk(t, 3)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [c.tolist() for c in torch.split(t, 4)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
+    assert [c.tolist() for c in t.split([3, 7])] == [[0, 1, 2], [3, 4, 5, 6, 7, 8, 9]]
+    m = torch.arange(12).view(3, 4)
+    left, right = m.chunk(2, dim=1)
+    assert left.tolist() == [[0, 1], [4, 5], [8, 9]] and right.shape == (3, 2)
+    left.fill_(-1)  # a view: the base sees it
+    assert m[0].tolist() == [-1, -1, 2, 3]
+    with pytest.raises(
+        TensorError, match=r"split_sizes \[3, 3\] .*add up to the size of dimension 0 \(10\)"
+    ):
+        t.split([3, 3])
+    with pytest.raises(TensorError, match="chunks must be a positive int"):
+        t.chunk(0)
+
+
+@pytest.mark.parametrize(
+    ("module", "name", "says"),
+    [
+        ("torch", "where", "no bool dtype"),
+        ("torch", "relu", "no device kernel"),
+        ("torch", "backends", "drop the line"),
+        ("torch", "eye", "np"),
+        ("torch", "zerso", "nearest: zeros"),
+        ("torch.cuda", "memory_allocated", "no allocator counter"),
+        ("torch.cuda", "Stream", "streams and graphs are not modelled"),
+    ],
+)
+def test_missing_module_names_say_what_to_use_instead(ctx, module, name, says):
+    from kernbench.errors import UnsupportedNameError
+
+    owner = torch if module == "torch" else torch.cuda
+    with pytest.raises(
+        UnsupportedNameError, match=f"{module}\\.{name} is not in KernBench; .*{says}"
+    ):
+        getattr(owner, name)
+    assert not hasattr(owner, name)
+    with pytest.raises(AttributeError) as plain:  # tools probing dunders get a plain error
+        owner.__not_there__  # noqa: B018
+    assert not isinstance(plain.value, UnsupportedNameError)

@@ -264,3 +264,20 @@ def test_tl_range_and_static_range():
         tl.range(0, 4, 0)
     with pytest.raises(KernelError, match="tl.range stop must be an integer"):
         tl.range(0.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("argmax", "tl.max / tl.min with tl.where"),
+        ("atomic_add", "atomics are not modelled"),
+        ("math", "top level"),
+        ("make_block_ptr", "pointer arithmetic"),
+    ],
+)
+def test_missing_language_names_say_what_to_use_instead(name, says):
+    import kernbench.triton.language as tl_module
+    from kernbench.errors import UnsupportedNameError
+
+    with pytest.raises(UnsupportedNameError, match=f"tl\\.{name} is not in KernBench; .*{says}"):
+        getattr(tl_module, name)

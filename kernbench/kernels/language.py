@@ -458,13 +458,27 @@ class Block:
         return min(self, axis, keep_dims=keep_dims)
 
 
+def _c_floordiv(a: Any, b: Any) -> Any:
+    """``//`` as Triton divides integers: rounded toward zero, as C does (Python floors)."""
+    if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
+        quotient = np.floor_divide(a, b)
+        inexact = np.remainder(a, b) != 0
+        return quotient + (inexact & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
+    return operator.floordiv(a, b)
+
+
+def _c_mod(a: Any, b: Any) -> Any:
+    """``%`` as Triton takes it (C's remainder, ``fmod``): the sign of the dividend."""
+    return np.fmod(a, b)
+
+
 _BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "add": operator.add,
     "sub": operator.sub,
     "mul": operator.mul,
     "truediv": operator.truediv,
-    "floordiv": operator.floordiv,
-    "mod": operator.mod,
+    "floordiv": _c_floordiv,
+    "mod": _c_mod,
     "pow": operator.pow,
     "and": operator.and_,
     "or": operator.or_,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from contextlib import ContextDecorator
 from typing import Any
 
+from kernbench.errors import unsupported_name
 from kernbench.torch import random
 from kernbench.torch.devices import Event, accelerator, ahbm, device
 from kernbench.torch.dtypes import (
@@ -44,6 +45,7 @@ from kernbench.torch.functions import (
     allclose,
     argmax,
     argmin,
+    chunk,
     clone,
     div,
     dot,
@@ -62,6 +64,7 @@ from kernbench.torch.functions import (
     permute,
     reshape,
     softmax,
+    split,
     sqrt,
     squeeze,
     sub,
@@ -69,6 +72,7 @@ from kernbench.torch.functions import (
     transpose,
     unsqueeze,
 )
+from kernbench.torch.missing import MODULE_HINTS
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
 from kernbench.torch.shapes import Size
@@ -110,6 +114,7 @@ __all__ = [
     "as_tensor",
     "bfloat16",
     "cat",
+    "chunk",
     "clone",
     "cuda",
     "device",
@@ -160,6 +165,7 @@ __all__ = [
     "seed",
     "set_default_dtype",
     "softmax",
+    "split",
     "sqrt",
     "squeeze",
     "stack",
@@ -200,7 +206,7 @@ def numel(input: Tensor) -> int:  # noqa: A002 - torch's name
 def __getattr__(name: str) -> Any:
     if name == "default_generator":  # per rank, so looked up on each access
         return random.current_generator()
-    raise AttributeError(f"module 'kernbench.torch' has no attribute {name!r}")
+    raise unsupported_name("kernbench.torch", "torch", name, globals(), MODULE_HINTS)
 
 
 # The subpackages users import as torch.distributed, torch.multiprocessing and torch.nn.

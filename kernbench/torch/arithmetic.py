@@ -87,6 +87,43 @@ class TensorArithmetic:
     def __pos__(self: Tensor) -> Tensor:
         return self
 
+    # -- comparisons: torch gives a bool tensor, and there is no bool dtype here ---------
+    def __eq__(self: Tensor, other: object) -> Any:
+        raise _no_comparison("==")
+
+    def __ne__(self: Tensor, other: object) -> Any:
+        raise _no_comparison("!=")
+
+    def __lt__(self: Tensor, other: object) -> Any:
+        raise _no_comparison("<")
+
+    def __le__(self: Tensor, other: object) -> Any:
+        raise _no_comparison("<=")
+
+    def __gt__(self: Tensor, other: object) -> Any:
+        raise _no_comparison(">")
+
+    def __ge__(self: Tensor, other: object) -> Any:
+        raise _no_comparison(">=")
+
+    __hash__ = object.__hash__  # by identity, as torch.Tensor is
+
+    def __pow__(self: Tensor, other: Any) -> Any:
+        raise _no_operator("**", "t * t, or torch.exp(torch.log(t) * p) for other powers")
+
+    def __rpow__(self: Tensor, other: Any) -> Any:
+        raise _no_operator("**", "torch.exp(torch.log(base) * t) (positive base)")
+
+    def __floordiv__(self: Tensor, other: Any) -> Any:
+        raise _no_operator("//", _ON_THE_HOST)
+
+    __rfloordiv__ = __floordiv__
+
+    def __mod__(self: Tensor, other: Any) -> Any:
+        raise _no_operator("%", _ON_THE_HOST)
+
+    __rmod__ = __mod__
+
     def add(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
         return self._binary("add", _times_alpha(other, alpha))
 
@@ -175,6 +212,21 @@ class TensorArithmetic:
         if x is not self:
             _free_temporaries(x)
         return result
+
+
+def _no_comparison(symbol: str) -> TensorError:
+    return TensorError(
+        f"Tensor {symbol} ...: kernbench.torch has no bool dtype, so a comparison has no tensor "
+        "result; compare on the host (a.numpy() " + symbol + " b.numpy()), or use "
+        "torch.equal(a, b) / torch.allclose(a, b) for a single answer"
+    )
+
+
+_ON_THE_HOST = "torch.from_numpy(...) of the result computed on the host from t.numpy()"
+
+
+def _no_operator(symbol: str, instead: str) -> TensorError:
+    return TensorError(f"Tensor {symbol} ...: not supported by kernbench.torch; use {instead}")
 
 
 def _times_alpha(other: Any, alpha: Any) -> Any:

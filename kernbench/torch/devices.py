@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import PlacementError, SimulationError
+from kernbench.distributed.world import synchronize_rank
+from kernbench.errors import PlacementError, SimulationError, unsupported_name
 from kernbench.runtime.current import current_context
 from kernbench.torch import random as torch_random
+from kernbench.torch.missing import CUDA_HINTS
 
 __all__ = ["Event", "accelerator", "ahbm", "device"]
 
@@ -188,6 +190,9 @@ class _AhbmModule:
 
     Event = Event
 
+    def __getattr__(self, name: str) -> Any:
+        raise unsupported_name("torch.cuda", "torch.cuda", name, dir(self), CUDA_HINTS)
+
     def set_device(self, device: Any) -> None:
         """Bind the calling rank to ``device`` (an index, ``"ahbm:1"`` or a device)."""
         index = device_index(device)
@@ -209,7 +214,9 @@ class _AhbmModule:
         return True
 
     def synchronize(self, device: Any = None) -> None:
-        """No-op: every operation has finished when its call returns."""
+        """Wait for the calling rank's async collectives (``async_op=True``) to finish;
+        every other operation has finished when its call returns."""
+        synchronize_rank()
 
     def current_stream(self, device: Any = None) -> _Stream:
         index = device_index(device)
@@ -264,7 +271,8 @@ class _AcceleratorModule:
         return True
 
     def synchronize(self, device: Any = None) -> None:
-        """No-op: every operation has finished when its call returns."""
+        """As ``torch.cuda.synchronize``: the calling rank's async collectives finish."""
+        synchronize_rank()
 
     def __repr__(self) -> str:
         return "<module 'torch.accelerator'>"

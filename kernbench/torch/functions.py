@@ -154,6 +154,14 @@ def reshape(input: Tensor, shape: Any) -> Tensor:  # noqa: A002
     return _tensor(input, "reshape").reshape(shape)
 
 
+def split(tensor: Tensor, split_size_or_sections: Any, dim: int = 0) -> tuple[Tensor, ...]:
+    return _tensor(tensor, "split").split(split_size_or_sections, dim)
+
+
+def chunk(input: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    return _tensor(input, "chunk").chunk(chunks, dim)
+
+
 def flatten(input: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:  # noqa: A002
     return _tensor(input, "flatten").flatten(start_dim, end_dim)
 

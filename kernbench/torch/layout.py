@@ -261,6 +261,33 @@ class TensorLayout:
     def expand_as(self: Tensor, other: Tensor) -> Tensor:
         return self.expand(tuple(other.shape))
 
+    def split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
+        """Views of ``split_size`` elements along ``dim`` (the last may be smaller), or
+        of the sizes in a list ``split_size`` (they must add up to the dimension)."""
+        d = dim_index(dim, self.ndim)
+        size = self.shape[d]
+        if isinstance(split_size, int) and not isinstance(split_size, bool):
+            if split_size < 0 or (split_size == 0 and size):
+                raise TensorError(f"split: split_size must be positive, got {split_size}")
+            sizes = [min(split_size, size - a) for a in range(0, size, split_size or 1)] or [0]
+        else:
+            sizes = [int(n) for n in split_size]
+            if sum(sizes) != size or any(n < 0 for n in sizes):
+                raise TensorError(
+                    f"split: split_sizes {sizes} must be non-negative and add up to the "
+                    f"size of dimension {dim} ({size})"
+                )
+        starts = [sum(sizes[:i]) for i in range(len(sizes))]
+        return tuple(self.narrow(d, a, n) for a, n in zip(starts, sizes, strict=True))
+
+    def chunk(self: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        """At most ``chunks`` views along ``dim``, each ceil(size / chunks) long but the
+        last (fewer when the dimension is short), as torch.chunk."""
+        if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
+            raise TensorError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        size = self.shape[dim_index(dim, self.ndim)]
+        return self.split(max(1, -(-size // chunks)), dim)
+
     def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
         d = dim_index(dim, self.ndim)
         key = [slice(None)] * d + [slice(start, start + length)]

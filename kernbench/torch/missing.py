@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from kernbench.errors import TensorAttributeError
 
-__all__ = ["missing_attribute"]
+__all__ = ["missing_attribute", "MODULE_HINTS", "CUDA_HINTS"]
 
 _NO_AUTOGRAD = "there is no autograd in kernbench.torch (grad is a plain slot you assign)"
 _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, j]] = v"
@@ -43,6 +43,120 @@ HINTS = {
     "bool": "there is no bool dtype; compare on the host with t.numpy()",
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
+}
+
+
+_NO_BOOL = (
+    "there is no bool dtype; compute it on the host from t.numpy() "
+    "(torch.from_numpy brings a result back)"
+)
+_ON_HOST = (
+    "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
+)
+_NO_KERNEL = (
+    "there is no device kernel for it; write one with kernbench.triton, "
+    "or compute on the host from t.numpy()"
+)
+_NOT_MODELLED = (
+    "not modelled here (matmul runs in its tensors' dtype; no TF32, autocast or "
+    "compiler): drop the line"
+)
+
+# torch.<name> that scripts reach for and kernbench.torch does not have.
+MODULE_HINTS = {
+    **dict.fromkeys(
+        (
+            "where",
+            "all",
+            "any",
+            "isclose",
+            "eq",
+            "ne",
+            "lt",
+            "le",
+            "gt",
+            "ge",
+            "logical_and",
+            "logical_or",
+            "logical_not",
+            "nonzero",
+            "masked_select",
+            "isnan",
+            "isinf",
+        ),
+        _NO_BOOL,
+    ),
+    **dict.fromkeys(("sort", "argsort", "topk", "unique", "cumsum", "cumprod"), _NO_KERNEL),
+    **dict.fromkeys(
+        (
+            "relu",
+            "gelu",
+            "silu",
+            "sigmoid",
+            "tanh",
+            "sin",
+            "cos",
+            "pow",
+            "clamp",
+            "clip",
+            "rsqrt",
+            "erf",
+            "floor",
+            "ceil",
+            "round",
+            "sign",
+            "norm",
+        ),
+        _NO_KERNEL,
+    ),
+    **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
+    "bmm": "torch.matmul takes batched operands (up to 3 dims)",
+    "einsum": "write it with torch.matmul, transpose and reshape",
+    "baddbmm": "torch.matmul then +",
+    "addmm": "torch.matmul then +",
+    "finfo": "numpy.finfo(np.float32) gives the same numbers",
+    "iinfo": "numpy.iinfo(np.int32) gives the same numbers",
+    "testing": (
+        "compare on the host: np.testing.assert_allclose(a.numpy(), b.numpy()), or torch.allclose"
+    ),
+    **dict.fromkeys(
+        ("backends", "set_float32_matmul_precision", "autocast", "compile", "jit", "amp"),
+        _NOT_MODELLED,
+    ),
+    **dict.fromkeys(
+        ("contiguous_format", "channels_last", "preserve_format"),
+        "every tensor is row-major here; drop memory_format=",
+    ),
+    **dict.fromkeys(("float64", "double", "int64", "long", "bool", "complex64"), _NO_64_BIT),
+    "save": "tensors live on the simulated machine: np.save(path, t.numpy())",
+    "load": "torch.from_numpy(np.load(path))",
+}
+
+# torch.cuda.<name> (and torch.ahbm, torch.accelerator).
+CUDA_HINTS = {
+    **dict.fromkeys(
+        (
+            "memory_allocated",
+            "max_memory_allocated",
+            "memory_reserved",
+            "max_memory_reserved",
+            "reset_peak_memory_stats",
+            "memory_summary",
+            "mem_get_info",
+        ),
+        "there is no allocator counter; the run report (kernbench run) gives each memory's use",
+    ),
+    "get_device_properties": (
+        "get_device_name(); triton.runtime.driver.active.utils.get_device_properties(i) "
+        "counts the device's PEs"
+    ),
+    "get_device_capability": "there is no compute capability on this machine",
+    **dict.fromkeys(
+        ("Stream", "stream", "StreamContext", "graph", "CUDAGraph"),
+        "streams and graphs are not modelled: work runs in call order on the device's one "
+        "stream (current_stream())",
+    ),
+    "nvtx": "not modelled: the trace (kernbench run --trace) shows every operation",
 }
 
 

@@ -39,8 +39,9 @@ Decisions a PyTorch user would otherwise have to guess:
   ``dp=`` sharding; results of another shape (reductions, ``cat``,
   ``stack``) and every view but the whole tensor are whole on the device's
   first PE.
-* There is no host tensor: ``device="cpu"`` places on the current device and
-  ``.cpu()`` returns the tensor itself; ``numpy()`` is the read to the host and
+* There is no host tensor: ``device="cpu"`` places on the current device, and
+  ``.cpu()`` and ``.to("cpu")`` return a copy on the device (a snapshot, as
+  PyTorch's copy to the host is); ``numpy()`` is the read to the host and
   returns a copy (``bfloat16`` reads back as float32).
 * No autograd: ``requires_grad`` is a flag and ``grad`` a slot that hold what
   they are given; ``backward()`` raises.
@@ -456,6 +457,8 @@ class Tensor(
             else:
                 dev = arg
         target_dtype = self.dtype if dt is None else as_torch_dtype(dt)
+        if dev is not None and not isinstance(dev, int) and not device(dev).is_accelerator:
+            copy = True  # to the host: a copy, as cpu() is
         index = device_index(dev)
         index = self._index if index is None else index
         if not copy and target_dtype is self.dtype and index == self._index:
@@ -470,8 +473,10 @@ class Tensor(
         return self.to(device_index(device) if device is not None else device_index(ACCELERATOR))
 
     def cpu(self) -> Tensor:
-        """The tensor itself: there is no host tensor (``numpy()`` reads values back)."""
-        return self
+        """A copy, as PyTorch's copy to the host is (later writes to either are not seen
+        by the other); there is no host tensor, so it stays on the device and costs
+        the device copy kernel.  ``numpy()`` reads values back."""
+        return self.to(copy=True)
 
     def float(self) -> Tensor:
         return self.to(DTYPE_OBJECTS["float32"])

@@ -20,7 +20,7 @@ import builtins
 import operator
 from typing import Any
 
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, unsupported_name
 from kernbench.kernels.language import *  # noqa: F403 - this module is that language, re-exported
 from kernbench.kernels.language import __all__ as _kernel_language_names
 from kernbench.kernels.language import constexpr as _constexpr
@@ -89,3 +89,43 @@ class static_range(range):  # noqa: N801 - Triton's name
 
 def assume(cond: Any) -> None:
     """A compiler hint about a value (``tl.assume(stride > 0)``); nothing to do here."""
+
+
+_NOT_IN_LANGUAGE = "not in KernBench's kernel language (README, Triton support, lists it)"
+_HINTS = {
+    **dict.fromkeys(("argmax", "argmin"), "tl.max / tl.min with tl.where over tl.arange"),
+    **dict.fromkeys(
+        ("cumsum", "cumprod", "associative_scan", "sort", "histogram"), _NOT_IN_LANGUAGE
+    ),
+    **dict.fromkeys(
+        (
+            "atomic_add",
+            "atomic_max",
+            "atomic_min",
+            "atomic_cas",
+            "atomic_xchg",
+            "atomic_and",
+            "atomic_or",
+            "atomic_xor",
+        ),
+        "atomics are not modelled: programs run one at a time, so load, update and store",
+    ),
+    **dict.fromkeys(
+        ("rand", "randn", "randint", "randint4x", "philox"),
+        "draw on the host (torch.rand) and pass the values in",
+    ),
+    "math": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
+    "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
+    **dict.fromkeys(
+        ("make_block_ptr", "advance", "make_tensor_descriptor"),
+        "pointer arithmetic (ptr + offsets) with masks, as the tutorials before block pointers",
+    ),
+    **dict.fromkeys(
+        ("device_print", "static_print", "device_assert", "static_assert", "debug_barrier"),
+        "print() and assert run as Python in the interpreter",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.triton.language", "tl", name, __all__, _HINTS)

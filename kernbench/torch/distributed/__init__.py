@@ -15,7 +15,10 @@ shares in :mod:`~kernbench.torch.distributed.arguments`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kernbench.distributed.world import ProcessGroup, Work
+from kernbench.errors import unsupported_name
 from kernbench.kernels.ranks import DistributedState, set_rank_provider
 from kernbench.torch.distributed import ipcq_install  # noqa: F401 - registers install_ipcq
 from kernbench.torch.distributed.all_to_all import all_to_all, all_to_all_single
@@ -36,6 +39,9 @@ from kernbench.torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from kernbench.torch.distributed.groups import (
     destroy_process_group,
     get_backend,
+    get_global_rank,
+    get_group_rank,
+    get_process_group_ranks,
     get_rank,
     get_world_size,
     init_process_group,
@@ -71,6 +77,9 @@ __all__ = [
     "destroy_process_group",
     "gather",
     "get_backend",
+    "get_global_rank",
+    "get_group_rank",
+    "get_process_group_ranks",
     "get_rank",
     "get_world_size",
     "init_device_mesh",
@@ -98,3 +107,29 @@ def _compile_ranks() -> DistributedState:
 
 
 set_rank_provider(_compile_ranks)
+
+_OBJECTS = (
+    "collectives here move tensors; put the values in one (torch.tensor(...)) and use the "
+    "tensor form (all_gather_into_tensor, broadcast, send/recv)"
+)
+_HINTS = {
+    **dict.fromkeys(
+        (
+            "all_gather_object",
+            "broadcast_object_list",
+            "gather_object",
+            "scatter_object_list",
+            "send_object_list",
+            "recv_object_list",
+        ),
+        _OBJECTS,
+    ),
+    "monitored_barrier": "barrier() (a rank that never arrives is named by the deadlock check)",
+    "new_subgroups": "new_group(ranks) for each subgroup, called by every rank in the same order",
+    "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor per tensor",
+    "all_reduce_coalesced": "all_reduce per tensor (async_op=True lets them queue)",
+}
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.torch.distributed", "dist", name, __all__, _HINTS)

@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import DistributedError
-from kernbench.torch.distributed.groups import get_rank, get_world_size, new_group
+from kernbench.torch.distributed.groups import (
+    get_rank,
+    get_world_size,
+    init_process_group,
+    is_initialized,
+    new_group,
+)
 from kernbench.torch.distributed.mesh import DeviceMesh
 
 __all__ = ["DeviceMesh", "init_device_mesh"]
@@ -17,8 +23,14 @@ __all__ = ["DeviceMesh", "init_device_mesh"]
 def init_device_mesh(
     device_type: str, mesh_shape: Sequence[int], *, mesh_dim_names: Sequence[str] | None = None
 ) -> DeviceMesh:
-    """Every rank calls it; it creates one group per slice of each dimension, in order."""
+    """Every rank calls it; it creates one group per slice of each dimension, in order.
+
+    As in PyTorch, a rank that has not called ``init_process_group`` joins the
+    default group here first.
+    """
     shape = tuple(int(s) for s in mesh_shape)
+    if not is_initialized():
+        init_process_group()
     world_size = get_world_size()
     if int(np.prod(shape)) != world_size:
         raise DistributedError(

@@ -7,12 +7,13 @@ gives non-members ``GroupMember.NON_GROUP_MEMBER``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from kernbench.distributed.world import ProcessGroup
+from kernbench.distributed.world import ProcessGroup, World
 from kernbench.errors import DistributedError
 from kernbench.torch.distributed.arguments import calling_rank, initialised, resolve_group
 from kernbench.torch.distributed.constants import BACKEND, GroupMember
@@ -20,6 +21,9 @@ from kernbench.torch.distributed.constants import BACKEND, GroupMember
 __all__ = [
     "destroy_process_group",
     "get_backend",
+    "get_global_rank",
+    "get_group_rank",
+    "get_process_group_ranks",
     "get_rank",
     "get_world_size",
     "init_process_group",
@@ -85,6 +89,12 @@ def init_process_group(
                 "its own rank (ranks are numbered in the order processes are started)"
             )
     world.initialised.add(me)
+    if isinstance(backend, str) and backend:
+        _BACKENDS[world] = backend.lower()
+
+
+# The backend name each run's ranks passed init_process_group, for get_backend().
+_BACKENDS: weakref.WeakKeyDictionary[World, str] = weakref.WeakKeyDictionary()
 
 
 def _whole(name: str, value: Any) -> int:
@@ -123,8 +133,42 @@ def get_world_size(group: Any = None) -> int:
 
 
 def get_backend(group: Any = None) -> str:
-    initialised("get_backend()")
-    return BACKEND
+    """The backend init_process_group was given ("nccl", "gloo": there is one simulated
+    backend, so scripts that branch on its name take the branch they would); else "ahbm"."""
+    world, _ = initialised("get_backend()")
+    return _BACKENDS.get(world, BACKEND)
+
+
+def get_process_group_ranks(group: Any) -> list[int]:
+    """The global ranks of ``group``, in group-rank order."""
+    world, _ = initialised("get_process_group_ranks()")
+    return list(resolve_group(group, world, "get_process_group_ranks").ranks)
+
+
+def get_global_rank(group: Any, group_rank: int) -> int:
+    """The global rank of ``group``'s rank ``group_rank``."""
+    world, _ = initialised("get_global_rank()")
+    ranks = resolve_group(group, world, "get_global_rank").ranks
+    if isinstance(group_rank, bool) or not isinstance(group_rank, int):
+        raise DistributedError(f"get_global_rank: group_rank must be an int, got {group_rank!r}")
+    if not 0 <= group_rank < len(ranks):
+        raise DistributedError(
+            f"get_global_rank: group rank {group_rank} is not in the group (0..{len(ranks) - 1})"
+        )
+    return ranks[group_rank]
+
+
+def get_group_rank(group: Any, global_rank: int) -> int:
+    """``global_rank``'s rank within ``group``."""
+    world, _ = initialised("get_group_rank()")
+    pg = resolve_group(group, world, "get_group_rank")
+    found = pg.group_rank(global_rank) if isinstance(global_rank, int) else -1
+    if found < 0:
+        raise DistributedError(
+            f"get_group_rank: global rank {global_rank!r} is not part of the group "
+            f"(its ranks: {list(pg.ranks)})"
+        )
+    return found
 
 
 def new_group(
