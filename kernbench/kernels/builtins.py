@@ -69,12 +69,9 @@ REDUCE_OPS = ("sum", "prod", "min", "max", "band", "bor", "bxor")
 
 @jit
 def _trunc_div(x, y):
-    # NumPy's // floors; C and torch's "trunc" round toward zero, which differs
-    # by one when the signs differ and the division is inexact.
-    quotient = x // y
-    inexact = (x - quotient * y) != 0
-    signs_differ = (x < 0) != (y < 0)
-    return tl.where(inexact & signs_differ & (y != 0), quotient + 1, quotient)
+    # The kernel language's integer // rounds toward zero, as C, Triton and
+    # torch's "trunc" do (NumPy's floors); by zero it gives zero.
+    return x // y
 
 
 @jit

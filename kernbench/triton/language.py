@@ -121,8 +121,8 @@ _HINTS = {
         "pointer arithmetic (ptr + offsets) with masks, as the tutorials before block pointers",
     ),
     **dict.fromkeys(
-        ("device_print", "static_print", "device_assert", "static_assert", "debug_barrier"),
-        "print() and assert run as Python in the interpreter",
+        ("device_print", "static_print"),
+        "print() runs as Python in the interpreter (tl.static_assert, tl.device_assert exist)",
     ),
 }
 
