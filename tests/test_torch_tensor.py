@@ -15,7 +15,7 @@ import pytest
 import kernbench.kernels.language as tl
 import kernbench.torch as torch
 from kernbench.distributed.scheduler import Scheduler
-from kernbench.errors import PlacementError, SimulationError, TensorError
+from kernbench.errors import PlacementError, SimulationError, TensorAttributeError, TensorError
 from kernbench.kernels.jit import jit
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext, as_dtype, use_context
@@ -614,3 +614,26 @@ def test_missing_module_names_say_what_to_use_instead(ctx, module, name, says):
     with pytest.raises(AttributeError) as plain:  # tools probing dunders get a plain error
         owner.__not_there__  # noqa: B018
     assert not isinstance(plain.value, UnsupportedNameError)
+
+
+def test_new_zeros_ones_full_take_the_tensors_dtype(ctx):
+    t = torch.ones(2, dtype=torch.int16)
+    z, o, f = t.new_zeros(3), t.new_ones((2, 2)), t.new_full((2,), 7)
+    assert (z.tolist(), o.tolist(), f.tolist()) == ([0, 0, 0], [[1, 1], [1, 1]], [7, 7])
+    assert z.dtype == o.dtype == f.dtype == torch.int16
+    assert t.new_zeros(2, dtype=torch.float32).dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("pow", "t \\* t"),
+        ("tanh", "no device kernel"),
+        ("topk", "no device kernel"),
+        ("repeat", "expand"),
+        ("eq", "no bool dtype"),
+    ],
+)
+def test_missing_methods_people_reach_for_say_what_to_use(ctx, name, says):
+    with pytest.raises(TensorAttributeError, match=f"{name!r} in kernbench.torch: .*{says}"):
+        getattr(torch.ones(2), name)

@@ -338,6 +338,33 @@ class Tensor(
             ctx=self._storage.context,
         )
 
+    def new_zeros(
+        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    ) -> Tensor:
+        """As :meth:`new_empty`, filled with zeros (by the fill kernel)."""
+        return self.new_empty(
+            *size, dtype=dtype, device=device, requires_grad=requires_grad
+        ).zero_()
+
+    def new_ones(
+        self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
+    ) -> Tensor:
+        return self.new_empty(*size, dtype=dtype, device=device, requires_grad=requires_grad).fill_(
+            1
+        )
+
+    def new_full(
+        self,
+        size: Any,
+        fill_value: Any,
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        requires_grad: bool = False,
+    ) -> Tensor:
+        out = self.new_empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+        return out.fill_(fill_value)
+
     def dense(self, dtype: Any = None, *, index: int | None = None) -> Tensor:
         """This tensor's values in ``dtype`` as a tensor over one run of memory (KernBench only).
 
