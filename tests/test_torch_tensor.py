@@ -637,3 +637,11 @@ def test_new_zeros_ones_full_take_the_tensors_dtype(ctx):
 def test_missing_methods_people_reach_for_say_what_to_use(ctx, name, says):
     with pytest.raises(TensorAttributeError, match=f"{name!r} in kernbench.torch: .*{says}"):
         getattr(torch.ones(2), name)
+
+
+def test_cat_promotes_mixed_dtypes_as_torch_does(ctx):
+    a, b = torch.tensor([1.5, 2.5]), torch.tensor([3, 4], dtype=torch.int32)
+    out = torch.cat([a, b])
+    assert out.dtype == torch.float32 and out.tolist() == [1.5, 2.5, 3.0, 4.0]
+    ints = torch.cat([torch.tensor([1], dtype=torch.int8), torch.tensor([300], dtype=torch.int16)])
+    assert ints.dtype == torch.int16 and ints.tolist() == [1, 300]

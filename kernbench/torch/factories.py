@@ -25,6 +25,7 @@ from kernbench.torch.dtypes import (
     TorchDType,
     as_torch_dtype,
     get_default_dtype,
+    promote_types,
     python_scalar,
     scalar_dtype,
 )
@@ -229,20 +230,25 @@ def from_numpy(ndarray: np.ndarray, *, dp: Any = None) -> Tensor:
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Concatenate same-dtype tensors along ``dim`` on the device (one copy kernel each)."""
+    """Concatenate tensors along ``dim`` on the device (one copy kernel each); mixed
+    dtypes are promoted as torch promotes them (a copy each for those converted)."""
     tensors = list(tensors)
     if not tensors or not all(isinstance(t, Tensor) for t in tensors):
         raise TensorError("cat needs a non-empty sequence of Tensors")
+    result = tensors[0].dtype
+    for t in tensors[1:]:
+        result = promote_types(result, t.dtype)
+    tensors = [t if t.dtype is result else t.to(result) for t in tensors]
     first = tensors[0]
     d = dim_index(dim, first.ndim)
     for t in tensors[1:]:
         same = t.ndim == first.ndim and all(
             a == b for i, (a, b) in enumerate(zip(t.shape, first.shape, strict=True)) if i != d
         )
-        if not same or t.dtype is not first.dtype or t.get_device() != first.get_device():
+        if not same or t.get_device() != first.get_device():
             raise TensorError(
-                f"cat: tensors must share dtype, device and every size but dim {d}; got "
-                f"{tuple(first.shape)} {first.dtype!r} and {tuple(t.shape)} {t.dtype!r}"
+                f"cat: tensors must share device and every size but dim {d}; got "
+                f"{tuple(first.shape)} on {first.device} and {tuple(t.shape)} on {t.device}"
             )
     shape = list(first.shape)
     shape[d] = sum(t.shape[d] for t in tensors)
