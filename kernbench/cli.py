@@ -316,12 +316,13 @@ def tune_cmd(
     """
     from kernbench.bench.outputs import check_outputs
     from kernbench.bench.tune import tune, write_table
+    from kernbench.topology import topology_files
     from kernbench.units import format_size, format_time
 
     low, high = min_size, max_size
     if high < low:
         raise click.BadParameter("--min-size must be at most --max-size")
-    check_outputs({"tune table": output}, inputs=[topology])
+    check_outputs({"tune table": output}, inputs=topology_files(topology))
     echo = _echo_for(output)
     sizes, size = [], low
     while size <= high:
@@ -329,7 +330,7 @@ def tune_cmd(
         size *= 2
     table = tune(
         topology,
-        ops=ops,
+        ops=tuple(dict.fromkeys(ops)),  # an op given twice is measured once
         sizes=sizes,
         world_size=world_size,
         overrides=overrides,

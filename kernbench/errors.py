@@ -186,6 +186,7 @@ class RankError(KernBenchError):
     def __init__(self, rank: int, cause: BaseException) -> None:
         self.rank = rank
         self.original = cause
+        self.first = False  # raised before any other rank had started
         super().__init__(f"rank {rank} raised {type(cause).__name__}: {cause}")
 
 

@@ -283,3 +283,84 @@ def test_help_documents_traceback_and_exit_statuses(capsys) -> None:
     assert "--traceback" in out and "KERNBENCH_TRACEBACK=1" in out
     for status in ("70", "130", "141"):
         assert status in out
+
+
+# --- found by a sweep of hostile scripts ------------------------------------------------------
+
+
+def test_a_rank_exiting_while_others_run_is_an_error_naming_it(tmp_path: Path, capsys) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import sys
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        def main():
+            dist.init_process_group()
+            t = torch.ones(8)
+            if dist.get_rank() == 1:
+                sys.exit(0)
+            dist.all_reduce(t)
+        """,
+    )
+    report = tmp_path / "r.json"
+    assert main(["run", path, "-t", "ring8", "--report", str(report)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("error: ") and "rank 1 called sys.exit(0) while the other ranks" in err
+    assert not report.exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("def main(argv):\n    pass\n", "main is not callable as main() (missing a required"),
+        ("async def main():\n    pass\n", "main is a coroutine function (async def)"),
+        ("def main():\n    yield 1\n", "main is a generator function (it yields)"),
+        ("def run(rank):\n    pass\n", "run is not callable as run(rank, world_size)"),
+    ],
+)
+def test_an_entry_point_ranks_cannot_call_is_a_user_error(tmp_path, capsys, body, says) -> None:
+    assert main(["run", _script(tmp_path, body), "-t", TINY]) == EXIT_USER_ERROR
+    assert says in capsys.readouterr().err
+
+
+def test_an_unjoined_process_still_runs_as_python_joins_at_exit(tmp_path, capsys) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+        import kernbench.torch.multiprocessing as mp
+
+        def run(rank, size):
+            dist.init_process_group(rank=rank, world_size=size)
+            t = torch.ones(2) * (rank + 1)
+            dist.all_reduce(t)
+            print("rank", rank, t.tolist())
+
+        if __name__ == "__main__":
+            for r in range(4):
+                mp.Process(target=run, args=(r, 4)).start()
+        """,
+    )
+    assert main(["run", path, "-t", "ring8", "--world-size", "4"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"rank {r} [10.0, 10.0]" in out for r in range(4)) and "4 ranks" in out
+
+
+def test_an_empty_topology_is_refused_not_the_default(capsys) -> None:
+    assert main(["run", "benches/vector_add.py", "--topology", ""]) == EXIT_USER_ERROR
+    assert "--topology is empty" in capsys.readouterr().err
+
+
+def test_an_output_may_not_replace_a_file_the_topology_extends(tmp_path, capsys) -> None:
+    parent = tmp_path / "base.yaml"
+    parent.write_text((ROOT / "topologies" / "default.yaml").read_text())
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: base.yaml\nname: child\n")
+    before = parent.read_bytes()
+    args = ["run", "benches/vector_add.py", "-t", str(child), "--timing-only"]
+    assert main([*args, "--report", str(parent)]) == EXIT_USER_ERROR
+    assert "report would replace the input file" in capsys.readouterr().err
+    assert parent.read_bytes() == before

@@ -558,3 +558,28 @@ def test_a_run_collects_garbage_less_often_and_restores_the_collector() -> None:
         run(body, 2)
     assert seen == [(GC_YOUNG_THRESHOLD, *before[1:])] * 2
     assert gc.get_threshold() == before
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        ("all_reduce", "#0 on WORLD was called by ranks [0] only; ranks [1, 2, 3] returned"),
+        ("isend", "rank 0's isend to rank 1 (tag 0) was never received by rank 1"),
+        ("irecv", "rank 0's irecv from rank 1 (tag 0) was never matched by a send"),
+    ],
+)
+def test_an_async_call_no_rank_matched_is_an_error_at_the_end(kind, says) -> None:
+    def body() -> None:
+        dist.init_process_group()
+        t = torch.ones(16)
+        if dist.get_rank() == 0:
+            if kind == "all_reduce":
+                dist.all_reduce(t, async_op=True)
+            elif kind == "isend":
+                dist.isend(t, dst=1)
+            else:
+                dist.irecv(t, src=1)
+
+    with pytest.raises(CollectiveMismatchError, match="no other rank matched") as caught:
+        kernbench.simulate(body, topology="multi_sip", world_size=4)
+    assert says in str(caught.value) and 0 in caught.value.blocked

@@ -750,3 +750,24 @@ def test_reductions_of_more_than_9_2_million_elements_take_their_exact_time(cloc
     fast, _ = _last_call(_rack_ring, "ring8", [*slow, "simulation.backend=fast"], (n,))
     assert fast["priced"] == "step-wide"
     assert _took(fast) == _took(detailed)
+
+
+def test_a_slowed_memory_port_runs_message_by_message_with_the_fabrics_time() -> None:
+    """One rank's memory slowed by a fault: step-wide rounds came out 25-38% fast, so
+    the fast backend runs the call on the fabric and says why."""
+    fault = 'faults.links=[{link: "port:sip2.cube0.hbm0", slowdown: 100}]'
+    ends = {}
+    for backend in ("detailed", "fast"):
+        result = kernbench.simulate(
+            _all_reduce,
+            topology="ring8",
+            world_size=8,
+            timing_only=True,
+            overrides=[fault, f"simulation.backend={backend}"],
+            args=(65536, "ring"),
+        )
+        (call,) = result.report["collectives"]
+        ends[backend] = call["end_ps"] - call["launch_ps"]
+        if backend == "fast":
+            assert "a fault slows memory port port:sip2.cube0.hbm0" in call["refused"]
+    assert ends["fast"] == ends["detailed"]

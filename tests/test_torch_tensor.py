@@ -645,3 +645,17 @@ def test_cat_promotes_mixed_dtypes_as_torch_does(ctx):
     assert out.dtype == torch.float32 and out.tolist() == [1.5, 2.5, 3.0, 4.0]
     ints = torch.cat([torch.tensor([1], dtype=torch.int8), torch.tensor([300], dtype=torch.int16)])
     assert ints.dtype == torch.int16 and ints.tolist() == [1, 300]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.tensor([300], dtype=torch.int8),
+        lambda: torch.full((2,), 300, dtype=torch.int8),
+        lambda: torch.zeros(2, dtype=torch.int8).fill_(-129),
+        lambda: torch.tensor([2**40], dtype=torch.int32),
+    ],
+)
+def test_integers_that_do_not_fit_are_refused_as_torch_refuses_them(ctx, make):
+    with pytest.raises(TensorError, match=r"does not fit torch\.int(8|32) \["):
+        make()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,8 @@ def _no_duplicate_names(path: Path) -> Any:
     def pairs_hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         document = dict(pairs)
         if len(document) != len(pairs):
-            names = [name for name, _ in pairs]
-            twice = next(name for name in names if names.count(name) > 1)
+            counts = Counter(name for name, _ in pairs)
+            twice = next(name for name, n in counts.items() if n > 1)
             raise ConfigError(
                 f"a JSON object has the key {shown(twice, 60)!r} twice; which one is meant?",
                 source=str(path),
@@ -115,8 +116,8 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
         header = next(reader, None)
         if not header or not any(header):
             raise ConfigError("CSV file has no header row", source=str(path))
-        named = [name for name in header if name]
-        twice = next((name for name in named if named.count(name) > 1), None)
+        counts = Counter(name for name in header if name)
+        twice = next((name for name, n in counts.items() if n > 1), None)
         if twice is not None:
             raise ConfigError(
                 f"CSV header has the column {shown(twice, 60)!r} twice; which one is meant?",

@@ -6,6 +6,7 @@ import ast
 import contextlib
 import csv
 import hashlib
+import inspect
 import io
 import sys
 import traceback
@@ -27,10 +28,10 @@ from kernbench.errors import (
     SimulationLimitError,
     shown,
 )
-from kernbench.files import SCRIPT_LIMIT, read_text, write_text
+from kernbench.files import SCRIPT_LIMIT, read_bytes, read_text, write_text
 from kernbench.machine.observe import CollectiveRefused
 from kernbench.runtime import default_topology_path
-from kernbench.topology import document_digest, load_topology_document
+from kernbench.topology import document_digest, load_topology_document, topology_files
 from kernbench.units import format_size_iec, format_time
 
 __all__ = [
@@ -181,9 +182,9 @@ def _script_line(exc: BaseException, filename: str) -> int:
 
 def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:
     if callable(getattr(module, "main", None)):
-        return module.main, False
+        return _checked_entry(module.main, "main()", (), path), False
     if callable(getattr(module, "run", None)):
-        return module.run, True
+        return _checked_entry(module.run, "run(rank, world_size)", (0, 1), path), True
     raise ConfigError(
         "the script defines neither main() nor run(rank, world_size), and has no "
         '`if __name__ == "__main__":` block to start it by',
@@ -191,13 +192,44 @@ def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:
     )
 
 
-def _passing_script_exit(body: Callable[[], SimResult]) -> SimResult:
-    """Run ``body``, passing on a script's own sys.exit (argparse --help, a usage error)."""
+def _checked_entry(fn: Callable[..., Any], form: str, args: tuple, path: str) -> Callable:
+    """``fn`` if each rank can call it as ``form``: a plain function taking those arguments."""
+    name = getattr(fn, "__name__", form.partition("(")[0])
+    if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        kind = "a coroutine function (async def)"
+    elif inspect.isgeneratorfunction(fn):
+        kind = "a generator function (it yields)"
+    else:
+        try:
+            inspect.signature(fn).bind(*args)
+            return fn
+        except TypeError as exc:
+            kind = f"not callable as {form} ({exc})"
+        except ValueError:  # no signature to read (a builtin): let the call say
+            return fn
+    raise ConfigError(
+        f"{name} is {kind}; each rank calls the script's {form} as a plain function "
+        "(def main(): or def run(rank, world_size):)",
+        source=path,
+    )
+
+
+def _passing_script_exit(body: Callable[[], SimResult], script: str) -> SimResult:
+    """Run ``body``, passing on a script's own sys.exit (argparse --help, a usage error)
+    when the first rank calls it before any other rank ran; a rank exiting while the
+    others run would leave them waiting, so that is an error naming it."""
     try:
         return body()
     except RankError as exc:
         if isinstance(exc.original, SystemExit):
-            raise exc.original from None
+            if exc.first:
+                raise exc.original from None
+            raise ScriptError(
+                f"rank {exc.rank} called sys.exit({exc.original.code!r}) while the other "
+                "ranks were running; a rank ends by returning from its function (exit the "
+                "whole run from the __main__ block, after the ranks)",
+                path=script,
+            ) from None
         raise
 
 
@@ -258,9 +290,21 @@ def run_script(
     the script prints goes to standard error, so that standard output carries
     that output alone.
     """
+    if topology is not None and not str(topology).strip():
+        raise ConfigError(
+            "--topology is empty; name a topology file or a bundled machine (kernbench topo "
+            "list), or leave the option out for the default machine",
+            key_path="topology",
+        )
     topology_path = Path(topology) if topology else default_topology_path()
     outputs = {"report": report_path, "CSV": csv_path, "trace": trace_path}
-    check_outputs(outputs, inputs=[script, topology_path])
+    # Read once, before the run: what the report records is what ran, whatever
+    # happens to the files meanwhile, and no output may replace any of them
+    # (a bundled machine's file, or a parent its extends: chain names).
+    check_outputs(outputs, inputs=[script, *topology_files(topology_path)])
+    document = load_topology_document(topology_path)  # the file as written, before --set
+    source = read_bytes(script, what="script", limit=SCRIPT_LIMIT)
+    script_digest = hashlib.sha256(source).hexdigest()[:16]
     as_main = runs_as_main(script)
     # The machine first: the script is imported on it, so module-level code runs on the
     # requested topology and its tensors and kernels cost time on the run's clock.
@@ -282,13 +326,13 @@ def run_script(
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
             if as_main:
                 result = _passing_script_exit(
-                    lambda: run.script_main(lambda: load_script(script, as_main=True))
+                    lambda: run.script_main(lambda: load_script(script, as_main=True)), script
                 )
             else:
                 with run.active():
                     module = load_script(script)
                 fn, rank_args = _entry(module, script)
-                result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args))
+                result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args), script)
     except SimulationLimitError as exc:
         if report_path and exc.report is not None:  # what happened before the stop is kept
             write_json_atomic(report_path, exc.report, what="partial report")
@@ -296,10 +340,9 @@ def run_script(
         raise
     finally:
         sys.argv = saved_argv
-    document = load_topology_document(topology_path)  # the file as written, before --set
     result.report["metadata"] = {
         "script": str(script),
-        "script_sha256": hashlib.sha256(Path(script).read_bytes()).hexdigest()[:16],
+        "script_sha256": script_digest,
         "script_args": list(script_args),
         "topology": result.report["topology"],
         "topology_file": str(topology_path),

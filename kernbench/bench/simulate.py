@@ -20,6 +20,7 @@ from kernbench.machine import TraceRow
 from kernbench.machine.observe import LinkBytes
 from kernbench.runtime import RuntimeContext, use_context
 from kernbench.topology import Topology, load_topology, names
+from kernbench.torch import multiprocessing as mp
 from kernbench.units import PS_PER_S
 
 __all__ = ["Run", "SimResult", "collective_time_ps", "simulate", "run_report", "trace_digest"]
@@ -119,7 +120,9 @@ class Run:
         try:
             with use_context(self.ctx):
                 self._stopped_with_report(main)
+                self._stopped_with_report(mp.join_unjoined)
         finally:
+            mp.forget_unjoined()
             settings.world_size = None
             if saved is None:
                 os.environ.pop("WORLD_SIZE", None)

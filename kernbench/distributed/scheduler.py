@@ -188,9 +188,10 @@ class Scheduler:
                 if isinstance(state.error, DeadlockError | SimulationLimitError | WallTimeExpired):
                     raise state.error  # it already names every rank involved
                 if state.error is not None:
-                    raise RankError(rank, state.error).with_traceback(
-                        state.traceback
-                    ) from state.error
+                    error = RankError(rank, state.error)
+                    # Whether it ended the run before any other rank ran (a usage error).
+                    error.first = not any(s.started for s in self.ranks if s is not state)
+                    raise error.with_traceback(state.traceback) from state.error
             if self._returned == self.world_size:
                 return [s.result for s in self.ranks]
             ready = self._advance()

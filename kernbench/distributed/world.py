@@ -424,6 +424,7 @@ class World:
         try:
             with torchrun_environment(self.world_size):
                 self.returns = self.scheduler.run(body)
+            self._check_unmatched()
             return self.returns
         except DeadlockError as exc:
             if not self._mismatched or isinstance(exc, CollectiveMismatchError):
@@ -443,6 +444,34 @@ class World:
         finally:
             _ACTIVE.remove(self)
             machine.set_waiter(previous)
+
+    def _check_unmatched(self) -> None:
+        """Every rank returned: an async collective or p2p call no other rank matched
+        would have waited forever on a GPU, so it is an error, not a silent drop."""
+        lines, blocked = [], {}
+        for rv in self._rendezvous.values():
+            callers = sorted(rv.arrived)
+            missing = [r for r in rv.group.ranks if r not in rv.arrived]
+            what = describe_call(*rv.arrived[callers[0]][:2])
+            lines.append(
+                f"{what} #{rv.seq} on {rv.group.name} was called by ranks {callers} only; "
+                f"ranks {missing} returned without calling it"
+            )
+            blocked.update(dict.fromkeys(callers, what))
+        for (src, dst, _tag), pending in self._p2p_sends.items():
+            for _, rv in pending:
+                lines.append(f"rank {src}'s {rv.what} was never received by rank {dst}")
+                blocked[src] = rv.what
+        for (dst, _tag), pending in self._p2p_recvs.items():
+            for _, _, rv in pending:
+                lines.append(f"rank {dst}'s {rv.what} was never matched by a send")
+                blocked[dst] = rv.what
+        if lines:
+            raise CollectiveMismatchError(
+                "the run ended with operations no other rank matched (async_op=True, isend "
+                "and irecv still need their peers):\n  " + "\n  ".join(lines),
+                blocked,
+            )
 
     @property
     def rank(self) -> int:

@@ -8,6 +8,7 @@ from kernbench.topology.loader import (
     load_topology,
     load_topology_document,
     topology_digest,
+    topology_files,
     validate_topology,
 )
 from kernbench.topology.schema import Topology
@@ -24,6 +25,7 @@ __all__ = [
     "document_digest",
     "load_topology",
     "load_topology_document",
+    "topology_files",
     "topology_digest",
     "validate_topology",
 ]

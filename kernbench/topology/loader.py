@@ -30,6 +30,7 @@ __all__ = [
     "MAX_EXTENDS_DEPTH",
     "load_topology",
     "load_topology_document",
+    "topology_files",
     "parse_override",
     "apply_overrides",
     "validate_topology",
@@ -69,6 +70,16 @@ def load_topology_document(path: str | Path) -> dict[str, Any]:
 
     ``path`` may also name a bundled machine (:mod:`kernbench.topology.bundled`).
     """
+    return _extends_chain(path)[0]
+
+
+def topology_files(path: str | Path) -> list[str]:
+    """The files a topology is read from: the file (or bundled machine) and every file
+    its ``extends:`` chain names, as real paths (what an output must not replace)."""
+    return _extends_chain(path)[1]
+
+
+def _extends_chain(path: str | Path) -> tuple[dict[str, Any], list[str]]:
     name = str(path)
     if "\x00" not in name:
         name = str(resolve_topology_path(name))
@@ -110,7 +121,7 @@ def load_topology_document(path: str | Path) -> dict[str, Any]:
     document = chain.pop()
     while chain:
         document = deep_merge(document, chain.pop())
-    return document
+    return document, seen
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:

@@ -24,6 +24,7 @@ from kernbench.torch.dtypes import (
     VALID_DTYPES,
     TorchDType,
     as_torch_dtype,
+    check_scalar_fits,
     get_default_dtype,
     promote_types,
     python_scalar,
@@ -187,6 +188,10 @@ def tensor(
     array = np.asarray(data)
     if dtype is not None:
         dt = as_torch_dtype(dtype)
+        if not isinstance(data, np.ndarray) and array.dtype.kind in "iu" and array.size:
+            # Python ints that do not fit: torch raises rather than wrap them
+            check_scalar_fits(int(array.min()), dt, "tensor")
+            check_scalar_fits(int(array.max()), dt, "tensor")
     elif array.dtype.kind == "f" and array.dtype.name == "float64":
         dt = get_default_dtype()
     elif array.dtype.name in _INFER:

@@ -16,7 +16,15 @@ from kernbench.distributed.world import World, check_world_size
 from kernbench.errors import DistributedError
 from kernbench.runtime import current_context
 
-__all__ = ["Process", "spawn", "set_start_method", "get_start_method", "get_context"]
+__all__ = [
+    "Process",
+    "spawn",
+    "set_start_method",
+    "get_start_method",
+    "get_context",
+    "join_unjoined",
+    "forget_unjoined",
+]
 
 _started: list[Process] = []
 
@@ -60,6 +68,18 @@ class Process:
 
     def is_alive(self) -> bool:
         return self._started and self.exitcode is None
+
+
+def join_unjoined() -> None:
+    """Run the processes started and never joined, as Python joins a script's children
+    when it exits (a ``__main__`` block that forgot ``join()`` still runs its ranks)."""
+    if _started:
+        _run_started()
+
+
+def forget_unjoined() -> None:
+    """Drop processes a failed script started, so that they do not join the next run."""
+    _started.clear()
 
 
 def _run_started() -> None:

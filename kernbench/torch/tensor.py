@@ -70,6 +70,7 @@ from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
     TorchDType,
     as_torch_dtype,
+    check_scalar_fits,
     python_scalar,
     runtime_dtype,
 )
@@ -450,6 +451,7 @@ class Tensor(
         number = python_scalar(value)
         if number is None:
             raise TensorError(f"fill_ needs a scalar, got {type(value).__name__}")
+        check_scalar_fits(number, self.dtype, "fill_")
         self._check_writable("fill_")
         found = self.contiguous_device_tensor()
         if found is not None:
