@@ -475,9 +475,17 @@ def regress_cmd(
         provenance_notes,
     )
 
+    before, after = load_rows(baseline, include_run=True), load_rows(current, include_run=True)
+    # A report's whole-run row compares only with another report's: against a CSV of
+    # the same run (which has no such row) it would be a point "missing in current".
+    ran = [any(row.get("row") == "run" for row in rows) for rows in (before, after)]
+    if ran[0] != ran[1]:
+        before, after = (
+            [row for row in rows if row.get("row") != "run"] for rows in (before, after)
+        )
     comparison = compare(
-        load_rows(baseline, include_run=True),
-        load_rows(current, include_run=True),
+        before,
+        after,
         tolerance=parse_tolerance(tolerance),
         keys=keys or None,
         names=(baseline, current),

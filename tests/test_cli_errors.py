@@ -364,3 +364,12 @@ def test_an_output_may_not_replace_a_file_the_topology_extends(tmp_path, capsys)
     assert main([*args, "--report", str(parent)]) == EXIT_USER_ERROR
     assert "report would replace the input file" in capsys.readouterr().err
     assert parent.read_bytes() == before
+
+
+def test_max_wall_time_stops_a_module_level_loop_outside_the_ranks(tmp_path, capsys) -> None:
+    path = _script(tmp_path, "while True:\n    pass\n\ndef main():\n    pass\n")
+    start = time.monotonic()
+    assert main(["run", path, "-t", TINY, "--max-wall-time", "1s"]) == EXIT_USER_ERROR
+    assert time.monotonic() - start < 10
+    err = capsys.readouterr().err
+    assert "wall time passed --max-wall-time (1 s) in the script outside its ranks" in err

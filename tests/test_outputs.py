@@ -308,3 +308,16 @@ def test_bad_paths_are_one_error_line_and_exit_2(
     _one_error_line(err, shown_target)
     assert "simulated time" not in out and "measuring" not in err
     _assert_old(outputs)
+
+
+def test_a_csv_keeps_a_benchs_own_topology_and_seed_columns() -> None:
+    from kernbench.bench.runner import csv_text
+
+    text = csv_text(
+        [{"topology": "x", "seed": 1234, "time_us": 1.5}],
+        {"topology": "tiny", "seed": 0, "overrides": [], "kernbench_version": "v"},
+    )
+    header, row = (line.split(",") for line in text.splitlines())
+    got = dict(zip(header, row, strict=True))
+    assert (got["topology"], got["seed"]) == ("x", "1234")
+    assert (got["run.topology"], got["run.seed"]) == ("tiny", "0")

@@ -356,3 +356,19 @@ def test_regress_exits_1_from_the_shell(tmp_path: Path) -> None:
     assert result.returncode == 1, result.stderr
     assert "regression (slower)" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_a_report_regressed_against_its_own_csv_is_unchanged(tmp_path, capsys) -> None:
+    from kernbench.cli import main
+
+    report, table = tmp_path / "v.json", tmp_path / "v.csv"
+    bench = str(Path(__file__).resolve().parents[1] / "benches" / "allreduce_perf.py")
+    args = ["run", bench, "-t", "fc8", "--timing-only", "--report", str(report)]
+    assert (
+        main([*args, "--csv", str(table), "--", "-b", "1K", "-e", "4K", "-n", "1", "-w", "0"]) == 0
+    )
+    capsys.readouterr()
+    assert main(["regress", str(report), str(table)]) == 0
+    assert (
+        "3 points, tolerance 0.02: 0 regressions (0 missing in current)" in capsys.readouterr().out
+    )

@@ -20,6 +20,7 @@ from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import Run, SimResult
 from kernbench.bench.trace import chrome_trace, write_json_atomic
+from kernbench.distributed.watchdog import WallClock, WallTimeExpired, where_it_ran
 from kernbench.errors import (
     ConfigError,
     KernBenchError,
@@ -322,6 +323,10 @@ def run_script(
     saved_argv = sys.argv
     sys.argv = [script, *script_args]
     to_stdout = any(writes_to_stdout(path) for path in outputs.values())
+    # The ranks' scheduler keeps --max-wall-time while they run; this one also covers
+    # the script's module level and __main__ block, outside any rank.
+    limited = isinstance(max_wall_s, int | float) and 0 < max_wall_s < float("inf")
+    wall = WallClock(max_wall_s) if limited else None
     try:
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
             if as_main:
@@ -333,12 +338,22 @@ def run_script(
                     module = load_script(script)
                 fn, rank_args = _entry(module, script)
                 result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args), script)
+    except WallTimeExpired as expired:
+        if wall is not None:
+            wall.stop()
+        raise SimulationLimitError(
+            f"stopped: wall time passed --max-wall-time ({max_wall_s:g} s) in the script "
+            f"outside its ranks (module level or __main__ block){where_it_ran(expired)}",
+            {},
+        ) from None
     except SimulationLimitError as exc:
         if report_path and exc.report is not None:  # what happened before the stop is kept
             write_json_atomic(report_path, exc.report, what="partial report")
             echo(f"partial report: {report_path}")
         raise
     finally:
+        if wall is not None:
+            wall.stop()
         sys.argv = saved_argv
     result.report["metadata"] = {
         "script": str(script),
@@ -376,7 +391,8 @@ def csv_text(rows: Sequence[dict], metadata: dict | None = None) -> str:
     """Rows as CSV (columns in order of first appearance; units are in the column names).
 
     Metadata columns (topology, digest, overrides, version, seed) are appended to
-    every row so that a CSV stands on its own.
+    every row so that a CSV stands on its own; one whose name a row already has
+    is written as ``run.<name>``, so the bench's own value stays.
     """
     extra = {}
     if metadata:
@@ -388,11 +404,10 @@ def csv_text(rows: Sequence[dict], metadata: dict | None = None) -> str:
             "seed": metadata.get("seed", ""),
             "kernbench_version": metadata.get("kernbench_version", ""),
         }
-    columns: list[str] = []
-    for row in rows:
-        for key in (*row, *extra):
-            if key not in columns:
-                columns.append(key)
+    own = {key for row in rows for key in row}
+    # A bench's own column of the same name keeps it; the run's value goes beside it.
+    extra = {(f"run.{key}" if key in own else key): value for key, value in extra.items()}
+    columns = list(dict.fromkeys(key for row in rows for key in (*row, *extra)))
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns or list(extra), lineterminator="\n")
     writer.writeheader()
