@@ -583,3 +583,24 @@ def test_an_async_call_no_rank_matched_is_an_error_at_the_end(kind, says) -> Non
     with pytest.raises(CollectiveMismatchError, match="no other rank matched") as caught:
         kernbench.simulate(body, topology="multi_sip", world_size=4)
     assert says in str(caught.value) and 0 in caught.value.blocked
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda: dist.barrier(device_ids=[99]), "device_ids must be a list of one device index"),
+        (
+            lambda: dist.device_mesh.init_device_mesh("cuda", (2, 2), mesh_dim_names=("a", "a")),
+            "mesh_dim_names ('a', 'a') must be unique",
+        ),
+    ],
+)
+def test_arguments_torch_refuses_are_refused(call, says) -> None:
+    def body() -> None:
+        dist.init_process_group()
+        call()
+
+    with pytest.raises(RankError) as caught:
+        kernbench.simulate(body, topology="multi_sip", world_size=4)
+    assert isinstance(caught.value.__cause__, DistributedError)
+    assert says in str(caught.value.__cause__)

@@ -279,6 +279,16 @@ def barrier(
     call = collective_call("barrier", group)
     if call is None:
         return None
+    if device_ids is not None:
+        devices = call.ctx.num_devices
+        ids = list(device_ids) if isinstance(device_ids, list | tuple) else [device_ids]
+        if len(ids) != 1 or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < devices for i in ids
+        ):
+            raise DistributedError(
+                f"barrier: device_ids must be a list of one device index in 0..{devices - 1} "
+                f"(got {device_ids!r})"
+            )
     return call.submit(
         {"algorithm": algorithm},
         call.ctx.device_pe(call.rank),

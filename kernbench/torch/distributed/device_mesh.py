@@ -40,6 +40,8 @@ def init_device_mesh(
     names = tuple(mesh_dim_names) if mesh_dim_names is not None else None
     if names is not None and len(names) != len(shape):
         raise DistributedError(f"mesh_dim_names {names} must name each of {len(shape)} dims")
+    if names is not None and len(set(names)) != len(names):
+        raise DistributedError(f"init_device_mesh: mesh_dim_names {names} must be unique")
     mesh = np.arange(world_size).reshape(shape)
     me = get_rank()
     groups: dict[int, Any] = {}
