@@ -80,7 +80,10 @@ def _user_frame(error: BaseException) -> traceback.FrameSummary | None:
             where = str(Path(frame.filename).resolve())
         except (OSError, RuntimeError, ValueError):
             where = frame.filename
-        if not frame.filename.startswith("<") and not where.startswith(libraries):
+        # Compiled extensions (Cython) name their sources relatively ("numpy/random/
+        # _common.pyx"): never the user's code, which is a file that exists.
+        compiled = frame.filename.endswith((".pyx", ".pxd")) or not os.path.exists(frame.filename)
+        if not frame.filename.startswith("<") and not compiled and not where.startswith(libraries):
             found = frame
     return found
 

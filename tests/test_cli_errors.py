@@ -373,3 +373,11 @@ def test_max_wall_time_stops_a_module_level_loop_outside_the_ranks(tmp_path, cap
     assert time.monotonic() - start < 10
     err = capsys.readouterr().err
     assert "wall time passed --max-wall-time (1 s) in the script outside its ranks" in err
+
+
+def test_an_error_raised_in_compiled_numpy_names_the_script_line(tmp_path, capsys) -> None:
+    path = _script(
+        tmp_path, "import numpy as np\n\ndef main():\n    np.random.default_rng(0).random(-5)\n"
+    )
+    assert main(["run", path, "-t", TINY, "--timing-only"]) == EXIT_USER_ERROR
+    assert f"(at {path}:4 in main;" in capsys.readouterr().err  # not numpy's _common.pyx
