@@ -142,3 +142,14 @@ def test_an_ok_point_keeps_what_the_bench_printed(tmp_path: Path) -> None:
     assert record["stdout"].startswith("rank 0 of point n=5 mode=ok\n")
     assert record["stderr"] == "stderr of point n=5 mode=ok\n"
     assert record["report"]["results"] == [{"n": 5, "mode": "ok"}]
+
+
+def test_a_point_over_the_sweeps_wall_time_is_stopped_and_recorded(tmp_path: Path) -> None:
+    sweep = hostile_sweep(tmp_path, {"--delay": [0, 60]}, max_wall_time="1s")
+    out = tmp_path / "out"
+    result = run_cli(sweep, "-o", str(out), timeout=60)
+    assert result.returncode == 2
+    records = records_by_label(out)
+    assert records["tiny --delay 0"]["status"] == "ok"
+    slow = records["tiny --delay 60"]
+    assert slow["status"] == "failed" and "--max-wall-time (1 s)" in slow["error"]

@@ -43,7 +43,9 @@ from kernbench.bench.sweep_records import (
 )
 from kernbench.bench.trace import json_text
 from kernbench.errors import ConfigError, KernBenchError, OutputFileError, shown
+from kernbench.topology.quantities import Time
 from kernbench.topology.schema import KeyedValueError
+from kernbench.units import PS_PER_S
 from kernbench.validation import StrictModel
 
 __all__ = [
@@ -169,6 +171,11 @@ class SweepFile(StrictModel):
     seed: int = Field(default=0, description="Seed of every rank's random generator.")
     output: str | None = Field(default=None, description="Output directory (default out/<stem>).")
     trace: bool = Field(default=False, description="Write a Chrome trace per point.")
+    max_wall_time: Time | None = Field(
+        default=None,
+        gt=0,
+        description="Stop a point that runs longer than this ('10min'); it is recorded failed.",
+    )
 
 
 def load_sweep(path: str | Path) -> SweepFile:
@@ -287,6 +294,9 @@ def expand_points(
                         "bench_sha256": bench_sha256,
                         "topology_digest": topology_digest,
                         "trace_path": str(output / "traces" / f"{pid}.json") if trace else None,
+                        "max_wall_s": None
+                        if sweep.max_wall_time is None
+                        else sweep.max_wall_time / PS_PER_S,
                     }
                 )
     return points
@@ -313,6 +323,7 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
             trace_path=spec["trace_path"],
             seed=spec["seed"],
             script_args=spec["script_args"],
+            max_wall_s=spec.get("max_wall_s"),
             echo=lambda _text: None,
         )
     except Exception as exc:
