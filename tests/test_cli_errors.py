@@ -288,7 +288,9 @@ def test_help_documents_traceback_and_exit_statuses(capsys) -> None:
 # --- found by a sweep of hostile scripts ------------------------------------------------------
 
 
-def test_a_rank_exiting_while_others_run_is_an_error_naming_it(tmp_path: Path, capsys) -> None:
+def test_a_rank_exiting_0_is_done_and_the_others_waiting_for_it_are_told(
+    tmp_path: Path, capsys
+) -> None:
     path = _script(
         tmp_path,
         """\
@@ -306,9 +308,24 @@ def test_a_rank_exiting_while_others_run_is_an_error_naming_it(tmp_path: Path, c
     )
     report = tmp_path / "r.json"
     assert main(["run", path, "-t", "ring8", "--report", str(report)]) == EXIT_USER_ERROR
-    err = capsys.readouterr().err.splitlines()[-1]
-    assert err.startswith("error: ") and "rank 1 called sys.exit(0) while the other ranks" in err
+    err = capsys.readouterr().err
+    assert "(ranks [1] have not called it)" in err and "ranks that already returned: [1]" in err
     assert not report.exists()
+    # Every rank exiting 0 once done is a finished run, as under torchrun.
+    done = _script(
+        tmp_path,
+        """        import sys
+        import kernbench.torch.distributed as dist
+
+        def main():
+            dist.init_process_group()
+            dist.barrier()
+            sys.exit(0)
+        """,
+        "done.py",
+    )
+    assert main(["run", done, "-t", "ring8", "--report", str(report)]) == 0
+    assert report.exists()
 
 
 @pytest.mark.parametrize(

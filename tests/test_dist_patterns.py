@@ -855,7 +855,16 @@ def _torchrun_variables(rank: int, world: int) -> dict:
     t = torch.ones(2, device="cuda") * (dist.get_rank() + 1)
     dist.all_reduce(t)
     keys = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
-    return {"env": [os.environ.get(k) for k in keys], "value": t.tolist(), "local": local}
+    seen = [os.environ.get(k) for k in keys]
+    os.environ["RANK"] = f"mine{rank}"  # a rank's own view; the others keep theirs
+    dist.barrier()
+    popped = os.environ.pop("LOCAL_RANK", None)
+    return {
+        "env": seen,
+        "value": t.tolist(),
+        "local": local,
+        "after": (os.environ["RANK"], popped, "LOCAL_RANK" in os.environ),
+    }
 
 
 def test_ranks_see_the_variables_torchrun_sets() -> None:
@@ -868,7 +877,9 @@ def test_ranks_see_the_variables_torchrun_sets() -> None:
     for rank, r in enumerate(res.returns):
         assert r["env"] == [str(rank), str(rank), "3", "3"] and r["local"] == rank
         assert r["value"] == [6.0, 6.0]
+        assert r["after"] == (f"mine{rank}", str(rank), False)
     assert {k: os.environ.get(k) for k in before} == before  # restored after the run
+    assert "RANK" not in os.environ and type(os.environ).__name__ == "_Environ"
 
 
 def _group_queries(rank: int, world: int) -> dict:

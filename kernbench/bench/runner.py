@@ -20,7 +20,9 @@ from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import Run, SimResult
 from kernbench.bench.trace import chrome_trace, write_json_atomic
+from kernbench.ccl.settings import split_overrides
 from kernbench.distributed.watchdog import WallClock, WallTimeExpired, where_it_ran
+from kernbench.distributed.world import run_settings
 from kernbench.errors import (
     ConfigError,
     KernBenchError,
@@ -29,10 +31,16 @@ from kernbench.errors import (
     SimulationLimitError,
     shown,
 )
-from kernbench.files import SCRIPT_LIMIT, read_bytes, read_text, write_text
+from kernbench.files import SCRIPT_LIMIT, read_text, write_text
 from kernbench.machine.observe import CollectiveRefused
 from kernbench.runtime import default_topology_path
-from kernbench.topology import document_digest, load_topology_document, topology_files
+from kernbench.topology import (
+    apply_overrides,
+    document_digest,
+    load_topology_document,
+    topology_files,
+    validate_topology,
+)
 from kernbench.units import format_size_iec, format_time
 
 __all__ = [
@@ -45,10 +53,12 @@ __all__ = [
 ]
 
 
-def _compiled(path: str | Path) -> tuple[str, Any, ast.Module]:
-    """The script's name, code object and syntax tree; a syntax error is a ScriptError."""
+def _compiled(path: str | Path, source: str | None = None) -> tuple[str, Any, ast.Module]:
+    """The script's name, code object and syntax tree (of ``source``, its text already
+    read, else the file's); a syntax error is a ScriptError."""
     name = str(path)
-    source = read_text(path, what="bench script", limit=SCRIPT_LIMIT)
+    if source is None:
+        source = read_text(path, what="bench script", limit=SCRIPT_LIMIT)
     try:
         tree = compile(source, name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
         code = compile(tree, name, "exec", dont_inherit=True)
@@ -98,7 +108,7 @@ def _defines(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def runs_as_main(path: str | Path) -> bool:
+def runs_as_main(path: str | Path, source: str | None = None) -> bool:
     """Whether ``kernbench run`` starts this script by its ``__main__`` block.
 
     It does when the script has a top-level ``if __name__ == "__main__":`` block
@@ -107,7 +117,7 @@ def runs_as_main(path: str | Path) -> bool:
     under ``python``, on the run's machine.  A ``main()`` is run once per rank
     instead, and a script with neither runs ``run(rank, world_size)`` per rank.
     """
-    _, _, tree = _compiled(path)
+    _, _, tree = _compiled(path, source)
     return _has_main_block(tree)
 
 
@@ -115,7 +125,7 @@ def _has_main_block(tree: ast.Module) -> bool:
     return any(_is_main_guard(node) for node in tree.body) and not _defines(tree, "main")
 
 
-def load_script(path: str | Path, *, as_main: bool = False) -> Any:
+def load_script(path: str | Path, *, as_main: bool = False, source: str | None = None) -> Any:
     """Import a bench script by path; its ``__main__`` block runs only with ``as_main``.
 
     The file is read with :func:`kernbench.files.read_text` (a regular UTF-8
@@ -130,7 +140,7 @@ def load_script(path: str | Path, *, as_main: bool = False) -> Any:
     :class:`~kernbench.errors.KernBenchError` it raises (a rank's error, a
     deadlock, a limit) passes through as it is.
     """
-    name, code, _ = _compiled(path)
+    name, code, _ = _compiled(path, source)
     module_name = "__main__" if as_main else f"kernbench_script_{Path(name).stem}"
     module = types.ModuleType(module_name)
     module.__file__ = name
@@ -227,8 +237,8 @@ def _passing_script_exit(body: Callable[[], SimResult], script: str) -> SimResul
                 raise exc.original from None
             raise ScriptError(
                 f"rank {exc.rank} called sys.exit({exc.original.code!r}) while the other "
-                "ranks were running; a rank ends by returning from its function (exit the "
-                "whole run from the __main__ block, after the ranks)",
+                "ranks were running; a rank that fails raises, one that is done returns "
+                "(or exits 0)",
                 path=script,
             ) from None
         raise
@@ -299,18 +309,22 @@ def run_script(
         )
     topology_path = Path(topology) if topology else default_topology_path()
     outputs = {"report": report_path, "CSV": csv_path, "trace": trace_path}
-    # Read once, before the run: what the report records is what ran, whatever
-    # happens to the files meanwhile, and no output may replace any of them
-    # (a bundled machine's file, or a parent its extends: chain names).
+    # Read once, before the run (the script is compiled and the machine built from what
+    # was read here): what the report records is what ran, whatever happens to the
+    # files meanwhile, and no output may replace any of them (a bundled machine's file,
+    # or a parent its extends: chain names).
     check_outputs(outputs, inputs=[script, *topology_files(topology_path)])
     document = load_topology_document(topology_path)  # the file as written, before --set
-    source = read_bytes(script, what="script", limit=SCRIPT_LIMIT)
-    script_digest = hashlib.sha256(source).hexdigest()[:16]
-    as_main = runs_as_main(script)
+    source = read_text(script, what="bench script", limit=SCRIPT_LIMIT)
+    script_digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    as_main = runs_as_main(script, source)
+    machine = validate_topology(
+        apply_overrides(document, split_overrides(overrides)[0]), source=str(topology_path)
+    )
     # The machine first: the script is imported on it, so module-level code runs on the
     # requested topology and its tensors and kernels cost time on the run's clock.
     run = Run(
-        topology_path,
+        machine,
         world_size=world_size,
         timing_only=timing_only,
         overrides=overrides,
@@ -327,15 +341,18 @@ def run_script(
     # the script's module level and __main__ block, outside any rank.
     limited = isinstance(max_wall_s, int | float) and 0 < max_wall_s < float("inf")
     wall = WallClock(max_wall_s) if limited else None
+    run_settings(run.ctx).wall_clock = wall  # the ranks' scheduler shares it
     try:
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
             if as_main:
-                result = _passing_script_exit(
-                    lambda: run.script_main(lambda: load_script(script, as_main=True)), script
-                )
+
+                def as_main_block() -> Any:
+                    return load_script(script, as_main=True, source=source)
+
+                result = _passing_script_exit(lambda: run.script_main(as_main_block), script)
             else:
                 with run.active():
-                    module = load_script(script)
+                    module = load_script(script, source=source)
                 fn, rank_args = _entry(module, script)
                 result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args), script)
     except WallTimeExpired as expired:
@@ -347,6 +364,8 @@ def run_script(
             {},
         ) from None
     except SimulationLimitError as exc:
+        if wall is not None:
+            wall.stop()  # first: nothing may interrupt writing what was done
         if report_path and exc.report is not None:  # what happened before the stop is kept
             write_json_atomic(report_path, exc.report, what="partial report")
             echo(f"partial report: {report_path}")
@@ -354,6 +373,7 @@ def run_script(
     finally:
         if wall is not None:
             wall.stop()
+        run_settings(run.ctx).wall_clock = None
         sys.argv = saved_argv
     result.report["metadata"] = {
         "script": str(script),

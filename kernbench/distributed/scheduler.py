@@ -106,6 +106,7 @@ class Scheduler:
         # A watchdog for runaway runs: stop at this simulated time / wall time.
         self.max_sim_ps: int | None = None
         self.max_wall_s: float | None = None
+        self.wall_clock: WallClock | None = None  # a runner's, already started: shared
         self._running: RankState | None = None  # the rank whose greenlet has control
         self._wall: WallClock | None = None
         # Where the last wall-time interrupt found the run: (rank or None, " at FILE:LINE").
@@ -147,7 +148,12 @@ class Scheduler:
             )
         self._running, self._interrupted = None, None
         with _fewer_collections():
-            wall = WallClock(limit, self._on_interrupt) if limit is not None else None
+            shared = self.wall_clock
+            if shared is not None:
+                wall = shared
+                wall.call_on_interrupt(self._on_interrupt)
+            else:
+                wall = WallClock(limit, self._on_interrupt) if limit is not None else None
             self._wall = wall
             try:
                 return self._run(fn)
@@ -156,7 +162,9 @@ class Scheduler:
                     wall.stop()  # first: nothing may interrupt what follows
                 raise self._wall_time_error(expired) from None
             finally:
-                if wall is not None:
+                if wall is shared and wall is not None:
+                    wall.call_on_interrupt(None)  # the runner keeps it for its own code
+                elif wall is not None:
                     wall.stop()
                 self._wall = None
 
@@ -187,6 +195,16 @@ class Scheduler:
                 self._running = None
                 if isinstance(state.error, DeadlockError | SimulationLimitError | WallTimeExpired):
                     raise state.error  # it already names every rank involved
+                error = state.error
+                if (
+                    isinstance(error, SystemExit)
+                    and error.code in (None, 0)
+                    and any(s.started for s in self.ranks if s is not state)
+                ):
+                    # sys.exit() in a rank's function once the others run: that rank is
+                    # done, as a torchrun process exiting 0 is (the first rank exiting
+                    # before any other ran is a script's own exit: --help, usage).
+                    state.error = state.traceback = None
                 if state.error is not None:
                     error = RankError(rank, state.error)
                     # Whether it ended the run before any other rank ran (a usage error).

@@ -122,6 +122,10 @@ class WallClock:
         """Whether the limit has passed (and the thread has been interrupted)."""
         return self._fired
 
+    def call_on_interrupt(self, on_interrupt: Callable[[FrameType | None], None] | None) -> None:
+        """Who is told of the frame each interrupt stops (a scheduler sharing the clock)."""
+        self._on_interrupt = on_interrupt
+
     def stop(self) -> None:
         """Disarm: after this returns nothing is raised, and the thread and handler are gone.
 

@@ -17,15 +17,15 @@ own when it is imported).
 from __future__ import annotations
 
 import itertools
-import os
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from kernbench.distributed.environment import torchrun_environment
 from kernbench.distributed.scheduler import Scheduler, current_rank
+from kernbench.distributed.watchdog import WallClock
 from kernbench.errors import (
     CollectiveMismatchError,
     DeadlockError,
@@ -95,6 +95,9 @@ class RunSettings:
 
     max_sim_ps: int | None = None
     max_wall_s: float | None = None
+    # The run's own clock for max_wall_s, started by a runner before the script
+    # (its module level counts too): worlds share it rather than start their own.
+    wall_clock: WallClock | None = None
     world_size: int | None = None  # --world-size: a world of another size is an error
     worlds: list[World] = field(default_factory=list)  # every world run, in order
 
@@ -114,79 +117,6 @@ def active_world() -> World:
             "kernbench.simulate(), or start ranks with kernbench.torch.multiprocessing"
         )
     return _ACTIVE[-1]
-
-
-# What torchrun tells each process, here per rank (one launcher on one node).
-RANK_VARIABLES = ("RANK", "LOCAL_RANK", "GROUP_RANK")
-RUN_VARIABLES = {"LOCAL_WORLD_SIZE": None, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
-
-
-class _RankEnvironment(MutableMapping):
-    """``os.environ`` while ranks run: ``$RANK`` and ``$LOCAL_RANK`` are the calling
-    rank's (as torchrun sets them per process), everything else the real environment.
-
-    A mapping rather than a variable set at every switch between ranks: a run of
-    131,072 ranks switches millions of times and reads them a few.
-    """
-
-    def __init__(self, base: MutableMapping[str, str]) -> None:
-        self.base = base
-
-    def _rank(self, key: str) -> str | None:
-        if key in RANK_VARIABLES:
-            state = current_rank()
-            if state is not None:
-                return "0" if key == "GROUP_RANK" else str(state.rank)
-        return None
-
-    def __getitem__(self, key: str) -> str:
-        value = self._rank(key)
-        return self.base[key] if value is None else value
-
-    def __setitem__(self, key: str, value: str) -> None:
-        self.base[key] = value
-
-    def __delitem__(self, key: str) -> None:
-        del self.base[key]
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self.base
-        if current_rank() is not None:
-            yield from (key for key in RANK_VARIABLES if key not in self.base)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def copy(self) -> dict[str, str]:
-        return dict(self)
-
-    def __repr__(self) -> str:
-        return f"environ({dict(self)!r})"
-
-
-@contextmanager
-def torchrun_environment(world_size: int) -> Iterator[None]:
-    """``$WORLD_SIZE``, ``$LOCAL_WORLD_SIZE``, ``$MASTER_ADDR``/``PORT`` for the run (those
-    already set stay), and ``$RANK``/``$LOCAL_RANK`` per rank; all as they were after."""
-    base = os.environ
-    values = {"WORLD_SIZE": str(world_size), **RUN_VARIABLES, "LOCAL_WORLD_SIZE": str(world_size)}
-    saved = {key: base.get(key) for key in values}
-    for key, value in values.items():
-        if key in ("WORLD_SIZE", "LOCAL_WORLD_SIZE") or key not in base:
-            base[key] = value
-    wrapped = not isinstance(base, _RankEnvironment)
-    if wrapped:
-        os.environ = _RankEnvironment(base)  # noqa: B003 - a view, not a new environment
-    try:
-        yield
-    finally:
-        if wrapped:
-            os.environ = base  # noqa: B003 - the real one back
-        for key, value in saved.items():
-            if value is None:
-                base.pop(key, None)
-            else:
-                base[key] = value
 
 
 def synchronize_rank() -> None:
@@ -384,6 +314,7 @@ class World:
         self.scheduler = Scheduler(ctx.machine.clock, world_size)
         self.scheduler.max_sim_ps = settings.max_sim_ps
         self.scheduler.max_wall_s = settings.max_wall_s
+        self.scheduler.wall_clock = settings.wall_clock
         # The simulated time each rank's function returned at, and what it returned.
         self.finished_ps = [0] * world_size
         self.returns: list[Any] = []
