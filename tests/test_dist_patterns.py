@@ -920,3 +920,25 @@ def _mesh_first(rank: int, world: int) -> list:
 def test_init_device_mesh_joins_the_default_group_as_torch_does() -> None:
     res = kernbench.simulate(_mesh_first, topology="multi_sip", world_size=4, rank_args=True)
     assert res.returns == [[3.0, 3.0], [3.0, 3.0], [7.0, 7.0], [7.0, 7.0]]
+
+
+def _p2p_then_synchronize(rank: int, world: int) -> tuple:
+    dist.init_process_group()
+    t = torch.ones(4) * rank
+    work = None
+    if rank == 0:
+        work = dist.isend(t, dst=1)
+    elif rank == 1:
+        work = dist.irecv(t, src=0)
+    ops = [dist.P2POp(dist.isend, t, (rank + 1) % world)] * 2
+    assert ops[0] == ops[1] and ops[0] != dist.P2POp(dist.isend, t, 0)  # by identity
+    torch.cuda.synchronize()
+    return t.tolist(), None if work is None else work.is_completed()
+
+
+def test_synchronize_waits_for_isend_and_irecv_too() -> None:
+    res = kernbench.simulate(
+        _p2p_then_synchronize, topology="multi_sip", world_size=3, rank_args=True
+    )
+    assert res.returns[1] == ([0.0] * 4, True) and res.returns[0] == ([0.0] * 4, True)
+    assert res.returns[2] == ([2.0] * 4, None)

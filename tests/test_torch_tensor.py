@@ -659,3 +659,17 @@ def test_cat_promotes_mixed_dtypes_as_torch_does(ctx):
 def test_integers_that_do_not_fit_are_refused_as_torch_refuses_them(ctx, make):
     with pytest.raises(TensorError, match=r"does not fit torch\.int(8|32) \["):
         make()
+
+
+def test_stack_promotes_and_split_takes_integer_likes_and_none_compares(ctx):
+    mixed = torch.stack([torch.tensor([1, 1], dtype=torch.int32), torch.tensor([1.5, 2.5])])
+    assert mixed.dtype == torch.float32 and mixed.tolist() == [[1.0, 1.0], [1.5, 2.5]]
+    assert [c.tolist() for c in torch.arange(4).split(np.int64(2))] == [[0, 1], [2, 3]]
+    t = torch.ones(2)
+    assert (t == None) is False and (t != None) is True  # noqa: E711 - torch's answer
+
+
+@pytest.mark.parametrize("data", [[2**70], [2**40, 1.5], [float("nan")]])
+def test_python_numbers_an_int_dtype_cannot_hold_are_refused(ctx, data):
+    with pytest.raises(TensorError, match="torch.int32"):
+        torch.tensor(data, dtype=torch.int32)

@@ -334,6 +334,7 @@ class World:
         self._group_tail: dict[int, Event] = {}
         # Per rank: its async collectives not yet waited for (synchronize waits for them).
         self._pending: dict[int, list[Work]] = {}
+        self._prune_at: dict[int, int] = {}
 
     # -- running ranks ---------------------------------------------------------------
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
@@ -493,16 +494,25 @@ class World:
             self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
         work = Work(self, rv, f"{describe_call(what, signature)} #{seq} on {group.name}", result)
         if async_op:
-            pending = self._pending.setdefault(me, [])
-            pending[:] = [w for w in pending if not w.is_completed()]
-            pending.append(work)
-            return work
+            return self.track(work)
         work.wait()
         return None
 
+    def track(self, work: Work) -> Work:
+        """Remember an async operation of the calling rank until synchronize() waits for
+        it (finished ones are dropped whenever the list has doubled: linear in all)."""
+        me = self.rank
+        pending = self._pending.setdefault(me, [])
+        pending.append(work)
+        if len(pending) >= self._prune_at.get(me, 64):
+            pending[:] = [w for w in pending if not w.is_completed()]
+            self._prune_at[me] = max(64, 2 * len(pending))
+        return work
+
     def synchronize(self) -> None:
-        """Wait until every async collective the calling rank started has finished
-        (``torch.cuda.synchronize``: the device's streams, collectives' included)."""
+        """Wait until every async collective and point-to-point operation the calling
+        rank started has finished (``torch.cuda.synchronize``: every stream of the
+        device, NCCL's included)."""
         pending = self._pending.pop(self.rank, [])
         for work in pending:
             work.wait()
@@ -636,4 +646,5 @@ def _check_devices(rv: _Rendezvous) -> None:
 
 
 def p2p_work(world: World, rv: _Rendezvous) -> Work:
-    return Work(world, rv, rv.what)
+    """The Work of a posted send or receive (synchronize() waits for it too)."""
+    return world.track(Work(world, rv, rv.what))

@@ -29,6 +29,7 @@ from kernbench.fast.columns import build
 from kernbench.fast.evaluate import evaluate
 from kernbench.fast.tables import TIME_LIMIT_PS, Tables, TimesTooLong
 from kernbench.machine.programs import RecordedCollective
+from kernbench.topology import names
 from kernbench.topology.schema import Topology
 
 # Why a collective runs message by message (``collective.meta["refused"]``), besides
@@ -63,7 +64,7 @@ class FastMachine(Fabric):
             (
                 f.link
                 for f in topology.faults.links
-                if f.link.startswith("port:") and f.slowdown != 1 and not f.down
+                if names.is_port(f.link) and f.slowdown != 1 and not f.down
             ),
             None,
         )

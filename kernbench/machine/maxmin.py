@@ -241,7 +241,10 @@ def solve_region(
     """Max-min fair rates around a change: ``(flow, rate, bottleneck)`` per flow, and the links.
 
     ``region`` starts as the flows on the changed links and grows as the
-    fairness check requires; every flow outside keeps its rate.
+    fairness check requires; every flow outside keeps its rate.  A route
+    crosses a link at most once, and ``active`` keeps each link's flows in
+    ascending id (the fabric adds them so): then the array path sums every
+    link's outside load in the order the loops do.
     """
     while True:
         arrays = None

@@ -129,6 +129,11 @@ def port(memory: str) -> str:
     return f"port:{memory}"
 
 
+def is_port(name: str) -> bool:
+    """Whether ``name`` is a memory's port (``port:M``)."""
+    return name.startswith("port:")
+
+
 def link_source(name: str) -> str | None:
     """Where a ``link:A->B`` starts (``A``), or a ``port:M``'s memory (``M``); else ``None``."""
     kind, sep, ends = name.partition(":")

@@ -89,9 +89,13 @@ class TensorArithmetic:
 
     # -- comparisons: torch gives a bool tensor, and there is no bool dtype here ---------
     def __eq__(self: Tensor, other: object) -> Any:
+        if other is None:
+            return False  # as torch answers
         raise _no_comparison("==")
 
     def __ne__(self: Tensor, other: object) -> Any:
+        if other is None:
+            return True
         raise _no_comparison("!=")
 
     def __lt__(self: Tensor, other: object) -> Any:
@@ -222,7 +226,7 @@ def _no_comparison(symbol: str) -> TensorError:
     )
 
 
-_ON_THE_HOST = "torch.from_numpy(...) of the result computed on the host from t.numpy()"
+_ON_THE_HOST = "the host: compute from t.numpy(), bring it back with torch.from_numpy"
 
 
 def _no_operator(symbol: str, instead: str) -> TensorError:

@@ -185,13 +185,13 @@ def tensor(
     _check_grad(requires_grad, "tensor")
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device, copy=True)
+    if dtype is not None and not isinstance(data, np.ndarray):
+        # Python numbers an integer dtype cannot hold: torch raises rather than wrap them
+        # (checked as Python numbers: an int past 64 bits makes no NumPy array).
+        _check_fits(data, as_torch_dtype(dtype))
     array = np.asarray(data)
     if dtype is not None:
         dt = as_torch_dtype(dtype)
-        if not isinstance(data, np.ndarray) and array.dtype.kind in "iu" and array.size:
-            # Python ints that do not fit: torch raises rather than wrap them
-            check_scalar_fits(int(array.min()), dt, "tensor")
-            check_scalar_fits(int(array.max()), dt, "tensor")
     elif array.dtype.kind == "f" and array.dtype.name == "float64":
         dt = get_default_dtype()
     elif array.dtype.name in _INFER:
@@ -212,6 +212,20 @@ def tensor(
             f"(valid: {VALID_DTYPES})"
         )
     return _host_values(array, dt, device, dp)
+
+
+def _check_fits(data: Any, dt: TorchDType) -> None:
+    if dt.is_floating_point:
+        return
+    values = np.asarray(data, dtype=object).ravel().tolist()
+    numbers_ = [v for v in values if isinstance(v, int | float | np.integer | np.floating)]
+    if numbers_:
+        low, high = min(numbers_), max(numbers_)
+        for value in (low, high):
+            whole = int(value) if math.isfinite(value) else value
+            if not isinstance(whole, int):
+                raise TensorError(f"tensor: {value} cannot be converted to {dt!r}")
+            check_scalar_fits(whole, dt, "tensor")
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -240,10 +254,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     tensors = list(tensors)
     if not tensors or not all(isinstance(t, Tensor) for t in tensors):
         raise TensorError("cat needs a non-empty sequence of Tensors")
-    result = tensors[0].dtype
-    for t in tensors[1:]:
-        result = promote_types(result, t.dtype)
-    tensors = [t if t.dtype is result else t.to(result) for t in tensors]
+    tensors = _promoted(tensors)
     first = tensors[0]
     d = dim_index(dim, first.ndim)
     for t in tensors[1:]:
@@ -271,10 +282,12 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
-    """Stack same-shape tensors along a new ``dim`` on the device."""
+    """Stack same-shape tensors along a new ``dim`` on the device (dtypes promoted as
+    :func:`cat` promotes them)."""
     tensors = list(tensors)
     if not tensors or not all(isinstance(t, Tensor) for t in tensors):
         raise TensorError("stack needs a non-empty sequence of Tensors")
+    tensors = _promoted(tensors)
     first = tensors[0]
     for t in tensors[1:]:
         if t.shape != first.shape:
@@ -294,6 +307,14 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         if n:
             _place(t, out, n, inner, len(tensors) * inner, k * inner)
     return out
+
+
+def _promoted(tensors: list[Tensor]) -> list[Tensor]:
+    """The tensors in the dtype torch promotes them all to (a copy each for those converted)."""
+    result = tensors[0].dtype
+    for t in tensors[1:]:
+        result = promote_types(result, t.dtype)
+    return [t if t.dtype is result else t.to(result) for t in tensors]
 
 
 def _place(t: Tensor, out: Tensor, n: int, row: int, width: int, offset: int) -> None:

@@ -12,6 +12,7 @@ indexing does; boolean masks raise (there is no bool dtype).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -266,7 +267,8 @@ class TensorLayout:
         of the sizes in a list ``split_size`` (they must add up to the dimension)."""
         d = dim_index(dim, self.ndim)
         size = self.shape[d]
-        if isinstance(split_size, int) and not isinstance(split_size, bool):
+        if isinstance(split_size, numbers.Integral) and not isinstance(split_size, bool):
+            split_size = int(split_size)
             if split_size < 0 or (split_size == 0 and size):
                 raise TensorError(f"split: split_size must be positive, got {split_size}")
             sizes = [min(split_size, size - a) for a in range(0, size, split_size or 1)] or [0]
