@@ -8,6 +8,7 @@ import csv
 import hashlib
 import inspect
 import io
+import re
 import sys
 import traceback
 import types
@@ -29,6 +30,7 @@ from kernbench.errors import (
     RankError,
     ScriptError,
     SimulationLimitError,
+    UnsupportedNameError,
     shown,
 )
 from kernbench.files import SCRIPT_LIMIT, read_text, write_text
@@ -174,12 +176,33 @@ def load_script(path: str | Path, *, as_main: bool = False, source: str | None =
 
 def _import_error(name: str, exc: BaseException, as_main: bool = False) -> ScriptError:
     doing = "running the bench script" if as_main else "importing the bench script"
+    text = shown(str(exc))
+    hint = _missing_name_hint(exc)
+    if hint:
+        text = f"{text}: {hint}"
     return ScriptError(
-        f"{shown(name)}:{_script_line(exc, name)}: {doing} raised "
-        f"{type(exc).__name__}: {shown(str(exc))}",
+        f"{shown(name)}:{_script_line(exc, name)}: {doing} raised {type(exc).__name__}: {text}",
         path=name,
         original=exc,
     )
+
+
+def _missing_name_hint(exc: BaseException) -> str:
+    """What to use instead, for ``from kernbench.torch import where`` and the like: Python
+    turns the module's UnsupportedNameError into a bare ImportError, so ask again."""
+    module = (
+        sys.modules.get(getattr(exc, "name", None) or "") if isinstance(exc, ImportError) else None
+    )
+    found = re.match(r"cannot import name '(\w+)'", str(exc))
+    if module is None or found is None or not module.__name__.startswith("kernbench."):
+        return ""
+    try:
+        getattr(module, found.group(1))
+    except UnsupportedNameError as missing:
+        return str(missing).partition(": ")[2]
+    except AttributeError:
+        return ""
+    return ""
 
 
 def _script_line(exc: BaseException, filename: str) -> int:

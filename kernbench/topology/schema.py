@@ -309,7 +309,11 @@ class MmuSpec(StrictModel):
 
 class IpcqAttrs(StrictModel):
     depth: Count = Field(8, description="slots per queue (credits)")
-    slot_bytes: Size = Field("64KiB", description="bytes per slot")
+    slot_bytes: Size = Field(
+        "64KiB",
+        description="bytes per slot; not in the timing yet: a message moves as one transfer "
+        "whatever its size (ADR 0008)",
+    )
     endpoint_overhead: Time = Field("100ns", description="fixed cost per message (alpha)")
     install_latency_per_entry: Time = Field(
         "20ns", description="time to install one neighbour-table entry"
