@@ -942,3 +942,15 @@ def test_synchronize_waits_for_isend_and_irecv_too() -> None:
     )
     assert res.returns[1] == ([0.0] * 4, True) and res.returns[0] == ([0.0] * 4, True)
     assert res.returns[2] == ([2.0] * 4, None)
+
+
+def _never_waited(rank: int, world: int) -> None:
+    dist.init_process_group()
+    dist.all_reduce(torch.ones(1 << 14), async_op=True)  # no wait(): the device still runs it
+
+
+def test_an_async_collective_never_waited_for_still_runs_before_the_run_ends() -> None:
+    res = kernbench.simulate(_never_waited, topology="ring8", world_size=8, rank_args=True)
+    (call,) = res.report["collectives"]
+    assert call["end_ps"] is not None and call["end_ps"] > call["launch_ps"]
+    assert res.elapsed_ps == call["end_ps"] > max(res.per_rank_ps)

@@ -357,6 +357,7 @@ class World:
             with torchrun_environment(self.world_size):
                 self.returns = self.scheduler.run(body)
             self._check_unmatched()
+            self._finish_pending()
             return self.returns
         except DeadlockError as exc:
             if not self._mismatched or isinstance(exc, CollectiveMismatchError):
@@ -376,6 +377,15 @@ class World:
         finally:
             _ACTIVE.remove(self)
             machine.set_waiter(previous)
+
+    def _finish_pending(self) -> None:
+        """Every rank returned with async operations it never waited for: the machine still
+        carries them out (a GPU runs what was queued), so the run ends when they do."""
+        for works in self._pending.values():
+            for work in works:
+                if not work.is_completed():
+                    work.wait()
+        self._pending.clear()
 
     def _check_unmatched(self) -> None:
         """Every rank returned: an async collective or p2p call no other rank matched
