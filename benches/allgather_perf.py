@@ -9,8 +9,9 @@ It takes nccl-tests' flags with their defaults (``-b 32M -e 32M -f 1 -i 1M
 -n 20 -w 5 -c 1 -d float -z 0 -a 1``; ``-h`` lists them all;
 :mod:`kernbench.bench.perf_options` says what each means here) and
 ``--algorithm``: a configuration of ``ccl/ccl.yaml``, an algorithm name, or
-``auto`` for the tuner's choice. Sizes take ``8``, ``4KiB``, ``1MB`` or
-nccl-tests' ``64M`` (K, M and G are binary).
+``auto`` for the tuner's choice. Sizes are read as nccl-tests reads them:
+``8``, ``4K``, ``1.5M``, ``1e6`` (only the unit's first
+letter counts; K, M and G are binary).
 
 Run from the repository root (flags after ``--`` go to the script)::
 

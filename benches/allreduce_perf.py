@@ -3,14 +3,16 @@
 Measures ``dist.all_reduce`` of one ``size``-byte buffer on every rank.
 In place it reduces the receive buffer itself; out of place it first copies
 the send buffer into it (``recv.copy_(send)``: torch's all_reduce has no
-out-of-place form), so that column's time includes the device copy.
+out-of-place form), only before the checked call: NCCL's out-of-place call
+moves the same bytes, so both columns take the same time.
 
 It takes nccl-tests' flags with their defaults (``-i 1M -n 20 -w 5 -c 1 -d
 float -o sum -z 0 -a 1``; ``-h`` lists them all;
 :mod:`kernbench.bench.perf_options` says what each means here) and
 ``--algorithm``: a configuration of ``ccl/ccl.yaml``, an algorithm name, or
-``auto`` for the tuner's choice. Sizes take ``8``, ``4KiB``, ``1MB`` or
-nccl-tests' ``64M`` (K, M and G are binary).  The sizes default to ``-b 4K -e
+``auto`` for the tuner's choice. Sizes are read as nccl-tests reads them:
+``8``, ``4K``, ``1.5M``, ``1e6`` (only the unit's first
+letter counts; K, M and G are binary).  The sizes default to ``-b 4K -e
 4M -f 2``, not nccl-tests' single 32M: this bench with no flags is the main
 job, an all-reduce sweep over sizes that checks its values in about a
 minute and a half of CPU on the 16 cubes of the default machine (32M alone

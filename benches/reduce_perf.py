@@ -2,15 +2,16 @@
 
 Measures ``dist.reduce`` of a ``size``-byte buffer into the root rank
 (``-r``, or ``-r all`` for every rank in turn). Out of place it first copies
-the send buffer into the receive buffer (torch's reduce is in place only),
-so that column's time includes the device copy.
+the send buffer into the receive buffer before the checked call (torch's
+reduce is in place only); the timed calls take no copy, as NCCL's.
 
 It takes nccl-tests' flags with their defaults (``-b 32M -e 32M -f 1 -i 1M
 -n 20 -w 5 -c 1 -d float -o sum -r 0 -z 0 -a 1``; ``-h`` lists them all;
 :mod:`kernbench.bench.perf_options` says what each means here) and
 ``--algorithm``: a configuration of ``ccl/ccl.yaml``, an algorithm name, or
-``auto`` for the tuner's choice. Sizes take ``8``, ``4KiB``, ``1MB`` or
-nccl-tests' ``64M`` (K, M and G are binary).
+``auto`` for the tuner's choice. Sizes are read as nccl-tests reads them:
+``8``, ``4K``, ``1.5M``, ``1e6`` (only the unit's first
+letter counts; K, M and G are binary).
 
 Run from the repository root (flags after ``--`` go to the script)::
 

@@ -72,7 +72,8 @@ def kernbench_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProce
 def test_bus_factor_follows_nccl_tests() -> None:
     for op in PERF.values():
         assert bus_factor(op, 8) == factor(op, 8)
-        assert bus_factor(op, 1) == 0.0
+        # one rank: the (n-1) factors give 0; the rooted ops' is 1 at any count
+        assert bus_factor(op, 1) == (1.0 if op in ("broadcast", "reduce") else 0.0)
     with pytest.raises(ConfigError, match="unknown collective"):
         bus_factor("all_sum", 8)
 
@@ -343,3 +344,23 @@ def test_model_benches_on_the_fast_backend(script: str, args: list[str], key: st
     for a, b in zip(detailed, fast, strict=True):
         assert b["checked"] is True
         assert b[key] == pytest.approx(a[key], rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("bench", "args", "row"),
+    [
+        # nccl-tests rounds a split op's count per rank down to 16-byte lines
+        ("allgather_perf.py", ["-b", "1000", "-e", "1000"], ("896", "28")),
+        ("reducescatter_perf.py", ["-b", "200", "-e", "200", "-d", "int8"], ("128", "16")),
+        ("alltoall_perf.py", ["-b", "1000", "-e", "1000", "-d", "half"], ("896", "56")),
+    ],
+)
+def test_split_op_sizes_are_rounded_as_nccl_tests_rounds_them(bench, args, row, capsys) -> None:
+    from kernbench.cli import main
+
+    path = str(Path(__file__).resolve().parents[1] / "benches" / bench)
+    assert (
+        main(["run", path, "-t", "ring8", "--timing-only", "--", *args, "-n", "1", "-w", "0"]) == 0
+    )
+    lines = [line.split() for line in capsys.readouterr().out.splitlines()]
+    assert [cells[:2] for cells in lines if cells and cells[0].isdigit()] == [list(row)]

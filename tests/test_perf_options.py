@@ -76,9 +76,14 @@ def test_sizes() -> None:
     assert options("-b", "1M", "-e", "3M", "-i", "1M").sizes == (M, 2 * M, 3 * M)
     assert sizes_from_args("4KiB", "64KiB", 4) == [4096, 16384, 65536]
     assert sizes_from_args("8", "100", "2") == [8, 16, 32, 64]
-    assert parse_bytes("1M") == M and parse_bytes("2g") == 2**31 and parse_bytes("1MB") == 10**6
-    with pytest.raises(KernBenchError):
-        parse_bytes("4 bananas")
+    # nccl-tests' parsesize: the unit's first letter, binary; fractions and exponents
+    assert parse_bytes("1M") == M and parse_bytes("2g") == 2**31 and parse_bytes("1MB") == M
+    assert parse_bytes("1KiB") == parse_bytes("1KB") == 1024 and parse_bytes("1.5K") == 1536
+    assert parse_bytes("1e3") == 1000 and parse_bytes(" 64 ") == 64
+    with pytest.raises(KernBenchError, match="-b/--minbytes: cannot read size '4 bananas'"):
+        parse_bytes("4 bananas", "-b/--minbytes")
+    with pytest.raises(KernBenchError, match="cannot read size '4B'"):
+        parse_bytes("4B")
 
 
 def test_types_map_to_what_the_simulator_carries() -> None:
@@ -101,15 +106,19 @@ def test_ops_and_roots() -> None:
         options("-o", "mulsum")
     with pytest.raises(ConfigError, match=r"-o/--op: unknown op 'bogus'; valid: sum, prod"):
         options("-o", "bogus")
-    with pytest.raises(ConfigError, match=r"-r/--root takes a rank or 'all', got 'x'"):
+    with pytest.raises(ConfigError, match=r"-r/--root takes a rank, -1 or 'all', got 'x'"):
         options("-r", "x")
+    assert options("-r", "-1").roots == (None,)  # every root, as nccl-tests
     with pytest.raises(ConfigError, match=r"-r/--root must be a rank"):
-        options("-r", "-1")
-    # -o only for reductions, -r only for rooted ops, as nccl-tests' per-op tests
-    with pytest.raises(ConfigError, match="unrecognized arguments: -o"):
-        options("-o", "sum", reduction=False)
-    with pytest.raises(ConfigError, match="unrecognized arguments: -r"):
-        options("-r", "1", rooted=False)
+        options("-r", "-2")
+    # Every nccl-tests binary takes -o and -r (one flag set for all); the ops without a
+    # reduction or a root ignore them.
+    options("-o", "sum", reduction=False)
+    options("-r", "1", rooted=False)
+    for fixed in (("-x", "0"), ("-V", "16"), ("-K", "0")):
+        options(*fixed)
+    with pytest.raises(ConfigError, match=r"-V/--device_cta_count 8: only 16 is supported"):
+        options("-V", "8")
 
 
 @pytest.mark.parametrize(

@@ -36,8 +36,9 @@ buffer of the call (the total gathered, scattered or exchanged buffer for
 all_gather, reduce_scatter and all_to_all), ``count`` the elements of the
 call's count argument (per rank for those three), ``algbw = size_B / time``
 (GB = 10^9 B) and ``busbw = algbw x`` :func:`bus_factor`.  Sizes are rounded
-down to whole elements, and for the split ops to a multiple of the world size
-with at least one element per rank (nccl-tests would run zero elements).
+down to whole elements, and for the split ops each rank's count down to whole
+16-byte lines, as nccl-tests rounds them, with at least one element per rank
+(nccl-tests would run zero elements).
 """
 
 from __future__ import annotations
@@ -113,12 +114,11 @@ _MEASURED: weakref.WeakKeyDictionary[World, dict[Any, dict[int, Any]]] = weakref
 
 
 def bus_factor(op: str, world_size: int) -> float:
-    """nccl-tests' busbw / algbw ratio for ``op`` on ``world_size`` ranks (0 for one rank)."""
+    """nccl-tests' busbw / algbw ratio for ``op`` on ``world_size`` ranks (1 for the rooted
+    ops at any count, as nccl-tests has it; the others' (n-1) factors give 0 for one rank)."""
     _check_op(op)
     if world_size < 1:
         raise ConfigError(f"world_size must be at least 1, got {world_size}")
-    if world_size == 1:
-        return 0.0
     return _OPS[op][0](world_size)
 
 
@@ -271,10 +271,11 @@ class _Case:
 
 
 def _count_for(op: str, size: int, itemsize: int, n: int) -> int:
-    """The call's count argument (per rank for the split ops), as nccl-tests' setupArgs."""
+    """The call's count argument (per rank for the split ops), as nccl-tests' setupArgs:
+    a split op's count per rank is rounded down to whole 16-byte lines."""
     count = size // itemsize
     if _OPS[op][1]:
-        count //= n
+        count = (count // n) & ~(max(1, 16 // itemsize) - 1)
     return max(1, count)
 
 

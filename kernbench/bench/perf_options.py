@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from kernbench.errors import ConfigError
-from kernbench.units import parse_size
 
 __all__ = [
     "AVERAGE_MODES",
@@ -107,6 +106,9 @@ _FIXED = (
     ("-S", "--report_timestamps", 0, "simulated runs have no wall-clock timestamps"),
     ("-M", "--memory", 0, "see the run report for memory"),
     ("-T", "--timeout", 0, "use kernbench run --max-wall-s"),
+    ("-x", "--cta_policy", 0, "the simulator has no CTAs; collectives are the catalogue's"),
+    ("-V", "--device_cta_count", 16, "the simulator has no CTAs; collectives are the catalogue's"),
+    ("-K", "--per_iter_skip", 0, "every call of a size takes the same simulated time"),
 )
 # (flags, destination, what to use instead); -F is nccl-tests' older CSV output.
 _FILES = (
@@ -114,32 +116,41 @@ _FILES = (
     (("-F",), "csv_file", "use kernbench run --csv FILE"),
 )
 
-# nccl-tests' size suffixes: K, M, G are binary (KiB, MiB, GiB).
-_NCCL_SIZE = re.compile(r"^\s*([0-9]+)\s*([kKmMgG])\s*$")
+# nccl-tests' sizes (parsesize): a number, then a unit of which only the first letter
+# counts: K, M, G are binary (1KB = 1K = 1KiB = 1024 B), fractions and exponents allowed.
+_NCCL_SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]\w*)?\s*$")
 _NCCL_FACTOR = {"k": 2**10, "m": 2**20, "g": 2**30}
 
 
-def parse_bytes(value: str | int) -> int:
-    """A size in bytes: an int, ``"8"``, ``"4KiB"``, ``"1MB"``, or nccl-tests' ``"4K"``, ``"1G"``.
+def parse_bytes(value: str | int, flag: str = "size") -> int:
+    """A size in bytes as nccl-tests reads it: ``8``, ``4K``, ``1.5M``, ``1e3``, ``1GB``.
 
-    Units follow :func:`kernbench.units.parse_size` (KB = 10^3 B, KiB = 2^10 B);
-    the bare suffixes K, M and G mean KiB, MiB and GiB, as in nccl-tests.
+    Only the unit's first letter counts, and K, M, G are binary (``1MB`` is
+    1,048,576 B, as in nccl-tests); the bytes are the whole part.  ``flag``
+    names the option in errors.
     """
-    if isinstance(value, str):
-        text = value.strip()
-        if text.isdigit():
-            return int(text)
-        match = _NCCL_SIZE.match(text)
-        if match:
-            return int(match.group(1)) * _NCCL_FACTOR[match.group(2).lower()]
-    return parse_size(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _NCCL_SIZE.match(str(value))
+    unit = (match.group(2) or "")[:1].lower() if match else ""
+    if match is None or (unit and unit not in _NCCL_FACTOR):
+        raise ConfigError(
+            f"{flag}: cannot read size {str(value)!r}; give bytes with an optional K, M or G "
+            "(binary, as nccl-tests: 4K, 1.5M, 1G, 1e6)"
+        )
+    number = float(match.group(1)) * _NCCL_FACTOR.get(unit, 1)
+    if not number < 2**63:
+        raise ConfigError(f"{flag}: size {str(value)!r} is too large")
+    return int(number)
 
 
 def sizes_from_args(
     minbytes: str | int, maxbytes: str | int, stepfactor: int | str = 1, stepbytes: str | int = "1M"
 ) -> list[int]:
     """nccl-tests' sizes: ``min``, ``min·f``, ``min·f²`` ... (``f`` > 1), else ``min + k·i``."""
-    low, high, step = parse_bytes(minbytes), parse_bytes(maxbytes), parse_bytes(stepbytes)
+    low = parse_bytes(minbytes, "-b/--minbytes")
+    high = parse_bytes(maxbytes, "-e/--maxbytes")
+    step = parse_bytes(stepbytes, "-i/--stepbytes")
     try:
         factor = int(stepfactor)
     except ValueError:
@@ -230,10 +241,16 @@ def add_perf_arguments(
     add("-N", "--run_cycles", type=_int("-N/--run_cycles"), default=1, help="repeat the sizes (1)")
     add("-c", "--check", type=_int("-c/--check"), default=1, help="check iterations (1; 0: none)")
     add("-d", "--datatype", default="float", help="nccl-tests type name or 'all' (float)")
-    if reduction:
-        add("-o", "--op", default="sum", help="sum, prod, max, min, avg or all (sum)")
-    if rooted:
-        add("-r", "--root", default="0", help="root rank or 'all' (0)")
+    # Every nccl-tests binary takes -o and -r; those without a reduction or a root
+    # ignore them, as nccl-tests does.
+    ops_help = "sum, prod, max, min, avg or all (sum)" if reduction else argparse.SUPPRESS
+    add("-o", "--op", default="sum", help=ops_help)
+    add(
+        "-r",
+        "--root",
+        default="0",
+        help="root rank, -1 or 'all' (0)" if rooted else argparse.SUPPRESS,
+    )
     add("-z", "--blocking", type=_int("-z/--blocking"), default=0, help="0-3 (0)")
     add("-a", "--average", type=_int("-a/--average"), default=1,
         help="0 rank 0, 1 mean, 2 min, 3 max of the ranks' times (1)")  # fmt: skip
@@ -289,9 +306,11 @@ def _roots(text: str) -> tuple[int | None, ...]:
     try:
         root = int(text, 0)
     except ValueError:
-        raise ConfigError(f"-r/--root takes a rank or 'all', got {text!r}") from None
+        raise ConfigError(f"-r/--root takes a rank, -1 or 'all', got {text!r}") from None
+    if root == -1:
+        return (None,)  # every root, as nccl-tests' -r -1
     if root < 0:
-        raise ConfigError(f"-r/--root must be a rank (0 or more) or 'all', got {root}")
+        raise ConfigError(f"-r/--root must be a rank (0 or more), -1 or 'all', got {root}")
     return (root,)
 
 
@@ -322,12 +341,12 @@ def options_from_args(args: argparse.Namespace) -> PerfOptions:
             f"-N/--run_cycles must be at least 1 (0, run forever, is not supported), "
             f"got {args.run_cycles}"
         )
-    step = parse_bytes(args.stepbytes)
+    step = parse_bytes(args.stepbytes, "-i/--stepbytes")
     _choice("-y/--stream_null", args.stream_null, range(2))
     return PerfOptions(
         sizes=tuple(sizes_from_args(args.minbytes, args.maxbytes, args.stepfactor, step)),
-        minbytes=parse_bytes(args.minbytes),
-        maxbytes=parse_bytes(args.maxbytes),
+        minbytes=parse_bytes(args.minbytes, "-b/--minbytes"),
+        maxbytes=parse_bytes(args.maxbytes, "-e/--maxbytes"),
         stepfactor=args.stepfactor,
         stepbytes=step,
         types=_types(args.datatype),
