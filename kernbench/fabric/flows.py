@@ -90,7 +90,7 @@ def _deliver(env: simpy.Environment, done: simpy.Event | Callable[[], None], del
 class _Flow(maxmin.Flow):
     """A flow in progress: the solver's view plus how far it has got."""
 
-    __slots__ = ("remaining", "updated", "version", "due", "done", "start", "size", "tail")
+    __slots__ = ("remaining", "updated", "version", "done", "start", "size", "tail")
 
     def __init__(
         self, fid: int, edges: tuple[int, ...], nbytes: int, now: int, weight: int = 1
@@ -108,7 +108,6 @@ class _Flow(maxmin.Flow):
         self.remaining = float(nbytes)
         self.updated = now
         self.version = 0
-        self.due = -1  # the time its live completion entry is queued at
         self.done: simpy.Event | Callable[[], None] | None = None
         self.start = now
         self.tail = 0  # route latency and packet fill still due after the last byte leaves
@@ -143,7 +142,6 @@ class FlowNetwork:
         # per distinct earliest completion).  Symmetric flows finish at the same
         # picosecond, so a bucket per time keeps the heap small and its keys ints.
         self._due: dict[int, list[tuple[_Flow, int]]] = {}
-        self._live: dict[int, int] = {}  # per time: its entries not superseded nor finished
         self._due_times: list[int] = []
         self._wakes: list[int] = []
         # Hooks taking flow starts, link busy spans and link loads (observe.py).
@@ -355,11 +353,6 @@ class FlowNetwork:
         if delay < 0:
             delay = 0
         when = self.env.now + delay
-        live = self._live
-        if flow.due >= 0:
-            live[flow.due] -= 1  # its entry there is superseded
-        flow.due = when
-        live[when] = live.get(when, 0) + 1
         bucket = self._due.get(when)
         if bucket is None:
             self._due[when] = [(flow, version)]
@@ -374,23 +367,17 @@ class FlowNetwork:
     def _wake(self, _event: simpy.Event) -> None:
         """Finish every flow due now; keep one wake-up queued for the next one due."""
         now = self.env.now
-        wakes, due, times, live = self._wakes, self._due, self._due_times, self._live
+        wakes, due, times = self._wakes, self._due, self._due_times
         heapq.heappop(wakes)
         # Entries in (time, queued) order, as one heap of (time, order) would give.
         while times and times[0] <= now:
-            when = heapq.heappop(times)
-            for flow, version in due.pop(when):
+            for flow, version in due.pop(heapq.heappop(times)):
                 if version == flow.version and flow.done is not None:
-                    live[when] -= 1
-                    flow.due = -1
                     self._finish(flow)
-            if not live[when]:  # (a flow started by a finish may be due now too)
-                del live[when]
         while times:  # a time whose entries are all superseded needs no wake-up
-            if live[times[0]]:
+            if any(version == flow.version for flow, version in due[times[0]]):
                 break
-            when = heapq.heappop(times)
-            del due[when], live[when]
+            del due[heapq.heappop(times)]
         if times and (not wakes or times[0] < wakes[0]):
             heapq.heappush(wakes, times[0])
             Timer(self.env, times[0] - now, self._wake)
