@@ -162,7 +162,7 @@ class Scheduler:
                     wall.stop()  # first: nothing may interrupt what follows
                 raise self._wall_time_error(expired) from None
             finally:
-                if wall is shared and wall is not None:
+                if wall is not None and wall is shared:
                     wall.call_on_interrupt(None)  # the runner keeps it for its own code
                 elif wall is not None:
                     wall.stop()
@@ -195,21 +195,18 @@ class Scheduler:
                 self._running = None
                 if isinstance(state.error, DeadlockError | SimulationLimitError | WallTimeExpired):
                     raise state.error  # it already names every rank involved
-                error = state.error
-                if (
-                    isinstance(error, SystemExit)
-                    and error.code in (None, 0)
-                    and any(s.started for s in self.ranks if s is not state)
-                ):
-                    # sys.exit() in a rank's function once the others run: that rank is
-                    # done, as a torchrun process exiting 0 is (the first rank exiting
-                    # before any other ran is a script's own exit: --help, usage).
-                    state.error = state.traceback = None
                 if state.error is not None:
-                    error = RankError(rank, state.error)
-                    # Whether it ended the run before any other rank ran (a usage error).
-                    error.first = not any(s.started for s in self.ranks if s is not state)
-                    raise error.with_traceback(state.traceback) from state.error
+                    # Before any other rank ran: a script's own exit (--help, usage).
+                    first = not any(s.started for s in self.ranks if s is not state)
+                    exited = isinstance(state.error, SystemExit) and state.error.code in (None, 0)
+                    if exited and not first:
+                        # sys.exit() once the others run: this rank is done, as a
+                        # torchrun process exiting 0 is.
+                        state.error = state.traceback = None
+                    else:
+                        error = RankError(rank, state.error)
+                        error.first = first
+                        raise error.with_traceback(state.traceback) from state.error
             if self._returned == self.world_size:
                 return [s.result for s in self.ranks]
             ready = self._advance()

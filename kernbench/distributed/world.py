@@ -383,8 +383,7 @@ class World:
         carries them out (a GPU runs what was queued), so the run ends when they do."""
         for works in self._pending.values():
             for work in works:
-                if not work.is_completed():
-                    work.wait()
+                work.wait()  # at once when it has finished
         self._pending.clear()
 
     def _check_unmatched(self) -> None:
@@ -638,14 +637,10 @@ class World:
 
 def _check_devices(rv: _Rendezvous) -> None:
     """Every rank of a collective on a device of its own (NCCL refuses a duplicate GPU)."""
-    holders: dict[int, list[int]] = {}
-    for rank in rv.group.ranks:
-        device = rv.devices.get(rank)
-        if device is not None:
-            holders.setdefault(device, []).append(rank)
-    shared = {device: ranks for device, ranks in holders.items() if len(ranks) > 1}
-    if shared:
-        device, ranks = next(iter(shared.items()))
+    devices = [d for d in rv.devices.values() if d is not None]
+    if len(set(devices)) < len(devices):
+        device = next(d for d in devices if devices.count(d) > 1)
+        ranks = sorted(r for r, d in rv.devices.items() if d == device)
         what = rv.arrived[ranks[0]][0]
         raise DistributedError(
             f"{what}: ranks {ranks} all have device {device} current (torch.cuda.set_device); "
@@ -655,6 +650,7 @@ def _check_devices(rv: _Rendezvous) -> None:
         )
 
 
-def p2p_work(world: World, rv: _Rendezvous) -> Work:
-    """The Work of a posted send or receive (synchronize() waits for it too)."""
-    return world.track(Work(world, rv, rv.what))
+def p2p_work(world: World, rv: _Rendezvous, *, async_op: bool = False) -> Work:
+    """The Work of a posted send or receive; synchronize() waits for an async one."""
+    work = Work(world, rv, rv.what)
+    return world.track(work) if async_op else work

@@ -63,7 +63,7 @@ def isend(
     group_dst: int | None = None,
 ) -> Work | None:
     posted = _post_send("isend", tensor, dst, group, tag, group_dst)
-    return None if posted is None else p2p_work(*posted)
+    return None if posted is None else p2p_work(*posted, async_op=True)
 
 
 def irecv(
@@ -74,7 +74,7 @@ def irecv(
     group_src: int | None = None,
 ) -> Work | None:
     posted = _post_recv("irecv", tensor, src, group, tag, group_src)
-    return None if posted is None else p2p_work(*posted)
+    return None if posted is None else p2p_work(*posted, async_op=True)
 
 
 def send(
