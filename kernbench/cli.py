@@ -316,13 +316,13 @@ def tune_cmd(
     """
     from kernbench.bench.outputs import check_outputs
     from kernbench.bench.tune import tune, write_table
-    from kernbench.topology import topology_files
+    from kernbench.topology import load_topology_sources
     from kernbench.units import format_size, format_time
 
     low, high = min_size, max_size
     if high < low:
         raise click.BadParameter("--min-size must be at most --max-size")
-    check_outputs({"tune table": output}, inputs=topology_files(topology))
+    check_outputs({"tune table": output}, inputs=load_topology_sources(topology)[1])
     echo = _echo_for(output)
     sizes, size = [], low
     while size <= high:

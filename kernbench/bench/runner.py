@@ -39,8 +39,7 @@ from kernbench.runtime import default_topology_path
 from kernbench.topology import (
     apply_overrides,
     document_digest,
-    load_topology_document,
-    topology_files,
+    load_topology_sources,
     validate_topology,
 )
 from kernbench.units import format_size_iec, format_time
@@ -190,9 +189,9 @@ def _import_error(name: str, exc: BaseException, as_main: bool = False) -> Scrip
 def _missing_name_hint(exc: BaseException) -> str:
     """What to use instead, for ``from kernbench.torch import where`` and the like: Python
     turns the module's UnsupportedNameError into a bare ImportError, so ask again."""
-    module = (
-        sys.modules.get(getattr(exc, "name", None) or "") if isinstance(exc, ImportError) else None
-    )
+    if not isinstance(exc, ImportError):
+        return ""
+    module = sys.modules.get(exc.name or "")
     found = re.match(r"cannot import name '(\w+)'", str(exc))
     if module is None or found is None or not module.__name__.startswith("kernbench."):
         return ""
@@ -336,8 +335,8 @@ def run_script(
     # was read here): what the report records is what ran, whatever happens to the
     # files meanwhile, and no output may replace any of them (a bundled machine's file,
     # or a parent its extends: chain names).
-    check_outputs(outputs, inputs=[script, *topology_files(topology_path)])
-    document = load_topology_document(topology_path)  # the file as written, before --set
+    document, topology_files = load_topology_sources(topology_path)  # before --set
+    check_outputs(outputs, inputs=[script, *topology_files])
     source = read_text(script, what="bench script", limit=SCRIPT_LIMIT)
     script_digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     as_main = runs_as_main(script, source)

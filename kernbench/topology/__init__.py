@@ -7,8 +7,8 @@ from kernbench.topology.loader import (
     document_digest,
     load_topology,
     load_topology_document,
+    load_topology_sources,
     topology_digest,
-    topology_files,
     validate_topology,
 )
 from kernbench.topology.schema import Topology
@@ -25,7 +25,7 @@ __all__ = [
     "document_digest",
     "load_topology",
     "load_topology_document",
-    "topology_files",
+    "load_topology_sources",
     "topology_digest",
     "validate_topology",
 ]

@@ -30,7 +30,7 @@ __all__ = [
     "MAX_EXTENDS_DEPTH",
     "load_topology",
     "load_topology_document",
-    "topology_files",
+    "load_topology_sources",
     "parse_override",
     "apply_overrides",
     "validate_topology",
@@ -73,10 +73,11 @@ def load_topology_document(path: str | Path) -> dict[str, Any]:
     return _extends_chain(path)[0]
 
 
-def topology_files(path: str | Path) -> list[str]:
-    """The files a topology is read from: the file (or bundled machine) and every file
-    its ``extends:`` chain names, as real paths (what an output must not replace)."""
-    return _extends_chain(path)[1]
+def load_topology_sources(path: str | Path) -> tuple[dict[str, Any], list[str]]:
+    """:func:`load_topology_document`, and the files it was read from: the file (or
+    bundled machine) and every file its ``extends:`` chain names, as real paths
+    (what an output must not replace)."""
+    return _extends_chain(path)
 
 
 def _extends_chain(path: str | Path) -> tuple[dict[str, Any], list[str]]:
