@@ -21,7 +21,37 @@ _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, 
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_64_BIT = "tensors hold at most 32-bit values; use .int() or .float()"
 
-HINTS = {
+_NO_BOOL = (
+    "there is no bool dtype; compute it on the host from t.numpy() "
+    "(torch.from_numpy brings a result back), or use torch.equal/allclose"
+)
+_ON_HOST = (
+    "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
+)
+_NO_KERNEL = (
+    "there is no device kernel for it; write one with kernbench.triton, "
+    "or compute on the host from t.numpy()"
+)
+_NOT_MODELLED = (
+    "not modelled here (matmul runs in its tensors' dtype; no TF32, autocast or "
+    "compiler): drop the line"
+)
+
+# Names PyTorch has that need a bool dtype, or a device kernel kernbench.torch lacks
+# (as torch.<name> and as tensor methods; the methods' in-place forms too).
+BOOL_NAMES = (
+    "where", "all", "any", "isclose", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+    "logical_or", "logical_not", "nonzero", "masked_select", "isnan", "isinf",
+)  # fmt: skip
+KERNEL_NAMES = (
+    "relu", "gelu", "silu", "sigmoid", "tanh", "sin", "cos", "pow", "clamp", "clip", "rsqrt",
+    "erf", "floor", "ceil", "round", "sign", "norm", "sort", "argsort", "topk", "unique",
+    "cumsum", "cumprod",
+)  # fmt: skip
+
+HINTS = {  # (the named entries after the groups win)
+    **dict.fromkeys(BOOL_NAMES, _NO_BOOL),
+    **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
     "backward": _NO_AUTOGRAD,
     "retain_grad": _NO_AUTOGRAD,
     "register_hook": _NO_AUTOGRAD,
@@ -40,113 +70,19 @@ HINTS = {
     "take": _INDEX_READ,
     "long": _NO_64_BIT,
     "double": _NO_64_BIT,
-    "bool": "there is no bool dtype; compare on the host with t.numpy()",
-    **dict.fromkeys(
-        ("eq", "ne", "lt", "le", "gt", "ge", "all", "any", "isclose", "nonzero", "isnan"),
-        "there is no bool dtype; compare on the host (t.numpy()) or use torch.equal/allclose",
-    ),
+    "bool": _NO_BOOL,
     "pow": "t * t (there is no pow kernel), or torch.exp(torch.log(t) * p)",
     "norm": "torch.sqrt((t * t).sum())",
     "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
-    **dict.fromkeys(
-        (
-            "clamp",
-            "clamp_",
-            "clip",
-            "tanh",
-            "sigmoid",
-            "relu",
-            "relu_",
-            "gelu",
-            "silu",
-            "sin",
-            "cos",
-            "floor",
-            "ceil",
-            "round",
-            "sign",
-            "rsqrt",
-            "erf",
-            "topk",
-            "sort",
-            "argsort",
-            "cumsum",
-            "unique",
-            "pow_",
-            "tanh_",
-            "sigmoid_",
-        ),
-        "there is no device kernel for it; write one with kernbench.triton, or compute on the "
-        "host from t.numpy() and bring it back with torch.from_numpy",
-    ),
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
 }
 
 
-_NO_BOOL = (
-    "there is no bool dtype; compute it on the host from t.numpy() "
-    "(torch.from_numpy brings a result back)"
-)
-_ON_HOST = (
-    "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
-)
-_NO_KERNEL = (
-    "there is no device kernel for it; write one with kernbench.triton, "
-    "or compute on the host from t.numpy()"
-)
-_NOT_MODELLED = (
-    "not modelled here (matmul runs in its tensors' dtype; no TF32, autocast or "
-    "compiler): drop the line"
-)
-
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
-    **dict.fromkeys(
-        (
-            "where",
-            "all",
-            "any",
-            "isclose",
-            "eq",
-            "ne",
-            "lt",
-            "le",
-            "gt",
-            "ge",
-            "logical_and",
-            "logical_or",
-            "logical_not",
-            "nonzero",
-            "masked_select",
-            "isnan",
-            "isinf",
-        ),
-        _NO_BOOL,
-    ),
-    **dict.fromkeys(("sort", "argsort", "topk", "unique", "cumsum", "cumprod"), _NO_KERNEL),
-    **dict.fromkeys(
-        (
-            "relu",
-            "gelu",
-            "silu",
-            "sigmoid",
-            "tanh",
-            "sin",
-            "cos",
-            "pow",
-            "clamp",
-            "clip",
-            "rsqrt",
-            "erf",
-            "floor",
-            "ceil",
-            "round",
-            "sign",
-            "norm",
-        ),
-        _NO_KERNEL,
-    ),
+    **dict.fromkeys(BOOL_NAMES, _NO_BOOL),
+    **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
     "bmm": "torch.matmul takes batched operands (up to 3 dims)",
     "einsum": "write it with torch.matmul, transpose and reshape",
