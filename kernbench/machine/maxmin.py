@@ -285,6 +285,15 @@ class _Sparse(dict):
         return {}
 
 
+def _pairs(flows: Sequence[Flow]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every link of every flow, flow by flow: each flow's link count, the links, and
+    where each flow's links begin."""
+    routes = list(map(_EDGES, flows))
+    lengths = np.fromiter(map(len, routes), dtype=np.intp, count=len(routes))
+    edges = np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=int(lengths.sum()))
+    return lengths, edges, np.concatenate(([0], np.cumsum(lengths)[:-1]))
+
+
 class ArrayRegion:
     """A region's flows as (flow, link) pairs, filled progressively (ADR 0011).
 
@@ -305,13 +314,9 @@ class ArrayRegion:
         self.saturated = saturated
         flows = self.flows = list(region.values())
         n = self.n = len(flows)
-        routes = list(map(_EDGES, flows))
-        lengths = np.fromiter(map(len, routes), dtype=np.intp, count=n)
-        n_pairs = int(lengths.sum())
-        pair_edge = np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=n_pairs)
+        lengths, pair_edge, self.flow_start = _pairs(flows)
         weight = np.fromiter(map(_WEIGHT, flows), np.float64, n)
         self.pair_flow = np.repeat(np.arange(n), lengths)
-        self.flow_start = np.concatenate(([0], np.cumsum(lengths)[:-1]))
         # Links in ascending index (ties between links go to the lower index).
         seen = np.zeros(len(capacity), dtype=bool)
         seen[pair_edge] = True
@@ -354,11 +359,8 @@ class ArrayRegion:
             pool.update(active_at(link_list[j]))
         ids = sorted(pool.keys() - region.keys())
         flows = [pool[fid] for fid in ids]
-        routes = list(map(_EDGES, flows))
-        lengths = np.fromiter(map(len, routes), dtype=np.intp, count=len(flows))
-        pair_local = self.local_index[
-            np.fromiter(chain.from_iterable(routes), dtype=np.intp, count=int(lengths.sum()))
-        ]
+        lengths, pair_edge, starts = _pairs(flows)
+        pair_local = self.local_index[pair_edge]
         pair_flow = np.repeat(np.arange(len(flows)), lengths)
         rate = np.fromiter(map(_RATE, flows), np.float64, len(flows))
         used = rate * np.fromiter(map(_WEIGHT, flows), np.float64, len(flows))
@@ -366,9 +368,7 @@ class ArrayRegion:
         on, by = pair_local[inside], pair_flow[inside]
         self.out_load = np.bincount(on, weights=used[by], minlength=n_links)
         np.maximum.at(self.out_fast, on, rate[by])
-        first = np.minimum.reduceat(
-            np.where(inside, pair_local, n_links), np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        )
+        first = np.minimum.reduceat(np.where(inside, pair_local, n_links), starts)
         order = np.argsort(first, kind="stable").tolist()
         self.outside = {ids[i]: flows[i] for i in order}
         self.out_rate = rate[order]
