@@ -771,3 +771,25 @@ def test_a_slowed_memory_port_runs_message_by_message_with_the_fabrics_time() ->
         if backend == "fast":
             assert "a fault slows memory port port:sip2.cube0.hbm0" in call["refused"]
     assert ends["fast"] == ends["detailed"]
+
+
+def test_a_slowed_memory_port_no_rank_uses_leaves_collectives_step_wide() -> None:
+    """The refusal is for collectives whose messages or streams cross the slowed port:
+    four ranks on SIPs 0-3 of ring8, the fault on SIP 6's memory, are priced step-wide
+    to the fabric's picosecond."""
+    fault = 'faults.links=[{link: "port:sip6.cube0.hbm0", slowdown: 10}]'
+    ends = {}
+    for backend in ("detailed", "fast"):
+        result = kernbench.simulate(
+            _all_reduce,
+            topology="ring8",
+            world_size=4,
+            timing_only=True,
+            overrides=[fault, f"simulation.backend={backend}"],
+            args=(65536, "ring"),
+        )
+        (call,) = result.report["collectives"]
+        ends[backend] = call["end_ps"] - call["launch_ps"]
+        if backend == "fast":
+            assert call["priced"].startswith("step-wide"), call.get("refused")
+    assert ends["fast"] == ends["detailed"]

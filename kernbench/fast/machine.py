@@ -27,8 +27,8 @@ import simpy
 from kernbench.fabric import Fabric
 from kernbench.fast.columns import build
 from kernbench.fast.evaluate import evaluate
-from kernbench.fast.tables import TIME_LIMIT_PS, Tables, TimesTooLong
-from kernbench.machine.programs import RecordedCollective
+from kernbench.fast.tables import TIME_LIMIT_PS, Column, Tables, TimesTooLong
+from kernbench.machine.programs import Op, RecordedCollective
 from kernbench.topology import names
 from kernbench.topology.schema import Topology
 
@@ -39,7 +39,8 @@ UNALIGNED = "programs that differ in their operations from rank to rank"
 TOO_LONG = f"times that could reach {TIME_LIMIT_PS} ps (2**62), past 64-bit arithmetic"
 # One rank's memory slowed by a fault makes its streams and the messages landing in
 # that memory share the port in a way the step-wide rounds do not follow: ring
-# all-reduces over ring8 came out 25-38% fast against the fabric.
+# all-reduces over ring8 came out 25-38% fast against the fabric.  Only collectives
+# whose messages or streams cross such a port are refused.
 SLOWED_PORT = "a fault slows memory port {port}, which the step-wide model does not follow"
 
 __all__ = ["FastMachine"]
@@ -60,13 +61,16 @@ class FastMachine(Fabric):
         # lanes: a collective repeated on the same tensors reuses its recording
         # (kernbench.ccl.record.RecordCache), and its price depends on nothing else.
         self._priced: OrderedDict[tuple[int, ...], tuple[tuple, list | None, dict]] = OrderedDict()
-        self._slowed_port = next(
-            (
-                f.link
-                for f in topology.faults.links
-                if names.is_port(f.link) and f.slowdown != 1 and not f.down
-            ),
-            None,
+        slowed = {
+            f.link
+            for f in topology.faults.links
+            if names.is_port(f.link) and f.slowdown != 1 and not f.down
+        }
+        # link index -> name of every memory port a fault slows
+        self._slowed_ports = (
+            {edge.index: edge.name for edge in self.graph.edges if edge.name in slowed}
+            if slowed
+            else {}
         )
 
     def tables(self) -> Tables:
@@ -89,9 +93,6 @@ class FastMachine(Fabric):
         depths = {lane.depth for lane in lanes}
         if len(depths) != 1:
             collective.meta["refused"] = DEPTHS
-            return None
-        if self._slowed_port is not None:
-            collective.meta["refused"] = SLOWED_PORT.format(port=self._slowed_port)
             return None
         key = tuple(map(id, lanes))
         known = self._priced.get(key)
@@ -144,6 +145,11 @@ class FastMachine(Fabric):
             notes["refused"] = UNALIGNED
             return None
         shape, pes = built
+        if self._slowed_ports:
+            port = self._slowed_port_crossed(shape, tables)
+            if port is not None:
+                notes["refused"] = SLOWED_PORT.format(port=port)
+                return None
         approximate = self.topology.simulation.drift == "approximate"
         # Rows a period apart (a group apart, when the lane shifts within groups) may
         # keep the same clocks.
@@ -151,3 +157,22 @@ class FastMachine(Fabric):
         return evaluate(
             shape, len(pes), tables, pes, depth, approximate=approximate, period=period, notes=notes
         )
+
+    def _slowed_port_crossed(self, shape: list[list[Column]], tables: Tables) -> str | None:
+        """The first slowed memory port (by link index) a message or stream of the
+        program crosses, else ``None``; a stream priced alone (no per-flow routes) may
+        cross any, so it answers the first."""
+        routes = []
+        for strand in shape:
+            for col in strand:
+                if col.route is not None:
+                    routes.append(col.route)
+                if col.kind == Op.STREAM:
+                    if not col.flows and col.stream_ps is not None:
+                        return self._slowed_ports[min(self._slowed_ports)]
+                    routes.extend(route for route, _ in col.flows)
+        if not routes:
+            return None
+        links = tables.edges()[np.unique(np.concatenate(routes))]
+        crossed = np.intersect1d(links[links >= 0], np.fromiter(self._slowed_ports, np.intp))
+        return self._slowed_ports[int(crossed[0])] if crossed.size else None
