@@ -104,8 +104,23 @@ def test_every_link_is_full_duplex(name):
         back = ends[(e.dst, e.src)]
         assert back.index != e.index
         assert back.bandwidth == e.bandwidth
-        assert back.latency_ps == e.latency_ps
+        # a switch's own latency is on the links leaving it, once per crossing
+        if "switch" not in (e.src, e.dst):
+            assert back.latency_ps == e.latency_ps
         assert back.link_class == e.link_class
+
+
+@pytest.mark.parametrize("switch_latency", ["0ns", "250ns"])
+def test_a_switch_is_crossed_at_its_latency_once(switch_latency):
+    """SIP to SIP through the switch: two links and the switch's latency once."""
+    topo = load_topology("rack", [f"system.interconnect.switch_latency={switch_latency}"])
+    g = build_graph(topo)
+    link = topo.system.interconnect.link.latency
+    route = g.route("sip0.cube0.noc", "sip1.cube0.noc")
+    assert [g.edges[e].name for e in route] == ["link:sip0->switch", "link:switch->sip1"]
+    extra = topo.system.interconnect.switch_latency
+    assert sum(g.edges[e].latency_ps for e in route) == 2 * link + extra
+    assert extra == {"0ns": 0, "250ns": 250_000}[switch_latency]
 
 
 def test_default_link_classes():
@@ -226,8 +241,9 @@ def test_rack_switch_links():
         down = edge(g, f"link:switch->sip{s}")
         assert (up.src, up.dst) == (f"sip{s}.cube0.noc", "switch")
         assert up.bandwidth == down.bandwidth == 200 * GB
-        # link latency plus the switch's own latency
-        assert up.latency_ps == down.latency_ps == 1_300_000
+        # the link's latency into the switch; out of it, plus the switch's own latency
+        assert up.latency_ps == 1_000_000
+        assert down.latency_ps == 1_300_000
     assert sum(e.link_class == "sip_link" for e in g.edges) == 16
     assert not any(e.name == "link:sip0->sip1" for e in g.edges)
 

@@ -178,15 +178,17 @@ class MachineGraph:
         if spec.kind == "clos":
             self._build_clos()
         elif spec.kind == "switch":
+            # The switch's own latency once per crossing: on the way out of it (as clos).
             for s in range(n):
-                self._add_link(
-                    attach(s),
+                self._add_directed(attach(s), names.SWITCH, bw, lat, "sip_link", names.sip(s))
+                self._add_directed(
                     names.SWITCH,
+                    attach(s),
                     bw,
                     lat + spec.switch_latency,
                     "sip_link",
-                    names.sip(s),
                     names.SWITCH,
+                    names.sip(s),
                 )
         elif spec.kind == "fully_connected":
             for a in range(n):

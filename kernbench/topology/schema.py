@@ -136,7 +136,9 @@ class InterconnectSpec(StrictModel):
         description="each inter-SIP link (for a switch: each SIP-to-switch link; unused by clos)",
     )
     switch_latency: Time = Field(
-        "0ns", description="extra latency through the switch (unused by clos)"
+        "0ns",
+        description="the switch's own latency, paid once per crossing (on the link out of "
+        "it; unused by clos)",
     )
     attach_cube: Index = Field(0, description="cube whose router hosts the SIP's external ports")
     clos: ClosSpec | None = Field(

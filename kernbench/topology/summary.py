@@ -51,6 +51,10 @@ def summarize(topology: Topology, graph: MachineGraph) -> dict[str, Any]:
         )
         if entry["bandwidth_Bps"] != edge.bandwidth or entry["latency_ps"] != edge.latency_ps:
             entry["mixed"] = True
+            # the range of latencies (a switch's links: its own latency on the way out)
+            low = min(entry.get("latency_min_ps", entry["latency_ps"]), edge.latency_ps)
+            high = max(entry.get("latency_max_ps", entry["latency_ps"]), edge.latency_ps)
+            entry["latency_min_ps"], entry["latency_max_ps"] = low, high
     bisection = bisection_bandwidth(graph)
     return {
         "name": topology.name,
@@ -125,10 +129,15 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     for name, link in summary["links"].items():
         mixed = " (mixed)" if link.get("mixed") else ""
+        latency = format_time(link["latency_ps"])
+        if link.get("latency_min_ps", link["latency_ps"]) != link.get(
+            "latency_max_ps", link["latency_ps"]
+        ):
+            latency = f"{format_time(link['latency_min_ps'])}-{format_time(link['latency_max_ps'])}"
         lines.append(
             f"  {name:<10} {link['directed_links']:>6} x "
             f"{format_bandwidth(link['bandwidth_Bps']):>9}"
-            f"  latency {format_time(link['latency_ps'])}{mixed}"
+            f"  latency {latency}{mixed}"
         )
     net = summary["network"]
     lines += [
