@@ -14,10 +14,17 @@ Every failure is a :class:`~kernbench.errors.ConfigError` (an
 the source, line and column.  No error echoes the document's text: a syntax
 error gives its position and the parser's problem, a document of the wrong
 kind only its type.
+
+Plain scalars are read by YAML 1.2's core schema, not PyYAML's YAML 1.1: ``010``
+is ten (1.1: eight, octal), ``0o10`` is eight, ``0x10`` sixteen; ``1:30``,
+``1_000``, ``yes``, ``off`` and ``2026-11-27`` are strings (1.1: 90, 1000, true,
+false, a date), so a count written in them is refused by the schema instead of
+read as another number.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any
@@ -236,15 +243,55 @@ class _StrictConstructor(SafeConstructor):
             ) from None
 
 
+_TAG = "tag:yaml.org,2002:"
+_CORE_RESOLVERS = (  # YAML 1.2 core schema: tag, pattern, first characters
+    (_TAG + "bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    (_TAG + "int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        _TAG + "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+)
+
+
+class _CoreResolver(Resolver):
+    """PyYAML's resolver with YAML 1.2's core schema for booleans and numbers, and no
+    timestamps (see the module's docstring)."""
+
+
+_CoreResolver.yaml_implicit_resolvers = {
+    first: [
+        (tag, pattern)
+        for tag, pattern in resolvers
+        if tag not in {_TAG + "bool", _TAG + "int", _TAG + "float", _TAG + "timestamp"}
+    ]
+    for first, resolvers in Resolver.yaml_implicit_resolvers.items()
+}
+for _tag, _pattern, _first in _CORE_RESOLVERS:
+    _CoreResolver.add_implicit_resolver(_tag, re.compile(_pattern), list(_first))
+
+
+def _construct_core_int(constructor: SafeConstructor, node: Node) -> int:
+    text = constructor.construct_scalar(node)
+    if text.startswith(("0o", "0x")):
+        return int(text[2:], 8 if text[1] == "o" else 16)
+    return int(text, 10)
+
+
+_StrictConstructor.add_constructor(_TAG + "int", _construct_core_int)
+
+
 def _loader_class() -> type:
     if getattr(yaml, "__with_libyaml__", False):
         from yaml.cyaml import CParser
 
-        class CLoader(_BoundedComposer, CParser, _StrictConstructor, Resolver):
+        class CLoader(_BoundedComposer, CParser, _StrictConstructor, _CoreResolver):
             def __init__(self, stream: str) -> None:
                 CParser.__init__(self, stream)
                 _StrictConstructor.__init__(self)
-                Resolver.__init__(self)
+                _CoreResolver.__init__(self)
 
         return CLoader
 
@@ -254,14 +301,14 @@ def _loader_class() -> type:
         yaml.scanner.Scanner,
         yaml.parser.Parser,
         _StrictConstructor,
-        Resolver,
+        _CoreResolver,
     ):
         def __init__(self, stream: str) -> None:
             yaml.reader.Reader.__init__(self, stream)
             yaml.scanner.Scanner.__init__(self)
             yaml.parser.Parser.__init__(self)
             _StrictConstructor.__init__(self)
-            Resolver.__init__(self)
+            _CoreResolver.__init__(self)
 
     return PyLoader
 

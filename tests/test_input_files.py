@@ -43,7 +43,7 @@ HOSTILE: dict[str, tuple[str | bytes | None, str]] = {
     "unhashable key": ("? [a, b]\n: 1\n", "mapping key must be a plain value"),
     "flow unhashable key": ("{[1]: 2}\n", "mapping key must be a plain value"),
     "duplicate key": ("name: a\nname: b\n", "appears twice"),
-    "bad timestamp": ("when: 2024-13-45\n", "not a valid timestamp"),
+    "bad timestamp": ("when: !!timestamp 2024-13-45\n", "not a valid timestamp"),
     "syntax": ("a: [1, 2\nb: 'SECRET\n", "invalid YAML at line"),
     "fifo": (None, "a FIFO"),
 }

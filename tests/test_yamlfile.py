@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kernbench.errors import ConfigError, InputFileError
+from kernbench.errors import ConfigError, InputFileError, KernBenchError
 from kernbench.yamlfile import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
@@ -171,7 +171,7 @@ def test_a_duplicate_key_that_is_not_a_plain_name_is_not_echoed():
 @pytest.mark.parametrize(
     "text",
     [
-        "when: 2024-13-45",  # a timestamp with month 13
+        "when: !!timestamp 2024-13-45",  # a timestamp with month 13
         "n: !!int " + "9" * 5000,  # past Python's int-from-string limit
         "x: !!float abc",
         "x: !!binary a",
@@ -258,7 +258,7 @@ def test_the_pure_python_parser_is_bounded_the_same_way():
         "duplicate": "a: 1\na: 2",
         "control": "a: 1\nb: \x07",
         "syntax": "a: [1",
-        "timestamp": "x: 2024-13-45",
+        "timestamp": "x: !!timestamp 2024-13-45",
     }
     script = (
         "import json, sys, yaml\n"
@@ -287,3 +287,34 @@ def test_the_pure_python_parser_is_bounded_the_same_way():
     assert "line 2" in out["control"] and "U+0007" in out["control"]
     assert "invalid YAML at line 1" in out["syntax"]
     assert "not a valid timestamp" in out["timestamp"]
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("010", 10),  # YAML 1.1: 8 (octal)
+        ("0o10", 8),
+        ("0x10", 16),
+        ("-3", -3),
+        ("1.5", 1.5),
+        ("1e3", 1000.0),
+        (".inf", float("inf")),
+        ("true", True),
+        ("1:30", "1:30"),  # YAML 1.1: 90 (base 60)
+        ("1_0", "1_0"),  # YAML 1.1: 10
+        ("yes", "yes"),  # YAML 1.1: True
+        ("off", "off"),  # YAML 1.1: False
+        ("0b11", "0b11"),  # YAML 1.1: 3
+        ("2026-11-27", "2026-11-27"),  # YAML 1.1: a date
+    ],
+)
+def test_plain_scalars_are_read_by_yaml_1_2s_core_schema(text, value):
+    assert parse_yaml(f"a: {text}", source="s") == {"a": value}
+
+
+def test_a_count_in_base_60_is_refused_not_read_as_another_number():
+    from kernbench.topology import load_topology
+
+    assert load_topology("ring8", ["system.sips.count=010"]).system.sips.count == 10
+    with pytest.raises(KernBenchError, match="system.sips.count"):
+        load_topology("ring8", ["system.sips.count=1:30"])
