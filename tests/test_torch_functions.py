@@ -275,3 +275,20 @@ def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):
     assert (small + torch.tensor(0.5)).dtype is torch.float32
     assert (half + torch.ones(3)).dtype is torch.float32  # not 0-d: ordinary promotion
     assert (torch.arange(3) + torch.arange(3)[1]).tolist() == [1, 2, 3]
+
+
+def test_broadcasts_that_only_add_size_1_dims_work_in_and_out_of_place(ctx):
+    """A bias added to a batch of one: the broadcast view of the bias is already dense,
+    so it is used as it is (freeing it as a copy raised, after the in-place op ran)."""
+    x_np, b_np = _values((1, 4)), _values((4,), seed=2)
+    x, b = torch.from_numpy(x_np), torch.from_numpy(b_np)
+    np.testing.assert_array_equal((x + b).numpy(), x_np + b_np)
+    np.testing.assert_array_equal((b * x).numpy(), b_np * x_np)
+    np.testing.assert_array_equal(torch.maximum(x, b).numpy(), np.maximum(x_np, b_np))
+    np.testing.assert_array_equal(torch.minimum(b, x).numpy(), np.minimum(b_np, x_np))
+    deep = torch.from_numpy(_values((1, 1, 4), seed=3))
+    np.testing.assert_array_equal((deep - b).numpy(), deep.numpy() - b_np)
+    x.add_(b)
+    x += b
+    np.testing.assert_array_equal(x.numpy(), (x_np + b_np) + b_np)
+    np.testing.assert_array_equal(b.numpy(), b_np)  # the operand is unchanged and usable

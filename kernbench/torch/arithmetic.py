@@ -177,15 +177,13 @@ class TensorArithmetic:
                 f"{out.dtype!r}; use an out-of-place op (a = a {_SYMBOL[op]} b)"
             )
         temps = []
-        x = _operand(self, shape).dense(rtype)
+        x, temp = dense_as(self, shape, rtype)
         direct = out is not None and out.dtype is rtype and out.contiguous_device_tensor()
         target = out if direct else self.new_empty(shape, dtype=rtype)
-        if x is not self:
-            temps.append(x)
+        temps += temp
         if value is None:
-            y = _operand(other, shape).dense(rtype)
-            if y is not other:
-                temps.append(y)
+            y, temp = dense_as(other, shape, rtype)
+            temps += temp
             launch_elementwise(op, x.device_tensor, y.device_tensor, target.device_tensor)
         else:
             check_scalar_fits(value, rtype, what)
@@ -265,9 +263,13 @@ def _pair_dtype(a: Tensor, b: Tensor) -> TorchDType:
     return promote_types(a.dtype, b.dtype)
 
 
-def _operand(t: Tensor, shape: tuple[int, ...]) -> Tensor:
-    """``t`` broadcast to ``shape`` (a stride-0 view; the tensor itself when it has it)."""
-    return t if tuple(t.shape) == shape else t.expand(shape)
+def dense_as(t: Tensor, shape: tuple[int, ...], dtype: Any = None) -> tuple[Tensor, list[Tensor]]:
+    """``t`` broadcast to ``shape`` over one run of memory, and the copy made for it, if any
+    (to free after use).  A broadcast that only adds size-1 dims is a view that is already
+    dense: no copy, and nothing of its own to free."""
+    view = t if tuple(t.shape) == shape else t.expand(shape)
+    out = view.dense(dtype)
+    return out, [] if out is view else [out]
 
 
 def _free_temporaries(*temps: Tensor) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 
 from kernbench.errors import TensorError
 from kernbench.runtime.dtypes import DTYPES
+from kernbench.torch.arithmetic import dense_as
 from kernbench.torch.device_kernels import launch_combine, launch_extreme, launch_fill, launch_sum
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
 from kernbench.torch.shapes import dim_index
@@ -191,13 +192,12 @@ class TensorReductions:
                 "with .to(...)"
             )
         shape = broadcast_shapes(self.shape, other.shape, f"{op}(other)")
-        x = (self if tuple(self.shape) == shape else self.expand(shape)).dense()
-        y = (other if tuple(other.shape) == shape else other.expand(shape)).dense()
+        x, temps = dense_as(self, shape)
+        y, more = dense_as(other, shape)
         out = self.new_empty(shape)
         launch_combine(op, x.device_tensor, y.device_tensor, out.device_tensor)
-        for temp in (x, y):
-            if temp is not self and temp is not other:
-                temp.free()
+        for temp in temps + more:
+            temp.free()
         return out
 
 
