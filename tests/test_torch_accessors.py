@@ -50,8 +50,32 @@ def test_new_empty_keeps_dtype_device_and_same_shape_placement(ctx):
     assert other.dp is None and len(other.device_tensor.placements) == 1
     moved = torch.zeros(4).new_empty(4, device="ahbm:2")
     assert moved.get_device() == 2 and _pes(moved) == {"sip0.cube0.pe2"}
-    with pytest.raises(TensorError, match="requires_grad=True is not supported"):
-        x.new_empty(1, requires_grad=True)
+    assert torch.zeros(2).new_empty(1, requires_grad=True).requires_grad
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: torch.zeros(3, requires_grad=True),
+        lambda: torch.ones(3, requires_grad=True),
+        lambda: torch.empty(3, requires_grad=True),
+        lambda: torch.full((3,), 2.0, requires_grad=True),
+        lambda: torch.tensor([1.0, 2.0], requires_grad=True),
+        lambda: torch.zeros(3).new_zeros(2, requires_grad=True),
+    ],
+)
+def test_requires_grad_in_a_factory_sets_the_flag_as_requires_grad_does(ctx, make):
+    t = make()
+    assert t.requires_grad and t.grad is None
+
+
+def test_only_floating_tensors_can_require_grad(ctx):
+    with pytest.raises(TensorError, match="only tensors of floating point dtype"):
+        torch.zeros(3, dtype=torch.int32, requires_grad=True)
+    t = torch.zeros(3, dtype=torch.int32)
+    with pytest.raises(TensorError, match="only tensors of floating point dtype"):
+        t.requires_grad = True
+    assert not t.requires_grad_(False).requires_grad
 
 
 def test_a_tensor_keeps_the_context_it_was_made_in(ctx):

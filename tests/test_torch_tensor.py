@@ -673,3 +673,12 @@ def test_stack_promotes_and_split_takes_integer_likes_and_none_compares(ctx):
 def test_python_numbers_an_int_dtype_cannot_hold_are_refused(ctx, data):
     with pytest.raises(TensorError, match="torch.int32"):
         torch.tensor(data, dtype=torch.int32)
+
+
+def test_a_0d_tensor_formats_its_value_as_torch_does(ctx):
+    loss = torch.tensor(1.23456)
+    assert f"{loss:.4f}" == "1.2346" and f"{torch.tensor(7):>3d}" == "  7"
+    t = torch.tensor([1.0, 2.0])
+    assert f"{t}" == str(t)
+    with pytest.raises(TensorError, match=r"only a 0-d tensor takes one .* t.item\(\)"):
+        f"{t:.2f}"

@@ -55,9 +55,9 @@ _NUMPY_HINT = {"f": "np.float32", "i": "np.int32", "u": "np.uint32", "b": "np.ui
 _INFER = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
 
-def _check_grad(requires_grad: bool, what: str) -> None:
-    if requires_grad:
-        raise TensorError(f"{what}: requires_grad=True is not supported (there is no autograd)")
+def _grad(t: Tensor, requires_grad: bool) -> Tensor:
+    """``t`` with its ``requires_grad`` flag set, as ``t.requires_grad_()`` sets it."""
+    return t.requires_grad_(requires_grad) if requires_grad else t
 
 
 def like_arguments(t: Tensor, dtype: Any, device: Any) -> tuple[TorchDType, int]:
@@ -72,18 +72,18 @@ def zeros(
     *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
 ) -> Tensor:
     """Zeros, written to the device by the runtime."""
-    _check_grad(requires_grad, "zeros")
     shape = shape_argument(size, "zeros")
-    return new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp, zero=True)
+    t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp, zero=True)
+    return _grad(t, requires_grad)
 
 
 def empty(
     *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
 ) -> Tensor:
     """Allocated and mapped, values not written."""
-    _check_grad(requires_grad, "empty")
     shape = shape_argument(size, "empty")
-    return new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp)
+    t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp)
+    return _grad(t, requires_grad)
 
 
 def full(
@@ -96,21 +96,20 @@ def full(
     dp: Any = None,
 ) -> Tensor:
     """``fill_value`` everywhere, by the fill kernel; the dtype follows the value by default."""
-    _check_grad(requires_grad, "full")
     if python_scalar(fill_value) is None:
         raise TensorError(f"full: fill_value must be a scalar, got {fill_value!r}")
     dt = as_torch_dtype(dtype, scalar_dtype(fill_value))
     out = new_tensor(shape_argument((size,), "full"), dt, index=device_index(device), dp=dp)
-    return out.fill_(fill_value)
+    return _grad(out.fill_(fill_value), requires_grad)
 
 
 def ones(
     *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
 ) -> Tensor:
     """Ones, by the fill kernel."""
-    _check_grad(requires_grad, "ones")
     shape = shape_argument(size, "ones")
-    return new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp).fill_(1)
+    t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp).fill_(1)
+    return _grad(t, requires_grad)
 
 
 def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
@@ -182,7 +181,8 @@ def tensor(
     Python floats infer the default dtype and ints ``int32``; float64/int64
     arrays are converted the same way (int64 values must fit in 32 bits).
     """
-    _check_grad(requires_grad, "tensor")
+    if requires_grad:
+        return tensor(data, dtype=dtype, device=device, dp=dp).requires_grad_()
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device, copy=True)
     if dtype is not None and not isinstance(data, np.ndarray):

@@ -32,9 +32,14 @@ class TensorGradSlots:
 
     @requires_grad.setter
     def requires_grad(self: Tensor, value: bool) -> None:
-        self._requires_grad = bool(value)
+        self.requires_grad_(value)
 
     def requires_grad_(self: Tensor, requires_grad: bool = True) -> Tensor:
+        if requires_grad and not self.dtype.is_floating_point:
+            raise TensorError(
+                f"requires_grad on {self.storage_device_tensor.name!r}: only tensors of "
+                f"floating point dtype can require gradients (as in torch), not {self.dtype!r}"
+            )
         self._requires_grad = bool(requires_grad)
         return self
 

@@ -73,6 +73,18 @@ class TensorHostValues:
             )
         return self.numpy().reshape(()).item()
 
+    def __format__(self: Tensor, format_spec: str) -> str:
+        """As torch: a 0-d tensor formats its value (``f"{loss:.4f}"``); others only as str."""
+        if self.ndim == 0:
+            return format(self.item(), format_spec)
+        if format_spec:
+            raise TensorError(
+                f"format spec {format_spec!r} on tensor {self.storage_device_tensor.name!r} "
+                f"of shape {tuple(self.shape)}: only a 0-d tensor takes one (as in torch); "
+                "format t.item() or t.tolist()"
+            )
+        return str(self)
+
     def __float__(self: Tensor) -> float:
         return float(self.item())
 

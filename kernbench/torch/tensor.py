@@ -325,19 +325,16 @@ class Tensor(
         also keeps its placement (``dp``); one of another shape is whole on the
         device's first PE.
         """
-        if requires_grad:
-            raise TensorError(
-                "new_empty: requires_grad=True is not supported (there is no autograd)"
-            )
         shape = shape_argument(size, "new_empty")
         index = device_index(device)
-        return new_tensor(
+        out = new_tensor(
             shape,
             as_torch_dtype(dtype, self.dtype),
             index=self._index if index is None else index,
             dp=self._dp if shape == tuple(self.shape) else None,
             ctx=self._storage.context,
         )
+        return out.requires_grad_() if requires_grad else out
 
     def new_zeros(
         self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
