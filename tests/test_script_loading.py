@@ -10,6 +10,7 @@ and exit status 2.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -73,6 +74,25 @@ def test_an_import_error_names_the_script_and_the_missing_module(tmp_path: Path)
         "No module named 'kernbench_no_such_module'"
     )
     assert isinstance(info.value.original, ModuleNotFoundError)
+
+
+@pytest.mark.parametrize(
+    ("line", "instead"),
+    [
+        ("import torch", "import kernbench.torch as torch"),
+        ("import torch.distributed as dist", "import kernbench.torch.distributed as dist"),
+        ("from torch.nn import functional", "import kernbench.torch as torch"),
+        ("import triton.language as tl", "import kernbench.triton.language as tl"),
+    ],
+)
+def test_importing_torch_or_triton_says_what_to_import_instead(tmp_path: Path, line, instead):
+    import importlib.util
+
+    if importlib.util.find_spec(line.split()[1].split(".")[0]) is not None:
+        pytest.skip("the real package is installed here")
+    path = _script(tmp_path, line + "\n" + GOOD)
+    with pytest.raises(ScriptError, match=re.escape(f"`{instead}`")):
+        load_script(path)
 
 
 def test_an_exception_while_importing_names_the_script_and_the_line(tmp_path: Path):

@@ -186,11 +186,25 @@ def _import_error(name: str, exc: BaseException, as_main: bool = False) -> Scrip
     )
 
 
+# Packages people import by their usual names, and what to import here instead.
+_MIRRORED = {
+    "torch": "`import kernbench.torch as torch`, `import kernbench.torch.distributed as dist`",
+    "triton": "`import kernbench.triton as triton`, `import kernbench.triton.language as tl`",
+}
+
+
 def _missing_name_hint(exc: BaseException) -> str:
-    """What to use instead, for ``from kernbench.torch import where`` and the like: Python
-    turns the module's UnsupportedNameError into a bare ImportError, so ask again."""
+    """What to use instead, for ``import torch`` and ``from kernbench.torch import where``
+    and the like: Python turns the module's UnsupportedNameError into a bare ImportError,
+    so ask again."""
     if not isinstance(exc, ImportError):
         return ""
+    package = (getattr(exc, "name", None) or "").split(".")[0]
+    if isinstance(exc, ModuleNotFoundError) and package in _MIRRORED:
+        return (
+            f"KernBench mirrors {package} without depending on it: import it from kernbench "
+            f"({_MIRRORED[package]}, and so on; the same names, run on the simulated machine)"
+        )
     module = sys.modules.get(exc.name or "")
     found = re.match(r"cannot import name '(\w+)'", str(exc))
     if module is None or found is None or not module.__name__.startswith("kernbench."):
