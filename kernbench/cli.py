@@ -187,6 +187,16 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     help="Number of ranks (default: one per device of the topology; a script run by its "
     "__main__ block starts its own, reading it as $WORLD_SIZE).",
 )
+@click.option(
+    "--nproc-per-node",
+    "--nproc_per_node",
+    "nproc_per_node",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Run the whole script once per rank on N ranks, as torchrun runs it in each "
+    "process (module level and __main__ block; $RANK, $LOCAL_RANK, $WORLD_SIZE set).",
+)
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
 @click.option("--timing-only", is_flag=True, help="Carry sizes, not bytes (fast, no values).")
 @click.option(
@@ -232,6 +242,7 @@ def run_cmd(
     script: str,
     topology: str | None,
     world_size: int | None,
+    nproc_per_node: int | None,
     overrides: tuple[str, ...],
     timing_only: bool,
     report_path: str | None,
@@ -248,9 +259,11 @@ def run_cmd(
     main() but with an `if __name__ == "__main__":` block runs as __main__ and
     starts its own ranks (torch.multiprocessing; --world-size is its
     $WORLD_SIZE); failing both, run(rank, world_size) runs once per rank.
-    Arguments after the script's path (use -- before options) are given to the
-    script in sys.argv.  Prints simulated time, per-rank time, bytes per link
-    class and the busiest component.  Every output path is checked before the
+    With --nproc-per-node N the whole script runs once per rank, as
+    `torchrun --nproc-per-node N SCRIPT` runs it.  Arguments after the
+    script's path (use -- before options) are given to the script in sys.argv.
+    Prints simulated time, per-rank time, bytes per link class and the
+    busiest component.  Every output path is checked before the
     run starts; '-' (or /dev/stdout) writes that output to standard output,
     and everything else then goes to standard error.
     """
@@ -260,10 +273,16 @@ def run_cmd(
     if isinstance(settings, dict):  # main() then names the script's line if it raises
         settings["script"] = script
 
+    if nproc_per_node is not None and world_size not in (None, nproc_per_node):
+        raise click.UsageError(
+            f"--world-size {world_size} and --nproc-per-node {nproc_per_node} disagree; "
+            "give one (with --nproc-per-node the world is N ranks on this one machine)"
+        )
     run_script(
         script,
         topology=topology,
-        world_size=world_size,
+        world_size=world_size if nproc_per_node is None else nproc_per_node,
+        per_rank=nproc_per_node is not None,
         overrides=overrides,
         timing_only=timing_only,
         report_path=report_path,

@@ -295,3 +295,66 @@ def test_script_with_main_runs_once_per_rank(tmp_path: Path) -> None:
     for rank in range(3):
         assert f"main on rank {rank} of 3" in result.stdout
     assert "3 ranks" in result.stdout
+
+
+# --------------------------------------------------------------------------- torchrun scripts
+TORCHRUN_SCRIPT = """
+    import os
+    import sys
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    MODULE_RANK = os.environ["RANK"]  # module level runs in each rank, as under torchrun
+
+    def train():
+        rank, local = int(os.environ["RANK"]), int(os.environ["LOCAL_RANK"])
+        assert MODULE_RANK == os.environ["RANK"] and local == rank
+        torch.cuda.set_device(local)
+        dist.init_process_group("nccl")
+        t = torch.ones(8) * (rank + 1)
+        dist.all_reduce(t)
+        print(f"rank {rank} of {dist.get_world_size()}: {t.tolist()[0]:g} {sys.argv[1:]}")
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        train()
+"""
+
+
+@pytest.mark.parametrize("flag", ["--nproc-per-node", "--nproc_per_node"])
+def test_a_torchrun_script_runs_once_per_rank_with_nproc_per_node(tmp_path, flag) -> None:
+    path = script(tmp_path, "train.py", TORCHRUN_SCRIPT)
+    result = kernbench("run", flag, "4", path, "--topology", "ring8", "--", "--lr", "1")
+    assert result.returncode == 0, result.stderr
+    lines = sorted(line for line in result.stdout.splitlines() if line.startswith("rank "))
+    assert lines == [f"rank {r} of 4: 10 ['--lr', '1']" for r in range(4)]
+    assert "simulated time:" in result.stdout and "4 ranks" in result.stdout
+
+
+def test_a_torchrun_script_run_once_says_to_use_nproc_per_node(tmp_path) -> None:
+    path = script(tmp_path, "train.py", TORCHRUN_SCRIPT)
+    result = kernbench("run", path, "--topology", "ring8")
+    assert result.returncode != 0
+    assert "KeyError: 'RANK': $RANK is set in each rank" in result.stderr
+    assert "kernbench run --nproc-per-node N SCRIPT" in result.stderr
+    assert "Traceback" not in result.stderr
+    bare = script(
+        tmp_path,
+        "bare.py",
+        """
+        import kernbench.torch.distributed as dist
+        if __name__ == "__main__":
+            dist.init_process_group()
+        """,
+    )
+    result = kernbench("run", bare, "--topology", "ring8")
+    assert result.returncode != 0
+    assert "no distributed run is active" in result.stderr
+    assert "--nproc-per-node N SCRIPT" in result.stderr
+
+
+def test_nproc_per_node_and_another_world_size_are_refused(tmp_path) -> None:
+    path = script(tmp_path, "train.py", TORCHRUN_SCRIPT)
+    result = kernbench("run", "--nproc-per-node", "4", "--world-size", "3", path)
+    assert result.returncode == 2
+    assert "--world-size 3 and --nproc-per-node 4 disagree" in result.stderr

@@ -176,7 +176,7 @@ def load_script(path: str | Path, *, as_main: bool = False, source: str | None =
 def _import_error(name: str, exc: BaseException, as_main: bool = False) -> ScriptError:
     doing = "running the bench script" if as_main else "importing the bench script"
     text = shown(str(exc))
-    hint = _missing_name_hint(exc)
+    hint = _missing_name_hint(exc) or (_torchrun_hint(exc) if as_main else "")
     if hint:
         text = f"{text}: {hint}"
     return ScriptError(
@@ -191,6 +191,21 @@ _MIRRORED = {
     "torch": "`import kernbench.torch as torch`, `import kernbench.torch.distributed as dist`",
     "triton": "`import kernbench.triton as triton`, `import kernbench.triton.language as tl`",
 }
+
+
+_TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR")
+
+
+def _torchrun_hint(exc: BaseException) -> str:
+    """A ``__main__`` block reading torchrun's variables outside any rank was written for
+    torchrun, which runs the whole script once per process."""
+    if isinstance(exc, KeyError) and exc.args and exc.args[0] in _TORCHRUN_VARIABLES:
+        return (
+            f"${exc.args[0]} is set in each rank, and this __main__ block runs once, outside "
+            "any rank; a script written for torchrun runs once per rank with `kernbench run "
+            "--nproc-per-node N SCRIPT`"
+        )
+    return ""
 
 
 def _missing_name_hint(exc: BaseException) -> str:
@@ -280,6 +295,37 @@ def _passing_script_exit(body: Callable[[], SimResult], script: str) -> SimResul
         raise
 
 
+def _each_rank_as_main(run: Run, script: str, source: str) -> SimResult:
+    """The whole script as ``__main__`` in every rank, as torchrun runs it in each process:
+    module-level code and the ``__main__`` block run once per rank, in a module of the
+    rank's own (``sys.modules["__main__"]`` is rank 0's while the ranks run)."""
+    name, code, _ = _compiled(script, source)
+    modules: dict[int, types.ModuleType] = {}
+
+    def body(rank: int, world_size: int) -> Any:
+        module = modules[rank] = types.ModuleType("__main__")
+        module.__file__ = name
+        if rank == 0:
+            sys.modules["__main__"] = module
+        try:
+            exec(code, module.__dict__)
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise
+        return None
+
+    saved = sys.modules.get("__main__")
+    directory = str(Path(name).parent.resolve())
+    sys.path.insert(0, directory)
+    try:
+        return run.ranks(body, rank_args=True)
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(directory)
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 # Calls over at least this many ranks that run message by message on a machine that
 # prices collectives step-wide are told on standard error as they start: at this
 # scale a call can take minutes, and the run's summary comes only at its end.
@@ -321,6 +367,7 @@ def run_script(
     max_wall_s: float | None = None,
     script_args: Sequence[str] = (),
     echo: Callable[[str], None] = print,
+    per_rank: bool = False,
 ) -> SimResult:
     """Run a bench script on a simulated machine and write what was asked for.
 
@@ -329,7 +376,9 @@ def run_script(
     with a ``main()`` runs it once per rank; one with an ``if __name__ ==
     "__main__":`` block and no ``main()`` runs as ``__main__``, starting its own
     ranks with ``torch.multiprocessing`` (see :func:`runs_as_main`); otherwise
-    ``run(rank, world_size)`` runs once per rank.
+    ``run(rank, world_size)`` runs once per rank.  With ``per_rank`` the whole
+    script (module level and ``__main__`` block) runs once per rank, as
+    ``torchrun`` runs it in each process (``--nproc-per-node``).
 
     The outputs are checked before the script is even loaded (see
     :func:`kernbench.bench.outputs.check_outputs`) and written through
@@ -380,7 +429,11 @@ def run_script(
     run_settings(run.ctx).wall_clock = wall  # the ranks' scheduler shares it
     try:
         with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
-            if as_main:
+            if per_rank:
+                result = _passing_script_exit(
+                    lambda: _each_rank_as_main(run, script, source), script
+                )
+            elif as_main:
 
                 def as_main_block() -> Any:
                     return load_script(script, as_main=True, source=source)

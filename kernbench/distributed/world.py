@@ -114,7 +114,9 @@ def active_world() -> World:
     if not _ACTIVE:
         raise DistributedError(
             "no distributed run is active: run the script with `kernbench run` or "
-            "kernbench.simulate(), or start ranks with kernbench.torch.multiprocessing"
+            "kernbench.simulate(), or start ranks with kernbench.torch.multiprocessing; a "
+            "script written for torchrun (its __main__ block calls init_process_group) runs "
+            "once per rank with `kernbench run --nproc-per-node N SCRIPT`"
         )
     return _ACTIVE[-1]
 
