@@ -292,3 +292,46 @@ def test_broadcasts_that_only_add_size_1_dims_work_in_and_out_of_place(ctx):
     x += b
     np.testing.assert_array_equal(x.numpy(), (x_np + b_np) + b_np)
     np.testing.assert_array_equal(b.numpy(), b_np)  # the operand is unchanged and usable
+
+
+def test_an_adam_step_with_addcmul_and_addcdiv_matches_numpy_bit_for_bit(ctx):
+    """Rounded in the order of torch's CUDA kernels: (value * t1) * t2, value * (t1 / t2)."""
+    rng = np.random.default_rng(5)
+    p0, g0, m0 = (rng.standard_normal(33).astype(np.float32) for _ in range(3))
+    v0 = np.abs(rng.standard_normal(33)).astype(np.float32)
+    p, g, m, v = map(torch.from_numpy, (p0, g0, m0, v0))
+    b1, b2, lr, eps = np.float32(0.9), np.float32(0.999), np.float32(1e-3), np.float32(1e-8)
+    m.mul_(0.9).add_(g, alpha=1 - 0.9)
+    v.mul_(0.999).addcmul_(g, g, value=1 - 0.999)
+    p.addcdiv_(m, v.sqrt().add_(1e-8), value=-1e-3)
+    m_np = m0 * b1 + g0 * np.float32(1 - 0.9)
+    v_np = v0 * b2 + (np.float32(1 - 0.999) * g0) * g0
+    np.testing.assert_array_equal(v.numpy(), v_np)
+    np.testing.assert_array_equal(p.numpy(), p0 + -lr * (m_np / (np.sqrt(v_np) + eps)))
+    out = torch.addcmul(p, g, m)  # value 1: no scaling
+    np.testing.assert_array_equal(out.numpy(), p.numpy() + g0 * m_np)
+    np.testing.assert_array_equal(
+        torch.addcdiv(p, g, m, value=2).numpy(), p.numpy() + np.float32(2) * (g0 / m_np)
+    )
+
+
+def test_lerp_in_and_out_of_place_matches_numpy(ctx):
+    a0, b0 = _values((4, 3)), _values((4, 3), seed=2)
+    a, b = torch.from_numpy(a0), torch.from_numpy(b0)
+    np.testing.assert_array_equal(torch.lerp(a, b, 0.25).numpy(), a0 + 0.25 * (b0 - a0))
+    w0 = _values((3,), seed=3)
+    np.testing.assert_array_equal(a.lerp(b, torch.from_numpy(w0)).numpy(), a0 + w0 * (b0 - a0))
+    a.lerp_(b, 0.5)
+    np.testing.assert_array_equal(a.numpy(), a0 + np.float32(0.5) * (b0 - a0))
+
+
+def test_division_modes_and_integer_addcdiv_are_refused_by_name(ctx):
+    a = torch.from_numpy(_values())
+    np.testing.assert_array_equal(torch.div(a, 2.0, rounding_mode=None).numpy(), a.numpy() / 2)
+    with pytest.raises(TensorError, match=r"div\(rounding_mode='floor'\): only true division"):
+        a.div(2, rounding_mode="floor")
+    with pytest.raises(TensorError, match=r"div\(rounding_mode='trunc'\)"):
+        a.div_(2, rounding_mode="trunc")
+    ints = torch.ones(3, dtype=torch.int32)
+    with pytest.raises(TensorError, match="addcdiv: integer division is not supported"):
+        ints.addcdiv(ints, ints)

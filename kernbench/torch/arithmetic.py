@@ -137,7 +137,8 @@ class TensorArithmetic:
     def mul(self: Tensor, other: Any) -> Tensor:
         return self._binary("mul", other)
 
-    def div(self: Tensor, other: Any) -> Tensor:
+    def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        _true_division(rounding_mode)
         return self._binary("div", other)
 
     def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -149,8 +150,41 @@ class TensorArithmetic:
     def mul_(self: Tensor, other: Any) -> Tensor:
         return self._binary("mul", other, out=self)
 
-    def div_(self: Tensor, other: Any) -> Tensor:
+    def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
+        _true_division(rounding_mode)
         return self._binary("div", other, out=self)
+
+    # -- the optimizers' fused updates, as the ops they are made of ----------------------
+    def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        """``self + value * tensor1 * tensor2`` (Adam's second moment), rounded in the
+        order of torch's CUDA kernel: ``(value * tensor1) * tensor2``."""
+        return self._with_temporary("add", _scaled_product(tensor1, tensor2, value))
+
+    def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        return self._with_temporary("add", _scaled_product(tensor1, tensor2, value), out=self)
+
+    def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        """``self + value * (tensor1 / tensor2)`` (Adam's step; torch's CUDA order)."""
+        _float_quotient(tensor1, tensor2, "addcdiv")
+        return self._with_temporary("add", _times_alpha(tensor1 / tensor2, value))
+
+    def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        _float_quotient(tensor1, tensor2, "addcdiv_")
+        return self._with_temporary("add", _times_alpha(tensor1 / tensor2, value), out=self)
+
+    def lerp(self: Tensor, end: Any, weight: Any) -> Tensor:
+        """``self + weight * (end - self)``."""
+        return self._with_temporary("add", weight * (end - self))
+
+    def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
+        return self._with_temporary("add", weight * (end - self), out=self)
+
+    def _with_temporary(self: Tensor, op: str, temporary: Tensor, out: Tensor | None = None):
+        """``self op temporary``, the temporary freed after."""
+        try:
+            return self._binary(op, temporary, out=out)
+        finally:
+            _free_temporaries(temporary)
 
     # -- the two forms every operator reduces to ---------------------------------------
     def _binary(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
@@ -214,6 +248,37 @@ class TensorArithmetic:
         if x is not self:
             _free_temporaries(x)
         return result
+
+
+def _scaled_product(tensor1: Any, tensor2: Any, value: Any) -> Tensor:
+    """``(value * tensor1) * tensor2``, the intermediate freed."""
+    if value == 1:
+        return tensor1 * tensor2
+    scaled = tensor1 * value
+    try:
+        return scaled * tensor2
+    finally:
+        _free_temporaries(scaled)
+
+
+def _true_division(rounding_mode: Any) -> None:
+    if rounding_mode is not None:
+        raise TensorError(
+            f"div(rounding_mode={rounding_mode!r}): only true division (rounding_mode=None) "
+            f"runs on the device here; for floor or trunc division use {_ON_THE_HOST}"
+        )
+
+
+def _float_quotient(tensor1: Any, tensor2: Any, what: str) -> None:
+    """torch refuses integer division in addcdiv (it no longer truncates)."""
+    if not any(
+        getattr(t, "dtype", None) is not None and t.dtype.is_floating_point
+        for t in (tensor1, tensor2)
+    ):
+        raise TensorError(
+            f"{what}: integer division is not supported (as in torch); convert tensor1 or "
+            "tensor2 with .float()"
+        )
 
 
 def _no_comparison(symbol: str) -> TensorError:

@@ -15,6 +15,8 @@ from kernbench.torch.tensor import Tensor
 __all__ = [
     "abs",
     "add",
+    "addcdiv",
+    "addcmul",
     "allclose",
     "argmax",
     "argmin",
@@ -24,6 +26,7 @@ __all__ = [
     "equal",
     "exp",
     "flatten",
+    "lerp",
     "log",
     "matmul",
     "max",
@@ -80,8 +83,20 @@ def mul(input: Tensor, other: Any) -> Tensor:  # noqa: A002
     return _tensor(input, "mul").mul(other)
 
 
-def div(input: Tensor, other: Any) -> Tensor:  # noqa: A002
-    return _tensor(input, "div").div(other)
+def div(input: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:  # noqa: A002
+    return _tensor(input, "div").div(other, rounding_mode=rounding_mode)
+
+
+def addcmul(input: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:  # noqa: A002
+    return _tensor(input, "addcmul").addcmul(tensor1, tensor2, value=value)
+
+
+def addcdiv(input: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:  # noqa: A002
+    return _tensor(input, "addcdiv").addcdiv(tensor1, tensor2, value=value)
+
+
+def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "lerp").lerp(end, weight)
 
 
 def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001,A002
