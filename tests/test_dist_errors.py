@@ -604,3 +604,90 @@ def test_arguments_torch_refuses_are_refused(call, says) -> None:
         kernbench.simulate(body, topology="multi_sip", world_size=4)
     assert isinstance(caught.value.__cause__, DistributedError)
     assert says in str(caught.value.__cause__)
+
+
+# ------------------------------------------------------------------ arguments torch refuses
+def _rank_error(fn, ws: int = 2) -> BaseException:
+    with pytest.raises(RankError) as info:
+        run(fn, ws)
+    return info.value.original
+
+
+def _gather_list_on_a_non_destination() -> None:
+    dist.init_process_group()
+    t = torch.ones(4)
+    dist.gather(t, gather_list=[torch.zeros(4), torch.zeros(4)], dst=0)  # every rank
+
+
+def _scatter_list_on_a_non_source() -> None:
+    dist.init_process_group()
+    t = torch.ones(4)
+    dist.scatter(t, scatter_list=[torch.zeros(4), torch.zeros(4)], src=0)
+
+
+def test_a_gather_or_scatter_list_on_another_rank_than_the_root_is_refused() -> None:
+    error = _rank_error(_gather_list_on_a_non_destination)
+    assert isinstance(error, DistributedError)
+    assert "gather_list must NOT be specified on non-destination ranks" in str(error)
+    assert "rank 1 is not the destination" in str(error)
+    error = _rank_error(_scatter_list_on_a_non_source)
+    assert "scatter_list must NOT be specified on non-source ranks" in str(error)
+
+
+def _empty_lists_elsewhere() -> list[float]:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    t = torch.ones(2) * (rank + 1)
+    gathered = [torch.zeros(2), torch.zeros(2)] if rank == 0 else []
+    dist.gather(t, gather_list=gathered, dst=0)
+    return [x.tolist() for x in gathered]
+
+
+def test_an_empty_list_on_another_rank_is_fine_as_in_torch() -> None:
+    result = run(_empty_lists_elsewhere, 2)
+    assert result.returns == [[[1.0, 1.0], [2.0, 2.0]], []]
+
+
+@pytest.mark.parametrize("root", ["0", 0.0, True])
+def test_a_root_rank_that_is_not_an_int_is_refused(root) -> None:
+    def body() -> None:
+        dist.init_process_group()
+        dist.broadcast(torch.ones(4), src=root)
+
+    error = _rank_error(body)
+    assert f"broadcast: the root rank must be an int (got {root!r})" in str(error)
+
+
+def test_premul_sum_exists_and_says_what_to_do_instead() -> None:
+    def body() -> None:
+        dist.init_process_group()
+        dist.all_reduce(torch.ones(4), op=dist.ReduceOp.PREMUL_SUM)
+
+    error = _rank_error(body)
+    assert "ReduceOp.PREMUL_SUM is not supported; scale the tensor first" in str(error)
+
+
+def _work_results() -> tuple:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    t = torch.ones(4)
+    work = dist.all_reduce(t, async_op=True)
+    work.wait()
+    buf = torch.zeros(2)
+    if rank == 0:
+        p2p = dist.isend(torch.ones(2), dst=1)
+        try:
+            p2p.source_rank()
+        except DistributedError as exc:
+            refused = str(exc)
+        p2p.wait()
+        return (work.result()[0] is t, len(work.result()), refused)
+    p2p = dist.irecv(buf)  # from any source
+    return (work.result()[0] is t, p2p.source_rank(), p2p.result()[0] is buf)
+
+
+def test_work_result_and_source_rank_as_torch_has_them() -> None:
+    first, second = run(_work_results, 2).returns
+    assert first[:2] == (True, 1)
+    assert "only a receive (irecv) has a source rank" in first[2]
+    assert second == (True, 0, True)

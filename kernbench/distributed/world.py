@@ -227,12 +227,19 @@ class Work:
     """The handle of an async operation (``async_op=True``), as in torch.distributed."""
 
     def __init__(
-        self, world: World, rendezvous: _Rendezvous, what: str, result: Any = None
+        self,
+        world: World,
+        rendezvous: _Rendezvous,
+        what: str,
+        result: Any = None,
+        *,
+        receive: bool = False,
     ) -> None:
         self._world = world
         self._rv = rendezvous
         self._what = what
-        self._result = result
+        self._result = [] if result is None else result
+        self._receive = receive
 
     def wait(self, timeout: Any = None) -> bool:
         world, rv = self._world, self._rv
@@ -254,8 +261,18 @@ class Work:
     def exception(self) -> BaseException | None:
         return self._rv.error
 
-    def result(self) -> Any:
+    def result(self) -> list[Any]:
+        """The operation's output tensors, as torch's Work.result() (``[]`` for a barrier)."""
         return self._result
+
+    def source_rank(self) -> int:
+        """The rank a receive took its message from (once it has), as torch's."""
+        if not self._receive:
+            raise DistributedError(
+                f"Work.source_rank ({self._what}): only a receive (irecv) has a source rank"
+            )
+        self.wait()
+        return self._rv.source
 
     def get_future(self) -> Any:
         raise DistributedError(
@@ -652,7 +669,14 @@ def _check_devices(rv: _Rendezvous) -> None:
         )
 
 
-def p2p_work(world: World, rv: _Rendezvous, *, async_op: bool = False) -> Work:
+def p2p_work(
+    world: World,
+    rv: _Rendezvous,
+    *,
+    async_op: bool = False,
+    tensor: Any = None,
+    receive: bool = False,
+) -> Work:
     """The Work of a posted send or receive; synchronize() waits for an async one."""
-    work = Work(world, rv, rv.what)
+    work = Work(world, rv, rv.what, None if tensor is None else [tensor], receive=receive)
     return world.track(work) if async_op else work

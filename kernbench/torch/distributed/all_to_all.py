@@ -71,6 +71,7 @@ def all_to_all_single(
         (sends, recvs),
         lambda ps: _launch(call.world, call.group, ps, algorithm),
         async_op,
+        [output],
     )
 
 
@@ -102,6 +103,7 @@ def all_to_all(
         (sends, recvs),
         lambda ps: _launch(call.world, call.group, ps, algorithm),
         async_op,
+        list(output_tensor_list),
     )
 
 

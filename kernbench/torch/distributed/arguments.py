@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kernbench.distributed.scheduler import current_rank
 from kernbench.distributed.world import ProcessGroup, Work, World, active_world
 from kernbench.errors import DistributedError
@@ -106,10 +108,15 @@ def not_in_group(group: Any, me: int, what: str, stacklevel: int = 3) -> bool:
 
 def reduce_op_name(op: Any, what: str = "") -> str:
     """The name the collectives take for ``op=`` of call ``what``."""
+    if op is ReduceOp.PREMUL_SUM:
+        raise DistributedError(
+            f"{what or 'this call'}: ReduceOp.PREMUL_SUM is not supported; scale the tensor "
+            "first (t.mul_(factor)) and reduce with ReduceOp.SUM"
+        )
     if isinstance(op, ReduceOp):
         return op.value
     prefix = f"{what}: " if what else ""
-    valid = ", ".join(f"ReduceOp.{o.name}" for o in ReduceOp)
+    valid = ", ".join(f"ReduceOp.{o.name}" for o in ReduceOp if o is not ReduceOp.PREMUL_SUM)
     raise DistributedError(f"{prefix}op must be a dist.ReduceOp ({valid}); got {op!r}")
 
 
@@ -118,15 +125,22 @@ def root_group_rank(
 ) -> int:
     """The root's rank in ``group``, from its global ``rank`` or its ``group_rank``."""
     if group_rank is not None:
+        _check_rank_type(group_rank, what, "the root's group rank")
         if not 0 <= group_rank < group.size():
             raise DistributedError(f"{what}: group rank {group_rank} is not in {group!r}")
-        return group_rank
+        return int(group_rank)
     if rank is None:
         raise DistributedError(f"{what}: give the root rank")
+    _check_rank_type(rank, what, "the root rank")
     root = group.group_rank(int(rank))
     if root < 0:
         raise DistributedError(f"{what}: root rank {rank} is not a member of {group!r}")
     return root
+
+
+def _check_rank_type(rank: Any, what: str, name: str) -> None:
+    if isinstance(rank, bool) or not isinstance(rank, int | np.integer):
+        raise DistributedError(f"{what}: {name} must be an int (got {rank!r})")
 
 
 def peer_rank(
@@ -256,13 +270,23 @@ class CollectiveCall:
         payload: Any,
         launch: Callable[[list[Any]], Any],
         async_op: bool,
+        result: list[Any] | None = None,
     ) -> Work | None:
         """Join the group's rendezvous; ``agreed`` must be equal on every rank.
 
         The last rank to arrive runs ``launch`` on the payloads in group-rank
-        order; the call returns a :class:`Work` when ``async_op``.
+        order; the call returns a :class:`Work` when ``async_op``, whose
+        ``result()`` is ``result`` (the call's output tensors, as torch's).
         """
-        return self.world.collective(self.group, self.what, agreed, payload, launch, async_op)
+        return self.world.collective(
+            self.group,
+            self.what,
+            agreed,
+            payload,
+            launch,
+            async_op,
+            [] if result is None else result,
+        )
 
 
 def collective_call(what: str, group: Any) -> CollectiveCall | None:

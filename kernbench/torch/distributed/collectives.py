@@ -57,6 +57,7 @@ def all_reduce(
         t,
         lambda ts: ccl.elementwise(call.ctx, "all_reduce", ts, redop=red, algorithm=algorithm),
         async_op,
+        [tensor],
     )
 
 
@@ -79,6 +80,7 @@ def broadcast(
         t,
         lambda ts: ccl.elementwise(call.ctx, "broadcast", ts, root=root, algorithm=algorithm),
         async_op,
+        [tensor],
     )
 
 
@@ -104,6 +106,7 @@ def reduce(
             call.ctx, "reduce", ts, redop=red, root=root, algorithm=algorithm
         ),
         async_op,
+        [tensor],
     )
 
 
@@ -128,6 +131,7 @@ def all_gather(
         (outs, t),
         lambda ps: ccl.all_gather(call.ctx, [p[0] for p in ps], [p[1] for p in ps], algorithm),
         async_op,
+        list(tensor_list),
     )
 
 
@@ -149,6 +153,7 @@ def all_gather_into_tensor(
         (out, t),
         lambda ps: ccl.all_gather(call.ctx, [p[0] for p in ps], [p[1] for p in ps], algorithm),
         async_op,
+        [output_tensor],
     )
 
 
@@ -176,6 +181,7 @@ def reduce_scatter(
             call.ctx, [p[0] for p in ps], [p[1] for p in ps], red, algorithm
         ),
         async_op,
+        [output],
     )
 
 
@@ -201,6 +207,7 @@ def reduce_scatter_tensor(
             call.ctx, [p[0] for p in ps], [p[1] for p in ps], red, algorithm
         ),
         async_op,
+        [output],
     )
 
 
@@ -229,6 +236,12 @@ def _rooted_list(
         check_count(blocks, call.group, what, arg)
         for b in blocks:
             check_same(b, t, what)
+    elif tensors:  # as torch: a list (even [t]) on another rank is a mistake, [] and None not
+        side = "destination" if what == "gather" else "source"
+        raise DistributedError(
+            f"{what}: argument {arg} must NOT be specified on non-{side} ranks (as in torch); "
+            f"rank {call.rank} is not the {side}: pass {arg}=None"
+        )
     launch = getattr(ccl, what)
     root_arg = "dst" if what == "gather" else "src"
     return call.submit(
@@ -236,6 +249,7 @@ def _rooted_list(
         (t, blocks),
         lambda ps: launch(call.ctx, [p[0] for p in ps], ps[root][1], root, algorithm),
         async_op,
+        [tensor] if what == "scatter" else list(tensors or []),
     )
 
 

@@ -21,6 +21,7 @@ class ReduceOp(enum.Enum):
     BAND = "band"
     BOR = "bor"
     BXOR = "bxor"
+    PREMUL_SUM = "premul_sum"  # named as in torch; refused when used (scale, then SUM)
 
     def __repr__(self) -> str:
         return f"<ReduceOp.{self.name}>"

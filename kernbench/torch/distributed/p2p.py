@@ -63,7 +63,7 @@ def isend(
     group_dst: int | None = None,
 ) -> Work | None:
     posted = _post_send("isend", tensor, dst, group, tag, group_dst)
-    return None if posted is None else p2p_work(*posted, async_op=True)
+    return None if posted is None else p2p_work(*posted, async_op=True, tensor=tensor)
 
 
 def irecv(
@@ -74,7 +74,9 @@ def irecv(
     group_src: int | None = None,
 ) -> Work | None:
     posted = _post_recv("irecv", tensor, src, group, tag, group_src)
-    return None if posted is None else p2p_work(*posted, async_op=True)
+    if posted is None:
+        return None
+    return p2p_work(*posted, async_op=True, tensor=tensor, receive=True)
 
 
 def send(
