@@ -175,6 +175,12 @@ def test_softmax_like_the_triton_tutorial(ctx):
         ((2, 3, 5), (2, 5, 4)),
         ((2, 3, 5), (5, 4)),
         ((3, 5), (2, 5, 4)),
+        ((2, 3, 4, 5), (2, 3, 5, 6)),  # attention's (B, H, T, D) @ (B, H, D, T)
+        ((1, 3, 4, 5), (2, 1, 5, 6)),  # batch dims broadcast
+        ((2, 3, 4, 5), (5, 6)),
+        ((5, 4), (2, 3, 4, 6)),
+        ((2, 3, 4, 5), (5,)),
+        ((5,), (2, 1, 3, 5, 4)),
     ],
 )
 def test_matmul_matches_numpy(ctx, a_shape, b_shape):
@@ -200,8 +206,20 @@ def test_matmul_reads_transposed_operands_in_place(ctx):
 def test_matmul_errors(ctx):
     with pytest.raises(TensorError, match="cannot be multiplied"):
         torch.ones(2, 3) @ torch.ones(2, 3)
-    with pytest.raises(TensorError, match="same dtype"):
-        torch.ones(2, 2) @ torch.ones(2, 2, dtype=torch.int32)
+    with pytest.raises(TensorError, match="cannot be multiplied"):
+        torch.ones(1, 2, 3, 4) @ torch.ones(1, 2, 3, 4)
+    with pytest.raises(TensorError, match="cannot be broadcast|broadcast"):
+        torch.ones(2, 2, 3, 4) @ torch.ones(3, 2, 4, 3)
+
+
+def test_a_4d_matmul_keeps_its_operands(ctx):
+    q0, k0 = _values((2, 2, 3, 4)), _values((1, 2, 4, 3), 7)
+    q, kt = torch.from_numpy(q0), torch.from_numpy(k0)
+    out = q @ kt
+    assert tuple(out.shape) == (2, 2, 3, 3)
+    np.testing.assert_allclose(out.numpy(), np.matmul(q0, k0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(q.numpy(), q0)
+    np.testing.assert_array_equal(kt.numpy(), k0)
 
 
 def test_matmul_costs_matrix_engine_time(ctx):

@@ -17,6 +17,7 @@ import numpy as np
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import get_default_dtype
 from kernbench.torch.math_kernels import launch_matmul, launch_unary
+from kernbench.torch.views import broadcast_shapes
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -107,7 +108,7 @@ class TensorPointwise:
 
     # -- matmul ------------------------------------------------------------------------------
     def matmul(self: Tensor, other: Tensor) -> Tensor:
-        """Matrix product (1-D, 2-D, or 3-D batched operands), on the matrix engine."""
+        """Matrix product (1-D, 2-D, batched and broadcast operands), on the matrix engine."""
         _tensor_argument(other, "matmul")
         a_shape, b_shape = tuple(self.shape), tuple(other.shape)
         what = f"matmul of shapes {a_shape} and {b_shape}"
@@ -116,10 +117,10 @@ class TensorPointwise:
                 f"{what}: expected both operands to have the same dtype, got {self.dtype!r} and "
                 f"{other.dtype!r}; convert one with .to(...)"
             )
-        if not (1 <= len(a_shape) <= 3 and 1 <= len(b_shape) <= 3):
-            raise TensorError(
-                f"{what}: operands of 1, 2 or 3 dims are supported (3 = a batch of matrices)"
-            )
+        if not (a_shape and b_shape):
+            raise TensorError(f"{what}: both arguments to matmul need to be at least 1D")
+        if max(len(a_shape), len(b_shape)) > 3:
+            return self._broadcast_matmul(other, what)
         a = _as_batched_matrix(self, row_vector=True)
         b = _as_batched_matrix(other, row_vector=False)
         (ab, m, k), (bb, k2, n) = a[0], b[0]
@@ -145,6 +146,26 @@ class TensorPointwise:
         return out
 
     mm = matmul
+
+    def _broadcast_matmul(self: Tensor, other: Tensor, what: str) -> Tensor:
+        """Operands past 3 dims (attention's (B, H, T, D) @ (B, H, D, T)), as torch takes
+        them: the batch dims broadcast, each side made one batch of matrices (a copy only
+        where broadcasting or strides need one), multiplied, the result viewed back."""
+        a = self.unsqueeze(0) if self.ndim == 1 else self
+        b = other.unsqueeze(-1) if other.ndim == 1 else other
+        (m, k), (k2, n) = tuple(a.shape[-2:]), tuple(b.shape[-2:])
+        if k != k2:
+            raise TensorError(f"{what} cannot be multiplied ({m}x{k} and {k2}x{n})")
+        batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]), what)
+        # a copy reshape makes is released when dropped, as every temporary is
+        left = a.expand(*batch, m, k).reshape(-1, m, k)
+        right = b.expand(*batch, k, n).reshape(-1, k, n)
+        out = left.matmul(right).view(*batch, m, n)
+        if self.ndim == 1:
+            out = out.squeeze(-2)
+        if other.ndim == 1:
+            out = out.squeeze(-1)
+        return out
 
     def __matmul__(self: Tensor, other: Tensor) -> Tensor:
         return self.matmul(other)
