@@ -691,3 +691,14 @@ def test_work_result_and_source_rank_as_torch_has_them() -> None:
     assert first[:2] == (True, 1)
     assert "only a receive (irecv) has a source rank" in first[2]
     assert second == (True, 0, True)
+
+
+def test_an_uneven_all_gather_names_the_tensor_and_what_to_do_instead() -> None:
+    def body() -> None:
+        dist.init_process_group()
+        dist.all_gather([torch.zeros(4), torch.zeros(2)], torch.ones(4))
+
+    error = _rank_error(body)
+    assert "all_gather: tensor_list[1] tensor" in str(error)
+    assert "(float32, 2 elements) does not match" in str(error)
+    assert "pad them to one size, or call dist.broadcast(tensor_list[i], src=i)" in str(error)

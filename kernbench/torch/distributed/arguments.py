@@ -212,12 +212,22 @@ def check_count(items: list, group: ProcessGroup, what: str, arg: str) -> None:
         )
 
 
-def check_same(a: DeviceTensor, b: DeviceTensor, what: str) -> None:
-    """``a`` has the dtype and element count of ``b``."""
+# What to do instead of a list of tensors of different sizes, per call.
+_UNEVEN = {
+    "all_gather": "tensors of different sizes (torch's NCCL backend runs those as one "
+    "broadcast per rank): pad them to one size, or call dist.broadcast(tensor_list[i], src=i) "
+    "for each rank i",
+}
+
+
+def check_same(a: DeviceTensor, b: DeviceTensor, what: str, arg: str = "", i: int = -1) -> None:
+    """``a`` (``arg[i]`` when named) has the dtype and element count of ``b``."""
     if (a.dtype, a.numel) != (b.dtype, b.numel):
+        named = f"{arg}[{i}] " if arg else ""
+        instead = f"; {what} here takes no {_UNEVEN[what]}" if what in _UNEVEN else ""
         raise DistributedError(
-            f"{what}: tensor {a.name!r} ({a.dtype.name}, {a.numel} elements) does not match "
-            f"{b.name!r} ({b.dtype.name}, {b.numel} elements)"
+            f"{what}: {named}tensor {a.name!r} ({a.dtype.name}, {a.numel} elements) does not "
+            f"match {b.name!r} ({b.dtype.name}, {b.numel} elements){instead}"
         )
 
 

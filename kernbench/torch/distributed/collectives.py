@@ -124,8 +124,8 @@ def all_gather(
     t = call.tensor(tensor)
     outs = call.tensors(tensor_list)
     check_count(outs, call.group, call.what, "tensor_list")
-    for out in outs:
-        check_same(out, t, call.what)
+    for i, out in enumerate(outs):
+        check_same(out, t, call.what, "tensor_list", i)
     return call.submit(
         signature(t, algorithm=algorithm),
         (outs, t),
