@@ -6,6 +6,8 @@ Reductions, elementwise math, ``softmax`` and ``matmul`` run on the device
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -353,3 +355,34 @@ def test_division_modes_and_integer_addcdiv_are_refused_by_name(ctx):
     ints = torch.ones(3, dtype=torch.int32)
     with pytest.raises(TensorError, match="addcdiv: integer division is not supported"):
         ints.addcdiv(ints, ints)
+
+
+def test_bmm_multiplies_equal_batches_and_refuses_others_as_torch(ctx):
+    a, b = _values((2, 3, 4)), _values((2, 4, 5), seed=8)
+    out = torch.bmm(torch.from_numpy(a), torch.from_numpy(b))
+    np.testing.assert_allclose(out.numpy(), np.matmul(a, b), rtol=1e-5, atol=1e-5)
+    with pytest.raises(TensorError, match="both must be 3-D with the same batch size"):
+        torch.ones(2, 3, 4).bmm(torch.ones(4, 5))
+
+
+@pytest.mark.parametrize(
+    ("name", "hint"),
+    [
+        ("std", "torch.sqrt((d * d).sum() / (t.numel() - 1))"),
+        ("normal_", "t.copy_(torch.randn(t.shape) * std + mean)"),
+        ("reciprocal", "1 / t"),
+        ("tile", "torch.cat of the pieces"),
+        ("sizee", "nearest supported: size"),
+        ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
+    ],
+)
+def test_missing_tensor_methods_say_what_to_write_instead(ctx, name, hint):
+    with pytest.raises(AttributeError, match=re.escape(hint)):
+        getattr(torch.ones(2), name)
+
+
+def test_missing_torch_functions_say_what_to_write_instead():
+    with pytest.raises(AttributeError, match=re.escape("(d * d).sum() / (t.numel() - 1)")):
+        torch.var  # noqa: B018
+    with pytest.raises(AttributeError, match="every run is deterministic here"):
+        torch.use_deterministic_algorithms  # noqa: B018

@@ -20,6 +20,7 @@ __all__ = [
     "allclose",
     "argmax",
     "argmin",
+    "bmm",
     "clone",
     "div",
     "dot",
@@ -85,6 +86,10 @@ def mul(input: Tensor, other: Any) -> Tensor:  # noqa: A002
 
 def div(input: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:  # noqa: A002
     return _tensor(input, "div").div(other, rounding_mode=rounding_mode)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "bmm").bmm(mat2)
 
 
 def addcmul(input: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:  # noqa: A002

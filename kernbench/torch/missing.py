@@ -76,6 +76,22 @@ HINTS = {  # (the named entries after the groups win)
     "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
+    "var": "d = t - t.mean(); (d * d).sum() / (t.numel() - 1) (unbiased, as torch's default)",
+    "std": "d = t - t.mean(); torch.sqrt((d * d).sum() / (t.numel() - 1))",
+    "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
+    "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
+    "random_": "t.copy_(torch.randint(low, high, t.shape))",
+    **dict.fromkeys(("reciprocal", "reciprocal_"), "1 / t (t.reciprocal_(): t.copy_(1 / t))"),
+    **dict.fromkeys(("neg", "negative", "neg_"), "-t, or t.mul_(-1) in place"),
+    "prod": _NO_KERNEL,
+    "unbind": "[t[i] for i in range(t.shape[0])] (views), or t.split(1)",
+    "flip": "index with a list: t[list(range(n - 1, -1, -1))] (a copy)",
+    "roll": "torch.cat([t[-k:], t[:-k]]) along the first dim",
+    **dict.fromkeys(
+        ("repeat_interleave", "tile"), "torch.cat of the pieces (t.expand(...) for a view)"
+    ),
+    **dict.fromkeys(("triu", "tril", "triu_", "tril_"), _ON_HOST),
+    "new_tensor": "torch.tensor(data, dtype=t.dtype)",
 }
 
 
@@ -84,7 +100,11 @@ MODULE_HINTS = {
     **dict.fromkeys(BOOL_NAMES, _NO_BOOL),
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
-    "bmm": "torch.matmul takes batched operands (up to 3 dims)",
+    **{name: HINTS[name] for name in ("var", "std", "prod", "flip", "roll", "tile")},
+    "repeat_interleave": HINTS["repeat_interleave"],
+    "bincount": _ON_HOST,
+    "set_grad_enabled": "there is no autograd: drop the line (torch.no_grad() also works)",
+    "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     "einsum": "write it with torch.matmul, transpose and reshape",
     "baddbmm": "torch.matmul then +",
     "addmm": "torch.matmul then +",
@@ -142,6 +162,10 @@ def missing_attribute(name: str, known: Iterable[str]) -> TensorAttributeError:
     hint = HINTS.get(name)
     if hint is None:
         public = [k for k in known if not k.startswith("_")]
-        close = difflib.get_close_matches(name, public, n=3, cutoff=0.6)
-        hint = f"nearest supported: {', '.join(close)}" if close else "see README"
+        close = difflib.get_close_matches(name, public, n=3, cutoff=0.75)
+        hint = (
+            f"nearest supported: {', '.join(close)}"
+            if close
+            else "the README's 'What kernbench.torch supports' lists what there is"
+        )
     return TensorAttributeError(f"{message}: {hint}")

@@ -147,6 +147,16 @@ class TensorPointwise:
 
     mm = matmul
 
+    def bmm(self: Tensor, mat2: Tensor) -> Tensor:
+        """Batched matrix product of two 3-D tensors with the same batch (as torch.bmm)."""
+        _tensor_argument(mat2, "bmm")
+        if self.ndim != 3 or mat2.ndim != 3 or self.shape[0] != mat2.shape[0]:
+            raise TensorError(
+                f"bmm of shapes {tuple(self.shape)} and {tuple(mat2.shape)}: both must be 3-D "
+                "with the same batch size (torch.matmul broadcasts other shapes)"
+            )
+        return self.matmul(mat2)
+
     def _broadcast_matmul(self: Tensor, other: Tensor, what: str) -> Tensor:
         """Operands past 3 dims (attention's (B, H, T, D) @ (B, H, D, T)), as torch takes
         them: the batch dims broadcast, each side made one batch of matrices (a copy only

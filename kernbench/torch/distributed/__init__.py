@@ -34,7 +34,7 @@ from kernbench.torch.distributed.collectives import (
     reduce_scatter_tensor,
     scatter,
 )
-from kernbench.torch.distributed.constants import Backend, GroupMember, ReduceOp, reduce_op
+from kernbench.torch.distributed.constants import Backend, GroupMember, ReduceOp, group, reduce_op
 from kernbench.torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from kernbench.torch.distributed.groups import (
     destroy_process_group,
@@ -62,6 +62,7 @@ __all__ = [
     "Backend",
     "DeviceMesh",
     "GroupMember",
+    "group",
     "P2POp",
     "ProcessGroup",
     "ReduceOp",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-__all__ = ["BACKEND", "Backend", "GroupMember", "ReduceOp", "reduce_op"]
+__all__ = ["BACKEND", "Backend", "GroupMember", "ReduceOp", "group", "reduce_op"]
 
 BACKEND = "ahbm"  # what get_backend() answers: the one backend there is
 
@@ -42,3 +42,6 @@ class _NonGroupMember:
 class GroupMember:
     WORLD: Any = None  # the default group, resolved per run
     NON_GROUP_MEMBER = _NonGroupMember()
+
+
+group = GroupMember  # dist.group.WORLD, as torch spells the default group too
