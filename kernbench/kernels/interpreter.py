@@ -28,6 +28,7 @@ import numpy as np
 from kernbench.errors import KernBenchError, KernelError
 from kernbench.kernels import language as tl
 from kernbench.kernels.grid import Grid
+from kernbench.kernels.program import ProgramState, running_program
 
 __all__ = [
     "ArrayBuffer",
@@ -318,8 +319,8 @@ class Interpreter:
         recorder = ProgramRecorder() if recorder is None else recorder
         args = self.kernel_args(launch) if kernel_args is None else kernel_args
         name = launch.kernel.name
-        state = tl.ProgramState(name, _pad3(pid, 0), _pad3(grid.dims, 1), recorder, pid)
-        with tl.running_program(state):
+        state = ProgramState(name, _pad3(pid, 0), _pad3(grid.dims, 1), recorder, pid)
+        with running_program(state):
             try:
                 launch.kernel.fn(**args)
             except KernBenchError:

@@ -39,6 +39,7 @@ from kernbench.kernels.interpreter import (
     ProgramCounts,
     ProgramRecorder,
 )
+from kernbench.kernels.program import current_program
 
 __all__ = [
     "ArgumentLauncher",
@@ -187,7 +188,7 @@ class JITFunction:
         return functools.partial(self.launch, grid)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if tl.current_program() is None:
+        if current_program() is None:
             raise KernelError(f"kernel {self.name!r}: launch it with {self.name}[grid](...)")
         return self.fn(*args, **kwargs)  # a device function called from another kernel
 

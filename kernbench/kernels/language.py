@@ -36,17 +36,41 @@ int32 offset that wrapped around is caught as out of bounds. Integer ``//`` and
 from __future__ import annotations
 
 import builtins
-import contextvars
 import math
 import operator
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from kernbench.errors import KernelError
+from kernbench.kernels.dtypes import (
+    bfloat16,
+    cast_values,
+    dtype,
+    element_type,
+    float16,
+    float32,
+    float64,
+    from_numpy,
+    int1,
+    int8,
+    int16,
+    int32,
+    int64,
+    pointer_type,
+    round_bf16,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
+from kernbench.kernels.program import (
+    ProgramState,
+    current_program,
+    record_vector,
+    where_am_i,
+)
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -112,109 +136,7 @@ __all__ = [
 
 # ----------------------------------------------------------------------------- dtypes
 
-
-class dtype:  # noqa: N801 - Triton spells it in lower case
-    """A kernel element type: a name, the NumPy type that holds it, its size."""
-
-    __slots__ = ("name", "np_dtype", "itemsize")
-
-    def __init__(self, name: str, np_dtype: Any, itemsize: int) -> None:
-        self.name = name
-        self.np_dtype = np.dtype(np_dtype)
-        self.itemsize = itemsize
-
-    def is_floating(self) -> bool:
-        return self.np_dtype.kind == "f"
-
-    def is_int(self) -> bool:
-        return self.np_dtype.kind in "iu"
-
-    def is_int_signed(self) -> bool:
-        return self.np_dtype.kind == "i"
-
-    def is_bool(self) -> bool:
-        return self.np_dtype.kind == "b"
-
-    def is_bf16(self) -> bool:
-        return self is bfloat16
-
-    @property
-    def primitive_bitwidth(self) -> int:
-        return 1 if self.is_bool() else 8 * self.itemsize
-
-    def __repr__(self) -> str:
-        return f"tl.{self.name}"
-
-
-class pointer_type:  # noqa: N801 - Triton spells it in lower case
-    """The type of a :class:`Pointer`; ``element_ty`` is what it points to."""
-
-    __slots__ = ("element_ty",)
-
-    def __init__(self, element_ty: dtype) -> None:
-        self.element_ty = element_ty
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, pointer_type) and other.element_ty is self.element_ty
-
-    def __hash__(self) -> int:
-        return hash(("pointer", self.element_ty.name))
-
-    def __repr__(self) -> str:
-        return f"pointer<{self.element_ty!r}>"
-
-
 _DType = dtype  # for functions whose Triton signature has a parameter named ``dtype``
-
-int1 = dtype("int1", np.bool_, 1)
-int8 = dtype("int8", np.int8, 1)
-int16 = dtype("int16", np.int16, 2)
-int32 = dtype("int32", np.int32, 4)
-int64 = dtype("int64", np.int64, 8)
-uint8 = dtype("uint8", np.uint8, 1)
-uint16 = dtype("uint16", np.uint16, 2)
-uint32 = dtype("uint32", np.uint32, 4)
-uint64 = dtype("uint64", np.uint64, 8)
-float16 = dtype("float16", np.float16, 2)
-bfloat16 = dtype("bfloat16", np.float32, 2)
-float32 = dtype("float32", np.float32, 4)
-float64 = dtype("float64", np.float64, 8)
-
-_FROM_NUMPY = {
-    d.np_dtype: d
-    for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-    + (float16, float32, float64)
-}
-
-
-def element_type(buffer: Any) -> dtype:
-    """A buffer's element type: its ``element_type`` if it has one (bfloat16 values are
-    held in float32 arrays), else the type of its NumPy dtype."""
-    declared = getattr(buffer, "element_type", None)
-    return declared if declared is not None else _from_numpy(buffer.dtype)
-
-
-def _from_numpy(np_dtype: np.dtype) -> dtype:
-    try:
-        return _FROM_NUMPY[np.dtype(np_dtype)]
-    except KeyError:
-        raise KernelError(
-            f"NumPy dtype {np.dtype(np_dtype)} has no kernel dtype; "
-            f"valid: {', '.join(sorted(str(k) for k in _FROM_NUMPY))}"
-        ) from None
-
-
-def _round_bf16(values: np.ndarray) -> np.ndarray:
-    as_f32 = np.ascontiguousarray(values, dtype=np.float32)
-    bits = as_f32.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
-
-
-def _cast(values: np.ndarray, to: dtype) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        out = np.asarray(values).astype(to.np_dtype)
-    return _round_bf16(out) if to is bfloat16 else out
 
 
 class constexpr:  # noqa: N801 - Triton spells it in lower case
@@ -233,52 +155,6 @@ class constexpr:  # noqa: N801 - Triton spells it in lower case
         return f"constexpr({self.value!r})"
 
 
-# ----------------------------------------------------------------------------- program state
-
-
-@dataclass(frozen=True, slots=True)
-class ProgramState:
-    """What ``tl`` calls need to know about the program that is running."""
-
-    kernel: str
-    pid: tuple[int, int, int]  # padded to three axes, as tl.program_id sees it
-    num_programs: tuple[int, int, int]
-    recorder: Any
-    program: tuple[int, ...] = ()  # the program id as launched, for messages
-
-
-_CURRENT: contextvars.ContextVar[ProgramState | None] = contextvars.ContextVar(
-    "kernbench_kernel_program", default=None
-)
-
-
-@contextmanager
-def running_program(state: ProgramState):
-    """Make ``state`` the running program for the ``tl`` calls in the block."""
-    token = _CURRENT.set(state)
-    try:
-        yield state
-    finally:
-        _CURRENT.reset(token)
-
-
-def current_program() -> ProgramState | None:
-    return _CURRENT.get()
-
-
-def _where_am_i() -> str:
-    state = _CURRENT.get()
-    if state is None:
-        return "outside a kernel"
-    return f"kernel {state.kernel!r} program {state.program or state.pid}"
-
-
-def _record_vector(elements: int, floating: bool, transcendental: bool = False) -> None:
-    state = _CURRENT.get()
-    if state is not None:
-        state.recorder.record_vector(elements, floating=floating, transcendental=transcendental)
-
-
 # ----------------------------------------------------------------------------- blocks
 
 #: The most elements one block may hold (Triton's TRITON_MAX_TENSOR_NUMEL): a block
@@ -291,7 +167,7 @@ _Scalar = (bool, int, float, np.generic)
 def _check_elements(count: int, what: str) -> None:
     if count > MAX_BLOCK_ELEMENTS:
         raise KernelError(
-            f"{_where_am_i()}: {what} would make a block of {count} elements; a block holds "
+            f"{where_am_i()}: {what} would make a block of {count} elements; a block holds "
             f"at most {MAX_BLOCK_ELEMENTS} (as in Triton); give each program less work and "
             "launch more programs"
         )
@@ -324,14 +200,14 @@ def _unwrap(x: Any) -> tuple[Any, dtype | None]:
     if isinstance(x, constexpr):
         return x.value, None
     if isinstance(x, np.ndarray):
-        return x, _from_numpy(x.dtype)
+        return x, from_numpy(x.dtype)
     if isinstance(x, np.generic):
-        return x, _from_numpy(x.dtype)
+        return x, from_numpy(x.dtype)
     if isinstance(x, _Scalar):
         return x, None
     if isinstance(x, Pointer):
-        raise KernelError(f"{_where_am_i()}: a pointer cannot be used as a value here")
-    raise KernelError(f"{_where_am_i()}: cannot use {type(x).__name__} as a kernel value")
+        raise KernelError(f"{where_am_i()}: a pointer cannot be used as a value here")
+    raise KernelError(f"{where_am_i()}: cannot use {type(x).__name__} as a kernel value")
 
 
 def _finish(out: Any, operand_dtypes: Sequence[dtype | None]) -> Block:
@@ -342,7 +218,7 @@ def _finish(out: Any, operand_dtypes: Sequence[dtype | None]) -> Block:
         arr = arr.astype(np.float32)
     floats = [d for d in typed if d.is_floating()]
     if arr.dtype == np.float32 and floats and all(d is bfloat16 for d in floats):
-        return Block(_round_bf16(arr), bfloat16)
+        return Block(round_bf16(arr), bfloat16)
     return Block(arr)
 
 
@@ -356,7 +232,7 @@ def _elementwise(fn: Callable[..., Any], *operands: Any, transcendental: bool = 
         (d is not None and d.is_floating()) or isinstance(v, float)
         for v, d in zip(values, dtypes, strict=True)
     )
-    _record_vector(result.numel, floating, transcendental)
+    record_vector(result.numel, floating, transcendental)
     return result
 
 
@@ -369,7 +245,7 @@ class Block:
 
     def __init__(self, value: Any, dtype_: dtype | None = None) -> None:
         arr = np.asarray(value)
-        self.dtype = _from_numpy(arr.dtype) if dtype_ is None else dtype_
+        self.dtype = from_numpy(arr.dtype) if dtype_ is None else dtype_
         self.value = arr
 
     @property
@@ -391,12 +267,12 @@ class Block:
     def to(self, dtype: dtype, fp_downcast_rounding: str | None = None, bitcast: bool = False):
         """Convert to ``dtype`` (``bitcast=True`` reinterprets the bits)."""
         if not isinstance(dtype, _DType):
-            raise KernelError(f"{_where_am_i()}: .to() needs a tl dtype, got {dtype!r}")
+            raise KernelError(f"{where_am_i()}: .to() needs a tl dtype, got {dtype!r}")
         if bitcast:
             if dtype.itemsize != self.dtype.itemsize or bfloat16 in (dtype, self.dtype):
-                raise KernelError(f"{_where_am_i()}: cannot bitcast {self.dtype!r} to {dtype!r}")
+                raise KernelError(f"{where_am_i()}: cannot bitcast {self.dtype!r} to {dtype!r}")
             return Block(np.ascontiguousarray(self.value).view(dtype.np_dtype), dtype)
-        return Block(_cast(self.value, dtype), dtype)
+        return Block(cast_values(self.value, dtype), dtype)
 
     def __getitem__(self, key: Any) -> Block:
         return Block(self.value[key], self.dtype)
@@ -410,7 +286,7 @@ class Block:
     def _scalar(self) -> Any:
         if self.value.size != 1:
             raise KernelError(
-                f"{_where_am_i()}: a block of {self.value.size} elements has no single "
+                f"{where_am_i()}: a block of {self.value.size} elements has no single "
                 "value; use tl.where, tl.sum or tl.max instead"
             )
         return self.value.reshape(()).item()
@@ -426,7 +302,7 @@ class Block:
 
     def __index__(self) -> int:
         if not (self.dtype.is_int() or self.dtype.is_bool()):
-            raise KernelError(f"{_where_am_i()}: a {self.dtype!r} block is not an index")
+            raise KernelError(f"{where_am_i()}: a {self.dtype!r} block is not an index")
         return int(self._scalar())
 
     def _binary(self, other: Any, fn: Callable[..., Any], reflected: bool = False):
@@ -528,7 +404,7 @@ def _offsets_of(x: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.dtype.kind not in "iub":
         raise KernelError(
-            f"{_where_am_i()}: pointer offsets must be integers, got {arr.dtype} values"
+            f"{where_am_i()}: pointer offsets must be integers, got {arr.dtype} values"
         )
     return arr
 
@@ -554,12 +430,12 @@ class Pointer:
 
     def _moved(self, other: Any, sign: int) -> Pointer:
         if isinstance(other, Pointer):
-            raise KernelError(f"{_where_am_i()}: cannot add two pointers")
+            raise KernelError(f"{where_am_i()}: cannot add two pointers")
         delta = _offsets_of(other)
         _check_operands([self.offsets, delta], "pointer arithmetic")
         combine = np.add if sign > 0 else np.subtract
         moved = Pointer(self.buffer, combine(self.offsets, delta, dtype=np.int64))
-        _record_vector(int(moved.offsets.size), floating=False)
+        record_vector(int(moved.offsets.size), floating=False)
         return moved
 
     def __add__(self, other: Any) -> Pointer:
@@ -583,12 +459,12 @@ class Pointer:
 def _axis(axis: Any) -> int:
     axis = int(axis)
     if axis not in (0, 1, 2):
-        raise KernelError(f"{_where_am_i()}: axis must be 0, 1 or 2, got {axis}")
+        raise KernelError(f"{where_am_i()}: axis must be 0, 1 or 2, got {axis}")
     return axis
 
 
 def _state(what: str) -> ProgramState:
-    state = _CURRENT.get()
+    state = current_program()
     if state is None:
         raise KernelError(f"tl.{what} called outside a running kernel program")
     return state
@@ -611,7 +487,7 @@ def _int(x: Any, what: str) -> int:
     try:
         return operator.index(x.value if isinstance(x, constexpr) else x)
     except TypeError:
-        raise KernelError(f"{_where_am_i()}: {what} must be an integer, got {x!r}") from None
+        raise KernelError(f"{where_am_i()}: {what} must be an integer, got {x!r}") from None
 
 
 def arange(start: int, end: int) -> Block:
@@ -621,7 +497,7 @@ def arange(start: int, end: int) -> Block:
     _check_elements(n, f"tl.arange({lo}, {hi})")
     if n <= 0 or n & (n - 1):
         raise KernelError(
-            f"{_where_am_i()}: tl.arange({lo}, {hi}) has length {n}, which is not a "
+            f"{where_am_i()}: tl.arange({lo}, {hi}) has length {n}, which is not a "
             f"power of two; use tl.arange(0, {next_power_of_2(builtins.max(n, 1))}) and a mask"
         )
     return Block(np.arange(lo, hi, dtype=np.int32), int32)
@@ -633,20 +509,20 @@ def _shape(shape: Any) -> tuple[int, ...]:
     dims = tuple(_int(s, "a block dimension") for s in shape)
     for d in dims:
         if d < 0:
-            raise KernelError(f"{_where_am_i()}: block dimension {d} is negative in {dims}")
+            raise KernelError(f"{where_am_i()}: block dimension {d} is negative in {dims}")
     _check_elements(math.prod(dims), f"a block of shape {dims}")
     return dims
 
 
 def _check_dtype(dt: Any, what: str) -> dtype:
     if not isinstance(dt, dtype):
-        raise KernelError(f"{_where_am_i()}: {what} needs a tl dtype (e.g. tl.float32), got {dt!r}")
+        raise KernelError(f"{where_am_i()}: {what} needs a tl dtype (e.g. tl.float32), got {dt!r}")
     return dt
 
 
 def full(shape: Any, value: Any, dtype: dtype) -> Block:
     dt = _check_dtype(dtype, "tl.full")
-    return Block(_cast(np.full(_shape(shape), _unwrap(value)[0]), dt), dt)
+    return Block(cast_values(np.full(_shape(shape), _unwrap(value)[0]), dt), dt)
 
 
 def zeros(shape: Any, dtype: dtype) -> Block:
@@ -668,7 +544,7 @@ def cast(input: Any, dtype: dtype, fp_downcast_rounding: str | None = None, bitc
 def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray | None]:
     if not isinstance(pointer, Pointer):
         raise KernelError(
-            f"{_where_am_i()}: tl.{what} needs a pointer (a buffer argument plus offsets), "
+            f"{where_am_i()}: tl.{what} needs a pointer (a buffer argument plus offsets), "
             f"got {type(pointer).__name__}"
         )
     offsets = pointer.offsets
@@ -679,7 +555,7 @@ def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray 
         shape = np.broadcast_shapes(offsets.shape, mask_values.shape)
     except ValueError:
         raise KernelError(
-            f"{_where_am_i()}: tl.{what} mask of shape {mask_values.shape} does not "
+            f"{where_am_i()}: tl.{what} mask of shape {mask_values.shape} does not "
             f"broadcast to the pointer shape {offsets.shape}"
         ) from None
     _check_elements(math.prod(shape), f"tl.{what} with its mask")
@@ -697,7 +573,7 @@ def _check_bounds(active: np.ndarray, buffer: Any, what: str, issued: int) -> No
         return
     bad = active[(active < 0) | (active >= numel)]
     raise KernelError(
-        f"{_where_am_i()}: tl.{what} of buffer {buffer.name!r} ({buffer.memory}, "
+        f"{where_am_i()}: tl.{what} of buffer {buffer.name!r} ({buffer.memory}, "
         f"{numel} elements) at element offset {int(bad[0])} is out of bounds [0, {numel}) "
         f"({bad.size} of {issued} lanes out of bounds); pass a mask (e.g. mask=offsets < n) "
         "so those lanes are not touched"
@@ -705,7 +581,7 @@ def _check_bounds(active: np.ndarray, buffer: Any, what: str, issued: int) -> No
 
 
 def _record_memory(kind: str, buffer: Any, issued: int, active: int) -> None:
-    state = _CURRENT.get()
+    state = current_program()
     if state is not None:
         getattr(state.recorder, f"record_{kind}")(buffer, lanes_issued=issued, lanes_active=active)
 
@@ -761,7 +637,7 @@ def store(
         values = np.broadcast_to(values, offsets.shape)
     except ValueError:
         raise KernelError(
-            f"{_where_am_i()}: tl.store value of shape {values.shape} does not broadcast "
+            f"{where_am_i()}: tl.store value of shape {values.shape} does not broadcast "
             f"to the pointer shape {offsets.shape}"
         ) from None
     with np.errstate(all="ignore"):
@@ -796,12 +672,12 @@ def dot(
     a, b = _block(input), _block(other)
     if a.ndim not in (2, 3) or b.ndim != a.ndim:
         raise KernelError(
-            f"{_where_am_i()}: tl.dot needs two 2-D or two 3-D blocks, got shapes "
+            f"{where_am_i()}: tl.dot needs two 2-D or two 3-D blocks, got shapes "
             f"{a.shape} and {b.shape}"
         )
     if a.shape[-1] != b.shape[-2] or a.shape[:-2] != b.shape[:-2]:
         raise KernelError(
-            f"{_where_am_i()}: tl.dot shapes {a.shape} and {b.shape} do not match "
+            f"{where_am_i()}: tl.dot shapes {a.shape} and {b.shape} do not match "
             "(inner dimensions and batch must agree)"
         )
     _check_elements(math.prod(a.shape[:-1]) * b.shape[-1], f"tl.dot of {a.shape} and {b.shape}")
@@ -816,10 +692,10 @@ def dot(
             result_dtype = acc_block.dtype
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.shape[0] if a.ndim == 3 else 1
-    state = _CURRENT.get()
+    state = current_program()
     if state is not None:
         state.recorder.record_dot(m, n, k, batch)
-    return Block(_cast(product, result_dtype), result_dtype)
+    return Block(cast_values(product, result_dtype), result_dtype)
 
 
 def _reduction_axis(b: Block, axis: Any) -> int | None:
@@ -827,18 +703,18 @@ def _reduction_axis(b: Block, axis: Any) -> int | None:
         return None
     ax = _int(axis, "a reduction axis")
     if not -b.ndim <= ax < builtins.max(b.ndim, 1):
-        raise KernelError(f"{_where_am_i()}: axis {ax} is out of range for shape {b.shape}")
+        raise KernelError(f"{where_am_i()}: axis {ax} is out of range for shape {b.shape}")
     return ax
 
 
 def _reduce(fn, x: Any, axis: Any, keep_dims: bool, work: dtype | None = None) -> Block:
     b = _block(x)
     ax = _reduction_axis(b, axis)
-    values = b.value if work is None else _cast(b.value, work)
+    values = b.value if work is None else cast_values(b.value, work)
     out = fn(values, axis=ax, keepdims=bool(keep_dims))
-    _record_vector(b.numel, b.dtype.is_floating())
+    record_vector(b.numel, b.dtype.is_floating())
     result_dtype = b.dtype if work is None else work
-    return Block(_cast(out, result_dtype), result_dtype)
+    return Block(cast_values(out, result_dtype), result_dtype)
 
 
 def sum(input: Any, axis: int | None = None, keep_dims: bool = False, dtype: dtype | None = None):
@@ -943,7 +819,7 @@ def reshape(input: Any, *shape: Any, can_reorder: bool = False) -> Block:
     b = _block(input)
     target = _shape(shape[0] if len(shape) == 1 else shape)
     if int(np.prod(target)) != b.numel:
-        raise KernelError(f"{_where_am_i()}: cannot reshape {b.shape} to {target}")
+        raise KernelError(f"{where_am_i()}: cannot reshape {b.shape} to {target}")
     return Block(b.value.reshape(target), b.dtype)
 
 
@@ -976,7 +852,7 @@ def debug_barrier() -> None:
 
 def static_assert(cond: Any, msg: str = "") -> None:
     if not bool(cond):
-        raise KernelError(f"{_where_am_i()}: static_assert failed: {msg}")
+        raise KernelError(f"{where_am_i()}: static_assert failed: {msg}")
 
 
 def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
@@ -984,7 +860,7 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
     if mask is not None:
         values = values | ~np.asarray(_unwrap(mask)[0]).astype(bool, copy=False)
     if not values.all():
-        raise KernelError(f"{_where_am_i()}: device_assert failed: {msg}")
+        raise KernelError(f"{where_am_i()}: device_assert failed: {msg}")
 
 
 # ----------------------------------------------------------------------------- integer helpers

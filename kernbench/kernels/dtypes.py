@@ -1,0 +1,142 @@
+"""The kernel element types (``tl.float32``, ``tl.int8`` ...) and conversions between them.
+
+A :class:`dtype` names a type, the NumPy type that holds its values and its
+size. ``bfloat16`` has no NumPy type: its values are held in float32 arrays
+rounded to bf16 precision (:func:`round_bf16`, round to nearest even).
+:func:`cast_values` converts values to a type as a kernel's ``.to()`` does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import KernelError
+
+__all__ = [
+    "bfloat16",
+    "cast_values",
+    "dtype",
+    "element_type",
+    "float16",
+    "float32",
+    "float64",
+    "from_numpy",
+    "int1",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "pointer_type",
+    "round_bf16",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+]
+
+
+class dtype:  # noqa: N801 - Triton spells it in lower case
+    """A kernel element type: a name, the NumPy type that holds it, its size."""
+
+    __slots__ = ("name", "np_dtype", "itemsize")
+
+    def __init__(self, name: str, np_dtype: Any, itemsize: int) -> None:
+        self.name = name
+        self.np_dtype = np.dtype(np_dtype)
+        self.itemsize = itemsize
+
+    def is_floating(self) -> bool:
+        return self.np_dtype.kind == "f"
+
+    def is_int(self) -> bool:
+        return self.np_dtype.kind in "iu"
+
+    def is_int_signed(self) -> bool:
+        return self.np_dtype.kind == "i"
+
+    def is_bool(self) -> bool:
+        return self.np_dtype.kind == "b"
+
+    def is_bf16(self) -> bool:
+        return self is bfloat16
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return 1 if self.is_bool() else 8 * self.itemsize
+
+    def __repr__(self) -> str:
+        return f"tl.{self.name}"
+
+
+class pointer_type:  # noqa: N801 - Triton spells it in lower case
+    """The type of a pointer; ``element_ty`` is what it points to."""
+
+    __slots__ = ("element_ty",)
+
+    def __init__(self, element_ty: dtype) -> None:
+        self.element_ty = element_ty
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, pointer_type) and other.element_ty is self.element_ty
+
+    def __hash__(self) -> int:
+        return hash(("pointer", self.element_ty.name))
+
+    def __repr__(self) -> str:
+        return f"pointer<{self.element_ty!r}>"
+
+
+int1 = dtype("int1", np.bool_, 1)
+int8 = dtype("int8", np.int8, 1)
+int16 = dtype("int16", np.int16, 2)
+int32 = dtype("int32", np.int32, 4)
+int64 = dtype("int64", np.int64, 8)
+uint8 = dtype("uint8", np.uint8, 1)
+uint16 = dtype("uint16", np.uint16, 2)
+uint32 = dtype("uint32", np.uint32, 4)
+uint64 = dtype("uint64", np.uint64, 8)
+float16 = dtype("float16", np.float16, 2)
+bfloat16 = dtype("bfloat16", np.float32, 2)
+float32 = dtype("float32", np.float32, 4)
+float64 = dtype("float64", np.float64, 8)
+
+_FROM_NUMPY = {
+    d.np_dtype: d
+    for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64)
+    + (float16, float32, float64)
+}
+
+
+def from_numpy(np_dtype: Any) -> dtype:
+    """The kernel dtype whose values a NumPy dtype holds (float32 for bf16's holder)."""
+    try:
+        return _FROM_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise KernelError(
+            f"NumPy dtype {np.dtype(np_dtype)} has no kernel dtype; "
+            f"valid: {', '.join(sorted(str(k) for k in _FROM_NUMPY))}"
+        ) from None
+
+
+def element_type(buffer: Any) -> dtype:
+    """A buffer's element type: its ``element_type`` if it has one (bfloat16 values are
+    held in float32 arrays), else the type of its NumPy dtype."""
+    declared = getattr(buffer, "element_type", None)
+    return declared if declared is not None else from_numpy(buffer.dtype)
+
+
+def round_bf16(values: np.ndarray) -> np.ndarray:
+    """``values`` rounded to bf16 precision (to nearest even), held in float32."""
+    as_f32 = np.ascontiguousarray(values, dtype=np.float32)
+    bits = as_f32.view(np.uint32)
+    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
+    return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
+
+
+def cast_values(values: Any, to: dtype) -> np.ndarray:
+    """``values`` converted to ``to`` (floats to nearest; integers wrap, as C casts do)."""
+    with np.errstate(all="ignore"):
+        out = np.asarray(values).astype(to.np_dtype)
+    return round_bf16(out) if to is bfloat16 else out
