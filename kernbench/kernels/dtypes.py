@@ -51,20 +51,30 @@ class dtype:  # noqa: N801 - Triton spells it in lower case
         return self.np_dtype.kind == "f"
 
     def is_int(self) -> bool:
-        return self.np_dtype.kind in "iu"
+        """True for the integer types, int1 among them (Triton counts it an unsigned int)."""
+        return self.np_dtype.kind in "iub"
 
     def is_int_signed(self) -> bool:
         return self.np_dtype.kind == "i"
 
+    def is_int_unsigned(self) -> bool:
+        return self.np_dtype.kind in "ub"
+
     def is_bool(self) -> bool:
         return self.np_dtype.kind == "b"
 
-    def is_bf16(self) -> bool:
-        return self is bfloat16
+    # is_int1(), is_int8(), ..., is_fp16(), is_bf16(), is_fp32(), is_fp64(): see below.
 
     @property
     def primitive_bitwidth(self) -> int:
         return 1 if self.is_bool() else 8 * self.itemsize
+
+    @property
+    def int_bitwidth(self) -> int:
+        """The width of an integer type in bits (1 for int1)."""
+        if not self.is_int():
+            raise KernelError(f"{self!r} is not an integer type, so it has no int_bitwidth")
+        return self.primitive_bitwidth
 
     def __repr__(self) -> str:
         return f"tl.{self.name}"
@@ -101,6 +111,22 @@ float16 = dtype("float16", np.float16, 2)
 bfloat16 = dtype("bfloat16", np.float32, 2)
 float32 = dtype("float32", np.float32, 4)
 float64 = dtype("float64", np.float64, 8)
+
+
+def _install_predicates() -> None:
+    """Triton's ``dtype.is_fp16()``, ``is_int8()`` ...: one per type, by its short name."""
+    short_names = {
+        **{t: t.name for t in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64)},
+        float16: "fp16",
+        bfloat16: "bf16",
+        float32: "fp32",
+        float64: "fp64",
+    }
+    for kind, short in short_names.items():
+        setattr(dtype, f"is_{short}", lambda self, kind=kind: self is kind)
+
+
+_install_predicates()
 
 _FROM_NUMPY = {
     d.np_dtype: d

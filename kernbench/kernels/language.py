@@ -301,7 +301,7 @@ class Block:
         return float(self._scalar())
 
     def __index__(self) -> int:
-        if not (self.dtype.is_int() or self.dtype.is_bool()):
+        if not self.dtype.is_int():
             raise KernelError(f"{where_am_i()}: a {self.dtype!r} block is not an index")
         return int(self._scalar())
 
