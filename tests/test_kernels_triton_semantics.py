@@ -15,7 +15,15 @@ from kernbench.errors import KernelError
 
 def block(values, dtype):
     """A block of ``values`` in ``dtype`` (bf16 rounded, as a load would give it)."""
-    return tl.cast(tl.Block(np.asarray(values, dtype=np.float64)), dtype)
+    if dtype is tl.bfloat16:
+        return tl.cast(tl.Block(np.asarray(values, dtype=np.float32)), tl.bfloat16)
+    return tl.Block(np.asarray(values, dtype=dtype.np_dtype), dtype)
+
+
+def check(result, dtype, expected):
+    """``result`` has ``dtype`` and exactly the ``expected`` values."""
+    assert result.dtype is dtype, (result.dtype, dtype)
+    np.testing.assert_array_equal(result.value, np.asarray(expected, dtype=dtype.np_dtype))
 
 
 # ----------------------------------------------------------------------------- dtypes
@@ -33,3 +41,124 @@ def test_dtype_predicates_follow_triton_names():
     assert (tl.int1.int_bitwidth, tl.int16.int_bitwidth, tl.uint64.int_bitwidth) == (1, 16, 64)
     with pytest.raises(KernelError, match=r"tl.float32 is not an integer type"):
         _ = tl.float32.int_bitwidth
+
+
+# ----------------------------------------------------------------------------- promotion
+
+
+def test_mixed_signedness_follows_cs_usual_arithmetic_conversions():
+    one, two = block([1], tl.int32), block([2], tl.uint32)
+    check(one - two, tl.uint32, [2**32 - 1])
+    check(block([-1], tl.int32) < block([1], tl.uint32), tl.int1, [False])
+    check(block([255], tl.uint8) + block([4], tl.int8), tl.uint8, [3])
+    check(block([200], tl.uint8) + block([100], tl.int16), tl.int16, [300])
+    check(block([0x80000000], tl.uint32) << block([1], tl.int32), tl.uint32, [0])
+    check(block([True], tl.int1) + block([3], tl.int8), tl.int8, [4])
+
+
+def test_a_scalar_of_no_higher_kind_keeps_the_blocks_type():
+    check(block([127], tl.int8) + 1, tl.int8, [-128])  # wraps in int8, as compiled
+    check(block([2.5], tl.float16) * 3, tl.float16, [7.5])
+    check(block([0.1], tl.float16) + 0.1, tl.float16, [np.float16(0.1) + np.float16(0.1)])
+    check(block([1.0], tl.bfloat16) + 1, tl.bfloat16, [2.0])
+    # a float scalar with an integer block computes in float32
+    check(block([16777217], tl.int32) + 0.5, tl.float32, [np.float32(16777216)])
+    check(block([3], tl.uint8) * True, tl.uint8, [3])
+
+
+def test_division_and_modulo_of_half_types_compute_in_float32():
+    third = np.float32(1) / np.float32(3)
+    check(block([1], tl.float16) / 3, tl.float32, [third])
+    check(block([1], tl.float16) / block([3], tl.float16), tl.float32, [third])
+    check(block([1], tl.bfloat16) / block([3], tl.bfloat16), tl.float32, [third])
+    check(block([7.5], tl.float16) % 2, tl.float32, [1.5])
+    check(block([1], tl.bfloat16) * block([3], tl.bfloat16), tl.bfloat16, [3])
+
+
+def test_floats_of_different_types():
+    check(block([1], tl.float16) + block([2], tl.bfloat16), tl.float16, [3])
+    check(block([1], tl.bfloat16) + block([256], tl.int32), tl.float32, [257])
+    # int32 -> fp16 first: 2049 is not an fp16 value
+    check(block([2049], tl.int32) + block([0], tl.float16), tl.float16, [2048])
+    check(block([1], tl.float32) + block([2], tl.float64), tl.float64, [3])
+    # in float32, not through float64
+    check(block([16777217], tl.int32) + block([0.5], tl.float32), tl.float32, [16777216])
+
+
+def test_integer_true_division_is_float32():
+    check(block([7], tl.int32) / block([2], tl.int32), tl.float32, [3.5])
+    big = 2**40 + 1
+    check(block([big], tl.int64) / block([1], tl.int64), tl.float32, [np.float32(big)])
+    check(block([7], tl.int8) / 2, tl.float32, [3.5])
+
+
+def test_integer_floordiv_and_mod_stay_c_like_in_the_promoted_type():
+    check(block([-7], tl.int32) // 2, tl.int32, [-3])
+    check(block([-7], tl.int32) % 3, tl.int32, [-1])
+    check(block([250], tl.uint8) // block([3], tl.uint16), tl.uint16, [83])
+
+
+def test_right_shift_is_arithmetic_for_signed_blocks_and_logical_for_unsigned():
+    check(block([-8], tl.int8) >> 1, tl.int8, [-4])
+    check(block([0xF0], tl.uint8) >> 4, tl.uint8, [0x0F])
+    check(block([-1], tl.int32) >> block([28], tl.int32), tl.int32, [-1])
+
+
+def test_comparisons_type_a_python_number_before_comparing():
+    # Triton compares fp16 0.1 with float32 0.1 (the scalar is typed first)
+    check(block([0.1], tl.float16) >= 0.1, tl.int1, [np.float32(np.float16(0.1)) >= 0.1])
+    check(block([-1], tl.int8) < 200, tl.int1, [True])
+    check(block([3], tl.uint8) == 3, tl.int1, [True])
+
+
+def test_where_types_its_branches_like_a_binary_operation():
+    cond = block([True, False], tl.int1)
+    check(tl.where(cond, 1, 0), tl.int32, [1, 0])
+    check(tl.where(cond, 1, 0.5), tl.float32, [1, 0.5])
+    check(tl.where(cond, block([1, 2], tl.float16), 0.1), tl.float16, [1, np.float16(0.1)])
+    check(tl.where(cond, block([1, 2], tl.int8), block([3, 4], tl.uint8)), tl.uint8, [1, 4])
+
+
+def test_maximum_minimum_and_clamp_type_their_scalars_and_widen_bf16():
+    check(tl.maximum(block([1, -2], tl.float16), 0.0), tl.float32, [1, 0])
+    check(tl.minimum(block([1, -2], tl.int8), 0), tl.int32, [0, -2])
+    check(tl.maximum(block([1], tl.bfloat16), block([2], tl.bfloat16)), tl.float32, [2])
+    check(tl.clamp(block([-1, 0.5, 3], tl.float16), 0.0, 1.0), tl.float32, [0, 0.5, 1])
+    with pytest.raises(KernelError, match=r"tl.clamp takes floating-point values.*tl.int32"):
+        tl.clamp(block([1], tl.int32), 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        (
+            lambda: block([1], tl.int32) / block([1], tl.uint32),
+            r"Cannot use /, // or % with int32 and uint32 because they have different "
+            r"signedness; cast them to the same signedness",
+        ),
+        (
+            lambda: block([1], tl.uint32) % block([1], tl.int8),
+            r"Cannot use /, // or % with uint32 and int8",
+        ),
+        (
+            lambda: block([1], tl.uint32) + -1,
+            r"Cannot perform a binary operation between an unsigned tensor and a negative "
+            r"scalar \(-1 with uint32\); cast one of them explicitly",
+        ),
+        (lambda: block([1], tl.int8) + 200, r"scalar 200 is out of range for int8"),
+        (lambda: block([1.5], tl.float32) // 2, r"// needs integer operands.*use / to divide"),
+        (lambda: block([1.5], tl.float32) & 1, r"& needs integer operands"),
+        (lambda: ~block([1.5], tl.float32), r"~ needs an integer block, got tl.float32"),
+    ],
+)
+def test_operations_triton_refuses_are_kernel_errors(expression, message):
+    with pytest.raises(KernelError, match=message):
+        expression()
+
+
+def test_python_numbers_standing_alone_are_typed_as_triton_types_them():
+    check(tl.where(block([True], tl.int1), 2**31, 0), tl.uint32, [2**31])
+    check(tl.where(block([True], tl.int1), 2**32, 0), tl.int64, [2**32])
+    check(tl.where(block([True], tl.int1), 2**63, 0), tl.uint64, [2**63])
+    check(tl.where(block([True], tl.int1), True, False), tl.int1, [True])
+    check(tl.where(block([True], tl.int1), 1e-300, 0.0), tl.float64, [1e-300])

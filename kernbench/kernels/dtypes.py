@@ -164,5 +164,5 @@ def round_bf16(values: np.ndarray) -> np.ndarray:
 def cast_values(values: Any, to: dtype) -> np.ndarray:
     """``values`` converted to ``to`` (floats to nearest; integers wrap, as C casts do)."""
     with np.errstate(all="ignore"):
-        out = np.asarray(values).astype(to.np_dtype)
+        out = np.asarray(values).astype(to.np_dtype, copy=False)
     return round_bf16(out) if to is bfloat16 else out

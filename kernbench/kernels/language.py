@@ -26,11 +26,23 @@ What is counted (one record per call, see ``ProgramRecorder``):
   ``None``/``:``, and plain Python arithmetic on ints.
 
 Dtypes: ``bfloat16`` has no NumPy type, so bf16 values are held in float32
-arrays rounded to bf16 precision (round to nearest even); arithmetic whose
-floating operands are all bf16 is rounded back to bf16. ``tl.arange`` and
+arrays rounded to bf16 precision (round to nearest even). ``tl.arange`` and
 ``tl.program_id`` give int32 like Triton; pointer offsets are int64, and an
-int32 offset that wrapped around is caught as out of bounds. Integer ``//`` and
-``%`` follow NumPy (floor) semantics, not C truncation.
+int32 offset that wrapped around is caught as out of bounds.
+
+Types of results follow Triton's ``semantic.py`` (:mod:`~kernbench.kernels.promotion`):
+both operands are cast to one computation type, then the operation runs in it
+(bf16 in float32, rounded back to bf16). A Python number (or constexpr) takes
+the block's type when its kind (bool < int < float) is no higher than the
+block's, so ``int8_block + 1`` is int8 and wraps; otherwise the wider type
+wins (fp64 > fp32 > fp16 > bf16; integers by C's usual arithmetic
+conversions, so int32 with uint32 is uint32). ``/`` and ``%`` of fp16 or bf16
+compute in float32, ``/`` of integers gives float32, and ``/``, ``//``, ``%``
+refuse integers of different signedness. Comparisons, ``maximum``,
+``minimum`` and ``clamp`` type a Python number first (int32, float32 ...);
+``maximum``/``minimum``/``clamp`` also widen bf16 to float32. Integer ``//``
+and ``%`` truncate toward zero as C does (``-7 // 2 == -3``, ``-7 % 3 == -1``);
+float ``%`` is ``fmod``; ``//`` and the bitwise operators take integers only.
 """
 
 from __future__ import annotations
@@ -59,11 +71,21 @@ from kernbench.kernels.dtypes import (
     int32,
     int64,
     pointer_type,
-    round_bf16,
     uint8,
     uint16,
     uint32,
     uint64,
+)
+from kernbench.kernels.elementwise import (
+    BINARY_OPS,
+    COMPARISONS,
+    MAX_BLOCK_ELEMENTS,
+    RIGHT_SHIFTS,
+    BinaryOp,
+    Operand,
+    check_broadcast,
+    check_elements,
+    promote,
 )
 from kernbench.kernels.program import (
     ProgramState,
@@ -71,6 +93,7 @@ from kernbench.kernels.program import (
     record_vector,
     where_am_i,
 )
+from kernbench.kernels.promotion import scalar_type
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -157,83 +180,48 @@ class constexpr:  # noqa: N801 - Triton spells it in lower case
 
 # ----------------------------------------------------------------------------- blocks
 
-#: The most elements one block may hold (Triton's TRITON_MAX_TENSOR_NUMEL): a block
-#: is a NumPy array on the host, so its size is checked before it is made.
-MAX_BLOCK_ELEMENTS = 2**20
 
-_Scalar = (bool, int, float, np.generic)
-
-
-def _check_elements(count: int, what: str) -> None:
-    if count > MAX_BLOCK_ELEMENTS:
-        raise KernelError(
-            f"{where_am_i()}: {what} would make a block of {count} elements; a block holds "
-            f"at most {MAX_BLOCK_ELEMENTS} (as in Triton); give each program less work and "
-            "launch more programs"
-        )
-
-
-def _check_operands(values: Sequence[Any], what: str) -> None:
-    """Refuse operands that broadcast to a block larger than MAX_BLOCK_ELEMENTS."""
-    # The result is no larger than the product of the operands' sizes, so only operands
-    # that could pass the limit are broadcast here (the common case costs a product).
-    bound = 1
-    for v in values:
-        if isinstance(v, np.ndarray):
-            bound *= v.size
-    if bound <= MAX_BLOCK_ELEMENTS:
-        return
-    shapes = [v.shape for v in values if isinstance(v, np.ndarray)]
-    if len(set(shapes)) == 1:
-        return
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
-        return  # shapes that do not broadcast: the operation itself says so
-    _check_elements(math.prod(shape), what)
-
-
-def _unwrap(x: Any) -> tuple[Any, dtype | None]:
-    """A value and its kernel dtype; ``None`` for Python scalars (weakly typed)."""
-    if isinstance(x, Block):
-        return x.value, x.dtype
+def _operand(x: Any, typed: bool = False) -> Operand:
+    """``x`` as an elementwise operand. A Python number is a weakly typed scalar unless
+    ``typed`` (Triton types it first for comparisons, ``maximum``, ``clamp`` ...)."""
     if isinstance(x, constexpr):
-        return x.value, None
-    if isinstance(x, np.ndarray):
-        return x, from_numpy(x.dtype)
-    if isinstance(x, np.generic):
-        return x, from_numpy(x.dtype)
-    if isinstance(x, _Scalar):
-        return x, None
+        x = x.value
+    if isinstance(x, Block):
+        return Operand(x.value, x.dtype)
+    if isinstance(x, np.ndarray | np.generic):
+        return Operand(np.asarray(x), from_numpy(x.dtype))
+    if isinstance(x, bool | int | float):
+        return Operand(x, scalar_type(x), is_scalar=not typed)
     if isinstance(x, Pointer):
         raise KernelError(f"{where_am_i()}: a pointer cannot be used as a value here")
     raise KernelError(f"{where_am_i()}: cannot use {type(x).__name__} as a kernel value")
 
 
-def _finish(out: Any, operand_dtypes: Sequence[dtype | None]) -> Block:
-    """Wrap a NumPy result, applying Triton's promotions NumPy does not."""
-    arr = np.asarray(out)
-    typed = [d for d in operand_dtypes if d is not None]
-    if arr.dtype == np.float64 and float64 not in typed:
-        arr = arr.astype(np.float32)
-    floats = [d for d in typed if d.is_floating()]
-    if arr.dtype == np.float32 and floats and all(d is bfloat16 for d in floats):
-        return Block(round_bf16(arr), bfloat16)
-    return Block(arr)
+def _values(x: Any) -> np.ndarray:
+    """The values of a block, array or Python number (typed as Triton types it)."""
+    operand = _operand(x, typed=True)
+    return np.asarray(operand.value) if not operand.is_scalar else operand.value
 
 
-def _elementwise(fn: Callable[..., Any], *operands: Any, transcendental: bool = False) -> Block:
-    values, dtypes = zip(*(_unwrap(x) for x in operands), strict=True)
-    _check_operands(values, "broadcasting the operands")
-    with np.errstate(all="ignore"):
-        out = fn(*values)
-    result = _finish(out, dtypes)
-    floating = result.dtype.is_floating() or builtins.any(
-        (d is not None and d.is_floating()) or isinstance(v, float)
-        for v, d in zip(values, dtypes, strict=True)
-    )
+def _result(values: Any, dt: dtype, floating: bool, transcendental: bool = False) -> Block:
+    """A computed block; its elements are counted as vector ops."""
+    result = Block(values, dt)
     record_vector(result.numel, floating, transcendental)
     return result
+
+
+def _apply(op: BinaryOp, x: Any, y: Any) -> Block:
+    a, b = _operand(x, typed=op.comparison), _operand(y, typed=op.comparison)
+    values, dt = op.apply(a, b)
+    floating = dt.is_floating() or a.dtype.is_floating() or b.dtype.is_floating()
+    return _result(values, dt, floating)
+
+
+def _unary(fn: Callable[[np.ndarray], Any], x: Any, transcendental: bool = False) -> Block:
+    b = _block(x)
+    with np.errstate(all="ignore"):
+        out = fn(b.value)
+    return _result(cast_values(out, b.dtype), b.dtype, b.dtype.is_floating(), transcendental)
 
 
 class Block:
@@ -305,24 +293,26 @@ class Block:
             raise KernelError(f"{where_am_i()}: a {self.dtype!r} block is not an index")
         return int(self._scalar())
 
-    def _binary(self, other: Any, fn: Callable[..., Any], reflected: bool = False):
+    def _binary(self, other: Any, op: BinaryOp, reflected: bool = False):
         if isinstance(other, Pointer):
             return NotImplemented
-        return _elementwise(fn, other, self) if reflected else _elementwise(fn, self, other)
+        return _apply(op, other, self) if reflected else _apply(op, self, other)
 
     # + - * / // % ** & | ^ << >> and comparisons: see _install_operators below.
 
     def __neg__(self):
-        return _elementwise(operator.neg, self)
+        return _unary(operator.neg, self)
 
     def __pos__(self):
         return self
 
     def __invert__(self):
-        return _elementwise(operator.invert, self)
+        if not self.dtype.is_int():
+            raise KernelError(f"{where_am_i()}: ~ needs an integer block, got {self.dtype!r}")
+        return _unary(operator.invert, self)
 
     def __abs__(self):
-        return _elementwise(np.abs, self)
+        return _unary(np.abs, self)
 
     def sum(self, axis: int | None = None, keep_dims: bool = False) -> Block:
         return sum(self, axis, keep_dims)
@@ -334,56 +324,25 @@ class Block:
         return min(self, axis, keep_dims=keep_dims)
 
 
-def _c_floordiv(a: Any, b: Any) -> Any:
-    """``//`` as Triton divides integers: rounded toward zero, as C does (Python floors)."""
-    if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
-        quotient = np.floor_divide(a, b)
-        inexact = np.remainder(a, b) != 0
-        return quotient + (inexact & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
-    return operator.floordiv(a, b)
-
-
-def _c_mod(a: Any, b: Any) -> Any:
-    """``%`` as Triton takes it (C's remainder, ``fmod``): the sign of the dividend."""
-    return np.fmod(a, b)
-
-
-_BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "add": operator.add,
-    "sub": operator.sub,
-    "mul": operator.mul,
-    "truediv": operator.truediv,
-    "floordiv": _c_floordiv,
-    "mod": _c_mod,
-    "pow": operator.pow,
-    "and": operator.and_,
-    "or": operator.or_,
-    "xor": operator.xor,
-    "lshift": operator.lshift,
-    "rshift": operator.rshift,
-}
-_COMPARISONS = {
-    "lt": operator.lt,
-    "le": operator.le,
-    "gt": operator.gt,
-    "ge": operator.ge,
-    "eq": operator.eq,
-    "ne": operator.ne,
-}
-
-
 def _install_operators() -> None:
-    def forward(fn):
-        return lambda self, other: self._binary(other, fn)
+    def forward(op):
+        return lambda self, other: self._binary(other, op)
 
-    def reflected(fn):
-        return lambda self, other: self._binary(other, fn, True)
+    def reflected(op):
+        return lambda self, other: self._binary(other, op, True)
 
-    for name, fn in _BINARY_OPERATORS.items():
-        setattr(Block, f"__{name}__", forward(fn))
-        setattr(Block, f"__r{name}__", reflected(fn))
-    for name, fn in _COMPARISONS.items():
-        setattr(Block, f"__{name}__", forward(fn))
+    for name, op in BINARY_OPS.items():
+        setattr(Block, f"__{name}__", forward(op))
+        setattr(Block, f"__r{name}__", reflected(op))
+    for name, op in COMPARISONS.items():
+        setattr(Block, f"__{name}__", forward(op))
+    # Triton shifts right arithmetically when the block it is called on is signed.
+    Block.__rshift__ = lambda self, other: self._binary(other, RIGHT_SHIFTS[_signed(self)])
+    Block.__rrshift__ = lambda self, other: self._binary(other, RIGHT_SHIFTS[_signed(self)], True)
+
+
+def _signed(b: Block) -> bool:
+    return b.dtype.is_int_signed()
 
 
 _install_operators()
@@ -392,16 +351,15 @@ _install_operators()
 def _block(x: Any) -> Block:
     if isinstance(x, Block):
         return x
-    value, dt = _unwrap(x)
-    return Block(value, dt)
+    operand = _operand(x, typed=True)
+    return Block(cast_values(operand.value, operand.dtype), operand.dtype)
 
 
 # ----------------------------------------------------------------------------- pointers
 
 
 def _offsets_of(x: Any) -> np.ndarray:
-    value, dt = _unwrap(x)
-    arr = np.asarray(value)
+    arr = np.asarray(_values(x))
     if arr.dtype.kind not in "iub":
         raise KernelError(
             f"{where_am_i()}: pointer offsets must be integers, got {arr.dtype} values"
@@ -432,7 +390,7 @@ class Pointer:
         if isinstance(other, Pointer):
             raise KernelError(f"{where_am_i()}: cannot add two pointers")
         delta = _offsets_of(other)
-        _check_operands([self.offsets, delta], "pointer arithmetic")
+        check_broadcast([self.offsets, delta], "pointer arithmetic")
         combine = np.add if sign > 0 else np.subtract
         moved = Pointer(self.buffer, combine(self.offsets, delta, dtype=np.int64))
         record_vector(int(moved.offsets.size), floating=False)
@@ -494,7 +452,7 @@ def arange(start: int, end: int) -> Block:
     """``[start, end)`` as an int32 block; ``end - start`` must be a power of two."""
     lo, hi = _int(start, "tl.arange start"), _int(end, "tl.arange end")
     n = hi - lo
-    _check_elements(n, f"tl.arange({lo}, {hi})")
+    check_elements(n, f"tl.arange({lo}, {hi})")
     if n <= 0 or n & (n - 1):
         raise KernelError(
             f"{where_am_i()}: tl.arange({lo}, {hi}) has length {n}, which is not a "
@@ -510,7 +468,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
     for d in dims:
         if d < 0:
             raise KernelError(f"{where_am_i()}: block dimension {d} is negative in {dims}")
-    _check_elements(math.prod(dims), f"a block of shape {dims}")
+    check_elements(math.prod(dims), f"a block of shape {dims}")
     return dims
 
 
@@ -522,7 +480,7 @@ def _check_dtype(dt: Any, what: str) -> dtype:
 
 def full(shape: Any, value: Any, dtype: dtype) -> Block:
     dt = _check_dtype(dtype, "tl.full")
-    return Block(cast_values(np.full(_shape(shape), _unwrap(value)[0]), dt), dt)
+    return Block(cast_values(np.full(_shape(shape), _values(value)), dt), dt)
 
 
 def zeros(shape: Any, dtype: dtype) -> Block:
@@ -550,7 +508,7 @@ def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray 
     offsets = pointer.offsets
     if mask is None:
         return offsets, None
-    mask_values = np.asarray(_unwrap(mask)[0]).astype(bool, copy=False)
+    mask_values = np.asarray(_values(mask)).astype(bool, copy=False)
     try:
         shape = np.broadcast_shapes(offsets.shape, mask_values.shape)
     except ValueError:
@@ -558,7 +516,7 @@ def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray 
             f"{where_am_i()}: tl.{what} mask of shape {mask_values.shape} does not "
             f"broadcast to the pointer shape {offsets.shape}"
         ) from None
-    _check_elements(math.prod(shape), f"tl.{what} with its mask")
+    check_elements(math.prod(shape), f"tl.{what} with its mask")
     offsets = np.broadcast_to(offsets, shape)
     if mask_values.all():  # the common full block: skip boolean indexing
         return offsets, None
@@ -612,7 +570,7 @@ def load(
     else:
         chosen = offsets[lanes]
         _check_bounds(chosen, buffer, "load", offsets.size)
-        fill = 0 if other is None else _unwrap(other)[0]
+        fill = 0 if other is None else _values(other)
         with np.errstate(all="ignore"):
             out = np.array(np.broadcast_to(np.asarray(fill), offsets.shape), dtype=np_dtype)
         out[lanes] = buffer.load(chosen)
@@ -632,7 +590,7 @@ def store(
     """Store ``value`` (broadcast to the pointer shape) where ``mask`` is true."""
     offsets, lanes = _masked(pointer, mask, "store")
     buffer = pointer.buffer
-    values = np.asarray(_unwrap(value)[0])
+    values = np.asarray(_values(value))
     try:
         values = np.broadcast_to(values, offsets.shape)
     except ValueError:
@@ -680,7 +638,7 @@ def dot(
             f"{where_am_i()}: tl.dot shapes {a.shape} and {b.shape} do not match "
             "(inner dimensions and batch must agree)"
         )
-    _check_elements(math.prod(a.shape[:-1]) * b.shape[-1], f"tl.dot of {a.shape} and {b.shape}")
+    check_elements(math.prod(a.shape[:-1]) * b.shape[-1], f"tl.dot of {a.shape} and {b.shape}")
     integer = not a.dtype.is_floating() and not b.dtype.is_floating()
     work = np.int32 if integer else np.float32
     result_dtype = int32 if integer else _check_dtype(out_dtype, "tl.dot out_dtype")
@@ -762,29 +720,60 @@ def min(
 
 
 def where(condition: Any, x: Any, y: Any) -> Block:
-    """``x`` where ``condition`` is true, else ``y`` (all broadcast together)."""
-    cond = np.asarray(_unwrap(condition)[0]).astype(bool, copy=False)
-    _check_operands([cond, _unwrap(x)[0], _unwrap(y)[0]], "tl.where")
-    return _elementwise(lambda a, b: np.where(cond, a, b), x, y)
+    """``x`` where ``condition`` is true, else ``y`` (all broadcast together).
+
+    ``x`` and ``y`` are typed as a binary operation's operands (``tl.where(c, 1, 0)``
+    is int32; a float block with a Python number keeps the block's type).
+    """
+    cond = np.asarray(_values(condition)).astype(bool, copy=False)
+    a, b, common = promote(_operand(x), _operand(y))
+    check_broadcast([cond, a, b], "tl.where")
+    return _result(np.where(cond, a, b), common, common.is_floating())
+
+
+def _typed(x: Any) -> Operand:
+    """An operand of maximum/minimum/clamp: scalars typed, bf16 widened to fp32 (as Triton)."""
+    operand = _operand(x, typed=True)
+    return operand._replace(dtype=float32) if operand.dtype is bfloat16 else operand
+
+
+def _pairwise(fn: Callable[..., Any], x: Any, y: Any) -> Block:
+    a, b, common = promote(_typed(x), _typed(y))
+    check_broadcast([a, b], "broadcasting the operands")
+    with np.errstate(all="ignore"):
+        return _result(fn(a, b), common, common.is_floating())
 
 
 def maximum(x: Any, y: Any, propagate_nan: Any = None) -> Block:
-    return _elementwise(np.maximum, x, y)
+    """Elementwise maximum; bf16 operands compare in float32, as in Triton."""
+    return _pairwise(np.maximum, x, y)
 
 
 def minimum(x: Any, y: Any, propagate_nan: Any = None) -> Block:
-    return _elementwise(np.minimum, x, y)
+    """Elementwise minimum; bf16 operands compare in float32, as in Triton."""
+    return _pairwise(np.minimum, x, y)
 
 
 def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Block:
-    return _elementwise(np.clip, x, min, max)
+    """``x`` clamped to ``[min, max]``; floating point only, as in Triton."""
+    low, high, bounds = promote(_typed(min), _typed(max))
+    values, low, common = promote(_typed(x), Operand(low, bounds))
+    if not common.is_floating():
+        raise KernelError(
+            f"{where_am_i()}: tl.clamp takes floating-point values (as in Triton), got "
+            f"{common!r}; use tl.minimum(tl.maximum(x, min), max) for integers"
+        )
+    high = cast_values(high, common)
+    check_broadcast([values, low, high], "tl.clamp")
+    with np.errstate(all="ignore"):
+        return _result(np.clip(values, low, high), common, True)
 
 
 def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str, transcendental: bool):
     def op(x: Any) -> Block:
         b = _block(x)
         source = b if b.dtype.is_floating() else b.to(float32)
-        return _elementwise(fn, source, transcendental=transcendental)
+        return _unary(fn, source, transcendental=transcendental)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise {name} (integers are converted to float32 first)."
@@ -803,7 +792,7 @@ sigmoid = _float_math(lambda v: 1 / (1 + np.exp(-v)), "sigmoid", True)
 
 
 def abs(x: Any) -> Block:
-    return _elementwise(np.abs, x)
+    return _unary(np.abs, x)
 
 
 # ----------------------------------------------------------------------------- shapes
@@ -856,9 +845,9 @@ def static_assert(cond: Any, msg: str = "") -> None:
 
 
 def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
-    values = np.asarray(_unwrap(cond)[0]).astype(bool, copy=False)
+    values = np.asarray(_values(cond)).astype(bool, copy=False)
     if mask is not None:
-        values = values | ~np.asarray(_unwrap(mask)[0]).astype(bool, copy=False)
+        values = values | ~np.asarray(_values(mask)).astype(bool, copy=False)
     if not values.all():
         raise KernelError(f"{where_am_i()}: device_assert failed: {msg}")
 
