@@ -162,3 +162,27 @@ def test_python_numbers_standing_alone_are_typed_as_triton_types_them():
     check(tl.where(block([True], tl.int1), 2**63, 0), tl.uint64, [2**63])
     check(tl.where(block([True], tl.int1), True, False), tl.int1, [True])
     check(tl.where(block([True], tl.int1), 1e-300, 0.0), tl.float64, [1e-300])
+
+
+# ----------------------------------------------------------------------------- NaN
+
+
+def test_maximum_and_minimum_give_the_number_unless_nan_propagates():
+    nan = np.float32("nan")
+    x, y = block([nan, 1, nan], tl.float32), block([2, nan, nan], tl.float32)
+    check(tl.maximum(x, y), tl.float32, np.fmax(x.value, y.value))  # [2, 1, nan]
+    check(tl.minimum(x, y), tl.float32, np.fmin(x.value, y.value))
+    check(tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL), tl.float32, [nan, nan, nan])
+    check(tl.minimum(x, y, tl.PropagateNan.ALL), tl.float32, [nan, nan, nan])
+    check(tl.maximum(x, 0.0, tl.constexpr(tl.PropagateNan.NONE)), tl.float32, [0, 1, 0])
+
+
+def test_clamp_gives_min_for_nan_unless_nan_propagates():
+    x = block([np.nan, -3, 3], tl.float32)
+    check(tl.clamp(x, -1.0, 1.0), tl.float32, [-1, -1, 1])
+    check(tl.clamp(x, -1.0, 1.0, tl.PropagateNan.ALL), tl.float32, [np.nan, -1, 1])
+
+
+def test_propagate_nan_takes_only_its_two_values():
+    with pytest.raises(KernelError, match=r"propagate_nan must be tl.PropagateNan.NONE or "):
+        tl.maximum(block([1], tl.float32), 0.0, propagate_nan=True)

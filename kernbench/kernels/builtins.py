@@ -10,10 +10,11 @@ when ``n`` is not a multiple of ``BLOCK``:
   (a multiply, the name collectives use for AVG's final ``1/p``).
 * :data:`fill_kernel` and :data:`copy_kernel`.
 * :data:`reduce_kernel` -- combines two buffers for a reduction collective:
-  ``sum``, ``prod``, ``min``, ``max`` and, for integer dtypes, ``band``,
-  ``bor``, ``bxor``. There is no ``avg``: an average over ``p`` ranks is a
-  ``sum`` reduction followed by ``scalar_kernel`` ``scale`` with ``1/p``, since
-  averaging two buffers at a time does not compose across ranks.
+  ``sum``, ``prod``, ``min``, ``max`` (a NaN in either buffer gives NaN) and,
+  for integer dtypes, ``band``, ``bor``, ``bxor``. There is no ``avg``: an
+  average over ``p`` ranks is a ``sum`` reduction followed by ``scalar_kernel``
+  ``scale`` with ``1/p``, since averaging two buffers at a time does not
+  compose across ranks.
 
 Results are written in the output buffer's dtype. ``div`` is true division for
 floating dtypes; for integer dtypes it truncates toward zero like C and
@@ -98,9 +99,9 @@ def _combine(acc, x, OP: tl.constexpr):
     if OP == "prod":
         return acc * x
     if OP == "min":
-        return tl.minimum(acc, x)
+        return tl.minimum(acc, x, tl.PropagateNan.ALL)
     if OP == "max":
-        return tl.maximum(acc, x)
+        return tl.maximum(acc, x, tl.PropagateNan.ALL)
     tl.static_assert(
         not acc.dtype.is_floating(),
         f"OP {OP!r} needs an integer dtype, got {acc.dtype!r}",

@@ -48,6 +48,7 @@ float ``%`` is ``fmod``; ``//`` and the bitwise operators take integers only.
 from __future__ import annotations
 
 import builtins
+import enum
 import math
 import operator
 from collections.abc import Callable, Sequence
@@ -99,6 +100,7 @@ __all__ = [
     "MAX_BLOCK_ELEMENTS",
     "Block",
     "Pointer",
+    "PropagateNan",
     "ProgramState",
     "abs",
     "arange",
@@ -737,6 +739,28 @@ def _typed(x: Any) -> Operand:
     return operand._replace(dtype=float32) if operand.dtype is bfloat16 else operand
 
 
+class PropagateNan(enum.IntEnum):
+    """How ``tl.maximum``, ``tl.minimum`` and ``tl.clamp`` treat NaN (Triton's values).
+
+    ``NONE`` (the default) gives the other operand, as compiled Triton's ``maxnumf``;
+    ``ALL`` gives NaN when an operand is NaN.
+    """
+
+    NONE = 0
+    ALL = 0xFFFF
+
+
+def _propagates_nan(propagate_nan: Any) -> bool:
+    value = propagate_nan.value if isinstance(propagate_nan, constexpr) else propagate_nan
+    try:
+        return PropagateNan(value) is PropagateNan.ALL
+    except ValueError:
+        raise KernelError(
+            f"{where_am_i()}: propagate_nan must be tl.PropagateNan.NONE or "
+            f"tl.PropagateNan.ALL, got {value!r}"
+        ) from None
+
+
 def _pairwise(fn: Callable[..., Any], x: Any, y: Any) -> Block:
     a, b, common = promote(_typed(x), _typed(y))
     check_broadcast([a, b], "broadcasting the operands")
@@ -744,18 +768,21 @@ def _pairwise(fn: Callable[..., Any], x: Any, y: Any) -> Block:
         return _result(fn(a, b), common, common.is_floating())
 
 
-def maximum(x: Any, y: Any, propagate_nan: Any = None) -> Block:
+def maximum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Block:
     """Elementwise maximum; bf16 operands compare in float32, as in Triton."""
-    return _pairwise(np.maximum, x, y)
+    return _pairwise(np.maximum if _propagates_nan(propagate_nan) else np.fmax, x, y)
 
 
-def minimum(x: Any, y: Any, propagate_nan: Any = None) -> Block:
+def minimum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Block:
     """Elementwise minimum; bf16 operands compare in float32, as in Triton."""
-    return _pairwise(np.minimum, x, y)
+    return _pairwise(np.minimum if _propagates_nan(propagate_nan) else np.fmin, x, y)
 
 
-def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Block:
-    """``x`` clamped to ``[min, max]``; floating point only, as in Triton."""
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) -> Block:
+    """``x`` clamped to ``[min, max]``; floating point only, as in Triton.
+
+    A NaN in ``x`` gives ``min`` with ``PropagateNan.NONE``, NaN with ``ALL``.
+    """
     low, high, bounds = promote(_typed(min), _typed(max))
     values, low, common = promote(_typed(x), Operand(low, bounds))
     if not common.is_floating():
@@ -765,8 +792,11 @@ def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = None) -> Block:
         )
     high = cast_values(high, common)
     check_broadcast([values, low, high], "tl.clamp")
+    upper, lower = (
+        (np.minimum, np.maximum) if _propagates_nan(propagate_nan) else (np.fmin, np.fmax)
+    )
     with np.errstate(all="ignore"):
-        return _result(np.clip(values, low, high), common, True)
+        return _result(upper(lower(values, low), high), common, True)
 
 
 def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str, transcendental: bool):
