@@ -11,6 +11,7 @@ import pytest
 
 import kernbench.kernels.language as tl
 from kernbench.errors import KernelError
+from kernbench.kernels import jit
 
 
 def block(values, dtype):
@@ -186,3 +187,89 @@ def test_clamp_gives_min_for_nan_unless_nan_propagates():
 def test_propagate_nan_takes_only_its_two_values():
     with pytest.raises(KernelError, match=r"propagate_nan must be tl.PropagateNan.NONE or "):
         tl.maximum(block([1], tl.float32), 0.0, propagate_nan=True)
+
+
+# ----------------------------------------------------------------------------- run-time scalars
+
+
+@jit
+def scaled_kernel(x_ptr, out_ptr, s, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) * s)
+
+
+@jit
+def scalar_math_kernel(out_ptr, s, t):
+    tl.store(out_ptr + 0, s // t)
+    tl.store(out_ptr + 1, s % t)
+    tl.store(out_ptr + 2, s * s)
+
+
+@jit
+def add_n_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    tl.store(out_ptr + i, tl.load(x_ptr + i) + n)
+
+
+def test_a_runtime_float_argument_is_float32():
+    x = np.array([1.5, 3.0], dtype=np.float16)
+    out = np.empty(2, dtype=np.float32)
+    scaled_kernel[(1,)](x, out, 1.0001, BLOCK=2)
+    # fp16 * fp32 computes in fp32 (a Python number would have kept fp16)
+    np.testing.assert_array_equal(out, x.astype(np.float32) * np.float32(1.0001))
+
+
+def test_runtime_int_arguments_are_int32_and_divide_as_c():
+    out = np.zeros(3, dtype=np.int64)
+    scalar_math_kernel[(1,)](out, -7, 3)
+    np.testing.assert_array_equal(out, [-2, -1, 49])
+    scalar_math_kernel[(1,)](out, 65536, 3)
+    assert out[2] == 0  # 65536 * 65536 wraps in int32, as compiled
+
+
+def test_an_int8_block_plus_a_runtime_int_is_int32():
+    x = np.array([100, -100], dtype=np.int8)
+    out = np.zeros(2, dtype=np.int32)
+    add_n_kernel[(1,)](x, out, 200, BLOCK=2)
+    np.testing.assert_array_equal(out, [300, 100])
+
+
+def test_runtime_scalar_types_and_the_specialization_of_one():
+    seen = {}
+
+    def record(**kwargs):
+        seen.update({k: v.dtype if isinstance(v, tl.Block) else v for k, v in kwargs.items()})
+
+    @jit
+    def typed(a, b, c, d, e, f, g):
+        record(a=a, b=b, c=c, d=d, e=e, f=f, g=g)
+
+    typed[(1,)](5, 2**31, 2**63, 1.5, True, 1, None)
+    assert seen == dict(a=tl.int32, b=tl.int64, c=tl.uint64, d=tl.float32, e=tl.int1, f=1, g=None)
+
+    @jit(do_not_specialize=["one"])
+    def unspecialized(one):
+        record(one=one)
+
+    unspecialized[(1,)](1)
+    assert seen["one"] is tl.int32
+
+
+def test_grid_functions_see_plain_values_and_python_loops_take_runtime_ints():
+    seen = []
+
+    @jit
+    def loop(out_ptr, n, BLOCK: tl.constexpr):
+        total = tl.zeros((BLOCK,), tl.int32)
+        for k in range(n):
+            total += k
+        tl.store(out_ptr + tl.arange(0, BLOCK), total)
+
+    def grid(meta):
+        seen.append(type(meta["n"]))
+        return (1,)
+
+    out = np.zeros(4, dtype=np.int32)
+    loop[grid](out, 5, BLOCK=4)
+    assert seen == [int]
+    np.testing.assert_array_equal(out, [10] * 4)

@@ -84,9 +84,7 @@ def _arith(x, y, OP: tl.constexpr):
         return x - y
     if OP == "mul" or OP == "scale":
         return x * y
-    if x.dtype.is_floating():
-        return x / y
-    if isinstance(y, float):
+    if x.dtype.is_floating() or y.dtype.is_floating():
         return x / y  # an integer buffer divided by a float: truncated when stored
     return _trunc_div(x, y)
 
@@ -129,7 +127,7 @@ def elementwise_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.con
     tl.store(out_ptr + offsets, _arith(x, y, OP), mask=mask)
 
 
-@jit
+@jit(do_not_specialize=["value"])  # so that value is always a typed block in _arith
 def scalar_kernel(x_ptr, out_ptr, n, value, OP: tl.constexpr, BLOCK: tl.constexpr):
     """``out[i] = x[i] OP value`` for ``i < n``; OP in add, sub, mul, div, scale."""
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

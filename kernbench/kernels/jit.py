@@ -77,8 +77,15 @@ class KernelLaunch:
 
     @property
     def arguments(self) -> Mapping[str, Any]:
-        """Every parameter by name: what the kernel function is called with."""
-        values = dict(zip(self.kernel.runtime_params, self.args, strict=True))
+        """Every parameter by name: what the kernel function is called with.
+
+        Run-time numbers are typed blocks (:func:`~kernbench.kernels.language.runtime_scalar`);
+        meta-parameters are the plain values.
+        """
+        values = {
+            name: self.kernel.runtime_value(name, value)
+            for name, value in zip(self.kernel.runtime_params, self.args, strict=True)
+        }
         values.update(self.meta)
         return MappingProxyType(values)
 
@@ -167,7 +174,7 @@ def _is_constexpr(annotation: Any) -> bool:
 class JITFunction:
     """A kernel: launch it with ``kernel[grid](*args, **meta)``."""
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    def __init__(self, fn: Callable[..., Any], do_not_specialize: Any = ()) -> None:
         self.fn = fn
         self.name = fn.__name__
         self.signature = inspect.signature(fn)
@@ -179,6 +186,9 @@ class JITFunction:
             n for n, p in self.signature.parameters.items() if _is_constexpr(p.annotation)
         )
         self.runtime_params = tuple(n for n in self.params if n not in self.constexprs)
+        self.do_not_specialize = frozenset(
+            self.params[p] if isinstance(p, int) else p for p in do_not_specialize
+        )
         functools.update_wrapper(self, fn)
 
     def __repr__(self) -> str:
@@ -240,6 +250,10 @@ class JITFunction:
         """Run just program ``pid`` of ``self[grid](*args, **meta)`` on the host."""
         return self.prepare(grid, *args, **meta).run_program(pid, recorder)
 
+    def runtime_value(self, name: str, value: Any) -> Any:
+        """Run-time argument ``name`` as the kernel function receives it."""
+        return tl.runtime_scalar(value, specialize=name not in self.do_not_specialize)
+
     @staticmethod
     def _kernel_value(name: str, value: Any) -> Any:
         if isinstance(value, tl.constexpr):
@@ -253,9 +267,13 @@ class JITFunction:
 
 
 def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
-    """Make ``fn`` a kernel; ``@jit`` and ``@jit(...)`` both work (options are ignored)."""
+    """Make ``fn`` a kernel; ``@jit`` and ``@jit(...)`` both work.
+
+    ``do_not_specialize`` (names or positions) keeps an argument equal to 1 a typed
+    int32 instead of a constant, as in Triton; other options are ignored.
+    """
 
     def wrap(f: Callable[..., Any]) -> JITFunction:
-        return JITFunction(f)
+        return JITFunction(f, options.get("do_not_specialize", ()))
 
     return wrap if fn is None else wrap(fn)

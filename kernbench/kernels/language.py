@@ -94,7 +94,7 @@ from kernbench.kernels.program import (
     record_vector,
     where_am_i,
 )
-from kernbench.kernels.promotion import scalar_type
+from kernbench.kernels.promotion import runtime_type, scalar_type
 
 __all__ = [
     "MAX_BLOCK_ELEMENTS",
@@ -181,6 +181,23 @@ class constexpr:  # noqa: N801 - Triton spells it in lower case
 
 
 # ----------------------------------------------------------------------------- blocks
+
+
+def runtime_scalar(value: Any, specialize: bool = True) -> Any:
+    """A non-constexpr kernel argument as the kernel sees it.
+
+    Triton's launcher types a Python number: a bool is int1, an int int32 (int64 past
+    it, uint64 past int64), a float float32. Here it becomes a 0-d block of that type,
+    so ``fp16_block * s`` is float32 and ``s // 3`` divides as C does. An int equal to
+    1 is a constant (Triton specializes it) unless ``specialize`` is false (the
+    kernel's ``do_not_specialize``). Anything else is returned unchanged.
+    """
+    if not isinstance(value, bool | int | float) or isinstance(value, np.generic):
+        return value
+    if specialize and value == 1 and type(value) is int:
+        return value
+    kind = runtime_type(value)
+    return Block(np.asarray(value, dtype=kind.np_dtype), kind)
 
 
 def _operand(x: Any, typed: bool = False) -> Operand:

@@ -12,8 +12,10 @@ Triton's kernel face:
   (:mod:`kernbench.triton.compiled`);
 * ``arg_names``, the parameter names in order.
 
-``jit`` accepts Triton's decorator keywords (``do_not_specialize``,
-``debug``, ``noinline``...), which change nothing here, and refuses others.
+``jit`` accepts Triton's decorator keywords and refuses others; only
+``do_not_specialize`` changes anything here (an argument equal to 1 stays a
+typed int32 instead of a constant), the rest (``debug``, ``noinline`` ...) are
+ignored.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ __all__ = [
     "run_kernel",
 ]
 
-#: Keywords ``triton.jit`` takes; none of them changes what a kernel does here.
+#: Keywords ``triton.jit`` takes; only ``do_not_specialize`` changes what a kernel does here.
 JIT_OPTIONS = frozenset(
     {
         "version",
@@ -121,6 +123,6 @@ def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
     def wrap(f: Callable[..., Any]) -> JITFunction:
         if not callable(f):
             raise KernelError(f"triton.jit decorates a function, got {f!r}")
-        return JITFunction(f)
+        return JITFunction(f, options.get("do_not_specialize", ()))
 
     return wrap if fn is None else wrap(fn)
