@@ -273,3 +273,49 @@ def test_grid_functions_see_plain_values_and_python_loops_take_runtime_ints():
     loop[grid](out, 5, BLOCK=4)
     assert seen == [int]
     np.testing.assert_array_equal(out, [10] * 4)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def test_sum_widens_only_narrow_integers():
+    halves = np.full(1000, 0.1, dtype=np.float16)
+    check(
+        tl.sum(block(halves, tl.float16)), tl.float16, np.float16(halves.astype(np.float32).sum())
+    )
+    check(tl.sum(block([1.5, 2.25], tl.bfloat16)), tl.bfloat16, [3.75])
+    check(tl.sum(block([100, 100, 100], tl.int8)), tl.int32, 300)
+    check(tl.sum(block([200, 200], tl.uint8)), tl.uint32, 400)
+    check(tl.sum(block([True, True, False], tl.int1)), tl.uint32, 2)
+    check(tl.sum(block([2**31 - 1, 1], tl.int32)), tl.int32, -(2**31))  # wraps, as compiled
+    check(tl.sum(block([100, 100], tl.int8), dtype=tl.float32), tl.float32, 200)
+    check(tl.sum(block([[1, 2], [3, 4]], tl.int16), axis=1), tl.int32, [3, 7])
+
+
+def test_max_and_min_widen_narrow_types_unless_they_return_indices():
+    check(tl.max(block([1, -3], tl.int8)), tl.int32, 1)
+    check(tl.min(block([1.5, -3], tl.float16)), tl.float32, -3)
+    check(tl.max(block([1.5, -3], tl.bfloat16)), tl.float32, 1.5)
+    check(tl.max(block([1, 5], tl.uint8)), tl.int32, 5)
+    value, index = tl.max(block([1.5, 7, 7], tl.float16), axis=0, return_indices=True)
+    check(value, tl.float16, 7)
+    check(index, tl.int32, 1)
+    value, index = tl.min(block([3, -1], tl.bfloat16), axis=0, return_indices=True)
+    check(value, tl.float32, -1)
+    check(index, tl.int32, 1)
+
+
+def test_max_and_min_reductions_let_nan_give_way_to_numbers():
+    rows = block([[np.nan, 1, 3], [np.nan, np.nan, np.nan]], tl.float32)
+    check(tl.max(rows, axis=1), tl.float32, [3, np.nan])
+    check(tl.min(rows, axis=1), tl.float32, [1, np.nan])
+
+
+def test_block_reduction_methods_take_the_functions_arguments():
+    x = block([[1, 2], [3, 4]], tl.int8)
+    check(x.sum(0, True, tl.int64), tl.int64, [[4, 6]])
+    check(x.sum(axis=1, dtype=tl.float32), tl.float32, [3, 7])
+    value, index = x.max(1, True)
+    check(value, tl.int8, [2, 4])
+    check(index, tl.int32, [1, 1])
+    check(x.min(0, False, True, True), tl.int32, [[1, 2]])

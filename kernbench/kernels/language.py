@@ -333,14 +333,8 @@ class Block:
     def __abs__(self):
         return _unary(np.abs, self)
 
-    def sum(self, axis: int | None = None, keep_dims: bool = False) -> Block:
-        return sum(self, axis, keep_dims)
-
-    def max(self, axis: int | None = None, keep_dims: bool = False) -> Block:
-        return max(self, axis, keep_dims=keep_dims)
-
-    def min(self, axis: int | None = None, keep_dims: bool = False) -> Block:
-        return min(self, axis, keep_dims=keep_dims)
+    # sum, max, min and the tl functions Triton also attaches to tensors: see
+    # _install_methods below.
 
 
 def _install_operators() -> None:
@@ -684,36 +678,50 @@ def _reduction_axis(b: Block, axis: Any) -> int | None:
     return ax
 
 
-def _reduce(fn, x: Any, axis: Any, keep_dims: bool, work: dtype | None = None) -> Block:
-    b = _block(x)
+def _reduce(fn, b: Block, axis: Any, keep_dims: Any, accumulate: dtype | None = None) -> Block:
+    """``fn`` over ``axis`` of ``b``, in ``accumulate``'s holder, rounded to ``b``'s type."""
     ax = _reduction_axis(b, axis)
-    values = b.value if work is None else cast_values(b.value, work)
-    out = fn(values, axis=ax, keepdims=bool(keep_dims))
+    values = b.value if accumulate is None else cast_values(b.value, accumulate)
+    with np.errstate(all="ignore"):
+        out = fn(values, axis=ax, keepdims=bool(keep_dims))
     record_vector(b.numel, b.dtype.is_floating())
-    result_dtype = b.dtype if work is None else work
-    return Block(cast_values(out, result_dtype), result_dtype)
+    return Block(cast_values(out, b.dtype), b.dtype)
+
+
+def _sum_type(b: Block) -> dtype:
+    """Triton's default: integers narrower than 32 bits sum in (u)int32, others in their type."""
+    if b.dtype.is_int() and b.dtype.int_bitwidth < 32:
+        return int32 if b.dtype.is_int_signed() else uint32
+    return b.dtype
 
 
 def sum(input: Any, axis: int | None = None, keep_dims: bool = False, dtype: dtype | None = None):
-    """Sum over ``axis`` (all axes when None); floats sum in at least fp32, ints in int32."""
+    """Sum over ``axis`` (all axes when None), as Triton types it.
+
+    ``dtype`` casts the input first. Without it, integers narrower than 32 bits
+    sum in int32 (uint32 when unsigned, int1 included) and every other type keeps
+    its own: an fp16 or bf16 sum is fp16 or bf16, accumulated here in float32 and
+    rounded once (compiled Triton adds in the input type, so its last bits may differ).
+    """
     b = _block(input)
-    if dtype is not None:
-        work = _check_dtype(dtype, "tl.sum dtype")
-    elif b.dtype.is_floating():
-        work = float64 if b.dtype is float64 else float32
-    else:
-        work = int64 if b.dtype in (int64, uint64) else int32
-    return _reduce(np.sum, b, axis, keep_dims, work)
+    b = b.to(_check_dtype(dtype, "tl.sum dtype") if dtype is not None else _sum_type(b))
+    accumulate = float32 if b.dtype in (float16, bfloat16) else None
+    return _reduce(np.sum, b, axis, keep_dims, accumulate)
 
 
-def _extreme(fn, argfn, input, axis, return_indices, keep_dims):
+def _extreme(largest: bool, input, axis, return_indices, keep_dims):
     b = _block(input)
-    values = _reduce(fn, b, axis, keep_dims)
-    if not return_indices:
-        return values
-    ax = _reduction_axis(b, axis)
-    index = argfn(b.value, axis=ax, keepdims=bool(keep_dims))
-    return values, Block(np.asarray(index, dtype=np.int32), int32)
+    if b.dtype is bfloat16:  # as Triton: no bf16 comparisons in hardware
+        b = b.to(float32)
+    if return_indices:
+        ax = _reduction_axis(b, axis)
+        index = (np.argmax if largest else np.argmin)(b.value, axis=ax, keepdims=bool(keep_dims))
+        values = _reduce(np.max if largest else np.min, b, axis, keep_dims)
+        return values, Block(np.asarray(index, dtype=np.int32), int32)
+    if b.dtype.primitive_bitwidth < 32:
+        b = b.to(float32 if b.dtype.is_floating() else int32)
+    # the NONE rule of tl.maximum: a NaN gives way to the numbers beside it
+    return _reduce((np.fmax if largest else np.fmin).reduce, b, axis, keep_dims)
 
 
 def max(
@@ -723,8 +731,14 @@ def max(
     return_indices_tie_break_left: bool = True,
     keep_dims: bool = False,
 ):
-    """Maximum over ``axis`` (all axes when None)."""
-    return _extreme(np.max, np.argmax, input, axis, return_indices, keep_dims)
+    """Maximum over ``axis`` (all axes when None), as Triton types it.
+
+    Without ``return_indices``: bf16, and any type narrower than 32 bits, is widened
+    first (floats to float32, integers to int32), and NaN gives way to the numbers
+    beside it. With ``return_indices`` only bf16 is widened; the index is the first
+    of equal values.
+    """
+    return _extreme(True, input, axis, return_indices, keep_dims)
 
 
 def min(
@@ -734,8 +748,8 @@ def min(
     return_indices_tie_break_left: bool = True,
     keep_dims: bool = False,
 ):
-    """Minimum over ``axis`` (all axes when None)."""
-    return _extreme(np.min, np.argmin, input, axis, return_indices, keep_dims)
+    """Minimum over ``axis`` (all axes when None); typed as :func:`max`."""
+    return _extreme(False, input, axis, return_indices, keep_dims)
 
 
 def where(condition: Any, x: Any, y: Any) -> Block:
@@ -918,3 +932,15 @@ def next_power_of_2(n: int) -> int:
     if n < 0:
         raise KernelError(f"next_power_of_2 needs a non-negative integer, got {n}")
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+# ----------------------------------------------------------------------------- methods
+
+
+def _install_methods() -> None:
+    """``x.sum(...)`` and the like: the tl functions Triton attaches to tensors, as methods."""
+    for fn in (sum, max, min):
+        setattr(Block, fn.__name__, fn)
+
+
+_install_methods()
