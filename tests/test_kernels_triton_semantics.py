@@ -11,7 +11,7 @@ import pytest
 
 import kernbench.kernels.language as tl
 from kernbench.errors import KernelError
-from kernbench.kernels import jit
+from kernbench.kernels import ArrayBuffer, jit
 
 
 def block(values, dtype):
@@ -319,3 +319,113 @@ def test_block_reduction_methods_take_the_functions_arguments():
     check(value, tl.int8, [2, 4])
     check(index, tl.int32, [1, 1])
     check(x.min(0, False, True, True), tl.int32, [[1, 2]])
+
+
+# ----------------------------------------------------------------------------- loads and casts
+
+
+@jit
+def masked_load_kernel(x_ptr, out_ptr, OTHER: tl.constexpr, BLOCK: tl.constexpr):
+    i = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + i, mask=i < 1, other=OTHER)
+    tl.store(out_ptr + i, x.to(tl.float32))
+
+
+@pytest.mark.parametrize(
+    ("element_type", "other", "expected"),
+    [
+        (tl.bfloat16, 0.1, 0.10009765625),
+        (tl.float16, 0.1, np.float32(np.float16(0.1))),
+        (tl.uint8, -1, 255),
+    ],
+)
+def test_load_converts_other_to_the_element_type(element_type, other, expected):
+    holder = np.zeros(4, dtype=element_type.np_dtype)
+    buffer = ArrayBuffer("x", holder)
+    buffer.element_type = element_type
+    out = np.empty(4, dtype=np.float32)
+    masked_load_kernel[(1,)](buffer, out, OTHER=other, BLOCK=4)
+    np.testing.assert_array_equal(out, [0, expected, expected, expected])
+
+
+def _toward_zero(values, grid):
+    """Each value's nearest member of the sorted non-negative ``grid`` not above it in
+    magnitude, with the value's sign (NaN stays NaN)."""
+    magnitude = np.abs(values.astype(np.float64))
+    picked = grid[np.searchsorted(grid, magnitude, side="right") - 1]
+    return np.where(np.isnan(values), np.nan, np.copysign(picked, values))
+
+
+def _non_negative(bits_to_values):
+    values = bits_to_values(np.arange(0x8000, dtype=np.uint16))
+    return np.sort(values[~np.isnan(values)].astype(np.float64))
+
+
+HALF_GRID = _non_negative(lambda bits: bits.view(np.float16))
+BF16_GRID = _non_negative(lambda bits: (bits.astype(np.uint32) << 16).view(np.float32))
+DOWNCAST_VALUES = np.array(
+    [1 / 3, -1 / 3, 70000, -70000, 65520, np.inf, -np.inf, np.nan, 1e-7, 3.4e38, 0.0],
+    dtype=np.float32,
+)
+
+
+@pytest.mark.parametrize(("to", "grid"), [(tl.float16, HALF_GRID), (tl.bfloat16, BF16_GRID)])
+def test_rtz_rounds_float32_toward_zero(to, grid):
+    x = tl.Block(DOWNCAST_VALUES)
+    expected = _toward_zero(DOWNCAST_VALUES, grid)
+    np.testing.assert_array_equal(x.to(to, fp_downcast_rounding="rtz").value, expected)
+    np.testing.assert_array_equal(tl.cast(x, to, "rtz").value, expected)
+    rtne = x.to(to, fp_downcast_rounding="rtne").value
+    np.testing.assert_array_equal(rtne, tl.cast(x, to).value)
+    assert rtne[2] > expected[2]  # the default rounds 70000 to nearest, up
+
+
+def test_rtz_from_float64():
+    values = np.array([1 / 3, -(2.0**200), 1 + 2.0**-30], dtype=np.float64)
+    rtz = tl.Block(values).to(tl.float32, fp_downcast_rounding="rtz").value
+    expected = [np.nextafter(np.float32(1 / 3), np.float32(0)), -np.finfo(np.float32).max, 1]
+    np.testing.assert_array_equal(rtz, np.asarray(expected, dtype=np.float32))
+
+
+@pytest.mark.parametrize(
+    ("source", "to", "rounding", "message"),
+    [
+        (
+            tl.float32,
+            tl.float16,
+            "rtn",
+            r"fp_downcast_rounding must be one of rtne, rtz, got 'rtn'",
+        ),
+        (tl.float16, tl.float32, "rtz", r"applies only to a float conversion to a narrower"),
+        (tl.int32, tl.float16, "rtz", r"not tl.int32 to tl.float16"),
+        (tl.bfloat16, tl.float16, "rtz", r"not tl.bfloat16 to tl.float16"),
+    ],
+)
+def test_rounding_modes_triton_refuses(source, to, rounding, message):
+    with pytest.raises(KernelError, match=message):
+        block([1], source).to(to, fp_downcast_rounding=rounding)
+
+
+# ----------------------------------------------------------------------------- bitcasts
+
+
+def test_bf16_bitcasts_to_and_from_16_bit_types():
+    one = block([1.0, -2.0], tl.bfloat16)
+    check(one.to(tl.int16, bitcast=True), tl.int16, [0x3F80, np.int16(-16384)])
+    check(one.to(tl.uint16, bitcast=True), tl.uint16, [0x3F80, 0xC000])
+    check(
+        one.to(tl.float16, bitcast=True),
+        tl.float16,
+        np.array([0x3F80, 0xC000], np.uint16).view(np.float16),
+    )
+    check(block([0x3F80], tl.int16).to(tl.bfloat16, bitcast=True), tl.bfloat16, [1.0])
+    half = np.array([1.875], np.float16)
+    check(block(half, tl.float16).to(tl.bfloat16, bitcast=True), tl.bfloat16, [1.0])
+    check(block([1.0], tl.float32).to(tl.int32, bitcast=True), tl.int32, [0x3F800000])
+
+
+def test_bitcast_keeps_the_width():
+    with pytest.raises(KernelError, match=r"cannot bitcast tl.float32 \(32 bits\) to tl.float16"):
+        block([1.0], tl.float32).to(tl.float16, bitcast=True)
+    with pytest.raises(KernelError, match=r"tl.int1 \(1 bits\) to tl.int8 \(8 bits\)"):
+        block([True], tl.int1).to(tl.int8, bitcast=True)

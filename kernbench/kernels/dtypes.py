@@ -16,6 +16,7 @@ from kernbench.errors import KernelError
 
 __all__ = [
     "bfloat16",
+    "bitcast_values",
     "cast_values",
     "dtype",
     "element_type",
@@ -30,6 +31,7 @@ __all__ = [
     "int64",
     "pointer_type",
     "round_bf16",
+    "round_toward_zero",
     "uint8",
     "uint16",
     "uint32",
@@ -155,7 +157,7 @@ def element_type(buffer: Any) -> dtype:
 
 def round_bf16(values: np.ndarray) -> np.ndarray:
     """``values`` rounded to bf16 precision (to nearest even), held in float32."""
-    as_f32 = np.ascontiguousarray(values, dtype=np.float32)
+    as_f32 = np.asarray(values, dtype=np.float32, order="C")  # keeps 0-d blocks 0-d
     bits = as_f32.view(np.uint32)
     rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
     return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
@@ -166,3 +168,39 @@ def cast_values(values: Any, to: dtype) -> np.ndarray:
     with np.errstate(all="ignore"):
         out = np.asarray(values).astype(to.np_dtype, copy=False)
     return round_bf16(out) if to is bfloat16 else out
+
+
+def round_toward_zero(values: Any, to: dtype) -> np.ndarray:
+    """Floats converted to the narrower float type ``to``, rounded toward zero ("rtz").
+
+    bf16 keeps the high 16 bits of the float32; other types round to nearest and step
+    one ulp toward zero where that overshot, so an overflow gives the largest finite
+    value instead of inf.
+    """
+    source = np.asarray(values)
+    if to is bfloat16:
+        as_f32 = np.asarray(round_toward_zero(source, float32), order="C")
+        truncated = (as_f32.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+        return np.where(np.isnan(as_f32), as_f32, truncated)
+    with np.errstate(all="ignore"):
+        nearest = source.astype(to.np_dtype)
+        overshot = np.abs(nearest.astype(np.float64)) > np.abs(source.astype(np.float64))
+    return np.where(overshot, np.nextafter(nearest, np.zeros_like(nearest)), nearest)
+
+
+_UNSIGNED_OF_WIDTH = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def bitcast_values(values: Any, source: dtype, to: dtype) -> np.ndarray:
+    """``values`` of type ``source`` reinterpreted as ``to`` (types of the same width).
+
+    A bf16 value's bits are the high 16 bits of the float32 that holds it.
+    """
+    held = np.asarray(values, dtype=source.np_dtype, order="C")
+    if source is bfloat16:
+        bits = (held.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    else:
+        bits = held.view(_UNSIGNED_OF_WIDTH[source.primitive_bitwidth])
+    if to is bfloat16:
+        return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return bits.view(to.np_dtype)

@@ -59,6 +59,7 @@ import numpy as np
 from kernbench.errors import KernelError
 from kernbench.kernels.dtypes import (
     bfloat16,
+    bitcast_values,
     cast_values,
     dtype,
     element_type,
@@ -72,6 +73,7 @@ from kernbench.kernels.dtypes import (
     int32,
     int64,
     pointer_type,
+    round_toward_zero,
     uint8,
     uint16,
     uint32,
@@ -243,6 +245,30 @@ def _unary(fn: Callable[[np.ndarray], Any], x: Any, transcendental: bool = False
     return _result(cast_values(out, b.dtype), b.dtype, b.dtype.is_floating(), transcendental)
 
 
+_ROUNDING_MODES = ("rtne", "rtz")
+
+
+def _rounds_toward_zero(rounding: Any, source: dtype, to: dtype) -> bool:
+    """Whether ``fp_downcast_rounding`` asks for "rtz"; refuse it where Triton does."""
+    rounding = rounding.value if isinstance(rounding, constexpr) else rounding
+    if rounding is None or source is to:
+        return False
+    if rounding not in _ROUNDING_MODES:
+        raise KernelError(
+            f"{where_am_i()}: fp_downcast_rounding must be one of {', '.join(_ROUNDING_MODES)}, "
+            f"got {rounding!r}"
+        )
+    if not (source.is_floating() and to.is_floating()) or (
+        to.primitive_bitwidth >= source.primitive_bitwidth
+    ):
+        raise KernelError(
+            f"{where_am_i()}: fp_downcast_rounding={rounding!r} applies only to a float "
+            f"conversion to a narrower float type (e.g. tl.float32 to tl.float16 or "
+            f"tl.bfloat16), not {source!r} to {to!r}"
+        )
+    return rounding == "rtz"
+
+
 class Block:
     """A block of values inside a kernel: a NumPy array and its kernel dtype."""
 
@@ -272,14 +298,28 @@ class Block:
         return trans(self)
 
     def to(self, dtype: dtype, fp_downcast_rounding: str | None = None, bitcast: bool = False):
-        """Convert to ``dtype`` (``bitcast=True`` reinterprets the bits)."""
+        """Convert to ``dtype`` (``bitcast=True`` reinterprets the bits).
+
+        ``fp_downcast_rounding`` rounds a float conversion to a narrower float type:
+        ``"rtne"`` (to nearest even, the default) or ``"rtz"`` (toward zero).
+        """
         if not isinstance(dtype, _DType):
             raise KernelError(f"{where_am_i()}: .to() needs a tl dtype, got {dtype!r}")
         if bitcast:
-            if dtype.itemsize != self.dtype.itemsize or bfloat16 in (dtype, self.dtype):
-                raise KernelError(f"{where_am_i()}: cannot bitcast {self.dtype!r} to {dtype!r}")
-            return Block(np.ascontiguousarray(self.value).view(dtype.np_dtype), dtype)
+            return self._bitcast(dtype)
+        if _rounds_toward_zero(fp_downcast_rounding, self.dtype, dtype):
+            return Block(round_toward_zero(self.value, dtype), dtype)
         return Block(cast_values(self.value, dtype), dtype)
+
+    def _bitcast(self, dtype: dtype) -> Block:
+        if dtype.primitive_bitwidth != self.dtype.primitive_bitwidth:
+            raise KernelError(
+                f"{where_am_i()}: cannot bitcast {self.dtype!r} ({self.dtype.primitive_bitwidth} "
+                f"bits) to {dtype!r} ({dtype.primitive_bitwidth} bits); a bitcast keeps the width"
+            )
+        if dtype is self.dtype:
+            return self
+        return Block(bitcast_values(self.value, self.dtype, dtype), dtype)
 
     def __getitem__(self, key: Any) -> Block:
         return Block(self.value[key], self.dtype)
@@ -567,7 +607,8 @@ def load(
     eviction_policy: str = "",
     volatile: bool = False,
 ) -> Block:
-    """Load the elements ``pointer`` points at; masked-off lanes get ``other`` (or 0).
+    """Load the elements ``pointer`` points at; masked-off lanes get ``other`` (or 0),
+    converted to the element type (bf16 rounded).
 
     ``boundary_check`` and ``padding_option`` (block pointers) and the cache hints
     are accepted for compatibility and ignored.
@@ -583,9 +624,8 @@ def load(
     else:
         chosen = offsets[lanes]
         _check_bounds(chosen, buffer, "load", offsets.size)
-        fill = 0 if other is None else _values(other)
-        with np.errstate(all="ignore"):
-            out = np.array(np.broadcast_to(np.asarray(fill), offsets.shape), dtype=np_dtype)
+        fill = cast_values(0 if other is None else _values(other), element_type(buffer))
+        out = np.array(np.broadcast_to(fill, offsets.shape), dtype=np_dtype)
         out[lanes] = buffer.load(chosen)
         active = chosen.size
     _record_memory("load", buffer, int(offsets.size), int(active))
