@@ -406,6 +406,38 @@ def test_rounding_modes_triton_refuses(source, to, rounding, message):
         block([1], source).to(to, fp_downcast_rounding=rounding)
 
 
+# ----------------------------------------------------------------------------- dot
+
+
+def _matrices(dtype):
+    rng = np.random.default_rng(3)
+    return block(rng.random((16, 16)), dtype), block(rng.random((16, 16)), dtype)
+
+
+@pytest.mark.parametrize("dtype", [tl.float32, tl.bfloat16])
+def test_dot_of_fp32_or_bf16_is_fp32_whatever_out_dtype_says(dtype):
+    a, b = _matrices(dtype)
+    expected = np.matmul(a.value.astype(np.float32), b.value.astype(np.float32))
+    result = tl.dot(a, b, out_dtype=tl.float16)
+    assert result.dtype is tl.float32
+    np.testing.assert_allclose(result.value, expected, rtol=1e-6)
+
+
+def test_dot_of_fp16_honours_out_dtype_and_fp64_stays_fp64():
+    a, b = _matrices(tl.float16)
+    product = np.matmul(a.value.astype(np.float32), b.value.astype(np.float32))
+    check(tl.dot(a, b, out_dtype=tl.float16), tl.float16, product.astype(np.float16))
+    check(tl.dot(a, b), tl.float32, product)
+    a, b = _matrices(tl.float64)
+    check(tl.dot(a, b), tl.float64, np.matmul(a.value, b.value))
+
+
+def test_dot_refuses_a_bf16_out_dtype():
+    a, b = _matrices(tl.bfloat16)
+    with pytest.raises(KernelError, match=r"out_dtype=tl.float32 and .to\(tl.bfloat16\)"):
+        tl.dot(a, b, out_dtype=tl.bfloat16)
+
+
 # ----------------------------------------------------------------------------- bitcasts
 
 

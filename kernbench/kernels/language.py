@@ -677,8 +677,10 @@ def dot(
 ) -> Block:
     """Matrix product of two 2-D (or batched 3-D) blocks, accumulated in fp32.
 
-    Integer inputs accumulate in int32. With ``acc`` the product is added to it
-    and the result has ``acc``'s dtype.
+    As in Triton, the result is float32 for fp32 or bf16 inputs whatever ``out_dtype``
+    says, float64 for fp64 inputs, and ``out_dtype`` (fp32 or fp16) for fp16 inputs;
+    integer inputs accumulate in int32. With ``acc`` the product is added to it and
+    the result has ``acc``'s dtype.
     """
     a, b = _block(input), _block(other)
     if a.ndim not in (2, 3) or b.ndim != a.ndim:
@@ -692,9 +694,8 @@ def dot(
             "(inner dimensions and batch must agree)"
         )
     check_elements(math.prod(a.shape[:-1]) * b.shape[-1], f"tl.dot of {a.shape} and {b.shape}")
-    integer = not a.dtype.is_floating() and not b.dtype.is_floating()
-    work = np.int32 if integer else np.float32
-    result_dtype = int32 if integer else _check_dtype(out_dtype, "tl.dot out_dtype")
+    result_dtype = _dot_type(a.dtype, b.dtype, out_dtype)
+    work = {int32: np.int32, float64: np.float64}.get(result_dtype, np.float32)
     with np.errstate(all="ignore"):
         product = np.matmul(a.value.astype(work), b.value.astype(work))
         if acc is not None:
@@ -707,6 +708,21 @@ def dot(
     if state is not None:
         state.recorder.record_dot(m, n, k, batch)
     return Block(cast_values(product, result_dtype), result_dtype)
+
+
+def _dot_type(a: dtype, b: dtype, out_dtype: Any) -> dtype:
+    """The type of ``tl.dot(a, b, out_dtype=...)``, as Triton's semantic.dot picks it."""
+    if not a.is_floating() and not b.is_floating():
+        return int32
+    out = _check_dtype(out_dtype, "tl.dot out_dtype")
+    if out is bfloat16:
+        raise KernelError(
+            f"{where_am_i()}: tl.dot out_dtype=tl.bfloat16 is not supported (as in Triton); "
+            "use out_dtype=tl.float32 and .to(tl.bfloat16)"
+        )
+    if float64 in (a, b):
+        return float64
+    return out if a is float16 and b is float16 else float32
 
 
 def _reduction_axis(b: Block, axis: Any) -> int | None:
