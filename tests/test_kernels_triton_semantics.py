@@ -461,3 +461,38 @@ def test_bitcast_keeps_the_width():
         block([1.0], tl.float32).to(tl.float16, bitcast=True)
     with pytest.raises(KernelError, match=r"tl.int1 \(1 bits\) to tl.int8 \(8 bits\)"):
         block([True], tl.int1).to(tl.int8, bitcast=True)
+
+
+# ----------------------------------------------------------------------------- math and methods
+
+
+def test_triton_tensor_methods_call_the_functions():
+    x = block([[1.0, 4.0]], tl.float32)
+    for name in ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt", "sigmoid", "abs"):
+        check(getattr(x, name)(), tl.float32, getattr(tl, name)(x).value)
+    assert x.reshape(2, 1).shape == x.reshape((2, 1)).shape == (2, 1)
+    assert x.trans().shape == (2, 1) and x.expand_dims(0).shape == (1, 1, 2)
+    assert x.broadcast_to(3, 2).shape == (3, 2)
+    check(x.cast(tl.float16), tl.float16, [[1, 4]])
+
+
+def test_python_and_or_not_on_a_block_say_to_use_bitwise_operators():
+    pair = block([1, 2], tl.int32)
+    message = (
+        r"Python's and/or/not \(and if\) needs one value, but this block has 2 elements; "
+        r"for elementwise logic use &, \| and ~"
+    )
+    with pytest.raises(KernelError, match=message):
+        _ = pair and True
+    with pytest.raises(KernelError, match=message):
+        _ = not pair
+    assert bool(block([1], tl.int32)) and not block([0], tl.int1)
+    with pytest.raises(KernelError, match=r"int\(\) needs one value, but this block has 2"):
+        int(pair)
+
+
+def test_printing_a_block_shows_its_values_and_repr_its_shape():
+    pair = block([1, 2], tl.int32)
+    assert str(pair) == "[1 2] (tl.int32)"
+    assert f"{block([0.5], tl.bfloat16)}" == "[0.5] (tl.bfloat16)"
+    assert repr(pair) == "Block(shape=(2,), dtype=tl.int32)"

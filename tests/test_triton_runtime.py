@@ -269,7 +269,8 @@ def test_tl_range_and_static_range():
 @pytest.mark.parametrize(
     ("name", "says"),
     [
-        ("argmax", "tl.max / tl.min with tl.where"),
+        ("argmax", r"tl.max\(x, axis, return_indices=True\)"),
+        ("argmin", r"tl.min\(x, axis, return_indices=True\)"),
         ("atomic_add", "atomics are not modelled"),
         ("math", "top level"),
         ("make_block_ptr", "pointer arithmetic"),

@@ -245,6 +245,7 @@ def _unary(fn: Callable[[np.ndarray], Any], x: Any, transcendental: bool = False
     return _result(cast_values(out, b.dtype), b.dtype, b.dtype.is_floating(), transcendental)
 
 
+_ONE_VALUE = "get one value with tl.sum or tl.max first"
 _ROUNDING_MODES = ("rtne", "rtz")
 
 
@@ -330,27 +331,36 @@ class Block:
     def __repr__(self) -> str:
         return f"Block(shape={self.shape}, dtype={self.dtype!r})"
 
-    def _scalar(self) -> Any:
+    def __str__(self) -> str:
+        return f"{self.value} ({self.dtype!r})"
+
+    def _scalar(self, use: str, instead: str) -> Any:
         if self.value.size != 1:
             raise KernelError(
-                f"{where_am_i()}: a block of {self.value.size} elements has no single "
-                "value; use tl.where, tl.sum or tl.max instead"
+                f"{where_am_i()}: {use} needs one value, but this block has "
+                f"{self.value.size} elements; {instead}"
             )
         return self.value.reshape(()).item()
 
     def __bool__(self) -> bool:
-        return bool(self._scalar())
+        return bool(
+            self._scalar(
+                "Python's and/or/not (and if)",
+                "for elementwise logic use &, | and ~ (Triton compiles and/or to elementwise "
+                "logical and/or), or get one value with tl.where, tl.sum or tl.max",
+            )
+        )
 
     def __int__(self) -> int:
-        return int(self._scalar())
+        return int(self._scalar("int()", _ONE_VALUE))
 
     def __float__(self) -> float:
-        return float(self._scalar())
+        return float(self._scalar("float()", _ONE_VALUE))
 
     def __index__(self) -> int:
         if not self.dtype.is_int():
             raise KernelError(f"{where_am_i()}: a {self.dtype!r} block is not an index")
-        return int(self._scalar())
+        return int(self._scalar("an index", _ONE_VALUE))
 
     def _binary(self, other: Any, op: BinaryOp, reflected: bool = False):
         if isinstance(other, Pointer):
@@ -886,26 +896,26 @@ def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) ->
         return _result(upper(lower(values, low), high), common, True)
 
 
-def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str, transcendental: bool):
+def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str):
     def op(x: Any) -> Block:
         b = _block(x)
         source = b if b.dtype.is_floating() else b.to(float32)
-        return _unary(fn, source, transcendental=transcendental)
+        return _unary(fn, source, transcendental=True)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise {name} (integers are converted to float32 first)."
     return op
 
 
-exp = _float_math(np.exp, "exp", True)
-exp2 = _float_math(np.exp2, "exp2", True)
-log = _float_math(np.log, "log", True)
-log2 = _float_math(np.log2, "log2", True)
-sqrt = _float_math(np.sqrt, "sqrt", True)
-rsqrt = _float_math(lambda v: 1 / np.sqrt(v), "rsqrt", True)
-sin = _float_math(np.sin, "sin", True)
-cos = _float_math(np.cos, "cos", True)
-sigmoid = _float_math(lambda v: 1 / (1 + np.exp(-v)), "sigmoid", True)
+exp = _float_math(np.exp, "exp")
+exp2 = _float_math(np.exp2, "exp2")
+log = _float_math(np.log, "log")
+log2 = _float_math(np.log2, "log2")
+sqrt = _float_math(np.sqrt, "sqrt")
+rsqrt = _float_math(lambda v: 1 / np.sqrt(v), "rsqrt")
+sin = _float_math(np.sin, "sin")
+cos = _float_math(np.cos, "cos")
+sigmoid = _float_math(lambda v: 1 / (1 + np.exp(-v)), "sigmoid")
 
 
 def abs(x: Any) -> Block:
@@ -995,7 +1005,8 @@ def next_power_of_2(n: int) -> int:
 
 def _install_methods() -> None:
     """``x.sum(...)`` and the like: the tl functions Triton attaches to tensors, as methods."""
-    for fn in (sum, max, min):
+    methods = (sum, max, min, exp, exp2, log, log2, sin, cos, sqrt, rsqrt, sigmoid, abs)
+    for fn in methods + (reshape, trans, expand_dims, broadcast_to, cast):
         setattr(Block, fn.__name__, fn)
 
 

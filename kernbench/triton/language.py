@@ -93,7 +93,8 @@ def assume(cond: Any) -> None:
 
 _NOT_IN_LANGUAGE = "not in KernBench's kernel language (README, Triton support, lists it)"
 _HINTS = {
-    **dict.fromkeys(("argmax", "argmin"), "tl.max / tl.min with tl.where over tl.arange"),
+    "argmax": "tl.max(x, axis, return_indices=True), which returns (values, indices)",
+    "argmin": "tl.min(x, axis, return_indices=True), which returns (values, indices)",
     **dict.fromkeys(
         ("cumsum", "cumprod", "associative_scan", "sort", "histogram"), _NOT_IN_LANGUAGE
     ),
