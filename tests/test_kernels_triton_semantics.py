@@ -466,6 +466,21 @@ def test_bitcast_keeps_the_width():
 # ----------------------------------------------------------------------------- math and methods
 
 
+@pytest.mark.parametrize("name", ["exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt"])
+@pytest.mark.parametrize("dtype", [tl.int32, tl.float16, tl.bfloat16, tl.uint8])
+def test_math_functions_take_only_float32_and_float64(name, dtype):
+    message = rf"tl.{name} takes float32 or float64 values \(as in Triton\), got {dtype!r}; "
+    with pytest.raises(KernelError, match=message + r"convert first with .to\(tl.float32\)"):
+        getattr(tl, name)(block([1], dtype))
+
+
+def test_sigmoid_takes_only_float32_and_float64_and_keeps_float64():
+    with pytest.raises(KernelError, match=r"tl.sigmoid takes float32 or float64 values"):
+        tl.sigmoid(block([1], tl.int8))
+    check(tl.exp(block([1], tl.float64)), tl.float64, [np.exp(1.0)])
+    check(tl.sigmoid(block([0], tl.float64)), tl.float64, [0.5])
+
+
 def test_triton_tensor_methods_call_the_functions():
     x = block([[1.0, 4.0]], tl.float32)
     for name in ("exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt", "sigmoid", "abs"):

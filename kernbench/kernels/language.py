@@ -43,6 +43,8 @@ refuse integers of different signedness. Comparisons, ``maximum``,
 ``maximum``/``minimum``/``clamp`` also widen bf16 to float32. Integer ``//``
 and ``%`` truncate toward zero as C does (``-7 // 2 == -3``, ``-7 % 3 == -1``);
 float ``%`` is ``fmod``; ``//`` and the bitwise operators take integers only.
+The math functions (``exp``, ``log``, ``sqrt``, ``sin`` ... ``sigmoid``) take
+float32 or float64 only, as Triton's do: convert others with ``.to(tl.float32)``.
 """
 
 from __future__ import annotations
@@ -899,11 +901,15 @@ def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) ->
 def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str):
     def op(x: Any) -> Block:
         b = _block(x)
-        source = b if b.dtype.is_floating() else b.to(float32)
-        return _unary(fn, source, transcendental=True)
+        if b.dtype not in (float32, float64):
+            raise KernelError(
+                f"{where_am_i()}: tl.{name} takes float32 or float64 values (as in Triton), "
+                f"got {b.dtype!r}; convert first with .to(tl.float32)"
+            )
+        return _unary(fn, b, transcendental=True)
 
     op.__name__ = op.__qualname__ = name
-    op.__doc__ = f"Elementwise {name} (integers are converted to float32 first)."
+    op.__doc__ = f"Elementwise {name} of float32 or float64 values (Triton refuses others)."
     return op
 
 

@@ -32,6 +32,8 @@ def _unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     x = tl.load(x_ptr + i, mask=mask, other=1)  # 1 keeps masked-off log/sqrt lanes quiet
+    if OP != "abs" and x.dtype != tl.float64:
+        x = x.to(tl.float32)  # tl's math takes float32 or float64, as Triton's
     if OP == "abs":
         y = tl.abs(x)
     elif OP == "exp":
