@@ -221,9 +221,8 @@ def _operand(x: Any, typed: bool = False) -> Operand:
 
 
 def _values(x: Any) -> np.ndarray:
-    """The values of a block, array or Python number (typed as Triton types it)."""
-    operand = _operand(x, typed=True)
-    return np.asarray(operand.value) if not operand.is_scalar else operand.value
+    """The values of a block, array or Python number, as an array."""
+    return np.asarray(_operand(x, typed=True).value)
 
 
 def _result(values: Any, dt: dtype, floating: bool, transcendental: bool = False) -> Block:
