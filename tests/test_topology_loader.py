@@ -513,3 +513,31 @@ def test_hostile_overrides_are_config_errors(tmp_path, override):
 def test_an_override_that_is_not_yaml_stays_a_string():
     assert parse_override("description=a: b: c") == (["description"], "a: b: c")
     assert parse_override("name=[unclosed") == (["name"], "[unclosed")
+
+
+def test_extends_names_a_bundled_machine_by_its_name(tmp_path):
+    """A file of one's own may build on a bundled machine by name, as --topology takes it;
+    a file of that name beside it still wins."""
+    child = write(
+        tmp_path / "mine.yaml", {"extends": "default.yaml", "sip": {"cube_mesh": {"w": 2}}}
+    )
+    topo = load_topology(child)
+    assert (topo.name, topo.sip.cube_mesh.w, topo.sip.cube_mesh.h) == ("default", 2, 4)
+    write(tmp_path / "default.yaml", {**PARENT, "name": "beside"})
+    assert load_topology(child).name == "beside"
+
+
+def test_a_missing_file_in_a_directory_is_not_the_bundled_machine_of_its_name(tmp_path):
+    from kernbench.errors import InputFileError
+
+    with pytest.raises(InputFileError, match="a bundled machine has the name 'ring8.yaml'"):
+        load_topology(tmp_path / "typo_dir" / "ring8.yaml")
+    assert load_topology("topologies/ring8.yaml").name == load_topology("ring8").name
+
+
+def test_an_extends_cycle_says_cycle_once(tmp_path):
+    write(tmp_path / "a.yaml", {"extends": "b.yaml"})
+    write(tmp_path / "b.yaml", {"extends": "a.yaml"})
+    with pytest.raises(ConfigError) as info:
+        load_topology(tmp_path / "a.yaml")
+    assert "extends: cycle" in str(info.value) and "extends: extends" not in str(info.value)

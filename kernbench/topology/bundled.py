@@ -3,9 +3,11 @@
 A topology is named by a path (``topologies/ring8.yaml``, ``./my.yaml``) or by
 the name of a bundled machine (``ring8``, ``ring8.yaml``).  A path that exists
 is used as written; otherwise a bundled machine of that name (the path's last
-component, with or without ``.yaml``) is used, so the README's
-``--topology topologies/ring8.yaml`` works from any directory and in an
-installed package.  The bundled files are package data
+component, with or without ``.yaml``) is used when the argument is a bare name
+or ``topologies/<name>.yaml``, so the README's ``--topology
+topologies/ring8.yaml`` works from any directory and in an installed package;
+a missing file in another directory (``./mine/ring8.yaml``) is an error, not
+the bundled machine.  The bundled files are package data
 (``kernbench/topologies/*.yaml``).
 """
 
@@ -51,7 +53,15 @@ def resolve_topology_path(spec: str | Path) -> Path:
         return path  # let the reader say what is wrong with it
     bundled = bundled_path(path.name)
     if bundled is not None:
-        return bundled
+        # A bare name, or the README's topologies/<name>.yaml from another directory: the
+        # bundled machine.  A missing file elsewhere is a typo, not a request for it.
+        if len(path.parts) == 1 or path.parent.name == "topologies":
+            return bundled
+        raise InputFileError(
+            f"topology file not found (a bundled machine has the name {path.name!r}: give "
+            f"{bundled.stem} alone for it)",
+            path=text,
+        )
     raise InputFileError(
         f"topology file not found, and no bundled machine has that name "
         f"(bundled: {', '.join(bundled_names())})",

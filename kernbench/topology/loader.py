@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from kernbench.errors import ConfigError, InputFileError, shown
-from kernbench.topology.bundled import resolve_topology_path
+from kernbench.topology.bundled import bundled_path, resolve_topology_path
 from kernbench.topology.schema import Topology
 from kernbench.validation import format_validation_error, shown_value
 from kernbench.yamlfile import MAX_DEPTH, YamlSyntaxError, load_yaml_mapping, parse_yaml
@@ -97,7 +97,7 @@ def _extends_chain(path: str | Path) -> tuple[dict[str, Any], list[str]]:
         resolved = os.path.realpath(name)
         if resolved in seen:
             cycle = " -> ".join(shown(p) for p in (*seen, resolved))
-            raise ConfigError(f"extends: cycle {cycle}", key_path="extends", source=name)
+            raise ConfigError(f"cycle {cycle}", key_path="extends", source=name)
         if len(seen) == MAX_EXTENDS_DEPTH:
             raise ConfigError(
                 f"the extends chain from {shown(seen[0])} is more than {MAX_EXTENDS_DEPTH} "
@@ -119,6 +119,9 @@ def _extends_chain(path: str | Path) -> tuple[dict[str, Any], list[str]]:
             )
         extended_by = name
         name = os.path.join(os.path.dirname(resolved), parent)
+        if not os.path.lexists(name) and len(Path(parent).parts) == 1:
+            bundled = bundled_path(parent)  # extends: default.yaml, from anywhere
+            name = name if bundled is None else str(bundled)
     document = chain.pop()
     while chain:
         document = deep_merge(document, chain.pop())
