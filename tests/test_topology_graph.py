@@ -670,11 +670,20 @@ def test_bisection_rectangular_mesh_cuts_across_the_long_side():
 
 
 def test_bisection_machine_is_the_narrower_cut():
+    """Halving the machine through the meshes cuts every SIP's mesh, not one."""
     g = graph("multi_sip", "sip.cube_mesh.link.bandwidth=10GB/s")
     result = bisection_bandwidth(g)
     assert result["sip_mesh"] == 4 * 10 * GB
     assert result["system"] == 2 * 100 * GB
-    assert result["machine"] == 40 * GB
+    assert result["machine"] == 4 * 40 * GB  # 4 SIPs' mesh cuts, under the 200 GB/s system cut
+    g = graph("multi_sip", "sip.cube_mesh.link.bandwidth=100GB/s")
+    assert bisection_bandwidth(g)["machine"] == 2 * 100 * GB  # the system cut is narrower
+
+
+def test_bisection_machine_with_an_odd_number_of_sips_also_cuts_one_mesh():
+    result = bisection_bandwidth(graph("multi_sip", "system.sips.count=3"))
+    assert result["machine"] == min(result["system"] + result["sip_mesh"], 3 * result["sip_mesh"])
+    assert result["machine"] == result["system"] + result["sip_mesh"]
 
 
 def test_rack_graph_and_routes_are_fast():

@@ -91,7 +91,9 @@ def bisection_bandwidth(graph: MachineGraph) -> dict[str, int]:
 
     ``sip_mesh``: the cut across one SIP's cube mesh (perpendicular to its
     longer side); ``system``: the cut that halves the SIPs (when there are
-    more than one); ``machine``: the smaller of what applies.
+    more than one); ``machine``: the narrower of the two ways to halve the
+    whole machine: between SIPs (the system cut, plus one SIP's mesh when
+    their number is odd), or through every SIP's mesh (n sip_mesh cuts).
     """
     mesh = graph.topology.sip.cube_mesh
     w, h = mesh.w, mesh.h
@@ -114,7 +116,9 @@ def bisection_bandwidth(graph: MachineGraph) -> dict[str, int]:
             else:
                 links = half * (n - half)
             result["system"] = links * spec.link.bandwidth
-        result["machine"] = min(result["system"], result.get("sip_mesh", result["system"]))
+        mesh_cut = result.get("sip_mesh")
+        between = result["system"] + ((mesh_cut or 0) if n % 2 else 0)
+        result["machine"] = between if mesh_cut is None else min(between, n * mesh_cut)
     else:
         result["machine"] = result.get("sip_mesh", 0)
     return result
