@@ -568,6 +568,18 @@ def test_a_machine_with_too_many_pes_names_the_limit():
     assert "65536 SIPs x 128 cubes x 128 PEs = 1073741824" in str(error)
 
 
+def test_a_machine_with_too_many_memories_names_the_limit():
+    """2^20 PEs pass, but 128 HBM slices in each of their cubes would be 2^27 ports."""
+    document = with_key("system.sips.count", 2048)
+    document = with_key("sip.cube_mesh", {"w": 16, "h": 8}, document)
+    document = with_key("cube.pe_layout", {"corners": ["NW"], "pe_per_corner": 4}, document)
+    document = with_key("cube.memory_map.hbm_slices_per_cube", 128, document)
+    error = _time_validate(document)
+    assert error.key_path == "cube.memory_map.hbm_slices_per_cube"
+    assert f"at most {limits.MAX_HBM_SLICES} in a machine" in str(error)
+    assert "262144 cubes x 128 HBM slices = 33554432 memories" in str(error)
+
+
 def test_a_fully_connected_machine_with_too_many_links_names_the_limit():
     # n(n-1)/2 links: the graph of 2,048 such SIPs took 25 s to build, of 65,536 forever.
     document = with_key("system.interconnect.kind", "fully_connected")

@@ -25,6 +25,7 @@ __all__ = [
     "MAX_PES_PER_CUBE",
     "MAX_PES",
     "MAX_HBM_SLICES_PER_CUBE",
+    "MAX_HBM_SLICES",
     "MAX_LEAF_SPINE_LINKS",
     "MAX_DIRECT_SIP_LINKS",
     "MAX_MEMORY_BYTES",
@@ -51,6 +52,10 @@ MAX_LEAF_SPINE_LINKS = 2**20
 MAX_DIRECT_SIP_LINKS = 2**20
 #: HBM slices per cube: each is a node and a memory port in the graph.
 MAX_HBM_SLICES_PER_CUBE = 128
+#: HBM slices in the whole machine (cubes x slices per cube): each is a node and a
+#: memory port of the eagerly built graph, so as many as the machine's PEs at most
+#: (2^20 at 128 per cube would be 2^27 ports, about 70 GB and 20 minutes to build).
+MAX_HBM_SLICES = 2**20
 #: Bytes of one memory (a cube's HBM, its SRAM, a PE's TCM): the address's
 #: offset field is 38 bits (256 GiB).
 MAX_MEMORY_BYTES = 2**38

@@ -27,6 +27,7 @@ from kernbench.topology.clos_spec import ClosSpec
 from kernbench.topology.limits import (
     MAX_CUBES_PER_SIP,
     MAX_DIRECT_SIP_LINKS,
+    MAX_HBM_SLICES,
     MAX_HBM_SLICES_PER_CUBE,
     MAX_LEAF_SPINE_LINKS,
     MAX_MEMORY_BYTES,
@@ -439,6 +440,15 @@ class Topology(StrictModel):
                 f"{self.num_sips} SIPs x {self.cubes_per_sip} cubes x {self.pes_per_cube} PEs = "
                 f"{self.num_pes} PEs; at most {MAX_PES} PEs in a machine (its graph is built "
                 "whole; see kernbench.topology.limits)",
+            )
+        slices = self.num_cubes * self.cube.memory_map.hbm_slices_per_cube
+        if slices > MAX_HBM_SLICES:
+            raise KeyedValueError(
+                "cube.memory_map.hbm_slices_per_cube",
+                f"{self.num_cubes} cubes x {self.cube.memory_map.hbm_slices_per_cube} HBM "
+                f"slices = {slices} memories; at most {MAX_HBM_SLICES} in a machine (each is a "
+                "port of its graph, built whole; see kernbench.topology.limits): use fewer "
+                "slices per cube",
             )
         return self
 
