@@ -17,6 +17,7 @@ own when it is imported).
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,7 +239,9 @@ class Work:
         self._world = world
         self._rv = rendezvous
         self._what = what
-        self._result = [] if result is None else result
+        # Weakly: a Work kept by the script must not keep its tensors' memory allocated
+        # (that would move later allocations, and with them simulated times).
+        self._result = [weakref.ref(t) for t in (result or ())]
         self._receive = receive
 
     def wait(self, timeout: Any = None) -> bool:
@@ -262,8 +265,9 @@ class Work:
         return self._rv.error
 
     def result(self) -> list[Any]:
-        """The operation's output tensors, as torch's Work.result() (``[]`` for a barrier)."""
-        return self._result
+        """The operation's output tensors, as torch's Work.result() (``[]`` for a barrier);
+        those the script no longer holds are gone."""
+        return [t for t in (ref() for ref in self._result) if t is not None]
 
     def source_rank(self) -> int:
         """The rank a receive took its message from (once it has), as torch's."""
