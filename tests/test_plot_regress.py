@@ -189,6 +189,41 @@ def test_whole_run_time_is_compared_when_there_are_no_time_columns() -> None:
     assert comparison.points[0].status == "regression"
 
 
+def test_every_time_column_is_compared_not_only_the_first() -> None:
+    """An in-place slowdown with the out-of-place time unchanged is a regression."""
+    baseline = [{**row, "in_place_time_us": 10.0} for row in _rows(10.0)]
+    current = [{**row, "in_place_time_us": 30.0} for row in _rows(10.0)]
+    comparison = compare(baseline, current)
+    assert [p.status for p in comparison.points] == ["regression"] * 3
+    assert comparison.points[0].metric == "time_us" and comparison.points[0].change == 0.0
+    assert comparison.points[0].reasons == ("slower", "in_place_time_us +200.00%")
+
+
+def test_a_bench_with_its_own_time_columns_is_compared_on_them() -> None:
+    """dp_training_step's rows have step_us and comm_us, none of time_us and the like."""
+    baseline = [{"layers": 2, "step_us": 100.0, "comm_us": 40.0, "checked": True}]
+    same = compare(baseline, [dict(baseline[0])])
+    assert [p.status for p in same.points] == ["ok"]
+    assert same.points[0].metric == "step_us"
+    slower = compare(baseline, [{**baseline[0], "comm_us": 50.0}])
+    assert slower.points[0].status == "regression"
+    assert "comm_us +25.00%" in slower.points[0].reasons
+    wall = compare(baseline, [{**baseline[0], "wall_s": 9.0}], keys=["layers"])
+    assert wall.points[0].status == "ok"  # a wall time is the simulator's, not the program's
+
+
+def test_where_a_row_was_made_is_not_part_of_its_key() -> None:
+    """A sweep's point_id hashes its paths, topology_file is a path: another checkout or
+    path spelling of the same runs still matches."""
+    baseline = [{**row, "point_id": "a1", "topology_file": "/x/ring8.yaml"} for row in _rows()]
+    current = [
+        {**row, "point_id": "b2", "run.topology_file": "topologies/ring8.yaml"} for row in _rows()
+    ]
+    assert "point_id" not in key_columns(baseline, current)
+    comparison = compare(baseline, current)
+    assert [p.status for p in comparison.points] == ["ok"] * 3
+
+
 def test_explicit_keys_and_bad_tolerance() -> None:
     comparison = compare(_rows(), _rows(algorithm="tree"), keys=["size_B"])
     assert not comparison.has_change

@@ -12,12 +12,17 @@ algorithm, topology, ...).  By default they are every column present on both
 sides that is not a measurement: metric columns (names ending in ``_us``,
 ``_ps``, ``_ms``, ``_s``, ``_GBps``), value columns (``checked``,
 ``values_digest``, ``error``), provenance (``kernbench_version``,
-``topology_digest``) and columns holding fractional numbers (measured rates
-such as ``gbps``) are left out.
+``topology_digest``, and where a row was made: ``topology_file``, a sweep's
+``point_id``, a hash of its paths) and columns holding fractional numbers
+(measured rates such as ``gbps``) are left out.
 
-A point's simulated time is the first of ``time_us``, ``simulated_time_ps``
-and ``elapsed_ps`` that both of its rows hold.  Slower by more than the
-relative tolerance is a regression, faster by more is an improvement.
+A point's times are its time columns that both of its rows hold: names
+ending in ``_us``, ``_ps``, ``_ms`` or ``_s`` (``time_us``,
+``in_place_time_us``, ``step_us``, ``comm_us``, ...; not ``wall*``, the
+simulator's own time).  Any of them slower by more than the relative
+tolerance is a regression; the first of ``time_us``, ``simulated_time_ps``,
+``elapsed_ps`` (else the first time column) is the one the table shows, and
+faster by more on it, with nothing slower, is an improvement.
 ``checked`` going from true to false, a different ``values_digest``, a new
 ``error`` and a point missing from the current results are regressions too; a
 point only in the current results is new.
@@ -63,7 +68,10 @@ __all__ = [
 METRIC_SUFFIXES = ("_us", "_ps", "_ms", "_s", "_GBps")
 TIME_COLUMNS = ("time_us", "simulated_time_ps", "elapsed_ps")
 VALUE_COLUMNS = frozenset({"checked", "values_digest", "error"})
-PROVENANCE_COLUMNS = frozenset({"kernbench_version", "topology_digest", "script_sha256"})
+PROVENANCE_COLUMNS = frozenset(
+    {"kernbench_version", "topology_digest", "script_sha256", "topology_file", "point_id"}
+)
+TIME_SUFFIXES = ("_us", "_ps", "_ms", "_s")
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -132,6 +140,23 @@ def _is_metric(column: str) -> bool:
     return column.endswith(METRIC_SUFFIXES)
 
 
+def _is_provenance(column: str) -> bool:
+    return column.removeprefix("run.") in PROVENANCE_COLUMNS
+
+
+def _time_columns(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The simulated times both rows hold, the headline (TIME_COLUMNS' first) first."""
+    shared = [
+        c
+        for c in before
+        if c.endswith(TIME_SUFFIXES)
+        and not c.startswith("wall")
+        and _has_time(before, c)
+        and _has_time(after, c)
+    ]
+    return sorted(shared, key=lambda c: TIME_COLUMNS.index(c) if c in TIME_COLUMNS else 99)
+
+
 def key_columns(
     baseline_rows: Iterable[dict[str, Any]], current_rows: Iterable[dict[str, Any]]
 ) -> list[str]:
@@ -145,8 +170,12 @@ def key_columns(
                 columns.setdefault(column)
                 if isinstance(value, float) and not value.is_integer():
                     fractional.add(column)
-        excluded = VALUE_COLUMNS | PROVENANCE_COLUMNS | fractional
-        return {c: None for c in columns if c not in excluded and not _is_metric(c)}
+        excluded = VALUE_COLUMNS | fractional
+        return {
+            c: None
+            for c in columns
+            if c not in excluded and not _is_metric(c) and not _is_provenance(c)
+        }
 
     current = candidates(current_rows)
     return [column for column in candidates(baseline_rows) if column in current]
@@ -326,8 +355,8 @@ def _compare_point(
         problems.append(f"error: {shown(str(after['error']), 120)}")
     status = REGRESSION if problems else SAME
 
-    metric = next((c for c in TIME_COLUMNS if _has_time(before, c) and _has_time(after, c)), None)
-    if metric is None:
+    metrics = _time_columns(before, after)
+    if not metrics:
         one_side = [
             f"{column} only in {place}"
             for column in TIME_COLUMNS
@@ -339,33 +368,39 @@ def _compare_point(
                 return PointResult(key, IMPROVEMENT, reasons=("error fixed",))
             return PointResult(key, status, reasons=tuple(problems))
         reason = (
-            f"{one_side[0]}; the other row has none of {', '.join(TIME_COLUMNS)}"
+            f"{one_side[0]}; the other row has no time column"
             if one_side
-            else f"neither {where[0]} nor {where[1]} has a time ({', '.join(TIME_COLUMNS)})"
+            else f"neither {where[0]} nor {where[1]} has a time (a column ending in "
+            f"{', '.join(TIME_SUFFIXES)}, e.g. {', '.join(TIME_COLUMNS)})"
         )
         return PointResult(key, INCOMPARABLE, reasons=(reason,))
 
-    values = (before[metric], after[metric])
     bad = [
         problem
-        for value, place in zip(values, where, strict=True)
-        if (problem := _time_problem(value, metric, place))
+        for metric in metrics
+        for row, place in ((before, where[0]), (after, where[1]))
+        if (problem := _time_problem(row[metric], metric, place))
     ]
     if bad:
-        return PointResult(key, INCOMPARABLE, metric, reasons=tuple(bad))
-    old, new = values
-    if old == new:
-        change = 0.0
-    elif old == 0:
-        change = math.inf
-    else:
-        change = (float(new) - float(old)) / float(old)
-    if change > tolerance:
+        return PointResult(key, INCOMPARABLE, metrics[0], reasons=tuple(bad))
+    changes = {metric: _change(before[metric], after[metric]) for metric in metrics}
+    headline = metrics[0]
+    slower = [m for m in metrics if changes[m] > tolerance]
+    if slower:
         status = REGRESSION
-        problems.insert(0, "slower")
-    elif change < -tolerance and not problems:
+        problems[:0] = ["slower"] + [f"{m} {changes[m]:+.2%}" for m in slower if m != headline]
+    elif changes[headline] < -tolerance and not problems:
         status = IMPROVEMENT
-    return PointResult(key, status, metric, old, new, change, tuple(problems))
+    old, new = before[headline], after[headline]
+    return PointResult(key, status, headline, old, new, changes[headline], tuple(problems))
+
+
+def _change(old: int | float, new: int | float) -> float:
+    if old == new:
+        return 0.0
+    if old == 0:
+        return math.inf
+    return (float(new) - float(old)) / float(old)
 
 
 def _check_keys(keys: Sequence[str], sides: Sequence[_Side]) -> None:
