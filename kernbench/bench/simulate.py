@@ -194,13 +194,19 @@ def simulate(
 
 
 def trace_digest(rows: Iterable[TraceRow]) -> str:
-    """A content hash of a run's trace: same inputs and seed, same digest."""
+    """A content hash of a run's trace: same inputs and seed, same digest.
+
+    The rows are hashed in sorted order: rows that end at the same picosecond are
+    recorded in an order that watching the links (``--trace``) may change, not what
+    they say, and the digest must not depend on whether a trace was asked for.
+    """
+    lines = sorted(
+        f"{row.kind}|{row.src}|{row.dst}|{row.start_ps}|{row.end_ps}|{row.nbytes}|{row.tag}\n"
+        for row in rows
+    )
     digest = hashlib.sha256()
-    for row in rows:
-        digest.update(
-            f"{row.kind}|{row.src}|{row.dst}|{row.start_ps}|{row.end_ps}|{row.nbytes}|"
-            f"{row.tag}\n".encode()
-        )
+    for line in lines:
+        digest.update(line.encode())
     return digest.hexdigest()[:32]
 
 
