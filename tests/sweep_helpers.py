@@ -52,6 +52,13 @@ def main():
         if args.mode == "kill-parent":
             os.kill(os.getppid(), signal.SIGKILL)
             time.sleep(30)
+        if args.mode == "stubborn":  # swallows the wall-time stop, for --delay seconds
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                try:
+                    time.sleep(0.1)
+                except BaseException:
+                    pass
     dist.barrier()
     return [{"n": args.n, "mode": args.mode}]
 '''

@@ -153,3 +153,16 @@ def test_a_point_over_the_sweeps_wall_time_is_stopped_and_recorded(tmp_path: Pat
     assert records["tiny --delay 0"]["status"] == "ok"
     slow = records["tiny --delay 60"]
     assert slow["status"] == "failed" and "--max-wall-time (1 s)" in slow["error"]
+
+
+def test_a_point_that_swallows_the_wall_time_stop_is_killed_after_a_grace(tmp_path: Path) -> None:
+    """The limit is enforced inside the point's process; one that ignores it (catching
+    the interrupt) is killed by the sweep at the limit plus a grace (5 s at least)."""
+    sweep = hostile_sweep(tmp_path, {"--mode": ["stubborn"]}, max_wall_time="1s")
+    out = tmp_path / "out"
+    result = run_cli(sweep, "-o", str(out), timeout=60)
+    assert result.returncode == 2
+    (record,) = point_files(out).values()
+    assert record["status"] == "failed"
+    assert "past its wall-time limit (max_wall_time 1 s) and a grace" in record["error"]
+    assert 6.0 <= record["wall_s"] < 20.0

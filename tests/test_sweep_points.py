@@ -297,3 +297,38 @@ def test_point_files_and_summary_are_strict_json(tmp_path: Path) -> None:
     assert record["report"]["results"] == [{"ratio": "NaN", "ok": 1.5}]
     assert strict((out / "summary.json").read_text())["rows"][0]["ratio"] == "NaN"
     assert records_by_label(out)  # still readable by the helpers
+
+
+def test_resuming_with_trace_runs_the_done_points_again_for_their_traces(
+    finished: Path, tmp_path: Path
+) -> None:
+    sweep, out, _ = _copy(finished, tmp_path)
+    result = run_cli(sweep, "-o", str(out), "--trace")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("no trace yet; running it again") == 2
+    traces = sorted((out / "traces").glob("*.json"))
+    assert len(traces) == 2 and all(json.loads(t.read_text())["traceEvents"] for t in traces)
+    again = run_cli(sweep, "-o", str(out), "--trace")
+    assert "2 already done (skipped), 0 to run" in again.stdout
+
+
+def test_a_killed_writers_trace_temporaries_are_removed(finished: Path, tmp_path: Path) -> None:
+    sweep, out, _ = _copy(finished, tmp_path)
+    (out / "traces").mkdir()
+    left = out / "traces" / ".6cd6130a21cb0d4b.json.xeruzsrk.tmp"
+    left.write_text("{half")
+    os.utime(left, (0, 0))  # long ago: no writer is still at it
+    assert run_cli(sweep, "-o", str(out)).returncode == 0
+    assert not left.exists()
+
+
+def test_a_sweep_of_too_many_points_is_refused_before_it_builds_them(tmp_path: Path) -> None:
+    values = list(range(50))
+    sweep = hostile_sweep(tmp_path, {"-a": values, "-b": values, "-c": values})
+    result = run_cli(sweep, "-o", str(tmp_path / "out"), timeout=30)
+    assert result.returncode == 2
+    assert "the sweep has 125000 points (1 topologies x 50 args.-a x 50 args.-b x 50" in (
+        result.stderr
+    )
+    assert "at most 100000" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "out").exists()

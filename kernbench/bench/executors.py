@@ -119,6 +119,17 @@ class _Tail:
         return bytes(self._data[-_TAIL_BYTES:]).decode("utf-8", errors="replace")[-TAIL_CHARS:]
 
 
+def backstop_s(item: Any) -> float | None:
+    """How long a child may run: an item that is a mapping with a wall-time limit
+    (``max_wall_s``, seconds) stops itself at it, inside its process; a child still
+    running past the limit plus a grace (a quarter of it, at least 5 s) ignored it
+    (a bench that catches the interrupt, a stopped process) and is killed."""
+    limit = item.get("max_wall_s") if isinstance(item, dict) else None
+    if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
+        return None
+    return limit + max(5.0, 0.25 * limit)
+
+
 class _Child:
     """One running child: its process, the pipes it writes to and what came through them.
 
@@ -130,6 +141,8 @@ class _Child:
         self.selector = selector
         self.started = time.monotonic()
         self.exited_at: float | None = None
+        self.backstop = backstop_s(item)
+        self.killed_past: float | None = None  # the backstop it was killed at
         self.stdout, self.stderr = _Tail(), _Tail()
         self.result = bytearray()
         self.result_too_large = False
@@ -214,6 +227,13 @@ class _Child:
         }
         with contextlib.suppress(OSError):
             self.process.stdin.close()
+        if self.killed_past is not None:
+            error = (
+                f"stopped: still running {self.killed_past:g} s after it started, past its "
+                f"wall-time limit (max_wall_time {self.item['max_wall_s']:g} s) and a grace, "
+                "so it was killed (does the bench catch the interrupt?)"
+            )
+            return Outcome(returned=False, error=error, **common)
         if self.result_too_large:
             error = f"the result is larger than the limit of {RESULTS_LIMIT} bytes"
             return Outcome(returned=False, error=error, **common)
@@ -224,6 +244,17 @@ class _Child:
         except (ValueError, RecursionError) as exc:
             return Outcome(returned=False, error=f"the result is not JSON ({exc})", **common)
         return Outcome(returned=True, value=value, **common)
+
+    def past_backstop(self) -> bool:
+        """Kill the child if it runs past its backstop; whether it did."""
+        if self.backstop is None or self.exited_at is not None or self.killed_past is not None:
+            return False
+        if time.monotonic() - self.started < self.backstop:
+            return False
+        self.killed_past = self.backstop
+        with contextlib.suppress(ProcessLookupError):
+            self.process.kill()
+        return True
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -274,6 +305,8 @@ def run_local(target: str, items: Sequence[Any], jobs: int) -> Iterator[tuple[An
                     running.append(child)
             for key, _ in selector.select(timeout=0.05):
                 key.data.read(key.fileobj)
+            for child in running:
+                child.past_backstop()
             for child in [c for c in running if c.done()]:
                 running.remove(child)
                 yield child.item, child.outcome()

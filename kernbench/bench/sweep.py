@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import itertools
 import json
+import math
 import sys
 import traceback
 import uuid
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationError
+from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from kernbench import files
 from kernbench.bench.runner import write_csv_atomic
@@ -151,6 +152,10 @@ SetValues = Annotated[list[Scalar], AfterValidator(_set_values)]
 ArgValues = Annotated[list[Scalar], AfterValidator(_arg_values)]
 
 
+#: Points of one sweep (the product of its values): at a second a point, 28 hours.
+MAX_POINTS = 100_000
+
+
 class SweepFile(StrictModel):
     """A sweep: ``bench`` and ``topologies`` are paths relative to the sweep file."""
 
@@ -176,6 +181,24 @@ class SweepFile(StrictModel):
         gt=0,
         description="Stop a point that runs longer than this ('10min'); it is recorded failed.",
     )
+
+    @model_validator(mode="after")
+    def _points_fit(self) -> SweepFile:
+        """The product is counted before it is built: a sweep of 10^10 points is an error,
+        not gigabytes of memory before the first point runs."""
+        sizes = [("topologies", len(self.topologies))]
+        sizes += [(f"set.{key}", len(values)) for key, values in self.set.items()]
+        sizes += [(f"args.{flag}", len(values)) for flag, values in self.args.items()]
+        count = math.prod(n for _, n in sizes)
+        if count > MAX_POINTS:
+            largest = max(sizes, key=lambda item: item[1])[0]
+            shape = " x ".join(f"{n} {name}" for name, n in sizes)
+            raise KeyedValueError(
+                largest,
+                f"the sweep has {count} points ({shape}); at most {MAX_POINTS}: split it into "
+                "several sweeps or take fewer values",
+            )
+        return self
 
 
 def load_sweep(path: str | Path) -> SweepFile:
@@ -452,10 +475,15 @@ def _stored_points(
     for point in points:
         path = points_dir / f"{point['id']}.json"
         stored = stored_record(path, point)
-        if stored.record is not None and stored.record["status"] == "ok" and not stored.stale:
+        done = stored.record is not None and stored.record["status"] == "ok" and not stored.stale
+        trace = point["trace_path"]
+        if done and (trace is None or Path(trace).is_file()):
             records[point["id"]] = stored.record
             continue
         pending.append(point)
+        if done:  # --trace asked for a trace this point has not got
+            warn(f"note: {point['label']} ({point['id']}): no trace yet; running it again")
+            continue
         aside = f"; moved aside to {move_aside(path)}" if not_regular(path) else ""
         if stored.stale:
             note = f"note: {point['label']} ({point['id']}): {stored.stale}{aside}"
@@ -511,6 +539,7 @@ def run_sweep(
     points = expand_points(sweep, sweep_path, output, trace=trace)
     points_dir = _prepare_output(output)
     remove_stale_temporaries(points_dir)
+    remove_stale_temporaries(output / "traces")
 
     records, pending = _stored_points(points, points_dir, warn)
     skipped = len(records)

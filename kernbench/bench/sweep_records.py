@@ -189,7 +189,8 @@ def move_aside(path: Path) -> Path:
 
 
 def remove_stale_temporaries(points_dir: Path) -> None:
-    """Remove what a killed driver left of atomic writes of point files (hidden temporaries)."""
+    """Remove what a killed driver or point left of atomic writes in ``points_dir`` (hidden
+    temporaries of point files, or of traces in OUTPUT/traces)."""
     now = time.time()
     try:
         entries = list(os.scandir(points_dir))
