@@ -125,3 +125,11 @@ def test_the_trace_digest_does_not_depend_on_asking_for_a_trace(tmp_path):
     rows = [[(r.kind, r.src, r.start_ps, r.end_ps, r.tag) for r in run.trace] for run in runs]
     assert sorted(rows[0]) == sorted(rows[1])
     assert runs[0].report["trace_digest"] == runs[1].report["trace_digest"]
+
+
+def test_a_collectives_slices_carry_its_bytes_as_the_report_gives_them(tmp_path):
+    trace, report = _trace(tmp_path)
+    (call,) = report["collectives"]
+    slices = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
+    assert len(slices) == 4 and call["bytes"] == 4 * (1 << 14)
+    assert {e["args"]["bytes"] for e in slices} == {call["bytes"]}

@@ -307,7 +307,7 @@ class CollectiveLauncher:
             comm.pe,
             comm.pe,
             start,
-            0,
+            self.nbytes,  # the call's, as the report gives it
             f"{self.op} {self.config_name} rank {user} lane {comm.key[1]}",
         )
 
