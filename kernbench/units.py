@@ -130,13 +130,19 @@ def _parse(value: object, units: dict[str, int], kind: str, example: str) -> int
             f"{kind} {_echo(value)} needs a unit, written as a string such as {example!r} "
             f"(valid units: {valid})"
         )
-    match = _QUANTITY.match(value)
+    text = value.replace("\u03bc", "\u00b5")  # Greek mu, as keyboards type it: micro
+    match = _QUANTITY.match(text.replace("+", "", 1) if text.lstrip().startswith("+") else text)
     if match is None:
+        if text.lstrip().startswith("-") and _QUANTITY.match(text.replace("-", "", 1)):
+            raise UnitError(f"{kind} {_echo(value)} must not be negative")
         raise UnitError(f"cannot read {kind} {_echo(value)}; write it like {example!r}")
     number, unit = match.groups()
     if unit not in units:
+        hint = ""
+        if kind == "bandwidth" and (unit.endswith("bps") or unit.endswith("b/s")):
+            hint = " (bits are not a unit here: divide a rate in bits by 8, 400Gb/s is '50GB/s')"
         raise UnitError(
-            f"unknown {kind} unit {_echo(unit)} in {_echo(value)}; valid units: {valid}"
+            f"unknown {kind} unit {_echo(unit)} in {_echo(value)}; valid units: {valid}{hint}"
         )
     base = next(iter(units))
     return scale_exact(number, units[unit], what=f"{kind} {_echo(value)}", base=base)

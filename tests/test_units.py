@@ -408,3 +408,19 @@ def test_digits_past_twenty_eight_are_not_rounded_away():
     with pytest.raises(UnitError, match="whole number of ps"):
         parse_time("1000000000.0000000000000000001ps")
     assert parse_time("1000000000000000000.0000000000000000000000ps") == 10**18
+
+
+def test_greek_mu_and_a_plus_sign_read_as_written():
+    assert parse_time("2\u03bcs") == parse_time("2\u00b5s") == parse_time("+2us") == 2_000_000
+
+
+@pytest.mark.parametrize(("parse", "value"), [(parse_time, "-1ns"), (parse_bandwidth, "-1GB/s")])
+def test_a_negative_quantity_says_so(parse, value):
+    with pytest.raises(UnitError, match=f"'{value}' must not be negative"):
+        parse(value)
+
+
+@pytest.mark.parametrize("value", ["400Gbps", "400Gb/s"])
+def test_a_rate_in_bits_says_to_divide_by_8(value):
+    with pytest.raises(UnitError, match=r"divide a rate in bits by 8, 400Gb/s is '50GB/s'"):
+        parse_bandwidth(value)
