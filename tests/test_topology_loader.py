@@ -541,3 +541,18 @@ def test_an_extends_cycle_says_cycle_once(tmp_path):
     with pytest.raises(ConfigError) as info:
         load_topology(tmp_path / "a.yaml")
     assert "extends: cycle" in str(info.value) and "extends: extends" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "at"),
+    [
+        ("cube.pe_layout.corners.0=NE", "cube.pe_layout.corners"),
+        ("faults.links.0.slowdown=2", "faults.links"),
+    ],
+)
+def test_an_override_into_a_list_says_to_give_the_whole_list(override, at):
+    with pytest.raises(ConfigError) as info:
+        load_topology("tiny", [override])
+    assert f"{at} is a list, and --set does not index lists" in str(info.value)
+    assert f"--set {at}=[...]" in str(info.value)
+    assert load_topology("tiny", ["cube.pe_layout.corners=[NE]"]).cube.pe_layout.corners == ["NE"]

@@ -166,11 +166,23 @@ def apply_overrides(document: Mapping[str, Any], overrides: Iterable[str]) -> di
     for text in overrides:
         parts, value = parse_override(text)
         node: Any = result
-        for depth, part in enumerate(parts[:-1]):
+        for depth, part in enumerate(parts):
+            at = ".".join(parts[:depth])
+            if depth and (part.isdigit() or isinstance(node, list)):
+                # No section of a topology is named by a number: an index into a list.
+                raise ConfigError(
+                    f"override {shown(repr(text), 100)}: {shown(at, 100)} is a list, and --set "
+                    f"does not index lists; give the whole list: --set {shown(at, 100)}=[...] "
+                    "(in YAML flow style, e.g. [NW, NE] or [{link: ..., slowdown: 2}])",
+                    key_path=at,
+                    source="--set",
+                )
+            if depth == len(parts) - 1:
+                break
             child = node.get(part)
             if child is None:
                 child = node[part] = {}
-            if not isinstance(child, dict):
+            if not isinstance(child, dict | list):
                 at = ".".join(parts[: depth + 1])
                 raise ConfigError(
                     f"override {shown(repr(text), 100)}: {shown(at, 100)} is a value "
