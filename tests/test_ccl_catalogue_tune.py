@@ -233,7 +233,9 @@ def test_bad_algorithm_params_name_the_config_and_the_param(override, key, fragm
         CclSettings.from_overrides([override])
     message = str(info.value)
     assert key in message and fragment in message
-    assert info.value.key_path.startswith("configs.")
+    # the override's value is at fault, not the bundled file: named as --set ccl.<key>
+    assert info.value.key_path.startswith("ccl.configs.") and info.value.source == "--set"
+    assert "ccl.yaml" not in message
 
 
 def test_catalogue_entries_with_bad_params_name_the_file(tmp_path):

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from kernbench.ccl.ops import COLLECTIVE_OPS
-from kernbench.errors import DistributedError
+from kernbench.errors import ConfigError, DistributedError, shown
 from kernbench.topology import apply_overrides
 from kernbench.topology.limits import MAX_PES
 from kernbench.units import MAX_QUANTITY
@@ -140,8 +140,18 @@ def default_catalogue_path() -> Path:
 def load_catalogue(path: str | Path | None = None, overrides: Iterable[str] = ()) -> Catalogue:
     """Load and validate a catalogue; ``overrides`` are ``key.path=value`` as for topologies."""
     path = Path(path) if path else default_catalogue_path()
+    overrides = list(overrides)
     document = apply_overrides(load_yaml_mapping(path, what="catalogue"), overrides)
     try:
         return Catalogue.model_validate(document)
     except ValidationError as exc:
-        raise format_validation_error(exc, str(path), Catalogue) from None
+        error = format_validation_error(exc, str(path), Catalogue)
+    # A value an override gave is the override's fault, not the file's: name --set.
+    at = error.key_path
+    given = [text.partition("=")[0] for text in overrides]
+    if at and any(k == at or k.startswith(f"{at}.") or at.startswith(f"{k}.") for k in given):
+        prefix = f"{shown(str(path))}: {at}: "
+        text = str(error)
+        message = text.removeprefix(prefix)
+        raise ConfigError(message, key_path=f"ccl.{at}", source="--set") from None
+    raise error from None
