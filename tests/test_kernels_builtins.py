@@ -259,3 +259,27 @@ def test_kernel_rejects_unknown_op_when_launched_directly():
     x = np.zeros(8, dtype=np.float32)
     with pytest.raises(KernelError, match="unknown OP 'scale'"):
         elementwise_kernel[(1,)](x, x, x, 8, OP="scale", BLOCK=8)
+
+
+def test_integer_division_by_a_scalar_works_on_unsigned_buffers():
+    """The scalar argument is an int32 block: it is taken in the buffer's type to divide
+    (a uint8 buffer divided by an int32 would mix signedness, which Triton refuses)."""
+    for dtype in (np.uint8, np.uint32, np.int8, np.int32):
+        x = np.array([7, 100, 0], dtype)
+        out = np.empty_like(x)
+        launch_scalar("div", x, 2, out)
+        np.testing.assert_array_equal(out, np.array([3, 50, 0], dtype))
+
+
+def test_an_integer_fill_from_a_float_is_exact_and_a_huge_float_fills_inf_quietly():
+    import warnings
+
+    out = np.empty(3, np.int32)
+    launch_fill(out, 16777217.0)  # past float32's integers
+    np.testing.assert_array_equal(out, [16777217] * 3)
+    floats = np.empty(2, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        launch_fill(floats, 1e39)
+        launch_scalar("add", floats, 1e39, floats)
+    assert np.isinf(floats).all()

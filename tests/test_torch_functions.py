@@ -335,14 +335,28 @@ def test_an_adam_step_with_addcmul_and_addcdiv_matches_numpy_bit_for_bit(ctx):
     )
 
 
+@pytest.mark.parametrize("w", [0.7, 0.9, 1.0, -0.6])
+def test_lerp_with_a_weight_of_a_half_or_more_takes_torchs_second_form(ctx, w):
+    """torch: end - (end - start) * (1 - w) for |w| >= 0.5, so that w = 1 gives end."""
+    a0, b0 = _values((64,)), _values((64,), seed=2)
+    expected = b0 - (b0 - a0) * (np.float32(1) - np.float32(w))
+    a, b = torch.from_numpy(a0), torch.from_numpy(b0)
+    np.testing.assert_array_equal(torch.lerp(a, b, w).numpy(), expected)
+    a.lerp_(b, w)
+    np.testing.assert_array_equal(a.numpy(), expected)
+    assert torch.lerp(torch.tensor([3.0]), torch.tensor([0.1]), 1.0).tolist() == [
+        np.float32(0.1).item()
+    ]
+
+
 def test_lerp_in_and_out_of_place_matches_numpy(ctx):
     a0, b0 = _values((4, 3)), _values((4, 3), seed=2)
     a, b = torch.from_numpy(a0), torch.from_numpy(b0)
     np.testing.assert_array_equal(torch.lerp(a, b, 0.25).numpy(), a0 + 0.25 * (b0 - a0))
     w0 = _values((3,), seed=3)
     np.testing.assert_array_equal(a.lerp(b, torch.from_numpy(w0)).numpy(), a0 + w0 * (b0 - a0))
-    a.lerp_(b, 0.5)
-    np.testing.assert_array_equal(a.numpy(), a0 + np.float32(0.5) * (b0 - a0))
+    a.lerp_(b, 0.4)
+    np.testing.assert_array_equal(a.numpy(), a0 + np.float32(0.4) * (b0 - a0))
 
 
 def test_division_modes_and_integer_addcdiv_are_refused_by_name(ctx):

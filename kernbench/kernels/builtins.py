@@ -86,7 +86,7 @@ def _arith(x, y, OP: tl.constexpr):
         return x * y
     if x.dtype.is_floating() or y.dtype.is_floating():
         return x / y  # an integer buffer divided by a float: truncated when stored
-    return _trunc_div(x, y)
+    return _trunc_div(x, y.to(x.dtype))  # the value in the buffer's type (it fits)
 
 
 @jit
@@ -258,6 +258,9 @@ def launch_fill(out: Any, value: Any, block: int = BUILTIN_BLOCK) -> Any:
     b = _check_block(block)
     n = _numel(out, "fill_kernel out")
     v = _scalar(value, "fill_kernel")
+    held = np.dtype(getattr(out.dtype, "storage", out.dtype))  # a device tensor's, or an array's
+    if isinstance(v, float) and np.isfinite(v) and held.kind in "iu":
+        v = int(v)  # exactly, as torch fills an integer tensor (a float32 argument rounds)
     return fill_kernel[_grid(n, b)](out, n, v, BLOCK=b)
 
 

@@ -201,7 +201,8 @@ def runtime_scalar(value: Any, specialize: bool = True) -> Any:
     if specialize and value == 1 and type(value) is int:
         return value
     kind = runtime_type(value)
-    return Block(np.asarray(value, dtype=kind.np_dtype), kind)
+    with np.errstate(over="ignore"):  # a float past float32's range is inf, as on a GPU
+        return Block(np.asarray(value, dtype=kind.np_dtype), kind)
 
 
 def _operand(x: Any, typed: bool = False) -> Operand:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kernbench.errors import TensorError
 from kernbench.torch.device_kernels import (
     launch_elementwise,
@@ -156,8 +158,10 @@ class TensorArithmetic:
 
     # -- the optimizers' fused updates, as the ops they are made of ----------------------
     def addcmul(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
-        """``self + value * tensor1 * tensor2`` (Adam's second moment), rounded in the
-        order of torch's CUDA kernel: ``(value * tensor1) * tensor2``."""
+        """``self + value * tensor1 * tensor2`` (Adam's second moment), multiplied left to
+        right (``(value * tensor1) * tensor2``, as torch's kernel writes it).  Each step
+        rounds to the tensors' dtype: for float16/bfloat16 torch keeps the steps in
+        float32 and rounds once, so the last bit may differ there."""
         return self._with_temporary("add", _scaled_product(tensor1, tensor2, value))
 
     def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
@@ -173,11 +177,29 @@ class TensorArithmetic:
         return self._with_temporary("add", _times_alpha(tensor1 / tensor2, value), out=self)
 
     def lerp(self: Tensor, end: Any, weight: Any) -> Tensor:
-        """``self + weight * (end - self)``."""
-        return self._with_temporary("add", weight * (end - self))
+        """``self + weight * (end - self)``; for a scalar weight of 0.5 or more, as torch,
+        ``end - (end - self) * (1 - weight)`` (exact at weight 1).  A tensor of weights
+        takes the first form everywhere (there is no elementwise choice here)."""
+        return self._lerp(end, weight, None)
 
     def lerp_(self: Tensor, end: Any, weight: Any) -> Tensor:
-        return self._with_temporary("add", weight * (end - self), out=self)
+        return self._lerp(end, weight, self)
+
+    def _lerp(self: Tensor, end: Any, weight: Any, out: Tensor | None) -> Tensor:
+        scalar = python_scalar(weight)
+        if scalar is None or abs(scalar) < 0.5:
+            return self._with_temporary("add", weight * (end - self), out=out)
+        # 1 - weight in float32, as torch's kernel takes it (its opmath type)
+        rest = float(np.float32(1) - np.float32(scalar))
+        gap = end - self
+        scaled = gap * rest
+        result = end - scaled
+        _free_temporaries(gap, scaled)
+        if out is None:
+            return result
+        out.copy_(result)
+        _free_temporaries(result)
+        return out
 
     def _with_temporary(self: Tensor, op: str, temporary: Tensor, out: Tensor | None = None):
         """``self op temporary``, the temporary freed after."""
