@@ -312,6 +312,10 @@ def _each_rank_as_main(run: Run, script: str, source: str) -> SimResult:
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise
+        except ImportError as exc:  # import torch: say what to import instead
+            if not _missing_name_hint(exc):
+                raise
+            raise _import_error(name, exc, as_main=True) from exc
         return None
 
     saved = sys.modules.get("__main__")
