@@ -210,6 +210,9 @@ def test_a_bench_with_its_own_time_columns_is_compared_on_them() -> None:
     assert "comm_us +25.00%" in slower.points[0].reasons
     wall = compare(baseline, [{**baseline[0], "wall_s": 9.0}], keys=["layers"])
     assert wall.points[0].status == "ok"  # a wall time is the simulator's, not the program's
+    rate = [{**baseline[0], "tokens_per_s": 1000.0}]
+    faster = compare(rate, [{**rate[0], "step_us": 90.0, "tokens_per_s": 1111.0}], keys=["layers"])
+    assert faster.points[0].status == "improvement"  # a rate going up is not a slower time
 
 
 def test_where_a_row_was_made_is_not_part_of_its_key() -> None:
