@@ -19,7 +19,8 @@ sides that is not a measurement: metric columns (names ending in ``_us``,
 A point's times are its time columns that both of its rows hold: names
 ending in ``_us``, ``_ps``, ``_ms`` or ``_s`` (``time_us``,
 ``in_place_time_us``, ``step_us``, ``comm_us``, ...; not ``wall*``, the
-simulator's own time, nor rates such as ``tokens_per_s``).  Any of them slower by more than the relative
+simulator's own time, nor
+rates such as ``tokens_per_s``).  Any of them slower by more than the relative
 tolerance is a regression; the first of ``time_us``, ``simulated_time_ps``,
 ``elapsed_ps`` (else the first time column) is the one the table shows, and
 faster by more on it, with nothing slower, is an improvement.
