@@ -956,13 +956,15 @@ def test_an_async_collective_never_waited_for_still_runs_before_the_run_ends() -
     assert res.elapsed_ps == call["end_ps"] > max(res.per_rank_ps)
 
 
-def _on_group_world() -> float:
+def _on_group_world() -> tuple:
     dist.init_process_group()
     t = torch.ones(4) * (dist.get_rank() + 1)
     dist.all_reduce(t, group=dist.group.WORLD)
-    return t[0].item()
+    world = dist.group.WORLD
+    return t[0].item(), world.size(), world.rank(), world is dist.GroupMember.WORLD
 
 
 def test_dist_group_world_is_the_default_group_as_in_torch() -> None:
-    assert dist.group.WORLD is dist.GroupMember.WORLD
-    assert sim(_on_group_world, ("ring8", (), 4)).returns == [10.0] * 4
+    assert dist.group.WORLD is None  # outside a run, as before init_process_group in torch
+    returns = sim(_on_group_world, ("ring8", (), 4)).returns
+    assert returns == [(10.0, 4, rank, True) for rank in range(4)]

@@ -111,6 +111,11 @@ def run_settings(ctx: Any) -> RunSettings:
     return settings
 
 
+def current_world() -> World | None:
+    """The world of the running ranks, or None outside a distributed run."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
 def active_world() -> World:
     if not _ACTIVE:
         raise DistributedError(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from kernbench.distributed.world import current_world
+
 __all__ = ["BACKEND", "Backend", "GroupMember", "ReduceOp", "group", "reduce_op"]
 
 BACKEND = "ahbm"  # what get_backend() answers: the one backend there is
@@ -39,8 +41,16 @@ class _NonGroupMember:
         return "GroupMember.NON_GROUP_MEMBER"
 
 
+class _DefaultGroup:
+    """``GroupMember.WORLD``: the running world's default group (None outside a run)."""
+
+    def __get__(self, instance: Any, owner: Any) -> Any:
+        world = current_world()
+        return None if world is None else world.world_group
+
+
 class GroupMember:
-    WORLD: Any = None  # the default group, resolved per run
+    WORLD: Any = _DefaultGroup()
     NON_GROUP_MEMBER = _NonGroupMember()
 
 
