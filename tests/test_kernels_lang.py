@@ -315,3 +315,12 @@ def test_integer_floordiv_and_mod_round_toward_zero_as_triton_does():
         np.testing.assert_array_equal(out[row], np.trunc(x / d).astype(np.int32))
         np.testing.assert_array_equal(out[row + 1], np.fmod(x, d))
     assert out[0, 0] == -2 and out[1, 0] == -1  # Python would give -3 and 3
+
+
+def test_a_one_value_block_formats_its_value_and_a_wider_one_refuses_a_spec():
+    n = tl.runtime_scalar(7)
+    assert f"{n:4d}" == "   7" and f"{tl.full((1,), 2.5, tl.float32):.2f}" == "2.50"
+    block = tl.full((2,), 1, tl.int32)
+    assert f"{block}" == str(block)
+    with pytest.raises(KernelError, match="format spec '.2f' needs one value"):
+        f"{block:.2f}"

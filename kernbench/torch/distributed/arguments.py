@@ -152,8 +152,8 @@ def peer_rank(
     if group_rank is not None and rank is not None:
         raise DistributedError(f"{what}: give {arg}= or group_{arg}=, not both")
     if group_rank is not None:
-        if isinstance(group_rank, bool) or not isinstance(group_rank, int):
-            raise DistributedError(f"{what}: group_{arg} must be an int (got {group_rank!r})")
+        _check_rank_type(group_rank, what, f"group_{arg}")
+        group_rank = int(group_rank)
         if not 0 <= group_rank < pg.size():
             raise DistributedError(
                 f"{what}: group_{arg}={group_rank} is not a rank of {pg!r} "
@@ -162,8 +162,8 @@ def peer_rank(
         return pg.ranks[group_rank]
     if rank is None:
         raise DistributedError(f"{what}: give the peer rank ({arg}= or group_{arg}=)")
-    if isinstance(rank, bool) or not isinstance(rank, int):
-        raise DistributedError(f"{what}: {arg} must be an int rank (got {rank!r})")
+    _check_rank_type(rank, what, arg)
+    rank = int(rank)
     if pg is not world.world_group and pg.group_rank(rank) < 0:
         raise DistributedError(
             f"{what}: {arg}={rank} is not a member of {pg!r}; {arg} is a global rank "
