@@ -20,10 +20,13 @@ their limits are ADR 0012.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from kernbench.errors import InputFileError, OutputFileError
@@ -283,3 +286,29 @@ def write_bytes(path: str | Path, data: bytes, *, what: str = "output") -> None:
 def write_text(path: str | Path, text: str, *, what: str = "output") -> None:
     """:func:`write_bytes` of ``text`` encoded as UTF-8."""
     write_bytes(path, text.encode("utf-8"), what=what)
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: str | Path, *, what: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (a regular file, made if missing, never through a
+    symlink) while the block runs; one already held elsewhere is an OutputFileError.
+    The lock goes with the process, so a killed holder leaves none behind."""
+    name = str(path)
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise OutputFileError(f"cannot lock {what}: {_os_reason(exc)}", path=name) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OutputFileError(f"cannot lock {what}: not a regular file", path=name)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise OutputFileError(
+                f"{what} is in use by another run (its lock {name} is held); wait for it to "
+                "finish, or write elsewhere",
+                path=name,
+            ) from None
+        yield
+    finally:
+        os.close(fd)

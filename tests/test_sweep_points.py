@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -332,3 +333,28 @@ def test_a_sweep_of_too_many_points_is_refused_before_it_builds_them(tmp_path: P
     )
     assert "at most 100000" in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_second_sweep_on_the_same_output_is_refused_while_the_first_runs(tmp_path: Path) -> None:
+    import subprocess
+
+    from sweep_helpers import sweep_command
+
+    sweep = hostile_sweep(tmp_path, {"--delay": [3]})
+    out = tmp_path / "out"
+    first = subprocess.Popen(
+        sweep_command(sweep, "-o", str(out)), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        for _ in range(200):  # until the first holds the lock (its points are running)
+            if list((out / "points").glob("*")) or (out / ".lock").exists():
+                break
+            time.sleep(0.05)
+        second = run_cli(sweep, "-o", str(out), timeout=60)
+        assert second.returncode == 2, second.stderr
+        assert "is in use by another run" in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        first.wait(timeout=60)
+    assert first.returncode == 0
+    assert run_cli(sweep, "-o", str(out)).returncode == 0  # free again once it is done

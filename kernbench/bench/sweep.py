@@ -538,6 +538,29 @@ def run_sweep(
     output = Path(output)
     points = expand_points(sweep, sweep_path, output, trace=trace)
     points_dir = _prepare_output(output)
+    # Two sweeps writing one output would run the same points twice, and race on them.
+    with files.exclusive_lock(output / ".lock", what=f"sweep output {output}"):
+        return _run_points(
+            sweep, sweep_path, points, points_dir, output, jobs, executor, scheduler, progress,
+            echo, warn,
+        )  # fmt: skip
+
+
+def _run_points(
+    sweep: SweepFile,
+    sweep_path: Path,
+    points: list[dict[str, Any]],
+    points_dir: Path,
+    output: Path,
+    jobs: int,
+    executor: str,
+    scheduler: str | None,
+    progress: bool,
+    echo: Callable[[str], None],
+    warn: Callable[[str], None],
+) -> SweepOutcome:
+    from kernbench.bench import executors
+
     remove_stale_temporaries(points_dir)
     remove_stale_temporaries(output / "traces")
 
