@@ -354,12 +354,11 @@ class Block:
         )
 
     def __format__(self, spec: str) -> str:
-        """A one-value block formats its value (``f"{n:4d}"`` of a run-time argument)."""
-        if self.value.size == 1:
-            return format(self.value.reshape(()).item(), spec)
-        if spec:
-            self._scalar(f"format spec {spec!r}", "print the block, or format one value")
-        return str(self)
+        """A format spec on a one-value block formats its value (``f"{n:4d}"`` of a
+        run-time argument); without one, a block shows as str() shows it."""
+        if not spec:
+            return str(self)
+        return format(self._scalar(f"format spec {spec!r}", "print the block instead"), spec)
 
     def __int__(self) -> int:
         return int(self._scalar("int()", _ONE_VALUE))
