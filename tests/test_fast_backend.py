@@ -752,44 +752,39 @@ def test_reductions_of_more_than_9_2_million_elements_take_their_exact_time(cloc
     assert _took(fast) == _took(detailed)
 
 
-def test_a_slowed_memory_port_runs_message_by_message_with_the_fabrics_time() -> None:
-    """One rank's memory slowed by a fault: step-wide rounds came out 25-38% fast, so
-    the fast backend runs the call on the fabric and says why."""
-    fault = 'faults.links=[{link: "port:sip2.cube0.hbm0", slowdown: 100}]'
-    ends = {}
+def _with_a_slowed_port(port: str, slowdown: int, world_size: int) -> dict[str, dict]:
+    """The one all-reduce's report entry on each backend, with memory ``port`` slowed."""
+    fault = f'faults.links=[{{link: "{port}", slowdown: {slowdown}}}]'
+    calls = {}
     for backend in ("detailed", "fast"):
         result = kernbench.simulate(
             _all_reduce,
             topology="ring8",
-            world_size=8,
+            world_size=world_size,
             timing_only=True,
             overrides=[fault, f"simulation.backend={backend}"],
             args=(65536, "ring"),
         )
-        (call,) = result.report["collectives"]
-        ends[backend] = call["end_ps"] - call["launch_ps"]
-        if backend == "fast":
-            assert "a fault slows memory port port:sip2.cube0.hbm0" in call["refused"]
-    assert ends["fast"] == ends["detailed"]
+        (calls[backend],) = result.report["collectives"]
+    return calls
+
+
+def _took_call(call: dict) -> int:
+    return call["end_ps"] - call["launch_ps"]
+
+
+def test_a_slowed_memory_port_runs_message_by_message_with_the_fabrics_time() -> None:
+    """One rank's memory slowed by a fault: step-wide rounds came out 25-38% fast, so
+    the fast backend runs the call on the fabric and says why."""
+    calls = _with_a_slowed_port("port:sip2.cube0.hbm0", 100, world_size=8)
+    assert "a fault slows memory port port:sip2.cube0.hbm0" in calls["fast"]["refused"]
+    assert _took_call(calls["fast"]) == _took_call(calls["detailed"])
 
 
 def test_a_slowed_memory_port_no_rank_uses_leaves_collectives_step_wide() -> None:
     """The refusal is for collectives whose messages or streams cross the slowed port:
     four ranks on SIPs 0-3 of ring8, the fault on SIP 6's memory, are priced step-wide
     to the fabric's picosecond."""
-    fault = 'faults.links=[{link: "port:sip6.cube0.hbm0", slowdown: 10}]'
-    ends = {}
-    for backend in ("detailed", "fast"):
-        result = kernbench.simulate(
-            _all_reduce,
-            topology="ring8",
-            world_size=4,
-            timing_only=True,
-            overrides=[fault, f"simulation.backend={backend}"],
-            args=(65536, "ring"),
-        )
-        (call,) = result.report["collectives"]
-        ends[backend] = call["end_ps"] - call["launch_ps"]
-        if backend == "fast":
-            assert call["priced"].startswith("step-wide"), call.get("refused")
-    assert ends["fast"] == ends["detailed"]
+    calls = _with_a_slowed_port("port:sip6.cube0.hbm0", 10, world_size=4)
+    assert calls["fast"]["priced"].startswith("step-wide"), calls["fast"].get("refused")
+    assert _took_call(calls["fast"]) == _took_call(calls["detailed"])
