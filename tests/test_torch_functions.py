@@ -183,6 +183,10 @@ def test_softmax_like_the_triton_tutorial(ctx):
         ((5, 4), (2, 3, 4, 6)),
         ((2, 3, 4, 5), (5,)),
         ((5,), (2, 1, 3, 5, 4)),
+        ((0, 4, 5), (5, 2)),  # empty batches and empty sums, as NumPy and torch
+        ((0, 3, 4, 5), (5, 2)),
+        ((1, 4, 5), (0, 5, 2)),
+        ((3, 0), (0, 2)),
     ],
 )
 def test_matmul_matches_numpy(ctx, a_shape, b_shape):

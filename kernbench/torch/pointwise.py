@@ -128,10 +128,14 @@ class TensorPointwise:
             raise TensorError(
                 f"{what} cannot be multiplied ({m}x{k} and {k2}x{n}, batches {ab} and {bb})"
             )
-        batch = max(ab, bb)
+        batch = bb if ab == 1 else ab  # a batch of 1 broadcasts, to 0 as well
         out_shape: tuple[int, ...] = (batch,) if max(len(a_shape), len(b_shape)) == 3 else ()
         out_shape += ((m,) if len(a_shape) > 1 else ()) + ((n,) if len(b_shape) > 1 else ())
         out = self.new_empty(out_shape)
+        if out.numel() == 0:
+            return out
+        if k == 0:  # sums over nothing, as torch
+            return out.zero_()
         a_strides = (a[2][0] if ab > 1 else 0, *a[2][1:])
         b_strides = (b[2][0] if bb > 1 else 0, *b[2][1:])
         launch_matmul(
