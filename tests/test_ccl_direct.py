@@ -85,15 +85,18 @@ def _data(p: int, seed: int) -> list[dict[tuple[str, str, str], np.ndarray]]:
 
 
 def _reduce_block(blocks: list[np.ndarray], owner: int, dtype: str, op: str) -> np.ndarray:
-    """The owner's block, then rank owner-1's, owner-2's, … combined in the dtype."""
+    """The owner's block, then rank owner-1's, owner-2's, … combined in the dtype.  A
+    floating AVG scales every input by 1/p first (NCCL's PreMulSum), in its dtype; an
+    integer one divides the sum, truncating."""
     p = len(blocks)
+    if op == "avg" and dtype != "int32":
+        held = np.float16 if dtype == "float16" else np.float32  # bfloat16 in float32
+        blocks = [_round(b.astype(held) * held(1 / p), dtype) for b in blocks]
     acc = blocks[owner]
     for offset in range(1, p):
         acc = _round(UFUNCS[op](acc, blocks[(owner - offset) % p]), dtype)
-    if op == "avg":
-        if dtype == "int32":
-            return np.trunc(acc / p).astype(np.int32)
-        return _round(acc / p, dtype)
+    if op == "avg" and dtype == "int32":
+        return np.trunc(acc / p).astype(np.int32)
     return acc
 
 

@@ -968,3 +968,37 @@ def test_dist_group_world_is_the_default_group_as_in_torch() -> None:
     assert dist.group.WORLD is None  # outside a run, as before init_process_group in torch
     returns = sim(_on_group_world, ("ring8", (), 4)).returns
     assert returns == [(10.0, 4, rank, True) for rank in range(4)]
+
+
+def _fp16_average(kind: str) -> tuple:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    avg = dist.ReduceOp.AVG
+    if kind == "all_reduce":
+        g = torch.full((8,), 20000.0, dtype=torch.float16)
+        dist.all_reduce(g, op=avg)
+        return tuple(g.tolist())
+    if kind == "reduce_scatter":
+        inp = torch.full((16,), 20000.0, dtype=torch.float16)
+        out = torch.zeros(4, dtype=torch.float16)
+        dist.reduce_scatter_tensor(out, inp, op=avg)
+        return tuple(out.tolist()), tuple(inp.tolist())  # the input is left as it was
+    g = torch.full((8,), 20000.0 + 16 * rank, dtype=torch.float16)  # exact in float16
+    dist.reduce(g, dst=1, op=avg)
+    return tuple(g.tolist())
+
+
+@pytest.mark.parametrize("backend", ["detailed", "fast"])
+@pytest.mark.parametrize("kind", ["all_reduce", "reduce_scatter", "reduce"])
+def test_a_float16_average_whose_sum_overflows_is_finite_as_ncclavg_gives_it(kind, backend):
+    """NCCL's ncclAvg on floats multiplies every input by 1/p before summing (PreMulSum):
+    four ranks of 20000 in float16 average to 20000, though their sum (80000) passes
+    float16's 65504.  The simulated time is that of sum-then-divide (one more pass)."""
+    returns = sim(_fp16_average, ("ring8", (f"simulation.backend={backend}",), 4), kind).returns
+    if kind == "all_reduce":
+        assert returns == [(20000.0,) * 8] * 4
+    elif kind == "reduce_scatter":
+        assert returns == [((20000.0,) * 4, (20000.0,) * 16)] * 4
+    else:  # the root gets the average (20024, to float16's 16), the others keep their inputs
+        assert all(abs(v - 20024.0) <= 16 for v in returns[1])
+        assert [returns[r] for r in (0, 2, 3)] == [(20000.0 + 16 * r,) * 8 for r in (0, 2, 3)]

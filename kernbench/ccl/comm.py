@@ -10,13 +10,13 @@ algorithm gives the same time in both modes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from kernbench.ccl.ops import combine, finish_average
+from kernbench.ccl.ops import combine, finish_average, premultiply
 from kernbench.machine.api import Clock, Event, Machine, Stream
 from kernbench.runtime.dtypes import DType
 
@@ -278,8 +278,20 @@ class Comm:
         if self.values:
             dst.write(src.read())
 
+    def premultiply(self, regions: Sequence[Region], count: int) -> list[np.ndarray | None]:
+        """Scale floating inputs by 1/``count`` before an AVG sums them (values only: NCCL
+        folds it into the reduction's loads); returns what they held, to restore."""
+        held: list[np.ndarray | None] = []
+        for region in regions:
+            values = region.read() if self.values else None
+            held.append(values)
+            if values is not None:
+                region.write(premultiply(values, count))
+        return held
+
     def average(self, region: Region, count: int) -> Generator:
-        """Divide by ``count`` in place (the last step of AVG)."""
+        """The last step of AVG: an integer sum divided by ``count`` (floats were
+        premultiplied); it costs a pass over the region either way."""
         node, n = region.buffer.memory_node, region.nbytes
         yield from self._stream([(node, n)], [(node, n)], region.count)
         values = region.read() if self.values else None

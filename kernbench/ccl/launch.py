@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Generator, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -408,20 +408,63 @@ def _mapped(items: Sequence[T], order: Sequence[int]) -> list[T]:
 
 
 def _program(
-    algorithm: Algorithm, op: str, args: OpArgs, after: Callable[[Comm], Generator] | None = None
+    algorithm: Algorithm,
+    op: str,
+    args: OpArgs,
+    after: Callable[[Comm], Generator] | None = None,
+    averaged: _Premultiplied | None = None,
 ) -> Callable[[Comm], Generator]:
+    """The rank's program: ``averaged`` scales its inputs first (values only) and puts
+    back afterwards what is not the result; ``after`` runs last."""
     body = algorithm.programs[op]
 
     def program(c: Comm) -> Generator:
+        if averaged is not None:
+            averaged.scale(c)
         yield from body(c, args)
         if after is not None:
             yield from after(c)
+        if averaged is not None:
+            averaged.restore()
 
-    # Two programs with equal signatures record the same operations (RecordCache).
+    # Two programs with equal signatures record the same operations (RecordCache);
+    # premultiplying changes values, not operations.
     tail = getattr(after, "signature", None) if after is not None else ()
     if tail is not None:
         program.signature = (algorithm.name, op, _args_key(args), tail)  # type: ignore[attr-defined]
     return program
+
+
+class _Premultiplied:
+    """A floating AVG's inputs of one rank, scaled by 1/p before the reduction as NCCL
+    does (PreMulSum), and those that are inputs only put back when it is over."""
+
+    def __init__(self, inputs: Sequence[Region], count: int, keep: Region | None) -> None:
+        self.inputs, self.count, self.keep = list(inputs), count, keep
+        self.held: list[np.ndarray | None] = []
+
+    def scale(self, c: Comm) -> None:
+        self.held = c.premultiply(self.inputs, self.count)
+
+    def restore(self) -> None:
+        for region, values in zip(self.inputs, self.held, strict=True):
+            if values is not None and not _overlaps(region, self.keep):
+                region.write(values)
+        self.held = []
+
+
+def _overlaps(region: Region, other: Region | None) -> bool:
+    """Whether two regions share elements (the result must not be put back over)."""
+    if other is None:
+        return False
+    a, b = region.buffer.storage, other.buffer.storage
+    if a is None or b is None:
+        return False
+    return bool(np.shares_memory(a[region.start : region.stop], b[other.start : other.stop]))
+
+
+def _floating(dtype: Any) -> bool:
+    return np.dtype(dtype).kind == "f"
 
 
 def _launcher(
@@ -464,12 +507,14 @@ def elementwise(
         order = launcher.order_of([x.pe for x in lanes], root)
         args_root = order.index(root)
         programs = []
+        premul = redop == "avg" and _floating(tensors[0].dtype.value)
         for r in order:
             region = lanes[r].region()
-            averaged = redop == "avg" and (op == "all_reduce" or r == root)
-            after = _average(region, p) if averaged else None
+            result = op == "all_reduce" or r == root
+            after = _average(region, p) if redop == "avg" and result else None
+            scaled = _Premultiplied([region], p, region if result else None) if premul else None
             programs.append(
-                _program(launcher.algorithm, op, OpArgs(buf=region, root=args_root), after)
+                _program(launcher.algorithm, op, OpArgs(buf=region, root=args_root), after, scaled)
             )
         mapped = [lanes[r] for r in order]
         launcher.lane(
@@ -549,8 +594,12 @@ def reduce_scatter(
         out = outs[r].region()
         blocks = tuple(_mapped(_block_list(inputs[r], p, "reduce_scatter"), order))
         after = _average(out, p) if redop == "avg" else None
+        premul = redop == "avg" and _floating(outputs[0].dtype.value)
+        scaled = _Premultiplied(blocks, p, out) if premul else None
         programs.append(
-            _program(launcher.algorithm, "reduce_scatter", OpArgs(out=out, blocks=blocks), after)
+            _program(
+                launcher.algorithm, "reduce_scatter", OpArgs(out=out, blocks=blocks), after, scaled
+            )
         )
     mapped = _mapped(outs, order)
     launcher.lane(

@@ -11,6 +11,7 @@ __all__ = [
     "TUNABLE_OPS",
     "combine",
     "finish_average",
+    "premultiply",
     "REDUCE_OPS",
     "INTEGER_ONLY",
 ]
@@ -65,7 +66,18 @@ def combine(op: str, a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None
 
 
 def finish_average(values: np.ndarray, count: int) -> np.ndarray:
-    """SUM -> AVG: divide by the number of ranks (integers truncate toward zero)."""
+    """SUM -> AVG for integers: divide the sum by the number of ranks, truncating toward
+    zero (NCCL's integer ncclAvg).  Floating values were premultiplied: unchanged."""
     if values.dtype.kind in "iu":
         return np.trunc(values / count).astype(values.dtype)
-    return (values / count).astype(values.dtype)
+    return values
+
+
+def premultiply(values: np.ndarray, count: int) -> np.ndarray:
+    """Each rank's input times 1/``count`` in its own dtype, before any sum: NCCL's
+    floating ncclAvg (PreMulSum), so that float16 gradients whose sum passes 65504
+    still average to a finite value.  Integers are left for :func:`finish_average`."""
+    if values.dtype.kind in "iu":
+        return values
+    with np.errstate(over="ignore", under="ignore"):
+        return values * values.dtype.type(1 / count)
