@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import KernelError
+from kernbench.runtime.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
 
 __all__ = [
     "bfloat16",
@@ -156,11 +157,11 @@ def element_type(buffer: Any) -> dtype:
 
 
 def round_bf16(values: np.ndarray) -> np.ndarray:
-    """``values`` rounded to bf16 precision (to nearest even), held in float32."""
-    as_f32 = np.asarray(values, dtype=np.float32, order="C")  # keeps 0-d blocks 0-d
-    bits = as_f32.view(np.uint32)
-    rounded = (bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))) & np.uint32(0xFFFF0000)
-    return np.where(np.isnan(as_f32), as_f32, rounded.view(np.float32))
+    """``values`` rounded to bf16 precision (to nearest even), held in float32: the
+    runtime's bfloat16 storage rounding, shape kept (0-d blocks stay 0-d)."""
+    as_f32 = np.asarray(values, dtype=np.float32)
+    bits = float32_to_bfloat16_bits(as_f32.reshape(-1))
+    return bfloat16_bits_to_float32(bits).reshape(as_f32.shape)
 
 
 def cast_values(values: Any, to: dtype) -> np.ndarray:
