@@ -358,3 +358,17 @@ def test_a_second_sweep_on_the_same_output_is_refused_while_the_first_runs(tmp_p
         first.wait(timeout=60)
     assert first.returncode == 0
     assert run_cli(sweep, "-o", str(out)).returncode == 0  # free again once it is done
+
+
+def test_a_trace_that_cannot_be_written_is_refused_before_any_point_runs(
+    finished: Path, tmp_path: Path
+) -> None:
+    """Resuming with --trace runs done points again for their traces; a trace target that
+    is a directory must not turn their ok records into failures."""
+    sweep, out, paths = _copy(finished, tmp_path)
+    before = {label: path.read_text() for label, path in paths.items()}
+    (out / "traces").mkdir()
+    (out / "traces" / f"{next(iter(paths.values())).stem}.json").mkdir()
+    result = run_cli(sweep, "-o", str(out), "--trace")
+    assert result.returncode == 2 and "trace target is a directory" in result.stderr
+    assert {label: path.read_text() for label, path in paths.items()} == before

@@ -229,9 +229,9 @@ class _Child:
             self.process.stdin.close()
         if self.killed_past is not None:
             error = (
-                f"stopped: still running {self.killed_past:g} s after it started, past its "
-                f"wall-time limit (max_wall_time {self.item['max_wall_s']:g} s) and a grace, "
-                "so it was killed (does the bench catch the interrupt?)"
+                f"the process was killed: still running {self.killed_past:g} s after it "
+                f"started, past its wall-time limit (max_wall_time {self.item['max_wall_s']:g} "
+                "s) and a grace (does the bench catch the interrupt?)"
             )
             return Outcome(returned=False, error=error, **common)
         if self.result_too_large:

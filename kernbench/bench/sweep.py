@@ -464,13 +464,15 @@ def _prepare_output(output: Path) -> Path:
 
 def _stored_points(
     points: list[dict[str, Any]], points_dir: Path, warn: Callable[[str], None]
-) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """The valid, current ok records on disk by point id, and the points to run.
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The valid, current ok records on disk by point id, the points to run, and the
+    ok records of those run again only for a trace (kept if that run fails).
 
     A stale record gets a note, an unusable file a warning; what is not a
     regular file is moved aside so that the new record can be written.
     """
     records: dict[str, dict[str, Any]] = {}
+    for_trace: dict[str, dict[str, Any]] = {}
     pending = []
     for point in points:
         path = points_dir / f"{point['id']}.json"
@@ -482,6 +484,7 @@ def _stored_points(
             continue
         pending.append(point)
         if done:  # --trace asked for a trace this point has not got
+            for_trace[point["id"]] = stored.record
             warn(f"note: {point['label']} ({point['id']}): no trace yet; running it again")
             continue
         aside = f"; moved aside to {move_aside(path)}" if not_regular(path) else ""
@@ -491,7 +494,7 @@ def _stored_points(
         elif stored.problem or aside:
             problem = stored.problem or f"{path}: is not a regular file"
             warn(f"warning: {problem}{aside}; running the point again")
-    return records, pending
+    return records, pending, for_trace
 
 
 def run_sweep(
@@ -538,6 +541,9 @@ def run_sweep(
     output = Path(output)
     points = expand_points(sweep, sweep_path, output, trace=trace)
     points_dir = _prepare_output(output)
+    for point in points:  # a trace that could not be written would fail a point late
+        if point["trace_path"] is not None:
+            files.check_output_target(point["trace_path"], what="trace")
     # Two sweeps writing one output would run the same points twice, and race on them.
     with files.exclusive_lock(output / ".lock", what=f"sweep output {output}"):
         return _run_points(
@@ -564,7 +570,7 @@ def _run_points(
     remove_stale_temporaries(points_dir)
     remove_stale_temporaries(output / "traces")
 
-    records, pending = _stored_points(points, points_dir, warn)
+    records, pending, for_trace = _stored_points(points, points_dir, warn)
     skipped = len(records)
     echo(
         f"sweep: {len(points)} points, {skipped} already done (skipped), "
@@ -586,6 +592,16 @@ def _run_points(
             for point, outcome in results:
                 record = point_record(point, outcome)
                 path = points_dir / f"{point['id']}.json"
+                kept = for_trace.get(point["id"])
+                if kept is not None and record["status"] != "ok":
+                    # run again only for its trace: its result stays, the failure is told
+                    warn(
+                        f"warning: {point['label']} ({point['id']}): its trace could not be "
+                        f"made ({record.get('error', 'failed')}); its result is kept"
+                    )
+                    records[point["id"]] = kept
+                    bar.update(1)
+                    continue
                 files.write_text(path, json_text(record), what="point file")
                 records[point["id"]] = record
                 if record["status"] != "ok":
