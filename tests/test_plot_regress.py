@@ -215,6 +215,28 @@ def test_a_bench_with_its_own_time_columns_is_compared_on_them() -> None:
     assert faster.points[0].status == "improvement"  # a rate going up is not a slower time
 
 
+def test_a_time_column_in_one_row_only_is_incomparable() -> None:
+    baseline = [{"size": 1, "time_us": 10.0, "comm_us": 4.0}]
+    for current in (
+        [{"size": 1, "time_us": 10.0}],
+        [{"size": 1, "time_us": 10.0, "comm_us": None}],
+    ):
+        (point,) = compare(baseline, current).points
+        assert point.status == "incomparable" and point.reasons == (
+            "comm_us only in baseline row 1",
+        )
+    (point,) = compare(
+        [{"size": 1, "time_us": 1.0}], [{"size": 1, "time_us": 1.0, "x_ms": 2.0}]
+    ).points
+    assert point.reasons == ("x_ms only in current row 1",)
+
+
+@pytest.mark.parametrize("column", ["time_per_step_us", "latency_ns", "Time_US"])
+def test_times_are_read_by_their_unit_whatever_else_the_name_says(column) -> None:
+    (point,) = compare([{"size": 1, column: 5.0}], [{"size": 1, column: 500.0}]).points
+    assert point.status == "regression" and point.metric == column
+
+
 def test_where_a_row_was_made_is_not_part_of_its_key() -> None:
     """A sweep's point_id hashes its paths, topology_file is a path: another checkout or
     path spelling of the same runs still matches."""

@@ -16,14 +16,14 @@ sides that is not a measurement: metric columns (names ending in ``_us``,
 ``point_id``, a hash of its paths) and columns holding fractional numbers
 (measured rates such as ``gbps``) are left out.
 
-A point's times are its time columns that both of its rows hold: names
-ending in ``_us``, ``_ps``, ``_ms`` or ``_s`` (``time_us``,
-``in_place_time_us``, ``step_us``, ``comm_us``, ...; not ``wall*``, the
-simulator's own time, nor
-rates such as ``tokens_per_s``).  Any of them slower by more than the relative
-tolerance is a regression; the first of ``time_us``, ``simulated_time_ps``,
-``elapsed_ps`` (else the first time column) is the one the table shows, and
-faster by more on it, with nothing slower, is an improvement.
+A point's times are its time columns: names ending in ``_us``, ``_ps``,
+``_ns``, ``_ms`` or ``_s`` in any case (``time_us``, ``in_place_time_us``,
+``step_us``, ``latency_ns``, ...; not ``wall*``, the simulator's own time, nor
+rates such as ``tokens_per_s``).  Any of them slower by more than the
+relative tolerance is a regression; the first of ``time_us``,
+``simulated_time_ps``, ``elapsed_ps`` (else the first time column) is the
+one the table shows, and faster by more on it, with nothing slower, is an
+improvement.
 ``checked`` going from true to false, a different ``values_digest``, a new
 ``error`` and a point missing from the current results are regressions too; a
 point only in the current results is new.
@@ -66,13 +66,14 @@ __all__ = [
     "provenance_notes",
 ]
 
-METRIC_SUFFIXES = ("_us", "_ps", "_ms", "_s", "_GBps")
+METRIC_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s", "_GBps")
 TIME_COLUMNS = ("time_us", "simulated_time_ps", "elapsed_ps")
 VALUE_COLUMNS = frozenset({"checked", "values_digest", "error"})
 PROVENANCE_COLUMNS = frozenset(
     {"kernbench_version", "topology_digest", "script_sha256", "topology_file", "point_id"}
 )
-TIME_SUFFIXES = ("_us", "_ps", "_ms", "_s")
+TIME_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s")
+RATE_SUFFIXES = ("per_s", "per_ms", "per_us", "per_ns", "per_ps")
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -138,25 +139,35 @@ def parse_tolerance(value: str | float) -> float:
 
 
 def _is_metric(column: str) -> bool:
-    return column.endswith(METRIC_SUFFIXES)
+    return column.endswith(METRIC_SUFFIXES) or column.lower().endswith(TIME_SUFFIXES)
 
 
 def _is_provenance(column: str) -> bool:
     return column.removeprefix("run.") in PROVENANCE_COLUMNS
 
 
-def _time_columns(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """The simulated times both rows hold, the headline (TIME_COLUMNS' first) first."""
-    shared = [
-        c
-        for c in before
-        if c.endswith(TIME_SUFFIXES)
-        and not c.startswith("wall")
-        and "per_" not in c  # a rate (tokens_per_s), not a time
-        and _has_time(before, c)
-        and _has_time(after, c)
+def _is_time(column: str) -> bool:
+    """A simulated time: its name ends in a time unit (any case), and it is neither the
+    simulator's own wall time nor a rate (``tokens_per_s``; ``time_per_step_us`` is a
+    time)."""
+    name = column.lower()
+    return (
+        name.endswith(TIME_SUFFIXES)
+        and not name.startswith("wall")
+        and not name.endswith(RATE_SUFFIXES)
+    )
+
+
+def _time_columns(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The simulated times both rows hold, the headline (TIME_COLUMNS' first) first; and
+    those only one row holds."""
+    times = [c for c in dict.fromkeys([*before, *after]) if _is_time(c)]
+    shared = [c for c in times if _has_time(before, c) and _has_time(after, c)]
+    one_side = [
+        c for c in times if c not in shared and (_has_time(before, c) or _has_time(after, c))
     ]
-    return sorted(shared, key=lambda c: TIME_COLUMNS.index(c) if c in TIME_COLUMNS else 99)
+    order = sorted(shared, key=lambda c: TIME_COLUMNS.index(c) if c in TIME_COLUMNS else 99)
+    return order, one_side
 
 
 def key_columns(
@@ -357,7 +368,12 @@ def _compare_point(
         problems.append(f"error: {shown(str(after['error']), 120)}")
     status = REGRESSION if problems else SAME
 
-    metrics = _time_columns(before, after)
+    metrics, one_sided = _time_columns(before, after)
+    if metrics and one_sided and not (_failed(before) or _failed(after)):
+        reasons = tuple(
+            f"{c} only in {where[0] if _has_time(before, c) else where[1]}" for c in one_sided
+        )
+        return PointResult(key, INCOMPARABLE, metrics[0], reasons=reasons)
     if not metrics:
         one_side = [
             f"{column} only in {place}"
