@@ -366,3 +366,30 @@ def test_a_torchrun_script_importing_torch_says_what_to_import_instead(tmp_path)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "No module named 'torch'" in result.stderr
     assert "`import kernbench.torch as torch`" in result.stderr
+
+
+def test_starting_ranks_inside_a_rank_is_refused(tmp_path) -> None:
+    """With --nproc-per-node the script already runs once per rank; an mp.spawn in it
+    ran nested worlds (every collective twice, twice the time)."""
+    path = script(
+        tmp_path,
+        "spawn2.py",
+        """
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+        import kernbench.torch.multiprocessing as mp
+
+        def f(rank):
+            dist.init_process_group(rank=rank, world_size=2)
+            dist.all_reduce(torch.ones(4))
+
+        if __name__ == "__main__":
+            mp.spawn(f, nprocs=2)
+        """,
+    )
+    result = kernbench("run", "--nproc-per-node", "2", path, "--topology", "ring8")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "(or mp.spawn) in rank 0: ranks start ranks only from the script's __main__" in (
+        result.stderr
+    )
+    assert kernbench("run", path, "--topology", "ring8").returncode == 0  # as it is meant

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.distributed.scheduler import current_rank
 from kernbench.distributed.world import World, check_world_size
 from kernbench.errors import DistributedError
 from kernbench.runtime import current_context
@@ -54,6 +55,14 @@ class Process:
     def start(self) -> None:
         if self._started:
             raise DistributedError(f"{self.name} was already started")
+        running = current_rank()
+        if running is not None:
+            raise DistributedError(
+                f"{self.name}.start() (or mp.spawn) in rank {running.rank}: ranks start "
+                "ranks only from the script's __main__ block, outside every rank (with "
+                "--nproc-per-node the whole script already runs once per rank: leave "
+                "mp.spawn out, or run without --nproc-per-node)"
+            )
         self._started = True
         _started.append(self)
 
