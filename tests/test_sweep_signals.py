@@ -97,7 +97,7 @@ def _kill_rounds(tmp_path: Path, rounds: int, seed: int) -> None:
 
 
 def test_sigkill_at_random_moments_leaves_no_process_and_whole_files(tmp_path: Path) -> None:
-    _kill_rounds(tmp_path, rounds=20, seed=14)
+    _kill_rounds(tmp_path, rounds=10, seed=14)  # 100 rounds with -m slow
 
 
 @pytest.mark.slow
