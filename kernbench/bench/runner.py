@@ -22,6 +22,7 @@ from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import Run, SimResult
 from kernbench.bench.trace import chrome_trace, write_json_atomic
 from kernbench.ccl.settings import split_overrides
+from kernbench.distributed.environment import TORCHRUN_VARIABLES
 from kernbench.distributed.watchdog import WallClock, WallTimeExpired, where_it_ran
 from kernbench.distributed.world import run_settings
 from kernbench.errors import (
@@ -193,13 +194,10 @@ _MIRRORED = {
 }
 
 
-_TORCHRUN_VARIABLES = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR")
-
-
 def _torchrun_hint(exc: BaseException) -> str:
     """A ``__main__`` block reading torchrun's variables outside any rank was written for
     torchrun, which runs the whole script once per process."""
-    if isinstance(exc, KeyError) and exc.args and exc.args[0] in _TORCHRUN_VARIABLES:
+    if isinstance(exc, KeyError) and exc.args and exc.args[0] in TORCHRUN_VARIABLES:
         return (
             f"${exc.args[0]} is set in each rank, and this __main__ block runs once, outside "
             "any rank; a script written for torchrun runs once per rank with `kernbench run "

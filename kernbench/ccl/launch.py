@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Generator, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -463,10 +463,6 @@ def _overlaps(region: Region, other: Region | None) -> bool:
     return bool(np.shares_memory(a[region.start : region.stop], b[other.start : other.stop]))
 
 
-def _floating(dtype: Any) -> bool:
-    return np.dtype(dtype).kind == "f"
-
-
 def _launcher(
     ctx: RuntimeContext, op: str, algorithm: str | None, size: int, nbytes: int, pes: Sequence[str]
 ) -> CollectiveLauncher:
@@ -507,7 +503,7 @@ def elementwise(
         order = launcher.order_of([x.pe for x in lanes], root)
         args_root = order.index(root)
         programs = []
-        premul = redop == "avg" and _floating(tensors[0].dtype.value)
+        premul = redop == "avg" and tensors[0].dtype.is_floating_point
         for r in order:
             region = lanes[r].region()
             result = op == "all_reduce" or r == root
@@ -589,12 +585,12 @@ def reduce_scatter(
         ctx, "reduce_scatter", algorithm, p, outputs[0].nbytes * p, [x.pe for x in outs]
     )
     order = launcher.order_of([x.pe for x in outs])
+    premul = redop == "avg" and outputs[0].dtype.is_floating_point
     programs = []
     for r in order:
         out = outs[r].region()
         blocks = tuple(_mapped(_block_list(inputs[r], p, "reduce_scatter"), order))
         after = _average(out, p) if redop == "avg" else None
-        premul = redop == "avg" and _floating(outputs[0].dtype.value)
         scaled = _Premultiplied(blocks, p, out) if premul else None
         programs.append(
             _program(

@@ -21,10 +21,12 @@ from contextlib import contextmanager
 
 from kernbench.distributed.scheduler import current_rank
 
-__all__ = ["RANK_VARIABLES", "torchrun_environment"]
+__all__ = ["RANK_VARIABLES", "TORCHRUN_VARIABLES", "torchrun_environment"]
 
 RANK_VARIABLES = ("RANK", "LOCAL_RANK", "GROUP_RANK")
 _RUN_DEFAULTS = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+#: Every variable a run sets, as torchrun sets them for each process.
+TORCHRUN_VARIABLES = (*RANK_VARIABLES, "WORLD_SIZE", "LOCAL_WORLD_SIZE", *_RUN_DEFAULTS)
 _DELETED = object()
 
 
