@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.bench.runner import run_script
+from kernbench.bench.trace import micros
 
 SCRIPT = """
 import kernbench.torch as torch
@@ -58,6 +62,21 @@ def test_four_rank_all_reduce_trace(tmp_path):
             while open_ends and open_ends[-1] <= start + 1e-9:
                 open_ends.pop()
             assert not open_ends or end <= open_ends[-1] + 1e-9
+            open_ends.append(end)
+
+    # As Perfetto's importer reads them (ts and dur each times 1000, truncated to
+    # whole ns), slices on one track still never overlap.
+    perfetto = defaultdict(list)
+    for e in slices:
+        begin = int(e["ts"] * 1000.0)
+        perfetto[(e["pid"], e["tid"])].append((begin, begin + int(e["dur"] * 1000.0)))
+    for spans in perfetto.values():
+        spans.sort(key=lambda s: (s[0], -s[1]))
+        open_ends = []
+        for start, end in spans:
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            assert not open_ends or end <= open_ends[-1]
             open_ends.append(end)
 
     # The trace spans exactly the reported simulated time.
@@ -133,3 +152,16 @@ def test_a_collectives_slices_carry_its_bytes_as_the_report_gives_them(tmp_path)
     slices = [e for e in trace["traceEvents"] if e.get("cat") == "collective"]
     assert len(slices) == 4 and call["bytes"] == 4 * (1 << 14)
     assert {e["args"]["bytes"] for e in slices} == {call["bytes"]}
+
+
+@pytest.mark.parametrize("ps", [0, 999, 1000, 1001000, 1003000, 123456789, 10**15, 2**62])
+def test_micros_read_as_whole_ns_by_a_truncating_viewer(ps):
+    value = micros(ps)
+    assert int(value * 1000.0) == ps // 1000
+    assert abs(value - ps / 1e6) <= 4 * math.ulp(ps / 1e6)
+
+
+def test_micros_nudges_exact_nanoseconds_that_floats_store_short():
+    # 1001 ns is stored just below 1.001 us: read back times 1000 it truncates to 1000.
+    assert int((1_001_000 / 1e6) * 1000.0) == 1000
+    assert micros(1_001_000) > 1_001_000 / 1e6

@@ -36,6 +36,7 @@ __all__ = [
     "TraceCollector",
     "chrome_trace",
     "json_text",
+    "micros",
     "write_json_atomic",
     "place_of",
 ]
@@ -113,6 +114,23 @@ def place_of(component: str) -> tuple[str, str]:
     return inside[0], inside[1] or "noc"
 
 
+def micros(ps: int) -> float:
+    """``ps`` in microseconds, as the trace's ``ts`` and ``dur`` give times.
+
+    The value a viewer that multiplies by 1000 and truncates (Perfetto's JSON
+    importer does) reads as ``ps // 1000`` nanoseconds: ``1001000 / 1e6`` is
+    stored just below 1.001, which that importer reads as 1000 ns, and a
+    slice ending at 1001 ns would then overlap the next on its track.  Such a
+    value is nudged up to the next float; every other one is ``ps / 1e6``.
+    """
+    value = ps / 1e6
+    while int(value * 1000.0) < ps // 1000:
+        value = math.nextafter(value, math.inf)
+    while int(value * 1000.0) > ps // 1000:  # past 2^53 ns or so: a float apart
+        value = math.nextafter(value, -math.inf)
+    return value
+
+
 def chrome_trace(
     rows: Iterable[TraceRow],
     *,
@@ -151,8 +169,8 @@ def chrome_trace(
                 "name": name,
                 "cat": cat,
                 "ph": "X",
-                "ts": start / 1e6,
-                "dur": (end - start) / 1e6,
+                "ts": micros(start),
+                "dur": micros(end - start),
                 "pid": pid,
                 "tid": tid,
                 "args": args,
@@ -197,7 +215,7 @@ def chrome_trace(
             {
                 "name": f"utilisation {edge.name}",
                 "ph": "C",
-                "ts": load.time_ps / 1e6,
+                "ts": micros(load.time_ps),
                 "pid": pid,
                 "args": {"utilisation": round(load.utilisation, 6)},
             }
