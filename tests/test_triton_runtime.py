@@ -282,3 +282,31 @@ def test_missing_language_names_say_what_to_use_instead(name, says):
 
     with pytest.raises(UnsupportedNameError, match=f"tl\\.{name} is not in KernBench; .*{says}"):
         getattr(tl_module, name)
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([5], "do_not_specialize position 5 is past its 2 parameters (x_ptr, n)"),
+        (["m"], "do_not_specialize names 'm', not one of its parameters; valid: x_ptr, n"),
+    ],
+)
+def test_do_not_specialize_names_a_parameter(entries, message):
+    with pytest.raises(KernelError) as info:
+
+        @triton.jit(do_not_specialize=entries)
+        def kernel(x_ptr, n):
+            pass
+
+    assert message in str(info.value)
+
+
+def test_do_not_specialize_by_name_or_position_is_the_same():
+    def body(x_ptr, n):
+        pass
+
+    by_name = triton.jit(do_not_specialize=["n"])(body)
+    by_position = triton.jit(do_not_specialize=[1])(body)
+    from_end = triton.jit(do_not_specialize=[-1])(body)
+    assert by_name.do_not_specialize == by_position.do_not_specialize == from_end.do_not_specialize
+    assert by_name.do_not_specialize == {"n"}

@@ -186,10 +186,30 @@ class JITFunction:
             n for n, p in self.signature.parameters.items() if _is_constexpr(p.annotation)
         )
         self.runtime_params = tuple(n for n in self.params if n not in self.constexprs)
-        self.do_not_specialize = frozenset(
-            self.params[p] if isinstance(p, int) else p for p in do_not_specialize
-        )
+        self.do_not_specialize = frozenset(self._unspecialized(do_not_specialize))
         functools.update_wrapper(self, fn)
+
+    def _unspecialized(self, entries: Any) -> list[str]:
+        """``do_not_specialize``'s parameter names, from names or positions."""
+        if isinstance(entries, str | int):
+            entries = [entries]
+        names = []
+        for entry in entries:
+            if isinstance(entry, int) and not isinstance(entry, bool):
+                if not -len(self.params) <= entry < len(self.params):
+                    raise KernelError(
+                        f"kernel {self.name!r}: do_not_specialize position {entry} is past "
+                        f"its {len(self.params)} parameters ({', '.join(self.params)})"
+                    )
+                names.append(self.params[entry])
+            elif isinstance(entry, str) and entry in self.params:
+                names.append(entry)
+            else:
+                raise KernelError(
+                    f"kernel {self.name!r}: do_not_specialize names {entry!r}, not one of its "
+                    f"parameters; valid: {', '.join(self.params)} or their positions"
+                )
+        return names
 
     def __repr__(self) -> str:
         return f"JITFunction({self.name})"
