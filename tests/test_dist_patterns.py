@@ -890,7 +890,7 @@ def _group_queries(rank: int, world: int) -> dict:
         out["ranks"] = dist.get_process_group_ranks(group)
         out["global"] = dist.get_global_rank(group, 1)
         out["local"] = dist.get_group_rank(group, rank)
-    for name in ("all_gather_object", "broadcast_object_list"):
+    for name in ("monitored_barrier", "new_subgroups"):
         try:
             getattr(dist, name)
         except AttributeError as exc:
@@ -905,9 +905,10 @@ def test_group_rank_queries_and_the_backend_name_as_given() -> None:
         if rank in (1, 3):
             assert (out["ranks"], out["global"], out["local"]) == ([1, 3], 3, rank // 2)
         assert (
-            "dist.all_gather_object is not in KernBench; collectives here move tensors"
-            in (out["all_gather_object"])
+            "dist.monitored_barrier is not in KernBench; barrier() (a rank that never arrives"
+            in out["monitored_barrier"]
         )
+        assert "dist.new_subgroups is not in KernBench; new_group(ranks)" in out["new_subgroups"]
 
 
 def _mesh_first(rank: int, world: int) -> list:
@@ -1002,3 +1003,17 @@ def test_a_float16_average_whose_sum_overflows_is_finite_as_ncclavg_gives_it(kin
     else:  # the root gets the average (20024, to float16's 16), the others keep their inputs
         assert all(abs(v - 20024.0) <= 16 for v in returns[1])
         assert [returns[r] for r in (0, 2, 3)] == [(20000.0 + 16 * r,) * 8 for r in (0, 2, 3)]
+
+
+def _one_send() -> None:
+    dist.init_process_group()
+    t = torch.ones(100)
+    if dist.get_rank() == 0:
+        dist.send(t, dst=1)
+    else:
+        dist.recv(t, src=0)
+
+
+def test_a_transfer_reports_the_bytes_it_moved() -> None:
+    res = kernbench.simulate(_one_send, topology="multi_sip", world_size=2)
+    assert [(c["op"], c["bytes"]) for c in res.report["collectives"]] == [("send_recv", 400)]

@@ -700,6 +700,7 @@ def send_recv(ctx: RuntimeContext, src: DeviceTensor, dst: DeviceTensor) -> Coll
     launcher = CollectiveLauncher(
         ctx, "send_recv", "p2p", AlgorithmConfig(module="direct"), get_algorithm("direct")
     )
+    launcher.nbytes = src.nbytes  # the message's, as a collective's call bytes
     for j in range(len(table[0])):
         a, b = table[0][j], table[1][j]
 
