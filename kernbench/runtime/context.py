@@ -566,6 +566,15 @@ class RuntimeContext:
         except MemoryError:
             raise self._host_out_of_memory(tensor, "reading back") from None
 
+    def read_back(self, tensor: DeviceTensor) -> np.ndarray | None:
+        """:meth:`copy_out`'s values; in timing-only mode ``None``, after a read that
+        costs the same time (it carries sizes, not bytes)."""
+        if not self.timing_only:
+            return self.copy_out(tensor)
+        tensor.live_allocation()
+        self._read_regions(tensor)
+        return None
+
     def peek(self, tensor: DeviceTensor) -> np.ndarray:
         """The values as the memories hold them now, read without the machine: no
         simulated time passes and the rank does not yield (printing, debugging).

@@ -7,7 +7,8 @@ simulated time; ``async_op=True`` returns a :class:`Work`.
 The package face only re-exports: process groups are in
 :mod:`~kernbench.torch.distributed.groups`, collectives in
 :mod:`~kernbench.torch.distributed.collectives` and
-:mod:`~kernbench.torch.distributed.all_to_all`, point-to-point in
+:mod:`~kernbench.torch.distributed.all_to_all`, object collectives in
+:mod:`~kernbench.torch.distributed.objects`, point-to-point in
 :mod:`~kernbench.torch.distributed.p2p`, device meshes in
 :mod:`~kernbench.torch.distributed.device_mesh`, and the checks every call
 shares in :mod:`~kernbench.torch.distributed.arguments`.
@@ -49,6 +50,14 @@ from kernbench.torch.distributed.groups import (
     is_initialized,
     new_group,
 )
+from kernbench.torch.distributed.objects import (
+    all_gather_object,
+    broadcast_object_list,
+    gather_object,
+    recv_object_list,
+    scatter_object_list,
+    send_object_list,
+)
 from kernbench.torch.distributed.p2p import (
     P2POp,
     batch_isend_irecv,
@@ -69,14 +78,17 @@ __all__ = [
     "Work",
     "all_gather",
     "all_gather_into_tensor",
+    "all_gather_object",
     "all_reduce",
     "all_to_all",
     "all_to_all_single",
     "barrier",
     "batch_isend_irecv",
     "broadcast",
+    "broadcast_object_list",
     "destroy_process_group",
     "gather",
+    "gather_object",
     "get_backend",
     "get_global_rank",
     "get_group_rank",
@@ -91,12 +103,15 @@ __all__ = [
     "isend",
     "new_group",
     "recv",
+    "recv_object_list",
     "reduce",
     "reduce_op",
     "reduce_scatter",
     "reduce_scatter_tensor",
     "scatter",
+    "scatter_object_list",
     "send",
+    "send_object_list",
 ]
 
 
@@ -109,22 +124,7 @@ def _compile_ranks() -> DistributedState:
 
 set_rank_provider(_compile_ranks)
 
-_OBJECTS = (
-    "collectives here move tensors; put the values in one (torch.tensor(...)) and use the "
-    "tensor form (all_gather_into_tensor, broadcast, send/recv)"
-)
 _HINTS = {
-    **dict.fromkeys(
-        (
-            "all_gather_object",
-            "broadcast_object_list",
-            "gather_object",
-            "scatter_object_list",
-            "send_object_list",
-            "recv_object_list",
-        ),
-        _OBJECTS,
-    ),
     "monitored_barrier": "barrier() (a rank that never arrives is named by the deadlock check)",
     "new_subgroups": "new_group(ranks) for each subgroup, called by every rank in the same order",
     "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor per tensor",

@@ -1,0 +1,156 @@
+"""Object collectives: every rank gets PyTorch's objects, in functional and timing-only
+mode alike, after the copies and tensor collectives PyTorch makes (checked call by
+call with the bytes each moves)."""
+
+from __future__ import annotations
+
+import pickle
+import warnings
+
+import pytest
+
+import kernbench
+import kernbench.torch.distributed as dist
+from kernbench.errors import DistributedError, RankError
+
+SIZE_WORDS = 8  # an int64 size
+
+
+def _program() -> dict:
+    dist.init_process_group()
+    r, n = dist.get_rank(), dist.get_world_size()
+    out: dict = {}
+    gathered = [None] * n
+    dist.all_gather_object(gathered, {"rank": r, "pad": "x" * (37 * r)})
+    out["all_gather"] = gathered
+    listed = [{"seed": 1234}, [1, 2, 3], "hi"] if r == 1 else [None, None, None]
+    dist.broadcast_object_list(listed, src=1)
+    out["broadcast"] = listed
+    at_two = [None] * n if r == 2 else None
+    dist.gather_object(("g", r), at_two, dst=2)
+    out["gather"] = at_two
+    mine = [None]
+    dist.scatter_object_list(mine, [f"o{i}" * (i + 1) for i in range(n)] if r == 0 else None, 0)
+    out["scatter"] = mine[0]
+    if r == 0:
+        dist.send_object_list([{"a": 1}, "b"], dst=3)
+    elif r == 3:
+        box = [None, None]
+        out["sender"] = dist.recv_object_list(box)
+        out["received"] = box
+    return out
+
+
+def _expected(r: int, n: int) -> dict:
+    out = {
+        "all_gather": [{"rank": i, "pad": "x" * (37 * i)} for i in range(n)],
+        "broadcast": [{"seed": 1234}, [1, 2, 3], "hi"],
+        "gather": [("g", i) for i in range(n)] if r == 2 else None,
+        "scatter": f"o{r}" * (r + 1),
+    }
+    if r == 3:
+        out |= {"sender": 0, "received": [{"a": 1}, "b"]}
+    return out
+
+
+def _size(obj) -> int:
+    return len(pickle.dumps(obj))
+
+
+def test_objects_arrive_in_both_modes_after_the_same_collectives():
+    n = 4
+    runs = [
+        kernbench.simulate(_program, topology="ring8", world_size=n, timing_only=timing_only)
+        for timing_only in (False, True)
+    ]
+    for run in runs:
+        assert run.returns == [_expected(r, n) for r in range(n)]
+    functional, timing = runs
+    assert functional.per_rank_ps == timing.per_rank_ps
+    assert functional.elapsed_ps == timing.elapsed_ps
+    gathered = max(_size({"rank": i, "pad": "x" * (37 * i)}) for i in range(n))
+    listed = [{"seed": 1234}, [1, 2, 3], "hi"]
+    scattered = max(_size(f"o{i}" * (i + 1)) for i in range(n))
+    sent = [{"a": 1}, "b"]
+    expected = [
+        ("all_gather", n * SIZE_WORDS),  # the sizes
+        ("all_gather", n * gathered),  # the bytes, padded to the largest
+        ("broadcast", len(listed) * SIZE_WORDS),
+        ("broadcast", sum(map(_size, listed))),
+        ("all_gather", n * SIZE_WORDS),
+        ("gather", n * max(_size(("g", i)) for i in range(n))),
+        ("broadcast", SIZE_WORDS),  # the largest size
+        ("scatter", n * scattered),
+        ("scatter", n * SIZE_WORDS),
+        ("send_recv", len(sent) * SIZE_WORDS),
+        ("send_recv", sum(map(_size, sent))),
+    ]
+    for run in runs:
+        calls = [(c["op"], c["bytes"]) for c in run.report["collectives"]]
+        assert calls == expected
+
+
+def _subgroup() -> list:
+    dist.init_process_group()
+    group = dist.new_group([0, 2])
+    got = [None, None]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        returned = dist.all_gather_object(got, dist.get_rank() * 10, group=group)
+    return [returned, got, [str(w.message) for w in seen]]
+
+
+def test_a_subgroup_gathers_its_members_and_others_are_skipped_with_a_warning():
+    run = kernbench.simulate(_subgroup, topology="ring8", world_size=3)
+    skipped = "Running all_gather_object on global rank 1 which does not belong to the given group."
+    assert run.returns == [
+        [None, [0, 20], []],
+        [None, [None, None], [skipped]],
+        [None, [0, 20], []],
+    ]
+
+
+def _raises(body, world_size: int = 2, timing_only: bool = False) -> str:
+    with pytest.raises((DistributedError, RankError)) as info:
+        kernbench.simulate(body, topology="ring8", world_size=world_size, timing_only=timing_only)
+    return str(info.value)
+
+
+def _short_list():
+    dist.init_process_group()
+    dist.all_gather_object([None], 1)
+
+
+def _unpicklable():
+    dist.init_process_group()
+    dist.broadcast_object_list([lambda: 0] if dist.get_rank() == 0 else [None], src=0)
+
+
+def _list_off_the_destination():
+    dist.init_process_group()
+    dist.gather_object(1, [None, None], dst=0)
+
+
+def _no_inputs_at_the_source():
+    dist.init_process_group()
+    dist.scatter_object_list([None], None, src=0)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_short_list, "all_gather_object: object_list on rank 0 must be a list of at least 2"),
+        (_unpicklable, "broadcast_object_list: rank 0 cannot pickle its object"),
+        (_list_off_the_destination, "object_gather_list must NOT be specified on non-dest"),
+        (_no_inputs_at_the_source, "the source rank 0 must pass scatter_object_input_list"),
+    ],
+)
+def test_misuse_names_the_call_and_what_to_pass(body, message):
+    assert message in _raises(body)
+
+
+def test_object_calls_are_no_longer_refused():
+    for name in ("all_gather_object", "broadcast_object_list", "gather_object"):
+        assert callable(getattr(dist, name))
+    for name in ("scatter_object_list", "send_object_list", "recv_object_list"):
+        assert name in dist.__all__
