@@ -234,6 +234,18 @@ def test_view_methods_shapes_strides_and_values(ctx):
         np.testing.assert_array_equal(view.numpy(), expected)
 
 
+def test_narrow_counts_a_negative_start_from_the_end(ctx):
+    t, a = _grid()  # (3, 4)
+    for start, length in [(-2, 2), (-4, 4), (-1, 1), (-3, 1), (1, 3), (4, 0)]:
+        view = t.narrow(1, start, length)
+        begin = start % 4 if start < 0 else start
+        np.testing.assert_array_equal(view.numpy(), a[:, begin : begin + length])
+    with pytest.raises(TensorError, match=r"start \(3\) \+ length \(2\) exceeds dimension size"):
+        t.narrow(1, -1, 2)
+    with pytest.raises(TensorError, match=r"start \(-5\) is out of range .* \(valid: -4\.\.4\)"):
+        t.narrow(1, -5, 1)
+
+
 def test_view_refuses_what_needs_a_copy_and_reshape_copies(ctx):
     t = torch.arange(6, dtype=torch.float32).reshape(2, 3)
     with pytest.raises(TensorError, match=r"use \.reshape"):

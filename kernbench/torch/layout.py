@@ -292,10 +292,15 @@ class TensorLayout:
 
     def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
         d = dim_index(dim, self.ndim)
-        key = [slice(None)] * d + [slice(start, start + length)]
-        if start < -self.shape[d] or start + length > self.shape[d] or length < 0:
+        size = self.shape[d]
+        if not -size <= start <= size:
             raise TensorError(
-                f"narrow: start ({start}) + length ({length}) exceeds dimension size "
-                f"({self.shape[d]})"
+                f"narrow: start ({start}) is out of range for dimension {dim} of size {size} "
+                f"(valid: {-size}..{size})"
             )
-        return self[tuple(key)]
+        start = start + size if start < 0 else start  # as torch: counts from the end
+        if length < 0 or start + length > size:
+            raise TensorError(
+                f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size})"
+            )
+        return self[(*[slice(None)] * d, slice(start, start + length))]
