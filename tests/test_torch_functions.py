@@ -103,6 +103,21 @@ def test_sum_of_views_and_axis_spelling(ctx):
     assert t.sum(axis=0).tolist() == a.sum(axis=0).tolist()
 
 
+def test_an_empty_dim_list_reduces_every_dim_and_a_repeated_dim_is_refused(ctx):
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = torch.from_numpy(a)
+    for dims in ((), []):  # torch's rule, not NumPy's (which reduces nothing)
+        total = t.sum(dims)
+        assert total.shape == () and total.item() == float(a.sum())
+        assert t.mean(dims, keepdim=True).numpy().tolist() == [[[float(a.mean())]]]
+    total[...] = 0  # a new tensor, not a view of t
+    np.testing.assert_array_equal(t.numpy(), a)
+    with pytest.raises(TensorError, match=r"dim 0 appears multiple times in the list of dims"):
+        t.sum((0, -3))
+    with pytest.raises(TensorError, match=r"dim 2 appears multiple times"):
+        t.mean([2, 1, 2])
+
+
 # ----------------------------------------------------------------------------- elementwise
 
 

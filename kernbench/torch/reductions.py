@@ -112,7 +112,9 @@ class TensorReductions:
 
     def _reduce(self: Tensor, dim: Any, keepdim: bool, rtype: TorchDType, mean: bool) -> Tensor:
         if isinstance(dim, tuple | list):
-            if len(dim) == 1:
+            if not dim:
+                dim = None  # torch reduces every dim for an empty list (not NumPy's none)
+            elif len(dim) == 1:
                 dim = dim[0]
             else:
                 return self._reduce_dims(dim, keepdim, rtype, mean)
@@ -140,7 +142,13 @@ class TensorReductions:
         self: Tensor, dims: Any, keepdim: bool, rtype: TorchDType, mean: bool
     ) -> Tensor:
         """Several dims, one after another from the last (each keeps its dim until the end)."""
-        order = sorted({dim_index(d, self.ndim) for d in dims}, reverse=True)
+        named = [dim_index(d, self.ndim) for d in dims]
+        for d in named:
+            if named.count(d) > 1:
+                raise TensorError(
+                    f"dim {d} appears multiple times in the list of dims {tuple(dims)}"
+                )
+        order = sorted(named, reverse=True)
         result = self
         for d in order:
             step = result._reduce(d, True, rtype, mean)
