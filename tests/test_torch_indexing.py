@@ -153,6 +153,28 @@ def test_writes_through_views_reach_the_base(ctx):
     np.testing.assert_array_equal(t.numpy(), a)
 
 
+def test_assigned_values_lose_leading_size_one_dims_and_broadcast_as_in_torch(ctx):
+    t, a = _grid()  # (3, 4)
+    t[0] = torch.tensor([[1.0, 2.0, 3.0, 4.0]])  # a keepdim result into a row
+    a[0] = [1.0, 2.0, 3.0, 4.0]
+    t[1, 2] = torch.tensor([9.0])  # one element into a 0-d view
+    a[1, 2] = 9.0
+    t[2, 1:3] = np.array([[[5.0, 6.0]]], dtype=np.float32)
+    a[2, 1:3] = [5.0, 6.0]
+    np.testing.assert_array_equal(t.numpy(), a)
+    t[[0, 2]] = torch.tensor([[-1.0, -2.0, -3.0, -4.0]])  # (1, 4) broadcast over the rows
+    a[[0, 2]] = [-1.0, -2.0, -3.0, -4.0]
+    t[[1, 0]] = torch.tensor([[7.0], [8.0]])  # (2, 1): one value per row
+    a[[1, 0]] = [[7.0], [8.0]]
+    t[np.array([2])] = np.full((1, 1, 4), 0.5, dtype=np.float32)
+    a[2] = 0.5
+    np.testing.assert_array_equal(t.numpy(), a)
+    with pytest.raises(TensorError, match=r"value of shape \(2, 3\) cannot be broadcast to "):
+        t[[0, 1]] = torch.ones(2, 3)
+    with pytest.raises(TensorError, match=r"source shape \(3, 1\) does not match \(3,\)"):
+        t[:, 0] = torch.ones(3, 1)  # torch strips only leading size-1 dims
+
+
 def test_in_place_methods_on_views(ctx):
     t, a = _grid()
     t[1].add_(10)

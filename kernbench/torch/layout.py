@@ -36,6 +36,16 @@ def _sizes(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args
 
 
+def _without_leading_ones(value: Any) -> Any:
+    """``value`` without its leading size-1 dims, as torch strips them from what it assigns
+    (so ``t[0] = row.unsqueeze(0)`` writes the row)."""
+    if not isinstance(value, TensorLayout):
+        value = np.asarray(value)
+    while value.ndim and value.shape[0] == 1:
+        value = value[0]
+    return value
+
+
 class TensorLayout:
     """Indexing and the view methods of :class:`~kernbench.torch.Tensor`."""
 
@@ -55,19 +65,32 @@ class TensorLayout:
     def __setitem__(self: Tensor, key: Any, value: Any) -> None:
         key = self._scalar_keys(key)
         indices = self._index_list(key)
+        if python_scalar(value) is not None:
+            for target in [self[key]] if indices is None else [self[i] for i in indices]:
+                target.fill_(value)
+            return
+        value = _without_leading_ones(value)
         if indices is None:
-            targets = [self[key]]
-            values = [value]
+            self[key].copy_(value)
+            return
+        shape = (len(indices), *self.shape[1:])
+        if isinstance(value, TensorLayout):
+            try:
+                rows = value.expand(shape)
+            except TensorError:
+                rows = None
         else:
-            targets = [self[i] for i in indices]
-            values = [value] * len(indices)
-            if not (python_scalar(value) is not None or np.ndim(value) < self.ndim):
-                values = [value[k] for k in range(len(indices))]  # one row per index
-        for target, v in zip(targets, values, strict=True):
-            if isinstance(v, type(self)) or python_scalar(v) is None:
-                target.copy_(v)
-            else:
-                target.fill_(v)
+            try:
+                rows = np.broadcast_to(value, shape)
+            except ValueError:
+                rows = None
+        if rows is None:
+            raise TensorError(
+                f"indexing {self.storage_device_tensor.name!r}: shape mismatch: value of shape "
+                f"{tuple(np.shape(value))} cannot be broadcast to indexing result of shape {shape}"
+            )
+        for k, i in enumerate(indices):  # one row per index
+            self[i].copy_(rows[k])
 
     def _scalar_keys(self: Tensor, key: Any) -> Any:
         """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor)."""
