@@ -66,6 +66,18 @@ def test_whole_max_min_argmax_and_ties_take_the_first(ctx):
         torch.zeros(0).max()
 
 
+def test_argmax_without_dim_keeps_every_dim_with_keepdim(ctx):
+    a = _values((3, 5))
+    t = torch.from_numpy(a)
+    for name in ("argmax", "argmin"):
+        kept = getattr(t, name)(keepdim=True)
+        expected = getattr(np, name)(a, axis=None, keepdims=True)  # shape (1, 1), as torch
+        assert kept.shape == torch.Size([1, 1]) and kept.tolist() == expected.tolist()
+        assert getattr(torch, name)(t.T, keepdim=True).tolist() == [[int(getattr(np, name)(a.T))]]
+        assert getattr(t, name)().shape == torch.Size([])
+    assert torch.tensor(2.0).argmax(keepdim=True).shape == torch.Size([])
+
+
 def test_max_of_a_view_and_elementwise_maximum(ctx):
     a = _values((4, 6))
     t = torch.from_numpy(a)

@@ -77,14 +77,15 @@ class TensorReductions:
         return self._extreme(_dim_or_axis(dim, axis), keepdim, is_max=False)
 
     def argmax(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
-        """The first index of the largest value (of the flattened tensor without ``dim``)."""
+        """The first index of the largest value (of the flattened tensor without ``dim``;
+        ``keepdim`` then gives it every dim, of size 1, as torch)."""
         if dim is None:
-            return self.reshape(-1).max(0).indices
+            return _flat_index(self.reshape(-1).max(0).indices, self.ndim, keepdim)
         return self._extreme(dim, keepdim, is_max=True).indices
 
     def argmin(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         if dim is None:
-            return self.reshape(-1).min(0).indices
+            return _flat_index(self.reshape(-1).min(0).indices, self.ndim, keepdim)
         return self._extreme(dim, keepdim, is_max=False).indices
 
     def maximum(self: Tensor, other: Tensor) -> Tensor:
@@ -207,6 +208,11 @@ class TensorReductions:
         for temp in temps + more:
             temp.free()
         return out
+
+
+def _flat_index(index: Tensor, ndim: int, keepdim: bool) -> Tensor:
+    """The 0-d index into the flattened tensor, in ``ndim`` dims of size 1 when ``keepdim``."""
+    return index.view((1,) * ndim) if keepdim else index
 
 
 def _dim_or_axis(dim: Any, axis: Any) -> Any:
