@@ -113,6 +113,10 @@ def test_sum_of_views_and_axis_spelling(ctx):
     assert t.T.sum(dim=1).tolist() == a.T.sum(axis=1).tolist()
     assert t[:, 1:3].sum().item() == int(a[:, 1:3].sum())
     assert t.sum(axis=0).tolist() == a.sum(axis=0).tolist()
+    assert torch.sum(t, axis=1).tolist() == a.sum(axis=1).tolist()  # torch.<name> too
+    assert torch.mean(t.float(), axis=0, keepdim=True).tolist() == [a.mean(axis=0).tolist()]
+    assert torch.max(t, axis=1).indices.tolist() == a.argmax(axis=1).tolist()
+    assert torch.min(t, axis=0).values.tolist() == a.min(axis=0).tolist()
 
 
 def test_an_empty_dim_list_reduces_every_dim_and_a_repeated_dim_is_refused(ctx):

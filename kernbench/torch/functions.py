@@ -104,20 +104,34 @@ def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:  # noqa: A002
     return _tensor(input, "lerp").lerp(end, weight)
 
 
-def sum(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A001,A002
-    return _tensor(input, "sum").sum(dim, keepdim, dtype=dtype)
+def sum(  # noqa: A001
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+    axis: Any = None,
+) -> Tensor:
+    return _tensor(input, "sum").sum(dim, keepdim, dtype=dtype, axis=axis)
 
 
-def mean(input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:  # noqa: A002
-    return _tensor(input, "mean").mean(dim, keepdim, dtype=dtype)
+def mean(
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+    axis: Any = None,
+) -> Tensor:
+    return _tensor(input, "mean").mean(dim, keepdim, dtype=dtype, axis=axis)
 
 
-def max(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001,A002
-    return _tensor(input, "max").max(dim, keepdim)
+def max(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:  # noqa: A001,A002
+    return _tensor(input, "max").max(dim, keepdim, axis=axis)
 
 
-def min(input: Tensor, dim: Any = None, keepdim: bool = False) -> Any:  # noqa: A001,A002
-    return _tensor(input, "min").min(dim, keepdim)
+def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:  # noqa: A001,A002
+    return _tensor(input, "min").min(dim, keepdim, axis=axis)
 
 
 def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
