@@ -62,6 +62,14 @@ def test_new_empty_keeps_dtype_device_and_same_shape_placement(ctx):
         lambda: torch.full((3,), 2.0, requires_grad=True),
         lambda: torch.tensor([1.0, 2.0], requires_grad=True),
         lambda: torch.zeros(3).new_zeros(2, requires_grad=True),
+        lambda: torch.rand(3, requires_grad=True),
+        lambda: torch.randn(5, 3, requires_grad=True),
+        lambda: torch.zeros_like(torch.ones(3), requires_grad=True),
+        lambda: torch.ones_like(torch.ones(3), requires_grad=True, memory_format=None),
+        lambda: torch.empty_like(torch.ones(3), requires_grad=True),
+        lambda: torch.full_like(torch.ones(3), 2.0, requires_grad=True),
+        lambda: torch.rand_like(torch.ones(3), requires_grad=True),
+        lambda: torch.randn_like(torch.ones(3), requires_grad=True),
     ],
 )
 def test_requires_grad_in_a_factory_sets_the_flag_as_requires_grad_does(ctx, make):
@@ -76,6 +84,9 @@ def test_only_floating_tensors_can_require_grad(ctx):
     with pytest.raises(TensorError, match="only tensors of floating point dtype"):
         t.requires_grad = True
     assert not t.requires_grad_(False).requires_grad
+    with pytest.raises(TensorError, match="only tensors of floating point dtype"):
+        torch.randint(0, 4, (3,), requires_grad=True)
+    assert not torch.randint(0, 4, (3,), requires_grad=False).requires_grad
 
 
 def test_a_tensor_keeps_the_context_it_was_made_in(ctx):

@@ -112,14 +112,29 @@ def ones(
     return _grad(t, requires_grad)
 
 
-def zeros_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+def zeros_like(
+    input: Tensor,  # noqa: A002
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
     dt, index = like_arguments(input, dtype, device)
-    return new_tensor(input.shape, dt, index=index, dp=input.dp, zero=True)
+    t = new_tensor(input.shape, dt, index=index, dp=input.dp, zero=True)
+    return _grad(t, requires_grad)
 
 
-def empty_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+def empty_like(
+    input: Tensor,  # noqa: A002
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
     dt, index = like_arguments(input, dtype, device)
-    return new_tensor(input.shape, dt, index=index, dp=input.dp)
+    return _grad(new_tensor(input.shape, dt, index=index, dp=input.dp), requires_grad)
 
 
 def full_like(
@@ -128,12 +143,22 @@ def full_like(
     *,
     dtype: Any = None,
     device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
 ) -> Tensor:
-    return empty_like(input, dtype=dtype, device=device).fill_(fill_value)
+    out = empty_like(input, dtype=dtype, device=device).fill_(fill_value)
+    return _grad(out, requires_grad)
 
 
-def ones_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
-    return full_like(input, 1, dtype=dtype, device=device)
+def ones_like(
+    input: Tensor,  # noqa: A002
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def arange(

@@ -63,21 +63,33 @@ def _drawn(
 
 
 def rand(
-    *size: Any, generator: Any = None, dtype: Any = None, device: Any = None, dp: Any = None
+    *size: Any,
+    generator: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
 ) -> Tensor:
     """Uniform in [0, 1), drawn on the host from the rank's generator and copied in."""
     dt = _floating(dtype, "rand")
     draw = functools.partial(torch_random.resolve(generator).random, dtype=np.float32)
-    return _drawn(shape_argument(size, "rand"), dt, device, dp, draw, "rand")
+    out = _drawn(shape_argument(size, "rand"), dt, device, dp, draw, "rand")
+    return out.requires_grad_(requires_grad)
 
 
 def randn(
-    *size: Any, generator: Any = None, dtype: Any = None, device: Any = None, dp: Any = None
+    *size: Any,
+    generator: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
 ) -> Tensor:
     """Standard normal, drawn on the host from the rank's generator and copied in."""
     dt = _floating(dtype, "randn")
     draw = functools.partial(torch_random.resolve(generator).standard_normal, dtype=np.float32)
-    return _drawn(shape_argument(size, "randn"), dt, device, dp, draw, "randn")
+    out = _drawn(shape_argument(size, "randn"), dt, device, dp, draw, "randn")
+    return out.requires_grad_(requires_grad)
 
 
 def randint(
@@ -86,6 +98,7 @@ def randint(
     generator: Any = None,
     dtype: Any = None,
     device: Any = None,
+    requires_grad: bool = False,
     dp: Any = None,
 ) -> Tensor:
     """``randint(high, size)`` or ``randint(low, high, size)``: integers in [low, high)."""
@@ -106,14 +119,28 @@ def randint(
     shape = shape_argument((size,), "randint")
     dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int32"])
     draw = functools.partial(torch_random.resolve(generator).integers, low, high, dtype=np.int64)
-    return _drawn(shape, dt, device, dp, draw, "randint")
+    return _drawn(shape, dt, device, dp, draw, "randint").requires_grad_(requires_grad)
 
 
-def rand_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+def rand_like(
+    input: Tensor,  # noqa: A002
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
     dt, index = like_arguments(input, dtype, device)
-    return rand(input.shape, dtype=dt, device=index, dp=input.dp)
+    return rand(input.shape, dtype=dt, device=index, requires_grad=requires_grad, dp=input.dp)
 
 
-def randn_like(input: Tensor, *, dtype: Any = None, device: Any = None) -> Tensor:  # noqa: A002
+def randn_like(
+    input: Tensor,  # noqa: A002
+    *,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
     dt, index = like_arguments(input, dtype, device)
-    return randn(input.shape, dtype=dt, device=index, dp=input.dp)
+    return randn(input.shape, dtype=dt, device=index, requires_grad=requires_grad, dp=input.dp)
