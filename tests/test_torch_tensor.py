@@ -114,6 +114,16 @@ def test_factories_shapes_and_values(ctx):
     assert torch.zeros(()).shape == () and torch.zeros(()).item() == 0.0
 
 
+def test_full_of_a_bool_needs_a_dtype_as_there_is_no_bool(ctx):
+    for flag in (True, np.bool_(False)):  # torch would make a torch.bool tensor
+        with pytest.raises(
+            TensorError, match=r"full: fill_value .* no bool dtype here; pass dtype="
+        ):
+            torch.full((2,), flag)
+    assert torch.full((2,), True, dtype=torch.uint8).tolist() == [1, 1]
+    assert torch.full_like(torch.zeros(2), True).tolist() == [1.0, 1.0]  # the tensor's dtype
+
+
 @pytest.mark.parametrize(
     ("args", "kwargs", "expected"),
     [
