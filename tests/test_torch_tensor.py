@@ -292,6 +292,24 @@ def test_add_with_alpha_and_method_forms(ctx):
     assert a.add(1).mul(3).sub(1).div(2).tolist() == [1.0] * 4
 
 
+def test_a_float_alpha_on_integer_operands_is_refused_as_in_torch(ctx):
+    i = torch.tensor([1, 2])
+    refused = "for integral input tensors, argument {} must not be a floating point number"
+    for call in (
+        lambda: i.add(1, alpha=0.5),
+        lambda: torch.sub(i, i, alpha=1.0),
+        lambda: i.clone().add_(i, alpha=0.5),
+    ):
+        with pytest.raises(TensorError, match=refused.format("alpha")):
+            call()
+    with pytest.raises(TensorError, match=refused.format("value")):
+        i.addcmul(i, i, value=0.5)
+    # a float operand makes the result float, and then a float alpha is fine
+    assert i.add(1.5, alpha=0.5).tolist() == [1.75, 2.75]
+    assert i.add(torch.tensor(1.0), alpha=2.0).tolist() == [3.0, 4.0]
+    assert i.sub(1, alpha=2).tolist() == [-1, 0] and i.sub(1, alpha=2).dtype is torch.int32
+
+
 # ----------------------------------------------------------------------------- methods
 
 

@@ -131,9 +131,11 @@ class TensorArithmetic:
     __rmod__ = __mod__
 
     def add(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        _check_alpha("add", alpha, self, other)
         return self._binary("add", _times_alpha(other, alpha))
 
     def sub(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        _check_alpha("sub", alpha, self, other)
         return self._binary("sub", _times_alpha(other, alpha))
 
     def mul(self: Tensor, other: Any) -> Tensor:
@@ -144,9 +146,11 @@ class TensorArithmetic:
         return self._binary("div", other)
 
     def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        _check_alpha("add_", alpha, self, other)
         return self._binary("add", _times_alpha(other, alpha), out=self)
 
     def sub_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
+        _check_alpha("sub_", alpha, self, other)
         return self._binary("sub", _times_alpha(other, alpha), out=self)
 
     def mul_(self: Tensor, other: Any) -> Tensor:
@@ -162,9 +166,11 @@ class TensorArithmetic:
         right (``(value * tensor1) * tensor2``, as torch's kernel writes it).  Each step
         rounds to the tensors' dtype: for float16/bfloat16 torch keeps the steps in
         float32 and rounds once, so the last bit may differ there."""
+        _check_alpha("addcmul", value, self, tensor1, tensor2, name="value")
         return self._with_temporary("add", _scaled_product(tensor1, tensor2, value))
 
     def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
+        _check_alpha("addcmul_", value, self, tensor1, tensor2, name="value")
         return self._with_temporary("add", _scaled_product(tensor1, tensor2, value), out=self)
 
     def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
@@ -316,6 +322,24 @@ _ON_THE_HOST = "the host: compute from t.numpy(), bring it back with torch.from_
 
 def _no_operator(symbol: str, instead: str) -> TensorError:
     return TensorError(f"Tensor {symbol} ...: not supported by kernbench.torch; use {instead}")
+
+
+def _check_alpha(what: str, alpha: Any, *operands: Any, name: str = "alpha") -> None:
+    """torch refuses a float multiplier when every operand is an integer (the result would
+    be an integer, and the float cannot scale it)."""
+    if not isinstance(python_scalar(alpha), float):
+        return
+    for x in operands:
+        if isinstance(x, TensorArithmetic):
+            if x.dtype.is_floating_point:
+                return
+        elif isinstance(python_scalar(x), float):
+            return
+    raise TensorError(
+        f"{what}: for integral input tensors, argument {name} must not be a floating point "
+        f"number (as in torch), got {name}={alpha!r}; convert with .float() or pass an "
+        f"integer {name}"
+    )
 
 
 def _times_alpha(other: Any, alpha: Any) -> Any:
