@@ -414,6 +414,18 @@ def test_bmm_multiplies_equal_batches_and_refuses_others_as_torch(ctx):
         torch.ones(2, 3, 4).bmm(torch.ones(4, 5))
 
 
+def test_mm_takes_only_matrices_as_torch(ctx):
+    a, b = _values((3, 4)), _values((4, 2), seed=8)
+    np.testing.assert_allclose(
+        torch.from_numpy(a).mm(torch.from_numpy(b)).numpy(), a @ b, rtol=1e-5, atol=1e-5
+    )
+    for left, right in (((4,), (4, 2)), ((3, 4), (4,)), ((2, 3, 4), (4, 2))):
+        with pytest.raises(TensorError, match=r"mm of shapes .*: both must be 2-D matrices"):
+            torch.mm(torch.ones(*left), torch.ones(*right))
+        with pytest.raises(TensorError, match="both must be 2-D matrices"):
+            torch.ones(*left).mm(torch.ones(*right))
+
+
 @pytest.mark.parametrize(
     ("name", "hint"),
     [

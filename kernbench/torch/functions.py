@@ -159,7 +159,7 @@ def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "mm").matmul(mat2)
+    return _tensor(input, "mm").mm(mat2)
 
 
 def dot(input: Tensor, tensor: Tensor) -> Tensor:  # noqa: A002

@@ -149,7 +149,15 @@ class TensorPointwise:
         )
         return out
 
-    mm = matmul
+    def mm(self: Tensor, mat2: Tensor) -> Tensor:
+        """Product of two 2-D matrices (as torch.mm; torch.matmul takes other shapes)."""
+        _tensor_argument(mat2, "mm")
+        if self.ndim != 2 or mat2.ndim != 2:
+            raise TensorError(
+                f"mm of shapes {tuple(self.shape)} and {tuple(mat2.shape)}: both must be 2-D "
+                "matrices (as in torch); torch.matmul takes 1-D and batched operands"
+            )
+        return self.matmul(mat2)
 
     def bmm(self: Tensor, mat2: Tensor) -> Tensor:
         """Batched matrix product of two 3-D tensors with the same batch (as torch.bmm)."""
