@@ -425,6 +425,31 @@ def test_repr_shows_values_dtype_and_device(ctx):
     assert "<freed>" in repr(t)
 
 
+def test_repr_follows_torch_for_empty_non_finite_and_flagged_tensors(ctx):
+    device = "device='ahbm:0'"
+    nan, inf = float("nan"), float("inf")
+    cases = [
+        (torch.zeros(3, 0), f"tensor([], {device}, size=(3, 0))"),
+        (torch.zeros(0), f"tensor([], {device})"),
+        (torch.zeros(0, dtype=torch.int32), f"tensor([], {device}, dtype=torch.int32)"),
+        (torch.tensor([nan, 1.0, -inf]), f"tensor([nan, 1., -inf], {device})"),
+        (torch.tensor([inf, 1.0]), f"tensor([inf, 1.], {device})"),
+        (torch.tensor([nan, 1.5, inf]), f"tensor([   nan, 1.5000,    inf], {device})"),
+        (torch.tensor([-0.0, 1.0]), f"tensor([-0., 1.], {device})"),
+        (torch.zeros(2, requires_grad=True), f"tensor([0., 0.], {device}, requires_grad=True)"),
+    ]
+    for t, expected in cases:
+        assert repr(t) == expected
+    torch.set_default_dtype(torch.float16)
+    try:  # the dtype left out is the default one
+        assert repr(torch.tensor([1.5])) == f"tensor([1.5000], {device})"
+        assert repr(torch.ones(1, dtype=torch.float32)) == (
+            f"tensor([1.], {device}, dtype=torch.float32)"
+        )
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
 def test_kernels_take_tensors_directly(ctx):
     @jit
     def twice(x_ptr, out_ptr, n, BLOCK: tl.constexpr):

@@ -18,12 +18,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
+from kernbench.torch.dtypes import DTYPE_OBJECTS, get_default_dtype
 from kernbench.torch.printing import format_values
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
 __all__ = ["TensorHostValues"]
+
+DTYPE_INT32 = DTYPE_OBJECTS["int32"]
 
 
 class TensorHostValues:
@@ -108,12 +111,20 @@ class TensorHostValues:
 
     def __repr__(self: Tensor) -> str:
         extras = [f"device='{self.device}'"]
-        if self.dtype.name not in ("float32", "int32"):
-            extras.append(f"dtype={self.dtype!r}")
+        empty = self.numel() == 0
         if self.storage_device_tensor.is_freed:
             body = f"<freed>, size={tuple(self.shape)}"
         elif self.storage_device_tensor.context.timing_only:
             body = f"<no values in timing-only mode>, size={tuple(self.shape)}"
         else:
             body = format_values(self.peek(), prefix="tensor(")
+            if empty and self.ndim != 1:
+                extras.append(f"size={tuple(self.shape)}")  # as torch: "[]" does not say it
+        # torch leaves out the dtype values infer (int32 stands in for its int64 here),
+        # but not for an empty tensor, whose missing values infer nothing
+        inferred = (get_default_dtype(),) if empty else (get_default_dtype(), DTYPE_INT32)
+        if self.dtype not in inferred:
+            extras.append(f"dtype={self.dtype!r}")
+        if self.requires_grad:
+            extras.append("requires_grad=True")
         return f"tensor({body}, {', '.join(extras)})"

@@ -36,9 +36,12 @@ def format_values(values: np.ndarray, prefix: str) -> str:
     """The body of ``tensor(...)`` for ``values``, continuation lines aligned after ``prefix``."""
     if values.dtype.kind == "f":
         fmt = _float_format(values)
+        # as torch, the width is that of the finite non-zero values: nan and inf do not widen
+        sized = values[np.isfinite(values) & (values != 0)]
     else:
         fmt = str
-    width = max((len(fmt(v)) for v in values.flat), default=0)
+        sized = values
+    width = max((len(fmt(v)) for v in sized.flat), default=1)
     return np.array2string(
         values,
         separator=", ",
