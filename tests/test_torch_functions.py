@@ -435,6 +435,10 @@ def test_mm_takes_only_matrices_as_torch(ctx):
         ("tile", "torch.cat of the pieces"),
         ("sizee", "nearest supported: size"),
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
+        ("remainder", "np.remainder: the sign of the divisor, np.fmod: of the dividend"),
+        ("fmod_", "compute on the host from t.numpy()"),
+        ("is_floating_point", "t.dtype.is_floating_point"),
+        ("unsqueeze_", "the view without _"),
     ],
 )
 def test_missing_tensor_methods_say_what_to_write_instead(ctx, name, hint):
@@ -447,3 +451,14 @@ def test_missing_torch_functions_say_what_to_write_instead():
         torch.var  # noqa: B018
     with pytest.raises(AttributeError, match="every run is deterministic here"):
         torch.use_deterministic_algorithms  # noqa: B018
+    for name, hint in (
+        ("remainder", "np.remainder: the sign of the divisor"),
+        ("floor_divide", "np.floor_divide"),
+        ("neg", "-t, or t.mul_(-1) in place"),
+        ("is_floating_point", "t.dtype.is_floating_point"),
+    ):
+        with pytest.raises(
+            AttributeError,
+            match=re.escape(f"torch.{name} is not in KernBench; ") + ".*" + re.escape(hint),
+        ):
+            getattr(torch, name)

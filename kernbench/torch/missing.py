@@ -32,6 +32,11 @@ _NO_KERNEL = (
     "there is no device kernel for it; write one with kernbench.triton, "
     "or compute on the host from t.numpy()"
 )
+_INTEGER_DIVISION = (
+    "there is no device kernel for it; compute on the host from t.numpy() (np.remainder: "
+    "the sign of the divisor, np.fmod: of the dividend, np.floor_divide) and bring it back "
+    "with torch.from_numpy"
+)
 _NOT_MODELLED = (
     "not modelled here (matmul runs in its tensors' dtype; no TF32, autocast or "
     "compiler): drop the line"
@@ -92,6 +97,14 @@ HINTS = {  # (the named entries after the groups win)
     ),
     **dict.fromkeys(("triu", "tril", "triu_", "tril_"), _ON_HOST),
     "new_tensor": "torch.tensor(data, dtype=t.dtype)",
+    **dict.fromkeys(("remainder", "remainder_", "fmod", "fmod_"), _INTEGER_DIVISION),
+    **dict.fromkeys(("floor_divide", "floor_divide_"), _INTEGER_DIVISION),
+    "is_floating_point": "t.dtype.is_floating_point",
+    "type": "t.dtype to ask, t.to(dtype) to convert",
+    **dict.fromkeys(
+        ("t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_"),
+        "the view without _ (t = t.t(), t = t.unsqueeze(0)); views change no memory",
+    ),
 }
 
 
@@ -102,6 +115,10 @@ MODULE_HINTS = {
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
     **{name: HINTS[name] for name in ("var", "std", "prod", "flip", "roll", "tile")},
     "repeat_interleave": HINTS["repeat_interleave"],
+    **{
+        name: HINTS[name]
+        for name in ("remainder", "fmod", "floor_divide", "is_floating_point", "neg", "negative")
+    },
     "bincount": _ON_HOST,
     "set_grad_enabled": "there is no autograd: drop the line (torch.no_grad() also works)",
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
