@@ -19,6 +19,7 @@ from kernbench.bench.runner import LISTED_RANKS, format_run_summary
 from kernbench.ccl.algorithms import get_algorithm
 from kernbench.ccl.catalogue import load_catalogue
 from kernbench.ccl.comm import LaneBuffer
+from kernbench.ccl.launch import OVERLAPPING
 from kernbench.ccl.record import SYMMETRY_FROM, record_lane, record_ranks
 from kernbench.errors import ConfigError
 from kernbench.fabric import Fabric
@@ -788,3 +789,54 @@ def test_a_slowed_memory_port_no_rank_uses_leaves_collectives_step_wide() -> Non
     calls = _with_a_slowed_port("port:sip6.cube0.hbm0", 10, world_size=4)
     assert calls["fast"]["priced"].startswith("step-wide"), calls["fast"].get("refused")
     assert _took_call(calls["fast"]) == _took_call(calls["detailed"])
+
+
+def _two_groups_at_once(n: int, stagger: bool) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    rank, size = dist.get_rank(), dist.get_world_size()
+    evens, odds = dist.new_group(list(range(0, size, 2))), dist.new_group(list(range(1, size, 2)))
+    tensor = torch.ones(n) * (rank + 1)
+    dist.barrier()
+    if stagger and rank % 2:
+        tensor = tensor * 2  # the odd ranks' ring starts while the even ranks' runs
+    dist.all_reduce(tensor, group=odds if rank % 2 else evens)
+    want = sum(q + 1 for q in range(rank % 2, size, 2)) * (2 if stagger and rank % 2 else 1)
+    assert np.array_equal(tensor.numpy(), np.full(n, want, np.float32))
+
+
+def _all_reduces(stagger: bool, *overrides: str) -> tuple[list[dict], kernbench.SimResult]:
+    result = kernbench.simulate(
+        _two_groups_at_once,
+        topology="ring8",
+        overrides=["ccl.configs.ring.chunks=1", *overrides],
+        args=(1 << 16, stagger),
+    )
+    return [c for c in result.report["collectives"] if c["op"] == "all_reduce"], result
+
+
+def test_collectives_in_flight_together_run_message_by_message() -> None:
+    """Rings on the even and the odd chips of ring8 cross the same links at the same
+    time: priced alone, each came out 32% fast here (47% at 4 MiB).  Both run on the
+    fabric, as on the detailed backend to the picosecond, and the report says why."""
+    detailed, _ = _all_reduces(False)
+    fast, result = _all_reduces(False, "simulation.backend=fast")
+    assert [_took(c) for c in fast] == [_took(c) for c in detailed]
+    assert [(c["priced"], c["refused"]) for c in fast] == [("message by message", OVERLAPPING)] * 2
+    assert f"    message by message for {OVERLAPPING}: 2" in format_run_summary(result).splitlines()
+
+
+def test_a_collective_priced_alone_and_then_overlapped_says_so() -> None:
+    """The even ranks' ring is priced step-wide as it starts, alone; the odd ranks' starts
+    before it ends, runs message by message, and the first call's entry says its
+    price leaves the second's traffic out."""
+    fast, result = _all_reduces(True, "simulation.backend=fast")
+    assert [(c["priced"], c.get("refused")) for c in fast] == [
+        ("step-wide, overlapped", None),
+        ("message by message", OVERLAPPING),
+    ]
+    assert "1 priced alone although other collectives started before they ended" in (
+        format_run_summary(result)
+    )

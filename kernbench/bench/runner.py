@@ -602,6 +602,12 @@ def _collective_lines(report: dict, elapsed_ps: int) -> list[str]:
                 f"; {drifting} with ranks drifting apart, approximate"
                 " (simulation.drift=exact runs them message by message)"
             )
+        overlapped = priced.count("step-wide, overlapped")
+        if overlapped:
+            line += (
+                f"; {overlapped} priced alone although other collectives started before"
+                " they ended (their times leave that traffic out)"
+            )
         bounded = [call["bound"] for call in calls if "bound" in call]
         if bounded:
             line += (

@@ -312,11 +312,14 @@ def _pieces(collective: Any) -> dict[str, Any]:
 
 
 def _priced(collective: Any) -> str:
-    """``step-wide``, ``step-wide, drifting`` (approximate), ``step-wide, bounded``
-    (ranks drift apart or channels keep a backlog, and that can add at most a
-    bound to a rank's time) or ``message by message``."""
+    """``step-wide``, ``step-wide, overlapped`` (priced alone, and another collective
+    started before it ended), ``step-wide, drifting`` (approximate), ``step-wide,
+    bounded`` (ranks drift apart or channels keep a backlog, and that can add at most
+    a bound to a rank's time) or ``message by message``."""
     if not collective.evaluated:
         return "message by message"
+    if collective.overlapped:
+        return "step-wide, overlapped"
     if collective.drift:
         return "step-wide, drifting"
     return "step-wide, bounded" if collective.bound is not None else "step-wide"

@@ -19,6 +19,7 @@ host -> M_CPU -> PE, (3) pays the PEs' launch overhead and runs the programs,
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Callable, Generator, Sequence
 from typing import TypeVar
 
@@ -46,6 +47,18 @@ from kernbench.topology import names
 __all__ = ["lanes_of", "single_lane", "CollectiveLauncher"]
 
 INSTALL_ENTRY_BYTES = 16
+
+# Why a machine that prices collectives step-wide runs one message by message when
+# another collective is in flight: a collective priced step-wide is priced alone, so
+# the flows of two overlapping ones would not share the links they both cross (two
+# rings on the odd and the even chips of ring8 came out 47% fast).  On the fabric
+# their flows share the links exactly.
+OVERLAPPING = "other collectives in flight at the same time"
+
+# Per machine: the collectives started (``finish``) and not yet ended.
+_IN_FLIGHT: weakref.WeakKeyDictionary[Machine, list[CollectiveLauncher]] = (
+    weakref.WeakKeyDictionary()
+)
 
 T = TypeVar("T")
 
@@ -139,6 +152,9 @@ class CollectiveLauncher:
         self.bound: float | None = None
         # Why a machine that prices programs step-wide ran this one message by message.
         self.refused = ""
+        # Priced step-wide, alone, and another collective then started before it ended:
+        # its time leaves that collective's traffic out (and that one's leaves it out).
+        self.overlapped = False
         # The pieces an algorithm that pipelines cut the data into, and how that count
         # came about (kernbench.ccl.tuner.chunk_choice); None when not chosen per call.
         self.pieces: PieceChoice | None = None
@@ -203,6 +219,8 @@ class CollectiveLauncher:
         """Start the programs now (a group's earlier collective may have held this one back)."""
         self.launch_ps = self.env.now
         done = self.env.event()
+        in_flight = _IN_FLIGHT.setdefault(self.machine, [])
+        in_flight.append(self)
 
         def body() -> Generator:
             yield from self._install()
@@ -234,6 +252,7 @@ class CollectiveLauncher:
             yield self.env.all_of(processes)
             yield from self._refresh_all()
             self.end_ps = self.env.now
+            in_flight.remove(self)
             self.machine.close_channels(self.key)
             # The launcher stays on as the run's record of this collective: it must not
             # keep the tensors (and their memory) alive once they are done with.
@@ -248,6 +267,12 @@ class CollectiveLauncher:
         """Each rank's time from the machine's step-wide evaluation of the recorded
         programs (values computed alongside), or ``None``: run them on the machine."""
         if not self.machine.evaluates_programs:
+            return None
+        others = [c for c in _IN_FLIGHT.get(self.machine, ()) if c is not self]
+        if others:
+            for other in others:
+                other.overlapped = other.overlapped or other.evaluated
+            self._refuse(OVERLAPPING)
             return None
         cache = record_cache(self.machine)
         lanes = []
