@@ -840,3 +840,29 @@ def test_a_collective_priced_alone_and_then_overlapped_says_so() -> None:
     assert "1 priced alone although other collectives started before they ended" in (
         format_run_summary(result)
     )
+
+
+def _all_gather(n: int) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    out = torch.empty(n * dist.get_world_size())
+    dist.all_gather_into_tensor(out, torch.empty(n))
+
+
+def test_priced_collectives_count_their_bytes_per_link() -> None:
+    """A priced all-gather moves no flow on the fabric; its messages' bytes still count
+    in the report's bytes per link class and busiest component (they had no sip_link
+    bytes at all), as the detailed backend counts them."""
+    reports = [
+        kernbench.simulate(
+            _all_gather, topology="fc8", overrides=more, args=(1 << 14,), timing_only=True
+        ).report
+        for more in ([], ["simulation.backend=fast"])
+    ]
+    detailed, fast = reports
+    assert fast["collectives"][-1]["priced"] == "step-wide"
+    assert fast["bytes_by_link_class"] == detailed["bytes_by_link_class"]
+    assert detailed["bytes_by_link_class"]["sip_link"] == 8 * 7 * (1 << 16)
+    assert fast["busiest_fabric_component"] == detailed["busiest_fabric_component"]

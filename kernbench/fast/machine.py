@@ -27,7 +27,8 @@ import simpy
 from kernbench.fabric import Fabric
 from kernbench.fast.columns import build
 from kernbench.fast.evaluate import evaluate
-from kernbench.fast.tables import TIME_LIMIT_PS, Column, Tables, TimesTooLong
+from kernbench.fast.tables import MESSAGES, TIME_LIMIT_PS, Column, Tables, TimesTooLong
+from kernbench.machine.observe import FlowStarted
 from kernbench.machine.programs import Op, RecordedCollective
 from kernbench.topology import names
 from kernbench.topology.schema import Topology
@@ -109,6 +110,13 @@ class FastMachine(Fabric):
             collective.meta["refused"] = notes.get("refused", "")
             return None
         self.evaluated += 1
+        if self.observers.flow:
+            # The bytes the priced messages and streams put on each link, for the
+            # report's bytes per link class and busiest component (no flow runs).
+            for link, nbytes in notes.get("carried", ()):
+                record = FlowStarted((link,), nbytes)
+                for hook in self.observers.flow:
+                    hook(record)
         if notes.get("skew"):
             collective.meta["drift"] = notes["skew"]
         if "bound" in notes:
@@ -150,6 +158,7 @@ class FastMachine(Fabric):
             if port is not None:
                 notes["refused"] = SLOWED_PORT.format(port=port)
                 return None
+        notes["carried"] = _carried(shape, tables)
         approximate = self.topology.simulation.drift == "approximate"
         # Rows a period apart (a group apart, when the lane shifts within groups) may
         # keep the same clocks.
@@ -176,3 +185,29 @@ class FastMachine(Fabric):
         links = tables.edges()[np.unique(np.concatenate(routes))]
         crossed = np.intersect1d(links[links >= 0], np.fromiter(self._slowed_ports, np.intp))
         return self._slowed_ports[int(crossed[0])] if crossed.size else None
+
+
+def _carried(shape: list[list[Column]], tables: Tables) -> list[tuple[int, int]]:
+    """(link, bytes) of every link the program's messages and stream flows cross, as
+    the fabric's flows would count them; a stream priced alone (no flows) counts none.
+    Columns share their route and size arrays per pattern (kernbench.fast.columns), so
+    each distinct pair is counted once, times how often it recurs."""
+    pairs: dict[tuple[int, int], list] = {}
+    for strand in shape:
+        for col in strand:
+            flows = col.flows if col.kind == Op.STREAM else ()
+            if col.kind in MESSAGES:
+                flows = ((col.route, col.nbytes),)
+            for route, nbytes in flows:
+                found = pairs.setdefault((id(route), id(nbytes)), [route, nbytes, 0])
+                found[2] += 1
+    if not pairs:
+        return []
+    edges = tables.edges()
+    totals = np.zeros(len(tables.capacity), dtype=np.int64)
+    for route, nbytes, times in pairs.values():
+        crossed = edges[route]
+        size = np.broadcast_to(np.asarray(nbytes, dtype=np.int64)[:, None], crossed.shape)
+        kept = crossed >= 0
+        np.add.at(totals, crossed[kept], size[kept] * times)
+    return [(int(link), int(totals[link])) for link in np.flatnonzero(totals)]
