@@ -866,3 +866,37 @@ def test_priced_collectives_count_their_bytes_per_link() -> None:
     assert fast["bytes_by_link_class"] == detailed["bytes_by_link_class"]
     assert detailed["bytes_by_link_class"]["sip_link"] == 8 * 7 * (1 << 16)
     assert fast["busiest_fabric_component"] == detailed["busiest_fabric_component"]
+
+
+def _two_pairs_at_once(n: int) -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    rank = dist.get_rank()
+    pairs = [dist.new_group([0, 1]), dist.new_group([4, 5])]
+    tensor = torch.ones(n) * (rank + 1)
+    dist.barrier()
+    if rank in (0, 1, 4, 5):
+        dist.all_reduce(tensor, group=pairs[rank // 4])
+        want = {0: 3, 1: 3, 4: 11, 5: 11}[rank]
+        assert np.array_equal(tensor.numpy(), np.full(n, want, np.float32))
+
+
+def test_collectives_in_flight_on_links_of_their_own_stay_step_wide() -> None:
+    """Chips 0-1 and 4-5 of ring8 all-reduce at once over links no other message or
+    memory stream of the other pair crosses: both are priced step-wide, to the
+    fabric's picosecond."""
+    times = {}
+    for backend in ("detailed", "fast"):
+        result = kernbench.simulate(
+            _two_pairs_at_once,
+            topology="ring8",
+            overrides=["ccl.configs.ring.chunks=1", f"simulation.backend={backend}"],
+            args=(1 << 16,),
+        )
+        calls = [c for c in result.report["collectives"] if c["op"] == "all_reduce"]
+        times[backend] = [_took(c) for c in calls]
+        if backend == "fast":
+            assert [c["priced"] for c in calls] == ["step-wide", "step-wide"]
+    assert times["fast"] == times["detailed"]

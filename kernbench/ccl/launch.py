@@ -35,7 +35,7 @@ from kernbench.ccl.record import record_cache, record_lane, run_for_values
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tuner import PieceChoice, auto_choice, unfit, with_choice
 from kernbench.distributed.world import set_p2p_launch
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, KernBenchError
 from kernbench.machine import IpcqInstall
 from kernbench.machine.api import Clock, Event, Machine
 from kernbench.machine.observe import CollectiveRefused
@@ -59,6 +59,10 @@ OVERLAPPING = "other collectives in flight at the same time"
 _IN_FLIGHT: weakref.WeakKeyDictionary[Machine, list[CollectiveLauncher]] = (
     weakref.WeakKeyDictionary()
 )
+
+# Routes listed at most to tell whether two collectives in flight cross a common link.
+LINKS_MAX_ROUTES = 200_000
+_UNKNOWN = object()
 
 T = TypeVar("T")
 
@@ -155,6 +159,7 @@ class CollectiveLauncher:
         # Priced step-wide, alone, and another collective then started before it ended:
         # its time leaves that collective's traffic out (and that one's leaves it out).
         self.overlapped = False
+        self._crossed: frozenset[int] | None | object = _UNKNOWN  # see _links
         # The pieces an algorithm that pipelines cut the data into, and how that count
         # came about (kernbench.ccl.tuner.chunk_choice); None when not chosen per call.
         self.pieces: PieceChoice | None = None
@@ -268,7 +273,9 @@ class CollectiveLauncher:
         programs (values computed alongside), or ``None``: run them on the machine."""
         if not self.machine.evaluates_programs:
             return None
-        others = [c for c in _IN_FLIGHT.get(self.machine, ()) if c is not self]
+        others = [
+            c for c in _IN_FLIGHT.get(self.machine, ()) if c is not self and self._shares_with(c)
+        ]
         if others:
             for other in others:
                 other.overlapped = other.overlapped or other.evaluated
@@ -306,6 +313,45 @@ class CollectiveLauncher:
                 c = comms[0]
                 run_for_values(programs, c.pes, c.nodes, op=c.op, depth=c.depth, params=c.params)
         return times
+
+    def _shares_with(self, other: CollectiveLauncher) -> bool:
+        """Whether ``other``'s messages or memory streams may cross a link this one's do
+        (so one priced alone would leave the other's traffic out)."""
+        mine, theirs = self._links(), other._links()
+        return mine is None or theirs is None or not mine.isdisjoint(theirs)
+
+    def _links(self) -> frozenset[int] | None:
+        """The links this collective's messages and memory streams can cross: the routes
+        from every rank (its PE and buffer) to the peers of its neighbour table, and
+        between its PE, buffer and memory.  ``None`` when not known (its tables not yet
+        installed, a route down, or more than :data:`LINKS_MAX_ROUTES` routes): take it
+        as crossing every link."""
+        if self._crossed is not _UNKNOWN:
+            return self._crossed
+        plans = ccl_settings(self.ctx).plans
+        pairs: set[tuple[str, str]] = set()
+        for comms, _, memory in self._lanes:
+            table = plans.get((self.config_name, self.op, tuple(c.pe for c in comms)))
+            if not isinstance(table, dict):
+                return None  # not installed yet: known once its programs start
+            place = {pe: rank for rank, pe in enumerate(comms[0].pes)}
+            for comm, home in zip(comms, memory, strict=True):
+                node = comm.nodes[comm.rank]
+                for a, b in ((comm.pe, node), (comm.pe, home), (node, home)):
+                    pairs.update(((a, b), (b, a)))
+                for peer in table.get(comm.pe, ()):
+                    pairs.update(((comm.pe, peer), (node, comm.nodes[place[peer]])))
+                if len(pairs) > LINKS_MAX_ROUTES:
+                    return None
+        links: set[int] = set()
+        try:
+            for src, dst in pairs:
+                if src != dst:
+                    links.update(self.machine.route_cost(src, dst).edges)
+        except KernBenchError:
+            return None
+        self._crossed = frozenset(links)
+        return self._crossed
 
     def _refuse(self, reason: str) -> None:
         """Note (and tell the machine's observers) why this call runs message by message."""
