@@ -99,7 +99,9 @@ def test_shape_only_buffers_run_a_huge_vector_add_without_its_bytes():
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - started < 15
+    # Shapes, not bytes: seconds (5 here), where 2^12 blocks of real data would take
+    # minutes; loose, as a loaded machine slows it.
+    assert time.perf_counter() - started < 60
     assert peak < 64 * 2**20, peak  # the data itself would be 3 GiB
     assert record.bytes_moved == 3 * n * 4
     assert {(t.buffer, t.memory) for t in record.programs[0].traffic} == {
