@@ -462,3 +462,20 @@ def test_missing_torch_functions_say_what_to_write_instead():
             match=re.escape(f"torch.{name} is not in KernBench; ") + ".*" + re.escape(hint),
         ):
             getattr(torch, name)
+
+
+def test_maximum_and_minimum_promote_mixed_dtypes_as_torch(ctx):
+    ints = np.array([1, 5, 3], np.int32)
+    floats = np.array([2.5, 1.0, 3.5], np.float32)
+    a, b = torch.tensor(ints), torch.tensor(floats)
+    for got, want in (
+        (torch.maximum(a, b), np.maximum(ints, floats)),
+        (torch.minimum(b, a), np.minimum(ints, floats)),
+    ):
+        assert got.dtype is torch.float32
+        np.testing.assert_array_equal(got.numpy(), want.astype(np.float32))
+    # A 0-d operand of the same kind keeps the other's dtype (torch's result_type).
+    half = torch.tensor([1.0, 4.0], dtype=torch.float16)
+    capped = torch.maximum(half, torch.tensor(2.0))
+    assert capped.dtype is torch.float16
+    np.testing.assert_array_equal(capped.numpy(), np.array([2.0, 4.0], np.float16))

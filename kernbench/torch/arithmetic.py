@@ -221,7 +221,7 @@ class TensorArithmetic:
         shape = tuple(self.shape)
         if isinstance(other, TensorArithmetic):
             shape = _check_pair(self, other, what, in_place=out is not None)
-            rtype = _pair_dtype(self, other)
+            rtype = pair_dtype(self, other)
             value = None
         else:
             value = python_scalar(other)
@@ -364,7 +364,7 @@ def _check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int
     return shape
 
 
-def _pair_dtype(a: Tensor, b: Tensor) -> TorchDType:
+def pair_dtype(a: Tensor, b: Tensor) -> TorchDType:
     """PyTorch's rule: a 0-d operand of the other's kind (integer or float) keeps its dtype."""
     same_kind = a.dtype.is_floating_point == b.dtype.is_floating_point
     if same_kind and b.ndim == 0 and a.ndim:

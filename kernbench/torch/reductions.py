@@ -19,7 +19,7 @@ import numpy as np
 
 from kernbench.errors import TensorError
 from kernbench.runtime.dtypes import DTYPES
-from kernbench.torch.arithmetic import dense_as
+from kernbench.torch.arithmetic import dense_as, pair_dtype
 from kernbench.torch.device_kernels import launch_combine, launch_extreme, launch_fill, launch_sum
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
 from kernbench.torch.shapes import dim_index
@@ -195,15 +195,11 @@ class TensorReductions:
                 f"{'maximum' if op == 'max' else 'minimum'}: other must be a Tensor, got "
                 f"{type(other).__name__}"
             )
-        if other.dtype is not self.dtype:
-            raise TensorError(
-                f"{op}(other): dtypes {self.dtype!r} and {other.dtype!r} differ; convert one "
-                "with .to(...)"
-            )
+        dtype = pair_dtype(self, other)  # as torch promotes: int32 and float32 give float32
         shape = broadcast_shapes(self.shape, other.shape, f"{op}(other)")
-        x, temps = dense_as(self, shape)
-        y, more = dense_as(other, shape)
-        out = self.new_empty(shape)
+        x, temps = dense_as(self, shape, None if self.dtype is dtype else dtype)
+        y, more = dense_as(other, shape, None if other.dtype is dtype else dtype)
+        out = self.new_empty(shape, dtype=dtype)
         launch_combine(op, x.device_tensor, y.device_tensor, out.device_tensor)
         for temp in temps + more:
             temp.free()
