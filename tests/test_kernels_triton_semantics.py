@@ -6,6 +6,8 @@ types the operation (both operands cast to the computation type first).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -466,7 +468,9 @@ def test_bitcast_keeps_the_width():
 # ----------------------------------------------------------------------------- math and methods
 
 
-@pytest.mark.parametrize("name", ["exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt"])
+@pytest.mark.parametrize(
+    "name", ["exp", "exp2", "log", "log2", "sin", "cos", "sqrt", "rsqrt", "erf", "floor", "ceil"]
+)
 @pytest.mark.parametrize("dtype", [tl.int32, tl.float16, tl.bfloat16, tl.uint8])
 def test_math_functions_take_only_float32_and_float64(name, dtype):
     message = rf"tl.{name} takes float32 or float64 values \(as in Triton\), got {dtype!r}; "
@@ -479,6 +483,14 @@ def test_sigmoid_takes_only_float32_and_float64_and_keeps_float64():
         tl.sigmoid(block([1], tl.int8))
     check(tl.exp(block([1], tl.float64)), tl.float64, [np.exp(1.0)])
     check(tl.sigmoid(block([0], tl.float64)), tl.float64, [0.5])
+
+
+def test_erf_floor_and_ceil_as_triton_math():
+    values = [-2.5, -0.5, 0.0, 0.5, 1.5]
+    check(tl.erf(block(values, tl.float32)), tl.float32, [math.erf(v) for v in values])
+    check(block(values, tl.float64).erf(), tl.float64, [math.erf(v) for v in values])
+    check(tl.floor(block(values, tl.float32)), tl.float32, np.floor(values))
+    check(block(values, tl.float32).ceil(), tl.float32, np.ceil(values))
 
 
 def test_triton_tensor_methods_call_the_functions():

@@ -6,12 +6,14 @@ Reductions, elementwise math, ``softmax`` and ``matmul`` run on the device
 
 from __future__ import annotations
 
+import math
 import re
 
 import numpy as np
 import pytest
 
 import kernbench.torch as torch
+import kernbench.torch.nn.functional as F
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
 
@@ -479,3 +481,91 @@ def test_maximum_and_minimum_promote_mixed_dtypes_as_torch(ctx):
     capped = torch.maximum(half, torch.tensor(2.0))
     assert capped.dtype is torch.float16
     np.testing.assert_array_equal(capped.numpy(), np.array([2.0, 4.0], np.float16))
+
+
+_ERF = np.vectorize(math.erf)
+_EDGES = np.array(
+    [-30, -3, -1.5, -1e-6, -0.0, 0.0, 1e-7, 0.5, 2.0, 20.0, np.nan, np.inf, -np.inf], np.float32
+)
+
+
+def _gelu_tanh(v):
+    return 0.5 * v * (1 + np.tanh(np.sqrt(2 / np.pi) * (v + 0.044715 * v**3)))
+
+
+@pytest.mark.parametrize(
+    ("call", "want"),
+    [
+        (lambda x: torch.sigmoid(x), lambda v: 1 / (1 + np.exp(-v))),
+        (lambda x: x.tanh(), np.tanh),
+        (lambda x: torch.rsqrt(x.abs()), lambda v: 1 / np.sqrt(np.abs(v))),
+        (lambda x: x.sin(), np.sin),
+        (lambda x: torch.cos(x), np.cos),
+        (lambda x: torch.erf(x), _ERF),
+        (lambda x: F.relu(x), lambda v: np.where(v < 0, 0, v)),
+        (lambda x: F.gelu(x), lambda v: 0.5 * v * (1 + _ERF(v / np.sqrt(2)))),
+        (lambda x: F.gelu(x, approximate="tanh"), _gelu_tanh),
+        (lambda x: F.silu(x), lambda v: v / (1 + np.exp(-v))),
+        (lambda x: x.clamp(-1, 1), lambda v: np.clip(v, -1, 1)),
+        (lambda x: torch.clip(x, min=0.25), lambda v: np.where(v < 0.25, 0.25, v)),
+    ],
+    ids=[
+        "sigmoid",
+        "tanh",
+        "rsqrt",
+        "sin",
+        "cos",
+        "erf",
+        "relu",
+        "gelu",
+        "gelu_tanh",
+        "silu",
+        "clamp",
+        "clip_min",
+    ],  # fmt: skip
+)
+def test_activations_match_numpy_to_float32_precision(ctx, call, want):
+    with np.errstate(all="ignore"):
+        expected = want(_EDGES.astype(np.float64)).astype(np.float32)
+    got = call(torch.tensor(_EDGES))
+    assert got.dtype is torch.float32
+    np.testing.assert_allclose(got.numpy(), expected, rtol=2e-6, atol=0, equal_nan=True)
+
+
+def test_activation_dtypes_and_in_place_forms_as_torch(ctx):
+    ints = torch.tensor(np.array([-2, 0, 3], np.int32))
+    assert ints.relu().dtype is torch.int32 and ints.relu().tolist() == [0, 0, 3]
+    assert ints.sigmoid().dtype is torch.float32  # integer input: the default float dtype
+    assert ints.clamp(0, 2).tolist() == [0, 0, 2] and ints.clamp(0, 2).dtype is torch.int32
+    assert ints.clamp(0.5).dtype is torch.float32 and ints.clamp(0.5).tolist() == [0.5, 0.5, 3]
+    half = torch.tensor(np.array([-1, 0.1, 3], np.float16))
+    assert half.tanh().dtype is torch.float16 and F.gelu(half).dtype is torch.float16
+    halves = np.array([-1, 0.1, 3], np.float16)
+    np.testing.assert_array_equal(
+        half.tanh().numpy(), np.tanh(halves.astype(np.float32)).astype(np.float16)
+    )
+    x = torch.tensor(np.array([-1.0, 2.0], np.float32))
+    same = F.relu(x, inplace=True)
+    assert same is x and x.tolist() == [0.0, 2.0]
+    x.sigmoid_().clamp_(max=0.75)
+    np.testing.assert_allclose(x.numpy(), [0.5, 0.75], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda i, x: F.gelu(i), "gelu of 't"),
+        (lambda i, x: F.silu(i), "silu of 't"),
+        (lambda i, x: F.gelu(x, approximate="exact"), "approximate must be 'none' or 'tanh'"),
+        (lambda i, x: x.clamp(), "at least one of 'min' or 'max' must not be None"),
+        (lambda i, x: x.clamp(torch.zeros(2)), "for tensor bounds use torch.maximum(t, low)"),
+        (lambda i, x: i.clamp_(0.5), "can't be cast to the in-place output type torch.int32"),
+        (lambda i, x: i.sigmoid_(), "can't be cast to the in-place output type torch.int32"),
+    ],
+)
+def test_activation_misuse_is_refused_by_name(ctx, call, message):
+    ints = torch.tensor(np.array([-2, 3], np.int32))
+    floats = torch.tensor(np.array([-2.0, 3.0], np.float32))
+    with pytest.raises(TensorError) as info:
+        call(ints, floats)
+    assert message in str(info.value)

@@ -18,8 +18,8 @@ What is counted (one record per call, see ``ProgramRecorder``):
   ``& | ^ ~``, negation, ``where``, ``maximum``, ``exp`` ...): one op per
   output element. It is a vector FLOP when any operand is floating point,
   otherwise an integer op (index and mask arithmetic). ``exp``, ``exp2``,
-  ``log``, ``log2``, ``sqrt``, ``rsqrt``, ``sin``, ``cos`` and ``sigmoid`` also
-  count one transcendental op per element (a subset of the vector FLOPs).
+  ``log``, ``log2``, ``sqrt``, ``rsqrt``, ``sin``, ``cos``, ``sigmoid`` and
+  ``erf`` also count one transcendental op per element (a subset of the vector FLOPs).
 * Reductions (``sum``, ``max``, ``min``): one op per *input* element.
 * Pointer arithmetic (``ptr + offsets``): one integer op per element.
 * Not counted: ``arange``, ``zeros``, ``full``, ``.to()`` casts, indexing with
@@ -112,6 +112,7 @@ __all__ = [
     "broadcast_to",
     "cast",
     "cdiv",
+    "ceil",
     "clamp",
     "constexpr",
     "cos",
@@ -119,12 +120,14 @@ __all__ = [
     "device_assert",
     "dot",
     "dtype",
+    "erf",
     "exp",
     "exp2",
     "expand_dims",
     "float16",
     "float32",
     "float64",
+    "floor",
     "full",
     "int1",
     "int8",
@@ -905,7 +908,7 @@ def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) ->
         return _result(upper(lower(values, low), high), common, True)
 
 
-def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str):
+def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str, transcendental: bool = True):
     def op(x: Any) -> Block:
         b = _block(x)
         if b.dtype not in (float32, float64):
@@ -913,7 +916,7 @@ def _float_math(fn: Callable[[np.ndarray], np.ndarray], name: str):
                 f"{where_am_i()}: tl.{name} takes float32 or float64 values (as in Triton), "
                 f"got {b.dtype!r}; convert first with .to(tl.float32)"
             )
-        return _unary(fn, b, transcendental=True)
+        return _unary(fn, b, transcendental=transcendental)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise {name} of float32 or float64 values (Triton refuses others)."
@@ -929,6 +932,10 @@ rsqrt = _float_math(lambda v: 1 / np.sqrt(v), "rsqrt")
 sin = _float_math(np.sin, "sin")
 cos = _float_math(np.cos, "cos")
 sigmoid = _float_math(lambda v: 1 / (1 + np.exp(-v)), "sigmoid")
+floor = _float_math(np.floor, "floor", transcendental=False)
+ceil = _float_math(np.ceil, "ceil", transcendental=False)
+_erf = np.frompyfunc(math.erf, 1, 1)
+erf = _float_math(lambda v: _erf(v).astype(v.dtype), "erf")
 
 
 def abs(x: Any) -> Block:
@@ -1019,6 +1026,7 @@ def next_power_of_2(n: int) -> int:
 def _install_methods() -> None:
     """``x.sum(...)`` and the like: the tl functions Triton attaches to tensors, as methods."""
     methods = (sum, max, min, exp, exp2, log, log2, sin, cos, sqrt, rsqrt, sigmoid, abs)
+    methods += (erf, floor, ceil)
     for fn in methods + (reshape, trans, expand_dims, broadcast_to, cast):
         setattr(Block, fn.__name__, fn)
 

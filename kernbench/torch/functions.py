@@ -21,10 +21,14 @@ __all__ = [
     "argmax",
     "argmin",
     "bmm",
+    "clamp",
+    "clip",
     "clone",
+    "cos",
     "div",
     "dot",
     "equal",
+    "erf",
     "exp",
     "flatten",
     "lerp",
@@ -38,12 +42,17 @@ __all__ = [
     "mm",
     "mul",
     "permute",
+    "relu",
     "reshape",
+    "rsqrt",
+    "sigmoid",
+    "sin",
     "softmax",
     "sqrt",
     "squeeze",
     "sub",
     "sum",
+    "tanh",
     "transpose",
     "unsqueeze",
 ]
@@ -70,6 +79,41 @@ def log(input: Tensor) -> Tensor:  # noqa: A002
 
 def sqrt(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "sqrt").sqrt()
+
+
+def rsqrt(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "rsqrt").rsqrt()
+
+
+def sin(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "sin").sin()
+
+
+def cos(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "cos").cos()
+
+
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "sigmoid").sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "tanh").tanh()
+
+
+def erf(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "erf").erf()
+
+
+def relu(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "relu").relu()
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A001,A002
+    return _tensor(input, "clamp").clamp(min, max)
+
+
+clip = clamp
 
 
 def add(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002

@@ -1,4 +1,5 @@
-"""Device kernels for ``abs``/``exp``/``log``/``sqrt`` and ``matmul``.
+"""Device kernels for the elementwise math (``abs``, ``exp``, ``sigmoid``, ``gelu``, ...),
+``clamp`` and ``matmul``.
 
 The unary kernel maps a contiguous buffer elementwise (the result in the
 output's dtype); the matmul kernel multiplies strided (optionally batched)
@@ -10,6 +11,7 @@ through their strides, so ``a @ b.T`` needs no copy.  Launch sizes follow
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import kernbench.kernels.language as tl
 from kernbench.errors import TensorError
@@ -17,9 +19,14 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
 
-__all__ = ["UNARY_OPS", "launch_matmul", "launch_unary"]
+__all__ = ["SAME_DTYPE", "UNARY_OPS", "launch_clamp", "launch_matmul", "launch_unary"]
 
-UNARY_OPS = ("abs", "exp", "log", "sqrt")
+UNARY_OPS = (
+    "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "tanh", "erf", "relu",
+    "gelu", "gelu_tanh", "silu",
+)  # fmt: skip
+#: Ops whose result keeps the input's dtype (the others compute in float32 or float64).
+SAME_DTYPE = ("abs", "relu")
 
 # Tile of the matmul kernel: a 64x64 output tile over 32-wide slices of K.
 TILE_M = 64
@@ -28,21 +35,72 @@ TILE_K = 32
 
 
 @jit
+def _tanh(x):
+    # tanh from exp, in float64 so that 1 - e keeps float32's precision near 0.
+    x64 = x.to(tl.float64)
+    e = tl.exp(-2.0 * tl.abs(x64))
+    t = (1.0 - e) / (1.0 + e)
+    return tl.where(x64 < 0, -t, t).to(x.dtype)
+
+
+@jit
 def _unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
     x = tl.load(x_ptr + i, mask=mask, other=1)  # 1 keeps masked-off log/sqrt lanes quiet
-    if OP != "abs" and x.dtype != tl.float64:
+    if OP != "abs" and OP != "relu" and x.dtype != tl.float64:
         x = x.to(tl.float32)  # tl's math takes float32 or float64, as Triton's
     if OP == "abs":
         y = tl.abs(x)
+    elif OP == "relu":
+        y = tl.where(x < 0, 0, x)  # NaN stays NaN, as torch.relu
     elif OP == "exp":
         y = tl.exp(x)
     elif OP == "log":
         y = tl.log(x)
-    else:
+    elif OP == "sqrt":
         y = tl.sqrt(x)
+    elif OP == "rsqrt":
+        y = tl.rsqrt(x)
+    elif OP == "sin":
+        y = tl.sin(x)
+    elif OP == "cos":
+        y = tl.cos(x)
+    elif OP == "sigmoid":
+        y = tl.sigmoid(x)
+    elif OP == "tanh":
+        y = _tanh(x)
+    elif OP == "erf":
+        y = tl.erf(x)
+    elif OP == "gelu":
+        y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    elif OP == "gelu_tanh":
+        w = x.to(tl.float64)  # 1 + tanh cancels for negative x: float64 keeps float32's digits
+        y = 0.5 * w * (1.0 + _tanh(0.7978845608028654 * (w + 0.044715 * w * w * w)))
+    else:
+        y = x * tl.sigmoid(x)
     tl.store(out_ptr + i, y, mask=mask)
+
+
+@jit
+def _clamp_kernel(
+    x_ptr,
+    out_ptr,
+    n,
+    low,
+    high,
+    LOW: tl.constexpr,
+    HIGH: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    x = tl.load(x_ptr + i, mask=mask, other=0)
+    if LOW:
+        x = tl.where(x < low, low, x)  # a NaN stays NaN, as torch.clamp
+    if HIGH:
+        x = tl.where(x > high, high, x)
+    tl.store(out_ptr + i, x, mask=mask)
 
 
 @jit
@@ -92,6 +150,26 @@ def launch_unary(op: str, x: DeviceTensor, out: DeviceTensor) -> None:
             f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
         )
     _unary_kernel[(max(1, -(-n // BLOCK)),)](x, out, n, OP=op, BLOCK=BLOCK)
+
+
+def launch_clamp(x: DeviceTensor, out: DeviceTensor, low: Any, high: Any) -> None:
+    """``out = x`` clamped to ``[low, high]`` (either ``None``: no bound), elementwise."""
+    n = x.numel
+    if n > MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"clamp of {n} elements: the tensor kernels use 32-bit element offsets, so they "
+            f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
+        )
+    _clamp_kernel[(max(1, -(-n // BLOCK)),)](
+        x,
+        out,
+        n,
+        0 if low is None else low,
+        0 if high is None else high,
+        LOW=low is not None,
+        HIGH=high is not None,
+        BLOCK=BLOCK,
+    )
 
 
 def launch_matmul(

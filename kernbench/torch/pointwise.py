@@ -1,4 +1,5 @@
-"""Math of :class:`~kernbench.torch.Tensor`: ``abs``/``exp``/``log``/``sqrt``, ``softmax``, ``@``.
+"""Math of :class:`~kernbench.torch.Tensor`: ``abs``/``exp``/``sigmoid``/..., ``clamp``,
+``softmax``, ``@``.
 
 :class:`TensorPointwise` is mixed into the tensor class.  The unary functions
 and ``matmul`` run device kernels (:mod:`~kernbench.torch.math_kernels`);
@@ -15,14 +16,44 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.dtypes import get_default_dtype
-from kernbench.torch.math_kernels import launch_matmul, launch_unary
+from kernbench.torch.dtypes import get_default_dtype, python_scalar
+from kernbench.torch.math_kernels import SAME_DTYPE, launch_clamp, launch_matmul, launch_unary
 from kernbench.torch.views import broadcast_shapes
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorPointwise"]
+__all__ = ["TensorPointwise", "gelu", "silu"]
+
+# Ops torch computes on floating tensors only (by the name torch's error gives).
+_FLOAT_ONLY = {"gelu": "gelu", "gelu_tanh": "gelu", "silu": "silu"}
+
+
+def _elementwise(self: Tensor, op: str, out: Tensor | None = None) -> Tensor:
+    """``op`` of ``self`` elementwise, into ``out`` when given (in place)."""
+    floating = op not in SAME_DTYPE
+    if op in _FLOAT_ONLY and not self.dtype.is_floating_point:
+        raise TensorError(
+            f"{_FLOAT_ONLY[op]} of {self.storage_device_tensor.name!r}: not implemented for "
+            f"{self.dtype!r} (as in torch); convert with .float() first"
+        )
+    rtype = get_default_dtype() if floating and not self.dtype.is_floating_point else None
+    if out is not None and rtype is not None:
+        raise TensorError(
+            f"{op}_ of {self.storage_device_tensor.name!r}: result type {rtype!r} can't be "
+            f"cast to the in-place output type {self.dtype!r}; use {op}() (a new tensor)"
+        )
+    x = self.dense()
+    direct = out is not None and out.contiguous_device_tensor()
+    target = out if direct else self.new_empty(self.shape, dtype=rtype)
+    launch_unary(op, x.device_tensor, target.device_tensor)
+    if out is not None and target is not out:
+        out.copy_(target)
+        target.free()
+        target = out
+    if x is not self:
+        x.free()
+    return target
 
 
 def _tensor_argument(value: Any, what: str) -> None:
@@ -37,17 +68,88 @@ class TensorPointwise:
 
     # -- unary -----------------------------------------------------------------------------
     def _unary(self: Tensor, op: str, out: Tensor | None = None) -> Tensor:
-        floating = op != "abs"
-        rtype = get_default_dtype() if floating and not self.dtype.is_floating_point else None
-        if out is not None and rtype is not None:
-            raise TensorError(
-                f"{op}_ of {self.storage_device_tensor.name!r}: result type {rtype!r} can't be "
-                f"cast to the in-place output type {self.dtype!r}; use {op}() (a new tensor)"
-            )
+        return _elementwise(self, op, out)
+
+    def abs(self: Tensor) -> Tensor:
+        return self._unary("abs")
+
+    def rsqrt(self: Tensor) -> Tensor:
+        return self._unary("rsqrt")
+
+    def rsqrt_(self: Tensor) -> Tensor:
+        return self._unary("rsqrt", out=self)
+
+    def sin(self: Tensor) -> Tensor:
+        return self._unary("sin")
+
+    def sin_(self: Tensor) -> Tensor:
+        return self._unary("sin", out=self)
+
+    def cos(self: Tensor) -> Tensor:
+        return self._unary("cos")
+
+    def cos_(self: Tensor) -> Tensor:
+        return self._unary("cos", out=self)
+
+    def sigmoid(self: Tensor) -> Tensor:
+        return self._unary("sigmoid")
+
+    def sigmoid_(self: Tensor) -> Tensor:
+        return self._unary("sigmoid", out=self)
+
+    def tanh(self: Tensor) -> Tensor:
+        return self._unary("tanh")
+
+    def tanh_(self: Tensor) -> Tensor:
+        return self._unary("tanh", out=self)
+
+    def erf(self: Tensor) -> Tensor:
+        return self._unary("erf")
+
+    def erf_(self: Tensor) -> Tensor:
+        return self._unary("erf", out=self)
+
+    def relu(self: Tensor) -> Tensor:
+        return self._unary("relu")
+
+    def relu_(self: Tensor) -> Tensor:
+        return self._unary("relu", out=self)
+
+    def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        """``min``/``max`` numbers (a bound may be ``None``, not both); tensor bounds:
+        ``torch.maximum``/``torch.minimum``."""
+        return self._clamp(min, max, None)
+
+    def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
+        return self._clamp(min, max, self)
+
+    clip = clamp
+    clip_ = clamp_
+
+    def _clamp(self: Tensor, low: Any, high: Any, out: Tensor | None) -> Tensor:
+        what = "clamp_" if out is not None else "clamp"
+        if low is None and high is None:
+            raise TensorError(f"{what}: at least one of 'min' or 'max' must not be None")
+        bounds = [python_scalar(b) for b in (low, high)]
+        for given, value in zip((low, high), bounds, strict=True):
+            if given is not None and value is None:
+                raise TensorError(
+                    f"{what}: min and max are numbers here (got {type(given).__name__}); for "
+                    "tensor bounds use torch.maximum(t, low) and torch.minimum(t, high)"
+                )
+        floats = any(isinstance(b, float) for b in bounds)
+        rtype = None
+        if floats and not self.dtype.is_floating_point:
+            rtype = get_default_dtype()  # an integer tensor with a float bound: as torch
+            if out is not None:
+                raise TensorError(
+                    f"{what} of {self.storage_device_tensor.name!r}: result type {rtype!r} "
+                    f"can't be cast to the in-place output type {self.dtype!r}"
+                )
         x = self.dense()
         direct = out is not None and out.contiguous_device_tensor()
         target = out if direct else self.new_empty(self.shape, dtype=rtype)
-        launch_unary(op, x.device_tensor, target.device_tensor)
+        launch_clamp(x.device_tensor, target.device_tensor, *bounds)
         if out is not None and target is not out:
             out.copy_(target)
             target.free()
@@ -55,9 +157,6 @@ class TensorPointwise:
         if x is not self:
             x.free()
         return target
-
-    def abs(self: Tensor) -> Tensor:
-        return self._unary("abs")
 
     def abs_(self: Tensor) -> Tensor:
         return self._unary("abs", out=self)
@@ -252,3 +351,19 @@ def _as_batched_matrix(
     if len(shape) == 2:
         return (1, *shape), geo.offset, (0, *strides)
     return tuple(shape), geo.offset, tuple(strides)
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002 - torch's name
+    """``torch.nn.functional.gelu``: ``x * Phi(x)`` with erf, or its tanh form."""
+    _tensor_argument(input, "gelu")
+    if approximate not in ("none", "tanh"):
+        raise TensorError(
+            f"gelu: approximate must be 'none' or 'tanh' (as in torch), got {approximate!r}"
+        )
+    return _elementwise(input, "gelu" if approximate == "none" else "gelu_tanh")
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch's name
+    """``torch.nn.functional.silu``: ``x * sigmoid(x)``."""
+    _tensor_argument(input, "silu")
+    return _elementwise(input, "silu", out=input if inplace else None)

@@ -7,7 +7,7 @@ from typing import Any
 
 from kernbench.distributed.world import current_world
 
-__all__ = ["BACKEND", "Backend", "GroupMember", "ReduceOp", "group", "reduce_op"]
+__all__ = ["BACKEND", "BACKENDS", "Backend", "GroupMember", "ReduceOp", "group", "reduce_op"]
 
 BACKEND = "ahbm"  # what get_backend() answers: the one backend there is
 
@@ -33,7 +33,25 @@ reduce_op = ReduceOp  # the old alias
 
 
 class Backend(str):
+    """Backend names as ``torch.distributed.Backend`` spells them; any of them names the
+    one simulated backend (``init_process_group(backend=Backend.NCCL)``)."""
+
+    UNDEFINED = "undefined"
+    GLOO = "gloo"
+    NCCL = "nccl"
+    UCC = "ucc"
+    MPI = "mpi"
+    XCCL = "xccl"
     AHBM = "ahbm"
+
+    def __new__(cls, name: str) -> Backend:
+        if not isinstance(name, str):
+            raise ValueError(f"Backend constructor parameter must be string-ish, got {name!r}")
+        return str.__new__(cls, name.lower())
+
+
+#: The names init_process_group takes (and is_backend_available answers True for).
+BACKENDS = ("gloo", "nccl", "ucc", "mpi", "xccl", "ahbm")
 
 
 class _NonGroupMember:

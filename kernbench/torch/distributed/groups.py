@@ -7,6 +7,7 @@ gives non-members ``GroupMember.NON_GROUP_MEMBER``.
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 from kernbench.distributed.world import ProcessGroup, World
 from kernbench.errors import DistributedError
 from kernbench.torch.distributed.arguments import calling_rank, initialised, resolve_group
-from kernbench.torch.distributed.constants import BACKEND, GroupMember
+from kernbench.torch.distributed.constants import BACKEND, BACKENDS, GroupMember
 
 __all__ = [
     "destroy_process_group",
@@ -28,13 +29,52 @@ __all__ = [
     "get_world_size",
     "init_process_group",
     "is_available",
+    "is_backend_available",
+    "is_gloo_available",
     "is_initialized",
+    "is_mpi_available",
+    "is_nccl_available",
+    "is_torchelastic_launched",
+    "is_ucc_available",
+    "is_xccl_available",
     "new_group",
 ]
 
 
 def is_available() -> bool:
     return True
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether ``init_process_group`` takes ``backend``: every name of
+    :class:`~kernbench.torch.distributed.constants.Backend` (one simulated backend)."""
+    return isinstance(backend, str) and backend.lower() in BACKENDS
+
+
+def is_nccl_available() -> bool:
+    return True
+
+
+def is_gloo_available() -> bool:
+    return True
+
+
+def is_mpi_available() -> bool:
+    return True
+
+
+def is_ucc_available() -> bool:
+    return True
+
+
+def is_xccl_available() -> bool:
+    return True
+
+
+def is_torchelastic_launched() -> bool:
+    """As torch: whether ``$TORCHELASTIC_RUN_ID`` is set (a run sets torchrun's rank
+    variables, not the elastic agent's)."""
+    return os.getenv("TORCHELASTIC_RUN_ID") is not None
 
 
 def init_process_group(

@@ -1,13 +1,27 @@
-"""``torch.nn.functional`` for KernBench: ``softmax`` (device kernels, as ``Tensor.softmax``)."""
+"""``torch.nn.functional`` for KernBench: the activations and ``softmax``, as device kernels.
+
+``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu`` and
+``softmax`` take PyTorch's arguments and run as :class:`kernbench.torch.Tensor`'s
+methods do (``inplace=True`` writes the input).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError
+from kernbench.torch.pointwise import gelu, silu
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["softmax"]
+__all__ = ["gelu", "relu", "sigmoid", "silu", "softmax", "tanh"]
+
+
+def _input(value: Any, what: str) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise TensorError(
+            f"torch.nn.functional.{what}: expected a Tensor, got {type(value).__name__}"
+        )
+    return value
 
 
 def softmax(
@@ -17,15 +31,24 @@ def softmax(
     dtype: Any = None,
 ) -> Tensor:
     """``softmax(input, dim)`` along ``dim``, as :meth:`kernbench.torch.Tensor.softmax`."""
-    if not isinstance(input, Tensor):
-        raise TensorError(
-            f"torch.nn.functional.softmax: expected a Tensor, got {type(input).__name__}"
-        )
-    return input.softmax(dim, dtype)
+    return _input(input, "softmax").softmax(dim, dtype)
+
+
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch's name
+    x = _input(input, "relu")
+    return x.relu_() if inplace else x.relu()
+
+
+def sigmoid(input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+    return _input(input, "sigmoid").sigmoid()
+
+
+def tanh(input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+    return _input(input, "tanh").tanh()
 
 
 def __getattr__(name: str) -> Any:
     raise TensorAttributeError(
-        f"module 'kernbench.torch.nn.functional' has no attribute {name!r}: only softmax is "
-        "supported (torch.softmax, Tensor.softmax are the same)"
+        f"module 'kernbench.torch.nn.functional' has no attribute {name!r}: there are "
+        f"{', '.join(__all__)} (as device kernels)"
     )
