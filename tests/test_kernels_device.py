@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import kernbench.kernels.language as tl
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, UnsupportedNameError
 from kernbench.kernels import cdiv, jit, nc, spmd_dim
 from kernbench.kernels.device import DeviceLaunchResult
 from kernbench.placement import DPPolicy
@@ -279,6 +279,23 @@ def test_spmd_dim_on_a_2d_grid_splits_only_its_axis():
     by_pe = {pe: {pid[0] for pid in pids} for pe, pids in result.placement.items()}
     assert by_pe == {"sip0.cube0.pe0": {0, 2}, "sip0.cube0.pe1": {1, 3}}
     assert all(len(pids) == 6 for pids in result.placement.values())
+
+
+def test_the_language_module_has_nkis_grid_helpers_as_nl_spmd_dim_and_nl_nc():
+    """NKI writes its grid with the language module's helpers; so does a ported kernel."""
+    ctx = RuntimeContext(TINY)
+    x = ctx.zeros(8 * 256)
+    out = ctx.empty(8 * 256)
+    result = copy_unmasked[tl.spmd_dim(4, tl.nc(2)),](x, out, BLOCK=256)
+    assert result.record.cores == (0, 1, 0, 1, 0, 1, 0, 1)
+
+
+def test_a_name_the_language_lacks_is_an_error_saying_what_to_use():
+    with pytest.raises(UnsupportedNameError, match=r"tl\.shared_hbm is not in KernBench; make"):
+        _ = tl.shared_hbm
+    with pytest.raises(UnsupportedNameError, match=r"tl\.affine_range .*Python's range"):
+        _ = tl.affine_range
+    assert not hasattr(tl, "no_such_name")
 
 
 # ----------------------------------------------------------------------------- errors

@@ -25,6 +25,11 @@ What is counted (one record per call, see ``ProgramRecorder``):
 * Not counted: ``arange``, ``zeros``, ``full``, ``.to()`` casts, indexing with
   ``None``/``:``, and plain Python arithmetic on ints.
 
+Grids: ``spmd_dim`` and ``nc`` are here as NKI's language has them
+(``kernel[tl.spmd_dim(g, tl.nc(2)), h]``; :mod:`kernbench.kernels.grid`).
+A name the language lacks is an :class:`~kernbench.errors.UnsupportedNameError`
+saying what to use instead.
+
 Dtypes: ``bfloat16`` has no NumPy type, so bf16 values are held in float32
 arrays rounded to bf16 precision (round to nearest even). ``tl.arange`` and
 ``tl.program_id`` give int32 like Triton; pointer offsets are int64, and an
@@ -58,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, unsupported_name
 from kernbench.kernels.dtypes import (
     bfloat16,
     bitcast_values,
@@ -92,6 +97,7 @@ from kernbench.kernels.elementwise import (
     check_elements,
     promote,
 )
+from kernbench.kernels.grid import nc, spmd_dim
 from kernbench.kernels.program import (
     ProgramState,
     current_program,
@@ -143,6 +149,7 @@ __all__ = [
     "min",
     "minimum",
     "multiple_of",
+    "nc",
     "next_power_of_2",
     "num_programs",
     "pointer_type",
@@ -151,6 +158,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "sin",
+    "spmd_dim",
     "sqrt",
     "static_assert",
     "store",
@@ -1032,3 +1040,20 @@ def _install_methods() -> None:
 
 
 _install_methods()
+
+
+# NKI names people reach for, and what to write here instead.
+_HINTS = {
+    **dict.fromkeys(
+        ("ndarray", "shared_hbm", "hbm", "sbuf", "psum"),
+        "make tensors on the host side (torch.empty_like, ctx.empty) and pass them in",
+    ),
+    **dict.fromkeys(
+        ("affine_range", "sequential_range", "static_range", "range"),
+        "Python's range (programs run one at a time; kernbench.triton.language has tl.range)",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.kernels.language", "tl", name, __all__, _HINTS)
