@@ -39,7 +39,7 @@ TORCH_DTYPES = {"float32": torch.float32, "int32": torch.int32}
 # (world size, local_tp, local_dp, inter_tp, inter_dp)
 LAYOUTS = {
     "2x2": (4, 2, 1, 1, 2),  # TP inside a SIP, DP across 2 SIPs
-    "tp2-dp4": (8, 2, 1, 1, 4),  # the defaults on 8 ranks
+    "tp2-dp4": (8, 2, 1, 1, 4),  # TP inside a SIP, DP across 4 SIPs
     "tp4-dp2": (8, 2, 1, 2, 2),  # TP spans 2 SIPs
     "dp-local": (8, 1, 2, 2, 2),  # DP inside a SIP, TP across SIPs
 }
@@ -184,7 +184,7 @@ def test_valid_op_and_mode_lists(machine: str, layout, ops) -> None:
 # ----------------------------------------------------------------------------- autotune
 def _autotune() -> dict:
     dist.init_process_group()
-    h = handler(use_autotune=True, max_coef=3)
+    h = handler(LAYOUTS["tp2-dp4"], use_autotune=True, max_coef=3)
     picks = {}
     for op in h.get_valid_op_list():
         for nbytes in (1024, AUTOTUNE_BASE_BYTES, 3 * AUTOTUNE_BASE_BYTES, 1 << 20):
@@ -246,17 +246,33 @@ def test_fused_is_one_reported_launch_and_not_slower_than_two_step(machine: str)
     assert all(c["end_ps"] > c["start_ps"] for c in fused)
 
 
+def _defaults() -> tuple:
+    dist.init_process_group()
+    r, ws = dist.get_rank(), dist.get_world_size()
+    h = MixedCommHandler(r, ws, r % LOCAL, LOCAL, r // LOCAL, ws // LOCAL, None, None, None, None)
+    layout = (h.local_tp_size, h.local_dp_size, h.inter_tp_size, h.inter_dp_size)
+    summed = h.all_reduce(torch.full((4,), float(r + 1))).numpy()
+    return layout, h.get_valid_op_list(), summed
+
+
+def test_sizes_left_none_put_tp_over_every_rank_as_flashinfer_does(machine: str) -> None:
+    for layout, ops, summed in sim(machine, _defaults, 8).returns:
+        assert layout == (LOCAL, 1, 4, 1)
+        assert ops == list(SINGLE_OPS)
+        np.testing.assert_array_equal(summed, np.full(4, 36.0, np.float32))
+
+
 # ----------------------------------------------------------------------------- misuse
 def _sizes_differ() -> None:
     dist.init_process_group()
-    h = handler()
+    h = handler(LAYOUTS["tp2-dp4"])
     n = 16 if dist.get_rank() == 3 else 32
     h.all_reduce_all_gather(torch.zeros(n), mode="fused")
 
 
 def _modes_differ() -> None:
     dist.init_process_group()
-    h = handler()
+    h = handler(LAYOUTS["tp2-dp4"])
     mode = "fused" if dist.get_rank() == 0 else "two_step"
     h.reduce_scatter_all_reduce(torch.zeros(32), mode=mode)
 
@@ -299,7 +315,7 @@ def test_bad_construction_is_a_clear_error(machine: str, kwargs, local, words) -
 
 def _misuse() -> list[str]:
     dist.init_process_group()
-    h = handler()
+    h = handler(LAYOUTS["tp2-dp4"])
     errors = []
     for call in (
         lambda: h.reduce_scatter_all_reduce(torch.zeros(6)),  # 6 rows over dp = 4

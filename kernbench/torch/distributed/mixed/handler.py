@@ -35,10 +35,9 @@ class MixedCommHandler:
     the DP groups, with ``dist.new_group`` (the same calls on every rank), and
     with ``use_autotune`` runs :meth:`run_autotune` (a collective).
 
-    Defaults of the splits: ``local_tp_size = local_size`` and
-    ``local_dp_size = 1`` (TP inside a SIP), ``inter_tp_size = 1`` and
-    ``inter_dp_size = inter_size`` (DP across SIPs); when one size of a level
-    is given the other is derived from it.  The layout must match where the
+    Defaults of the splits, as FlashInfer's: ``*_tp_size = *_size`` and
+    ``*_dp_size = 1`` on both levels (TP over every rank); when one size of
+    a level is given the other is derived from it.  The layout must match where the
     ranks live: the device of world rank ``w`` must sit in SIP ``w //
     local_size`` (its ``inter_rank``).
 
@@ -88,8 +87,8 @@ class MixedCommHandler:
                 f"MixedCommHandler: local_size ({local_size}) x inter_size ({inter_size}) must "
                 f"equal world_size ({world_size})"
             )
-        ltp, ldp = split_level(local_size, local_tp_size, local_dp_size, True, "local")
-        itp, idp = split_level(inter_size, inter_tp_size, inter_dp_size, False, "inter")
+        ltp, ldp = split_level(local_size, local_tp_size, local_dp_size, "local")
+        itp, idp = split_level(inter_size, inter_tp_size, inter_dp_size, "inter")
         if not 0 <= local_rank < local_size or not 0 <= inter_rank < inter_size:
             raise DistributedError(
                 f"MixedCommHandler: local_rank {local_rank} must be in 0..{local_size - 1} and "

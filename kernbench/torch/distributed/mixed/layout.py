@@ -102,15 +102,14 @@ class MixedLayout:
         return ops
 
 
-def split_level(
-    size: int, tp: int | None, dp: int | None, default_tp: bool, level: str
-) -> tuple[int, int]:
-    """(tp, dp) of one level; a missing one is derived from the other or defaulted."""
+def split_level(size: int, tp: int | None, dp: int | None, level: str) -> tuple[int, int]:
+    """(tp, dp) of one level; a missing one is derived from the other, and with neither
+    given the level is all TP (``(size, 1)``, FlashInfer's default)."""
     for name, value in ((f"{level}_tp_size", tp), (f"{level}_dp_size", dp)):
         if value is not None and (not isinstance(value, int) or value < 1):
             raise DistributedError(f"MixedCommHandler: {name}={value!r} must be a positive int")
     if tp is None and dp is None:
-        tp, dp = (size, 1) if default_tp else (1, size)
+        tp, dp = size, 1
     elif tp is None:
         tp = size // dp if size % dp == 0 else 0
     elif dp is None:
