@@ -301,6 +301,20 @@ def test_a_name_the_language_lacks_is_an_error_saying_what_to_use():
 # ----------------------------------------------------------------------------- errors
 
 
+@jit
+def nki_indexed_copy(a, c):
+    ix = tl.arange(0, 4)[:, None]
+    iy = tl.arange(0, 8)[None, :]
+    tl.store(c[ix, iy], tl.load(a[ix, iy]))
+
+
+def test_a_pointer_indexed_with_index_blocks_as_nki_indexes_says_to_offset_it():
+    ctx = RuntimeContext(TINY)
+    a, c = ctx.zeros((4, 8)), ctx.empty((4, 8))
+    with pytest.raises(KernelError, match=r"program \(0,\): a pointer is indexed only with None"):
+        nki_indexed_copy[(1,)](a, c)
+
+
 def test_an_unmasked_out_of_bounds_load_names_kernel_program_and_offset():
     ctx = RuntimeContext(TINY)
     src = ctx.zeros(1000, name="src")

@@ -488,6 +488,15 @@ class Pointer:
         return self._moved(other, -1)
 
     def __getitem__(self, key: Any) -> Pointer:
+        keys = key if isinstance(key, tuple) else (key,)
+        if any(isinstance(k, Block | np.ndarray | list) for k in keys):
+            # NKI indexes a tensor with index tiles (a[ix, iy]); here a pointer is offset.
+            raise KernelError(
+                f"{where_am_i()}: a pointer is indexed only with None, : or ... (to reshape "
+                f"its offsets), not with index blocks; offset it instead: "
+                f"ptr + ix * n_cols + iy for the tile a[ix, iy] of a row-major (rows, n_cols) "
+                f"tensor"
+            )
         return Pointer(self.buffer, self.offsets[key])
 
     def __repr__(self) -> str:
