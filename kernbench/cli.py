@@ -480,11 +480,12 @@ def regress_cmd(
     """Compare CURRENT results against BASELINE point by point.
 
     Both are run reports, sweep summaries or CSV files.  A point slower by more
-    than the tolerance, with values no longer checked or different, or missing
-    from CURRENT is a regression: the exit status is then 1 (0 otherwise).
-    Faster points are reported as improvements.  Rows that cannot be compared
-    (a time in one file only, NaN, negative or not a number), two rows with one
-    key, an unknown --key and unreadable files are errors: exit status 2.
+    than the tolerance, with values no longer checked, different or wrong in more
+    elements (#wrong), or missing from CURRENT is a regression: the exit status
+    is then 1 (0 otherwise).  Faster points are reported as improvements.  Rows
+    that cannot be compared (a time in one file only, NaN, negative or not a
+    number), two rows with one key, an unknown --key and unreadable files are
+    errors: exit status 2.
     """
     from kernbench.bench.regress import (
         compare,

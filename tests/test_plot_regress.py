@@ -176,6 +176,24 @@ def test_different_values_digest_is_a_regression() -> None:
     assert "values differ" in comparison.points[0].reasons
 
 
+def test_wrong_element_counts_are_verdicts_not_keys() -> None:
+    """A perf row's #wrong going 0 -> 5 is a regression at that point, not a point
+    missing from current plus a new one; an unchecked run ("n/a") matches a checked one."""
+    baseline = _rows(wrong=0, in_place_wrong=0)
+    current = _rows(wrong=0, in_place_wrong=0)
+    current[1].update(in_place_wrong=5, checked=False)
+    comparison = compare(baseline, current)
+    assert "wrong" not in comparison.keys and "in_place_wrong" not in comparison.keys
+    assert [p.status for p in comparison.points] == ["ok", "regression", "ok"]
+    assert comparison.points[1].reasons == ("values no longer checked", "in_place_wrong 0 -> 5")
+    assert not comparison.missing and not comparison.new
+    unchecked = compare(baseline, _rows(wrong="n/a", in_place_wrong="n/a", checked="n/a"))
+    assert [p.reasons for p in unchecked.points] == [("values no longer checked",)] * 3
+    assert not unchecked.missing and not unchecked.new
+    assert not compare(_rows(wrong=3), _rows(wrong=3)).has_regression
+    assert compare(_rows(wrong="n/a"), _rows(wrong=1)).points[0].reasons == ("wrong n/a -> 1",)
+
+
 def test_default_keys_leave_out_metrics_values_and_measured_rates() -> None:
     baseline = [{**row, "gbps": 1.5, "values_digest": "x"} for row in _rows()]
     keys = key_columns(baseline, _rows(topology="ring8"))

@@ -11,7 +11,8 @@ Key columns are the columns that say *which* point a row is (op, size_B,
 algorithm, topology, ...).  By default they are every column present on both
 sides that is not a measurement: metric columns (names ending in ``_us``,
 ``_ps``, ``_ms``, ``_s``, ``_GBps``), value columns (``checked``,
-``values_digest``, ``error``), provenance (``kernbench_version``,
+``values_digest``, ``error``, and the perf benches' counts of wrong elements,
+``wrong`` and ``in_place_wrong``), provenance (``kernbench_version``,
 ``topology_digest``, and where a row was made: ``topology_file``, a sweep's
 ``point_id``, a hash of its paths) and columns holding fractional numbers
 (measured rates such as ``gbps``) are left out.
@@ -24,7 +25,8 @@ relative tolerance is a regression; the first of ``time_us``,
 ``simulated_time_ps``, ``elapsed_ps`` (else the first time column) is the
 one the table shows, and faster by more on it, with nothing slower, is an
 improvement.
-``checked`` going from true to false, a different ``values_digest``, a new
+``checked`` going from true to false, a different ``values_digest``, more
+wrong elements (``wrong``, ``in_place_wrong``) than the baseline had, a new
 ``error`` and a point missing from the current results are regressions too; a
 point only in the current results is new.
 
@@ -69,6 +71,8 @@ __all__ = [
 METRIC_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s", "_GBps")
 TIME_COLUMNS = ("time_us", "simulated_time_ps", "elapsed_ps")
 VALUE_COLUMNS = frozenset({"checked", "values_digest", "error"})
+#: Counts of elements that differ from the expected answer (perf rows' ``#wrong``).
+WRONG_SUFFIX = "wrong"
 PROVENANCE_COLUMNS = frozenset(
     {"kernbench_version", "topology_digest", "script_sha256", "topology_file", "point_id"}
 )
@@ -142,6 +146,15 @@ def _is_metric(column: str) -> bool:
     return column.endswith(METRIC_SUFFIXES) or column.lower().endswith(TIME_SUFFIXES)
 
 
+def _is_wrong_count(column: str) -> bool:
+    return column == WRONG_SUFFIX or column.endswith("_" + WRONG_SUFFIX)
+
+
+def _is_value(column: str) -> bool:
+    """A column that says whether the values were right: a verdict, not part of a key."""
+    return column in VALUE_COLUMNS or _is_wrong_count(column)
+
+
 def _is_provenance(column: str) -> bool:
     return column.removeprefix("run.") in PROVENANCE_COLUMNS
 
@@ -183,11 +196,13 @@ def key_columns(
                 columns.setdefault(column)
                 if isinstance(value, float) and not value.is_integer():
                     fractional.add(column)
-        excluded = VALUE_COLUMNS | fractional
         return {
             c: None
             for c in columns
-            if c not in excluded and not _is_metric(c) and not _is_provenance(c)
+            if c not in fractional
+            and not _is_value(c)
+            and not _is_metric(c)
+            and not _is_provenance(c)
         }
 
     current = candidates(current_rows)
@@ -332,6 +347,22 @@ def _scalar_problem(row: dict[str, Any], column: str, where: str) -> str | None:
     return None
 
 
+def _wrong_count(value: Any) -> int | float | None:
+    """A count of wrong elements, or None where none was made (``"n/a"``, missing)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return None
+    return value
+
+
+def _more_wrong(before: Any, after: Any) -> bool:
+    """Whether the current row found wrong elements the baseline did not have."""
+    now = _wrong_count(after)
+    if now is None or now <= 0:
+        return False
+    then = _wrong_count(before)
+    return then is None or now > then
+
+
 def _failed(row: dict[str, Any]) -> bool:
     return row.get("error") not in (None, "", False)
 
@@ -347,9 +378,10 @@ def _compare_point(
     where: tuple[str, str],
     tolerance: float,
 ) -> PointResult:
+    values = sorted({c for c in (*VALUE_COLUMNS, *before, *after) if _is_value(c)})
     incomparable = [
         problem
-        for column in sorted(VALUE_COLUMNS)
+        for column in values
         for row, place in ((before, where[0]), (after, where[1]))
         if (problem := _scalar_problem(row, column, place))
     ]
@@ -364,6 +396,11 @@ def _compare_point(
         and before["values_digest"] != after["values_digest"]
     ):
         problems.append("values differ")
+    problems += [
+        f"{column} {_show(before.get(column))} -> {_show(after[column])}"
+        for column in values
+        if _is_wrong_count(column) and _more_wrong(before.get(column), after.get(column))
+    ]
     if _failed(after) and not _failed(before):
         problems.append(f"error: {shown(str(after['error']), 120)}")
     status = REGRESSION if problems else SAME
