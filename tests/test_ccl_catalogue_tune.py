@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -490,3 +491,18 @@ def test_tune_measures_the_catalogue_as_its_runs_see_it():
     (row,) = table["results"]
     assert "ring_in_halves" in row["times_ps"] and "ring_in_halves" in row["predicted_ps"]
     assert "bidirectional_ring" not in row["times_ps"]
+
+
+@pytest.mark.parametrize(
+    ("world_size", "fragment"),
+    [(0, "at least 1 (got 0)"), (-2, "at least 1 (got -2)"), (9, "world size 9 does not fit")],
+)
+def test_tune_refuses_a_world_size_the_machine_cannot_run(world_size, fragment):
+    """0 is not "every device": it is refused, as `kernbench run --world-size 0` refuses it,
+    and before anything is measured."""
+    from kernbench.bench.tune import tune
+
+    measured = []
+    with pytest.raises(KernBenchError, match=re.escape(fragment)):
+        tune("ring8", sizes=[4096], world_size=world_size, progress=measured.append)
+    assert measured == []

@@ -25,6 +25,7 @@ from kernbench.bench.simulate import simulate
 from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
 from kernbench.ccl.tune_table import TuneTable
 from kernbench.ccl.tuner import candidates, predict
+from kernbench.distributed.world import check_world_size
 from kernbench.errors import DistributedError
 from kernbench.files import write_text
 from kernbench.runtime import RuntimeContext
@@ -74,7 +75,7 @@ def tune(
     probe = RuntimeContext(topo, timing_only=True)
     # The candidates are the catalogue as the measured runs see it (with --set ccl.*).
     use_settings(probe, CclSettings.from_overrides(ccl_overrides))
-    size = world_size or probe.num_devices
+    size = probe.num_devices if world_size is None else check_world_size(world_size, probe)
     pes = [probe.device_pe(rank) for rank in range(size)]
     results = []
     for op in ops:
