@@ -383,7 +383,8 @@ def tune_cmd(
     multiple=True,
     metavar="COL",
     help="One line per value of COL (repeatable; default: op, topology, algorithm, "
-    "ccl.all_reduce where they vary).",
+    "ccl.all_reduce where they vary, then columns such as type or redop where rows of "
+    "one line would share an x).",
 )
 @click.option("--title", default="", help="Chart title.")
 @click.option(
@@ -420,6 +421,7 @@ def plot_cmd(
         plot_breakdown,
         plot_format,
         plot_results,
+        separate_curves,
     )
     from kernbench.bench.regress import load_report, load_rows
 
@@ -445,6 +447,7 @@ def plot_cmd(
                 files_per_group.setdefault(group, set()).add(row["file"])
             if any(len(files) > 1 for files in files_per_group.values()):
                 columns.append("file")
+            columns = separate_curves(rows, x, columns)
         summary = plot_results(
             rows, output, x=x, y=y, group_by=columns, title=title, max_groups=limit
         )

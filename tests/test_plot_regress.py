@@ -337,6 +337,26 @@ def test_plot_results_writes_a_png(tmp_path: Path) -> None:
     _assert_png(out)
 
 
+def test_series_that_share_sizes_are_separate_lines_not_one(tmp_path: Path, capsys) -> None:
+    """`-d all -o all` rows: sum and avg (int8 and float32) at one size are different
+    series; one line through all of them would zigzag.  count, which follows the size
+    and the type, does not name a series."""
+    rows = [
+        {**row, "type": dtype, "redop": redop, "count": row["size_B"] // width}
+        for dtype, width in (("int8", 1), ("float32", 4))
+        for redop, time_us in (("sum", 10.0), ("avg", 12.0))
+        for row in _rows(time_us)
+    ]
+    summary = plot_results(rows, tmp_path / "all.png")
+    assert summary.group_by == ("type", "redop") and summary.groups == 4
+    _assert_png(tmp_path / "all.png")
+    assert plot_results(_rows(), tmp_path / "one.png").group_by == ()
+    write_csv_atomic(tmp_path / "all.csv", rows)
+    out = tmp_path / "cli.png"
+    assert main(["plot", str(tmp_path / "all.csv"), "-o", str(out), "--max-groups", "3"]) == 0
+    assert "drew 3 of 4 groups" in capsys.readouterr().out
+
+
 def test_plot_breakdown_writes_a_png(tmp_path: Path) -> None:
     out = tmp_path / "breakdown.png"
     plot_breakdown([_report(_rows()), _report(_rows(), topology="fc8", time_ps=10**7)], out)

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
+from kernbench.bench.regress import key_columns
 from kernbench.errors import ConfigError, OutputFileError, shown
 from kernbench.files import is_stream_target, write_bytes
 from kernbench.units import format_size, format_time
@@ -41,6 +42,7 @@ __all__ = [
     "plot_breakdown",
     "plot_format",
     "plot_results",
+    "separate_curves",
 ]
 
 DEFAULT_GROUP_BY = ("op", "topology", "algorithm", "ccl.all_reduce")
@@ -105,6 +107,53 @@ def _default_group_by(rows: Sequence[dict[str, Any]]) -> list[str]:
         for column in DEFAULT_GROUP_BY
         if len({str(row.get(column)) for row in rows if column in row}) > 1
     ]
+
+
+def _shared_x(rows: Sequence[dict[str, Any]], x: str, columns: Sequence[str]) -> int:
+    """How many rows share their group (``columns``) and their x with an earlier row."""
+    seen: set[tuple] = set()
+    shared = 0
+    for row in rows:
+        px = _number(row.get(x))
+        if px is None:
+            continue
+        key = (tuple(_hashable(row.get(c)) for c in columns), px)
+        shared += key in seen
+        seen.add(key)
+    return shared
+
+
+def _is_curve(rows: Sequence[dict[str, Any]], column: str, x: str, spread: int) -> bool:
+    """Whether every value of ``column`` spans ``spread`` x values: a series (type, redop),
+    not a property of a point (count, which follows the size)."""
+    xs_by_value: dict[Any, set[float]] = {}
+    for row in rows:
+        px = _number(row.get(x))
+        if px is not None:
+            xs_by_value.setdefault(_hashable(row.get(column)), set()).add(px)
+    return len(xs_by_value) > 1 and all(len(xs) >= spread for xs in xs_by_value.values())
+
+
+def separate_curves(rows: Sequence[dict[str, Any]], x: str, group_by: Sequence[str]) -> list[str]:
+    """``group_by``, and while rows of one group share an x, the columns that tell them
+    apart: a line through two values at one x (``-o all``'s sum and avg) would be drawn
+    as one curve.  Candidates are the rows' key columns (those ``regress`` matches on),
+    in the rows' order, that name series, each kept only when it separates rows."""
+    columns = list(group_by)
+    shared = _shared_x(rows, x, columns)
+    if not shared:
+        return columns
+    spread = min(2, len({_number(row.get(x)) for row in rows} - {None}))
+    for column in key_columns(rows, rows):
+        if column == x or column in columns or not _is_curve(rows, column, x, spread):
+            continue
+        left = _shared_x(rows, x, [*columns, column])
+        if left < shared:
+            columns.append(column)
+            shared = left
+        if not shared:
+            break
+    return columns
 
 
 def _base_name(column: str) -> str:
@@ -181,6 +230,7 @@ class PlotSummary:
     groups: int
     drawn: int
     format: str
+    group_by: tuple[str, ...] = ()
 
     @property
     def left_out(self) -> int:
@@ -200,10 +250,11 @@ def plot_results(
     """Plot column ``y`` against column ``x``, one line per group, into ``out_png``.
 
     ``group_by`` defaults to whichever of :data:`DEFAULT_GROUP_BY` vary across
-    the rows.  Rows without a number in ``x`` or ``y`` (skipped or failed
-    points) are left out; a column that no row has is a ConfigError naming the
-    columns that exist.  ``x`` is drawn on a log-2 axis when it spans a factor
-    of 8 or more; byte columns (``*_B``, ``bytes``) get labels like 4KiB.
+    the rows, and then the columns :func:`separate_curves` adds.  Rows without
+    a number in ``x`` or ``y`` (skipped or failed points) are left out; a column
+    that no row has is a ConfigError naming the columns that exist.  ``x`` is
+    drawn on a log-2 axis when it spans a factor of 8 or more; byte columns
+    (``*_B``, ``bytes``) get labels like 4KiB.
     Only the first ``max_groups`` groups are drawn; the legend counts the rest.
     """
     if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
@@ -217,7 +268,7 @@ def plot_results(
                 + (shown(", ".join(columns), 400) or "(no rows)")
             )
     if group_by is None:
-        group_by = _default_group_by(rows)
+        group_by = separate_curves(rows, x, _default_group_by(rows))
     elif isinstance(group_by, str):
         group_by = [group_by]
     for column in group_by:
@@ -261,7 +312,7 @@ def plot_results(
     if group_by:
         _legend(axes, group_by, len(groups) - len(drawn), len(xs))
     _save(figure, out_png)
-    return PlotSummary(len(groups), len(drawn), fmt)
+    return PlotSummary(len(groups), len(drawn), fmt, tuple(group_by))
 
 
 def _legend(axes: Any, group_by: Sequence[str], left_out: int, points: int) -> None:
