@@ -282,3 +282,40 @@ def test_csv_nan_and_negative_times_read_back(tmp_path: Path, capsys) -> None:
     assert "2 of 2 points cannot be compared" in line  # a CSV has no whole-run row
     assert f"time_us is NaN in {cur} row 1" in line and "1 more" in line
     assert len(load_rows(cur)) == 2
+
+
+def test_a_partial_report_is_not_a_faster_run(tmp_path: Path, capsys) -> None:
+    """A run stopped by --max-sim-time wrote its report at the stop: its time is where
+    it stopped.  Against the full run it is a regression naming the stop, not an
+    improvement; the full run against it is an improvement (the error is gone)."""
+    script = tmp_path / "steps.py"
+    script.write_text(
+        "import kernbench.torch as torch\n"
+        "import kernbench.torch.distributed as dist\n\n\n"
+        "def main():\n"
+        "    dist.init_process_group()\n"
+        "    t = torch.ones(1 << 12)\n"
+        "    for _ in range(8):\n"
+        "        dist.all_reduce(t)\n"
+    )
+    full, partial = tmp_path / "full.json", tmp_path / "partial.json"
+    common = ["run", str(script), "--topology", "ring8", "--timing-only", "--report"]
+    assert main([*common, str(full)]) == 0
+    assert main([*common, str(partial), "--max-sim-time", "20us"]) == 2
+    capsys.readouterr()
+    (run,) = [row for row in load_rows(partial, include_run=True) if row.get("row") == "run"]
+    assert run["error"].startswith("stopped at ") and "--max-sim-time" in run["error"]
+
+    assert main(["regress", str(full), str(partial)]) == 1
+    out = capsys.readouterr().out
+    assert "regression (error: stopped at " in out and "1 regressions" in out
+    (point,) = compare(
+        load_rows(full, include_run=True), load_rows(partial, include_run=True)
+    ).points
+    assert point.status == "regression" and point.change < 0
+
+    (point,) = compare(
+        load_rows(partial, include_run=True), load_rows(full, include_run=True)
+    ).points
+    assert (point.status, point.reasons) == ("improvement", ("error fixed",))
+    assert main(["regress", str(partial), str(full)]) == 0

@@ -440,13 +440,17 @@ def _compare_point(
         return PointResult(key, INCOMPARABLE, metrics[0], reasons=tuple(bad))
     changes = {metric: _change(before[metric], after[metric]) for metric in metrics}
     headline = metrics[0]
+    old, new = before[headline], after[headline]
+    if _failed(before) and not _failed(after):  # a failed run's time is not a baseline
+        return PointResult(
+            key, IMPROVEMENT, headline, old, new, changes[headline], ("error fixed",)
+        )
     slower = [m for m in metrics if changes[m] > tolerance]
     if slower:
         status = REGRESSION
         problems[:0] = ["slower"] + [f"{m} {changes[m]:+.2%}" for m in slower if m != headline]
     elif changes[headline] < -tolerance and not problems:
         status = IMPROVEMENT
-    old, new = before[headline], after[headline]
     return PointResult(key, status, headline, old, new, changes[headline], tuple(problems))
 
 

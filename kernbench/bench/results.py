@@ -144,13 +144,18 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
 
 
 def _run_row(report: dict[str, Any]) -> dict[str, Any]:
-    return {
+    row = {
         "row": "run",
         "topology": report["topology"],
         "world_size": report.get("world_size"),
         "timing_only": report.get("timing_only"),
         "simulated_time_ps": report["simulated_time_ps"],
     }
+    # A partial report (--max-sim-time, --max-wall-time) timed a run that did not finish:
+    # its time is where it stopped, not how long the run takes.
+    if report.get("stopped"):
+        row["error"] = report["stopped"]
+    return row
 
 
 def kind_of(value: Any) -> str:
@@ -187,10 +192,11 @@ def load_rows(path: str | Path, *, include_run: bool = False) -> list[dict[str, 
     A report's rows get its topology as a ``topology`` column (unless a row has
     its own).  With ``include_run``, a report also gives one ``row="run"`` row
     holding the whole run's ``simulated_time_ps``, so that a report without
-    result rows can still be compared.  A file that is none of these, that
-    holds no rows, a row that is not an object, a JSON object with a key twice
-    or a CSV header with a column twice is a
-    :class:`~kernbench.errors.ConfigError` naming it.  Files are read with
+    result rows can still be compared; a partial report's (a run stopped by
+    ``--max-sim-time`` or ``--max-wall-time``) has an ``error`` saying so.  A
+    file that is none of these, that holds no rows, a row that is not an
+    object, a JSON object with a key twice or a CSV header with a column twice
+    is a :class:`~kernbench.errors.ConfigError` naming it.  Files are read with
     :func:`kernbench.files.read_text` (regular UTF-8 files up to
     :data:`~kernbench.files.RESULTS_LIMIT`).
     """
