@@ -441,6 +441,33 @@ def test_regress_notes_when_the_runs_differ_in_script_or_flags(tmp_path: Path, c
     assert "note: the script changed" in capsys.readouterr().out
 
 
+def test_csvs_of_runs_with_other_flags_compare_point_by_point(tmp_path: Path, capsys) -> None:
+    """`kernbench run --csv` writes the run's --set and --seed into every row; like the
+    same values in a report's metadata they say how the run was made, not which point
+    a row is: the points still match, and a note says what differs."""
+
+    def run_csv(name: str, rows: list[dict], **metadata) -> str:
+        meta = {"topology": "ring8", "topology_digest": "ab", "kernbench_version": "0.1.0"}
+        write_csv_atomic(tmp_path / name, rows, {**meta, "overrides": [], "seed": 0, **metadata})
+        return str(tmp_path / name)
+
+    baseline = run_csv("base.csv", _rows(10.0))
+    current = run_csv("cur.csv", _rows(10.5), seed=1, overrides=["simulation.backend=fast"])
+    comparison = compare(load_rows(baseline), load_rows(current))
+    assert "seed" not in comparison.keys and "overrides" not in comparison.keys
+    assert [p.status for p in comparison.points] == ["regression"] * 3
+    assert provenance_notes(baseline, current) == [
+        "the --set overrides differ: overrides '' -> 'simulation.backend=fast'",
+        "the --seed differs: seed 0 -> 1",
+    ]
+    assert main(["regress", baseline, current]) == 1
+    assert "note: the --seed differs: seed 0 -> 1" in capsys.readouterr().out
+    # A bench's own seed column is one of its keys; the run's is then run.seed.
+    own = [{**row, "seed": seed} for seed in (1, 2) for row in _rows()]
+    keys = compare(load_rows(run_csv("own.csv", own)), load_rows(run_csv("own2.csv", own))).keys
+    assert "seed" in keys and "run.seed" not in keys
+
+
 def test_regress_exits_1_from_the_shell(tmp_path: Path) -> None:
     baseline = _write(tmp_path / "base.json", _report(_rows(10.0)))
     slower = _write(tmp_path / "slower.json", _report(_rows(11.0)))

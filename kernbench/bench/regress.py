@@ -13,9 +13,10 @@ sides that is not a measurement: metric columns (names ending in ``_us``,
 ``_ps``, ``_ms``, ``_s``, ``_GBps``), value columns (``checked``,
 ``values_digest``, ``error``, and the perf benches' counts of wrong elements,
 ``wrong`` and ``in_place_wrong``), provenance (``kernbench_version``,
-``topology_digest``, and where a row was made: ``topology_file``, a sweep's
-``point_id``, a hash of its paths) and columns holding fractional numbers
-(measured rates such as ``gbps``) are left out.
+``topology_digest``, the ``overrides`` and ``seed`` that ``kernbench run
+--csv`` writes into every row, and where a row was made: ``topology_file``, a
+sweep's ``point_id``, a hash of its paths) and columns holding fractional
+numbers (measured rates such as ``gbps``) are left out.
 
 A point's times are its time columns: names ending in ``_us``, ``_ps``,
 ``_ns``, ``_ms`` or ``_s`` in any case (``time_us``, ``in_place_time_us``,
@@ -76,6 +77,10 @@ WRONG_SUFFIX = "wrong"
 PROVENANCE_COLUMNS = frozenset(
     {"kernbench_version", "topology_digest", "script_sha256", "topology_file", "point_id"}
 )
+#: How a run was made, as ``kernbench run --csv`` writes it into every row beside the
+#: bench's columns (``run.<name>`` when the bench has a column of that name): provenance,
+#: as the same values in a report's metadata are.
+RUN_SETTING_COLUMNS = ("overrides", "seed")
 TIME_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s")
 RATE_SUFFIXES = ("per_s", "per_ms", "per_us", "per_ns", "per_ps")
 
@@ -92,6 +97,7 @@ _PROVENANCE = {
     "script_args": "the script's arguments differ",
     "topology_digest": "the topology file changed",
     "overrides": "the --set overrides differ",
+    "seed": "the --seed differs",
     "timing_only": "one run is timing-only",
     "kernbench_version": "the KernBench version differs",
 }
@@ -100,13 +106,17 @@ _PROVENANCE = {
 def provenance_notes(baseline: str | Path, current: str | Path) -> list[str]:
     """Why two run reports may differ besides the simulator: script, topology, flags.
 
-    Empty unless both files are run reports with metadata.
+    Empty unless both files are run reports with metadata, or both CSV files
+    written by ``kernbench run --csv`` (each of one run).
     """
     try:
-        documents = [read_document(p) for p in (baseline, current)]
-        if not all(is_report(d) for d in documents):
-            return []
-        before, after = (d.get("metadata") for d in documents)
+        if all(Path(p).suffix.lower() == ".csv" for p in (baseline, current)):
+            before, after = (_csv_run(load_rows(p)) for p in (baseline, current))
+        else:
+            documents = [read_document(p) for p in (baseline, current)]
+            if not all(is_report(d) for d in documents):
+                return []
+            before, after = (d.get("metadata") for d in documents)
         if not isinstance(before, dict) or not isinstance(after, dict):
             return []
         return [
@@ -116,6 +126,31 @@ def provenance_notes(baseline: str | Path, current: str | Path) -> list[str]:
         ]
     except (KernBenchError, RecursionError):  # notes are extras; load_rows judged the files
         return []
+
+
+def _csv_run(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The run metadata ``kernbench run --csv`` gave every row, where all rows agree
+    (no --set is an empty cell)."""
+    columns = dict.fromkeys(column for row in rows for column in row)
+    if not {"kernbench_version", "run.kernbench_version"} & set(columns):
+        return {}  # not written by kernbench run --csv
+    found = {}
+    for key in _PROVENANCE:
+        column = f"run.{key}" if f"run.{key}" in columns else key
+        values = {_hashable(row.get(column, "")) for row in rows}
+        if len(values) == 1 and (column in columns or key in RUN_SETTING_COLUMNS):
+            found[key] = values.pop()
+    return found
+
+
+def _run_settings(columns: Iterable[str]) -> set[str]:
+    """The columns of :data:`RUN_SETTING_COLUMNS` that ``kernbench run --csv`` wrote
+    (rows that carry its ``kernbench_version``); a bench's own column of that name stays
+    a key."""
+    columns = set(columns)
+    if not {"kernbench_version", "run.kernbench_version"} & columns:
+        return set()
+    return {f"run.{c}" if f"run.{c}" in columns else c for c in RUN_SETTING_COLUMNS}
 
 
 # --- tolerance -----------------------------------------------------------------
@@ -196,10 +231,11 @@ def key_columns(
                 columns.setdefault(column)
                 if isinstance(value, float) and not value.is_integer():
                     fractional.add(column)
+        excluded = fractional | _run_settings(columns)
         return {
             c: None
             for c in columns
-            if c not in fractional
+            if c not in excluded
             and not _is_value(c)
             and not _is_metric(c)
             and not _is_provenance(c)
