@@ -73,7 +73,7 @@ METRIC_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s", "_GBps")
 TIME_COLUMNS = ("time_us", "simulated_time_ps", "elapsed_ps")
 VALUE_COLUMNS = frozenset({"checked", "values_digest", "error"})
 #: Counts of elements that differ from the expected answer (perf rows' ``#wrong``).
-WRONG_SUFFIX = "wrong"
+WRONG_COLUMNS = frozenset({"wrong", "in_place_wrong"})
 PROVENANCE_COLUMNS = frozenset(
     {"kernbench_version", "topology_digest", "script_sha256", "topology_file", "point_id"}
 )
@@ -181,13 +181,9 @@ def _is_metric(column: str) -> bool:
     return column.endswith(METRIC_SUFFIXES) or column.lower().endswith(TIME_SUFFIXES)
 
 
-def _is_wrong_count(column: str) -> bool:
-    return column == WRONG_SUFFIX or column.endswith("_" + WRONG_SUFFIX)
-
-
 def _is_value(column: str) -> bool:
     """A column that says whether the values were right: a verdict, not part of a key."""
-    return column in VALUE_COLUMNS or _is_wrong_count(column)
+    return column in VALUE_COLUMNS or column in WRONG_COLUMNS
 
 
 def _is_provenance(column: str) -> bool:
@@ -435,7 +431,7 @@ def _compare_point(
     problems += [
         f"{column} {_show(before.get(column))} -> {_show(after[column])}"
         for column in values
-        if _is_wrong_count(column) and _more_wrong(before.get(column), after.get(column))
+        if column in WRONG_COLUMNS and _more_wrong(before.get(column), after.get(column))
     ]
     if _failed(after) and not _failed(before):
         problems.append(f"error: {shown(str(after['error']), 120)}")
