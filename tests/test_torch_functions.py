@@ -569,3 +569,51 @@ def test_activation_misuse_is_refused_by_name(ctx, call, message):
     with pytest.raises(TensorError) as info:
         call(ints, floats)
     assert message in str(info.value)
+
+
+@pytest.mark.parametrize("exponent", [0, 1, 2, 3, -1, -2, 0.5, 1.5, -0.5, 2.5])
+def test_pow_of_a_number_matches_numpy_at_the_edges(ctx, exponent):
+    values = np.array([-2.0, -0.5, -0.0, 0.0, 0.5, 3.0, np.nan, np.inf, -np.inf], np.float32)
+    with np.errstate(all="ignore"):
+        want = np.power(values.astype(np.float64), exponent).astype(np.float32)
+    x = torch.tensor(values)
+    for got in (x**exponent, x.pow(exponent), torch.pow(x, exponent)):
+        assert got.dtype is torch.float32
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-7, atol=0, equal_nan=True)
+        numbers = ~np.isnan(want)
+        np.testing.assert_array_equal(np.signbit(got.numpy()[numbers]), np.signbit(want[numbers]))
+
+
+def test_pow_dtypes_bases_and_in_place_as_torch(ctx):
+    ints = torch.tensor(np.array([-3, -1, 0, 2, 7], np.int32))
+    cubed = ints**3
+    assert cubed.dtype is torch.int32 and cubed.tolist() == [-27, -1, 0, 8, 343]
+    assert (ints**0).tolist() == [1] * 5
+    assert (ints**0.5).dtype is torch.float32  # an integer tensor to a float power
+    wraps = torch.tensor(np.array([1 << 16], np.int32)) ** 2
+    assert wraps.tolist() == [0]  # int32 wraps, as torch's does
+    exponents = torch.tensor(np.array([0, 1, 10], np.int32))
+    assert (2.0**exponents).tolist() == [1.0, 2.0, 1024.0]
+    assert torch.pow(3, torch.tensor([3.0])).tolist() == [27.0]
+    x = torch.tensor([1.5, -2.0])
+    x **= 2
+    assert x.tolist() == [2.25, 4.0]
+    assert x.pow_(0.5).tolist() == [1.5, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda i, x: i**-1, "Integers to negative integer powers are not allowed"),
+        (lambda i, x: i.pow_(0.5), "can't be cast to the in-place output type torch.int32"),
+        (lambda i, x: x ** torch.ones(2), "the exponent is a number here (got Tensor)"),
+        (lambda i, x: (-2.0) ** x, "the base must be a number > 0"),
+        (lambda i, x: 2**i, "a float for an integer tensor (2.0 ** t)"),
+    ],
+)
+def test_pow_misuse_is_refused_by_name(ctx, call, message):
+    ints = torch.tensor(np.array([-2, 3], np.int32))
+    floats = torch.tensor(np.array([-2.0, 3.0], np.float32))
+    with pytest.raises(TensorError) as info:
+        call(ints, floats)
+    assert message in str(info.value)

@@ -351,7 +351,7 @@ def test_comparisons_say_there_is_no_bool_dtype_and_what_to_use(ctx, expr):
     assert len({a, b, a}) == 2  # still hashable, by identity
 
 
-@pytest.mark.parametrize("expr", ["a ** 2", "2 ** a", "a // 2", "a % 3", "3 % a"])
+@pytest.mark.parametrize("expr", ["a // 2", "a % 3", "3 % a"])
 def test_operators_without_a_kernel_name_themselves_and_what_to_use(ctx, expr):
     a = torch.ones(3)  # noqa: F841 - read by eval
     symbol = expr.split()[1]
@@ -680,7 +680,7 @@ def test_new_zeros_ones_full_take_the_tensors_dtype(ctx):
 @pytest.mark.parametrize(
     ("name", "says"),
     [
-        ("pow", "t \\* t"),
+        ("cumsum", "no device kernel"),
         ("floor", "no device kernel"),
         ("topk", "no device kernel"),
         ("repeat", "expand"),

@@ -114,12 +114,6 @@ class TensorArithmetic:
 
     __hash__ = object.__hash__  # by identity, as torch.Tensor is
 
-    def __pow__(self: Tensor, other: Any) -> Any:
-        raise _no_operator("**", "t * t, or torch.exp(torch.log(t) * p) for other powers")
-
-    def __rpow__(self: Tensor, other: Any) -> Any:
-        raise _no_operator("**", "torch.exp(torch.log(base) * t) (positive base)")
-
     def __floordiv__(self: Tensor, other: Any) -> Any:
         raise _no_operator("//", _ON_THE_HOST)
 

@@ -42,6 +42,7 @@ __all__ = [
     "mm",
     "mul",
     "permute",
+    "pow",
     "relu",
     "reshape",
     "rsqrt",
@@ -79,6 +80,17 @@ def log(input: Tensor) -> Tensor:  # noqa: A002
 
 def sqrt(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "sqrt").sqrt()
+
+
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001,A002
+    """``input ** exponent``: a tensor to a number, or a number (> 0) to a tensor."""
+    if isinstance(input, Tensor):
+        return input.pow(exponent)
+    if isinstance(exponent, Tensor):
+        return exponent.__rpow__(input)
+    raise TensorError(
+        f"torch.pow: expected a Tensor, got {type(input).__name__} and {type(exponent).__name__}"
+    )
 
 
 def rsqrt(input: Tensor) -> Tensor:  # noqa: A002

@@ -19,7 +19,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
 
-__all__ = ["SAME_DTYPE", "UNARY_OPS", "launch_clamp", "launch_matmul", "launch_unary"]
+__all__ = ["SAME_DTYPE", "UNARY_OPS", "launch_clamp", "launch_matmul", "launch_pow", "launch_unary"]
 
 UNARY_OPS = (
     "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "tanh", "erf", "relu",
@@ -79,6 +79,57 @@ def _unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
         y = 0.5 * w * (1.0 + _tanh(0.7978845608028654 * (w + 0.044715 * w * w * w)))
     else:
         y = x * tl.sigmoid(x)
+    tl.store(out_ptr + i, y, mask=mask)
+
+
+@jit
+def _pow_kernel(
+    x_ptr,
+    out_ptr,
+    n,
+    p,
+    MODE: tl.constexpr,
+    INTEGRAL: tl.constexpr,
+    POWER: tl.constexpr,
+    HALF: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # MODE "int": x ** POWER for integers (POWER >= 0); "float": x ** p (POWER = p when
+    # INTEGRAL); "base": p ** x for a number p > 0.
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    x = tl.load(x_ptr + i, mask=mask, other=1)
+    if MODE == "int":
+        y = x * 0 + 1
+        base = x
+        e = POWER
+        while e:
+            if e & 1:
+                y = y * base
+            base = base * base
+            e = e >> 1
+    elif MODE == "base":
+        y = tl.exp(x.to(tl.float64) * tl.log(p.to(tl.float64)))
+    elif INTEGRAL and POWER == 0:
+        y = tl.full((BLOCK,), 1.0, tl.float32)  # x ** 0 is 1, NaN and inf included
+    elif INTEGRAL and POWER == 2:
+        w = x.to(tl.float32)
+        y = w * w
+    elif HALF:
+        y = tl.sqrt(x.to(tl.float32))  # as torch: x ** 0.5 is sqrt (-0.0 stays, -inf: NaN)
+    else:
+        w = x.to(tl.float64)
+        r = tl.exp(p * tl.log(tl.abs(w)))
+        negative = w < 0
+        if INTEGRAL:
+            if POWER % 2:
+                # the sign of x, -0.0's too (1 / -0.0 is -inf)
+                negative = negative | ((w == 0) & (1.0 / tl.where(w == 0, w, 1.0) < 0))
+                r = tl.where(negative, -r, r)
+        else:
+            # a fractional power of a negative base (C's pow: of -inf, inf or 0)
+            r = tl.where(negative & (w != float("-inf")), float("nan"), r)
+        y = r
     tl.store(out_ptr + i, y, mask=mask)
 
 
@@ -150,6 +201,37 @@ def launch_unary(op: str, x: DeviceTensor, out: DeviceTensor) -> None:
             f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
         )
     _unary_kernel[(max(1, -(-n // BLOCK)),)](x, out, n, OP=op, BLOCK=BLOCK)
+
+
+def launch_pow(
+    x: DeviceTensor, out: DeviceTensor, exponent: int | float, *, base: bool = False
+) -> None:
+    """``out = x ** exponent`` elementwise, or with ``base``, ``out = exponent ** x`` (a
+    number > 0).  Integer outputs by repeated squaring (wrapping as torch's int32
+    does); float ones in float64 (``exp(p * log|x|)`` with the sign of an odd integral
+    power, NaN for a negative base otherwise; ``x * x`` for 2)."""
+    n = x.numel
+    if n > MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"pow of {n} elements: the tensor kernels use 32-bit element offsets, so they "
+            f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
+        )
+    integral = float(exponent).is_integer()
+    if base:
+        mode = "base"
+    else:
+        mode = "float" if out.dtype.is_floating_point else "int"
+    _pow_kernel[(max(1, -(-n // BLOCK)),)](
+        x,
+        out,
+        n,
+        float(exponent),
+        MODE=mode,
+        INTEGRAL=integral,
+        POWER=int(exponent) if integral else 0,
+        HALF=not base and exponent == 0.5,
+        BLOCK=BLOCK,
+    )
 
 
 def launch_clamp(x: DeviceTensor, out: DeviceTensor, low: Any, high: Any) -> None:

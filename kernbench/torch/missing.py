@@ -49,7 +49,7 @@ BOOL_NAMES = (
     "logical_or", "logical_not", "nonzero", "masked_select", "isnan", "isinf",
 )  # fmt: skip
 KERNEL_NAMES = (
-    "gelu", "silu", "pow", "floor", "ceil", "round", "sign", "norm", "sort", "argsort", "topk",
+    "gelu", "silu", "floor", "ceil", "round", "sign", "norm", "sort", "argsort", "topk",
     "unique", "cumsum", "cumprod",
 )  # fmt: skip
 
@@ -75,7 +75,6 @@ HINTS = {  # (the named entries after the groups win)
     "long": _NO_64_BIT,
     "double": _NO_64_BIT,
     "bool": _NO_BOOL,
-    "pow": "t * t (there is no pow kernel), or torch.exp(torch.log(t) * p)",
     "norm": "torch.sqrt((t * t).sum())",
     "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
     "pin_memory": "there is no host tensor; numpy() reads values back",

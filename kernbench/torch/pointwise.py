@@ -17,7 +17,13 @@ import numpy as np
 
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import get_default_dtype, python_scalar
-from kernbench.torch.math_kernels import SAME_DTYPE, launch_clamp, launch_matmul, launch_unary
+from kernbench.torch.math_kernels import (
+    SAME_DTYPE,
+    launch_clamp,
+    launch_matmul,
+    launch_pow,
+    launch_unary,
+)
 from kernbench.torch.views import broadcast_shapes
 
 if TYPE_CHECKING:
@@ -114,6 +120,73 @@ class TensorPointwise:
 
     def relu_(self: Tensor) -> Tensor:
         return self._unary("relu", out=self)
+
+    def pow(self: Tensor, exponent: Any) -> Tensor:
+        """``self ** exponent`` for a number ``exponent`` (as torch's pow)."""
+        return self._pow(exponent, None)
+
+    def pow_(self: Tensor, exponent: Any) -> Tensor:
+        return self._pow(exponent, self)
+
+    def __pow__(self: Tensor, exponent: Any) -> Tensor:
+        return self._pow(exponent, None)
+
+    def __ipow__(self: Tensor, exponent: Any) -> Tensor:
+        return self._pow(exponent, self)
+
+    def __rpow__(self: Tensor, base: Any) -> Tensor:
+        """``base ** self`` for a number ``base`` > 0 (as torch.pow(base, self))."""
+        value = python_scalar(base)
+        if (
+            value is None
+            or value <= 0
+            or (isinstance(value, int) and not self.dtype.is_floating_point)
+        ):
+            raise TensorError(
+                f"{base!r} ** tensor: the base must be a number > 0, and a float for an "
+                "integer tensor (2.0 ** t); other bases: compute on the host"
+            )
+        x = self.dense()
+        rtype = None if self.dtype.is_floating_point else get_default_dtype()
+        out = self.new_empty(self.shape, dtype=rtype)
+        launch_pow(x.device_tensor, out.device_tensor, value, base=True)
+        if x is not self:
+            x.free()
+        return out
+
+    def _pow(self: Tensor, exponent: Any, out: Tensor | None) -> Tensor:
+        what = "pow_" if out is not None else "pow"
+        value = python_scalar(exponent)
+        if value is None:
+            raise TensorError(
+                f"{what}: the exponent is a number here (got {type(exponent).__name__}); for "
+                "a tensor of exponents use torch.exp(torch.log(base) * exponent) (positive base)"
+            )
+        rtype = None
+        if not self.dtype.is_floating_point:
+            if isinstance(value, float):
+                rtype = get_default_dtype()  # an integer tensor to a float power
+            elif value < 0:
+                raise TensorError(
+                    f"{what} of {self.storage_device_tensor.name!r}: Integers to negative "
+                    "integer powers are not allowed (as in torch); convert with .float() first"
+                )
+        if out is not None and rtype is not None:
+            raise TensorError(
+                f"{what} of {self.storage_device_tensor.name!r}: result type {rtype!r} can't "
+                f"be cast to the in-place output type {self.dtype!r}"
+            )
+        x = self.dense()
+        direct = out is not None and out.contiguous_device_tensor()
+        target = out if direct else self.new_empty(self.shape, dtype=rtype)
+        launch_pow(x.device_tensor, target.device_tensor, value)
+        if out is not None and target is not out:
+            out.copy_(target)
+            target.free()
+            target = out
+        if x is not self:
+            x.free()
+        return target
 
     def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         """``min``/``max`` numbers (a bound may be ``None``, not both); tensor bounds:
