@@ -63,6 +63,21 @@ def test_do_bench_errors(ctx):
         triton.testing.do_bench(3)
 
 
+def test_do_bench_cudagraph_is_the_same_measurement(ctx):
+    x = torch.rand(2048)
+    out = torch.empty_like(x)
+
+    def fn():
+        return copy_kernel[(2,)](x, out, 2048, BLOCK_SIZE=1024)
+
+    ms = triton.testing.do_bench(fn)
+    assert triton.testing.do_bench_cudagraph(fn) == ms > 0
+    assert triton.testing.do_bench_cudagraph(fn, rep=5, quantiles=[0.5, 0.2]) == [ms, ms]
+    assert triton.testing.do_bench_cudagraph(fn, return_mode="all") == [ms]
+    with pytest.raises(KernelError, match="do_bench_cudagraph: return_mode 'avg'"):
+        triton.testing.do_bench_cudagraph(fn, return_mode="avg")
+
+
 def test_assert_close_reads_tensors_back(ctx):
     x = torch.rand(10)
     triton.testing.assert_close(x, x.numpy() + 0.001)

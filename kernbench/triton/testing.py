@@ -9,7 +9,9 @@ time is deterministic, so more repetitions would measure the same time again:
 change nothing, every quantile asked for is that one time, and ``return_mode``
 ``"min"``, ``"max"``, ``"mean"`` and ``"median"`` all give it (``"all"`` gives
 ``[ms]``).  Both calls advance the clock.  There is no autograd, so
-``grad_to_none`` is accepted and ignored.
+``grad_to_none`` is accepted and ignored.  ``do_bench_cudagraph(fn, rep,
+grad_to_none, quantiles, return_mode)`` is the same measurement: ``fn`` runs
+as it is, with no graph captured.
 
 ``perf_report(benchmarks)(fn).run(...)`` runs the sweep: ``fn(**x_args,
 **{line_arg: value}, **args)`` for every x value and every line, each
@@ -40,9 +42,45 @@ from kernbench.files import write_bytes, write_text
 from kernbench.runtime import current_context
 from kernbench.triton.timing import PS_PER_MS
 
-__all__ = ["Benchmark", "BenchmarkTable", "Mark", "assert_close", "do_bench", "perf_report"]
+__all__ = [
+    "Benchmark",
+    "BenchmarkTable",
+    "Mark",
+    "assert_close",
+    "do_bench",
+    "do_bench_cudagraph",
+    "perf_report",
+]
 
 RETURN_MODES = ("min", "max", "mean", "median", "all")
+
+
+def _check_summary(quantiles: Sequence[float] | None, return_mode: str, name: str) -> None:
+    if return_mode not in RETURN_MODES:
+        raise KernelError(
+            f"{name}: return_mode {return_mode!r} is not one of {', '.join(RETURN_MODES)}"
+        )
+    bad = [q for q in quantiles or () if not 0 <= q <= 1]
+    if bad:
+        raise KernelError(f"{name}: quantiles must lie in [0, 1], got {bad}")
+
+
+def _one_call(
+    fn: Callable[[], Any], quantiles: Sequence[float] | None, return_mode: str, name: str
+) -> float | list[float]:
+    """Call ``fn`` to warm up, then measure one call; report it as Triton's benchmarkers do."""
+    _check_summary(quantiles, return_mode, name)
+    if not callable(fn):
+        raise KernelError(f"{name} needs a function to call, got {fn!r}")
+    clock = current_context()
+    fn()
+    start = clock.now
+    fn()
+    ms = (clock.now - start) / PS_PER_MS
+    if quantiles is not None:
+        values = [ms for _ in quantiles]
+        return values[0] if len(values) == 1 else values
+    return [ms] if return_mode == "all" else ms
 
 
 def do_bench(
@@ -54,26 +92,18 @@ def do_bench(
     return_mode: str = "mean",
 ) -> float | list[float]:
     """Simulated milliseconds of one call of ``fn`` (after one call to warm up)."""
-    if return_mode not in RETURN_MODES:
-        raise KernelError(
-            f"do_bench: return_mode {return_mode!r} is not one of {', '.join(RETURN_MODES)}"
-        )
-    if quantiles is not None:
-        quantiles = list(quantiles)
-        bad = [q for q in quantiles if not 0 <= q <= 1]
-        if bad:
-            raise KernelError(f"do_bench: quantiles must lie in [0, 1], got {bad}")
-    if not callable(fn):
-        raise KernelError(f"do_bench needs a function to call, got {fn!r}")
-    clock = current_context()
-    fn()
-    start = clock.now
-    fn()
-    ms = (clock.now - start) / PS_PER_MS
-    if quantiles is not None:
-        values = [ms for _ in quantiles]
-        return values[0] if len(values) == 1 else values
-    return [ms] if return_mode == "all" else ms
+    return _one_call(fn, quantiles, return_mode, "do_bench")
+
+
+def do_bench_cudagraph(
+    fn: Callable[[], Any],
+    rep: float = 20,
+    grad_to_none: Any = None,
+    quantiles: Sequence[float] | None = None,
+    return_mode: str = "mean",
+) -> float | list[float]:
+    """As :func:`do_bench`: ``fn`` runs as it is (no graph is captured); one call is measured."""
+    return _one_call(fn, quantiles, return_mode, "do_bench_cudagraph")
 
 
 def assert_close(
