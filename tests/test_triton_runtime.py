@@ -85,6 +85,21 @@ def test_assert_close_reads_tensors_back(ctx):
         triton.testing.assert_close(x, x.numpy() + 1)
 
 
+def test_assert_close_takes_tolerances_as_functions_of_the_dtype(ctx):
+    x = torch.rand(10, dtype=torch.float16)
+    seen = []
+
+    def atol(dtype):
+        seen.append(dtype)
+        return 0.05 if dtype == torch.float16 else 1e-6
+
+    triton.testing.assert_close(x, x.numpy().astype(np.float32) + 0.02, atol=atol)
+    triton.testing.assert_close(x, x.numpy() * 1.1, atol=0, rtol=lambda dtype: 0.2)
+    with pytest.raises(AssertionError):
+        triton.testing.assert_close(np.float32(1.0), 1.02, atol=atol)
+    assert seen == [torch.float16, torch.float32]
+
+
 # ----------------------------------------------------------------------------- perf_report
 
 

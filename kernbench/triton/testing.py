@@ -40,6 +40,7 @@ from matplotlib.figure import Figure
 from kernbench.errors import KernelError
 from kernbench.files import write_bytes, write_text
 from kernbench.runtime import current_context
+from kernbench.torch.dtypes import DTYPE_OBJECTS, UNSUPPORTED, TorchDType, get_default_dtype
 from kernbench.triton.timing import PS_PER_MS
 
 __all__ = [
@@ -106,18 +107,34 @@ def do_bench_cudagraph(
     return _one_call(fn, quantiles, return_mode, "do_bench_cudagraph")
 
 
-def assert_close(
-    x: Any, y: Any, atol: float | None = None, rtol: float | None = None, err_msg: str = ""
-) -> None:
-    """Assert ``x`` and ``y`` are close (tensors are read back with ``.numpy()``)."""
+def _torch_dtype(value: Any) -> Any:
+    """The dtype ``torch.tensor(value)`` would have: what a callable tolerance is given."""
+    dt = getattr(value, "dtype", None)
+    if isinstance(dt, TorchDType):
+        return dt
+    if isinstance(value, np.ndarray | np.generic):
+        name = value.dtype.name
+    else:
+        kind = np.asarray(value).dtype.kind
+        name = {"f": get_default_dtype().name, "i": "int64", "b": "bool"}.get(kind, "")
+    return DTYPE_OBJECTS.get(name) or UNSUPPORTED.get(name) or np.asarray(value).dtype
+
+
+def assert_close(x: Any, y: Any, atol: Any = None, rtol: Any = None, err_msg: str = "") -> None:
+    """Assert ``x`` and ``y`` are close (tensors are read back with ``.numpy()``).
+
+    As in Triton, ``atol`` defaults to 1e-2 and ``rtol`` to 0, and either may be
+    a function of ``x``'s dtype (a torch dtype).
+    """
 
     def host(v: Any) -> np.ndarray:
         return np.asarray(v.numpy() if hasattr(v, "numpy") else v)
 
-    a, b = host(x), host(y)
     atol = 1e-2 if atol is None else atol
     rtol = 0.0 if rtol is None else rtol
-    np.testing.assert_allclose(a, b, atol=atol, rtol=rtol, err_msg=err_msg)
+    atol = atol(_torch_dtype(x)) if callable(atol) else atol
+    rtol = rtol(_torch_dtype(x)) if callable(rtol) else rtol
+    np.testing.assert_allclose(host(x), host(y), atol=atol, rtol=rtol, err_msg=err_msg)
 
 
 class Benchmark:
