@@ -315,6 +315,26 @@ def test_missing_language_names_say_what_to_use_instead(name, says):
 
 
 @pytest.mark.parametrize(
+    ("module", "name", "says"),
+    [
+        (triton, "set_allocator", "tensor descriptors .* pointer arithmetic"),
+        (triton, "autotun", "nearest: autotune"),
+        (triton.testing, "get_dram_gbps", "get_device_properties"),
+        (triton.testing, "set_gpu_clock", "no clock to pin"),
+    ],
+)
+def test_missing_triton_names_say_what_to_use_instead(module, name, says):
+    from kernbench.errors import UnsupportedNameError
+
+    shown = module.__name__.removeprefix("kernbench.")
+    with pytest.raises(
+        UnsupportedNameError, match=f"{shown}\\.{name} is not in KernBench; .*{says}"
+    ):
+        getattr(module, name)
+    assert not hasattr(module, name)
+
+
+@pytest.mark.parametrize(
     ("entries", "message"),
     [
         ([5], "do_not_specialize position 5 is past its 2 parameters (x_ptr, n)"),

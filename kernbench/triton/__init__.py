@@ -21,6 +21,9 @@ simulated time.
   ``tl.static_range`` and ``tl.assume`` (:mod:`kernbench.triton.language`).
 """
 
+from typing import Any
+
+from kernbench.errors import unsupported_name
 from kernbench.kernels.language import cdiv, next_power_of_2
 from kernbench.triton import language, runtime, testing
 from kernbench.triton.autotuner import Autotuner, autotune
@@ -46,3 +49,15 @@ __all__ = [
     "runtime",
     "testing",
 ]
+
+_HINTS = {
+    "set_allocator": (
+        "tensor descriptors (TMA) are not modelled, so there is nothing to allocate; "
+        "address tiles with pointer arithmetic (ptr + offsets) and masks"
+    ),
+    "compile": "kernel.warmup(*args, grid=...) compiles without running",
+}
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.triton", "triton", name, __all__, _HINTS)

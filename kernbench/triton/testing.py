@@ -37,7 +37,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from kernbench.errors import KernelError
+from kernbench.errors import KernelError, unsupported_name
 from kernbench.files import write_bytes, write_text
 from kernbench.runtime import current_context
 from kernbench.torch.dtypes import DTYPE_OBJECTS, UNSUPPORTED, TorchDType, get_default_dtype
@@ -335,3 +335,22 @@ def perf_report(benchmarks: Benchmark | list[Benchmark]) -> Callable[[Callable[.
         return Mark(fn, benchmarks)
 
     return wrapper
+
+
+_DEVICE_FIGURES = (
+    "the simulated device's figures are in "
+    "triton.runtime.driver.active.utils.get_device_properties(i)"
+)
+_HINTS = {
+    **dict.fromkeys(
+        ("get_dram_gbps", "get_max_tensorcore_tflops", "get_max_simd_tflops"), _DEVICE_FIGURES
+    ),
+    **dict.fromkeys(
+        ("set_gpu_clock", "nvsmi"),
+        "there is no clock to pin: simulated time is the same at every run",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.triton.testing", "triton.testing", name, __all__, _HINTS)
