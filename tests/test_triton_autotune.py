@@ -197,6 +197,20 @@ def test_prune_configs_by(ctx):
         )
 
 
+def test_a_float_top_k_is_a_share_of_all_configs_as_in_triton(ctx):
+    def early(configs, named_args, **kwargs):
+        return [c for c in configs if c.kwargs["BLOCK_SIZE"] != 256]
+
+    x = torch.rand(2048)
+    prune = {"early_config_prune": early, "perf_model": lambda **kw: 0.0, "top_k": 0.5}
+    kernel = tuned(scale_kernel, (256, 4096, 1024, 512), prune_configs_by=prune)
+    kernel[grid](x, torch.empty_like(x), 2048)
+    # int(4 configs * 0.5) = 2 to keep; the early prune left 3, so the model drops one
+    assert [c for c, _ in kernel.tuning_records[0].timings_ps] == [
+        str(c) for c in configs((4096, 1024))
+    ]
+
+
 def test_a_config_that_fails_is_skipped_and_all_failing_is_an_error(ctx):
     x = torch.rand(1000)
     out = torch.empty_like(x)

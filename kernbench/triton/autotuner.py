@@ -172,7 +172,11 @@ class Autotuner(KernelInterface):
 
     # -- choosing --------------------------------------------------------------------------
     def prune_configs(self, kwargs: dict[str, Any]) -> list[Config]:
-        """The configs to run: ``early_config_prune``, then the ``perf_model``'s ``top_k``."""
+        """The configs to run: ``early_config_prune``, then the ``perf_model``'s ``top_k``.
+
+        A float ``top_k`` is a share of all the configs, not of those the early
+        prune left, as in Triton.
+        """
         pruned = self.configs
         if self.early_config_prune:
             pruned = list(self.early_config_prune(self.configs, self.nargs, **kwargs))
@@ -183,8 +187,8 @@ class Autotuner(KernelInterface):
                 )
         if self.perf_model:
             top_k = self.configs_top_k
-            if isinstance(top_k, float) and top_k <= 1.0:
-                top_k = max(1, int(len(pruned) * top_k))
+            if isinstance(top_k, float) and top_k <= 1.0:  # a share of all configs, as Triton
+                top_k = max(1, int(len(self.configs) * top_k))
             elif isinstance(top_k, bool) or not isinstance(top_k, int):
                 raise KernelError(
                     f"autotune of {self.name!r}: prune_configs_by top_k must be a float <= 1.0 "
