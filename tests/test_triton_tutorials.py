@@ -20,6 +20,7 @@ import pytest
 import kernbench.torch as torch
 import kernbench.triton as triton
 import kernbench.triton.language as tl
+from kernbench.errors import UnsupportedNameError
 from kernbench.runtime import RuntimeContext, use_context
 from kernbench.triton.runtime import driver
 
@@ -388,3 +389,61 @@ def test_matmul_benchmark_do_bench_after_autotuning(ctx):
     assert best_ms < ms  # the measured call also allocates C on the device
     perf = 2 * 64 * 64 * 64 * 1e-12 / (ms * 1e-3)
     assert perf > 0
+
+
+# ----------------------------------------------------------------------------- 06 fused attention
+
+
+@triton.jit
+def attention_forward_kernel(
+    Q, K, V, sm_scale, M, Out, N_CTX,
+    stride_m, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr,
+):  # fmt: skip
+    start_m = tl.program_id(0)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + offs_m[:, None] * stride_m + offs_d[None, :])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504  # 1/log(2)
+    for start_n in tl.range(0, N_CTX, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = tl.load(K + (start_n + offs_n)[None, :] * stride_m + offs_d[:, None])
+        qk = tl.dot(q, k)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(V + (start_n + offs_n)[:, None] * stride_m + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + offs_m, m_i)
+    tl.store(Out + offs_m[:, None] * stride_m + offs_d[None, :], acc.to(Out.type.element_ty))
+
+
+def test_flash_attention_forward_with_tl_math(ctx):
+    n_ctx, head_dim, sm_scale = 64, 16, 0.5
+    q, k, v = (torch.randn((n_ctx, head_dim), dtype=torch.float16) for _ in range(3))
+    out = torch.empty_like(q)
+    m = torch.empty((n_ctx,), dtype=torch.float32)
+    grid = lambda META: (triton.cdiv(n_ctx, META["BLOCK_M"]),)  # noqa: E731
+    attention_forward_kernel[grid](
+        q, k, v, sm_scale, m, out, n_ctx, q.stride(0), BLOCK_M=16, BLOCK_N=16, HEAD_DIM=head_dim
+    )
+    qh, kh, vh = (t.numpy().astype(np.float32) for t in (q, k, v))
+    s = qh @ kh.T * sm_scale
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    reference = (p / p.sum(axis=1, keepdims=True)) @ vh
+    triton.testing.assert_close(out, reference, atol=1e-2, rtol=0)
+    logsumexp2 = (s.max(axis=1) + np.log(p.sum(axis=1))) / np.log(2)
+    np.testing.assert_allclose(m.numpy(), logsumexp2, rtol=1e-5)
+    assert tl.math.exp2 is tl.exp2 and tl.math.log2 is tl.log2
+    with pytest.raises(UnsupportedNameError, match=r"tl\.math\.umulhi is not in KernBench"):
+        tl.math.umulhi  # noqa: B018

@@ -12,12 +12,16 @@ the loop and hint helpers the Triton tutorials use:
   neither the values nor the simulated time.  Bounds may be scalar blocks
   (``tl.program_id(0)``, ``tl.num_programs(0)``).
 * ``tl.assume(cond)`` is a compiler hint; it returns ``None`` and checks nothing.
+* ``tl.math`` is Triton's math module: ``tl.math.exp2`` is ``tl.exp2``, and so
+  on for the math functions the language has (the fused-attention tutorial
+  writes ``tl.math.exp2`` and ``tl.math.log2``).
 """
 
 from __future__ import annotations
 
 import builtins
 import operator
+import types
 from typing import Any
 
 from kernbench.errors import KernelError, unsupported_name
@@ -25,7 +29,7 @@ from kernbench.kernels.language import *  # noqa: F403 - this module is that lan
 from kernbench.kernels.language import __all__ as _kernel_language_names
 from kernbench.kernels.language import constexpr as _constexpr
 
-__all__ = [*_kernel_language_names, "assume", "range", "static_range"]
+__all__ = [*_kernel_language_names, "assume", "math", "range", "static_range"]
 
 
 def _bound(value: Any, what: str) -> int:
@@ -115,7 +119,6 @@ _HINTS = {
         ("rand", "randn", "randint", "randint4x", "philox"),
         "draw on the host (torch.rand) and pass the values in",
     ),
-    "math": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
     "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
     **dict.fromkeys(
         ("make_block_ptr", "advance", "make_tensor_descriptor"),
@@ -130,3 +133,25 @@ _HINTS = {
 
 def __getattr__(name: str) -> Any:
     raise unsupported_name("kernbench.triton.language", "tl", name, __all__, _HINTS)
+
+
+_MATH_NAMES = ("abs", "cos", "exp", "exp2", "log", "log2", "rsqrt", "sin", "sqrt")
+
+
+def _math_getattr(name: str) -> Any:
+    raise unsupported_name(
+        "kernbench.triton.language.math",
+        "tl.math",
+        name,
+        _MATH_NAMES,
+        dict.fromkeys(("fma", "umulhi", "fdiv", "div_rn", "sqrt_rn"), _NOT_IN_LANGUAGE),
+    )
+
+
+math = types.ModuleType(
+    "kernbench.triton.language.math",
+    "``tl.math``: the math functions of the kernel language under Triton's module name.",
+)
+math.__dict__.update({name: globals()[name] for name in _MATH_NAMES})
+math.__dict__["__all__"] = list(_MATH_NAMES)
+math.__dict__["__getattr__"] = _math_getattr
