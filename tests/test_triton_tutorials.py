@@ -20,7 +20,7 @@ import pytest
 import kernbench.torch as torch
 import kernbench.triton as triton
 import kernbench.triton.language as tl
-from kernbench.errors import UnsupportedNameError
+from kernbench.errors import KernelError, UnsupportedNameError
 from kernbench.runtime import RuntimeContext, use_context
 from kernbench.triton.runtime import driver
 
@@ -447,3 +447,56 @@ def test_flash_attention_forward_with_tl_math(ctx):
     assert tl.math.exp2 is tl.exp2 and tl.math.log2 is tl.log2
     with pytest.raises(UnsupportedNameError, match=r"tl\.math\.umulhi is not in KernBench"):
         tl.math.umulhi  # noqa: B018
+
+
+# ----------------------------------------------------------------------------- common kernels
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, n, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, 0.5 * x * (1 + tl.erf(x * 0.7071067811865476)), mask=mask)
+
+
+@triton.jit
+def quantize_rows_kernel(x_ptr, q_ptr, scale_ptr, n_cols, stride, BLOCK_SIZE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0)
+    scale = tl.max(tl.abs(x), axis=0) / 127.0
+    q = tl.math.floor(x / scale + 0.5)
+    tl.store(q_ptr + row * stride + cols, tl.clamp(q, -127.0, 127.0).to(tl.int8), mask=mask)
+    tl.store(scale_ptr + row, scale)
+
+
+def test_exact_gelu_with_erf_and_row_wise_int8_quantisation(ctx):
+    import math
+
+    x = torch.randn(300)
+    out = torch.empty_like(x)
+    launch = gelu_kernel[(3,)](x, out, 300, BLOCK_SIZE=128)
+    host = x.numpy().astype(np.float64)
+    erf = np.array([math.erf(v) for v in host / math.sqrt(2)])
+    np.testing.assert_allclose(out.numpy(), 0.5 * host * (1 + erf), rtol=1e-6, atol=1e-7)
+    assert launch.record.programs[0].transcendental_ops == 128  # one erf a lane
+
+    x = torch.randn((4, 50))
+    q = torch.empty((4, 50), dtype=torch.int8)
+    scale = torch.empty((4,))
+    quantize_rows_kernel[(4,)](x, q, scale, 50, x.stride(0), BLOCK_SIZE=64)
+    host = x.numpy()
+    expected_scale = np.abs(host).max(axis=1) / np.float32(127.0)
+    np.testing.assert_array_equal(scale.numpy(), expected_scale)
+    expected = np.clip(np.floor(host / expected_scale[:, None] + np.float32(0.5)), -127, 127)
+    np.testing.assert_array_equal(q.numpy(), expected.astype(np.int8))
+    assert tl.ceil is tl.math.ceil and tl.floor is tl.math.floor and tl.erf is tl.math.erf
+
+    @triton.jit
+    def half_erf(x_ptr):
+        tl.store(x_ptr + tl.arange(0, 4), tl.erf(tl.load(x_ptr + tl.arange(0, 4))))
+
+    with pytest.raises(KernelError, match=r"tl.erf takes float32 or float64 values"):
+        half_erf[(1,)](torch.zeros(4, dtype=torch.float16))

@@ -48,7 +48,8 @@ refuse integers of different signedness. Comparisons, ``maximum``,
 ``maximum``/``minimum``/``clamp`` also widen bf16 to float32. Integer ``//``
 and ``%`` truncate toward zero as C does (``-7 // 2 == -3``, ``-7 % 3 == -1``);
 float ``%`` is ``fmod``; ``//`` and the bitwise operators take integers only.
-The math functions (``exp``, ``log``, ``sqrt``, ``sin`` ... ``sigmoid``) take
+The math functions (``exp``, ``log``, ``sqrt``, ``sin`` ... ``sigmoid``, ``erf``,
+``floor``, ``ceil``) take
 float32 or float64 only, as Triton's do: convert others with ``.to(tl.float32)``.
 """
 

@@ -135,7 +135,20 @@ def __getattr__(name: str) -> Any:
     raise unsupported_name("kernbench.triton.language", "tl", name, __all__, _HINTS)
 
 
-_MATH_NAMES = ("abs", "cos", "exp", "exp2", "log", "log2", "rsqrt", "sin", "sqrt")
+_MATH_NAMES = (
+    "abs",
+    "ceil",
+    "cos",
+    "erf",
+    "exp",
+    "exp2",
+    "floor",
+    "log",
+    "log2",
+    "rsqrt",
+    "sin",
+    "sqrt",
+)
 
 
 def _math_getattr(name: str) -> Any:
