@@ -1,4 +1,4 @@
-"""The Triton tutorials' programs (vector add, fused softmax, matmul) with KernBench imports.
+"""The Triton tutorials' programs (vector add, fused softmax, matmul, dropout) as written.
 
 Each test is written the way the tutorials are -- ``import kernbench.triton as
 triton``, ``import kernbench.triton.language as tl``, ``import kernbench.torch
@@ -389,6 +389,98 @@ def test_matmul_benchmark_do_bench_after_autotuning(ctx):
     assert best_ms < ms  # the measured call also allocates C on the device
     perf = 2 * 64 * 64 * 64 * 1e-12 / (ms * 1e-3)
     assert perf > 0
+
+
+# --------------------------------------------------------------------------- 04 low-memory dropout
+
+
+@triton.jit
+def _seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    random = tl.rand(seed, offsets)
+    x_keep = random > p
+    output = tl.where(x_keep, x / (1 - p), 0.0)
+    tl.store(output_ptr + offsets, output, mask=mask)
+
+
+def seeded_dropout(x, p, seed):
+    output = torch.empty_like(x)
+    assert x.is_contiguous()
+    n_elements = x.numel()
+    grid = lambda meta: (triton.cdiv(n_elements, meta["BLOCK_SIZE"]),)  # noqa: E731
+    _seeded_dropout[grid](x, output, n_elements, p, seed, BLOCK_SIZE=1024)
+    return output
+
+
+def philox_reference(seed, offset, rounds=10):
+    """Philox 4x32 on one counter (offset, 0, 0, 0), in Python integers."""
+    mask = 0xFFFFFFFF
+    c0, c1, c2, c3 = offset & mask, 0, 0, 0
+    k0, k1 = seed & mask, (seed >> 32) & mask
+    for _ in range(rounds):
+        p0, p2 = 0xD2511F53 * c0, 0xCD9E8D57 * c2
+        c0, c1, c2, c3 = (p2 >> 32) ^ c1 ^ k0, p2 & mask, (p0 >> 32) ^ c3 ^ k1, p0 & mask
+        k0, k1 = (k0 + 0x9E3779B9) & mask, (k1 + 0xBB67AE85) & mask
+    return c0, c1, c2, c3
+
+
+def uniform_reference(word):
+    signed = word - 2**32 if word >= 2**31 else word
+    folded = -signed - 1 if signed < 0 else signed
+    return np.float32(folded) * np.float32(4.6566127342e-10)
+
+
+def test_low_memory_dropout_tutorial_draws_tritons_philox_numbers(ctx):
+    x = torch.randn(1500)
+    output = seeded_dropout(x, p=0.5, seed=123)
+    output2 = seeded_dropout(x, p=0.5, seed=123)
+    output3 = seeded_dropout(x, p=0.5, seed=512)
+    np.testing.assert_array_equal(output.numpy(), output2.numpy())
+    assert not np.array_equal(output.numpy(), output3.numpy())
+    uniform = np.array([uniform_reference(philox_reference(123, i)[0]) for i in range(1500)])
+    host = x.numpy()
+    expected = np.where(uniform > 0.5, host / np.float32(0.5), np.float32(0.0))
+    np.testing.assert_array_equal(output.numpy(), expected)
+    assert 0.45 < (uniform > 0.5).mean() < 0.55
+
+    # Random123's known answers for Philox 4x32-10
+    words = tl.philox(0xA4093822 | 0x299F31D0 << 32, *(
+        tl.full([1], c, tl.uint32) for c in (0x243F6A88, 0x85A308D3, 0x13198A2E, 0x03707344)
+    ))  # fmt: skip
+    assert [int(w.value[0]) for w in words] == [0xD16CFE09, 0x94FDCCEB, 0x5001E420, 0x24126EA1]
+
+
+def test_tl_randint_randn_and_their_refusals(ctx):
+    @triton.jit
+    def draw(ints_ptr, normals_ptr, seed, BLOCK_SIZE: tl.constexpr):
+        offsets = tl.arange(0, BLOCK_SIZE)
+        tl.store(ints_ptr + offsets, tl.randint(seed, offsets).to(tl.int32, bitcast=True))
+        tl.store(normals_ptr + offsets, tl.randn(seed, offsets))
+
+    ints = torch.empty(4096, dtype=torch.int32)
+    normals = torch.empty(4096)
+    launch = draw[(1,)](ints, normals, -7, BLOCK_SIZE=4096)
+    seed = -7 % 2**64  # an int32 seed widens to uint64 with its sign
+    words = [philox_reference(seed, i)[:2] for i in range(4096)]
+    expected = np.array([w[0] for w in words], dtype=np.uint64).astype(np.uint32)
+    np.testing.assert_array_equal(ints.numpy().view(np.uint32), expected)
+    u1 = np.maximum(np.float32(1e-7), np.array([uniform_reference(w[0]) for w in words]))
+    u2 = np.array([uniform_reference(w[1]) for w in words])
+    box_muller = np.sqrt(-2.0 * np.log(u1)) * np.cos(np.float32(6.283185307179586) * u2)
+    np.testing.assert_allclose(normals.numpy(), box_muller, rtol=1e-5, atol=1e-6)
+    assert abs(normals.numpy().mean()) < 0.05 and abs(normals.numpy().std() - 1) < 0.05
+    assert launch.record.programs[0].int_ops > 80 * 4096  # ten rounds of Philox a lane
+
+    @triton.jit
+    def float_offsets(out_ptr):
+        tl.store(out_ptr + tl.arange(0, 4), tl.rand(1, tl.arange(0, 4).to(tl.float32)))
+
+    with pytest.raises(KernelError, match="32-bit integer offsets"):
+        float_offsets[(1,)](torch.empty(4))
 
 
 # ----------------------------------------------------------------------------- 06 fused attention

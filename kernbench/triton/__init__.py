@@ -18,7 +18,8 @@ simulated time.
   ``n_spills`` and ``metadata.shared`` are simulated-machine figures
   (:mod:`kernbench.triton.compiled`).
 * ``language`` -- ``tl``: :mod:`kernbench.kernels.language` plus ``tl.range``,
-  ``tl.static_range`` and ``tl.assume`` (:mod:`kernbench.triton.language`).
+  ``tl.static_range``, ``tl.assume``, ``tl.math`` (:mod:`kernbench.triton.language`)
+  and ``tl.rand`` and the other Philox functions (:mod:`kernbench.triton.random`).
 """
 
 from typing import Any

@@ -12,6 +12,9 @@ the loop and hint helpers the Triton tutorials use:
   neither the values nor the simulated time.  Bounds may be scalar blocks
   (``tl.program_id(0)``, ``tl.num_programs(0)``).
 * ``tl.assume(cond)`` is a compiler hint; it returns ``None`` and checks nothing.
+* ``tl.rand``, ``tl.randn``, ``tl.randint`` (and their ``4x`` forms,
+  ``tl.philox``, ``tl.uint_to_uniform_float``, ``tl.pair_uniform_to_normal``)
+  are Triton's Philox random numbers (:mod:`kernbench.triton.random`).
 * ``tl.math`` is Triton's math module: ``tl.math.exp2`` is ``tl.exp2``, and so
   on for the math functions the language has (the fused-attention tutorial
   writes ``tl.math.exp2`` and ``tl.math.log2``).
@@ -28,8 +31,17 @@ from kernbench.errors import KernelError, unsupported_name
 from kernbench.kernels.language import *  # noqa: F403 - this module is that language, re-exported
 from kernbench.kernels.language import __all__ as _kernel_language_names
 from kernbench.kernels.language import constexpr as _constexpr
+from kernbench.triton.random import *  # noqa: F403 - Philox random numbers, as tl has them
+from kernbench.triton.random import __all__ as _random_names
 
-__all__ = [*_kernel_language_names, "assume", "math", "range", "static_range"]
+__all__ = [
+    *_kernel_language_names,
+    *_random_names,
+    "assume",
+    "math",
+    "range",
+    "static_range",
+]
 
 
 def _bound(value: Any, what: str) -> int:
@@ -114,10 +126,6 @@ _HINTS = {
             "atomic_xor",
         ),
         "atomics are not modelled: programs run one at a time, so load, update and store",
-    ),
-    **dict.fromkeys(
-        ("rand", "randn", "randint", "randint4x", "philox"),
-        "draw on the host (torch.rand) and pass the values in",
     ),
     "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
     **dict.fromkeys(
