@@ -114,6 +114,19 @@ def test_factories_shapes_and_values(ctx):
     assert torch.zeros(()).shape == () and torch.zeros(()).item() == 0.0
 
 
+def test_factories_take_size_as_a_keyword_as_torch_does(ctx):
+    for factory in (torch.zeros, torch.ones, torch.empty, torch.rand, torch.randn):
+        assert factory(size=(2, 3)).shape == (2, 3)
+        assert factory(size=[4], dtype=torch.float16).shape == (4,)
+        with pytest.raises(TensorError, match="as arguments or as size=, not both"):
+            factory(2, size=(2,))
+    np.testing.assert_array_equal(torch.ones(size=(2, 2)).numpy(), np.ones((2, 2), np.float32))
+    torch.manual_seed(3)
+    drawn = torch.randn(size=(5,)).numpy()
+    torch.manual_seed(3)
+    np.testing.assert_array_equal(torch.randn(5).numpy(), drawn)
+
+
 def test_full_of_a_bool_needs_a_dtype_as_there_is_no_bool(ctx):
     for flag in (True, np.bool_(False)):  # torch would make a torch.bool tensor
         with pytest.raises(

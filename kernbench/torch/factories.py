@@ -69,19 +69,29 @@ def like_arguments(t: Tensor, dtype: Any, device: Any) -> tuple[TorchDType, int]
 
 
 def zeros(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
 ) -> Tensor:
     """Zeros, written to the device by the runtime."""
-    shape = shape_argument(size, "zeros")
+    shape = shape_argument(sizes, "zeros", size)
     t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp, zero=True)
     return _grad(t, requires_grad)
 
 
 def empty(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
 ) -> Tensor:
     """Allocated and mapped, values not written."""
-    shape = shape_argument(size, "empty")
+    shape = shape_argument(sizes, "empty", size)
     t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp)
     return _grad(t, requires_grad)
 
@@ -109,10 +119,15 @@ def full(
 
 
 def ones(
-    *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False, dp: Any = None
+    *sizes: Any,
+    size: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
 ) -> Tensor:
     """Ones, by the fill kernel."""
-    shape = shape_argument(size, "ones")
+    shape = shape_argument(sizes, "ones", size)
     t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp).fill_(1)
     return _grad(t, requires_grad)
 

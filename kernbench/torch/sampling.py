@@ -63,7 +63,8 @@ def _drawn(
 
 
 def rand(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     generator: Any = None,
     dtype: Any = None,
     device: Any = None,
@@ -73,12 +74,13 @@ def rand(
     """Uniform in [0, 1), drawn on the host from the rank's generator and copied in."""
     dt = _floating(dtype, "rand")
     draw = functools.partial(torch_random.resolve(generator).random, dtype=np.float32)
-    out = _drawn(shape_argument(size, "rand"), dt, device, dp, draw, "rand")
+    out = _drawn(shape_argument(sizes, "rand", size), dt, device, dp, draw, "rand")
     return out.requires_grad_(requires_grad)
 
 
 def randn(
-    *size: Any,
+    *sizes: Any,
+    size: Any = None,
     generator: Any = None,
     dtype: Any = None,
     device: Any = None,
@@ -88,7 +90,7 @@ def randn(
     """Standard normal, drawn on the host from the rank's generator and copied in."""
     dt = _floating(dtype, "randn")
     draw = functools.partial(torch_random.resolve(generator).standard_normal, dtype=np.float32)
-    out = _drawn(shape_argument(size, "randn"), dt, device, dp, draw, "randn")
+    out = _drawn(shape_argument(sizes, "randn", size), dt, device, dp, draw, "randn")
     return out.requires_grad_(requires_grad)
 
 

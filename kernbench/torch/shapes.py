@@ -39,8 +39,15 @@ def dim_index(dim: Any, ndim: int) -> int:
     return d % dims
 
 
-def shape_argument(size: tuple[Any, ...], what: str) -> tuple[int, ...]:
-    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])`` or ``f(torch.Size(...))`` -> a shape."""
+def shape_argument(size: tuple[Any, ...], what: str, keyword: Any = None) -> tuple[int, ...]:
+    """``f(2, 3)``, ``f((2, 3))``, ``f([2, 3])``, ``f(torch.Size(...))`` or ``f(size=...)``.
+
+    ``keyword`` is the ``size=`` argument, which PyTorch's factories also take.
+    """
+    if keyword is not None:
+        if size:
+            raise TensorError(f"{what}: give the size as arguments or as size=, not both")
+        size = (keyword,)
     if len(size) == 1 and isinstance(size[0], Sequence):
         size = tuple(size[0])
     dims = []
