@@ -262,6 +262,7 @@ def test_cdiv_and_next_power_of_2():
     assert cdiv(98432, 1024) == 97
     assert cdiv(1024, 1024) == 1
     assert [next_power_of_2(n) for n in (1, 2, 3, 781, 1024)] == [1, 2, 4, 1024, 1024]
+    assert next_power_of_2(0) == 0  # as triton.next_power_of_2: (0 - 1) | ... + 1
 
 
 @jit

@@ -1031,11 +1031,11 @@ def cdiv(x: Any, div: Any) -> Any:
 
 
 def next_power_of_2(n: int) -> int:
-    """The smallest power of two that is >= ``n`` (1 for ``n`` <= 1)."""
+    """The smallest power of two that is >= ``n``; 0 for 0, as Triton's bit trick gives."""
     n = _int(n, "next_power_of_2's argument")
     if n < 0:
         raise KernelError(f"next_power_of_2 needs a non-negative integer, got {n}")
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+    return n if n <= 1 else 1 << (n - 1).bit_length()
 
 
 # ----------------------------------------------------------------------------- methods
