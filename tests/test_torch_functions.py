@@ -617,3 +617,36 @@ def test_pow_misuse_is_refused_by_name(ctx, call, message):
     with pytest.raises(TensorError) as info:
         call(ints, floats)
     assert message in str(info.value)
+
+
+def test_norm_matches_numpy_over_any_dims(ctx):
+    values = np.random.default_rng(0).standard_normal((3, 4, 5)).astype(np.float32)
+    x = torch.tensor(values)
+    np.testing.assert_allclose(x.norm().item(), np.linalg.norm(values.ravel()), rtol=1e-6)
+    np.testing.assert_allclose(
+        torch.norm(x, dim=1).numpy(), np.linalg.norm(values, axis=1), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        x.norm(p=1, dim=(0, 2), keepdim=True).numpy(),
+        np.abs(values).sum(axis=(0, 2), keepdims=True),
+        rtol=1e-6,
+    )
+    np.testing.assert_allclose(
+        x.norm(2.0, dim=(1, 2)).numpy(), np.sqrt((values * values).sum(axis=(1, 2))), rtol=1e-6
+    )
+    assert torch.tensor(values.astype(np.float16)).norm().dtype is torch.float16
+
+
+@pytest.mark.parametrize(
+    ("p", "dtype", "message"),
+    [
+        (3, torch.float32, "norm(p=3): p is 1, 2 or 'fro' here"),
+        (float("inf"), torch.float32, "norm(p=inf): p is 1, 2 or 'fro' here"),
+        ("nuc", torch.float32, "norm(p='nuc'): p is 1, 2 or 'fro' here"),
+        (2, torch.int32, "norm(): input dtype should be floating point (got torch.int32"),
+    ],
+)
+def test_norm_refuses_what_it_cannot_compute(ctx, p, dtype, message):
+    with pytest.raises(TensorError) as info:
+        torch.ones(4, dtype=dtype).norm(p)
+    assert message in str(info.value)

@@ -50,10 +50,12 @@ def _sum_kernel(
     C,
     ACC: tl.constexpr,
     MEAN: tl.constexpr,
+    NORM: tl.constexpr,
     OBLOCK: tl.constexpr,
     RBLOCK: tl.constexpr,
 ):
-    # Output o = (a, c) sums x[a, r, c] over r < R, with x viewed as (A, R, C).
+    # Output o = (a, c) sums x[a, r, c] over r < R, with x viewed as (A, R, C); NORM 1 sums
+    # |x|, NORM 2 sums x * x and takes the square root (a vector norm in one pass).
     o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
     o_mask = o < n_out
     base = (o // C) * (R * C) + o % C
@@ -61,10 +63,18 @@ def _sum_kernel(
     for start in range(0, R, RBLOCK):
         r = start + tl.arange(0, RBLOCK)
         mask = o_mask[:, None] & (r < R)[None, :]
-        acc += tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=0)
+        x = tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=0)
+        if NORM == 1:
+            x = tl.abs(x)
+        elif NORM == 2:
+            x = x.to(ACC)
+            x = x * x
+        acc += x
     total = tl.sum(acc, axis=1)
     if MEAN:
         total = total / R
+    if NORM == 2:
+        total = tl.sqrt(total)
     tl.store(out_ptr + o, total, mask=o_mask)
 
 
@@ -165,8 +175,10 @@ def launch_sum(
     *,
     floating: bool,
     mean: bool,
+    norm: int = 0,
 ) -> None:
-    """Sum (or average) ``x`` viewed as (rows, ``length``, ``cols``) over its middle axis.
+    """Sum (or average) ``x`` viewed as (rows, ``length``, ``cols``) over its middle axis;
+    ``norm`` 1 or 2: its 1- or 2-norm instead.
 
     ``n_out`` is rows x cols; the accumulator is float32 when ``floating``,
     int32 otherwise.
@@ -182,6 +194,7 @@ def launch_sum(
         cols,
         ACC=acc,
         MEAN=mean,
+        NORM=norm,
         OBLOCK=oblock,
         RBLOCK=rblock,
     )

@@ -41,6 +41,7 @@ __all__ = [
     "minimum",
     "mm",
     "mul",
+    "norm",
     "permute",
     "pow",
     "relu",
@@ -80,6 +81,19 @@ def log(input: Tensor) -> Tensor:  # noqa: A002
 
 def sqrt(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "sqrt").sqrt()
+
+
+def norm(
+    input: Tensor,  # noqa: A002
+    p: Any = "fro",
+    dim: Any = None,
+    keepdim: bool = False,
+    out: Any = None,
+    dtype: Any = None,
+) -> Tensor:
+    if out is not None:
+        raise TensorError("torch.norm: out= is not supported here; use the returned tensor")
+    return _tensor(input, "norm").norm(p, dim, keepdim, dtype)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001,A002

@@ -49,7 +49,7 @@ BOOL_NAMES = (
     "logical_or", "logical_not", "nonzero", "masked_select", "isnan", "isinf",
 )  # fmt: skip
 KERNEL_NAMES = (
-    "gelu", "silu", "floor", "ceil", "round", "sign", "norm", "sort", "argsort", "topk",
+    "floor", "ceil", "round", "sign", "sort", "argsort", "topk",
     "unique", "cumsum", "cumprod",
 )  # fmt: skip
 
@@ -75,13 +75,14 @@ HINTS = {  # (the named entries after the groups win)
     "long": _NO_64_BIT,
     "double": _NO_64_BIT,
     "bool": _NO_BOOL,
-    "norm": "torch.sqrt((t * t).sum())",
     "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "var": "d = t - t.mean(); (d * d).sum() / (t.numel() - 1) (unbiased, as torch's default)",
     "std": "d = t - t.mean(); torch.sqrt((d * d).sum() / (t.numel() - 1))",
     "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
+    "gelu": "torch.nn.functional.gelu(t)",
+    "silu": "torch.nn.functional.silu(t)",
     "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
     "random_": "t.copy_(torch.randint(low, high, t.shape))",
     **dict.fromkeys(("reciprocal", "reciprocal_"), "1 / t (t.reciprocal_(): t.copy_(1 / t))"),

@@ -56,6 +56,28 @@ class TensorReductions:
             rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int32"]
         return self._reduce(_dim_or_axis(dim, axis), keepdim, rtype, mean=False)
 
+    def norm(
+        self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
+    ) -> Tensor:
+        """The vector 1- or 2-norm (``p`` 1, 2 or "fro") over ``dim`` (all by default), on
+        the device in one pass, as ``torch.norm``."""
+        key = int(p) if isinstance(p, float) and p.is_integer() else p
+        order = {1: 1, 2: 2, "fro": 2, None: 2}.get(key) if isinstance(key, int | str) else None
+        if p is None:
+            order = 2
+        if order is None:
+            raise TensorError(
+                f"norm(p={p!r}): p is 1, 2 or 'fro' here; for another p: "
+                "(t.abs() ** p).sum() ** (1 / p)"
+            )
+        rtype = as_torch_dtype(dtype) if dtype is not None else self.dtype
+        if not self.dtype.is_floating_point or not rtype.is_floating_point:
+            raise TensorError(
+                f"norm(): input dtype should be floating point (got {self.dtype!r}, as in "
+                "torch); call .float() first"
+            )
+        return self._reduce(_dim_or_axis(dim, None), keepdim, rtype, mean=False, norm=order)
+
     def mean(
         self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None
     ) -> Tensor:
@@ -111,14 +133,16 @@ class TensorReductions:
             return (1,) * len(shape) if keepdim else ()
         return shape[:d] + ((1,) if keepdim else ()) + shape[d + 1 :]
 
-    def _reduce(self: Tensor, dim: Any, keepdim: bool, rtype: TorchDType, mean: bool) -> Tensor:
+    def _reduce(
+        self: Tensor, dim: Any, keepdim: bool, rtype: TorchDType, mean: bool, norm: int = 0
+    ) -> Tensor:
         if isinstance(dim, tuple | list):
             if not dim:
                 dim = None  # torch reduces every dim for an empty list (not NumPy's none)
             elif len(dim) == 1:
                 dim = dim[0]
             else:
-                return self._reduce_dims(dim, keepdim, rtype, mean)
+                return self._reduce_dims(dim, keepdim, rtype, mean, norm)
         rows, length, cols, d = self._split(dim)
         out = self.new_empty(self._out_shape(d, keepdim), dtype=rtype)
         n_out = rows * cols
@@ -134,13 +158,14 @@ class TensorReductions:
                 cols,
                 floating=rtype.is_floating_point,
                 mean=mean,
+                norm=norm,
             )
             if x is not self:
                 x.free()
         return out
 
     def _reduce_dims(
-        self: Tensor, dims: Any, keepdim: bool, rtype: TorchDType, mean: bool
+        self: Tensor, dims: Any, keepdim: bool, rtype: TorchDType, mean: bool, norm: int = 0
     ) -> Tensor:
         """Several dims, one after another from the last (each keeps its dim until the end)."""
         named = [dim_index(d, self.ndim) for d in dims]
@@ -152,7 +177,8 @@ class TensorReductions:
         order = sorted(named, reverse=True)
         result = self
         for d in order:
-            step = result._reduce(d, True, rtype, mean)
+            # a norm of norms is the norm over both dims (the 1-norm of |x| sums, too)
+            step = result._reduce(d, True, rtype, mean, norm)
             if result is not self:
                 result.free()
             result = step
