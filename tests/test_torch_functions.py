@@ -431,7 +431,6 @@ def test_mm_takes_only_matrices_as_torch(ctx):
 @pytest.mark.parametrize(
     ("name", "hint"),
     [
-        ("std", "torch.sqrt((d * d).sum() / (t.numel() - 1))"),
         ("normal_", "t.copy_(torch.randn(t.shape) * std + mean)"),
         ("reciprocal", "1 / t"),
         ("tile", "torch.cat of the pieces"),
@@ -449,8 +448,8 @@ def test_missing_tensor_methods_say_what_to_write_instead(ctx, name, hint):
 
 
 def test_missing_torch_functions_say_what_to_write_instead():
-    with pytest.raises(AttributeError, match=re.escape("(d * d).sum() / (t.numel() - 1)")):
-        torch.var  # noqa: B018
+    with pytest.raises(AttributeError, match=re.escape("torch.cat of the pieces")):
+        torch.tile  # noqa: B018
     with pytest.raises(AttributeError, match="every run is deterministic here"):
         torch.use_deterministic_algorithms  # noqa: B018
     for name, hint in (
@@ -650,3 +649,31 @@ def test_norm_refuses_what_it_cannot_compute(ctx, p, dtype, message):
     with pytest.raises(TensorError) as info:
         torch.ones(4, dtype=dtype).norm(p)
     assert message in str(info.value)
+
+
+def test_var_and_std_match_numpy(ctx):
+    values = (np.random.default_rng(0).standard_normal((3, 4, 5)) * 3 + 100).astype(np.float32)
+    x = torch.tensor(values)
+    wide = values.astype(np.float64)
+    np.testing.assert_allclose(x.var().item(), wide.var(ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(torch.var(x, 1).numpy(), wide.var(axis=1, ddof=1), rtol=1e-5)
+    np.testing.assert_allclose(
+        x.std(dim=-1, unbiased=False, keepdim=True).numpy(),
+        wide.std(axis=-1, keepdims=True),
+        rtol=1e-5,
+    )
+    np.testing.assert_allclose(
+        torch.std(x, dim=(0, 2), correction=0).numpy(), wide.std(axis=(0, 2)), rtol=1e-5
+    )
+    assert x.var(dim=(0, 2), keepdim=True).shape == (1, 4, 1)
+    np.testing.assert_allclose(x.var(False).item(), wide.var(), rtol=1e-5)  # var(unbiased)
+    one = torch.tensor([5.0])
+    assert math.isnan(one.var().item()) and one.var(correction=0).item() == 0.0
+    assert torch.tensor([[1.0], [2.0]]).T.var().item() == 0.5  # a strided view
+
+
+def test_var_refuses_integers_and_two_corrections(ctx):
+    with pytest.raises(TensorError, match=r"std and var only support floating point dtypes"):
+        torch.tensor([1, 2]).var()
+    with pytest.raises(TensorError, match=r"give unbiased= or correction=, not both"):
+        torch.ones(3).std(unbiased=True, correction=0)

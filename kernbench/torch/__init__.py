@@ -81,11 +81,13 @@ from kernbench.torch.functions import (
     split,
     sqrt,
     squeeze,
+    std,
     sub,
     sum,
     tanh,
     transpose,
     unsqueeze,
+    var,
 )
 from kernbench.torch.missing import MODULE_HINTS
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
@@ -198,6 +200,7 @@ __all__ = [
     "sqrt",
     "squeeze",
     "stack",
+    "std",
     "sub",
     "sum",
     "tanh",
@@ -207,6 +210,7 @@ __all__ = [
     "uint32",
     "uint8",
     "unsqueeze",
+    "var",
     "zeros",
     "zeros_like",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "launch_place",
     "launch_scalar",
     "launch_sum",
+    "launch_var",
 ]
 
 # Elements per program of the kernels behind tensor arithmetic: large enough that a
@@ -74,6 +75,41 @@ def _sum_kernel(
     if MEAN:
         total = total / R
     if NORM == 2:
+        total = tl.sqrt(total)
+    tl.store(out_ptr + o, total, mask=o_mask)
+
+
+@jit
+def _var_kernel(
+    x_ptr,
+    out_ptr,
+    n_out,
+    R,
+    C,
+    divisor,
+    STD: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Two passes over x[a, r, c] (r < R): the mean, then the squared deviations from it.
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_out
+    base = (o // C) * (R * C) + o % C
+    acc = tl.zeros((OBLOCK, RBLOCK), tl.float32)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        acc += tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=0)
+    mean = tl.sum(acc, axis=1) / R
+    acc = tl.zeros((OBLOCK, RBLOCK), tl.float32)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        x = tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=0)
+        d = tl.where(mask, x - mean[:, None], 0.0)
+        acc += d * d
+    total = tl.sum(acc, axis=1) / divisor
+    if STD:
         total = tl.sqrt(total)
     tl.store(out_ptr + o, total, mask=o_mask)
 
@@ -195,6 +231,34 @@ def launch_sum(
         ACC=acc,
         MEAN=mean,
         NORM=norm,
+        OBLOCK=oblock,
+        RBLOCK=rblock,
+    )
+
+
+def launch_var(
+    x: DeviceTensor,
+    out: DeviceTensor,
+    n_out: int,
+    length: int,
+    cols: int,
+    *,
+    correction: float,
+    std: bool,
+) -> None:
+    """Variance (or standard deviation) of ``x`` viewed as (rows, ``length``, ``cols``) over
+    its middle axis, divided by ``length - correction`` (NaN or inf at or below 0, as
+    torch), in two passes over the data."""
+    rblock = tl.next_power_of_2(max(1, min(length, 1024)))
+    oblock = tl.next_power_of_2(max(1, min(n_out, max(1, 4096 // rblock))))
+    _var_kernel[(-(-n_out // oblock),)](
+        x,
+        out,
+        n_out,
+        length,
+        cols,
+        float(max(length - correction, 0)),
+        STD=std,
         OBLOCK=oblock,
         RBLOCK=rblock,
     )

@@ -52,11 +52,13 @@ __all__ = [
     "softmax",
     "sqrt",
     "squeeze",
+    "std",
     "sub",
     "sum",
     "tanh",
     "transpose",
     "unsqueeze",
+    "var",
 ]
 
 
@@ -94,6 +96,28 @@ def norm(
     if out is not None:
         raise TensorError("torch.norm: out= is not supported here; use the returned tensor")
     return _tensor(input, "norm").norm(p, dim, keepdim, dtype)
+
+
+def var(
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> Tensor:
+    return _tensor(input, "var").var(dim, unbiased, keepdim, correction=correction)
+
+
+def std(
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> Tensor:
+    return _tensor(input, "std").std(dim, unbiased, keepdim, correction=correction)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001,A002

@@ -78,8 +78,6 @@ HINTS = {  # (the named entries after the groups win)
     "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
-    "var": "d = t - t.mean(); (d * d).sum() / (t.numel() - 1) (unbiased, as torch's default)",
-    "std": "d = t - t.mean(); torch.sqrt((d * d).sum() / (t.numel() - 1))",
     "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",
@@ -112,7 +110,7 @@ MODULE_HINTS = {
     **dict.fromkeys(BOOL_NAMES, _NO_BOOL),
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
-    **{name: HINTS[name] for name in ("var", "std", "prod", "flip", "roll", "tile")},
+    **{name: HINTS[name] for name in ("prod", "flip", "roll", "tile")},
     "repeat_interleave": HINTS["repeat_interleave"],
     **{
         name: HINTS[name]

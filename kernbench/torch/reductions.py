@@ -20,8 +20,14 @@ import numpy as np
 from kernbench.errors import TensorError
 from kernbench.runtime.dtypes import DTYPES
 from kernbench.torch.arithmetic import dense_as, pair_dtype
-from kernbench.torch.device_kernels import launch_combine, launch_extreme, launch_fill, launch_sum
-from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.device_kernels import (
+    launch_combine,
+    launch_extreme,
+    launch_fill,
+    launch_sum,
+    launch_var,
+)
+from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype, python_scalar
 from kernbench.torch.shapes import dim_index
 from kernbench.torch.views import broadcast_shapes
 
@@ -77,6 +83,82 @@ class TensorReductions:
                 "torch); call .float() first"
             )
         return self._reduce(_dim_or_axis(dim, None), keepdim, rtype, mean=False, norm=order)
+
+    def var(
+        self: Tensor,
+        dim: Any = None,
+        unbiased: Any = None,
+        keepdim: bool = False,
+        *,
+        correction: Any = None,
+    ) -> Tensor:
+        """Variance over ``dim`` (int, tuple or None: all), divided by N - ``correction``
+        (1, Bessel's; ``unbiased=False`` is 0), on the device in two passes."""
+        return self._spread("var", dim, unbiased, keepdim, correction)
+
+    def std(
+        self: Tensor,
+        dim: Any = None,
+        unbiased: Any = None,
+        keepdim: bool = False,
+        *,
+        correction: Any = None,
+    ) -> Tensor:
+        """The square root of :meth:`var`."""
+        return self._spread("std", dim, unbiased, keepdim, correction)
+
+    def _spread(
+        self: Tensor, what: str, dim: Any, unbiased: Any, keepdim: bool, correction: Any
+    ) -> Tensor:
+        if isinstance(dim, bool):  # torch's older var(unbiased) form
+            dim, unbiased = None, dim
+        if unbiased is not None and correction is not None:
+            raise TensorError(f"{what}(): give unbiased= or correction=, not both")
+        if correction is None:
+            correction = 0 if unbiased is False else 1
+        if python_scalar(correction) is None:
+            raise TensorError(f"{what}(): correction must be a number, got {correction!r}")
+        if not self.dtype.is_floating_point:
+            raise TensorError(
+                f"{what}(): std and var only support floating point dtypes (got {self.dtype!r}, "
+                "as in torch); call .float() first"
+            )
+        if isinstance(dim, tuple | list) and len(dim) == 1:
+            dim = dim[0]
+        if isinstance(dim, tuple | list) and dim:
+            named = sorted({dim_index(d, self.ndim) for d in dim})
+            if len(named) < len(dim):
+                raise TensorError(f"{what}(): a dim appears multiple times in {tuple(dim)}")
+            kept = [d for d in range(self.ndim) if d not in named]
+            permuted = self.permute(*kept, *named)
+            moved = permuted.contiguous()  # the reduced dims last, in one run
+            flat = moved.reshape(*[self.shape[d] for d in kept], -1)
+            result = getattr(flat, what)(-1, correction=correction)
+            if moved is not permuted:
+                moved.free()
+            if keepdim:
+                return result.reshape(
+                    *[1 if d in named else self.shape[d] for d in range(self.ndim)]
+                )
+            return result
+        if isinstance(dim, tuple | list):
+            dim = None
+        rows, length, cols, d = self._split(dim)
+        out = self.new_empty(self._out_shape(d, keepdim))
+        if rows * cols:
+            x = self.dense()
+            launch_var(
+                x.device_tensor,
+                out.device_tensor,
+                rows * cols,
+                length,
+                cols,
+                correction=float(correction),
+                std=what == "std",
+            )
+            if x is not self:
+                x.free()
+        return out
 
     def mean(
         self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None
