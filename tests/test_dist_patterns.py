@@ -1017,3 +1017,21 @@ def _one_send() -> None:
 def test_a_transfer_reports_the_bytes_it_moved() -> None:
     res = kernbench.simulate(_one_send, topology="multi_sip", world_size=2)
     assert [(c["op"], c["bytes"]) for c in res.report["collectives"]] == [("send_recv", 400)]
+
+
+def _availability() -> list:
+    dist.init_process_group(backend=dist.Backend.NCCL)
+    return [
+        dist.is_nccl_available(),
+        dist.is_gloo_available(),
+        dist.is_backend_available("NCCL"),
+        dist.is_backend_available("tpu"),
+        dist.is_torchelastic_launched(),
+        dist.get_backend(),
+        dist.Backend("GLOO"),
+    ]
+
+
+def test_backend_names_and_availability_as_torch_spells_them() -> None:
+    res = kernbench.simulate(_availability, topology="multi_sip", world_size=2)
+    assert res.returns == [[True, True, True, False, False, "nccl", "gloo"]] * 2
