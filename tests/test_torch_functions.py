@@ -677,3 +677,30 @@ def test_var_refuses_integers_and_two_corrections(ctx):
         torch.tensor([1, 2]).var()
     with pytest.raises(TensorError, match=r"give unbiased= or correction=, not both"):
         torch.ones(3).std(unbiased=True, correction=0)
+
+
+def test_testing_assert_close_as_torch(ctx):
+    a = torch.tensor([1.0, 2.0, 3.0])
+    torch.testing.assert_close(a, torch.tensor([1.0, 2.0000001, 3.0]))  # float32 defaults
+    with pytest.raises(AssertionError) as info:
+        torch.testing.assert_close(a, torch.tensor([1.0, 2.0, 3.1]))
+    lines = str(info.value).splitlines()
+    assert lines[0] == "Tensor-likes are not close!"
+    assert lines[2] == "Mismatched elements: 1 / 3 (33.3%)"
+    assert lines[3].startswith("Greatest absolute difference: 0.0999") and lines[3].endswith(
+        "at index (2,) (up to 1e-05 allowed)"
+    )
+    assert lines[4].endswith("at index (2,) (up to 1.3e-06 allowed)")
+    torch.testing.assert_close(a, torch.tensor([1.0, 2.0, 3.1]), rtol=0.05, atol=0.0)
+    half = torch.tensor([1.0, 2.0], dtype=torch.float16)
+    torch.testing.assert_close(half, torch.tensor([1.0, 2.001], dtype=torch.float16))
+    with pytest.raises(AssertionError, match="attribute 'dtype' do not match"):
+        torch.testing.assert_close(a, torch.tensor([1, 2, 3]))
+    with pytest.raises(AssertionError, match="custom"):
+        torch.testing.assert_close(a, a + 1, msg="custom")
+    nan = torch.tensor([float("nan")])
+    torch.testing.assert_close(nan, nan, equal_nan=True)
+    with pytest.raises(AssertionError):
+        torch.testing.assert_close(nan, nan)
+    with pytest.raises(ValueError, match="Both 'rtol' and 'atol' must be either specified"):
+        torch.testing.assert_close(a, a, rtol=1e-3)

@@ -14,7 +14,7 @@ from contextlib import ContextDecorator
 from typing import Any
 
 from kernbench.errors import unsupported_name
-from kernbench.torch import random
+from kernbench.torch import random, testing
 from kernbench.torch.devices import Event, accelerator, ahbm, device
 from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
@@ -205,6 +205,7 @@ __all__ = [
     "sum",
     "tanh",
     "tensor",
+    "testing",
     "transpose",
     "uint16",
     "uint32",

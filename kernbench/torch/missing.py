@@ -124,9 +124,6 @@ MODULE_HINTS = {
     "addmm": "torch.matmul then +",
     "finfo": "numpy.finfo(np.float32) gives the same numbers",
     "iinfo": "numpy.iinfo(np.int32) gives the same numbers",
-    "testing": (
-        "compare on the host: np.testing.assert_allclose(a.numpy(), b.numpy()), or torch.allclose"
-    ),
     **dict.fromkeys(
         ("backends", "set_float32_matmul_precision", "autocast", "compile", "jit", "amp"),
         _NOT_MODELLED,
