@@ -13,6 +13,7 @@ tensor ran out of memory on its 4th pass.
 from __future__ import annotations
 
 import gc
+import weakref
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,24 @@ def test_kernbench_tune_on_tiny_at_its_default_sizes(tmp_path: Path, capsys):
     rows = yaml.safe_load(table.read_text())["results"]
     assert [row["bytes"] for row in rows] == [4096 * 2**i for i in range(17)]  # 4KiB..256MiB
     assert all(row["op"] == "all_reduce" for row in rows)
+
+
+def test_a_run_stopped_inside_a_collective_leaves_nothing_alive():
+    """A collective still in flight when its run stops (here by the simulated-time
+    limit) is not kept by the record of collectives in flight: its tensors, memory and
+    machine go with the run."""
+    from kernbench.errors import SimulationLimitError
+
+    contexts = []
+
+    def body() -> None:
+        dist.init_process_group()
+        contexts.append(weakref.ref(current_context()))
+        dist.all_reduce(torch.ones(1 << 16))
+
+    with pytest.raises(SimulationLimitError):  # the all-reduce runs from 5.4 to 18.8 us
+        kernbench.simulate(
+            body, topology=TINY, overrides=PE_LEVEL, timing_only=True, max_sim_time_ps=10**7
+        )
+    gc.collect()
+    assert contexts and all(ref() is None for ref in contexts)

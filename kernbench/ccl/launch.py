@@ -55,8 +55,10 @@ INSTALL_ENTRY_BYTES = 16
 # their flows share the links exactly.
 OVERLAPPING = "other collectives in flight at the same time"
 
-# Per machine: the collectives started (``finish``) and not yet ended.
-_IN_FLIGHT: weakref.WeakKeyDictionary[Machine, list[CollectiveLauncher]] = (
+# Per machine: the collectives started (``finish``) and not yet ended.  Held weakly: one
+# that never ends (its run stopped or failed) must not keep its tensors, or the machine
+# its launcher refers to, alive.
+_IN_FLIGHT: weakref.WeakKeyDictionary[Machine, weakref.WeakSet[CollectiveLauncher]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -224,8 +226,8 @@ class CollectiveLauncher:
         """Start the programs now (a group's earlier collective may have held this one back)."""
         self.launch_ps = self.env.now
         done = self.env.event()
-        in_flight = _IN_FLIGHT.setdefault(self.machine, [])
-        in_flight.append(self)
+        in_flight = _IN_FLIGHT.setdefault(self.machine, weakref.WeakSet())
+        in_flight.add(self)
 
         def body() -> Generator:
             yield from self._install()
@@ -257,7 +259,7 @@ class CollectiveLauncher:
             yield self.env.all_of(processes)
             yield from self._refresh_all()
             self.end_ps = self.env.now
-            in_flight.remove(self)
+            in_flight.discard(self)
             self.machine.close_channels(self.key)
             # The launcher stays on as the run's record of this collective: it must not
             # keep the tensors (and their memory) alive once they are done with.

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from greenlet import getcurrent, greenlet
+from greenlet import GreenletExit, getcurrent, greenlet
 
 from kernbench.distributed.watchdog import (
     WallClock,
@@ -162,6 +162,7 @@ class Scheduler:
                     wall.stop()  # first: nothing may interrupt what follows
                 raise self._wall_time_error(expired) from None
             finally:
+                self._end_ranks()
                 if wall is not None and wall is shared:
                     wall.call_on_interrupt(None)  # the runner keeps it for its own code
                 elif wall is not None:
@@ -178,12 +179,23 @@ class Scheduler:
         for state in self.ranks:
             state.glet = greenlet(self._body(fn, state), parent=self._main)
             _RANK_OF[state.glet] = state
-        try:
-            return self._loop()
-        finally:
-            for state in self.ranks:
-                _RANK_OF.pop(state.glet, None)
-            self._main = None
+        return self._loop()
+
+    def _end_ranks(self) -> None:
+        """After the run, its error included: unwind the ranks a stopped run leaves
+        suspended (an error in another rank, a limit).  The collector never frees a
+        suspended greenlet's frames, so they would keep the run's tensors, machine and
+        context alive for good.  A rank whose unwinding blocks on the machine again is
+        left as it is."""
+        for state in self.ranks:
+            if state.glet and not state.finished:  # started, suspended
+                try:
+                    state.glet.throw(GreenletExit)
+                except BaseException:  # noqa: BLE001, S110 - the run's own error is raised
+                    pass
+        for state in self.ranks:
+            _RANK_OF.pop(state.glet, None)
+        self._main = None
 
     def _loop(self) -> list[Any]:
         ready: Sequence[int] = list(range(self.world_size))

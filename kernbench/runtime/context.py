@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import weakref
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -341,7 +342,9 @@ class RuntimeContext:
         self._host_bytes += host_bytes
         self._mmu(allocation, unmap=False)
         tensor = DeviceTensor(self, name, shape, dtype, policy, allocation)
-        tensor.on_drop(self._dropped, allocation)
+        # Weakly: the finalizer registry is a root, and a context it held would live on
+        # with every tensor its stopped run left (a run stopped inside a collective).
+        tensor.on_drop(_dropped_from, weakref.ref(self), allocation)
         self._live[id(allocation)] = allocation
         return tensor
 
@@ -639,3 +642,10 @@ class RuntimeContext:
 
     def __exit__(self, *exc: object) -> None:
         self.cleanup()
+
+
+def _dropped_from(context: weakref.ref[RuntimeContext], allocation: Allocation) -> None:
+    """A tensor of ``context`` is garbage: its memory is given back (if the context lives)."""
+    ctx = context()
+    if ctx is not None:
+        ctx._dropped(allocation)  # noqa: SLF001 - the context's own finalizer, held weakly
