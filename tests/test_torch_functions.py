@@ -704,3 +704,40 @@ def test_testing_assert_close_as_torch(ctx):
         torch.testing.assert_close(nan, nan)
     with pytest.raises(ValueError, match="Both 'rtol' and 'atol' must be either specified"):
         torch.testing.assert_close(a, a, rtol=1e-3)
+
+
+def test_layer_norm_and_rms_norm_match_numpy(ctx):
+    rng = np.random.default_rng(0)
+    values = (rng.standard_normal((6, 3, 40)) * 2 + 5).astype(np.float32)
+    weight = rng.standard_normal((3, 40)).astype(np.float32)
+    bias = rng.standard_normal((3, 40)).astype(np.float32)
+    x = torch.tensor(values)
+    rows = values.reshape(6, -1).astype(np.float64)
+    centred = rows - rows.mean(1, keepdims=True)
+    want = (centred / np.sqrt(rows.var(1, keepdims=True) + 1e-5)).reshape(values.shape)
+    got = F.layer_norm(x, (3, 40), torch.tensor(weight), torch.tensor(bias))
+    np.testing.assert_allclose(got.numpy(), want * weight + bias, rtol=1e-5, atol=1e-5)
+    wide = values.astype(np.float64)
+    last = (wide - wide.mean(-1, keepdims=True)) / np.sqrt(wide.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(F.layer_norm(x, 40).numpy(), last, rtol=1e-5, atol=1e-5)
+    rms = wide / np.sqrt((wide * wide).mean(-1, keepdims=True) + 1e-6) * weight[0]
+    got = F.rms_norm(x, [40], torch.tensor(weight[0]), eps=1e-6)
+    np.testing.assert_allclose(got.numpy(), rms, rtol=1e-5, atol=1e-5)
+    assert F.rms_norm(x, 40).dtype is torch.float32
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda x: F.layer_norm(x, (4, 8)),
+            "normalized_shape (4, 8) must be the input's last dims",
+        ),
+        (lambda x: F.layer_norm(x, 8, torch.ones(4)), "weight of shape (4,) must have the norm"),
+        (lambda x: F.rms_norm(x.int(), 8), "rms_norm: expected a floating tensor"),
+    ],
+)
+def test_norm_misuse_names_the_call(ctx, call, message):
+    with pytest.raises(TensorError) as info:
+        call(torch.ones(2, 8))
+    assert message in str(info.value)

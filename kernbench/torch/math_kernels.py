@@ -19,7 +19,15 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
 
-__all__ = ["SAME_DTYPE", "UNARY_OPS", "launch_clamp", "launch_matmul", "launch_pow", "launch_unary"]
+__all__ = [
+    "SAME_DTYPE",
+    "UNARY_OPS",
+    "launch_clamp",
+    "launch_matmul",
+    "launch_norm",
+    "launch_pow",
+    "launch_unary",
+]
 
 UNARY_OPS = (
     "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "tanh", "erf", "relu",
@@ -134,6 +142,54 @@ def _pow_kernel(
 
 
 @jit
+def _norm_kernel(
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    out_ptr,
+    rows,
+    N,
+    eps,
+    RMS: tl.constexpr,
+    HAS_W: tl.constexpr,
+    HAS_B: tl.constexpr,
+    RBLOCK: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # RBLOCK rows of N each: their mean (not for RMS), variance (mean square for RMS),
+    # then (x - mean) / sqrt(var + eps) * w + b, in three passes over each row.
+    row = tl.program_id(0) * RBLOCK + tl.arange(0, RBLOCK)
+    row_mask = row < rows
+    base = row * N
+    mean = tl.zeros((RBLOCK,), tl.float32)
+    if not RMS:
+        acc = tl.zeros((RBLOCK, BLOCK), tl.float32)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            mask = row_mask[:, None] & (cols < N)[None, :]
+            acc += tl.load(x_ptr + base[:, None] + cols[None, :], mask=mask, other=0)
+        mean = tl.sum(acc, axis=1) / N
+    acc = tl.zeros((RBLOCK, BLOCK), tl.float32)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = row_mask[:, None] & (cols < N)[None, :]
+        x = tl.load(x_ptr + base[:, None] + cols[None, :], mask=mask, other=0)
+        d = tl.where(mask, x - mean[:, None], 0.0)
+        acc += d * d
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=1) / N + eps)
+    for start in range(0, N, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = row_mask[:, None] & (cols < N)[None, :]
+        x = tl.load(x_ptr + base[:, None] + cols[None, :], mask=mask, other=0)
+        y = (x - mean[:, None]) * rstd[:, None]
+        if HAS_W:
+            y = y * tl.load(w_ptr + cols, mask=cols < N, other=0)[None, :]
+        if HAS_B:
+            y = y + tl.load(b_ptr + cols, mask=cols < N, other=0)[None, :]
+        tl.store(out_ptr + base[:, None] + cols[None, :], y, mask=mask)
+
+
+@jit
 def _clamp_kernel(
     x_ptr,
     out_ptr,
@@ -231,6 +287,42 @@ def launch_pow(
         POWER=int(exponent) if integral else 0,
         HALF=not base and exponent == 0.5,
         BLOCK=BLOCK,
+    )
+
+
+def launch_norm(
+    x: DeviceTensor,
+    weight: DeviceTensor | None,
+    bias: DeviceTensor | None,
+    out: DeviceTensor,
+    rows: int,
+    n: int,
+    eps: float,
+    *,
+    rms: bool,
+) -> None:
+    """Layer norm (or RMS norm) of ``x`` as ``rows`` contiguous rows of ``n``, scaled by
+    ``weight`` and shifted by ``bias`` (each ``n`` long, or None), into ``out``."""
+    if rows * n > MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"a norm of {rows * n} elements: the tensor kernels use 32-bit element offsets, "
+            f"so they work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
+        )
+    block = tl.next_power_of_2(max(1, min(n, 1024)))
+    rblock = tl.next_power_of_2(max(1, min(rows, max(1, 4096 // block))))
+    _norm_kernel[(max(1, -(-rows // rblock)),)](
+        x,
+        weight if weight is not None else x,
+        bias if bias is not None else x,
+        out,
+        rows,
+        n,
+        float(eps),
+        RMS=rms,
+        HAS_W=weight is not None,
+        HAS_B=bias is not None,
+        RBLOCK=rblock,
+        BLOCK=block,
     )
 
 

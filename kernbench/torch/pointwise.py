@@ -11,6 +11,7 @@ none) and return Python bools.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,6 +22,7 @@ from kernbench.torch.math_kernels import (
     SAME_DTYPE,
     launch_clamp,
     launch_matmul,
+    launch_norm,
     launch_pow,
     launch_unary,
 )
@@ -29,7 +31,7 @@ from kernbench.torch.views import broadcast_shapes
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorPointwise", "gelu", "silu"]
+__all__ = ["TensorPointwise", "gelu", "layer_norm", "rms_norm", "silu"]
 
 # Ops torch computes on floating tensors only (by the name torch's error gives).
 _FLOAT_ONLY = {"gelu": "gelu", "gelu_tanh": "gelu", "silu": "silu"}
@@ -440,3 +442,74 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch'
     """``torch.nn.functional.silu``: ``x * sigmoid(x)``."""
     _tensor_argument(input, "silu")
     return _elementwise(input, "silu", out=input if inplace else None)
+
+
+def _normalized(
+    what: str, input: Tensor, normalized_shape: Any, weight: Any, bias: Any, eps: float, rms: bool
+) -> Tensor:  # noqa: A002
+    _tensor_argument(input, what)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if not k or tuple(input.shape[-k:]) != shape or input.ndim < k:
+        raise TensorError(
+            f"{what}: normalized_shape {shape} must be the input's last dims (input shape "
+            f"{tuple(input.shape)})"
+        )
+    if not input.dtype.is_floating_point:
+        raise TensorError(f"{what}: expected a floating tensor, got {input.dtype!r}")
+    params = []
+    for name, value in (("weight", weight), ("bias", bias)):
+        if value is None:
+            params.append(None)
+            continue
+        _tensor_argument(value, f"{what} {name}")
+        if tuple(value.shape) != shape:
+            raise TensorError(
+                f"{what}: {name} of shape {tuple(value.shape)} must have the normalized shape "
+                f"{shape}"
+            )
+        params.append(value.dense())
+    n = math.prod(shape)
+    x = input.dense()
+    out = input.new_empty(input.shape)
+    launch_norm(
+        x.device_tensor,
+        None if params[0] is None else params[0].device_tensor,
+        None if params[1] is None else params[1].device_tensor,
+        out.device_tensor,
+        input.numel() // max(n, 1),
+        n,
+        eps,
+        rms=rms,
+    )
+    for made, given in ((x, input), *zip(params, (weight, bias), strict=True)):
+        if made is not None and made is not given:
+            made.free()
+    return out
+
+
+def layer_norm(
+    input: Tensor,  # noqa: A002 - torch's name
+    normalized_shape: Any,
+    weight: Tensor | None = None,
+    bias: Tensor | None = None,
+    eps: float = 1e-5,
+) -> Tensor:
+    """``torch.nn.functional.layer_norm``: over the last dims, in one kernel (three passes
+    over each row: mean, variance, normalize)."""
+    return _normalized("layer_norm", input, normalized_shape, weight, bias, eps, rms=False)
+
+
+def rms_norm(
+    input: Tensor,  # noqa: A002 - torch's name
+    normalized_shape: Any,
+    weight: Tensor | None = None,
+    eps: float | None = None,
+) -> Tensor:
+    """``torch.nn.functional.rms_norm``: ``x / sqrt(mean(x**2) + eps) * weight``; ``eps``
+    None is the dtype's machine epsilon, as torch's."""
+    if eps is None:
+        eps = float(np.finfo(np.float16 if input.dtype.name == "float16" else np.float32).eps)
+        if input.dtype.name == "bfloat16":
+            eps = 2.0**-7
+    return _normalized("rms_norm", input, normalized_shape, weight, None, eps, rms=True)

@@ -1,8 +1,9 @@
-"""``torch.nn.functional`` for KernBench: the activations and ``softmax``, as device kernels.
+"""``torch.nn.functional`` for KernBench: activations, norms and ``softmax`` on the device.
 
-``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu`` and
-``softmax`` take PyTorch's arguments and run as :class:`kernbench.torch.Tensor`'s
-methods do (``inplace=True`` writes the input).
+``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu``,
+``softmax``, ``layer_norm`` and ``rms_norm`` take PyTorch's arguments and run
+as :class:`kernbench.torch.Tensor`'s methods do (``inplace=True`` writes the
+input); the norms are one kernel each.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError
-from kernbench.torch.pointwise import gelu, silu
+from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["gelu", "relu", "sigmoid", "silu", "softmax", "tanh"]
+__all__ = ["gelu", "layer_norm", "relu", "rms_norm", "sigmoid", "silu", "softmax", "tanh"]
 
 
 def _input(value: Any, what: str) -> Tensor:
