@@ -36,7 +36,9 @@ from kernbench.topology.schema import Topology
 # Why a collective runs message by message (``collective.meta["refused"]``), besides
 # the evaluator's reasons (kernbench.fast.evaluate.STRANDS, ...).
 DEPTHS = "lanes with different IPCQ depths"
-UNALIGNED = "programs that differ in their operations from rank to rank"
+UNALIGNED = (
+    "programs that differ from rank to rank (a send and its receive, a tree's root and leaves)"
+)
 TOO_LONG = f"times that could reach {TIME_LIMIT_PS} ps (2**62), past 64-bit arithmetic"
 # One rank's memory slowed by a fault makes its streams and the messages landing in
 # that memory share the port in a way the step-wide rounds do not follow: ring
