@@ -506,3 +506,18 @@ def test_tune_refuses_a_world_size_the_machine_cannot_run(world_size, fragment):
     with pytest.raises(KernBenchError, match=re.escape(fragment)):
         tune("ring8", sizes=[4096], world_size=world_size, progress=measured.append)
     assert measured == []
+
+
+def test_a_bad_tune_table_is_refused_before_anything_runs(tmp_path):
+    """Checked when the run is made, not at the first auto collective (after the bench
+    had printed its header): here no collective runs at all."""
+    from kernbench.errors import ConfigError
+
+    table = tmp_path / "table.yaml"
+    table.write_text("results: []\n")
+    ran = []
+    with pytest.raises(ConfigError, match="topology: required key is missing"):
+        kernbench.simulate(
+            lambda: ran.append(1), topology="ring8", overrides=[f"ccl.tune_table={table}"]
+        )
+    assert ran == []

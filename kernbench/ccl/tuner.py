@@ -65,6 +65,7 @@ __all__ = [
     "unfit",
     "candidates",
     "auto_choice",
+    "check_run_table",
     "message_bytes",
     "CHUNK_CHOICES",
     "CHUNK_MAX_RANKS",
@@ -608,12 +609,35 @@ _TABLES: dict[str, tuple[tuple[int, ...], TuneTable]] = {}
 _DIGEST: list[Any] = [None, ""]  # the last topology digested, and its digest
 
 
+def check_run_table(ctx: RuntimeContext, world_size: int | None) -> None:
+    """Read and check the run's tune table (``--set ccl.tune_table``), if it has one,
+    before anything runs: its file, machine, catalogue and, when known, world size."""
+    path = ccl_settings(ctx).tune_table
+    if path:
+        _checked_table(path, ctx, world_size)
+
+
 def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: RuntimeContext) -> str | None:
     """The tune table's winner for ``op`` on ``size`` ranks at the size nearest ``nbytes``.
 
     The table is validated when first read (and again when the file changes) and
     checked against this run: its machine, world size and catalogue.
     """
+    try:
+        world_size: int | None = active_world().world_size
+    except DistributedError:  # asked outside a run: nothing to compare with
+        world_size = None
+    table = _checked_table(path, ctx, world_size)
+    rows = [row for row in table.results if row.op == op and row.world_size == size]
+    if not rows:
+        return None
+    target = math.log2(max(nbytes, 1))
+    row = min(rows, key=lambda r: (abs(math.log2(r.bytes) - target), r.bytes))
+    return row.winner
+
+
+def _checked_table(path: str, ctx: RuntimeContext, world_size: int | None) -> TuneTable:
+    """The table at ``path`` (read again when the file changes), checked against the run."""
     try:
         info = os.stat(path)
         signature = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
@@ -628,10 +652,6 @@ def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: RuntimeContex
     topology = ctx.topology
     if _DIGEST[0] is not topology:
         _DIGEST[:] = [topology, topology_digest(topology)]
-    try:
-        world_size: int | None = active_world().world_size
-    except DistributedError:  # asked outside a run: nothing to compare with
-        world_size = None
     check_tune_table(
         table,
         path,
@@ -641,9 +661,4 @@ def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: RuntimeContex
         choices=ccl_settings(ctx).catalogue.configs,
         known=algorithms(),
     )
-    rows = [row for row in table.results if row.op == op and row.world_size == size]
-    if not rows:
-        return None
-    target = math.log2(max(nbytes, 1))
-    row = min(rows, key=lambda r: (abs(math.log2(r.bytes) - target), r.bytes))
-    return row.winner
+    return table
