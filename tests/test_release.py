@@ -253,3 +253,26 @@ def test_a_run_stopped_inside_a_collective_leaves_nothing_alive():
         )
     gc.collect()
     assert contexts and all(ref() is None for ref in contexts)
+
+
+def test_ranks_after_a_failed_run_on_its_machine_are_refused():
+    """A run stopped by an error leaves messages and unwound ranks' cleanup in flight on
+    its machine: another run of ranks there would time them as its own."""
+    from kernbench.bench.simulate import Run
+    from kernbench.errors import DistributedError, RankError
+
+    def fails() -> None:
+        dist.init_process_group()
+        if dist.get_rank() == 0:
+            raise ValueError("boom")
+        try:
+            dist.all_reduce(torch.ones(8))
+        finally:
+            torch.ones(4)  # cleanup that would start work on the machine
+
+    run = Run(TINY, world_size=2, overrides=PE_LEVEL)
+    with run.active():
+        with pytest.raises(RankError, match="boom"):
+            run.ranks(fails)
+        with pytest.raises(DistributedError, match="an earlier run of ranks on this machine"):
+            run.ranks(lambda: None)

@@ -329,6 +329,12 @@ class World:
         """``what`` names ``world_size`` in errors (``nprocs``, ...)."""
         world_size = check_world_size(world_size, ctx, what)
         settings = run_settings(ctx)
+        if any(world.failed for world in settings.worlds):
+            raise DistributedError(
+                "an earlier run of ranks on this machine stopped with an error and left its "
+                "messages and cleanup in flight; run these ranks on a new machine "
+                "(kernbench.simulate, or a new RuntimeContext, makes one)"
+            )
         if settings.world_size is not None and world_size != settings.world_size:
             raise DistributedError(
                 f"{what} {world_size} differs from the run's --world-size "
@@ -363,6 +369,8 @@ class World:
         # Per rank: its async collectives not yet waited for (synchronize waits for them).
         self._pending: dict[int, list[Work]] = {}
         self._prune_at: dict[int, int] = {}
+        # The run stopped with an error: its machine is left mid-flight (see __init__).
+        self.failed = False
 
     # -- running ranks ---------------------------------------------------------------
     def run(self, fn: Callable[[int], Any]) -> list[Any]:
@@ -381,11 +389,13 @@ class World:
             self.finished_ps[rank] = self.ctx.now
             return value
 
+        self.failed = True  # until the ranks and what they queued have finished
         try:
             with torchrun_environment(self.world_size):
                 self.returns = self.scheduler.run(body)
             self._check_unmatched()
             self._finish_pending()
+            self.failed = False
             return self.returns
         except DeadlockError as exc:
             if not self._mismatched or isinstance(exc, CollectiveMismatchError):
