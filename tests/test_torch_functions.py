@@ -570,9 +570,13 @@ def test_activation_misuse_is_refused_by_name(ctx, call, message):
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("exponent", [0, 1, 2, 3, -1, -2, 0.5, 1.5, -0.5, 2.5])
+@pytest.mark.parametrize(
+    "exponent", [0, 1, 2, 3, -1, -2, 0.5, 1.5, -0.5, 2.5, math.inf, -math.inf, math.nan]
+)
 def test_pow_of_a_number_matches_numpy_at_the_edges(ctx, exponent):
-    values = np.array([-2.0, -0.5, -0.0, 0.0, 0.5, 3.0, np.nan, np.inf, -np.inf], np.float32)
+    values = np.array(
+        [-2.0, -1.0, -0.5, -0.0, 0.0, 0.5, 1.0, 3.0, np.nan, np.inf, -np.inf], np.float32
+    )
     with np.errstate(all="ignore"):
         want = np.power(values.astype(np.float64), exponent).astype(np.float32)
     x = torch.tensor(values)
@@ -741,3 +745,16 @@ def test_norm_misuse_names_the_call(ctx, call, message):
     with pytest.raises(TensorError) as info:
         call(torch.ones(2, 8))
     assert message in str(info.value)
+
+
+def test_tanh_keeps_float32_precision_near_zero_and_the_sign_of_zero(ctx):
+    values = np.array([1e-12, 1e-20, 1e-38, -0.0, -1e-5, 5e-5, 2e-4, 0.3], np.float32)
+    got = torch.tensor(values).tanh().numpy()
+    np.testing.assert_array_equal(got, np.tanh(values.astype(np.float64)).astype(np.float32))
+    assert np.signbit(got[3])
+
+
+def test_one_to_any_power_is_one(ctx):
+    exponents = torch.tensor([math.inf, -math.inf, math.nan, 2.0])
+    assert (1.0**exponents).tolist() == [1.0, 1.0, 1.0, 1.0]
+    assert (2.0**exponents).tolist()[:2] == [math.inf, 0.0]

@@ -10,6 +10,7 @@ through their strides, so ``a @ b.T`` needs no copy.  Launch sizes follow
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,8 +48,10 @@ def _tanh(x):
     # tanh from exp, in float64 so that 1 - e keeps float32's precision near 0.
     x64 = x.to(tl.float64)
     e = tl.exp(-2.0 * tl.abs(x64))
-    t = (1.0 - e) / (1.0 + e)
-    return tl.where(x64 < 0, -t, t).to(x.dtype)
+    t = tl.where(x64 < 0, -(1.0 - e) / (1.0 + e), (1.0 - e) / (1.0 + e))
+    # Near 0, 1 - e cancels: x - x^3/3 there (its next term is 2x^5/15), keeping -0.0.
+    small = x64 * (1.0 - x64 * x64 / 3.0)
+    return tl.where(tl.abs(x64) < 1e-4, small, t).to(x.dtype)
 
 
 @jit
@@ -100,6 +103,8 @@ def _pow_kernel(
     INTEGRAL: tl.constexpr,
     POWER: tl.constexpr,
     HALF: tl.constexpr,
+    INFINITE: tl.constexpr,
+    ONE: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # MODE "int": x ** POWER for integers (POWER >= 0); "float": x ** p (POWER = p when
@@ -118,6 +123,8 @@ def _pow_kernel(
             e = e >> 1
     elif MODE == "base":
         y = tl.exp(x.to(tl.float64) * tl.log(p.to(tl.float64)))
+        if ONE:
+            y = tl.full((BLOCK,), 1.0, tl.float32)  # 1 ** t is 1, inf and NaN t too
     elif INTEGRAL and POWER == 0:
         y = tl.full((BLOCK,), 1.0, tl.float32)  # x ** 0 is 1, NaN and inf included
     elif INTEGRAL and POWER == 2:
@@ -129,7 +136,9 @@ def _pow_kernel(
         w = x.to(tl.float64)
         r = tl.exp(p * tl.log(tl.abs(w)))
         negative = w < 0
-        if INTEGRAL:
+        if INFINITE:
+            r = tl.where(tl.abs(w) == 1, 1.0, r)  # C's pow: (-1) ** inf is 1
+        elif INTEGRAL:
             if POWER % 2:
                 # the sign of x, -0.0's too (1 / -0.0 is -inf)
                 negative = negative | ((w == 0) & (1.0 / tl.where(w == 0, w, 1.0) < 0))
@@ -137,7 +146,7 @@ def _pow_kernel(
         else:
             # a fractional power of a negative base (C's pow: of -inf, inf or 0)
             r = tl.where(negative & (w != float("-inf")), float("nan"), r)
-        y = r
+        y = tl.where(w == 1, 1.0, r)  # 1 ** p is 1, a NaN p too
     tl.store(out_ptr + i, y, mask=mask)
 
 
@@ -272,7 +281,7 @@ def launch_pow(
             f"pow of {n} elements: the tensor kernels use 32-bit element offsets, so they "
             f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
         )
-    integral = float(exponent).is_integer()
+    integral = float(exponent).is_integer()  # False for inf and NaN
     if base:
         mode = "base"
     else:
@@ -286,6 +295,8 @@ def launch_pow(
         INTEGRAL=integral,
         POWER=int(exponent) if integral else 0,
         HALF=not base and exponent == 0.5,
+        INFINITE=math.isinf(exponent),
+        ONE=base and exponent == 1,
         BLOCK=BLOCK,
     )
 
