@@ -319,3 +319,18 @@ def test_a_partial_report_is_not_a_faster_run(tmp_path: Path, capsys) -> None:
     ).points
     assert (point.status, point.reasons) == ("improvement", ("error fixed",))
     assert main(["regress", str(partial), str(full)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("baseline", "current"),
+    [
+        ("op,size_B,time_us,wrong,error\nadd,1024,10,n/a,boom\n", "add,1024,10,7,\n"),
+        ("op,size_B,wrong,error\nadd,1024,n/a,boom\n", "add,1024,7,\n"),  # no time
+    ],
+)
+def test_an_error_fixed_with_wrong_values_is_a_regression(tmp_path, baseline, current):
+    base, cur = tmp_path / "base.csv", tmp_path / "cur.csv"
+    base.write_text(baseline)
+    cur.write_text(baseline.splitlines()[0] + "\n" + current)
+    (point,) = compare(load_rows(base), load_rows(cur)).points
+    assert (point.status, point.reasons) == ("regression", ("wrong n/a -> 7", "error fixed"))

@@ -451,8 +451,10 @@ def _compare_point(
             if _has_time(row, column)
         ]
         if _failed(before) or _failed(after):  # a failed point has no time to compare
-            if _failed(before) and not _failed(after):
+            if _failed(before) and not _failed(after) and not problems:
                 return PointResult(key, IMPROVEMENT, reasons=("error fixed",))
+            if _failed(before) and not _failed(after):  # fixed, but the values went wrong
+                problems.append("error fixed")
             return PointResult(key, status, reasons=tuple(problems))
         reason = (
             f"{one_side[0]}; the other row has no time column"
@@ -474,6 +476,10 @@ def _compare_point(
     headline = metrics[0]
     old, new = before[headline], after[headline]
     if _failed(before) and not _failed(after):  # a failed run's time is not a baseline
+        if problems:  # fixed, but the values went wrong
+            return PointResult(
+                key, REGRESSION, headline, old, new, changes[headline], (*problems, "error fixed")
+            )
         return PointResult(
             key, IMPROVEMENT, headline, old, new, changes[headline], ("error fixed",)
         )
