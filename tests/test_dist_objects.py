@@ -154,3 +154,12 @@ def test_object_calls_are_no_longer_refused():
         assert callable(getattr(dist, name))
     for name in ("scatter_object_list", "send_object_list", "recv_object_list"):
         assert name in dist.__all__
+
+
+def _both_roots():
+    dist.init_process_group()
+    dist.broadcast_object_list([1], src=0, group_src=0)
+
+
+def test_a_root_given_twice_is_refused_as_torch_does():
+    assert "give the root as a global rank or as a group rank, not both" in _raises(_both_roots)

@@ -758,3 +758,13 @@ def test_one_to_any_power_is_one(ctx):
     exponents = torch.tensor([math.inf, -math.inf, math.nan, 2.0])
     assert (1.0**exponents).tolist() == [1.0, 1.0, 1.0, 1.0]
     assert (2.0**exponents).tolist()[:2] == [math.inf, 0.0]
+
+
+def test_assert_close_of_integers_says_not_equal_and_of_numbers_uses_float64(ctx):
+    with pytest.raises(AssertionError) as info:
+        torch.testing.assert_close(torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4]))
+    text = str(info.value)
+    assert text.startswith("Tensor-likes are not equal!") and "allowed" not in text
+    with pytest.raises(AssertionError, match="Scalars are not close"):
+        torch.testing.assert_close(1.0, 1.0 + 1e-6)  # float64's rtol 1e-7, as torch
+    torch.testing.assert_close(1.0, 1.0 + 1e-8)

@@ -76,8 +76,11 @@ def assert_close(
     if check_dtype and a_dtype is not e_dtype:
         _fail(f"The values for attribute 'dtype' do not match: {a_dtype} != {e_dtype}.", msg)
     if rtol is None:
-        name = getattr(a_dtype, "name", "float32")
-        rtol, atol = _TOLERANCES.get(name, (0.0, 0.0))
+        if a_dtype is None:  # numbers: float64's tolerances, as torch's, or exact integers
+            exact = np.all(a == np.round(a)) and np.all(e == np.round(e))
+            rtol, atol = (0.0, 0.0) if exact else (1e-7, 1e-7)
+        else:
+            rtol, atol = _TOLERANCES.get(a_dtype.name, (0.0, 0.0))
     with np.errstate(invalid="ignore", over="ignore"):
         close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
         close |= (a == e) | (equal_nan & np.isnan(a) & np.isnan(e))
@@ -91,17 +94,15 @@ def assert_close(
     relative = np.nan_to_num(relative, nan=np.inf)
     at_abs = np.unravel_index(int(np.argmax(absolute)), a.shape) if a.shape else ()
     at_rel = np.unravel_index(int(np.argmax(relative)), a.shape) if a.shape else ()
-    lines = ["Tensor-likes are not close!" if a.shape else "Scalars are not close!", ""]
+    exact = rtol == 0 and atol == 0
+    verdict = "equal" if exact else "close"
+    lines = [f"Tensor-likes are not {verdict}!" if a.shape else f"Scalars are not {verdict}!", ""]
     if a.shape:
         lines.append(f"Mismatched elements: {bad} / {a.size} ({100 * bad / a.size:.1f}%)")
     where_abs = f" at index {tuple(int(i) for i in at_abs)}" if a.shape else ""
     where_rel = f" at index {tuple(int(i) for i in at_rel)}" if a.shape else ""
-    lines.append(
-        f"Greatest absolute difference: {float(absolute.max()):g}{where_abs} "
-        f"(up to {atol:g} allowed)"
-    )
-    lines.append(
-        f"Greatest relative difference: {float(relative.max()):g}{where_rel} "
-        f"(up to {rtol:g} allowed)"
-    )
+    allowed_abs = "" if exact else f" (up to {atol:g} allowed)"
+    allowed_rel = "" if exact else f" (up to {rtol:g} allowed)"
+    lines.append(f"Greatest absolute difference: {float(absolute.max()):g}{where_abs}{allowed_abs}")
+    lines.append(f"Greatest relative difference: {float(relative.max()):g}{where_rel}{allowed_rel}")
     _fail("\n".join(lines), msg)

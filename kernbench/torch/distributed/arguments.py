@@ -124,6 +124,11 @@ def root_group_rank(
     group: ProcessGroup, rank: int | None, group_rank: int | None, what: str
 ) -> int:
     """The root's rank in ``group``, from its global ``rank`` or its ``group_rank``."""
+    if group_rank is not None and rank is not None:  # torch: "Can't specify both"
+        raise DistributedError(
+            f"{what}: give the root as a global rank or as a group rank, not both "
+            f"(got {rank!r} and group rank {group_rank!r})"
+        )
     if group_rank is not None:
         _check_rank_type(group_rank, what, "the root's group rank")
         if not 0 <= group_rank < group.size():
