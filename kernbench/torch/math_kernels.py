@@ -27,6 +27,7 @@ __all__ = [
     "launch_matmul",
     "launch_norm",
     "launch_pow",
+    "launch_softmax",
     "launch_unary",
 ]
 
@@ -199,6 +200,54 @@ def _norm_kernel(
 
 
 @jit
+def _softmax_kernel(
+    x_ptr,
+    out_ptr,
+    rows,
+    N,
+    C,
+    ONE_BLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    # Row o = (a, c): exp(x[a, :, c] - max) / sum(exp(x[a, :, c] - max)) in float32 (torch's
+    # accumulate type for float16/bfloat16), rounded once by the store.  A row that fits in
+    # one block is read once (the Triton tutorial's fused softmax); a longer one in three
+    # passes (max, sum of exponentials, normalize and write).
+    row = tl.program_id(0) * RBLOCK + tl.arange(0, RBLOCK)
+    row_mask = row < rows
+    base = (row // C) * (N * C) + row % C
+    if ONE_BLOCK:
+        cols = tl.arange(0, BLOCK)
+        mask = row_mask[:, None] & (cols < N)[None, :]
+        offsets = base[:, None] + cols[None, :] * C
+        x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+        e = tl.exp(x - tl.max(x, axis=1)[:, None])
+        tl.store(out_ptr + offsets, e / tl.sum(e, axis=1)[:, None], mask=mask)
+    else:
+        peak = tl.full((RBLOCK,), -float("inf"), tl.float32)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            mask = row_mask[:, None] & (cols < N)[None, :]
+            x = tl.load(x_ptr + base[:, None] + cols[None, :] * C, mask=mask, other=-float("inf"))
+            peak = tl.maximum(peak, tl.max(x.to(tl.float32), axis=1))
+        total = tl.zeros((RBLOCK,), tl.float32)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            mask = row_mask[:, None] & (cols < N)[None, :]
+            x = tl.load(x_ptr + base[:, None] + cols[None, :] * C, mask=mask, other=-float("inf"))
+            e = tl.exp(x.to(tl.float32) - peak[:, None])
+            total += tl.sum(tl.where(mask, e, 0.0), axis=1)
+        for start in range(0, N, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            mask = row_mask[:, None] & (cols < N)[None, :]
+            offsets = base[:, None] + cols[None, :] * C
+            x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf"))
+            e = tl.exp(x.to(tl.float32) - peak[:, None])
+            tl.store(out_ptr + offsets, e / total[:, None], mask=mask)
+
+
+@jit
 def _clamp_kernel(
     x_ptr,
     out_ptr,
@@ -332,6 +381,28 @@ def launch_norm(
         RMS=rms,
         HAS_W=weight is not None,
         HAS_B=bias is not None,
+        RBLOCK=rblock,
+        BLOCK=block,
+    )
+
+
+def launch_softmax(x: DeviceTensor, out: DeviceTensor, rows: int, n: int, cols: int) -> None:
+    """Softmax of ``x`` viewed as (rows, ``n``, ``cols``) over its middle axis, into ``out``."""
+    if rows * n * cols > MAX_KERNEL_ELEMENTS:
+        raise TensorError(
+            f"a softmax of {rows * n * cols} elements: the tensor kernels use 32-bit element "
+            f"offsets, so they work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
+        )
+    block = tl.next_power_of_2(max(1, min(n, 1024)))
+    lines = rows * cols
+    rblock = tl.next_power_of_2(max(1, min(lines, max(1, 4096 // block))))
+    _softmax_kernel[(max(1, -(-lines // rblock)),)](
+        x,
+        out,
+        lines,
+        n,
+        cols,
+        ONE_BLOCK=n <= block,
         RBLOCK=rblock,
         BLOCK=block,
     )
