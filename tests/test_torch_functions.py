@@ -350,6 +350,19 @@ def test_nn_functional_softmax_and_nothing_else(ctx):
         _ = torch.nn.Module
 
 
+def test_linear_is_input_times_weight_transposed_plus_bias(ctx):
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3, 5), (4, 5), (4,)))
+    got = F.linear(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b))
+    np.testing.assert_allclose(got.numpy(), x @ w.T + b, rtol=1e-6, atol=1e-6)
+    assert F.linear(torch.from_numpy(x), torch.from_numpy(w)).shape == (2, 3, 4)
+    assert F.linear(torch.from_numpy(x), torch.from_numpy(w[0])).shape == (2, 3)
+    with pytest.raises(TensorError, match=r"weight must be 1-D or 2-D .* got shape \(1, 4, 5\)"):
+        F.linear(torch.ones(2, 5), torch.ones(1, 4, 5))
+    with pytest.raises(TensorError, match="bias is torch.float16 and the product torch.float32"):
+        F.linear(torch.ones(2, 5), torch.ones(4, 5), torch.ones(4, dtype=torch.float16))
+
+
 def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):
     half = torch.ones(3, dtype=torch.float16)
     assert (half + torch.tensor(2.0)).dtype is torch.float16
