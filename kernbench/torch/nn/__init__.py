@@ -1,4 +1,4 @@
-"""``torch.nn`` for KernBench: only ``torch.nn.functional.softmax``.
+"""``torch.nn`` for KernBench: only ``torch.nn.functional`` (activations, norms, ``linear``).
 
 There are no modules, parameters or autograd; asking for anything else
 (``nn.Module``, ``nn.Linear``, ...) raises a
@@ -18,5 +18,5 @@ __all__ = ["functional"]
 def __getattr__(name: str) -> Any:
     raise TensorAttributeError(
         f"module 'kernbench.torch.nn' has no attribute {name!r}: there are no modules or "
-        "autograd; kernbench.torch.nn.functional.softmax is what it has"
+        f"autograd; kernbench.torch.nn.functional has {', '.join(functional.__all__)}"
     )
