@@ -163,3 +163,69 @@ def _both_roots():
 
 def test_a_root_given_twice_is_refused_as_torch_does():
     assert "give the root as a global rank or as a group rank, not both" in _raises(_both_roots)
+
+
+def _tensors_in_objects(read: bool) -> list:
+    import kernbench.torch as torch
+
+    dist.init_process_group()
+    r, n = dist.get_rank(), dist.get_world_size()
+    gathered = [None] * n
+    mine = {"loss": torch.tensor([1.5 * r]).to(torch.bfloat16), "w": torch.ones(2, 3).T * r}
+    dist.all_gather_object(gathered, mine)
+    config = [torch.arange(3)] if r == 0 else [None]
+    dist.broadcast_object_list(config, src=0)
+    got = [
+        [(o["loss"].dtype, o["w"].shape, o["w"].device) for o in gathered],
+        config[0].device,
+    ]
+    if read:
+        got.append([(o["loss"].item(), o["w"].tolist()) for o in gathered] + [config[0].tolist()])
+    return got
+
+
+def test_tensors_in_objects_arrive_on_the_receivers_device_in_both_modes():
+    # pickling a tensor raised TypeError ("cannot pickle 'generator' object")
+    import kernbench.torch as torch
+
+    functional = kernbench.simulate(
+        lambda: _tensors_in_objects(read=False), topology="ring8", world_size=2
+    )
+    timing = kernbench.simulate(
+        lambda: _tensors_in_objects(read=False), topology="ring8", world_size=2, timing_only=True
+    )
+    assert functional.returns == timing.returns
+    assert functional.elapsed_ps == timing.elapsed_ps
+    for r in range(2):
+        here = torch.device("ahbm", r)
+        assert functional.returns[r] == [[(torch.bfloat16, (3, 2), here)] * 2, here]
+    values = kernbench.simulate(
+        lambda: _tensors_in_objects(read=True), topology="ring8", world_size=2
+    ).returns
+    for r in range(2):
+        assert values[r][2] == [
+            (0.0, [[0.0, 0.0]] * 3),
+            (1.5, [[1.0, 1.0]] * 3),
+            [0, 1, 2],
+        ]
+
+
+def test_deepcopy_copies_on_the_device_and_copy_shares_memory():
+    import copy
+
+    import kernbench.torch as torch
+    from kernbench.runtime import RuntimeContext, use_context
+
+    with use_context(RuntimeContext("tiny")):
+        t = torch.arange(4, dtype=torch.float32).requires_grad_()
+        t.grad = torch.ones(4)
+        deep = copy.deepcopy(t)
+        shallow = copy.copy(t)
+        back = pickle.loads(pickle.dumps(t[1:3]))
+        whole = pickle.loads(pickle.dumps(t))
+        t.data.add_(10)
+        assert deep.tolist() == [0.0, 1.0, 2.0, 3.0] and deep.requires_grad
+        assert deep.grad is not t.grad and deep.grad.tolist() == [1.0] * 4
+        assert shallow.tolist() == [10.0, 11.0, 12.0, 13.0] and shallow.requires_grad
+        assert back.tolist() == [1.0, 2.0]
+        assert whole.tolist() == [0.0, 1.0, 2.0, 3.0] and whole.requires_grad

@@ -55,6 +55,7 @@ Decisions a PyTorch user would otherwise have to guess:
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,14 @@ if TYPE_CHECKING:
 __all__ = ["Tensor", "new_tensor"]
 
 _UNKNOWN = object()  # a view's contiguous device tensor, not yet looked for
+
+
+def _rebuilt(bits: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
+    """An unpickled tensor: pickled storage ``bits`` copied to the current device."""
+    dt = DTYPE_OBJECTS[dtype_name]
+    out = new_tensor(bits.shape, dt)
+    out.device_tensor.copy_(runtime_dtype(dt).from_storage(bits))
+    return out.requires_grad_() if requires_grad else out
 
 
 def new_tensor(
@@ -378,6 +387,38 @@ class Tensor(
         out = new_tensor(self.shape, target, index=index, dp=self._dp, ctx=self._storage.context)
         out.copy_(self)
         return out
+
+    def __copy__(self) -> Tensor:
+        """``copy.copy``: another tensor over the same memory, as torch's."""
+        out = self._view(self._geometry)
+        return out.requires_grad_() if self.requires_grad else out
+
+    def __deepcopy__(self, memo: dict) -> Tensor:
+        """``copy.deepcopy``: a copy on the device (the copy kernel), with its ``requires_grad``
+        and a deep copy of its ``grad``, as torch's."""
+        out = self.clone()
+        memo[id(self)] = out
+        if self.requires_grad:
+            out.requires_grad_()
+        if self.grad is not None:
+            out.grad = copy.deepcopy(self.grad, memo)
+        return out
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        """Pickling (the object collectives, ``pickle.dumps``) reads the values to the host,
+        as torch copies a device tensor's storage; unpickling copies them to the device of
+        the rank that unpickles.  In timing-only mode the read costs the same and zeros of
+        the same size are pickled, so the bytes moved and the times are the same."""
+        dense = self.dense()
+        try:
+            values = dense.storage_device_tensor.context.read_back(dense.device_tensor)
+        finally:
+            if dense is not self:
+                dense.free()
+        rt = self._storage.dtype
+        shape = tuple(self.shape)
+        bits = np.zeros(shape, rt.storage) if values is None else rt.to_storage(values)
+        return _rebuilt, (bits.reshape(shape), rt.name, self.requires_grad)
 
     def clone(self, memory_format: Any = None) -> Tensor:
         """A contiguous copy made on the device by the copy kernel."""
