@@ -348,7 +348,7 @@ def test_nn_functional_softmax_and_nothing_else(ctx):
     assert not hasattr(torch.nn, "Linear")
     with pytest.raises(AttributeError, match="no modules or autograd") as info:
         _ = torch.nn.Module
-    assert "functional has gelu, layer_norm, linear, relu, rms_norm" in str(info.value)
+    assert "functional has gelu, l1_loss, layer_norm, linear, mse_loss" in str(info.value)
 
 
 def test_linear_is_input_times_weight_transposed_plus_bias(ctx):
@@ -362,6 +362,24 @@ def test_linear_is_input_times_weight_transposed_plus_bias(ctx):
         F.linear(torch.ones(2, 5), torch.ones(1, 4, 5))
     with pytest.raises(TensorError, match="bias is torch.float16 and the product torch.float32"):
         F.linear(torch.ones(2, 5), torch.ones(4, 5), torch.ones(4, dtype=torch.float16))
+
+
+def test_mse_and_l1_losses_match_numpy_for_each_reduction(ctx):
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((3, 4)).astype(np.float32) for _ in range(2))
+    x, y = torch.from_numpy(a), torch.from_numpy(b)
+    square, absolute = (a - b) ** 2, np.abs(a - b)
+    np.testing.assert_allclose(F.mse_loss(x, y).item(), square.mean(), rtol=1e-6)
+    np.testing.assert_allclose(F.mse_loss(x, y, reduction="sum").item(), square.sum(), rtol=1e-6)
+    np.testing.assert_array_equal(F.mse_loss(x, y, reduction="none").numpy(), square)
+    np.testing.assert_allclose(F.l1_loss(x, y).item(), absolute.mean(), rtol=1e-6)
+    np.testing.assert_allclose(F.mse_loss(x, y, size_average=False).item(), square.sum(), rtol=1e-6)
+    assert F.mse_loss(x, y).shape == ()
+    with pytest.warns(UserWarning, match=r"target size \(torch.Size\(\[4\]\)\) that is diff"):
+        got = F.mse_loss(x, y[0])
+    np.testing.assert_allclose(got.item(), ((a - b[0]) ** 2).mean(), rtol=1e-6)
+    with pytest.raises(TensorError, match="reduction 'avg' is not one of 'mean', 'sum', 'none'"):
+        F.mse_loss(x, y, reduction="avg")
 
 
 def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):

@@ -1,13 +1,14 @@
 """``torch.nn.functional`` for KernBench: activations, norms and ``softmax`` on the device.
 
 ``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu``,
-``softmax``, ``layer_norm``, ``rms_norm`` and ``linear`` take PyTorch's
-arguments and run as :class:`kernbench.torch.Tensor`'s methods do
-(``inplace=True`` writes the input); the norms are one kernel each.
+``softmax``, ``layer_norm``, ``rms_norm``, ``linear``, ``mse_loss`` and
+``l1_loss`` take PyTorch's arguments and run as :class:`kernbench.torch.Tensor`'s
+methods do (``inplace=True`` writes the input); the norms are one kernel each.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError
@@ -16,8 +17,10 @@ from kernbench.torch.tensor import Tensor
 
 __all__ = [
     "gelu",
+    "l1_loss",
     "layer_norm",
     "linear",
+    "mse_loss",
     "relu",
     "rms_norm",
     "sigmoid",
@@ -79,6 +82,63 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
             )
         out.add_(b)
     return out
+
+
+_REDUCTIONS = ("mean", "sum", "none")
+
+
+def _loss(
+    what: str, input: Tensor, target: Tensor, size_average: Any, reduce: Any, reduction: str
+) -> Tensor:  # noqa: A002
+    x, y = _input(input, what), _input(target, what)
+    if size_average is not None or reduce is not None:  # torch's legacy arguments
+        reduction = "none" if reduce is False else "sum" if size_average is False else "mean"
+    if reduction not in _REDUCTIONS:
+        raise TensorError(
+            f"torch.nn.functional.{what}: reduction {reduction!r} is not one of "
+            f"{', '.join(map(repr, _REDUCTIONS))}"
+        )
+    if tuple(x.shape) != tuple(y.shape):
+        warnings.warn(
+            f"Using a target size ({y.shape}) that is different to the input size "
+            f"({x.shape}). This will likely lead to incorrect results due to "
+            "broadcasting. Please ensure they have the same size.",
+            UserWarning,
+            stacklevel=3,
+        )
+    diff = x - y
+    if what == "mse_loss":
+        diff.mul_(diff)
+    else:
+        diff.abs_()
+    if reduction == "none":
+        return diff
+    out = diff.mean() if reduction == "mean" else diff.sum()
+    diff.free()
+    return out
+
+
+def mse_loss(
+    input: Tensor,  # noqa: A002 - torch's name
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``(input - target) ** 2``, its mean (or sum, or each).  float16/bfloat16 round the
+    difference before squaring (torch squares it in float32)."""
+    return _loss("mse_loss", input, target, size_average, reduce, reduction)
+
+
+def l1_loss(
+    input: Tensor,  # noqa: A002 - torch's name
+    target: Tensor,
+    size_average: Any = None,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``|input - target|``, its mean (or sum, or each)."""
+    return _loss("l1_loss", input, target, size_average, reduce, reduction)
 
 
 def __getattr__(name: str) -> Any:
