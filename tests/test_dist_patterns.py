@@ -923,6 +923,19 @@ def test_init_device_mesh_joins_the_default_group_as_torch_does() -> None:
     assert res.returns == [[3.0, 3.0], [3.0, 3.0], [7.0, 7.0], [7.0, 7.0]]
 
 
+def _mesh_shape(rank: int, world: int) -> tuple:
+    mesh = dist.device_mesh.init_device_mesh("cuda", (1, world), mesh_dim_names=("dp", "tp"))
+    groups = mesh.get_all_groups()
+    ranks = [dist.get_process_group_ranks(g) for g in groups]
+    return mesh.shape, mesh["tp"].shape, ranks, groups[1] is mesh.get_group("tp")
+
+
+def test_device_mesh_shape_and_all_groups_as_torch() -> None:
+    # mesh.shape raised AttributeError
+    res = kernbench.simulate(_mesh_shape, topology="multi_sip", world_size=3, rank_args=True)
+    assert res.returns == [((1, 3), (3,), [[r], [0, 1, 2]], True) for r in range(3)]
+
+
 def _p2p_then_synchronize(rank: int, world: int) -> tuple:
     dist.init_process_group()
     t = torch.ones(4) * rank

@@ -36,6 +36,10 @@ class DeviceMesh:
     def ndim(self) -> int:
         return self.mesh.ndim
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(int(s) for s in self.mesh.shape)
+
     def _dim(self, mesh_dim: int | str | None) -> int:
         if mesh_dim is None:
             if self.ndim != 1:
@@ -53,6 +57,10 @@ class DeviceMesh:
 
     def get_group(self, mesh_dim: int | str | None = None) -> Any:
         return self._groups[self._dim(mesh_dim)]
+
+    def get_all_groups(self) -> list[Any]:
+        """The group along each dimension holding me, in dimension order."""
+        return [self._groups[d] for d in range(self.ndim)]
 
     def size(self, mesh_dim: int | str | None = None) -> int:
         return (
