@@ -382,6 +382,28 @@ def test_mse_and_l1_losses_match_numpy_for_each_reduction(ctx):
         F.mse_loss(x, y, reduction="avg")
 
 
+def test_out_argument_of_torch_functions_receives_the_result(ctx):
+    # torch.matmul(a, b, out=c) raised TypeError (unexpected keyword argument 'out')
+    a_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    a = torch.from_numpy(a_np)
+    c = torch.empty(2, 2)
+    assert torch.matmul(a, torch.ones(3, 2), out=c) is c
+    np.testing.assert_array_equal(c.numpy(), a_np @ np.ones((3, 2), np.float32))
+    flat = torch.empty(8)
+    torch.cat([a.flatten(), torch.ones(2)], out=flat)
+    assert flat.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 1.0, 1.0]
+    x = torch.ones(3)
+    torch.add(x, 2, out=x)
+    assert x.tolist() == [3.0, 3.0, 3.0]
+    index = torch.empty(2, dtype=torch.int32)
+    torch.argmax(a, dim=1, out=index)
+    assert index.tolist() == [2, 2]
+    with pytest.raises(TensorError, match=r"torch.mul: out has shape \(3,\) and the result"):
+        torch.mul(a, 2, out=torch.empty(3))
+    with pytest.raises(TensorError, match="can't be cast to the desired output type"):
+        torch.mul(a, 2.5, out=torch.empty(2, 3, dtype=torch.int32))
+
+
 def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):
     half = torch.ones(3, dtype=torch.float16)
     assert (half + torch.tensor(2.0)).dtype is torch.float16

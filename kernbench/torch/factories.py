@@ -30,6 +30,7 @@ from kernbench.torch.dtypes import (
     python_scalar,
     scalar_dtype,
 )
+from kernbench.torch.functions import with_out
 from kernbench.torch.shapes import dim_index, shape_argument
 from kernbench.torch.tensor import Tensor, new_tensor
 
@@ -293,6 +294,7 @@ def from_numpy(ndarray: np.ndarray, *, dp: Any = None) -> Tensor:
     return _host_values(ndarray, DTYPE_OBJECTS[name], None, dp)
 
 
+@with_out
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along ``dim`` on the device (one copy kernel each); mixed
     dtypes are promoted as torch promotes them (a copy each for those converted)."""
@@ -326,6 +328,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     return out
 
 
+@with_out
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack same-shape tensors along a new ``dim`` on the device (dtypes promoted as
     :func:`cat` promotes them)."""

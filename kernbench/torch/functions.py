@@ -7,6 +7,8 @@ what runs on the device and what on the host is as the method says
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from kernbench.errors import TensorError
@@ -62,6 +64,40 @@ __all__ = [
 ]
 
 
+def with_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
+    """``fn`` taking torch's ``out=`` too: the result is copied into ``out`` (a copy kernel
+    here; torch's kernel writes ``out`` directly), which must have the result's shape
+    (torch would resize it) and a dtype the result can be cast to."""
+    what = f"torch.{fn.__name__}"
+
+    @functools.wraps(fn)
+    def call(*args: Any, out: Any = None, **kwargs: Any) -> Tensor:
+        result = fn(*args, **kwargs)
+        if out is None:
+            return result
+        problem = None
+        if not isinstance(out, Tensor):
+            problem = f"out must be a Tensor, got {type(out).__name__}"
+        elif tuple(out.shape) != tuple(result.shape):
+            problem = (
+                f"out has shape {tuple(out.shape)} and the result {tuple(result.shape)}; "
+                "torch would resize out, here give it the result's shape"
+            )
+        elif result.dtype.is_floating_point and not out.dtype.is_floating_point:
+            problem = (
+                f"result type {result.dtype!r} can't be cast to the desired output type "
+                f"{out.dtype!r}"
+            )
+        if problem is not None:
+            result.free()
+            raise TensorError(f"{what}: {problem}")
+        out.copy_(result)
+        result.free()
+        return out
+
+    return call
+
+
 def _tensor(value: Any, what: str) -> Tensor:
     if not isinstance(value, Tensor):
         raise TensorError(f"torch.{what}: expected a Tensor, got {type(value).__name__}")
@@ -69,18 +105,22 @@ def _tensor(value: Any, what: str) -> Tensor:
 
 
 # PyTorch's parameter is named ``input``; the functions keep that name.
+@with_out
 def abs(input: Tensor) -> Tensor:  # noqa: A001,A002
     return _tensor(input, "abs").abs()
 
 
+@with_out
 def exp(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "exp").exp()
 
 
+@with_out
 def log(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "log").log()
 
 
+@with_out
 def sqrt(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "sqrt").sqrt()
 
@@ -98,6 +138,7 @@ def norm(
     return _tensor(input, "norm").norm(p, dim, keepdim, dtype)
 
 
+@with_out
 def var(
     input: Tensor,  # noqa: A002
     dim: Any = None,
@@ -109,6 +150,7 @@ def var(
     return _tensor(input, "var").var(dim, unbiased, keepdim, correction=correction)
 
 
+@with_out
 def std(
     input: Tensor,  # noqa: A002
     dim: Any = None,
@@ -120,6 +162,7 @@ def std(
     return _tensor(input, "std").std(dim, unbiased, keepdim, correction=correction)
 
 
+@with_out
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001,A002
     """``input ** exponent``: a tensor to a number, or a number (> 0) to a tensor."""
     if isinstance(input, Tensor):
@@ -131,26 +174,32 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001,A002
     )
 
 
+@with_out
 def rsqrt(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "rsqrt").rsqrt()
 
 
+@with_out
 def sin(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "sin").sin()
 
 
+@with_out
 def cos(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "cos").cos()
 
 
+@with_out
 def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "sigmoid").sigmoid()
 
 
+@with_out
 def tanh(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "tanh").tanh()
 
 
+@with_out
 def erf(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "erf").erf()
 
@@ -159,6 +208,7 @@ def relu(input: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "relu").relu()
 
 
+@with_out
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A001,A002
     return _tensor(input, "clamp").clamp(min, max)
 
@@ -166,38 +216,47 @@ def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A
 clip = clamp
 
 
+@with_out
 def add(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
     return _tensor(input, "add").add(other, alpha=alpha)
 
 
+@with_out
 def sub(input: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
     return _tensor(input, "sub").sub(other, alpha=alpha)
 
 
+@with_out
 def mul(input: Tensor, other: Any) -> Tensor:  # noqa: A002
     return _tensor(input, "mul").mul(other)
 
 
+@with_out
 def div(input: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:  # noqa: A002
     return _tensor(input, "div").div(other, rounding_mode=rounding_mode)
 
 
+@with_out
 def bmm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "bmm").bmm(mat2)
 
 
+@with_out
 def addcmul(input: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:  # noqa: A002
     return _tensor(input, "addcmul").addcmul(tensor1, tensor2, value=value)
 
 
+@with_out
 def addcdiv(input: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:  # noqa: A002
     return _tensor(input, "addcdiv").addcdiv(tensor1, tensor2, value=value)
 
 
+@with_out
 def lerp(input: Tensor, end: Any, weight: Any) -> Tensor:  # noqa: A002
     return _tensor(input, "lerp").lerp(end, weight)
 
 
+@with_out
 def sum(  # noqa: A001
     input: Tensor,  # noqa: A002
     dim: Any = None,
@@ -209,6 +268,7 @@ def sum(  # noqa: A001
     return _tensor(input, "sum").sum(dim, keepdim, dtype=dtype, axis=axis)
 
 
+@with_out
 def mean(
     input: Tensor,  # noqa: A002
     dim: Any = None,
@@ -228,18 +288,22 @@ def min(input: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = No
     return _tensor(input, "min").min(dim, keepdim, axis=axis)
 
 
+@with_out
 def argmax(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
     return _tensor(input, "argmax").argmax(dim, keepdim)
 
 
+@with_out
 def argmin(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A002
     return _tensor(input, "argmin").argmin(dim, keepdim)
 
 
+@with_out
 def maximum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "maximum").maximum(other)
 
 
+@with_out
 def minimum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "minimum").minimum(other)
 
@@ -248,14 +312,17 @@ def softmax(input: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = No
     return _tensor(input, "softmax").softmax(dim, dtype, axis=axis)
 
 
+@with_out
 def matmul(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "matmul").matmul(other)
 
 
+@with_out
 def mm(input: Tensor, mat2: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "mm").mm(mat2)
 
 
+@with_out
 def dot(input: Tensor, tensor: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "dot").dot(tensor)
 
