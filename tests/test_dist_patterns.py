@@ -923,6 +923,20 @@ def test_init_device_mesh_joins_the_default_group_as_torch_does() -> None:
     assert res.returns == [[3.0, 3.0], [3.0, 3.0], [7.0, 7.0], [7.0, 7.0]]
 
 
+def _synchronized(rank: int, world: int) -> tuple:
+    dist.init_process_group()
+    t = torch.ones(2) * rank
+    work = dist.all_reduce(t, async_op=True)
+    work.synchronize()
+    return work.is_completed(), t.tolist()
+
+
+def test_work_synchronize_waits_for_the_collective() -> None:
+    # Work.synchronize raised AttributeError
+    res = kernbench.simulate(_synchronized, topology="multi_sip", world_size=3, rank_args=True)
+    assert res.returns == [(True, [3.0, 3.0])] * 3
+
+
 def _mesh_shape(rank: int, world: int) -> tuple:
     mesh = dist.device_mesh.init_device_mesh("cuda", (1, world), mesh_dim_names=("dp", "tp"))
     groups = mesh.get_all_groups()

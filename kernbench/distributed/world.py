@@ -260,6 +260,10 @@ class Work:
         world.scheduler.wait_until(rv.done, f"{self._what} to finish")
         return True
 
+    def synchronize(self) -> None:
+        """As torch's: the work done before what follows (here that is :meth:`wait`)."""
+        self.wait()
+
     def is_completed(self) -> bool:
         return self._rv.done is not None and self._rv.done.processed
 
