@@ -119,8 +119,7 @@ def _pickled(obj: Any, what: str, rank: int) -> bytes:
     except Exception as exc:  # noqa: BLE001 - any pickling failure is the user's object
         raise DistributedError(
             f"{what}: rank {rank} cannot pickle its object ({type(exc).__name__}: {exc}); "
-            "object collectives move picklable objects (a tensor here is device memory: "
-            "send t.tolist(), or the tensor itself with the tensor collectives)"
+            "object collectives move picklable objects"
         ) from None
 
 
