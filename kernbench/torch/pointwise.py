@@ -12,6 +12,7 @@ none) and return Python bools.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -71,6 +72,22 @@ def _tensor_argument(value: Any, what: str) -> None:
         raise TensorError(f"{what}: expected a Tensor, got {type(value).__name__}")
 
 
+def _unary_methods(op: str) -> tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]:
+    """``t.op()`` and its in-place form ``t.op_()``, as device kernels."""
+
+    def method(self: Tensor) -> Tensor:
+        return _elementwise(self, op)
+
+    def in_place(self: Tensor) -> Tensor:
+        return _elementwise(self, op, out=self)
+
+    method.__name__ = method.__qualname__ = op
+    in_place.__name__ = in_place.__qualname__ = f"{op}_"
+    method.__doc__ = f"Elementwise {op}, as torch's (a device kernel)."
+    in_place.__doc__ = f"Elementwise {op} in place, as torch's (a device kernel)."
+    return method, in_place
+
+
 class TensorPointwise:
     """Elementwise math, ``softmax``, ``matmul`` and comparisons of tensors."""
 
@@ -80,50 +97,17 @@ class TensorPointwise:
     def _unary(self: Tensor, op: str, out: Tensor | None = None) -> Tensor:
         return _elementwise(self, op, out)
 
-    def abs(self: Tensor) -> Tensor:
-        return self._unary("abs")
-
-    def rsqrt(self: Tensor) -> Tensor:
-        return self._unary("rsqrt")
-
-    def rsqrt_(self: Tensor) -> Tensor:
-        return self._unary("rsqrt", out=self)
-
-    def sin(self: Tensor) -> Tensor:
-        return self._unary("sin")
-
-    def sin_(self: Tensor) -> Tensor:
-        return self._unary("sin", out=self)
-
-    def cos(self: Tensor) -> Tensor:
-        return self._unary("cos")
-
-    def cos_(self: Tensor) -> Tensor:
-        return self._unary("cos", out=self)
-
-    def sigmoid(self: Tensor) -> Tensor:
-        return self._unary("sigmoid")
-
-    def sigmoid_(self: Tensor) -> Tensor:
-        return self._unary("sigmoid", out=self)
-
-    def tanh(self: Tensor) -> Tensor:
-        return self._unary("tanh")
-
-    def tanh_(self: Tensor) -> Tensor:
-        return self._unary("tanh", out=self)
-
-    def erf(self: Tensor) -> Tensor:
-        return self._unary("erf")
-
-    def erf_(self: Tensor) -> Tensor:
-        return self._unary("erf", out=self)
-
-    def relu(self: Tensor) -> Tensor:
-        return self._unary("relu")
-
-    def relu_(self: Tensor) -> Tensor:
-        return self._unary("relu", out=self)
+    abs, abs_ = _unary_methods("abs")
+    exp, exp_ = _unary_methods("exp")
+    log, log_ = _unary_methods("log")
+    sqrt, sqrt_ = _unary_methods("sqrt")
+    rsqrt, rsqrt_ = _unary_methods("rsqrt")
+    sin, sin_ = _unary_methods("sin")
+    cos, cos_ = _unary_methods("cos")
+    sigmoid, sigmoid_ = _unary_methods("sigmoid")
+    tanh, tanh_ = _unary_methods("tanh")
+    erf, erf_ = _unary_methods("erf")
+    relu, relu_ = _unary_methods("relu")
 
     def pow(self: Tensor, exponent: Any) -> Tensor:
         """``self ** exponent`` for a number ``exponent`` (as torch's pow)."""
@@ -234,27 +218,6 @@ class TensorPointwise:
         if x is not self:
             x.free()
         return target
-
-    def abs_(self: Tensor) -> Tensor:
-        return self._unary("abs", out=self)
-
-    def exp(self: Tensor) -> Tensor:
-        return self._unary("exp")
-
-    def exp_(self: Tensor) -> Tensor:
-        return self._unary("exp", out=self)
-
-    def log(self: Tensor) -> Tensor:
-        return self._unary("log")
-
-    def log_(self: Tensor) -> Tensor:
-        return self._unary("log", out=self)
-
-    def sqrt(self: Tensor) -> Tensor:
-        return self._unary("sqrt")
-
-    def sqrt_(self: Tensor) -> Tensor:
-        return self._unary("sqrt", out=self)
 
     __abs__ = abs
 
