@@ -521,3 +521,29 @@ def test_a_bad_tune_table_is_refused_before_anything_runs(tmp_path):
             lambda: ran.append(1), topology="ring8", overrides=[f"ccl.tune_table={table}"]
         )
     assert ran == []
+
+
+def test_a_table_for_another_world_size_neither_stops_tuning_nor_runs_without_auto(tmp_path):
+    """Only auto reads the table, so only auto checks that it fits: tuning anew (its
+    measured runs name their algorithms) and runs that pick no algorithm by it go on."""
+    from kernbench.bench.tune import tune
+
+    table = tmp_path / "eight.yaml"
+    table.write_text(yaml.safe_dump(tune("ring8", sizes=[4096], world_size=8)))
+    retuned = tune("ring8", sizes=[4096], world_size=4, overrides=[f"ccl.tune_table={table}"])
+    assert retuned["world_size"] == 4
+    run = kernbench.simulate(
+        _all_reduce_body,
+        topology="ring8",
+        world_size=4,
+        overrides=[f"ccl.tune_table={table}", "ccl.all_reduce=ring"],
+    )
+    assert [c["config"] for c in run.report["collectives"]] == ["ring"]
+
+
+def _all_reduce_body() -> None:
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    dist.init_process_group()
+    dist.all_reduce(torch.ones(16))

@@ -76,7 +76,7 @@ class Run:
             topology = load_topology(topology, topology_overrides)
         ctx = self.ctx = RuntimeContext(topology, timing_only=timing_only)
         use_settings(ctx, CclSettings.from_overrides(ccl_overrides))
-        check_run_table(ctx, world_size)  # a bad tune table is an error before anything runs
+        check_run_table(ctx)  # a missing or malformed tune table is an error before anything runs
         self.link_bytes = LinkBytes(len(ctx.machine.graph.edges))
         ctx.machine.observers.add(self.link_bytes)
         self.collector = None

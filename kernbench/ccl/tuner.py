@@ -609,12 +609,14 @@ _TABLES: dict[str, tuple[tuple[int, ...], TuneTable]] = {}
 _DIGEST: list[Any] = [None, ""]  # the last topology digested, and its digest
 
 
-def check_run_table(ctx: RuntimeContext, world_size: int | None) -> None:
-    """Read and check the run's tune table (``--set ccl.tune_table``), if it has one,
-    before anything runs: its file, machine, catalogue and, when known, world size."""
+def check_run_table(ctx: RuntimeContext) -> None:
+    """Read the run's tune table (``--set ccl.tune_table``), if it has one, before anything
+    runs: a missing or malformed file is an error now.  Whether it fits the machine,
+    world size and catalogue is checked where ``auto`` first reads it (a run that never
+    picks by it, ``kernbench tune`` measuring a new one, may name an older table)."""
     path = ccl_settings(ctx).tune_table
     if path:
-        _checked_table(path, ctx, world_size)
+        _loaded_table(path)
 
 
 def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: RuntimeContext) -> str | None:
@@ -636,8 +638,8 @@ def _table_winner(path: str, op: str, size: int, nbytes: int, ctx: RuntimeContex
     return row.winner
 
 
-def _checked_table(path: str, ctx: RuntimeContext, world_size: int | None) -> TuneTable:
-    """The table at ``path`` (read again when the file changes), checked against the run."""
+def _loaded_table(path: str) -> TuneTable:
+    """The table at ``path``, read again when the file changes."""
     try:
         info = os.stat(path)
         signature = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
@@ -645,10 +647,15 @@ def _checked_table(path: str, ctx: RuntimeContext, world_size: int | None) -> Tu
         signature = ()  # load_tune_table says what is wrong
     cached = _TABLES.get(path)
     if cached is not None and signature and cached[0] == signature:
-        table = cached[1]
-    else:
-        table = load_tune_table(path)
-        _TABLES[path] = (signature, table)
+        return cached[1]
+    table = load_tune_table(path)
+    _TABLES[path] = (signature, table)
+    return table
+
+
+def _checked_table(path: str, ctx: RuntimeContext, world_size: int | None) -> TuneTable:
+    """The table at ``path``, checked against the run."""
+    table = _loaded_table(path)
     topology = ctx.topology
     if _DIGEST[0] is not topology:
         _DIGEST[:] = [topology, topology_digest(topology)]
