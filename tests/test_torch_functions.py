@@ -849,3 +849,12 @@ def test_assert_close_of_integers_says_not_equal_and_of_numbers_uses_float64(ctx
     with pytest.raises(AssertionError, match="Scalars are not close"):
         torch.testing.assert_close(1.0, 1.0 + 1e-6)  # float64's rtol 1e-7, as torch
     torch.testing.assert_close(1.0, 1.0 + 1e-8)
+
+
+def test_assert_close_picks_tolerances_by_type_not_by_value():
+    torch.testing.assert_close(1e10, 1e10 + 1)  # floats: float64's rtol, whole or not
+    torch.testing.assert_close(np.array([1.0], np.float32), np.array([1.000001], np.float32))
+    with pytest.raises(AssertionError, match="Scalars are not close"):
+        torch.testing.assert_close(2.0, 3.0)
+    with pytest.raises(AssertionError, match="Scalars are not equal"):
+        torch.testing.assert_close(2, 3)

@@ -23,14 +23,21 @@ _TOLERANCES = {
     "float16": (1e-3, 1e-5),
     "bfloat16": (1.6e-2, 1e-5),
     "float32": (1.3e-6, 1e-5),
+    "float64": (1e-7, 1e-7),
 }
 
 
-def _values(value: Any, which: str) -> tuple[np.ndarray, Any]:
+def _values(value: Any, which: str) -> tuple[np.ndarray, Any, str]:
+    """The values (float64), the torch dtype (None for others) and the dtype's name that
+    picks the default tolerances (Python floats are float64's, ints exact)."""
     if isinstance(value, Tensor):
-        return np.asarray(value.numpy(), dtype=np.float64), value.dtype
-    if isinstance(value, bool | int | float | np.generic | np.ndarray | list | tuple):
-        return np.asarray(value, dtype=np.float64), None
+        return np.asarray(value.numpy(), dtype=np.float64), value.dtype, value.dtype.name
+    if isinstance(value, np.ndarray | np.generic):
+        return np.asarray(value, dtype=np.float64), None, np.asarray(value).dtype.name
+    if isinstance(value, bool | int | float | list | tuple):
+        given = np.asarray(value)
+        kind = "float64" if given.dtype.kind == "f" else "int64"
+        return np.asarray(value, dtype=np.float64), None, kind
     raise TensorError(
         f"torch.testing.assert_close: {which} is a Tensor or numbers, got {type(value).__name__}"
     )
@@ -69,18 +76,14 @@ def assert_close(
             f"No comparison pair was able to handle inputs of type {type(actual)} and "
             f"{type(expected)}."
         )
-    a, a_dtype = _values(actual, "actual")
-    e, e_dtype = _values(expected, "expected")
+    a, a_dtype, a_kind = _values(actual, "actual")
+    e, e_dtype, _ = _values(expected, "expected")
     if a.shape != e.shape:
         _fail(f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}.", msg)
     if check_dtype and a_dtype is not e_dtype:
         _fail(f"The values for attribute 'dtype' do not match: {a_dtype} != {e_dtype}.", msg)
     if rtol is None:
-        if a_dtype is None:  # numbers: float64's tolerances, as torch's, or exact integers
-            exact = np.all(a == np.round(a)) and np.all(e == np.round(e))
-            rtol, atol = (0.0, 0.0) if exact else (1e-7, 1e-7)
-        else:
-            rtol, atol = _TOLERANCES.get(a_dtype.name, (0.0, 0.0))
+        rtol, atol = _TOLERANCES.get(a_kind, (0.0, 0.0))
     with np.errstate(invalid="ignore", over="ignore"):
         close = np.isclose(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
         close |= (a == e) | (equal_nan & np.isnan(a) & np.isnan(e))
