@@ -858,3 +858,12 @@ def test_assert_close_picks_tolerances_by_type_not_by_value():
         torch.testing.assert_close(2.0, 3.0)
     with pytest.raises(AssertionError, match="Scalars are not equal"):
         torch.testing.assert_close(2, 3)
+
+
+def test_loss_and_linear_misuse_names_the_function(ctx):
+    ints = torch.tensor([1, 2])
+    with pytest.raises(TensorError, match="mse_loss: input and target must be floating"):
+        F.mse_loss(ints, ints, reduction="sum")
+    with pytest.raises(TensorError, match="linear: bias of shape \\(3,\\) does not add"):
+        F.linear(torch.ones(2, 4), torch.ones(5, 4), torch.ones(3))
+    assert torch.pow(math.inf, torch.tensor([0.0, 1.0])).tolist() == [1.0, math.inf]

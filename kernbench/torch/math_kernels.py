@@ -124,6 +124,7 @@ def _pow_kernel(
             e = e >> 1
     elif MODE == "base":
         y = tl.exp(x.to(tl.float64) * tl.log(p.to(tl.float64)))
+        y = tl.where(x == 0, 1.0, y)  # p ** 0 is 1, an infinite p too
         if ONE:
             y = tl.full((BLOCK,), 1.0, tl.float32)  # 1 ** t is 1, inf and NaN t too
     elif INTEGRAL and POWER == 0:

@@ -80,7 +80,14 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                 f"torch.nn.functional.linear: bias is {b.dtype!r} and the product "
                 f"{out.dtype!r}; give them one dtype"
             )
-        out.add_(b)
+        try:
+            out.add_(b)
+        except TensorError as exc:
+            out.free()
+            raise TensorError(
+                f"torch.nn.functional.linear: bias of shape {tuple(b.shape)} does not add to "
+                f"the product of shape {tuple(out.shape)} ({exc})"
+            ) from None
     return out
 
 
@@ -97,6 +104,11 @@ def _loss(
         raise TensorError(
             f"torch.nn.functional.{what}: reduction {reduction!r} is not one of "
             f"{', '.join(map(repr, _REDUCTIONS))}"
+        )
+    if not (x.dtype.is_floating_point and y.dtype.is_floating_point):
+        raise TensorError(
+            f"torch.nn.functional.{what}: input and target must be floating tensors, got "
+            f"{x.dtype!r} and {y.dtype!r} (as torch); call .float() first"
         )
     if tuple(x.shape) != tuple(y.shape):
         warnings.warn(
