@@ -820,6 +820,13 @@ def test_layer_norm_and_rms_norm_match_numpy(ctx):
         ),
         (lambda x: F.layer_norm(x, 8, torch.ones(4)), "weight of shape (4,) must have the norm"),
         (lambda x: F.rms_norm(x.int(), 8), "rms_norm: expected a floating tensor"),
+        # these raised ValueError, TypeError or AttributeError from inside the library
+        (lambda x: F.layer_norm(x, 8, eps="a"), "layer_norm: eps must be a number"),
+        (lambda x: F.rms_norm(x, 8, eps="a"), "rms_norm: eps must be a number"),
+        (lambda x: F.layer_norm(x, None), "normalized_shape must be an int or a sequence"),
+        (lambda x: F.rms_norm(x, 8.0), "rms_norm: normalized_shape must be an int or a"),
+        (lambda x: F.layer_norm(x, (8.0,)), "layer_norm: normalized_shape must be an int"),
+        (lambda x: F.rms_norm(x.tolist(), 8), "rms_norm: expected a Tensor, got list"),
     ],
 )
 def test_norm_misuse_names_the_call(ctx, call, message):

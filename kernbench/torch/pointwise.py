@@ -12,6 +12,8 @@ none) and return Python bools.
 from __future__ import annotations
 
 import math
+import numbers
+import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -412,11 +414,32 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch'
     return _elementwise(input, "silu", out=input if inplace else None)
 
 
+def _normalized_shape(what: str, normalized_shape: Any) -> tuple[int, ...]:
+    """``normalized_shape`` (an int or a sequence of ints, as torch takes it) as a tuple."""
+    if isinstance(normalized_shape, bool | str) or normalized_shape is None:
+        given = None
+    elif hasattr(normalized_shape, "__index__"):
+        given = [normalized_shape]
+    else:
+        try:
+            given = list(normalized_shape)
+        except TypeError:
+            given = None
+    if given is None or not all(hasattr(d, "__index__") and not isinstance(d, bool) for d in given):
+        raise TensorError(
+            f"{what}: normalized_shape must be an int or a sequence of ints, the input's last "
+            f"dims (as in torch), got {normalized_shape!r}"
+        )
+    return tuple(operator.index(d) for d in given)
+
+
 def _normalized(
     what: str, input: Tensor, normalized_shape: Any, weight: Any, bias: Any, eps: float, rms: bool
 ) -> Tensor:  # noqa: A002
     _tensor_argument(input, what)
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    shape = _normalized_shape(what, normalized_shape)
+    if not isinstance(eps, numbers.Real):
+        raise TensorError(f"{what}: eps must be a number (as in torch), got {eps!r}")
     k = len(shape)
     if not k or tuple(input.shape[-k:]) != shape or input.ndim < k:
         raise TensorError(
@@ -476,6 +499,7 @@ def rms_norm(
 ) -> Tensor:
     """``torch.nn.functional.rms_norm``: ``x / sqrt(mean(x**2) + eps) * weight``; ``eps``
     None is the dtype's machine epsilon, as torch's."""
+    _tensor_argument(input, "rms_norm")
     if eps is None:
         eps = float(np.finfo(np.float16 if input.dtype.name == "float16" else np.float32).eps)
         if input.dtype.name == "bfloat16":
