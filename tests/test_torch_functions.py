@@ -195,6 +195,9 @@ def test_softmax_like_the_triton_tutorial(ctx):
     )
     with pytest.raises(TensorError, match="not a floating dtype"):
         torch.tensor([1, 2]).softmax(0)
+    # a dtype that is not one was taken for a device: "unknown device type 'bogus'"
+    with pytest.raises(TensorError, match="unsupported dtype 'bogus'"):
+        F.softmax(x, dim=1, dtype="bogus")
 
 
 def _round_bfloat16(a: np.ndarray) -> np.ndarray:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.dtypes import get_default_dtype, python_scalar
+from kernbench.torch.dtypes import as_torch_dtype, get_default_dtype, python_scalar
 from kernbench.torch.math_kernels import (
     SAME_DTYPE,
     launch_clamp,
@@ -230,14 +230,14 @@ class TensorPointwise:
         dim = axis if dim is None else dim
         if dim is None:
             raise TensorError("softmax: give dim (softmax(x, dim=-1))")
-        x = self if dtype is None else self.to(dtype)
+        d = dim_index(dim, self.ndim)
+        x = self if dtype is None else self.to(as_torch_dtype(dtype))
         if not x.dtype.is_floating_point:
             raise TensorError(
                 f"softmax of {self.storage_device_tensor.name!r}: {x.dtype!r} is not a floating "
                 "dtype; pass dtype=torch.float32 or call .float() first"
             )
         shape = tuple(x.shape)
-        d = dim_index(dim, x.ndim)
         out = x.new_empty(shape)
         if out.numel():
             dense = x.dense()
