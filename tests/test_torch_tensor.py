@@ -578,6 +578,31 @@ def test_tensors_follow_the_bound_device_and_device_arguments():
         assert z.cuda().device.index == 1
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda a, b: torch.nn.functional.linear(a, b), "matmul of shapes (2, 2) and (2, 2)"),
+        (lambda a, b: torch.maximum(a, b), "maximum"),
+        (lambda a, b: torch.nn.functional.layer_norm(a, 2, b[0]), "layer_norm"),
+        (lambda a, b: torch.nn.functional.rms_norm(a, 2, b[0]), "rms_norm"),
+    ],
+)
+def test_operands_on_different_devices_are_refused_as_torch_does(call, message):
+    # these computed across devices (only the elementwise operators refused)
+    with use_context(RuntimeContext(TINY, overrides=PE_DEVICES)):
+        a, b = torch.ones(2, 2), torch.ones(2, 2, device="ahbm:1")
+        with pytest.raises(TensorError) as info:
+            call(a, b)
+        assert f"{message}: tensors are on different devices (ahbm:0 and ahbm:1)" in str(info.value)
+
+
+def test_out_on_another_device_is_refused_as_torch_does():
+    with use_context(RuntimeContext(TINY, overrides=PE_DEVICES)):
+        out = torch.empty(2, device="ahbm:1")
+        with pytest.raises(TensorError, match=re.escape("torch.add: out is on ahbm:1 and the")):
+            torch.add(torch.ones(2), 1, out=out)
+
+
 # ----------------------------------------------------------------------------- random
 
 

@@ -29,7 +29,7 @@ from kernbench.torch.dtypes import (
     python_scalar,
     scalar_result_dtype,
 )
-from kernbench.torch.views import broadcast_shapes
+from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
@@ -342,11 +342,7 @@ def _times_alpha(other: Any, alpha: Any) -> Any:
 
 def _check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int, ...]:
     """The shape ``a op b`` has: the broadcast of both (``a``'s own when in place)."""
-    if a.get_device() != b.get_device():
-        raise TensorError(
-            f"{what}: tensors are on different devices ({a.device} and {b.device}); "
-            "move one with .to(...)"
-        )
+    same_device(what, a, b)
     if a.shape == b.shape:
         return tuple(a.shape)
     shape = broadcast_shapes(a.shape, b.shape, what)

@@ -83,6 +83,11 @@ def with_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
                 f"out has shape {tuple(out.shape)} and the result {tuple(result.shape)}; "
                 "torch would resize out, here give it the result's shape"
             )
+        elif out.get_device() != result.get_device():
+            problem = (
+                f"out is on {out.device} and the result on {result.device}; give out on the "
+                "inputs' device (as torch)"
+            )
         elif result.dtype.is_floating_point and not out.dtype.is_floating_point:
             problem = (
                 f"result type {result.dtype!r} can't be cast to the desired output type "

@@ -31,7 +31,7 @@ from kernbench.torch.math_kernels import (
     launch_unary,
 )
 from kernbench.torch.shapes import dim_index
-from kernbench.torch.views import broadcast_shapes
+from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -256,6 +256,7 @@ class TensorPointwise:
         _tensor_argument(other, "matmul")
         a_shape, b_shape = tuple(self.shape), tuple(other.shape)
         what = f"matmul of shapes {a_shape} and {b_shape}"
+        same_device(what, self, other)
         if self.dtype is not other.dtype:
             raise TensorError(
                 f"{what}: expected both operands to have the same dtype, got {self.dtype!r} and "
@@ -454,6 +455,7 @@ def _normalized(
             params.append(None)
             continue
         _tensor_argument(value, f"{what} {name}")
+        same_device(what, input, value)
         if tuple(value.shape) != shape:
             raise TensorError(
                 f"{what}: {name} of shape {tuple(value.shape)} must have the normalized shape "

@@ -29,7 +29,7 @@ from kernbench.torch.device_kernels import (
 )
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype, python_scalar
 from kernbench.torch.shapes import dim_index
-from kernbench.torch.views import broadcast_shapes
+from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -303,6 +303,7 @@ class TensorReductions:
                 f"{'maximum' if op == 'max' else 'minimum'}: other must be a Tensor, got "
                 f"{type(other).__name__}"
             )
+        same_device("maximum" if op == "max" else "minimum", self, other)
         dtype = pair_dtype(self, other)  # as torch promotes: int32 and float32 give float32
         shape = broadcast_shapes(self.shape, other.shape, f"{op}(other)")
         x, temps = dense_as(self, shape, None if self.dtype is dtype else dtype)

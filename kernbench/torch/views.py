@@ -27,6 +27,7 @@ __all__ = [
     "contiguous_strides",
     "index_geometry",
     "reshape_shape",
+    "same_device",
     "view_strides",
 ]
 
@@ -233,6 +234,16 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int], what: str) -> tuple[int
             )
         out.append(y if x == 1 else x)
     return tuple(reversed(out))
+
+
+def same_device(what: str, first: Any, *others: Any) -> None:
+    """Refuse tensors of one call that live on different devices, as torch does."""
+    for other in others:
+        if other.get_device() != first.get_device():
+            raise TensorError(
+                f"{what}: tensors are on different devices ({first.device} and {other.device}); "
+                "move one with .to(...)"
+            )
 
 
 def coalesce(
