@@ -794,6 +794,22 @@ def test_testing_assert_close_as_torch(ctx):
         torch.testing.assert_close(a, a, rtol=1e-3)
 
 
+def test_assert_close_checks_the_device_and_reports_infinite_differences():
+    # equal values on two devices passed; an infinite difference read 1.79769e+308
+    with use_context(RuntimeContext("tiny", overrides=["system.device_level=pe"])):
+        a = torch.tensor([1.0, float("inf")])
+        there = a.to("ahbm:1")
+        with pytest.raises(AssertionError) as info:
+            torch.testing.assert_close(a, there)
+        assert (
+            str(info.value) == "The values for attribute 'device' do not match: ahbm:0 != ahbm:1."
+        )
+        torch.testing.assert_close(a, there, check_device=False)
+        with pytest.raises(AssertionError) as info:
+            torch.testing.assert_close(a, torch.tensor([1.0, -float("inf")]))
+        assert "Greatest absolute difference: inf at index (1,)" in str(info.value)
+
+
 def test_layer_norm_and_rms_norm_match_numpy(ctx):
     rng = np.random.default_rng(0)
     values = (rng.standard_normal((6, 3, 40)) * 2 + 5).astype(np.float32)

@@ -80,6 +80,12 @@ def assert_close(
     e, e_dtype, _ = _values(expected, "expected")
     if a.shape != e.shape:
         _fail(f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}.", msg)
+    if check_device and isinstance(actual, Tensor) and actual.device != expected.device:
+        _fail(
+            f"The values for attribute 'device' do not match: {actual.device} != "
+            f"{expected.device}.",
+            msg,
+        )
     if check_dtype and a_dtype is not e_dtype:
         _fail(f"The values for attribute 'dtype' do not match: {a_dtype} != {e_dtype}.", msg)
     if rtol is None:
@@ -93,8 +99,8 @@ def assert_close(
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         absolute = np.where(close, 0.0, np.abs(a - e))
         relative = np.where(close, 0.0, absolute / np.abs(e))
-    absolute = np.nan_to_num(absolute, nan=np.inf)
-    relative = np.nan_to_num(relative, nan=np.inf)
+    absolute = np.nan_to_num(absolute, nan=np.inf, posinf=np.inf)
+    relative = np.nan_to_num(relative, nan=np.inf, posinf=np.inf)
     at_abs = np.unravel_index(int(np.argmax(absolute)), a.shape) if a.shape else ()
     at_rel = np.unravel_index(int(np.argmax(relative)), a.shape) if a.shape else ()
     exact = rtol == 0 and atol == 0
