@@ -483,6 +483,28 @@ def test_tl_randint_randn_and_their_refusals(ctx):
         float_offsets[(1,)](torch.empty(4))
 
 
+@triton.jit
+def _rand_at(out_ptr, seed, OFFSET: tl.constexpr, SEEDS: tl.constexpr):
+    offsets = tl.arange(0, 4)
+    seeds = seed + tl.arange(0, SEEDS) if SEEDS else seed
+    tl.store(out_ptr + offsets, tl.rand(seeds, OFFSET if OFFSET else offsets))
+
+
+@pytest.mark.parametrize(
+    ("seed", "offset", "seeds", "message"),
+    [
+        # these said "outside a kernel", the OverflowError, the ValueError of NumPy
+        (2**70, 0, 0, "kernel '_rand_at': argument seed=1180591620717411303424 does not fit"),
+        (1, 2**40, 0, "tl.randint4x's offset 1099511627776 does not fit in 32 bits"),
+        (1, 0, 8, "tl.philox's seed and offsets must broadcast together, got shapes (8,), (4,)"),
+    ],
+)
+def test_tl_rand_refuses_seeds_and_offsets_it_cannot_take(ctx, seed, offset, seeds, message):
+    with pytest.raises(KernelError) as info:
+        _rand_at[(1,)](torch.empty(4), seed, OFFSET=offset, SEEDS=seeds)
+    assert message in str(info.value)
+
+
 # ----------------------------------------------------------------------------- 06 fused attention
 
 

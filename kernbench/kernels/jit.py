@@ -272,6 +272,11 @@ class JITFunction:
 
     def runtime_value(self, name: str, value: Any) -> Any:
         """Run-time argument ``name`` as the kernel function receives it."""
+        if type(value) is int and not -(2**63) <= value < 2**64:
+            raise KernelError(
+                f"kernel {self.name!r}: argument {name}={value} does not fit in 64 bits "
+                "(Triton's launcher passes integers as int32, int64 or uint64)"
+            )
         return tl.runtime_scalar(value, specialize=name not in self.do_not_specialize)
 
     @staticmethod

@@ -70,6 +70,11 @@ def _counter(offset: Any, what: str) -> np.ndarray:
     """The offsets' bits as uint32 values held in uint64 (room for the products)."""
     offset = _value(offset)
     if isinstance(offset, int) and not isinstance(offset, bool):
+        if not -(2**31) <= offset < 2**31:
+            raise KernelError(
+                f"{where_am_i()}: {what}'s offset {offset} does not fit in 32 bits (Triton "
+                "takes it as int64); 64-bit Philox is not modelled"
+            )
         offset = Block(np.asarray(offset, dtype=np.int32), int32)
     if not isinstance(offset, Block) or not (
         offset.dtype.is_int() and offset.dtype.primitive_bitwidth == 32
@@ -87,7 +92,14 @@ def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: Any = N_ROUN
     rounds = int(_value(n_rounds))
     seed64 = _seed_bits(seed, "tl.philox")
     counters = [_counter(c, "tl.philox") for c in (c0, c1, c2, c3)]
-    shape = np.broadcast_shapes(seed64.shape, *(c.shape for c in counters))
+    shapes = (seed64.shape, *(c.shape for c in counters))
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise KernelError(
+            f"{where_am_i()}: tl.philox's seed and offsets must broadcast together, got "
+            f"shapes {', '.join(map(str, shapes))}"
+        ) from None
     c0_, c1_, c2_, c3_ = (np.broadcast_to(c, shape) for c in counters)
     k0 = np.broadcast_to(seed64 & _LOW32, shape)
     k1 = np.broadcast_to((seed64 >> np.uint64(32)) & _LOW32, shape)
