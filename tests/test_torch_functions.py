@@ -644,6 +644,10 @@ def test_activation_dtypes_and_in_place_forms_as_torch(ctx):
         (lambda i, x: x.clamp(torch.zeros(2)), "for tensor bounds use torch.maximum(t, low)"),
         (lambda i, x: i.clamp_(0.5), "can't be cast to the in-place output type torch.int32"),
         (lambda i, x: i.sigmoid_(), "can't be cast to the in-place output type torch.int32"),
+        # bounds past the dtype wrapped: int32 min=2**40 gave zeros, uint8 min=256 too
+        (lambda i, x: i.clamp(min=2**40), "scalar 1099511627776 does not fit torch.int32"),
+        (lambda i, x: i.to(torch.uint8).clamp(256), "scalar 256 does not fit torch.uint8 [0, 255]"),
+        (lambda i, x: i.clamp(10**20), "scalar 100000000000000000000 does not fit torch.int32"),
     ],
 )
 def test_activation_misuse_is_refused_by_name(ctx, call, message):

@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.dtypes import as_torch_dtype, get_default_dtype, python_scalar
+from kernbench.torch.dtypes import (
+    as_torch_dtype,
+    check_scalar_fits,
+    get_default_dtype,
+    python_scalar,
+)
 from kernbench.torch.math_kernels import (
     SAME_DTYPE,
     launch_clamp,
@@ -209,6 +214,12 @@ class TensorPointwise:
                     f"{what} of {self.storage_device_tensor.name!r}: result type {rtype!r} "
                     f"can't be cast to the in-place output type {self.dtype!r}"
                 )
+        if rtype is None:
+            for bound in bounds:
+                if bound is not None:  # a bound past the dtype wrapped (uint8 min=256 gave 0)
+                    check_scalar_fits(
+                        bound, self.dtype, f"{what} of {self.storage_device_tensor.name!r}"
+                    )
         x = self.dense()
         direct = out is not None and out.contiguous_device_tensor()
         target = out if direct else self.new_empty(self.shape, dtype=rtype)
