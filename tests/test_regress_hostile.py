@@ -83,6 +83,10 @@ NAN_BARE = json.dumps(_report(_rows())).replace("20.0", "NaN")  # what json.dump
         (_rows(), _set(_rows(), 1, time_us={"v": 1}), ["time_us is an object", "cur.json row 2"]),
         (_rows(), _set(_rows(), 0, checked=[True]), ["checked is a list", "cur.json row 1"]),
         (_rows(), _set(_rows(), 0, error={"x": 1}), ["error is an object", "cur.json row 1"]),
+        # a count of wrong elements that is not one passed as "ok"
+        (_rows(), _set(_rows(), 0, wrong="abc"), ["wrong is text 'abc'", "not a count of wrong"]),
+        (_rows(), _set(_rows(), 2, in_place_wrong=-3), ["in_place_wrong is -3", "cur.json row 3"]),
+        (_set(_rows(), 1, wrong=1.5), _rows(), ["wrong is 1.5 in", "base.json row 2"]),
     ],
     ids=[
         "renamed-time-column",
@@ -98,6 +102,9 @@ NAN_BARE = json.dumps(_report(_rows())).replace("20.0", "NaN")  # what json.dump
         "object",
         "checked-list",
         "error-object",
+        "wrong-text",
+        "wrong-negative",
+        "wrong-fraction",
     ],
 )
 def test_incomparable_times_exit_2_naming_row_and_column(

@@ -379,6 +379,18 @@ def _scalar_problem(row: dict[str, Any], column: str, where: str) -> str | None:
     return None
 
 
+def _wrong_problem(row: dict[str, Any], column: str, where: str) -> str | None:
+    """Why ``row``'s count of wrong elements cannot be read, or None when it can."""
+    value = row.get(column)
+    if value in (None, "", "n/a") or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"{column} is {kind_of(value)} in {where}, not a count of wrong elements"
+    if not math.isfinite(value) or value < 0 or value != int(value):
+        return f"{column} is {value!r} in {where}, not a count of wrong elements (0 or more)"
+    return None
+
+
 def _wrong_count(value: Any) -> int | float | None:
     """A count of wrong elements, or None where none was made (``"n/a"``, missing)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
@@ -416,6 +428,13 @@ def _compare_point(
         for column in values
         for row, place in ((before, where[0]), (after, where[1]))
         if (problem := _scalar_problem(row, column, place))
+    ]
+    incomparable += [
+        problem
+        for column in values
+        if column in WRONG_COLUMNS
+        for row, place in ((before, where[0]), (after, where[1]))
+        if (problem := _wrong_problem(row, column, place))
     ]
     if incomparable:
         return PointResult(key, INCOMPARABLE, reasons=tuple(incomparable))
