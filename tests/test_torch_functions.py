@@ -743,6 +743,15 @@ def test_norm_refuses_what_it_cannot_compute(ctx, p, dtype, message):
     assert message in str(info.value)
 
 
+def test_norm_to_an_integer_dtype_blames_the_dtype_argument(ctx):
+    # it said the float32 input was not floating point
+    with pytest.raises(TensorError) as info:
+        torch.norm(torch.ones(4), dtype=torch.int32)
+    assert "the desired output dtype should be floating point (got dtype=torch.int32" in str(
+        info.value
+    )
+
+
 def test_var_and_std_match_numpy(ctx):
     values = (np.random.default_rng(0).standard_normal((3, 4, 5)) * 3 + 100).astype(np.float32)
     x = torch.tensor(values)

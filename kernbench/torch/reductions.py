@@ -77,10 +77,15 @@ class TensorReductions:
                 "(t.abs() ** p).sum() ** (1 / p)"
             )
         rtype = as_torch_dtype(dtype) if dtype is not None else self.dtype
-        if not self.dtype.is_floating_point or not rtype.is_floating_point:
+        if not self.dtype.is_floating_point:
             raise TensorError(
                 f"norm(): input dtype should be floating point (got {self.dtype!r}, as in "
                 "torch); call .float() first"
+            )
+        if not rtype.is_floating_point:
+            raise TensorError(
+                f"norm(): the desired output dtype should be floating point (got dtype="
+                f"{rtype!r}, as in torch)"
             )
         return self._reduce(_dim_or_axis(dim, None), keepdim, rtype, mean=False, norm=order)
 
