@@ -136,10 +136,23 @@ def _no_inputs_at_the_source():
     dist.scatter_object_list([None], None, src=0)
 
 
+def _send_to_itself():
+    dist.init_process_group()
+    dist.send_object_list([1], dst=dist.get_rank())
+
+
+def _receive_from_itself():
+    dist.init_process_group()
+    dist.recv_object_list([None], src=dist.get_rank())
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
         (_short_list, "all_gather_object: object_list on rank 0 must be a list of at least 2"),
+        # these named send and recv, calls the program did not make
+        (_send_to_itself, "send_object_list: rank 0 cannot send to itself (dst=0)"),
+        (_receive_from_itself, "recv_object_list: rank 0 cannot receive from itself (src=0)"),
         (_unpicklable, "broadcast_object_list: rank 0 cannot pickle its object"),
         (_list_off_the_destination, "object_gather_list must NOT be specified on non-dest"),
         (_no_inputs_at_the_source, "the source rank 0 must pass scatter_object_input_list"),

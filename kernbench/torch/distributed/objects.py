@@ -412,6 +412,8 @@ def send_object_list(
         return
     world, me, _ = member
     peer = peer_rank(group, world, dst, group_dst, what, "dst")
+    if peer == me:
+        raise DistributedError(f"{what}: rank {me} cannot send to itself (dst={peer})")
     _check_list(object_list, what, "object_list", 0, me)
     datas = [_pickled(o, what, me) for o in object_list]
     if _timing_only(world):
@@ -443,6 +445,8 @@ def recv_object_list(
     peer = None
     if src is not None or group_src is not None:
         peer = peer_rank(group, world, src, group_src, what, "src")
+        if peer == me:
+            raise DistributedError(f"{what}: rank {me} cannot receive from itself (src={peer})")
     _check_list(object_list, what, "object_list", 0, me)
     sizes_t, blob_t = _empty(len(object_list) * _WORDS, torch.int32), None
     try:
