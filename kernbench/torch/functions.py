@@ -110,24 +110,28 @@ def _tensor(value: Any, what: str) -> Tensor:
 
 
 # PyTorch's parameter is named ``input``; the functions keep that name.
-@with_out
-def abs(input: Tensor) -> Tensor:  # noqa: A001,A002
-    return _tensor(input, "abs").abs()
+def _elementwise(name: str) -> Callable[..., Tensor]:
+    """``torch.<name>(input)``: the tensor method of that name."""
+
+    def fn(input: Tensor) -> Tensor:  # noqa: A002
+        return getattr(_tensor(input, name), name)()
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: :meth:`Tensor.{name}` of ``input``."
+    return fn
 
 
-@with_out
-def exp(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "exp").exp()
-
-
-@with_out
-def log(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "log").log()
-
-
-@with_out
-def sqrt(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "sqrt").sqrt()
+abs = with_out(_elementwise("abs"))  # noqa: A001
+exp = with_out(_elementwise("exp"))
+log = with_out(_elementwise("log"))
+sqrt = with_out(_elementwise("sqrt"))
+rsqrt = with_out(_elementwise("rsqrt"))
+sin = with_out(_elementwise("sin"))
+cos = with_out(_elementwise("cos"))
+sigmoid = with_out(_elementwise("sigmoid"))
+tanh = with_out(_elementwise("tanh"))
+erf = with_out(_elementwise("erf"))
+relu = _elementwise("relu")
 
 
 def norm(
@@ -177,40 +181,6 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001,A002
     raise TensorError(
         f"torch.pow: expected a Tensor, got {type(input).__name__} and {type(exponent).__name__}"
     )
-
-
-@with_out
-def rsqrt(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "rsqrt").rsqrt()
-
-
-@with_out
-def sin(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "sin").sin()
-
-
-@with_out
-def cos(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "cos").cos()
-
-
-@with_out
-def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "sigmoid").sigmoid()
-
-
-@with_out
-def tanh(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "tanh").tanh()
-
-
-@with_out
-def erf(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "erf").erf()
-
-
-def relu(input: Tensor) -> Tensor:  # noqa: A002
-    return _tensor(input, "relu").relu()
 
 
 @with_out

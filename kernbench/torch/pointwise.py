@@ -39,6 +39,7 @@ from kernbench.torch.shapes import dim_index
 from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
+    from kernbench.runtime.tensor import DeviceTensor
     from kernbench.torch.tensor import Tensor
 
 __all__ = ["TensorPointwise", "gelu", "layer_norm", "rms_norm", "silu"]
@@ -61,10 +62,21 @@ def _elementwise(self: Tensor, op: str, out: Tensor | None = None) -> Tensor:
             f"{op}_ of {self.storage_device_tensor.name!r}: result type {rtype!r} can't be "
             f"cast to the in-place output type {self.dtype!r}; use {op}() (a new tensor)"
         )
+    return _launched(self, out, rtype, lambda x, y: launch_unary(op, x, y))
+
+
+def _launched(
+    self: Tensor,
+    out: Tensor | None,
+    rtype: Any,
+    launch: Callable[[DeviceTensor, DeviceTensor], None],
+) -> Tensor:
+    """``launch(x, y)`` from ``self`` (made dense) into ``out`` (in place, through a
+    temporary when ``out`` is not one run of memory) or a new tensor of dtype ``rtype``."""
     x = self.dense()
     direct = out is not None and out.contiguous_device_tensor()
     target = out if direct else self.new_empty(self.shape, dtype=rtype)
-    launch_unary(op, x.device_tensor, target.device_tensor)
+    launch(x.device_tensor, target.device_tensor)
     if out is not None and target is not out:
         out.copy_(target)
         target.free()
@@ -171,17 +183,7 @@ class TensorPointwise:
                 f"{what} of {self.storage_device_tensor.name!r}: result type {rtype!r} can't "
                 f"be cast to the in-place output type {self.dtype!r}"
             )
-        x = self.dense()
-        direct = out is not None and out.contiguous_device_tensor()
-        target = out if direct else self.new_empty(self.shape, dtype=rtype)
-        launch_pow(x.device_tensor, target.device_tensor, value)
-        if out is not None and target is not out:
-            out.copy_(target)
-            target.free()
-            target = out
-        if x is not self:
-            x.free()
-        return target
+        return _launched(self, out, rtype, lambda x, y: launch_pow(x, y, value))
 
     def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         """``min``/``max`` numbers (a bound may be ``None``, not both); tensor bounds:
@@ -220,17 +222,7 @@ class TensorPointwise:
                     check_scalar_fits(
                         bound, self.dtype, f"{what} of {self.storage_device_tensor.name!r}"
                     )
-        x = self.dense()
-        direct = out is not None and out.contiguous_device_tensor()
-        target = out if direct else self.new_empty(self.shape, dtype=rtype)
-        launch_clamp(x.device_tensor, target.device_tensor, *bounds)
-        if out is not None and target is not out:
-            out.copy_(target)
-            target.free()
-            target = out
-        if x is not self:
-            x.free()
-        return target
+        return _launched(self, out, rtype, lambda x, y: launch_clamp(x, y, *bounds))
 
     __abs__ = abs
 
