@@ -21,6 +21,9 @@ from kernbench.runtime.tensor import DeviceTensor
 __all__ = [
     "BLOCK",
     "MAX_KERNEL_ELEMENTS",
+    "check_elements",
+    "elementwise_grid",
+    "reduction_blocks",
     "launch_arange",
     "launch_combine",
     "launch_copy",
@@ -167,14 +170,27 @@ def _arange_kernel(out_ptr, n, start, step, BLOCK: tl.constexpr):
     tl.store(out_ptr + i, start + i * step, mask=i < n)
 
 
-def _grid(n: int) -> tuple[int]:
+def check_elements(n: int, what: str = "an operation") -> None:
+    """Refuse ``what`` on ``n`` elements past the tensor kernels' 32-bit element offsets."""
     if n > MAX_KERNEL_ELEMENTS:
         raise TensorError(
-            f"an operation on {n} elements: the kernels behind tensor arithmetic use 32-bit "
-            f"element offsets, so they work on at most {MAX_KERNEL_ELEMENTS} elements of one "
-            "tensor; split it into smaller tensors"
+            f"{what} on {n} elements: the tensor kernels use 32-bit element offsets, so they "
+            f"work on at most {MAX_KERNEL_ELEMENTS} elements of one tensor; split it into "
+            "smaller tensors"
         )
+
+
+def elementwise_grid(n: int, what: str = "an operation") -> tuple[int]:
+    """The grid of a kernel that maps ``n`` elements ``BLOCK`` at a time."""
+    check_elements(n, what)
     return (max(1, -(-n // BLOCK)),)
+
+
+def reduction_blocks(lines: int, length: int) -> tuple[int, int]:
+    """(lines per program, elements of a line per step) of a kernel reducing ``lines``
+    lines of ``length``: a step of at most 1024, about 4096 elements a program."""
+    block = tl.next_power_of_2(max(1, min(length, 1024)))
+    return tl.next_power_of_2(max(1, min(lines, max(1, 4096 // block)))), block
 
 
 # ----------------------------------------------------------------------------- built-ins
@@ -219,8 +235,7 @@ def launch_sum(
     ``n_out`` is rows x cols; the accumulator is float32 when ``floating``,
     int32 otherwise.
     """
-    rblock = tl.next_power_of_2(max(1, min(length, 1024)))
-    oblock = tl.next_power_of_2(max(1, min(n_out, max(1, 4096 // rblock))))
+    oblock, rblock = reduction_blocks(n_out, length)
     acc = tl.float32 if floating else tl.int32
     _sum_kernel[(-(-n_out // oblock),)](
         x,
@@ -249,8 +264,7 @@ def launch_var(
     """Variance (or standard deviation) of ``x`` viewed as (rows, ``length``, ``cols``) over
     its middle axis, divided by ``length - correction`` (NaN or inf at or below 0, as
     torch), in two passes over the data."""
-    rblock = tl.next_power_of_2(max(1, min(length, 1024)))
-    oblock = tl.next_power_of_2(max(1, min(n_out, max(1, 4096 // rblock))))
+    oblock, rblock = reduction_blocks(n_out, length)
     _var_kernel[(-(-n_out // oblock),)](
         x,
         out,
@@ -280,8 +294,7 @@ def launch_extreme(
     ``values`` gets the extremes and ``indices`` the first position of each
     along the axis; ``lowest`` fills masked-off lanes (-inf for a max, ...).
     """
-    rblock = tl.next_power_of_2(max(1, min(length, 1024)))
-    oblock = tl.next_power_of_2(max(1, min(n_out, max(1, 4096 // rblock))))
+    oblock, rblock = reduction_blocks(n_out, length)
     _extreme_kernel[(-(-n_out // oblock),)](
         x,
         values,
@@ -305,9 +318,9 @@ def launch_place(
     src: DeviceTensor, dst: DeviceTensor, n: int, row: int, width: int, offset: int
 ) -> None:
     """Copy ``n`` elements of ``src`` into ``dst`` in rows of ``row``, ``width`` apart."""
-    _place_kernel[_grid(n)](src, dst, n, row, width, offset, BLOCK=BLOCK)
+    _place_kernel[elementwise_grid(n)](src, dst, n, row, width, offset, BLOCK=BLOCK)
 
 
 def launch_arange(out: DeviceTensor, n: int, start: int | float, step: int | float) -> None:
     """``out[i] = start + i * step`` for ``i < n``."""
-    _arange_kernel[_grid(n)](out, n, start, step, BLOCK=BLOCK)
+    _arange_kernel[elementwise_grid(n)](out, n, start, step, BLOCK=BLOCK)

@@ -15,10 +15,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import kernbench.kernels.language as tl
-from kernbench.errors import TensorError
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
-from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
+from kernbench.torch.device_kernels import (
+    BLOCK,
+    check_elements,
+    elementwise_grid,
+    reduction_blocks,
+)
 
 __all__ = [
     "SAME_DTYPE",
@@ -310,12 +314,8 @@ def _matmul_kernel(
 def launch_unary(op: str, x: DeviceTensor, out: DeviceTensor) -> None:
     """``out = op(x)`` elementwise over equal-sized contiguous buffers."""
     n = x.numel
-    if n > MAX_KERNEL_ELEMENTS:
-        raise TensorError(
-            f"{op} of {n} elements: the tensor kernels use 32-bit element offsets, so they "
-            f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
-        )
-    _unary_kernel[(max(1, -(-n // BLOCK)),)](x, out, n, OP=op, BLOCK=BLOCK)
+    grid = elementwise_grid(n, op)
+    _unary_kernel[grid](x, out, n, OP=op, BLOCK=BLOCK)
 
 
 def launch_pow(
@@ -326,17 +326,13 @@ def launch_pow(
     does); float ones in float64 (``exp(p * log|x|)`` with the sign of an odd integral
     power, NaN for a negative base otherwise; ``x * x`` for 2)."""
     n = x.numel
-    if n > MAX_KERNEL_ELEMENTS:
-        raise TensorError(
-            f"pow of {n} elements: the tensor kernels use 32-bit element offsets, so they "
-            f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
-        )
+    grid = elementwise_grid(n, "pow")
     integral = float(exponent).is_integer()  # False for inf and NaN
     if base:
         mode = "base"
     else:
         mode = "float" if out.dtype.is_floating_point else "int"
-    _pow_kernel[(max(1, -(-n // BLOCK)),)](
+    _pow_kernel[grid](
         x,
         out,
         n,
@@ -364,13 +360,8 @@ def launch_norm(
 ) -> None:
     """Layer norm (or RMS norm) of ``x`` as ``rows`` contiguous rows of ``n``, scaled by
     ``weight`` and shifted by ``bias`` (each ``n`` long, or None), into ``out``."""
-    if rows * n > MAX_KERNEL_ELEMENTS:
-        raise TensorError(
-            f"a norm of {rows * n} elements: the tensor kernels use 32-bit element offsets, "
-            f"so they work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
-        )
-    block = tl.next_power_of_2(max(1, min(n, 1024)))
-    rblock = tl.next_power_of_2(max(1, min(rows, max(1, 4096 // block))))
+    check_elements(rows * n, "a norm")
+    rblock, block = reduction_blocks(rows, n)
     _norm_kernel[(max(1, -(-rows // rblock)),)](
         x,
         weight if weight is not None else x,
@@ -389,14 +380,9 @@ def launch_norm(
 
 def launch_softmax(x: DeviceTensor, out: DeviceTensor, rows: int, n: int, cols: int) -> None:
     """Softmax of ``x`` viewed as (rows, ``n``, ``cols``) over its middle axis, into ``out``."""
-    if rows * n * cols > MAX_KERNEL_ELEMENTS:
-        raise TensorError(
-            f"a softmax of {rows * n * cols} elements: the tensor kernels use 32-bit element "
-            f"offsets, so they work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
-        )
-    block = tl.next_power_of_2(max(1, min(n, 1024)))
+    check_elements(rows * n * cols, "a softmax")
     lines = rows * cols
-    rblock = tl.next_power_of_2(max(1, min(lines, max(1, 4096 // block))))
+    rblock, block = reduction_blocks(lines, n)
     _softmax_kernel[(max(1, -(-lines // rblock)),)](
         x,
         out,
@@ -412,12 +398,8 @@ def launch_softmax(x: DeviceTensor, out: DeviceTensor, rows: int, n: int, cols: 
 def launch_clamp(x: DeviceTensor, out: DeviceTensor, low: Any, high: Any) -> None:
     """``out = x`` clamped to ``[low, high]`` (either ``None``: no bound), elementwise."""
     n = x.numel
-    if n > MAX_KERNEL_ELEMENTS:
-        raise TensorError(
-            f"clamp of {n} elements: the tensor kernels use 32-bit element offsets, so they "
-            f"work on at most {MAX_KERNEL_ELEMENTS} elements; split the tensor"
-        )
-    _clamp_kernel[(max(1, -(-n // BLOCK)),)](
+    grid = elementwise_grid(n, "clamp")
+    _clamp_kernel[grid](
         x,
         out,
         n,

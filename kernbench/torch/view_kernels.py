@@ -15,10 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import kernbench.kernels.language as tl
-from kernbench.errors import TensorError
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
-from kernbench.torch.device_kernels import BLOCK, MAX_KERNEL_ELEMENTS
+from kernbench.torch.device_kernels import BLOCK, elementwise_grid
 from kernbench.torch.views import coalesce
 
 __all__ = ["launch_strided_copy", "launch_strided_fill"]
@@ -63,16 +62,6 @@ def _strided_fill_kernel(
     tl.store(dst_ptr + dst, value, mask=i < n)
 
 
-def _grid(n: int) -> tuple[int]:
-    if n > MAX_KERNEL_ELEMENTS:
-        raise TensorError(
-            f"a strided copy of {n} elements: the kernels behind tensor views use 32-bit "
-            f"element offsets, so they work on at most {MAX_KERNEL_ELEMENTS} elements; "
-            "split the tensor"
-        )
-    return (max(1, -(-n // BLOCK)),)
-
-
 def launch_strided_copy(
     src: DeviceTensor,
     src_offset: int,
@@ -87,7 +76,7 @@ def launch_strided_copy(
     for size in shape:
         n *= size
     dims, (s_strides, d_strides) = coalesce(shape, src_strides, dst_strides)
-    _strided_copy_kernel[_grid(n)](
+    _strided_copy_kernel[elementwise_grid(n, "a strided copy")](
         src,
         dst,
         n,
@@ -112,6 +101,6 @@ def launch_strided_fill(
     for size in shape:
         n *= size
     dims, (strides,) = coalesce(shape, dst_strides)
-    _strided_fill_kernel[_grid(n)](
+    _strided_fill_kernel[elementwise_grid(n, "a strided fill")](
         dst, n, dst_offset, value, SHAPE=dims, STRIDES=strides, BLOCK=BLOCK
     )
