@@ -67,10 +67,9 @@ class TensorReductions:
     ) -> Tensor:
         """The vector 1- or 2-norm (``p`` 1, 2 or "fro") over ``dim`` (all by default), on
         the device in one pass, as ``torch.norm``."""
-        key = int(p) if isinstance(p, float) and p.is_integer() else p
-        order = {1: 1, 2: 2, "fro": 2, None: 2}.get(key) if isinstance(key, int | str) else None
-        if p is None:
-            order = 2
+        order = {"fro": 2, None: 2}.get(p) if p is None or isinstance(p, str) else None
+        if isinstance(p, int | float) and p in (1, 2):  # 1, 2, 1.0, 2.0 (not inf, not NaN)
+            order = int(p)
         if order is None:
             raise TensorError(
                 f"norm(p={p!r}): p is 1, 2 or 'fro' here; for another p: "
