@@ -34,6 +34,7 @@ bounds on how much that can move a rank's time are wider than
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +82,9 @@ UNEVEN = 4
 # step-wide when bounds on its rounds' sharing (slow as sharing could make them;
 # with a backlog, also every flow alone) move no rank's end by more than this share.
 DRIFT_BOUND = 0.01
+
+# The operations that move data: a round with one of them is priced (and played).
+_MOVES = (*MESSAGES, Op.STREAM)
 
 # Why :func:`evaluate` refuses a program (``notes["refused"]``), as a report says it.
 STRANDS = "strands side by side"
@@ -508,39 +512,46 @@ def evaluate(
     backlog = pairing.backlogged(rounds)
     program = _Program(shape, n, tables, pes, pairing, rounds, credits)
     kept = [period] if period and period < n and n % period == 0 else []
+    # Ranks drift apart where sharing links costs, or channels keep flows moving
+    # across rounds: flows of other rounds overlap theirs.  The rounds from the
+    # first drifting one to the last (the streams between them too; with a
+    # backlog, every round) priced as slow as sharing could make them bound every
+    # rank's end from above; with a backlog, every flow alone at its route's
+    # bottleneck bounds it from below.  The step-wide price stands when the bounds
+    # are within DRIFT_BOUND of it.  Lagging ranks overlapping the rounds after the
+    # drifting ones are not bounded: measured against the fabric instead (ADR 0015).
+    # With a backlog the bounds are known before the first pass, and are played in
+    # it, side by side with it.
+    extremes: list[Extreme] = []
+    if backlog:
+        moving = sum(any(shape[s][k].kind in _MOVES for s, k in round_) for round_ in rounds)
+        nodes = {node for round_ in rounds for node in round_}
+        rates = crowded_rates(tables, shape, pairing.slot, n, nodes)
+        extremes = [
+            Extreme(tables, range(moving), rates, np.max),
+            Extreme(tables, range(moving), tables.arrays()[1], np.min),
+        ]
     for m in (*kept, n):  # the unfolded loop (m == n) never raises _Asymmetric
         fold = _Fold(n, m)
         learnt = _Notes()
         try:
-            ends = _run(program, fold, learnt)
+            ends, *bounds = _run(program, fold, learnt, extremes)
             if learnt.skews and approximate:
                 notes["skew"] = max(learnt.skews)
             loose = set() if approximate else learnt.drifted
             if not loose and not backlog:
                 return ends
-            # Ranks drift apart where sharing links costs, or channels keep flows
-            # moving across rounds: flows of other rounds overlap theirs.  The
-            # rounds from the first drifting one to the last (the streams between
-            # them too; with a backlog, every round) priced as slow as sharing
-            # could make them bound every rank's end from above; with a backlog,
-            # every flow alone at its route's bottleneck bounds it from below.  The
-            # step-wide price stands when the bounds are within DRIFT_BOUND of it.
-            # Lagging ranks overlapping the rounds after the drifting ones are not
-            # bounded: measured against the fabric instead (ADR 0015).
-            played = learnt.played
-            region = range(len(played))
             if not backlog:
+                played = learnt.played
                 turns = [t for t, (_, base, _) in enumerate(played) if base in loose]
                 region = range(turns[0], turns[-1] + 1)
-            nodes = {node for t in region for node in rounds[played[t][0]]}
-            rates = crowded_rates(tables, shape, pairing.slot, n, nodes)
-            slowest = Extreme(tables, region, rates, np.max)
-            high = _run(program, fold, learnt, slowest)
+                nodes = {node for t in region for node in rounds[played[t][0]]}
+                rates = crowded_rates(tables, shape, pairing.slot, n, nodes)
+                bounds = _run(program, fold, learnt, [Extreme(tables, region, rates, np.max)], True)
+            high, *low = bounds
             bound = float(np.max((high - ends) / np.maximum(ends, 1)))
-            if backlog and bound <= DRIFT_BOUND:
-                fastest = Extreme(tables, region, tables.arrays()[1], np.min)
-                low = _run(program, fold, learnt, fastest)
-                bound = max(bound, float(np.max((ends - low) / np.maximum(ends, 1))))
+            if low:
+                bound = max(bound, float(np.max((ends - low[0]) / np.maximum(ends, 1))))
         except _Asymmetric:
             continue
         if bound > DRIFT_BOUND:
@@ -579,15 +590,71 @@ class _Program:
     way_back: dict[tuple, np.ndarray] = field(default_factory=dict)
 
 
+class _Stack:
+    """``k`` copies of the rows a fold keeps, side by side: the passes that play the
+    same rounds priced ``k`` ways (:class:`Extreme`) run as one loop, each copy on
+    rows of its own (no operation reads another copy's rows)."""
+
+    def __init__(self, fold: _Fold, k: int) -> None:
+        self.fold = fold
+        self.k = k
+        self.m = fold.m * k
+        # Stacked arrays by the ids of the arrays they stack (kept alive beside them).
+        self._rows: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], np.ndarray]] = {}
+        self._peers: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def rows(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (one per row, the same for every copy) on every copy's rows."""
+        return self.each((values,) * self.k)
+
+    def each(self, values: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Each copy's own ``values`` (one array per copy) on its rows."""
+        if self.k == 1:
+            return self.fold.rows(values[0])
+        key = tuple(map(id, values))
+        found = self._rows.get(key)
+        if found is None:
+            found = self._rows[key] = (values, np.concatenate([self.fold.rows(v) for v in values]))
+        return found[1]
+
+    def peers(self, peer: np.ndarray) -> np.ndarray:
+        """Peer rows of every copy's rows, within the copy."""
+        if self.k == 1:
+            return self.fold.peers(peer)
+        found = self._peers.get(id(peer))
+        if found is None:
+            folded = self.fold.peers(peer)
+            stacked = np.concatenate([folded + c * self.fold.m for c in range(self.k)])
+            found = self._peers[id(peer)] = (peer, stacked)
+        return found[1]
+
+    def full(self, values: np.ndarray) -> np.ndarray:
+        """Per-row values of the first copy's rows, for every row."""
+        return self.fold.full(values[: self.fold.m])
+
+    def split(self, values: np.ndarray) -> list[np.ndarray]:
+        """Per-row values of every copy's rows, for every row: one array per copy."""
+        m = self.fold.m
+        return [self.fold.full(values[c * m : (c + 1) * m]) for c in range(self.k)]
+
+
 def _run(
-    program: _Program, fold: _Fold, notes: _Notes, extreme: Extreme | None = None
-) -> np.ndarray:
-    """The round loop of :func:`evaluate` on the rows ``fold`` keeps.  Without
-    ``extreme`` it prices the rounds and fills ``notes``; with it, it plays
-    ``notes.played`` again, the rounds of ``extreme``'s region priced by it."""
+    program: _Program,
+    fold: _Fold,
+    notes: _Notes,
+    extremes: Sequence[Extreme] = (),
+    replay: bool = False,
+) -> list[np.ndarray]:
+    """The round loop of :func:`evaluate` on the rows ``fold`` keeps: each row's end,
+    one array per pass.  Unless ``replay``, it prices the rounds and fills ``notes``
+    (the first array); then once per extreme (side by side, :class:`_Stack`) it plays
+    the same rounds, those of the extreme's region priced by it.  ``replay`` plays
+    ``notes.played`` again for the extremes alone."""
     shape, n, tables, pes = program.shape, program.n, program.tables, program.pes
     pairing, rounds, credits = program.pairing, program.rounds, program.credits
     way_back = program.way_back
+    base_m = fold.m
+    fold = _Stack(fold, len(extremes) + (0 if replay else 1))
     m = fold.m
     vector = fold.rows(np.fromiter((tables.vector_flops_per_s(pe) for pe in pes), np.int64, n))
     # A reduction's time, ceil(flops * PS_PER_S / vector) as the fabric's PEs take it,
@@ -614,7 +681,8 @@ def _run(
     arriving: dict[tuple, np.ndarray] = {}  # per channel: when its last message arrives
     cache: dict[tuple, tuple] = {}
     sharing: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # by round pattern
-    replay = enumerate(notes.played) if extreme is not None else None
+    again = enumerate(notes.played) if replay else None
+    region = extremes[0].region if extremes else range(0)
     # When each message was taken (its credit starts back), by (channel, its place),
     # for the receiver's rows.
     taken_at: dict[tuple, np.ndarray] = {}
@@ -629,10 +697,9 @@ def _run(
         if messages or streams:
             cols = [shape[s][k] for s, k in messages]
             scols = [shape[s][k] for s, k in streams]
-            if replay is not None:
-                turn, (_, base, priced) = next(replay)
-                if turn in extreme.region:
-                    priced = extreme.price(base, cols, scols, m)
+            if again is not None:
+                turn, (_, base, played) = next(again)
+                variants = []
             else:
                 # Messages of one channel go one after another: only the first of each
                 # channel in the round shares the links; the others get its rate.
@@ -670,20 +737,24 @@ def _run(
                         notes.skews.append(skew)  # flows sharing links start apart
                         notes.drifted.add(base)
                 cache[base] = known = (known[0], known[1], seen + 1)
-                priced = known[0]
-                notes.played.append((index, base, priced))
-            times, stream_times = priced
-            horizon += sum(overhead + peak(flow) + peak(tail) for flow, tail in times)
-            horizon += sum(
-                peak(c.stream_ps if t is None else t)
-                for c, t in zip(scols, stream_times, strict=True)
-            )
-            network = {
-                node: (fold.rows(flow), fold.rows(tail))
-                for node, (flow, tail) in zip(messages, times, strict=True)
-            }
-            for node, col, t in zip(streams, scols, stream_times, strict=True):
-                memory[node] = fold.rows(col.stream_ps if t is None else t)
+                played = known[0]
+                turn = len(notes.played)
+                notes.played.append((index, base, played))
+                variants = [played]
+            variants += [
+                extreme.price(base, cols, scols, base_m) if turn in region else played
+                for extreme in extremes
+            ]
+            for i, node in enumerate(messages):
+                flow = fold.each(tuple(times[i][0] for times, _ in variants))
+                tail = fold.each(tuple(times[i][1] for times, _ in variants))
+                network[node] = (flow, tail)
+                horizon += overhead + peak(flow) + peak(tail)
+            for i, (node, col) in enumerate(zip(streams, scols, strict=True)):
+                memory[node] = took = fold.each(
+                    tuple(col.stream_ps if t[i] is None else t[i] for _, t in variants)
+                )
+                horizon += peak(took)
         for s, k in round_:
             col = shape[s][k]
             kind = col.kind
@@ -758,7 +829,7 @@ def _run(
                     clock[s] = np.maximum(clock[s], clock[child])
         if horizon >= TIME_LIMIT_PS:
             raise TimesTooLong
-    return fold.full(clock[0])
+    return fold.split(clock[0])
 
 
 def _peak(values: np.ndarray | None) -> int:
