@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import chain
 from typing import Any
 
 __all__ = [
@@ -151,30 +152,21 @@ def _rewrite(
     ``node`` and a message's destination through ``peer_node(node, peer)``."""
     # A program repeats its operations (a ring's every step posts, receives and
     # reduces alike): each distinct one is rewritten once, and the repeats share it.
-    done: dict[tuple, tuple] = {}
-    out = []
-    for strand in strands:
-        ops = []
-        for op in strand:
-            made = done.get(op)
-            if made is None:
-                kind = op[0]
-                if kind == Op.POST or kind == Op.SEND:
-                    made = (
-                        kind, rank(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6]
-                    )  # fmt: skip
-                elif kind == Op.RECV:
-                    made = (kind, rank(op[1]), op[2])
-                elif kind == Op.STREAM:
-                    loads = tuple((node(r), n) for r, n in op[1])
-                    stores = tuple((node(r), n) for r, n in op[2])
-                    made = (kind, loads, stores, op[3])
-                else:
-                    made = op
-                done[op] = made
-            ops.append(made)
-        out.append(ops)
-    return out
+    done: dict[tuple, tuple] = dict.fromkeys(chain.from_iterable(strands))
+    for op in done:
+        kind = op[0]
+        if kind == Op.POST or kind == Op.SEND:
+            made = (kind, rank(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6])
+        elif kind == Op.RECV:
+            made = (kind, rank(op[1]), op[2])
+        elif kind == Op.STREAM:
+            loads = tuple((node(r), n) for r, n in op[1])
+            stores = tuple((node(r), n) for r, n in op[2])
+            made = (kind, loads, stores, op[3])
+        else:
+            made = op
+        done[op] = made
+    return [list(map(done.__getitem__, strand)) for strand in strands]
 
 
 def relative(
