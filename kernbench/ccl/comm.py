@@ -10,6 +10,7 @@ algorithm gives the same time in both modes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,7 +63,8 @@ class Region:
 
     @property
     def nbytes(self) -> int:
-        return self.count * self.buffer.dtype.itemsize
+        # Not through ``count``: asked for by every message and stream a program records.
+        return (self.stop - self.start) * self.buffer.dtype.itemsize
 
     def sub(self, start: int, stop: int) -> Region:
         return Region(self.buffer, self.start + start, self.start + stop)
@@ -99,17 +101,22 @@ class Region:
             self.write(combine(op, current, incoming))
 
 
-def chunk_bounds(count: int, parts: int) -> list[tuple[int, int]]:
-    """``parts`` contiguous ranges covering ``count`` (sizes differ by at most one)."""
-    if parts == 1:  # one chunk, the common case, asked for once per chunk of every rank
-        return [(0, count)]
+@functools.lru_cache(maxsize=16)
+def chunk_bounds(count: int, parts: int) -> tuple[tuple[int, int], ...]:
+    """``parts`` contiguous ranges covering ``count`` (sizes differ by at most one).
+
+    Remembered: every rank's program cuts its buffer alike, and its blocks into
+    pieces of one or two sizes.
+    """
+    if parts == 1:
+        return ((0, count),)
     base, extra = divmod(count, parts)
     bounds, start = [], 0
     for i in range(parts):
         stop = start + base + (1 if i < extra else 0)
         bounds.append((start, stop))
         start = stop
-    return bounds
+    return tuple(bounds)
 
 
 class Comm:
@@ -236,8 +243,12 @@ class Comm:
             yield self.clock.all_of(processes)
 
     # -- work on the PE ----------------------------------------------------------------
-    def _stream(self, loads: list[Stream], stores: list[Stream], flops: int) -> Generator:
-        """Memory traffic and vector work, overlapped; resumes when all are done."""
+    def _stream(self, loads: Sequence[Stream], stores: Sequence[Stream], flops: int) -> Iterable:
+        """Memory traffic and vector work, overlapped; resumes when all are done.
+
+        The work primitives ``yield from`` it: a communicator with nothing to wait
+        for (a recording) may return an empty iterable instead of a generator.
+        """
         if not flops and not any(n for _, n in loads) and not any(n for _, n in stores):
             return
         done = self.clock.event()
@@ -247,7 +258,7 @@ class Comm:
     def reduce(self, region: Region, incoming: np.ndarray | None) -> Generator:
         """``region = region op incoming`` (incoming sits in this rank's buffer memory)."""
         node, n = region.buffer.memory_node, region.nbytes
-        yield from self._stream([(self.buffer_node, n), (node, n)], [(node, n)], region.count)
+        yield from self._stream(((self.buffer_node, n), (node, n)), ((node, n),), region.count)
         if incoming is not None and self.values:
             region.combine_from(self.op, region, incoming)
 
@@ -255,8 +266,8 @@ class Comm:
         """``dst = src op incoming``: the same traffic as :meth:`reduce`, into another region."""
         n = dst.nbytes
         yield from self._stream(
-            [(self.buffer_node, n), (src.buffer.memory_node, n)],
-            [(dst.buffer.memory_node, n)],
+            ((self.buffer_node, n), (src.buffer.memory_node, n)),
+            ((dst.buffer.memory_node, n),),
             dst.count,
         )
         if incoming is not None and self.values:
@@ -266,14 +277,14 @@ class Comm:
         """Put received data in ``region``; free when it already landed there (HBM buffer)."""
         node, n = region.buffer.memory_node, region.nbytes
         if node != self.buffer_node:
-            yield from self._stream([(self.buffer_node, n)], [(node, n)], 0)
+            yield from self._stream(((self.buffer_node, n),), ((node, n),), 0)
         if self.values:
             region.write(incoming)
 
     def copy(self, dst: Region, src: Region) -> Generator:
         """Local copy on the PE: reads ``src``, writes ``dst``."""
         yield from self._stream(
-            [(src.buffer.memory_node, src.nbytes)], [(dst.buffer.memory_node, dst.nbytes)], 0
+            ((src.buffer.memory_node, src.nbytes),), ((dst.buffer.memory_node, dst.nbytes),), 0
         )
         if self.values:
             dst.write(src.read())
@@ -293,7 +304,7 @@ class Comm:
         """The last step of AVG: an integer sum divided by ``count`` (floats were
         premultiplied); it costs a pass over the region either way."""
         node, n = region.buffer.memory_node, region.nbytes
-        yield from self._stream([(node, n)], [(node, n)], region.count)
+        yield from self._stream(((node, n),), ((node, n),), region.count)
         values = region.read() if self.values else None
         if values is not None:
             region.write(finish_average(values, count))
