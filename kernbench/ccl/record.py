@@ -48,6 +48,11 @@ __all__ = [
 # What a recording generator yields when it must wait (a receive, concurrent bodies).
 _BLOCKED = object()
 
+# The kinds of operation, read off the enum once: a member read through its class
+# costs an enum lookup, and every operation a program records names its kind.
+_POST, _SEND, _RECV, _STREAM = Op.POST, Op.SEND, Op.RECV, Op.STREAM
+_DRAIN, _SPAWN, _JOIN = Op.DRAIN, Op.SPAWN, Op.JOIN
+
 
 class _Spawn:
     """Yielded by ``concurrently``: run these bodies side by side, resume when all are done."""
@@ -60,17 +65,19 @@ class _Spawn:
 
 
 class _Rank:
-    """One rank's recording: its strands, the strand now running, and its communicators."""
+    """One rank's recording: its strands, the operations of the strand now running
+    (``ops``, where its communicators append), and how many communicators it has."""
 
-    __slots__ = ("record", "current", "comms")
+    __slots__ = ("record", "ops", "comms")
 
     def __init__(self) -> None:
         self.record = RecordedRank()
-        self.current = 0
+        self.ops = self.record.strands[0]
         self.comms = 0
 
-    def append(self, op: tuple) -> None:
-        self.record.strands[self.current].append(op)
+    def run(self, strand: int) -> None:
+        """Make ``strand`` the one now running."""
+        self.ops = self.record.strands[strand]
 
 
 class _Mailboxes:
@@ -139,25 +146,29 @@ class RecordingComm(Comm):
 
     # -- communication -------------------------------------------------------------
     def _message(self, kind: Op, peer: int, region: Region | None, nbytes: int | None) -> None:
-        size = region.nbytes if region is not None else (nbytes or 0)
-        source = region.buffer.memory_node if region is not None else self.pe
-        me, them = self._global[self.rank], self._global[peer]
-        self._state.append((kind, them, self.key, size, source, self.nodes[peer], self._comm_id))
+        if region is None:
+            size, source = nbytes or 0, self.pe
+        else:
+            size, source = region.nbytes, region.buffer.memory_node
+        them = self._global[peer]
+        self._state.ops.append(
+            (kind, them, self.key, size, source, self.nodes[peer], self._comm_id)
+        )
         if self._mail is not None:
             payload = region.read() if region is not None else None
-            self._mail.put((me, them, self.key), payload)
+            self._mail.put((self._global[self.rank], them, self.key), payload)
 
     def post_send(self, peer: int, region: Region | None, nbytes: int | None = None) -> None:
-        self._message(Op.POST, peer, region, nbytes)
+        self._message(_POST, peer, region, nbytes)
 
     def send(self, peer: int, region: Region | None, nbytes: int | None = None) -> Generator:
-        self._message(Op.SEND, peer, region, nbytes)
+        self._message(_SEND, peer, region, nbytes)
         return
         yield  # a generator, as Comm.send is
 
     def recv(self, peer: int) -> Generator:
         them = self._global[peer]
-        self._state.append((Op.RECV, them, self.key))
+        self._state.ops.append((_RECV, them, self.key))
         if self._mail is None:
             return None
         key = (them, self._global[self.rank], self.key)
@@ -168,7 +179,7 @@ class RecordingComm(Comm):
             yield _BLOCKED
 
     def drain(self) -> Generator:
-        self._state.append((Op.DRAIN, self._comm_id))
+        self._state.ops.append((_DRAIN, self._comm_id))
         return
         yield
 
@@ -179,16 +190,16 @@ class RecordingComm(Comm):
         strands = self._state.record.strands
         ids = list(range(len(strands), len(strands) + len(bodies)))
         strands.extend([] for _ in bodies)
-        self._state.append((Op.SPAWN, tuple(ids)))
+        self._state.ops.append((_SPAWN, tuple(ids)))
         yield _Spawn(bodies, ids)
-        self._state.append((Op.JOIN, tuple(ids)))
+        self._state.ops.append((_JOIN, tuple(ids)))
 
-    def _stream(self, loads: list, stores: list, flops: int) -> Generator:
+    def _stream(self, loads: Sequence, stores: Sequence, flops: int) -> tuple[()]:
         # Recorded even when empty (a rank whose block has no elements): every
         # rank then runs the same sequence of operations; an empty one costs nothing.
-        self._state.append((Op.STREAM, tuple(loads), tuple(stores), flops))
-        return
-        yield
+        # Nothing to wait for: an empty iterable, for the caller's ``yield from``.
+        self._state.ops.append((_STREAM, tuple(loads), tuple(stores), flops))
+        return ()
 
 
 class _Task:
@@ -214,7 +225,7 @@ def _run(tasks: list[_Task], mail: _Mailboxes | None = None) -> None:
         moves = mail.moves if mail is not None else 0
         for _ in range(len(ready)):
             task = ready.popleft()
-            task.rank.current = task.strand
+            task.rank.run(task.strand)
             try:
                 yielded = task.body.send(None)
             except StopIteration:
