@@ -27,7 +27,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
-from itertools import chain
 from typing import Any
 
 __all__ = [
@@ -142,6 +141,18 @@ def shifted(
     return _rewrite(strands, move, node, lambda name, _peer: node(name))
 
 
+class _Rewritten(dict):
+    """Each operation's rewrite (``made(op)``), made the first time it is asked for."""
+
+    def __init__(self, made: Callable[[tuple], tuple]) -> None:
+        super().__init__()
+        self.made = made
+
+    def __missing__(self, op: tuple) -> tuple:
+        made = self[op] = self.made(op)
+        return made
+
+
 def _rewrite(
     strands: list[list[tuple]],
     rank: Callable[[int], int],
@@ -150,22 +161,22 @@ def _rewrite(
 ) -> list[list[tuple]]:
     """Operations with every peer rank through ``rank``, every memory node through
     ``node`` and a message's destination through ``peer_node(node, peer)``."""
-    # A program repeats its operations (a ring's every step posts, receives and
-    # reduces alike): each distinct one is rewritten once, and the repeats share it.
-    done: dict[tuple, tuple] = dict.fromkeys(chain.from_iterable(strands))
-    for op in done:
+
+    def made(op: tuple) -> tuple:
         kind = op[0]
         if kind == Op.POST or kind == Op.SEND:
-            made = (kind, rank(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6])
-        elif kind == Op.RECV:
-            made = (kind, rank(op[1]), op[2])
-        elif kind == Op.STREAM:
+            return (kind, rank(op[1]), op[2], op[3], node(op[4]), peer_node(op[5], op[1]), op[6])
+        if kind == Op.RECV:
+            return (kind, rank(op[1]), op[2])
+        if kind == Op.STREAM:
             loads = tuple((node(r), n) for r, n in op[1])
             stores = tuple((node(r), n) for r, n in op[2])
-            made = (kind, loads, stores, op[3])
-        else:
-            made = op
-        done[op] = made
+            return (kind, loads, stores, op[3])
+        return op
+
+    # A program repeats its operations (a ring's every step posts, receives and
+    # reduces alike): each distinct one is rewritten once, and the repeats share it.
+    done = _Rewritten(made)
     return [list(map(done.__getitem__, strand)) for strand in strands]
 
 
