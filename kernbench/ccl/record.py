@@ -66,13 +66,19 @@ class _Spawn:
 
 class _Rank:
     """One rank's recording: its strands, the operations of the strand now running
-    (``ops``, where its communicators append), and how many communicators it has."""
+    (``ops``, where its communicators append), and how many communicators it has.
 
-    __slots__ = ("record", "ops", "comms")
+    ``streams`` holds one of each distinct stream operation recorded: a program
+    repeats them (a ring's every step reduces alike), and one recorded as the one
+    seen before leaves no new tuples behind for the collector to walk.
+    """
+
+    __slots__ = ("record", "ops", "streams", "comms")
 
     def __init__(self) -> None:
         self.record = RecordedRank()
         self.ops = self.record.strands[0]
+        self.streams: dict[tuple, tuple] = {}
         self.comms = 0
 
     def run(self, strand: int) -> None:
@@ -198,7 +204,8 @@ class RecordingComm(Comm):
         # Recorded even when empty (a rank whose block has no elements): every
         # rank then runs the same sequence of operations; an empty one costs nothing.
         # Nothing to wait for: an empty iterable, for the caller's ``yield from``.
-        self._state.ops.append((_STREAM, tuple(loads), tuple(stores), flops))
+        op, state = (_STREAM, tuple(loads), tuple(stores), flops), self._state
+        state.ops.append(state.streams.setdefault(op, op))
         return ()
 
 
