@@ -176,6 +176,8 @@ class Comm:
 
     @property
     def buffer_node(self) -> str:
+        # The work primitives below read ``nodes[rank]`` themselves: a property read
+        # costs a call, and they run for every operation a recorded program makes.
         return self.nodes[self.rank]
 
     # -- communication -------------------------------------------------------------
@@ -257,8 +259,8 @@ class Comm:
 
     def reduce(self, region: Region, incoming: np.ndarray | None) -> Generator:
         """``region = region op incoming`` (incoming sits in this rank's buffer memory)."""
-        node, n = region.buffer.memory_node, region.nbytes
-        yield from self._stream(((self.buffer_node, n), (node, n)), ((node, n),), region.count)
+        buffer, node, n = self.nodes[self.rank], region.buffer.memory_node, region.nbytes
+        yield from self._stream(((buffer, n), (node, n)), ((node, n),), region.count)
         if incoming is not None and self.values:
             region.combine_from(self.op, region, incoming)
 
@@ -266,7 +268,7 @@ class Comm:
         """``dst = src op incoming``: the same traffic as :meth:`reduce`, into another region."""
         n = dst.nbytes
         yield from self._stream(
-            ((self.buffer_node, n), (src.buffer.memory_node, n)),
+            ((self.nodes[self.rank], n), (src.buffer.memory_node, n)),
             ((dst.buffer.memory_node, n),),
             dst.count,
         )
@@ -275,9 +277,10 @@ class Comm:
 
     def place(self, region: Region, incoming: np.ndarray | None) -> Generator:
         """Put received data in ``region``; free when it already landed there (HBM buffer)."""
-        node, n = region.buffer.memory_node, region.nbytes
-        if node != self.buffer_node:
-            yield from self._stream(((self.buffer_node, n),), ((node, n),), 0)
+        buffer, node = self.nodes[self.rank], region.buffer.memory_node
+        if node != buffer:
+            n = region.nbytes
+            yield from self._stream(((buffer, n),), ((node, n),), 0)
         if self.values:
             region.write(incoming)
 
