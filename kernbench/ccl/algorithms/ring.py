@@ -34,8 +34,8 @@ def _pieces(region: Region, parts: int) -> list[Region]:
     """``region`` cut into ``parts`` pieces (fewer if it has fewer elements)."""
     if parts == 1:  # the common case, asked for once per block of every rank
         return [region]
-    parts = min(parts, max(1, region.count))
-    return [region.sub(a, b) for a, b in chunk_bounds(region.count, parts)]
+    count = region.count
+    return [region.sub(a, b) for a, b in chunk_bounds(count, min(parts, max(1, count)))]
 
 
 def reduce_scatter_steps(c: Comm, chunks: Sequence[Region], then_gather: bool = False) -> Generator:
