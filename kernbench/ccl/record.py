@@ -532,20 +532,26 @@ def _check_period(
         # First against what the sample runs if the lane repeats: the base rank's
         # programs made concrete.  Cheaper than the sample's relative form, and a
         # sample equal to them passes below as well (its relative form is the base's,
-        # or names a node it shares with other ranks otherwise).
-        expected = shifted(rel[base], move, roles)
-        if check.strands == expected:
-            continue
+        # or names a node it shares with other ranks otherwise).  Not once the base
+        # was widened: a ragged lane's samples rarely run the base's sizes.
+        expected = None
+        if widened[base] is rel[base]:
+            expected = shifted(rel[base], move, roles)
+            if check.strands == expected:
+                continue
         # Compare in relative form: the sample moved back onto its base rank.
         back = relative(check.strands, where, roles, r, move.inverse())
-        if back is not None and back == widened[base]:
+        if back is not None and (back == rel[base] or back == widened[base]):
             continue
         # Sizes a little apart (a ragged lane) widen the base; else the sample may
         # still run the same operations, with shared nodes named otherwise.
         near = None if back is None else _widen(widened[base], back)
         if near is not None:
             widened[base] = near
-        elif check.strands != expected:
+            continue
+        if expected is None:
+            expected = shifted(rel[base], move, roles)
+        if check.strands != expected:
             return None
     return widened
 
