@@ -204,8 +204,8 @@ class RecordingComm(Comm):
         # Recorded even when empty (a rank whose block has no elements): every
         # rank then runs the same sequence of operations; an empty one costs nothing.
         # Nothing to wait for: an empty iterable, for the caller's ``yield from``.
-        op, state = (_STREAM, tuple(loads), tuple(stores), flops), self._state
-        state.ops.append(state.streams.setdefault(op, op))
+        op = (_STREAM, tuple(loads), tuple(stores), flops)
+        self._state.ops.append(self._state.streams.setdefault(op, op))
         return ()
 
 
