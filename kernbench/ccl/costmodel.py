@@ -99,14 +99,14 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.ccl.algorithms.schedule import Schedule, Step, Work
+from kernbench.ccl.algorithms.schedule import Message, Schedule, Step, Work
 from kernbench.ccl.buffers import buffer_node, memory_node
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.fluid import Flow, follow
 from kernbench.runtime import RuntimeContext
 from kernbench.units import PS_PER_S
 
-__all__ = ["Priced", "price", "route_hops"]
+__all__ = ["Priced", "Pricing", "price", "route_hops"]
 
 # A step whose ranks move on by the same time, within this (ps), is symmetric.
 _UNIFORM_PS = 1e-3
@@ -130,6 +130,18 @@ class Priced:
     link_bytes: dict[str, float]  # bytes the op puts on each link or port, by name
 
 
+@dataclass(frozen=True, slots=True)
+class _Path:
+    """A message's way between two ranks: its route, latency and fill, the latency of
+    the credit's way back, and the ps per byte of its slowest link."""
+
+    route: tuple[int, ...]
+    latency_ps: int
+    fill_ps_per_byte: float
+    back_ps: int
+    slowest_ps_per_byte: float
+
+
 class _Machine:
     """A configuration's view of the machine: routes, latencies and rates for its ranks."""
 
@@ -144,26 +156,64 @@ class _Machine:
         ipcq = ctx.topology.cube.pe_template.components.pe_ipcq.attrs
         self.overhead_ps = ipcq.endpoint_overhead
         self.depth = config.queue_depth or ipcq.depth  # IPCQ credits per channel
-        self.launch_ps = max(machine.pe_spec(pe).launch_overhead_ps for pe in pes)
+        specs = [machine.pe_spec(pe) for pe in pes]
+        self.launch_ps = max(spec.launch_overhead_ps for spec in specs)
         self.pes = list(pes)
         self.memory = [memory_node(ctx.topology, pe) for pe in pes]
         self.buffer = [
             buffer_node(pe, node, config.buffer) for pe, node in zip(pes, self.memory, strict=True)
         ]
         self.signal_buffer = [buffer_node(pe, pe, config.buffer) for pe in pes]
-        self.element_ps = [PS_PER_S / machine.pe_spec(pe).flops_per_s["vector"] for pe in pes]
+        self.element_ps = [PS_PER_S / spec.flops_per_s["vector"] for spec in specs]
         self.itemsize = itemsize
+        # ps per byte of every link on a route looked up so far (route() notes them).
+        self.ppb: dict[int, float] = {}
         self._streams: dict[tuple[int, str], tuple[tuple[int, ...], ...]] = {}
+        # Per (sender, receiver, signal): a message's route, and its costs.
+        self._routes: dict[tuple[int, int, bool], tuple[int, ...]] = {}
+        self._paths: dict[tuple[int, int, bool], _Path] = {}
 
-    def ps_per_byte(self, edge: int) -> float:
-        return PS_PER_S / self.edges[edge].bandwidth
+    def route(self, src: str, dst: str) -> tuple[int, ...]:
+        """The graph's route from ``src`` to ``dst``, its links' ps per byte noted in ``ppb``."""
+        route = self.graph.route(src, dst)
+        ppb = self.ppb
+        for e in route:
+            if e not in ppb:
+                ppb[e] = PS_PER_S / self.edges[e].bandwidth
+        return route
+
+    def _ends(self, m: Message) -> tuple[str, str]:
+        if m.signal:  # no region: from the PE to the buffer of the PE (its memory is itself)
+            return self.pes[m.src], self.signal_buffer[m.dst]
+        return self.memory[m.src], self.buffer[m.dst]
+
+    def message_route(self, m: Message) -> tuple[int, ...]:
+        """The route of a message: from its sender's memory to its receiver's buffer."""
+        key = (m.src, m.dst, m.signal)
+        route = self._routes.get(key)
+        if route is None:
+            route = self._routes[key] = self.route(*self._ends(m))
+        return route
+
+    def path(self, m: Message) -> _Path:
+        """A message's route and what it costs, looked up once per pair of ranks."""
+        key = (m.src, m.dst, m.signal)
+        path = self._paths.get(key)
+        if path is None:
+            route = self.message_route(m)
+            cost = self.machine.route_cost(*self._ends(m))
+            back = self.machine.route_cost(self.pes[m.dst], self.pes[m.src])
+            slowest = max((self.ppb[e] for e in route), default=0.0)
+            path = _Path(route, cost.latency_ps, cost.fill_ps_per_byte, back.latency_ps, slowest)
+            self._paths[key] = path
+        return path
 
     def streams(self, w: Work) -> tuple[tuple[int, ...], ...]:
         """The routes of the memory streams a work item makes (as Comm makes them)."""
         key = (w.rank, w.kind)
         routes = self._streams.get(key)
         if routes is None:
-            route = self.graph.route
+            route = self.route
             pe, memory, buffer = self.pes[w.rank], self.memory[w.rank], self.buffer[w.rank]
             if w.kind == "reduce":
                 pairs = [(buffer, pe), (memory, pe), (pe, memory)]
@@ -208,6 +258,17 @@ class _Shape:
     fastest: float = math.inf  # the lowest o + route latency of its messages
     threads: tuple[Thread, ...] = ()  # the programs that work or receive in the step
     outgoing: dict[Thread, list[int]] = field(default_factory=dict)  # to drain, if drain
+    # Each channel's first message, and each message's successor on its channel.
+    first: dict[tuple, int] = field(default_factory=dict)
+    successor: dict[int, int] = field(default_factory=dict)
+    streams: int = 0  # the streams of the work alongside the messages
+    # The time of each work item after the messages, sharing its ports with the
+    # programs working through them too.
+    after_ps: dict[Thread, list[float]] = field(default_factory=dict)
+    # With all the step's flows in flight together (:func:`_at_once`, worked out when
+    # first asked): each message's time on its busiest link, each program's on its
+    # busiest port alongside.
+    at_once: tuple[list[float], dict[Thread, float]] | None = None
 
 
 def _items(machine: _Machine, works: Sequence[Work]) -> dict[Thread, list[_Item]]:
@@ -239,12 +300,8 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     packet = machine.packet_bytes
     load: dict[int, float] = defaultdict(float)
     for m in step.messages:
-        if m.signal:  # no region: from the PE to the buffer of the PE (its memory is itself)
-            src, dst = machine.pes[m.src], machine.signal_buffer[m.dst]
-        else:
-            src, dst = machine.memory[m.src], machine.buffer[m.dst]
-        route = machine.graph.route(src, dst)
-        cost = machine.machine.route_cost(src, dst)
+        path = machine.path(m)
+        route = path.route
         shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
         if step.drain:
             shape.outgoing.setdefault((m.src, m.lane), []).append(len(shape.src))
@@ -252,11 +309,12 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
         shape.channel.append((m.src, m.dst, m.channel))
         shape.route.append(route)
         shape.nbytes.append(m.nbytes)
-        shape.tail.append(cost.latency_ps + min(m.nbytes, packet) * cost.fill_ps_per_byte)
-        pe_from, pe_to = machine.pes[m.src], machine.pes[m.dst]
-        shape.back.append(machine.machine.route_cost(pe_to, pe_from).latency_ps)
-        shape.alone.append(max((m.nbytes * machine.ps_per_byte(e) for e in route), default=0.0))
-        shape.fastest = min(shape.fastest, machine.overhead_ps + cost.latency_ps)
+        shape.tail.append(path.latency_ps + min(m.nbytes, packet) * path.fill_ps_per_byte)
+        shape.back.append(path.back_ps)
+        # Rounding is monotonic: the bytes times the slowest link's ps per byte are the
+        # largest of the bytes times each link's.
+        shape.alone.append(m.nbytes * path.slowest_ps_per_byte)
+        shape.fastest = min(shape.fastest, machine.overhead_ps + path.latency_ps)
         for e in route:
             load[e] += m.nbytes
     shape.load = dict(load)
@@ -267,6 +325,23 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     shape.threads = tuple(
         dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming, *shape.outgoing])
     )
+    shape.first, shape.successor = _channels(shape)
+    shape.streams = sum(len(item.routes) for items in shape.alongside.values() for item in items)
+    ppb = machine.ppb
+    sharers: dict[int, int] = defaultdict(int)  # threads working through each link at once
+    for thread_items in shape.after.values():
+        for e in {e for item in thread_items for e in item.load}:
+            sharers[e] += 1
+    shape.after_ps = {
+        thread: [
+            max(
+                item.compute_ps,
+                max((b * sharers[e] * ppb[e] for e, b in item.load.items()), default=0.0),
+            )
+            for item in thread_items
+        ]
+        for thread, thread_items in shape.after.items()
+    }
     return shape
 
 
@@ -340,7 +415,7 @@ def _fluid(
             rate = capacity[e] = machine.edges[e].bandwidth / PS_PER_S
         return rate
 
-    first, successor = _channels(shape)
+    first, successor = shape.first, shape.successor
     arrivals = [0.0] * len(shape.src)
     left = [0.0] * len(shape.src)
     previous = {j: i for i, j in successor.items()}
@@ -383,74 +458,68 @@ def _at_once(
     channel, on equally loaded routes); the shortcut for steps with too many
     flows to follow one by one.
     """
-    ppb = machine.ps_per_byte
-    load = defaultdict(float, shape.load)
-    for e, b in shape.alongside_load.items():
-        load[e] += b
-    first, successor = _channels(shape)
+    if shape.at_once is None:
+        ppb = machine.ppb
+        load = defaultdict(float, shape.load)
+        for e, b in shape.alongside_load.items():
+            load[e] += b
+        on_route = [max((load[e] * ppb[e] for e in route), default=0.0) for route in shape.route]
+        ports = {}
+        for thread, items in shape.alongside.items():
+            edges = {e for item in items for e in item.load}
+            ports[thread] = max((load[e] * ppb[e] for e in edges), default=0.0)
+        shape.at_once = on_route, ports
+    on_route, ports = shape.at_once
+    successor = shape.successor
     arrivals = [0.0] * len(shape.src)
     left = [0.0] * len(shape.src)
-    for key, i in first.items():
+    for key, i in shape.first.items():
         at = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
         arrived = 0.0
         while True:
-            busiest = max((load[e] * ppb(e) for e in shape.route[i]), default=0.0)
-            at = left[i] = at + machine.overhead_ps + busiest
+            at = left[i] = at + machine.overhead_ps + on_route[i]
             arrived = arrivals[i] = max(at + shape.tail[i], arrived)
             if i not in successor:
                 break
             i = successor[i]
     beside = {}
     for thread, items in shape.alongside.items():
-        edges = {e for item in items for e in item.load}
-        port = max((load[e] * ppb(e) for e in edges), default=0.0)
-        beside[thread] = clock.at(thread) + max(sum(item.compute_ps for item in items), port)
+        compute = sum(item.compute_ps for item in items)
+        beside[thread] = clock.at(thread) + max(compute, ports[thread])
     return arrivals, left, beside
 
 
 def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
     """Follow one step from where the clock stands."""
-    ppb = machine.ps_per_byte
-    starts = {
-        max(clock.at(shape.src[i]), clock.free.get(key, 0.0)) for i, key in enumerate(shape.channel)
-    }
-    streams = sum(len(item.routes) for items in shape.alongside.values() for item in items)
-    symmetric = (
-        len(set(shape.channel)) == len(shape.channel)
-        and not streams
-        and (not starts or max(starts) - min(starts) <= _UNIFORM_PS)
-    )
-    follow = _at_once if symmetric or len(shape.src) + streams > _FLUID_FLOWS else _fluid
-    arrivals, left, beside = follow(machine, shape, clock)
+    at, free = clock.at, clock.free
+    symmetric = len(shape.first) == len(shape.channel) and not shape.streams
+    if symmetric and shape.channel:
+        channels = zip(shape.src, shape.channel, strict=True)
+        starts = [max(at(src), free.get(key, 0.0)) for src, key in channels]
+        symmetric = max(starts) - min(starts) <= _UNIFORM_PS
+    many = len(shape.src) + shape.streams > _FLUID_FLOWS
+    arrivals, left, beside = (_at_once if symmetric or many else _fluid)(machine, shape, clock)
     windows = clock.windows
+    sent = clock.sent
     for i, key in enumerate(shape.channel):
         if windows is not None:
-            start = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+            start = max(at(shape.src[i]), free.get(key, 0.0))
             for resource in (key, *shape.route[i]):
                 _widen(windows, resource, start, arrivals[i])
-        clock.free[key] = left[i]  # the channel's next message goes once this one left
-        clock.sent[key[0]] = max(clock.sent[key[0]], arrivals[i])
+        free[key] = left[i]  # the channel's next message goes once this one left
+        sent[key[0]] = max(sent[key[0]], arrivals[i])
     if arrivals:
         clock.last = max(clock.last, max(arrivals))
-    sharers: dict[int, int] = defaultdict(int)  # threads working through each link at once
-    for thread_items in shape.after.values():
-        for e in {e for item in thread_items for e in item.load}:
-            sharers[e] += 1
     moved = {}
+    no_work: list[float] = []
     for thread in shape.threads:
-        t = beside.get(thread, clock.at(thread))
+        t = beside.get(thread, at(thread))
         incoming = [arrivals[i] for i in shape.incoming.get(thread, ())]
         if shape.outgoing.get(thread):  # its own sends arrive before its work starts
             t = max(t, *(arrivals[i] for i in shape.outgoing[thread]))
-        times = [
-            max(
-                item.compute_ps,
-                max((b * sharers[e] * ppb(e) for e, b in item.load.items()), default=0.0),
-            )
-            for item in shape.after.get(thread, ())
-        ]
+        times = shape.after_ps.get(thread, no_work)
         if windows is not None and thread in shape.alongside:
-            _widen(windows, thread, clock.at(thread), t)
+            _widen(windows, thread, at(thread), t)
         if len(incoming) != len(times):  # else the i-th work item handles the i-th message
             incoming, times = [max([t, *incoming])], [sum(times)]
         for arrival, work in zip(incoming, times, strict=False):
@@ -586,7 +655,7 @@ def _pipeline_busy(
     it waits out a latency); a program's is its vector-engine time or its
     slowest port's share, whichever is longer.
     """
-    ppb = machine.ps_per_byte
+    ppb = machine.ppb
     carried: dict[int, float] = defaultdict(float)
     latency: dict[tuple, float] = defaultdict(float)  # per channel
     # Per channel: a message's credit comes back a round trip after it left, so a
@@ -617,13 +686,16 @@ def _pipeline_busy(
         if among is None:
             on = crowd(e)
             if on is not None:
-                return on.total(on.everyone, mine) * ppb(e)
+                return on.total(on.everyone, mine) * ppb[e]
         on_link = users[e]
-        return sum(
-            min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
-            for u, b in on_link.items()
-            if among is None or among(u)
-        ) * ppb(e)
+        return (
+            sum(
+                min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
+                for u, b in on_link.items()
+                if among is None or among(u)
+            )
+            * ppb[e]
+        )
 
     def chained(a: Any, b: Any) -> bool:
         """Whether two channels of one program meet at a rank (a chain's stages: what
@@ -657,21 +729,21 @@ def _pipeline_busy(
         on = crowd(e)
         if on is None:
             return shared(e, mine, lambda u: u == me or chained(u, me))
-        return on.total(on.chained(me), mine) * ppb(e)
+        return on.total(on.chained(me), mine) * ppb[e]
 
     def shared_in_step(e: int, mine: float, me: tuple) -> float:
         """:func:`shared` among ``me`` and the users together with it."""
         on = crowd(e)
         if on is None:
             return shared(e, mine, lambda u: u == me or together(u, me))
-        return on.total(on.together(me), mine) * ppb(e)
+        return on.total(on.together(me), mine) * ppb[e]
 
-    busy: dict[Any, float] = {e: b * ppb(e) for e, b in carried.items()}
+    busy: dict[Any, float] = {e: b * ppb[e] for e, b in carried.items()}
     for e, on_link in users.items():
         for user, b in on_link.items():
             mine = b / width.get((user, e), 1)
             t = shared(e, mine)
-            neck: int | None = e if t > mine * ppb(e) else None
+            neck: int | None = e if t > mine * ppb[e] else None
             if user in latency:
                 # The users a channel moved beside in the first piece stay in step with
                 # it: they share the link while it moves and wait while it waits, so
@@ -753,13 +825,13 @@ def _rounds(machine: _Machine, shapes: Sequence[tuple[_Shape, int]], pieces: int
     the work of the steps active in the round, and a round lasts as long as its
     busiest resource (a link or port: its bytes at its bandwidth; a program: its
     vector-engine time).  Latencies are left to the stages (see :func:`price`)."""
-    ppb = machine.ps_per_byte
+    ppb = machine.ppb
     runs: list[tuple[dict[Any, float], int]] = []
     for shape, repeat in shapes:
         work: dict[Any, float] = defaultdict(float)
         for total in (shape.load, shape.alongside_load, shape.after_load):
             for e, b in total.items():
-                work[e] += b * ppb(e)
+                work[e] += b * ppb[e]
         for thread, item in _work_items(shape):
             work[thread] += item.compute_ps
         if work and repeat > 0:
@@ -835,6 +907,31 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
             return
 
 
+class Pricing:
+    """Schedules of one configuration on one group of PEs, priced one after another.
+
+    The ranks' routes and their costs are looked up once for all of them (the
+    tuner prices a schedule in a few piece counts).  Made for one question and
+    dropped after it: it keeps what it looked up from the context.
+    """
+
+    def __init__(
+        self, ctx: RuntimeContext, config: AlgorithmConfig, pes: Sequence[str], itemsize: int = 4
+    ) -> None:
+        self._machine = _Machine(ctx, config, pes, itemsize)
+
+    def route_hops(self, schedule: Schedule) -> int:
+        """See :func:`route_hops`."""
+        route = self._machine.message_route
+        return sum(
+            len(route(m)) for phase in schedule for step in phase.steps for m in step.messages
+        )
+
+    def price(self, schedule: Schedule) -> Priced:
+        """See :func:`price`."""
+        return _price(self._machine, schedule)
+
+
 def route_hops(
     ctx: RuntimeContext, config: AlgorithmConfig, pes: Sequence[str], schedule: Schedule
 ) -> int:
@@ -842,18 +939,7 @@ def route_hops(
     per repeat or piece): what pricing it costs grows with this (a double binary
     tree over a ring of 1,024 chips crosses 1.06 M, a ring over 1,024 PEs of
     rack.yaml 4,384)."""
-    machine = _Machine(ctx, config, pes, 4)
-    route = machine.graph.route
-    hops = 0
-    for phase in schedule:
-        for step in phase.steps:
-            for m in step.messages:
-                if m.signal:
-                    src, dst = machine.pes[m.src], machine.signal_buffer[m.dst]
-                else:
-                    src, dst = machine.memory[m.src], machine.buffer[m.dst]
-                hops += len(route(src, dst))
-    return hops
+    return Pricing(ctx, config, pes).route_hops(schedule)
 
 
 def price(
@@ -864,8 +950,12 @@ def price(
     itemsize: int = 4,
 ) -> Priced:
     """The time of ``schedule`` for ``config`` on ``pes``, and the bound under it."""
-    machine = _Machine(ctx, config, pes, itemsize)
-    clock = _Clock(len(pes))
+    return Pricing(ctx, config, pes, itemsize).price(schedule)
+
+
+def _price(machine: _Machine, schedule: Schedule) -> Priced:
+    """:func:`price` on the machine's view of a configuration and its ranks."""
+    clock = _Clock(len(machine.pes))
     carried: dict[int, float] = defaultdict(float)
     worked: set[int] = set()  # links and ports that local work streams through
     fastest = math.inf
@@ -907,7 +997,7 @@ def price(
     def needs(e: int) -> float:
         """The least time link ``e`` needs: its bytes at full bandwidth, after the endpoint
         overhead every message pays first unless local work (no overhead) uses it too."""
-        return carried[e] * machine.ps_per_byte(e) + (0 if e in worked else machine.overhead_ps)
+        return carried[e] * machine.ppb[e] + (0 if e in worked else machine.overhead_ps)
 
     busiest = max(carried, key=needs, default=None)
     bound = max(0.0 if busiest is None else needs(busiest), 0.0 if math.isinf(fastest) else fastest)

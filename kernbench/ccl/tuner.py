@@ -46,7 +46,7 @@ from typing import Any
 from kernbench.ccl.algorithms import Algorithm, algorithms, get_algorithm
 from kernbench.ccl.buffers import buffer_node, memory_node
 from kernbench.ccl.catalogue import AlgorithmConfig
-from kernbench.ccl.costmodel import price, route_hops
+from kernbench.ccl.costmodel import Pricing, price
 from kernbench.ccl.mapping import algorithm_order
 from kernbench.ccl.settings import ccl_settings
 from kernbench.ccl.tune_table import TuneTable, check_tune_table, load_tune_table
@@ -372,6 +372,7 @@ def chunk_choice(
     placed = mapped_pes(ctx, algorithm, pes)
     best, best_ps, how, capped = 1, math.inf, PIECES_TUNED, False
     most = CHUNK_MAX_MESSAGES
+    pricing: Pricing | None = None  # one for every count: routes are looked up once
     for count in CHUNK_CHOICES:
         if count > 1 and nbytes / max(len(pes), 1) / count < packet:
             break
@@ -391,14 +392,16 @@ def chunk_choice(
             capped = True
             break
         try:
+            if pricing is None:
+                pricing = Pricing(ctx, config, placed, itemsize)
             # Past SEGMENT_MAX_RANKS (chunks only), only what is quick to price.
             if count == 1 and len(pes) > SEGMENT_MAX_RANKS:
-                hops = route_hops(ctx, config, placed, schedule)
+                hops = pricing.route_hops(schedule)
                 if hops > PRICE_MAX_HOPS:
                     how = f"not tuned: its messages cross {hops} links, over {PRICE_MAX_HOPS}"
                     best, capped = 1, True
                     break
-            priced = price(ctx, config, placed, schedule, itemsize)
+            priced = pricing.price(schedule)
         except RouteError:  # a link is down: one piece, and the run says what is wrong
             best, how = 1, PIECES_DOWN
             break
