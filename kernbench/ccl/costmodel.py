@@ -168,7 +168,9 @@ class _Machine:
         self.itemsize = itemsize
         # ps per byte of every link on a route looked up so far (route() notes them).
         self.ppb: dict[int, float] = {}
-        self._streams: dict[tuple[int, str], tuple[tuple[int, ...], ...]] = {}
+        self._streams: dict[
+            tuple[int, str], tuple[tuple[tuple[int, ...], ...], dict[int, int]]
+        ] = {}
         # Per (sender, receiver, signal): a message's route, and its costs.
         self._routes: dict[tuple[int, int, bool], tuple[int, ...]] = {}
         self._paths: dict[tuple[int, int, bool], _Path] = {}
@@ -208,11 +210,12 @@ class _Machine:
             self._paths[key] = path
         return path
 
-    def streams(self, w: Work) -> tuple[tuple[int, ...], ...]:
-        """The routes of the memory streams a work item makes (as Comm makes them)."""
+    def streams(self, w: Work) -> tuple[tuple[tuple[int, ...], ...], dict[int, int]]:
+        """The routes of the memory streams a work item makes (as Comm makes them), and
+        how many of them cross each link."""
         key = (w.rank, w.kind)
-        routes = self._streams.get(key)
-        if routes is None:
+        found = self._streams.get(key)
+        if found is None:
             route = self.route
             pe, memory, buffer = self.pes[w.rank], self.memory[w.rank], self.buffer[w.rank]
             if w.kind == "reduce":
@@ -221,8 +224,13 @@ class _Machine:
                 pairs = [(memory, pe), (pe, memory)]
             else:  # place: free when the message landed where it belongs
                 pairs = [(buffer, pe), (pe, memory)] if buffer != memory else []
-            routes = self._streams[key] = tuple(route(a, b) for a, b in pairs)
-        return routes
+            routes = tuple(route(a, b) for a, b in pairs)
+            crossing: dict[int, int] = defaultdict(int)
+            for r in routes:
+                for e in r:
+                    crossing[e] += 1
+            found = self._streams[key] = routes, dict(crossing)
+        return found
 
 
 Thread = tuple[int, Hashable]  # (rank, lane): one program on one rank
@@ -230,12 +238,14 @@ Thread = tuple[int, Hashable]  # (rank, lane): one program on one rank
 
 @dataclass
 class _Item:
-    """A work item: its streams' routes, bytes per link or port, vector-engine time."""
+    """A work item: its streams' routes, bytes per link or port, vector-engine time, and
+    how many of its streams cross each link."""
 
     routes: tuple[tuple[int, ...], ...]
     nbytes: float
     load: dict[int, float]
     compute_ps: float
+    streams: dict[int, int]
 
 
 @dataclass
@@ -274,7 +284,7 @@ class _Shape:
 def _items(machine: _Machine, works: Sequence[Work]) -> dict[Thread, list[_Item]]:
     items: dict[Thread, list[_Item]] = {}
     for w in works:
-        routes = machine.streams(w)
+        routes, streams = machine.streams(w)
         load: dict[int, float] = defaultdict(float)
         for route in routes:
             for e in route:
@@ -282,7 +292,8 @@ def _items(machine: _Machine, works: Sequence[Work]) -> dict[Thread, list[_Item]
         compute = 0.0
         if w.kind == "reduce":
             compute = w.nbytes / machine.itemsize * machine.element_ps[w.rank]
-        items.setdefault((w.rank, w.lane), []).append(_Item(routes, w.nbytes, dict(load), compute))
+        item = _Item(routes, w.nbytes, dict(load), compute, streams)
+        items.setdefault((w.rank, w.lane), []).append(item)
     return items
 
 
@@ -539,15 +550,6 @@ def _widen(windows: dict[Any, list[float]], resource: Any, start: float, end: fl
         window[0], window[1] = min(window[0], start), max(window[1], end)
 
 
-def _streams_per_link(items: Iterable[_Item]) -> dict[int, int]:
-    count: dict[int, int] = defaultdict(int)
-    for item in items:
-        for route in item.routes:
-            for e in route:
-                count[e] += 1
-    return count
-
-
 def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
     return [
         (thread, item)
@@ -561,9 +563,65 @@ def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
 _CROWDED_LINK = 64
 
 
+class _Few:
+    """One link's users, in the order they came onto the link, for the sums of
+    :func:`_pipeline_busy`: Σ min(bytes per stream, b) x streams over all of them, or
+    over those chained to, or in step with, one of them (b: its bytes per stream)."""
+
+    def __init__(
+        self,
+        on_link: dict[Any, float],
+        width: dict[tuple[Any, int], int],
+        e: int,
+        latency: dict[tuple, float],
+        windows: dict[Any, list[float]],
+    ) -> None:
+        # (user, bytes per stream, streams, whether it is a channel, its window)
+        self.users = []
+        for u, b in on_link.items():
+            n = width.get((u, e), 1)
+            self.users.append((u, b / n, n, u in latency, windows.get(u)))
+        self.windows = windows
+        self.latency = latency
+
+    def total(self, mine: float) -> float:
+        return sum(min(per_stream, mine) * n for _, per_stream, n, _, _ in self.users)
+
+    def chained_total(self, mine: float, me: tuple) -> float:
+        """The sum over ``me`` and the channels of its program that meet it at a rank."""
+        if me not in self.latency:
+            return sum(
+                min(per_stream, mine) * n for u, per_stream, n, _, _ in self.users if u == me
+            )
+        ends = (me[0], me[1])
+        return sum(
+            min(per_stream, mine) * n
+            for u, per_stream, n, channel, _ in self.users
+            if u == me or (channel and u[2] == me[2] and (u[0] in ends or u[1] in ends))
+        )
+
+    def together_total(self, mine: float, me: tuple) -> float:
+        """The sum over ``me`` and the users chained to it or active while it was (or
+        never timed)."""
+        span = self.windows.get(me)
+        if span is None:
+            return self.total(mine)
+        chained = me in self.latency
+        ends = (me[0], me[1])
+        return sum(
+            min(per_stream, mine) * n
+            for u, per_stream, n, channel, window in self.users
+            if window is None
+            or (window[0] < span[1] and span[0] < window[1])
+            or u == me
+            or (chained and channel and u[2] == me[2] and (u[0] in ends or u[1] in ends))
+        )
+
+
 class _Crowd:
-    """One link's users as arrays, in the order they came onto the link, for the sums of
-    :func:`_pipeline_busy` over the users chained to, or in step with, one of them."""
+    """One link's users as arrays, in the order they came onto the link: :class:`_Few`'s
+    sums as array passes (links with many users: direct sends, trees over long routes),
+    in the same order and with the same arithmetic."""
 
     def __init__(
         self,
@@ -622,11 +680,20 @@ class _Crowd:
         mask |= (self.start < span[1]) & (span[0] < self.stop)
         return mask
 
-    def total(self, mask: np.ndarray, mine: float) -> float:
+    def sum(self, mask: np.ndarray, mine: float) -> float:
         """Σ min(bytes per stream, ``mine``) x streams over the users in ``mask``, summed
         one after another in the users' order (as Python's ``sum`` would)."""
         parts = np.minimum(self.per_stream[mask], mine) * self.width[mask]
         return float(np.cumsum(parts)[-1]) if len(parts) else 0
+
+    def total(self, mine: float) -> float:
+        return self.sum(self.everyone, mine)
+
+    def chained_total(self, mine: float, me: tuple) -> float:
+        return self.sum(self.chained(me), mine)
+
+    def together_total(self, mine: float, me: tuple) -> float:
+        return self.sum(self.together(me), mine)
 
 
 def _pipeline_busy(
@@ -676,80 +743,35 @@ def _pipeline_busy(
                 users[e][key] += repeat * shape.nbytes[i]
         for thread, item in _work_items(shape):
             compute[thread] += repeat * item.compute_ps
-            for e, n in _streams_per_link([item]).items():
+            for e, n in item.streams.items():
                 users[e][thread] += repeat * item.load[e]
                 width[thread, e] = max(width[thread, e], n)
 
-    def shared(e: int, mine: float, among: Any = None) -> float:
-        """ps a flow moving ``mine`` bytes over link ``e`` per piece takes, sharing it
-        with every user of the link (or those ``among`` accepts)."""
-        if among is None:
-            on = crowd(e)
-            if on is not None:
-                return on.total(on.everyone, mine) * ppb[e]
-        on_link = users[e]
-        return (
-            sum(
-                min(b / width.get((u, e), 1), mine) * width.get((u, e), 1)
-                for u, b in on_link.items()
-                if among is None or among(u)
-            )
-            * ppb[e]
-        )
+    # Each link's users, summed over one by one or, on a link with many, as arrays.
+    links: dict[int, _Few | _Crowd] = {}
 
-    def chained(a: Any, b: Any) -> bool:
-        """Whether two channels of one program meet at a rank (a chain's stages: what
-        one brings in, the next sends on)."""
-        return a in latency and b in latency and a[2] == b[2] and bool({a[0], a[1]} & {b[0], b[1]})
-
-    def together(a: Any, b: Any) -> bool:
-        """Whether two users go in step: chained, or active at once while the first
-        piece went through."""
-        if chained(a, b):
-            return True
-        wa, wb = windows.get(a), windows.get(b)
-        return wa is None or wb is None or (wa[0] < wb[1] and wb[0] < wa[1])
-
-    # Links with many users (direct sends, trees over long routes) take the two
-    # filtered sums below as array passes over their users, in the same order and
-    # with the same arithmetic as the loop in ``shared``: a pass per user instead of
-    # a Python call per pair of users.
-    crowded: dict[int, _Crowd] = {}
-
-    def crowd(e: int) -> _Crowd | None:
-        if len(users[e]) < _CROWDED_LINK:
-            return None
-        found = crowded.get(e)
+    def sharing(e: int) -> _Few | _Crowd:
+        found = links.get(e)
         if found is None:
-            found = crowded[e] = _Crowd(users[e], width, e, latency, windows)
+            kind = _Crowd if len(users[e]) >= _CROWDED_LINK else _Few
+            found = links[e] = kind(users[e], width, e, latency, windows)
         return found
 
-    def shared_chained(e: int, mine: float, me: tuple) -> float:
-        """:func:`shared` among ``me`` and the channels chained to it."""
-        on = crowd(e)
-        if on is None:
-            return shared(e, mine, lambda u: u == me or chained(u, me))
-        return on.total(on.chained(me), mine) * ppb[e]
-
-    def shared_in_step(e: int, mine: float, me: tuple) -> float:
-        """:func:`shared` among ``me`` and the users together with it."""
-        on = crowd(e)
-        if on is None:
-            return shared(e, mine, lambda u: u == me or together(u, me))
-        return on.total(on.together(me), mine) * ppb[e]
-
+    # A user moving b bytes over a link per piece takes its share of the link with every
+    # user of it: sharing(e).total(b) x ps per byte.
     busy: dict[Any, float] = {e: b * ppb[e] for e, b in carried.items()}
     for e, on_link in users.items():
+        link = sharing(e)
         for user, b in on_link.items():
             mine = b / width.get((user, e), 1)
-            t = shared(e, mine)
+            t = link.total(mine) * ppb[e]
             neck: int | None = e if t > mine * ppb[e] else None
             if user in latency:
                 # The users a channel moved beside in the first piece stay in step with
                 # it: they share the link while it moves and wait while it waits, so
                 # its latencies add to their share.  The others fill the link while it
                 # waits: they only bound it by the link's capacity.
-                in_step = shared_in_step(e, mine, user)
+                in_step = link.together_total(mine, user) * ppb[e]
                 if in_step + latency[user] >= t:
                     t, neck = in_step + latency[user], None
             if t > busy.get(user, 0.0):
@@ -767,12 +789,22 @@ def _pipeline_busy(
     # ``stages`` holds (a piece's time through the stage, the stage's time per piece).
     stages.clear()
     started = False  # whether a stage with messages is in: the first goes alone
+    # A message's share of its slowest link, by (channel, bytes, route): the steps of a
+    # ring send the same messages.
+    shares: dict[tuple, float] = {}
     for shape, repeat in shapes:
         alone = behind = service = 0.0
         for i, key in enumerate(shape.channel):
-            share = max(
-                (shared_chained(e, shape.nbytes[i], key) for e in shape.route[i]), default=0.0
-            )
+            message = (key, shape.nbytes[i], shape.route[i])
+            share = shares.get(message)
+            if share is None:
+                share = shares[message] = max(
+                    (
+                        sharing(e).chained_total(shape.nbytes[i], key) * ppb[e]
+                        for e in shape.route[i]
+                    ),
+                    default=0.0,
+                )
             ahead = machine.overhead_ps + shape.tail[i]
             alone = max(alone, ahead + shape.alone[i])
             # Behind the first stage the next piece lands where this one leaves (a
