@@ -94,6 +94,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import accumulate
 from typing import Any
 
@@ -236,7 +237,7 @@ class _Machine:
 Thread = tuple[int, Hashable]  # (rank, lane): one program on one rank
 
 
-@dataclass
+@dataclass(slots=True)
 class _Item:
     """A work item: its streams' routes, bytes per link or port, vector-engine time, and
     how many of its streams cross each link."""
@@ -272,9 +273,12 @@ class _Shape:
     first: dict[tuple, int] = field(default_factory=dict)
     successor: dict[int, int] = field(default_factory=dict)
     streams: int = 0  # the streams of the work alongside the messages
-    # The time of each work item after the messages, sharing its ports with the
-    # programs working through them too.
-    after_ps: dict[Thread, list[float]] = field(default_factory=dict)
+    # Per thread, in order: its incoming messages, its messages to drain, the time of
+    # each of its work items after the messages (sharing its ports with the programs
+    # working through them too), and whether it works alongside them.
+    programs: list[tuple[Thread, list[int], list[int], list[float], bool]] = field(
+        default_factory=list
+    )
     # With all the step's flows in flight together (:func:`_at_once`, worked out when
     # first asked): each message's time on its busiest link, each program's on its
     # busiest port alongside.
@@ -309,24 +313,29 @@ def _total(items: dict[Thread, list[_Item]]) -> dict[int, float]:
 def _shape(machine: _Machine, step: Step) -> _Shape:
     shape = _Shape()
     packet = machine.packet_bytes
+    messages = step.messages
+    paths = [machine.path(m) for m in messages]
+    shape.src = [(m.src, m.lane) for m in messages]
+    shape.channel = [(m.src, m.dst, m.channel) for m in messages]
+    shape.route = [path.route for path in paths]
+    shape.nbytes = [m.nbytes for m in messages]
+    shape.tail = [
+        path.latency_ps + min(m.nbytes, packet) * path.fill_ps_per_byte
+        for m, path in zip(messages, paths, strict=True)
+    ]
+    shape.back = [path.back_ps for path in paths]
+    # Rounding is monotonic: the bytes times the slowest link's ps per byte are the
+    # largest of the bytes times each link's.
+    shape.alone = [
+        m.nbytes * path.slowest_ps_per_byte for m, path in zip(messages, paths, strict=True)
+    ]
+    shape.fastest = min([math.inf, *(machine.overhead_ps + path.latency_ps for path in paths)])
     load: dict[int, float] = defaultdict(float)
-    for m in step.messages:
-        path = machine.path(m)
-        route = path.route
-        shape.incoming.setdefault((m.dst, m.lane), []).append(len(shape.src))
+    for i, m in enumerate(messages):
+        shape.incoming.setdefault((m.dst, m.lane), []).append(i)
         if step.drain:
-            shape.outgoing.setdefault((m.src, m.lane), []).append(len(shape.src))
-        shape.src.append((m.src, m.lane))
-        shape.channel.append((m.src, m.dst, m.channel))
-        shape.route.append(route)
-        shape.nbytes.append(m.nbytes)
-        shape.tail.append(path.latency_ps + min(m.nbytes, packet) * path.fill_ps_per_byte)
-        shape.back.append(path.back_ps)
-        # Rounding is monotonic: the bytes times the slowest link's ps per byte are the
-        # largest of the bytes times each link's.
-        shape.alone.append(m.nbytes * path.slowest_ps_per_byte)
-        shape.fastest = min(shape.fastest, machine.overhead_ps + path.latency_ps)
-        for e in route:
+            shape.outgoing.setdefault((m.src, m.lane), []).append(i)
+        for e in shape.route[i]:
             load[e] += m.nbytes
     shape.load = dict(load)
     shape.alongside = _items(machine, step.alongside)
@@ -343,16 +352,15 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     for thread_items in shape.after.values():
         for e in {e for item in thread_items for e in item.load}:
             sharers[e] += 1
-    shape.after_ps = {
-        thread: [
-            max(
-                item.compute_ps,
-                max((b * sharers[e] * ppb[e] for e, b in item.load.items()), default=0.0),
-            )
-            for item in thread_items
-        ]
-        for thread, thread_items in shape.after.items()
-    }
+    no_messages: list[int] = []
+    for thread in shape.threads:
+        after = []
+        for item in shape.after.get(thread, ()):
+            port = max([b * sharers[e] * ppb[e] for e, b in item.load.items()], default=0.0)
+            after.append(max(item.compute_ps, port))
+        incoming = shape.incoming.get(thread, no_messages)
+        outgoing = shape.outgoing.get(thread, no_messages)
+        shape.programs.append((thread, incoming, outgoing, after, thread in shape.alongside))
     return shape
 
 
@@ -461,13 +469,14 @@ def _fluid(
 
 
 def _at_once(
-    machine: _Machine, shape: _Shape, clock: _Clock
+    machine: _Machine, shape: _Shape, clock: _Clock, starts: list[float] | None = None
 ) -> tuple[list[float], list[float], dict[Thread, float]]:
     """The step's flows as if all in flight together: each link's load shared by all.
 
     Exact for a symmetric step (every message leaving at once, one per
     channel, on equally loaded routes); the shortcut for steps with too many
-    flows to follow one by one.
+    flows to follow one by one.  ``starts``: when each message can leave, if the
+    caller has worked it out (a step of one message per channel).
     """
     if shape.at_once is None:
         ppb = machine.ppb
@@ -485,7 +494,10 @@ def _at_once(
     arrivals = [0.0] * len(shape.src)
     left = [0.0] * len(shape.src)
     for key, i in shape.first.items():
-        at = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+        if starts is None:
+            at = max(clock.at(shape.src[i]), clock.free.get(key, 0.0))
+        else:
+            at = starts[i]
         arrived = 0.0
         while True:
             at = left[i] = at + machine.overhead_ps + on_route[i]
@@ -503,38 +515,48 @@ def _at_once(
 def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
     """Follow one step from where the clock stands."""
     at, free = clock.at, clock.free
-    symmetric = len(shape.first) == len(shape.channel) and not shape.streams
-    if symmetric and shape.channel:
+    # With one message per channel, when each can leave: when its sender enters the
+    # step, or its channel is free if later.
+    starts = None
+    if len(shape.first) == len(shape.channel):
         channels = zip(shape.src, shape.channel, strict=True)
         starts = [max(at(src), free.get(key, 0.0)) for src, key in channels]
-        symmetric = max(starts) - min(starts) <= _UNIFORM_PS
-    many = len(shape.src) + shape.streams > _FLUID_FLOWS
-    arrivals, left, beside = (_at_once if symmetric or many else _fluid)(machine, shape, clock)
+    symmetric = (
+        starts is not None
+        and not shape.streams
+        and (not starts or max(starts) - min(starts) <= _UNIFORM_PS)
+    )
+    if symmetric or len(shape.src) + shape.streams > _FLUID_FLOWS:
+        arrivals, left, beside = _at_once(machine, shape, clock, starts)
+    else:
+        arrivals, left, beside = _fluid(machine, shape, clock)
     windows = clock.windows
     sent = clock.sent
     for i, key in enumerate(shape.channel):
         if windows is not None:
-            start = max(at(shape.src[i]), free.get(key, 0.0))
-            for resource in (key, *shape.route[i]):
-                _widen(windows, resource, start, arrivals[i])
+            start = max(at(shape.src[i]), free.get(key, 0.0)) if starts is None else starts[i]
+            _widen_all(windows, (key, *shape.route[i]), start, arrivals[i])
         free[key] = left[i]  # the channel's next message goes once this one left
         sent[key[0]] = max(sent[key[0]], arrivals[i])
     if arrivals:
         clock.last = max(clock.last, max(arrivals))
     moved = {}
-    no_work: list[float] = []
-    for thread in shape.threads:
-        t = beside.get(thread, at(thread))
-        incoming = [arrivals[i] for i in shape.incoming.get(thread, ())]
-        if shape.outgoing.get(thread):  # its own sends arrive before its work starts
-            t = max(t, *(arrivals[i] for i in shape.outgoing[thread]))
-        times = shape.after_ps.get(thread, no_work)
-        if windows is not None and thread in shape.alongside:
+    for thread, incoming, outgoing, times, alongside in shape.programs:
+        t = beside[thread] if alongside else at(thread)
+        if outgoing:  # its own sends arrive before its work starts
+            t = max(t, *(arrivals[i] for i in outgoing))
+        if windows is not None and alongside:
             _widen(windows, thread, at(thread), t)
-        if len(incoming) != len(times):  # else the i-th work item handles the i-th message
-            incoming, times = [max([t, *incoming])], [sum(times)]
-        for arrival, work in zip(incoming, times, strict=False):
-            start, t = max(t, arrival), max(t, arrival) + work
+        if len(incoming) == len(times):  # the i-th work item handles the i-th message
+            for i, work in zip(incoming, times, strict=True):
+                start = max(t, arrivals[i])
+                t = start + work
+                if windows is not None and work:
+                    _widen(windows, thread, start, t)
+        else:  # the work waits for all of them
+            start = max([t, *(arrivals[i] for i in incoming)])
+            work = sum(times)
+            t = start + work
             if windows is not None and work:
                 _widen(windows, thread, start, t)
         moved[thread] = t
@@ -548,6 +570,21 @@ def _widen(windows: dict[Any, list[float]], resource: Any, start: float, end: fl
         windows[resource] = [start, end]
     else:
         window[0], window[1] = min(window[0], start), max(window[1], end)
+
+
+def _widen_all(
+    windows: dict[Any, list[float]], resources: Iterable[Any], start: float, end: float
+) -> None:
+    """:func:`_widen` for each of ``resources``."""
+    for resource in resources:
+        window = windows.get(resource)
+        if window is None:
+            windows[resource] = [start, end]
+        else:
+            if start < window[0]:
+                window[0] = start
+            if end > window[1]:
+                window[1] = end
 
 
 def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
@@ -576,45 +613,49 @@ class _Few:
         latency: dict[tuple, float],
         windows: dict[Any, list[float]],
     ) -> None:
-        # (user, bytes per stream, streams, whether it is a channel, its window)
-        self.users = []
+        self.users: list[tuple[Any, float, int]] = []  # (user, bytes per stream, streams)
         for u, b in on_link.items():
             n = width.get((u, e), 1)
-            self.users.append((u, b / n, n, u in latency, windows.get(u)))
-        self.windows = windows
+            self.users.append((u, b / n, n))
         self.latency = latency
+        self.windows = windows
 
     def total(self, mine: float) -> float:
-        return sum(min(per_stream, mine) * n for _, per_stream, n, _, _ in self.users)
+        if len(self.users) == 1:  # its only user (any of the sums below)
+            _, per_stream, n = self.users[0]
+            return min(per_stream, mine) * n
+        return sum(min(per_stream, mine) * n for _, per_stream, n in self.users)
 
     def chained_total(self, mine: float, me: tuple) -> float:
         """The sum over ``me`` and the channels of its program that meet it at a rank."""
-        if me not in self.latency:
-            return sum(
-                min(per_stream, mine) * n for u, per_stream, n, _, _ in self.users if u == me
-            )
-        ends = (me[0], me[1])
+        if len(self.users) == 1:
+            return self.total(mine)
         return sum(
-            min(per_stream, mine) * n
-            for u, per_stream, n, channel, _ in self.users
-            if u == me or (channel and u[2] == me[2] and (u[0] in ends or u[1] in ends))
+            min(per_stream, mine) * n for u, per_stream, n in self.users if self._chained(u, me)
         )
 
     def together_total(self, mine: float, me: tuple) -> float:
         """The sum over ``me`` and the users chained to it or active while it was (or
         never timed)."""
         span = self.windows.get(me)
-        if span is None:
+        if span is None or len(self.users) == 1:
             return self.total(mine)
-        chained = me in self.latency
-        ends = (me[0], me[1])
+        windows = self.windows
         return sum(
             min(per_stream, mine) * n
-            for u, per_stream, n, channel, window in self.users
-            if window is None
+            for u, per_stream, n in self.users
+            if (window := windows.get(u)) is None
             or (window[0] < span[1] and span[0] < window[1])
-            or u == me
-            or (chained and channel and u[2] == me[2] and (u[0] in ends or u[1] in ends))
+            or self._chained(u, me)
+        )
+
+    def _chained(self, u: Any, me: tuple) -> bool:
+        """Whether ``u`` is ``me`` or a channel of its program that meets it at a rank."""
+        return u == me or (
+            u in self.latency
+            and me in self.latency
+            and u[2] == me[2]
+            and (u[0] in (me[0], me[1]) or u[1] in (me[0], me[1]))
         )
 
 
@@ -728,7 +769,7 @@ def _pipeline_busy(
     # Per channel: a message's credit comes back a round trip after it left, so a
     # channel of depth d moves at most d messages per round trip.
     round_trips: dict[tuple, float] = defaultdict(float)
-    users: dict[int, dict[Any, float]] = defaultdict(lambda: defaultdict(float))  # bytes
+    users: dict[int, dict[Any, float]] = defaultdict(partial(defaultdict, float))  # bytes
     width: dict[tuple[Any, int], int] = defaultdict(int)  # a program's streams side by side
     compute: dict[Thread, float] = defaultdict(float)
     for shape, repeat in shapes:
@@ -789,36 +830,51 @@ def _pipeline_busy(
     # ``stages`` holds (a piece's time through the stage, the stage's time per piece).
     stages.clear()
     started = False  # whether a stage with messages is in: the first goes alone
-    # A message's share of its slowest link, by (channel, bytes, route): the steps of a
-    # ring send the same messages.
-    shares: dict[tuple, float] = {}
+    # Each step's (alone, behind, service): a step sending the same messages as one
+    # before it (a ring's steps) takes the same.
+    done: list[tuple[_Shape, tuple[float, float, float]]] = []
     for shape, repeat in shapes:
-        alone = behind = service = 0.0
-        for i, key in enumerate(shape.channel):
-            message = (key, shape.nbytes[i], shape.route[i])
-            share = shares.get(message)
-            if share is None:
-                share = shares[message] = max(
+        for other, times in done:
+            if _same_messages(shape, other):
+                alone, behind, service = times
+                break
+        else:
+            alone = behind = service = 0.0
+            for i, key in enumerate(shape.channel):
+                share = max(
                     (
                         sharing(e).chained_total(shape.nbytes[i], key) * ppb[e]
                         for e in shape.route[i]
                     ),
                     default=0.0,
                 )
-            ahead = machine.overhead_ps + shape.tail[i]
-            alone = max(alone, ahead + shape.alone[i])
-            # Behind the first stage the next piece lands where this one leaves (a
-            # chain's rank takes in piece k+1 while it sends piece k on): the two share
-            # the rank's ports, the landing a route tail ahead, so the first piece takes
-            # its share less that head start (its time alone if the tail is longer).
-            behind = max(behind, ahead + max(shape.alone[i], share - shape.tail[i]))
-            service = max(service, machine.overhead_ps + share)
+                ahead = machine.overhead_ps + shape.tail[i]
+                alone = max(alone, ahead + shape.alone[i])
+                # Behind the first stage the next piece lands where this one leaves (a
+                # chain's rank takes in piece k+1 while it sends piece k on): the two
+                # share the rank's ports, the landing a route tail ahead, so the first
+                # piece takes its share less that head start (its time alone if the
+                # tail is longer).
+                behind = max(behind, ahead + max(shape.alone[i], share - shape.tail[i]))
+                service = max(service, machine.overhead_ps + share)
+            done.append((shape, (alone, behind, service)))
         if shape.channel and not started:  # the first stage: its first piece goes alone
             stages.append((alone, service))
             repeat -= 1
             started = True
         stages.extend([(behind, service)] * repeat)
     return busy
+
+
+def _same_messages(a: _Shape, b: _Shape) -> bool:
+    """Whether two steps send the same messages (channels, bytes and routes)."""
+    return (
+        a.channel == b.channel
+        and a.nbytes == b.nbytes
+        and a.route == b.route
+        and a.tail == b.tail
+        and a.alone == b.alone
+    )
 
 
 def _pipelined_end(
@@ -868,8 +924,19 @@ def _rounds(machine: _Machine, shapes: Sequence[tuple[_Shape, int]], pieces: int
             work[thread] += item.compute_ps
         if work and repeat > 0:
             runs.append((work, repeat))
+    # Each run's work as an array over the phase's resources, 0 where it has none (the
+    # resource's sum then takes nothing from it: every work is a time, never below 0).
+    index: dict[Any, int] = {}
+    for work, _ in runs:
+        for key in work:
+            index.setdefault(key, len(index))
+    arrays = []
+    for work, _ in runs:
+        array = np.zeros(len(index))
+        array[[index[key] for key in work]] = list(work.values())
+        arrays.append(array)
     ends = list(accumulate(repeat for _, repeat in runs))
-    first_stage = [end - repeat for end, (_, repeat) in zip(ends, runs, strict=True)]
+    spans = [(end - repeat, end - 1) for end, (_, repeat) in zip(ends, runs, strict=True)]
     steps = ends[-1] if ends else 0
     # A round's work depends only on how many of each run's steps are active in it:
     # a ring's rounds come in a few kinds.
@@ -877,18 +944,14 @@ def _rounds(machine: _Machine, shapes: Sequence[tuple[_Shape, int]], pieces: int
     total = 0.0
     for r in range(steps + pieces - 1):
         lo, hi = max(0, r - pieces + 1), min(r, steps - 1)
-        counts = tuple(
-            max(0, min(hi, start + repeat - 1) - max(lo, start) + 1)
-            for start, (_, repeat) in zip(first_stage, runs, strict=True)
-        )
+        counts = tuple([max(0, min(hi, last) - max(lo, first) + 1) for first, last in spans])
         found = busiest.get(counts)
         if found is None:
-            merged: dict[Any, float] = defaultdict(float)
-            for n, (work, _) in zip(counts, runs, strict=True):
+            merged = np.zeros(len(index))
+            for n, array in zip(counts, arrays, strict=True):
                 if n:
-                    for key, t in work.items():
-                        merged[key] += n * t
-            found = busiest[counts] = max(merged.values(), default=0.0)
+                    merged += n * array
+            found = busiest[counts] = float(merged.max(initial=0.0))
         total += found
     return total
 
@@ -911,8 +974,9 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
     turn = max(_FOLLOWED_REPEATS, turn)
 
     def now() -> list[float]:
-        return [clock.at(thread) for thread in shape.threads] + [
-            clock.free.get(key, 0.0) for key in channels
+        lanes, base, free = clock.lanes, clock.base, clock.free
+        return [lanes.get(thread, base[thread[0]]) for thread in shape.threads] + [
+            free.get(key, 0.0) for key in channels
         ]
 
     before = now()
