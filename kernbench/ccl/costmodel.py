@@ -95,7 +95,7 @@ from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import accumulate
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -269,9 +269,11 @@ class _Shape:
     fastest: float = math.inf  # the lowest o + route latency of its messages
     threads: tuple[Thread, ...] = ()  # the programs that work or receive in the step
     outgoing: dict[Thread, list[int]] = field(default_factory=dict)  # to drain, if drain
-    # Each channel's first message, and each message's successor on its channel.
+    # Each channel's first message, each message's successor on its channel, and each
+    # channel's last message (channels in the order they first send).
     first: dict[tuple, int] = field(default_factory=dict)
     successor: dict[int, int] = field(default_factory=dict)
+    last: list[int] = field(default_factory=list)
     streams: int = 0  # the streams of the work alongside the messages
     # Per thread, in order: its incoming messages, its messages to drain, the time of
     # each of its work items after the messages (sharing its ports with the programs
@@ -345,7 +347,7 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     shape.threads = tuple(
         dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming, *shape.outgoing])
     )
-    shape.first, shape.successor = _channels(shape)
+    shape.first, shape.successor, shape.last = _channels(shape)
     shape.streams = sum(len(item.routes) for items in shape.alongside.values() for item in items)
     ppb = machine.ppb
     sharers: dict[int, int] = defaultdict(int)  # threads working through each link at once
@@ -356,7 +358,9 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     for thread in shape.threads:
         after = []
         for item in shape.after.get(thread, ()):
-            port = max([b * sharers[e] * ppb[e] for e, b in item.load.items()], default=0.0)
+            port = 0.0  # its busiest port's time, shared with the other programs on it
+            if item.load:
+                port = max([b * sharers[e] * ppb[e] for e, b in item.load.items()])
             after.append(max(item.compute_ps, port))
         incoming = shape.incoming.get(thread, no_messages)
         outgoing = shape.outgoing.get(thread, no_messages)
@@ -400,8 +404,9 @@ class _Clock:
         self.lanes = {}
 
 
-def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int]]:
-    """Each channel's first message, and each message's successor on its channel."""
+def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int], list[int]]:
+    """Each channel's first message, each message's successor on its channel, and
+    each channel's last message (channels in the order they first send)."""
     first: dict[tuple, int] = {}
     successor: dict[int, int] = {}
     last: dict[tuple, int] = {}
@@ -411,7 +416,7 @@ def _channels(shape: _Shape) -> tuple[dict[tuple, int], dict[int, int]]:
         else:
             first[key] = i
         last[key] = i
-    return first, successor
+    return first, successor, list(last.values())
 
 
 def _fluid(
@@ -512,8 +517,9 @@ def _at_once(
     return arrivals, left, beside
 
 
-def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
-    """Follow one step from where the clock stands."""
+def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> list[float]:
+    """Follow one step from where the clock stands; where its programs, then its
+    channels (in the order of ``shape.threads`` and of ``shape.last``) then stand."""
     at, free = clock.at, clock.free
     # With one message per channel, when each can leave: when its sender enters the
     # step, or its channel is free if later.
@@ -561,6 +567,7 @@ def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> None:
                 _widen(windows, thread, start, t)
         moved[thread] = t
     clock.lanes.update(moved)
+    return [*moved.values(), *[left[i] for i in shape.last]]
 
 
 def _widen(windows: dict[Any, list[float]], resource: Any, start: float, end: float) -> None:
@@ -802,17 +809,19 @@ def _pipeline_busy(
     # user of it: sharing(e).total(b) x ps per byte.
     busy: dict[Any, float] = {e: b * ppb[e] for e, b in carried.items()}
     for e, on_link in users.items():
-        link = sharing(e)
+        # A link's only user shares it with no one: each sum below is its own streams'.
+        link = sharing(e) if len(on_link) > 1 else None
         for user, b in on_link.items():
-            mine = b / width.get((user, e), 1)
-            t = link.total(mine) * ppb[e]
+            n = width.get((user, e), 1)
+            mine = b / n
+            t = (link.total(mine) if link else mine * n) * ppb[e]
             neck: int | None = e if t > mine * ppb[e] else None
             if user in latency:
                 # The users a channel moved beside in the first piece stay in step with
                 # it: they share the link while it moves and wait while it waits, so
                 # its latencies add to their share.  The others fill the link while it
                 # waits: they only bound it by the link's capacity.
-                in_step = link.together_total(mine, user) * ppb[e]
+                in_step = (link.together_total(mine, user) if link else mine * n) * ppb[e]
                 if in_step + latency[user] >= t:
                     t, neck = in_step + latency[user], None
             if t > busy.get(user, 0.0):
@@ -935,23 +944,28 @@ def _rounds(machine: _Machine, shapes: Sequence[tuple[_Shape, int]], pieces: int
         array = np.zeros(len(index))
         array[[index[key] for key in work]] = list(work.values())
         arrays.append(array)
-    ends = list(accumulate(repeat for _, repeat in runs))
-    spans = [(end - repeat, end - 1) for end, (_, repeat) in zip(ends, runs, strict=True)]
-    steps = ends[-1] if ends else 0
-    # A round's work depends only on how many of each run's steps are active in it:
-    # a ring's rounds come in a few kinds.
+    # In round r the steps r - pieces + 1 .. r (those there are) are active: each round
+    # one more step comes in (while there are more) and one goes out (once the first
+    # piece is through).  A round's work depends only on how many of each run's steps
+    # are active: a ring's rounds come in a few kinds.
+    run_of = [j for j, (_, repeat) in enumerate(runs) for _ in range(repeat)]
+    steps = len(run_of)
+    counts = [0] * len(runs)
     busiest: dict[tuple[int, ...], float] = {}
     total = 0.0
     for r in range(steps + pieces - 1):
-        lo, hi = max(0, r - pieces + 1), min(r, steps - 1)
-        counts = tuple([max(0, min(hi, last) - max(lo, first) + 1) for first, last in spans])
-        found = busiest.get(counts)
+        if r < steps:
+            counts[run_of[r]] += 1
+        if r >= pieces:
+            counts[run_of[r - pieces]] -= 1
+        active = tuple(counts)
+        found = busiest.get(active)
         if found is None:
             merged = np.zeros(len(index))
-            for n, array in zip(counts, arrays, strict=True):
+            for n, array in zip(active, arrays, strict=True):
                 if n:
                     merged += n * array
-            found = busiest[counts] = float(merged.max(initial=0.0))
+            found = busiest[active] = float(merged.max(initial=0.0))
         total += found
     return total
 
@@ -966,23 +980,18 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
     its mean per repeat after the first (a rank behind a ring's slow hop falls
     behind once; the slow hop then passes round the ring).
     """
-    channels = list(dict.fromkeys(shape.channel))
+    channels = [shape.channel[i] for i in shape.last]
     # A ring's ranks do not go in lock step: a rank behind a slow hop falls behind
     # once and the slow hop passes round, so a rank's pace is its mean over a turn
     # of the ring (up to _FOLLOWED_TURN repeats), after the first repeat.
     turn = min(len(shape.threads), _FOLLOWED_TURN, _FOLLOWED_MESSAGES // max(1, len(shape.src)))
     turn = max(_FOLLOWED_REPEATS, turn)
 
-    def now() -> list[float]:
-        lanes, base, free = clock.lanes, clock.base, clock.free
-        return [lanes.get(thread, base[thread[0]]) for thread in shape.threads] + [
-            free.get(key, 0.0) for key in channels
-        ]
-
-    before = now()
+    before = [clock.at(thread) for thread in shape.threads] + [
+        clock.free.get(key, 0.0) for key in channels
+    ]
     for done in range(1, times + 1):
-        _advance(machine, shape, clock)
-        after = now()
+        after = _advance(machine, shape, clock)
         if done == 1:
             start = after  # the mean pace is taken after the first repeat
         deltas = [b - a for a, b in zip(before, after, strict=True)]
@@ -997,9 +1006,11 @@ def _repeat(machine: _Machine, shape: _Shape, clock: _Clock, times: int) -> None
             extra = left * max(deltas)
             clock.shift(extra, shape.channel)
             if clock.windows is not None:  # the resources stay active over the repeats
-                used = {*shape.channel, *shape.threads, *(e for r in shape.route for e in r)}
-                for resource in used & clock.windows.keys():
-                    clock.windows[resource][1] += extra
+                used = {*shape.channel, *shape.threads, *chain.from_iterable(shape.route)}
+                for resource in used:
+                    window = clock.windows.get(resource)
+                    if window is not None:
+                        window[1] += extra
             return
 
 
