@@ -607,6 +607,24 @@ def _work_items(shape: _Shape) -> list[tuple[Thread, _Item]]:
 _CROWDED_LINK = 64
 
 
+class _Alone:
+    """A link's only user: each of :class:`_Few`'s sums is its own streams'."""
+
+    __slots__ = ("per_stream", "streams")
+
+    def __init__(self, per_stream: float, streams: int) -> None:
+        self.per_stream, self.streams = per_stream, streams
+
+    def total(self, mine: float) -> float:
+        return min(self.per_stream, mine) * self.streams
+
+    def chained_total(self, mine: float, me: tuple) -> float:
+        return min(self.per_stream, mine) * self.streams
+
+    def together_total(self, mine: float, me: tuple) -> float:
+        return min(self.per_stream, mine) * self.streams
+
+
 class _Few:
     """One link's users, in the order they came onto the link, for the sums of
     :func:`_pipeline_busy`: Σ min(bytes per stream, b) x streams over all of them, or
@@ -628,32 +646,29 @@ class _Few:
         self.windows = windows
 
     def total(self, mine: float) -> float:
-        if len(self.users) == 1:  # its only user (any of the sums below)
-            _, per_stream, n = self.users[0]
-            return min(per_stream, mine) * n
-        return sum(min(per_stream, mine) * n for _, per_stream, n in self.users)
+        return sum([min(per_stream, mine) * n for _, per_stream, n in self.users])
 
     def chained_total(self, mine: float, me: tuple) -> float:
         """The sum over ``me`` and the channels of its program that meet it at a rank."""
-        if len(self.users) == 1:
-            return self.total(mine)
         return sum(
-            min(per_stream, mine) * n for u, per_stream, n in self.users if self._chained(u, me)
+            [min(per_stream, mine) * n for u, per_stream, n in self.users if self._chained(u, me)]
         )
 
     def together_total(self, mine: float, me: tuple) -> float:
         """The sum over ``me`` and the users chained to it or active while it was (or
         never timed)."""
         span = self.windows.get(me)
-        if span is None or len(self.users) == 1:
+        if span is None:
             return self.total(mine)
         windows = self.windows
         return sum(
-            min(per_stream, mine) * n
-            for u, per_stream, n in self.users
-            if (window := windows.get(u)) is None
-            or (window[0] < span[1] and span[0] < window[1])
-            or self._chained(u, me)
+            [
+                min(per_stream, mine) * n
+                for u, per_stream, n in self.users
+                if (window := windows.get(u)) is None
+                or (window[0] < span[1] and span[0] < window[1])
+                or self._chained(u, me)
+            ]
         )
 
     def _chained(self, u: Any, me: tuple) -> bool:
@@ -787,8 +802,9 @@ def _pipeline_busy(
             latency[key] += repeat * machine.overhead_ps  # route tails overlap the next
             trip = machine.overhead_ps + shape.alone[i] + shape.tail[i] + shape.back[i]
             round_trips[key] += repeat * trip
+            b = repeat * shape.nbytes[i]
             for e in shape.route[i]:
-                users[e][key] += repeat * shape.nbytes[i]
+                users[e][key] += b
         for thread, item in _work_items(shape):
             compute[thread] += repeat * item.compute_ps
             for e, n in item.streams.items():
@@ -796,13 +812,20 @@ def _pipeline_busy(
                 width[thread, e] = max(width[thread, e], n)
 
     # Each link's users, summed over one by one or, on a link with many, as arrays.
-    links: dict[int, _Few | _Crowd] = {}
+    links: dict[int, _Alone | _Few | _Crowd] = {}
 
-    def sharing(e: int) -> _Few | _Crowd:
+    def sharing(e: int) -> _Alone | _Few | _Crowd:
         found = links.get(e)
         if found is None:
-            kind = _Crowd if len(users[e]) >= _CROWDED_LINK else _Few
-            found = links[e] = kind(users[e], width, e, latency, windows)
+            on_link = users[e]
+            if len(on_link) == 1:
+                for u, b in on_link.items():
+                    n = width.get((u, e), 1)
+                    found = _Alone(b / n, n)
+            else:
+                kind = _Crowd if len(on_link) >= _CROWDED_LINK else _Few
+                found = kind(on_link, width, e, latency, windows)
+            links[e] = found
         return found
 
     # A user moving b bytes over a link per piece takes its share of the link with every
