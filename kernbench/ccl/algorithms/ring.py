@@ -171,18 +171,19 @@ def schedule(op: str, pes: Sequence[str], nbytes: float, params: Mapping[str, An
     if p == 1:
         return ()
     piece = nbytes / p / pieces
+    # The steps of a ring send the same messages (one tuple of them: the cost model lays
+    # a step's messages on the machine once for the steps that share them).
     if op == "all_reduce":
-        steps = (
-            replace(ring_step(p, piece, "reduce"), repeat=p - 1),
-            replace(ring_step(p, piece, "place"), repeat=p - 1),
-        )
+        reduce = ring_step(p, piece, "reduce")
+        place = replace(reduce, work=tuple(Work(r, "place", piece) for r in range(p)))
+        steps = (replace(reduce, repeat=p - 1), replace(place, repeat=p - 1))
     elif op == "reduce_scatter":
         steps = (replace(ring_step(p, piece, "reduce"), repeat=p - 1),)
     elif op == "all_gather":
         # The own block leaves while it is copied into the output.
-        first = ring_step(p, piece, "place")
-        first = replace(first, alongside=tuple(Work(r, "copy", piece) for r in range(p)))
-        steps = (first, replace(ring_step(p, piece, "place"), repeat=p - 2))
+        place = ring_step(p, piece, "place")
+        first = replace(place, alongside=tuple(Work(r, "copy", piece) for r in range(p)))
+        steps = (first, replace(place, repeat=p - 2))
     else:  # broadcast: a chain, one hop per step
         piece = nbytes / pieces
         steps = tuple(
