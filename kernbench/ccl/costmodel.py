@@ -175,6 +175,8 @@ class _Machine:
         # Per (sender, receiver, signal): a message's route, and its costs.
         self._routes: dict[tuple[int, int, bool], tuple[int, ...]] = {}
         self._paths: dict[tuple[int, int, bool], _Path] = {}
+        # The messages of the step last laid out, whether it drains, and its shape.
+        self.laid: tuple[tuple[Message, ...], bool, _Shape] | None = None
 
     def route(self, src: str, dst: str) -> tuple[int, ...]:
         """The graph's route from ``src`` to ``dst``, its links' ps per byte noted in ``ppb``."""
@@ -312,8 +314,8 @@ def _total(items: dict[Thread, list[_Item]]) -> dict[int, float]:
     return dict(load)
 
 
-def _shape(machine: _Machine, step: Step) -> _Shape:
-    shape = _Shape()
+def _lay_messages(machine: _Machine, shape: _Shape, step: Step) -> None:
+    """Fill in what a step's messages fix: their routes, latencies and loads."""
     packet = machine.packet_bytes
     messages = step.messages
     paths = [machine.path(m) for m in messages]
@@ -340,6 +342,26 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
         for e in shape.route[i]:
             load[e] += m.nbytes
     shape.load = dict(load)
+    shape.first, shape.successor, shape.last = _channels(shape)
+
+
+# The parts of a step's shape that its messages (and whether it drains) fix.
+_MESSAGE_PARTS = (
+    *("src", "channel", "route", "nbytes", "tail", "back", "alone", "fastest"),
+    *("incoming", "outgoing", "load", "first", "successor", "last"),
+)
+
+
+def _shape(machine: _Machine, step: Step) -> _Shape:
+    shape = _Shape()
+    # Steps that share their messages (a ring's) share what the messages fix.
+    laid = machine.laid
+    if laid is not None and laid[0] is step.messages and laid[1] == step.drain:
+        for part in _MESSAGE_PARTS:
+            setattr(shape, part, getattr(laid[2], part))
+    else:
+        _lay_messages(machine, shape, step)
+        machine.laid = (step.messages, step.drain, shape)
     shape.alongside = _items(machine, step.alongside)
     shape.after = _items(machine, step.work)
     shape.alongside_load = _total(shape.alongside)
@@ -347,7 +369,6 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
     shape.threads = tuple(
         dict.fromkeys([*shape.alongside, *shape.after, *shape.incoming, *shape.outgoing])
     )
-    shape.first, shape.successor, shape.last = _channels(shape)
     shape.streams = sum(len(item.routes) for items in shape.alongside.values() for item in items)
     ppb = machine.ppb
     sharers: dict[int, int] = defaultdict(int)  # threads working through each link at once
