@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.bench.runner import format_run_summary
 from kernbench.ccl import costmodel, tuner
+from kernbench.ccl.algorithms.schedule import Schedule
 from kernbench.ccl.catalogue import AlgorithmConfig
 from kernbench.ccl.tuner import (
     CHUNK_CHOICES,
@@ -515,3 +517,46 @@ def test_pipelined_prices_are_the_same_with_array_sums_over_crowded_links(
 
     # Every link summed by array passes, then none: to the last bit.
     assert predicted(1) == predicted(1 << 30)
+
+
+@pytest.mark.parametrize(
+    ("topology", "overrides", "ranks"),
+    [("ring8", [], 8), ("multi_sip", ["system.device_level=cube"], 16)],
+)
+def test_prices_are_the_same_priced_one_after_another_on_the_same_routes(
+    topology, overrides, ranks
+):
+    # The tuner prices its piece counts with one Pricing (each pair's route looked up
+    # once), and a ring's steps share their messages (laid on the machine once): a price
+    # is the same as with every route looked up afresh and no messages shared.
+    ctx = RuntimeContext(load_topology(topology, overrides), timing_only=True)
+    pes = [ctx.device_pe(rank) for rank in range(ranks)]
+    config = AlgorithmConfig(module="ring")
+    schedules = [
+        tuner.get_algorithm(module).schedule(op, pes, float(MIB), {"chunks": chunks})
+        for module, op, chunks in [
+            ("ring", "all_reduce", 1),
+            ("ring", "all_reduce", 2),
+            ("ring", "all_gather", 4),
+            ("double_binary_tree", "all_reduce", 4),
+            ("ring", "all_reduce", 2),
+        ]
+    ]
+    pricing = costmodel.Pricing(ctx, config, pes)
+    one_after_another = [pricing.price(schedule) for schedule in schedules]
+
+    def apart(schedule: Schedule) -> Schedule:  # every step with messages of its own
+        return tuple(
+            replace(
+                phase,
+                steps=tuple(
+                    replace(step, messages=tuple(replace(m) for m in step.messages))
+                    for step in phase.steps
+                ),
+            )
+            for phase in schedule
+        )
+
+    fresh = [costmodel.price(ctx, config, pes, apart(schedule)) for schedule in schedules]
+    assert one_after_another == fresh
+    assert pricing.route_hops(schedules[0]) == costmodel.route_hops(ctx, config, pes, schedules[0])

@@ -693,7 +693,8 @@ class _Few:
         )
 
     def _chained(self, u: Any, me: tuple) -> bool:
-        """Whether ``u`` is ``me`` or a channel of its program that meets it at a rank."""
+        """Whether ``u`` is ``me`` or a channel of its program that meets it at a rank (a
+        chain's stages: what one brings in, the next sends on)."""
         return u == me or (
             u in self.latency
             and me in self.latency
@@ -764,20 +765,20 @@ class _Crowd:
         mask |= (self.start < span[1]) & (span[0] < self.stop)
         return mask
 
-    def sum(self, mask: np.ndarray, mine: float) -> float:
+    def total_over(self, mask: np.ndarray, mine: float) -> float:
         """Σ min(bytes per stream, ``mine``) x streams over the users in ``mask``, summed
         one after another in the users' order (as Python's ``sum`` would)."""
         parts = np.minimum(self.per_stream[mask], mine) * self.width[mask]
         return float(np.cumsum(parts)[-1]) if len(parts) else 0
 
     def total(self, mine: float) -> float:
-        return self.sum(self.everyone, mine)
+        return self.total_over(self.everyone, mine)
 
     def chained_total(self, mine: float, me: tuple) -> float:
-        return self.sum(self.chained(me), mine)
+        return self.total_over(self.chained(me), mine)
 
     def together_total(self, mine: float, me: tuple) -> float:
-        return self.sum(self.together(me), mine)
+        return self.total_over(self.together(me), mine)
 
 
 def _pipeline_busy(
@@ -840,9 +841,9 @@ def _pipeline_busy(
         if found is None:
             on_link = users[e]
             if len(on_link) == 1:
-                for u, b in on_link.items():
-                    n = width.get((u, e), 1)
-                    found = _Alone(b / n, n)
+                ((u, b),) = on_link.items()
+                n = width.get((u, e), 1)
+                found = _Alone(b / n, n)
             else:
                 kind = _Crowd if len(on_link) >= _CROWDED_LINK else _Few
                 found = kind(on_link, width, e, latency, windows)
@@ -853,7 +854,8 @@ def _pipeline_busy(
     # user of it: sharing(e).total(b) x ps per byte.
     busy: dict[Any, float] = {e: b * ppb[e] for e, b in carried.items()}
     for e, on_link in users.items():
-        # A link's only user shares it with no one: each sum below is its own streams'.
+        # A link's only user shares it with no one: each sum below is its own streams'
+        # (as an _Alone sums them; the many links with one user make none).
         link = sharing(e) if len(on_link) > 1 else None
         for user, b in on_link.items():
             n = width.get((user, e), 1)
