@@ -277,12 +277,14 @@ class _Shape:
     successor: dict[int, int] = field(default_factory=dict)
     last: list[int] = field(default_factory=list)
     streams: int = 0  # the streams of the work alongside the messages
-    # Per thread, in order: its incoming messages, its messages to drain, the time of
-    # each of its work items after the messages (sharing its ports with the programs
-    # working through them too), and whether it works alongside them.
-    programs: list[tuple[Thread, list[int], list[int], list[float], bool]] = field(
-        default_factory=list
-    )
+    # Per thread, in order: its messages to drain, whether it works alongside the
+    # messages, and its work after them, each item taking its time (sharing its ports
+    # with the programs working through them too): paired with its incoming messages
+    # (the i-th item handles the i-th message), else (None) all of them after all of its
+    # incoming messages, then those messages and the items' time in all.
+    programs: list[
+        tuple[Thread, list[int], bool, list[tuple[int, float]] | None, list[int], float]
+    ] = field(default_factory=list)
     # With all the step's flows in flight together (:func:`_at_once`, worked out when
     # first asked): each message's time on its busiest link, each program's on its
     # busiest port alongside.
@@ -385,7 +387,12 @@ def _shape(machine: _Machine, step: Step) -> _Shape:
             after.append(max(item.compute_ps, port))
         incoming = shape.incoming.get(thread, no_messages)
         outgoing = shape.outgoing.get(thread, no_messages)
-        shape.programs.append((thread, incoming, outgoing, after, thread in shape.alongside))
+        alongside = thread in shape.alongside
+        if len(incoming) == len(after):
+            paired = list(zip(incoming, after, strict=True))
+            shape.programs.append((thread, outgoing, alongside, paired, incoming, 0.0))
+        else:
+            shape.programs.append((thread, outgoing, alongside, None, incoming, sum(after)))
     return shape
 
 
@@ -568,21 +575,21 @@ def _advance(machine: _Machine, shape: _Shape, clock: _Clock) -> list[float]:
     if arrivals:
         clock.last = max(clock.last, max(arrivals))
     moved = {}
-    for thread, incoming, outgoing, times, alongside in shape.programs:
-        t = beside[thread] if alongside else at(thread)
+    lanes, base = clock.lanes, clock.base
+    for thread, outgoing, alongside, paired, incoming, work in shape.programs:
+        t = beside[thread] if alongside else lanes.get(thread, base[thread[0]])
         if outgoing:  # its own sends arrive before its work starts
             t = max(t, *(arrivals[i] for i in outgoing))
         if windows is not None and alongside:
             _widen(windows, thread, at(thread), t)
-        if len(incoming) == len(times):  # the i-th work item handles the i-th message
-            for i, work in zip(incoming, times, strict=True):
+        if paired is not None:  # the i-th work item handles the i-th message
+            for i, item_ps in paired:
                 start = max(t, arrivals[i])
-                t = start + work
-                if windows is not None and work:
+                t = start + item_ps
+                if windows is not None and item_ps:
                     _widen(windows, thread, start, t)
         else:  # the work waits for all of them
             start = max([t, *(arrivals[i] for i in incoming)])
-            work = sum(times)
             t = start + work
             if windows is not None and work:
                 _widen(windows, thread, start, t)
