@@ -509,6 +509,24 @@ def record_lane(
     return RecordedLane(pes, nodes, depth, [recorded[r] for r in range(p)])
 
 
+class _Base:
+    """A base rank's relative programs, made concrete for sample after sample.
+
+    Its distinct operations (a ring repeats them every step) are numbered once;
+    each sample's shift rewrites those and rebuilds the strands by number, so no
+    operation is hashed again: ``shifted(strands, move, roles)``, cheaper.
+    """
+
+    def __init__(self, strands: list[list[tuple]]) -> None:
+        number: dict[tuple, int] = {}
+        self.numbers = [[number.setdefault(op, len(number)) for op in strand] for strand in strands]
+        self.distinct = list(number)
+
+    def shifted(self, move: RankShift, roles: tuple[list[str], ...]) -> list[list[tuple]]:
+        made = shifted([self.distinct], move, roles)[0]
+        return [list(map(made.__getitem__, strand)) for strand in self.numbers]
+
+
 def _check_period(
     record: Callable[[int], RecordedRank],
     rel: list[list[list[tuple]]],
@@ -525,6 +543,7 @@ def _check_period(
     usually told by its first sample.
     """
     widened: list[list[list[tuple]]] = list(rel[:period])
+    bases: dict[int, _Base] = {}
     for r in _samples(p, period, group):
         move = RankShift.of_row(p, group, period, r)
         base = r % period
@@ -536,7 +555,9 @@ def _check_period(
         # was widened: a ragged lane's samples rarely run the base's sizes.
         expected = None
         if widened[base] is rel[base]:
-            expected = shifted(rel[base], move, roles)
+            if base not in bases:
+                bases[base] = _Base(rel[base])
+            expected = bases[base].shifted(move, roles)
             if check.strands == expected:
                 continue
         # Compare in relative form: the sample moved back onto its base rank.
