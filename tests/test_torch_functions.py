@@ -407,6 +407,28 @@ def test_out_argument_of_torch_functions_receives_the_result(ctx):
         torch.mul(a, 2.5, out=torch.empty(2, 3, dtype=torch.int32))
 
 
+def test_softmax_and_norm_write_into_out_as_torch(ctx):
+    # torch.softmax(x, dim, out=y) raised TypeError; torch.norm(..., out=y) was refused
+    values = np.random.default_rng(1).standard_normal((2, 5)).astype(np.float32)
+    x = torch.from_numpy(values)
+    probs = torch.empty(2, 5)
+    assert torch.softmax(x, -1, out=probs) is probs
+    e = np.exp(values - values.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(probs.numpy(), e / e.sum(axis=-1, keepdims=True), rtol=1e-6)
+    rows = torch.empty(2)
+    assert torch.norm(x, 2, 1, False, rows) is rows  # out is torch.norm's fifth parameter
+    np.testing.assert_allclose(rows.numpy(), np.linalg.norm(values, axis=1), rtol=1e-6)
+    whole = torch.empty(())
+    torch.norm(x, out=whole)
+    np.testing.assert_allclose(whole.item(), np.linalg.norm(values.ravel()), rtol=1e-6)
+    with pytest.raises(
+        TensorError, match=r"torch.norm: out has shape \(3,\) and the result \(2,\)"
+    ):
+        torch.norm(x, dim=1, out=torch.empty(3))
+    with pytest.raises(TensorError, match="torch.softmax: result type torch.float32 can't"):
+        torch.softmax(x, 0, out=torch.empty(2, 5, dtype=torch.int32))
+
+
 def test_zero_d_operands_promote_like_python_scalars_within_their_kind(ctx):
     half = torch.ones(3, dtype=torch.float16)
     assert (half + torch.tensor(2.0)).dtype is torch.float16

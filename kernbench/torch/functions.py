@@ -65,42 +65,44 @@ __all__ = [
 
 
 def with_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
-    """``fn`` taking torch's ``out=`` too: the result is copied into ``out`` (a copy kernel
-    here; torch's kernel writes ``out`` directly), which must have the result's shape
-    (torch would resize it) and a dtype the result can be cast to."""
+    """``fn`` taking torch's ``out=`` too, as :func:`into_out` gives it."""
     what = f"torch.{fn.__name__}"
 
     @functools.wraps(fn)
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Tensor:
         result = fn(*args, **kwargs)
-        if out is None:
-            return result
-        problem = None
-        if not isinstance(out, Tensor):
-            problem = f"out must be a Tensor, got {type(out).__name__}"
-        elif tuple(out.shape) != tuple(result.shape):
-            problem = (
-                f"out has shape {tuple(out.shape)} and the result {tuple(result.shape)}; "
-                "torch would resize out, here give it the result's shape"
-            )
-        elif out.get_device() != result.get_device():
-            problem = (
-                f"out is on {out.device} and the result on {result.device}; give out on the "
-                "inputs' device (as torch)"
-            )
-        elif result.dtype.is_floating_point and not out.dtype.is_floating_point:
-            problem = (
-                f"result type {result.dtype!r} can't be cast to the desired output type "
-                f"{out.dtype!r}"
-            )
-        if problem is not None:
-            result.free()
-            raise TensorError(f"{what}: {problem}")
-        out.copy_(result)
-        result.free()
-        return out
+        return result if out is None else into_out(what, out, result)
 
     return call
+
+
+def into_out(what: str, out: Any, result: Tensor) -> Tensor:
+    """``result`` copied into torch's ``out=`` tensor (a copy kernel here; torch's kernel
+    writes ``out`` directly), which must have the result's shape (torch would resize it)
+    and a dtype the result can be cast to; ``result`` is freed."""
+    problem = None
+    if not isinstance(out, Tensor):
+        problem = f"out must be a Tensor, got {type(out).__name__}"
+    elif tuple(out.shape) != tuple(result.shape):
+        problem = (
+            f"out has shape {tuple(out.shape)} and the result {tuple(result.shape)}; "
+            "torch would resize out, here give it the result's shape"
+        )
+    elif out.get_device() != result.get_device():
+        problem = (
+            f"out is on {out.device} and the result on {result.device}; give out on the "
+            "inputs' device (as torch)"
+        )
+    elif result.dtype.is_floating_point and not out.dtype.is_floating_point:
+        problem = (
+            f"result type {result.dtype!r} can't be cast to the desired output type {out.dtype!r}"
+        )
+    if problem is not None:
+        result.free()
+        raise TensorError(f"{what}: {problem}")
+    out.copy_(result)
+    result.free()
+    return out
 
 
 def _tensor(value: Any, what: str) -> Tensor:
@@ -142,9 +144,8 @@ def norm(
     out: Any = None,
     dtype: Any = None,
 ) -> Tensor:
-    if out is not None:
-        raise TensorError("torch.norm: out= is not supported here; use the returned tensor")
-    return _tensor(input, "norm").norm(p, dim, keepdim, dtype)
+    result = _tensor(input, "norm").norm(p, dim, keepdim, dtype)
+    return result if out is None else into_out("torch.norm", out, result)
 
 
 @with_out
@@ -283,6 +284,7 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "minimum").minimum(other)
 
 
+@with_out
 def softmax(input: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Tensor:  # noqa: A002
     return _tensor(input, "softmax").softmax(dim, dtype, axis=axis)
 
