@@ -547,3 +547,36 @@ def _all_reduce_body() -> None:
 
     dist.init_process_group()
     dist.all_reduce(torch.ones(16))
+
+
+def test_tune_records_the_settings_it_measured_each_configuration_with():
+    from kernbench.bench.tune import tune
+
+    table = tune("ring8", sizes=[4096], overrides=["ccl.configs.ring.chunks=2"])
+    assert table["configs"]["ring"] == {
+        "module": "ring",
+        "world_size": None,
+        "buffer": "hbm",
+        "chunks": 2,
+        "queue_depth": None,
+        "params": {},
+    }
+    assert set(table["configs"]) == set(table["results"][0]["times_ps"])
+
+
+def test_a_table_measured_with_other_settings_of_its_winner_is_refused(tmp_path):
+    # a table measured with ring in two pieces said nothing of ring in one
+    ring = {"module": "ring", "buffer": "hbm", "chunks": 2, "params": {}}
+    table = _with("configs", {"ring": ring, "recursive_doubling": {"module": "recursive_doubling"}})
+    path = tmp_path / "t.yaml"
+    path.write_text(yaml.safe_dump(table))
+    with pytest.raises(KernBenchError) as info:
+        _auto_with_table(path, 1 << 20)
+    message = str(info.value)
+    assert "configs.ring" in message and "measured configuration 'ring'" in message
+    assert "chunks 2 then, None now" in message and "kernbench tune" in message
+    # the same settings as the run's catalogue: used
+    same = _with("configs.ring.chunks", None, table)
+    path.write_text(yaml.safe_dump(same))
+    assert _auto_with_table(path, 1 << 20).report["collectives"][-1]["config"] == "ring"
+    assert _auto_with_table(path, 4096).report["collectives"][-1]["config"] == "recursive_doubling"

@@ -78,6 +78,7 @@ def tune(
     size = probe.num_devices if world_size is None else check_world_size(world_size, probe)
     pes = [probe.device_pe(rank) for rank in range(size)]
     results = []
+    measured: dict[str, Any] = {}
     for op in ops:
         times: dict[str, list[int]] = {}
         predicted: dict[str, list[float | None]] = {}
@@ -87,6 +88,7 @@ def tune(
                 f"tune: no configuration in the catalogue can run {op} on {size} ranks"
             )
         for name, config in fitting:
+            measured[name] = config.model_dump(mode="json", exclude={"description"})
             if progress:
                 progress(f"{op}: {name}")
             run = simulate(
@@ -120,6 +122,7 @@ def tune(
         "topology_digest": topology_digest(topo),
         "world_size": size,
         "overrides": list(overrides),
+        "configs": measured,
         "results": results,
     }
     TuneTable.model_validate(table)  # what is written must read back

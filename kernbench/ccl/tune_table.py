@@ -6,6 +6,8 @@ A table says what it was measured on and what won::
     topology_digest: 3f2a...        # ... and kernbench.topology.topology_digest of it
     world_size: 8                   # ranks of the runs that measured it
     overrides: [...]                # the --set values of those runs
+    configs:                        # each measured configuration's settings
+      ring: {module: ring, buffer: hbm, chunks: null, queue_depth: null, params: {}, ...}
     results:                        # one row per op and message size
       - {op: all_reduce, world_size: 8, bytes: 4096, winner: recursive_doubling,
          times_ps: {ring: 20431, recursive_doubling: 10212}, predicted_ps: {...}}
@@ -14,20 +16,22 @@ A table says what it was measured on and what won::
 regular file, bounded, strict) into a frozen :class:`TuneTable`; unknown keys
 and bad values are errors naming the key path.  :func:`check_tune_table`
 refuses a table measured on another machine (name or digest) or another world
-size, or whose winners the run's catalogue does not know: its winners would
-mean nothing there.
+size, or whose winners the run's catalogue does not know or defines otherwise
+than the table measured them (``configs``): its winners would mean nothing
+there.  A table without ``configs`` (written before tables recorded them)
+is not checked for the last.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, ValidationError, model_validator
 
-from kernbench.ccl.catalogue import OpName
+from kernbench.ccl.catalogue import AlgorithmConfig, OpName
 from kernbench.errors import ConfigError, shown
 from kernbench.topology.limits import MAX_PES
 from kernbench.units import MAX_QUANTITY
@@ -86,6 +90,9 @@ class TuneTable(StrictModel):
     )
     world_size: WorldSize = Field(description="ranks of the runs that measured it")
     overrides: list[str] = Field(default_factory=list, description="their --set values")
+    configs: dict[str, AlgorithmConfig] = Field(
+        default_factory=dict, description="the settings of each configuration measured"
+    )
     results: list[TuneRow] = Field(min_length=1, description="one row per op and size")
 
     @model_validator(mode="after")
@@ -132,7 +139,7 @@ def check_tune_table(
     topology_name: str,
     digest: str,
     world_size: int | None,
-    choices: Iterable[str],
+    choices: Mapping[str, AlgorithmConfig],
     known: Any,
 ) -> None:
     """Refuse ``table`` unless it was measured on this machine and world size.
@@ -140,7 +147,8 @@ def check_tune_table(
     ``digest`` is :func:`~kernbench.topology.topology_digest` of the run's
     machine; ``world_size`` its rank count (``None``: not checked); every
     winner must be one of ``choices`` (the catalogue's configurations) or a
-    name in ``known`` (the algorithms).
+    name in ``known`` (the algorithms), and a configuration the table recorded
+    must have the settings it was measured with.
     """
     if table.topology_digest != digest:
         if table.topology != topology_name:
@@ -162,7 +170,6 @@ def check_tune_table(
             key_path="world_size",
             source=source,
         )
-    choices = set(choices)
     for index, row in enumerate(table.results):
         if row.winner not in choices and row.winner not in known:
             raise ConfigError(
@@ -171,3 +178,26 @@ def check_tune_table(
                 key_path=f"results.{index}.winner",
                 source=source,
             )
+    for name in dict.fromkeys(row.winner for row in table.results):
+        measured, current = table.configs.get(name), choices.get(name)
+        if measured is None or current is None:
+            continue
+        before, now = _settings(measured), _settings(current)
+        changed = [key for key in before if before[key] != now[key]]
+        if changed:
+            differences = "; ".join(
+                f"{key} {shown_value(before[key])} then, {shown_value(now[key])} now"
+                for key in changed
+            )
+            raise ConfigError(
+                f"the tune table measured configuration {shown_value(name)} with other "
+                f"settings than this run's catalogue gives it ({shown(differences, 300)}); "
+                f"{_RERUN} and catalogue",
+                key_path=f"configs.{name}",
+                source=source,
+            )
+
+
+def _settings(config: AlgorithmConfig) -> dict[str, Any]:
+    """What decides a configuration's time (its description does not)."""
+    return config.model_dump(mode="json", exclude={"description"})
