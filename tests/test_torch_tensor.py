@@ -773,3 +773,29 @@ def test_a_0d_tensor_formats_its_value_as_torch_does(ctx):
     assert f"{t}" == str(t)
     with pytest.raises(TensorError, match=r"only a 0-d tensor takes one .* t.item\(\)"):
         f"{t:.2f}"
+
+
+def test_writes_that_partly_overlap_their_source_are_refused_as_torch_does(ctx):
+    # x[1:] = x[:-1] gave numpy's snapshot answer; torch refuses it (memory overlap)
+    x = torch.arange(6).float()
+    message = (
+        "some elements of the input tensor and the written-to tensor refer to a single "
+        "memory location (as in torch); clone() the input"
+    )
+    with pytest.raises(TensorError, match=re.escape(f"copy_: unsupported operation: {message}")):
+        x[1:] = x[:-1]
+    with pytest.raises(TensorError, match=re.escape(message)):
+        x[1:].add_(x[:-1])
+    square = torch.ones(2, 2)
+    with pytest.raises(TensorError, match=re.escape(message)):
+        square.copy_(square.t())  # the same memory in another order
+    assert x.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]  # nothing was written
+    # what torch allows: disjoint parts, the same view (in place), views it cannot compare
+    x[3:] = x[:3]
+    x[1:] = x[:-1].clone()
+    square.add_(square).copy_(square)
+    grid = torch.arange(8).float().view(2, 4)
+    grid[:, 0].copy_(grid[:, 1])  # strided views: not dense, not compared (torch alike)
+    assert x.tolist() == [0.0, 0.0, 1.0, 2.0, 0.0, 1.0]
+    assert square.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+    assert grid.tolist() == [[1.0, 1.0, 2.0, 3.0], [5.0, 5.0, 6.0, 7.0]]

@@ -29,7 +29,7 @@ from kernbench.torch.dtypes import (
     python_scalar,
     scalar_result_dtype,
 )
-from kernbench.torch.views import broadcast_shapes, same_device
+from kernbench.torch.views import broadcast_shapes, check_no_partial_overlap, same_device
 
 if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
@@ -215,6 +215,8 @@ class TensorArithmetic:
         shape = tuple(self.shape)
         if isinstance(other, TensorArithmetic):
             shape = _check_pair(self, other, what, in_place=out is not None)
+            if out is not None:
+                check_no_partial_overlap(out, other, what)
             rtype = pair_dtype(self, other)
             value = None
         else:

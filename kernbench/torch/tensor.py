@@ -35,6 +35,8 @@ Decisions a PyTorch user would otherwise have to guess:
   (costed, freed afterwards) and writes results back through the strided
   kernel.  Collectives and user kernels need a contiguous tensor, as
   ``torch.distributed`` does: ``device_tensor`` says so for other views.
+  A write whose source shares only part of the written view's memory
+  (``x[1:] = x[:-1]``) raises, as torch does: clone() the source.
 * Placement: results of elementwise ops and copies keep their input's
   ``dp=`` sharding; results of another shape (reductions, ``cat``,
   ``stack``) and every view but the whole tensor are whole on the device's
@@ -84,7 +86,7 @@ from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
 from kernbench.torch.view_kernels import launch_strided_copy, launch_strided_fill
-from kernbench.torch.views import Geometry
+from kernbench.torch.views import Geometry, check_no_partial_overlap
 
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
@@ -440,6 +442,7 @@ class Tensor(
                 return self
             if src.shape != self.shape:
                 src = _broadcast_source(src, self, "copy_")
+            check_no_partial_overlap(self, src, "copy_")
             self._write(src)
             return self
         values = np.asarray(src)

@@ -23,6 +23,7 @@ from kernbench.errors import TensorError
 __all__ = [
     "Geometry",
     "broadcast_shapes",
+    "check_no_partial_overlap",
     "coalesce",
     "contiguous_strides",
     "index_geometry",
@@ -78,6 +79,21 @@ class Geometry:
         return 1 + sum(
             (size - 1) * stride for size, stride in zip(self.shape, self.strides, strict=True)
         )
+
+    @property
+    def dense_span(self) -> tuple[int, int] | None:
+        """The storage elements ``[start, stop)`` the view fills with no gaps, in some order of
+        its dims (torch's "non-overlapping and dense"); ``None`` for any other view."""
+        if self.numel == 0:
+            return None
+        expected = 1
+        for stride, size in sorted(
+            (st, sz) for sz, st in zip(self.shape, self.strides, strict=True) if sz > 1
+        ):
+            if stride != expected:
+                return None
+            expected *= size
+        return self.offset, self.offset + self.numel
 
     @property
     def overlaps(self) -> bool:
@@ -268,3 +284,24 @@ def coalesce(
     new_shape = tuple(size for size, _ in merged)
     sets = tuple(tuple(strides[i] for _, strides in merged) for i in range(len(stride_sets)))
     return new_shape, sets
+
+
+def check_no_partial_overlap(dst: Any, src: Any, what: str) -> None:
+    """Refuse, as torch does, to write tensor ``dst`` from a tensor ``src`` that shares only
+    some of its memory: a copy from a slice of a tensor to another slice of it, say.
+
+    Like torch, only views that fill their memory densely are compared (the same view is
+    fine: an in-place op); others are too hard to tell and pass.
+    """
+    if src.storage_device_tensor is not dst.storage_device_tensor:
+        return
+    mine, theirs = dst.geometry, src.geometry
+    if mine == theirs:
+        return
+    a, b = mine.dense_span, theirs.dense_span
+    if a is not None and b is not None and a[0] < b[1] and b[0] < a[1]:
+        raise TensorError(
+            f"{what}: unsupported operation: some elements of the input tensor and the "
+            "written-to tensor refer to a single memory location (as in torch); clone() "
+            "the input before the operation"
+        )
