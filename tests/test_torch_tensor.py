@@ -83,8 +83,7 @@ def test_tensor_infers_32_bit_dtypes(ctx):
     assert torch.tensor([1, 2], dtype=torch.uint8).dtype is torch.uint8
     with pytest.raises(TensorError, match="do not fit int32"):
         torch.tensor([2**40])
-    with pytest.raises(TensorError, match="dtype bool"):
-        torch.tensor([True, False])
+    assert torch.tensor([True, False]).dtype is torch.bool
 
 
 def test_default_dtype_is_float32_and_settable(ctx):
@@ -127,12 +126,10 @@ def test_factories_take_size_as_a_keyword_as_torch_does(ctx):
     np.testing.assert_array_equal(torch.randn(5).numpy(), drawn)
 
 
-def test_full_of_a_bool_needs_a_dtype_as_there_is_no_bool(ctx):
-    for flag in (True, np.bool_(False)):  # torch would make a torch.bool tensor
-        with pytest.raises(
-            TensorError, match=r"full: fill_value .* no bool dtype here; pass dtype="
-        ):
-            torch.full((2,), flag)
+def test_full_of_a_bool_makes_a_bool_tensor_as_torch_does(ctx):
+    for flag in (True, np.bool_(False)):
+        t = torch.full((2,), flag)
+        assert t.dtype is torch.bool and t.tolist() == [bool(flag)] * 2
     assert torch.full((2,), True, dtype=torch.uint8).tolist() == [1, 1]
     assert torch.full_like(torch.zeros(2), True).tolist() == [1.0, 1.0]  # the tensor's dtype
 

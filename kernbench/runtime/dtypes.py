@@ -2,7 +2,9 @@
 
 Every dtype has a storage NumPy dtype (what the memory store holds) and a
 value NumPy dtype (what ``numpy()`` returns).  They differ only for
-``bfloat16``, stored as its 16 bits and read back as float32.
+``bfloat16``, stored as its 16 bits and read back as float32.  ``bool`` is
+one byte per element (0 or 1), as NumPy and PyTorch store it; converting
+values to it makes every nonzero value (NaN too) True.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ DTYPES: dict[str, DType] = {
         _make("uint8", "uint8"),
         _make("uint16", "uint16"),
         _make("uint32", "uint32"),
+        _make("bool", "bool"),
     )
 }
 _ALIASES = {

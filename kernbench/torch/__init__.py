@@ -106,13 +106,13 @@ int32 = DTYPE_OBJECTS["int32"]
 uint8 = DTYPE_OBJECTS["uint8"]
 uint16 = DTYPE_OBJECTS["uint16"]
 uint32 = DTYPE_OBJECTS["uint32"]
+bool = DTYPE_OBJECTS["bool"]  # noqa: A001 - torch's name
 half = float16
 float = float32  # noqa: A001 - torch's name
 int = int32  # noqa: A001 - torch's name
 # Exist so comparisons work; creating a tensor with them raises a TensorError naming valid dtypes.
 float64 = double = UNSUPPORTED["float64"]
 int64 = long = UNSUPPORTED["int64"]
-bool = UNSUPPORTED["bool"]  # noqa: A001 - torch's name
 complex64 = UNSUPPORTED["complex64"]
 
 __all__ = [
@@ -133,6 +133,7 @@ __all__ = [
     "bmm",
     "as_tensor",
     "bfloat16",
+    "bool",
     "cat",
     "chunk",
     "clamp",

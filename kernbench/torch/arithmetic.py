@@ -23,6 +23,8 @@ from kernbench.torch.device_kernels import (
     launch_scalar,
 )
 from kernbench.torch.dtypes import (
+    BOOL,
+    category,
     check_scalar_fits,
     get_default_dtype,
     promote_types,
@@ -82,6 +84,11 @@ class TensorArithmetic:
         return self._binary("div", other, out=self)
 
     def __neg__(self: Tensor) -> Tensor:
+        if self.dtype is BOOL:
+            raise TensorError(
+                "Negation, the `-` operator, on a bool tensor is not supported (as in torch). "
+                f"If you are trying to invert a mask, {_INVERT_MASK}"
+            )
         if self.dtype.is_signed:
             return self._binary("mul", -1)
         return self._reversed("sub", 0)  # unsigned: wraps around like torch
@@ -226,9 +233,10 @@ class TensorArithmetic:
                     f"{what}: operand {type(other).__name__} is not supported; use a Tensor "
                     "(broadcastable) or a Python scalar (torch.from_numpy converts arrays)"
                 )
-            rtype = scalar_result_dtype(self.dtype, value)
+            rtype = scalar_result_dtype(self.dtype, other)
         if op == "div" and not rtype.is_floating_point:
             rtype = get_default_dtype()  # true division, as torch does
+        _check_bool_subtraction(op, rtype)
         if out is not None and rtype.is_floating_point and not out.dtype.is_floating_point:
             raise TensorError(
                 f"{what}: result type {rtype!r} can't be cast to the in-place output type "
@@ -261,9 +269,10 @@ class TensorArithmetic:
                 f"{op} into {self.storage_device_tensor.name!r}: operand "
                 f"{type(other).__name__} is not supported; use a Python scalar or a Tensor"
             )
-        rtype = scalar_result_dtype(self.dtype, value)
+        rtype = scalar_result_dtype(self.dtype, other)
         if op == "div" and not rtype.is_floating_point:
             rtype = get_default_dtype()
+        _check_bool_subtraction(op, rtype)
         check_scalar_fits(value, rtype, f"{op} of {self.storage_device_tensor.name!r}")
         result = self.new_empty(self.shape, dtype=rtype)
         launch_fill(result.device_tensor, value)
@@ -313,6 +322,18 @@ def _no_comparison(symbol: str) -> TensorError:
     )
 
 
+_INVERT_MASK = "use the `~` or `logical_not()` operator instead"
+
+
+def _check_bool_subtraction(op: str, rtype: TorchDType) -> None:
+    """torch refuses ``-`` between bools (only a bool result comes of two bool operands)."""
+    if op == "sub" and rtype is BOOL:
+        raise TensorError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported (as in "
+            f"torch). If you are trying to invert a mask, {_INVERT_MASK}"
+        )
+
+
 _ON_THE_HOST = "the host: compute from t.numpy(), bring it back with torch.from_numpy"
 
 
@@ -357,8 +378,9 @@ def _check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int
 
 
 def pair_dtype(a: Tensor, b: Tensor) -> TorchDType:
-    """PyTorch's rule: a 0-d operand of the other's kind (integer or float) keeps its dtype."""
-    same_kind = a.dtype.is_floating_point == b.dtype.is_floating_point
+    """PyTorch's rule: a 0-d operand of the other's category (bool, integer or float)
+    leaves the other's dtype."""
+    same_kind = category(a.dtype) == category(b.dtype)
     if same_kind and b.ndim == 0 and a.ndim:
         return a.dtype
     if same_kind and a.ndim == 0 and b.ndim:

@@ -1,13 +1,15 @@
 """Torch dtypes over KernBench's runtime dtypes, the default dtype, and type promotion.
 
 ``torch.float32`` and friends are :class:`TorchDType` objects, one per runtime
-dtype (:data:`~kernbench.runtime.dtypes.DTYPES`); float64, int64, bool and
+dtype (:data:`~kernbench.runtime.dtypes.DTYPES`); float64, int64 and
 complex64 exist so comparisons work, but making a tensor of them raises a
 :class:`~kernbench.errors.TensorError` that names the valid dtypes.  The
-promotion rules follow PyTorch within a 32-bit world: two floats give float32,
-a float and an integer the float, two integers what NumPy promotes them to
-(if it is supported), and a Python float scalar turns an integer result into
-the default dtype.
+promotion rules follow PyTorch within a 32-bit world, by category (bool <
+integer < float): two floats give float32, a float and an integer or bool
+the float, two integers what NumPy promotes them to (if it is supported), an
+integer and a bool the integer; a Python scalar of a higher category than
+the tensor's gives its category's dtype (a float the default dtype, an int
+int32), otherwise the tensor's dtype.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from kernbench.errors import TensorError
 from kernbench.runtime.dtypes import DTYPES, DType, as_dtype
 
 __all__ = [
+    "BOOL",
     "DTYPE_OBJECTS",
     "UNSUPPORTED",
     "VALID_DTYPES",
     "TorchDType",
     "as_torch_dtype",
+    "category",
     "check_scalar_fits",
     "get_default_dtype",
     "promote_types",
@@ -57,7 +61,7 @@ class TorchDType:
 
     @property
     def is_signed(self) -> bool:
-        return self.runtime_dtype_name is not None and not self.name.startswith("uint")
+        return self.runtime_dtype_name is not None and not self.name.startswith(("uint", "bool"))
 
     @property
     def itemsize(self) -> int:
@@ -68,7 +72,8 @@ class TorchDType:
 
 
 DTYPE_OBJECTS: dict[str, TorchDType] = {name: TorchDType(name) for name in DTYPES}
-UNSUPPORTED = {name: TorchDType(name, False) for name in ("float64", "int64", "bool", "complex64")}
+UNSUPPORTED = {name: TorchDType(name, False) for name in ("float64", "int64", "complex64")}
+BOOL = DTYPE_OBJECTS["bool"]
 VALID_DTYPES = ", ".join(f"torch.{name}" for name in DTYPES)  # for error messages
 _default_dtype = DTYPE_OBJECTS["float32"]
 
@@ -94,6 +99,8 @@ def as_torch_dtype(value: Any, default: TorchDType | None = None) -> TorchDType:
         return _default_dtype
     if value is int:
         return DTYPE_OBJECTS["int32"]
+    if value is bool:
+        return BOOL
     try:
         return DTYPE_OBJECTS[as_dtype(value).name]
     except TensorError:
@@ -116,10 +123,17 @@ def set_default_dtype(d: Any) -> None:
     _default_dtype = dt
 
 
+def category(dt: TorchDType) -> int:
+    """torch's order of dtype kinds in promotion: 0 bool, 1 integer, 2 float."""
+    return 2 if dt.is_floating_point else 0 if dt is BOOL else 1
+
+
 def promote_types(a: TorchDType, b: TorchDType) -> TorchDType:
     """The dtype of an operation on tensors of dtypes ``a`` and ``b``."""
     if a is b:
         return a
+    if BOOL in (a, b):
+        return b if a is BOOL else a
     if a.is_floating_point and b.is_floating_point:
         return DTYPE_OBJECTS["float32"]
     if a.is_floating_point or b.is_floating_point:
@@ -145,20 +159,23 @@ def python_scalar(value: Any) -> int | float | None:
 
 
 def scalar_dtype(value: Any) -> TorchDType:
-    """The dtype a scalar infers: the default dtype for a float, int32 otherwise."""
+    """The dtype a scalar infers: bool for a bool, the default dtype for a float, else int32."""
+    if isinstance(value, bool | np.bool_):
+        return BOOL
     return _default_dtype if isinstance(python_scalar(value), float) else DTYPE_OBJECTS["int32"]
 
 
-def scalar_result_dtype(dt: TorchDType, value: int | float) -> TorchDType:
-    """The dtype of an operation on a ``dt`` tensor and the scalar ``value``."""
-    if isinstance(value, float) and not dt.is_floating_point:
-        return _default_dtype
-    return dt
+def scalar_result_dtype(dt: TorchDType, value: Any) -> TorchDType:
+    """The dtype of an operation on a ``dt`` tensor and the scalar ``value`` (a bool, an
+    int or a float): the scalar's when its category is the higher, else ``dt``."""
+    scalar = scalar_dtype(value)
+    return scalar if category(scalar) > category(dt) else dt
 
 
 def check_scalar_fits(value: int | float, dt: TorchDType, what: str) -> None:
-    """Refuse an integer scalar outside the range of the integer dtype ``dt``."""
-    if isinstance(value, int) and not dt.is_floating_point:
+    """Refuse an integer scalar outside the range of the integer dtype ``dt`` (any number
+    converts to bool)."""
+    if isinstance(value, int) and category(dt) == 1:
         info = np.iinfo(DTYPES[dt.name].storage)
         if not info.min <= value <= info.max:
             raise TensorError(

@@ -109,11 +109,6 @@ def full(
     """``fill_value`` everywhere, by the fill kernel; the dtype follows the value by default."""
     if python_scalar(fill_value) is None:
         raise TensorError(f"full: fill_value must be a scalar, got {fill_value!r}")
-    if dtype is None and isinstance(fill_value, bool | np.bool_):
-        raise TensorError(
-            f"full: fill_value {fill_value!r} makes a torch.bool tensor in torch, and there is "
-            "no bool dtype here; pass dtype= (torch.uint8 or torch.int32 hold 0 and 1)"
-        )
     dt = as_torch_dtype(dtype, scalar_dtype(fill_value))
     out = new_tensor(shape_argument((size,), "full"), dt, index=device_index(device), dp=dp)
     return _grad(out.fill_(fill_value), requires_grad)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.dtypes import DTYPE_OBJECTS, get_default_dtype
+from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, get_default_dtype
 from kernbench.torch.printing import format_values
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class TensorHostValues:
                 extras.append(f"size={tuple(self.shape)}")  # as torch: "[]" does not say it
         # torch leaves out the dtype values infer (int32 stands in for its int64 here),
         # but not for an empty tensor, whose missing values infer nothing
-        inferred = (get_default_dtype(),) if empty else (get_default_dtype(), DTYPE_INT32)
+        inferred = (get_default_dtype(),) if empty else (get_default_dtype(), DTYPE_INT32, BOOL)
         if self.dtype not in inferred:
             extras.append(f"dtype={self.dtype!r}")
         if self.requires_grad:

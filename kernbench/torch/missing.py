@@ -74,7 +74,6 @@ HINTS = {  # (the named entries after the groups win)
     "take": _INDEX_READ,
     "long": _NO_64_BIT,
     "double": _NO_64_BIT,
-    "bool": _NO_BOOL,
     "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
@@ -132,7 +131,7 @@ MODULE_HINTS = {
         ("contiguous_format", "channels_last", "preserve_format"),
         "every tensor is row-major here; drop memory_format=",
     ),
-    **dict.fromkeys(("float64", "double", "int64", "long", "bool", "complex64"), _NO_64_BIT),
+    **dict.fromkeys(("float64", "double", "int64", "long", "complex64"), _NO_64_BIT),
     "save": "tensors live on the simulated machine: np.save(path, t.numpy())",
     "load": "torch.from_numpy(np.load(path))",
 }

@@ -19,9 +19,10 @@ the factories in :mod:`~kernbench.torch.factories` and
 
 Decisions a PyTorch user would otherwise have to guess:
 
-* A 32-bit world: there is no float64, int64 or bool.  Python floats infer
-  ``float32`` (the default dtype), Python ints ``int32``; integer sums and
-  the indices of ``max(dim)``/``argmax`` are ``int32``.  ``tensor()``
+* A 32-bit world: there is no float64 or int64.  Python floats infer
+  ``float32`` (the default dtype), Python ints ``int32``, Python bools
+  ``bool`` (one byte per element); integer and bool sums and the indices of
+  ``max(dim)``/``argmax`` are ``int32`` (torch gives int64).  ``tensor()``
   converts float64/int64 data (it copies anyway); ``from_numpy`` keeps the
   array's dtype exactly, so it refuses those.
 * Broadcasting follows PyTorch; type promotion too (int + float scalar is
@@ -520,7 +521,9 @@ class Tensor(
         for arg in args:
             if isinstance(arg, Tensor):
                 dt, dev = arg.dtype, arg.device
-            elif isinstance(arg, TorchDType) or (isinstance(arg, type) and arg in (float, int)):
+            elif isinstance(arg, TorchDType) or (
+                isinstance(arg, type) and arg in (float, int, bool)
+            ):
                 dt = arg
             elif isinstance(arg, bool):
                 copy = arg
@@ -559,6 +562,11 @@ class Tensor(
 
     def int(self) -> Tensor:
         return self.to(DTYPE_OBJECTS["int32"])
+
+    def bool(self) -> Tensor:
+        """``torch.bool`` values: True where the value is nonzero (NaN too), by the copy
+        kernel."""
+        return self.to(DTYPE_OBJECTS["bool"])
 
     def type_as(self, other: Tensor) -> Tensor:
         return self.to(other.dtype)
