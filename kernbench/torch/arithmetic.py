@@ -96,31 +96,6 @@ class TensorArithmetic:
     def __pos__(self: Tensor) -> Tensor:
         return self
 
-    # -- comparisons: torch gives a bool tensor, and there is no bool dtype here ---------
-    def __eq__(self: Tensor, other: object) -> Any:
-        if other is None:
-            return False  # as torch answers
-        raise _no_comparison("==")
-
-    def __ne__(self: Tensor, other: object) -> Any:
-        if other is None:
-            return True
-        raise _no_comparison("!=")
-
-    def __lt__(self: Tensor, other: object) -> Any:
-        raise _no_comparison("<")
-
-    def __le__(self: Tensor, other: object) -> Any:
-        raise _no_comparison("<=")
-
-    def __gt__(self: Tensor, other: object) -> Any:
-        raise _no_comparison(">")
-
-    def __ge__(self: Tensor, other: object) -> Any:
-        raise _no_comparison(">=")
-
-    __hash__ = object.__hash__  # by identity, as torch.Tensor is
-
     def __floordiv__(self: Tensor, other: Any) -> Any:
         raise _no_operator("//", _ON_THE_HOST)
 
@@ -221,7 +196,7 @@ class TensorArithmetic:
         what = f"{op} of {self.storage_device_tensor.name!r}"
         shape = tuple(self.shape)
         if isinstance(other, TensorArithmetic):
-            shape = _check_pair(self, other, what, in_place=out is not None)
+            shape = check_pair(self, other, what, in_place=out is not None)
             if out is not None:
                 check_no_partial_overlap(out, other, what)
             rtype = pair_dtype(self, other)
@@ -314,14 +289,6 @@ def _float_quotient(tensor1: Any, tensor2: Any, what: str) -> None:
         )
 
 
-def _no_comparison(symbol: str) -> TensorError:
-    return TensorError(
-        f"Tensor {symbol} ...: kernbench.torch has no bool dtype, so a comparison has no tensor "
-        "result; compare on the host (a.numpy() " + symbol + " b.numpy()), or use "
-        "torch.equal(a, b) / torch.allclose(a, b) for a single answer"
-    )
-
-
 _INVERT_MASK = "use the `~` or `logical_not()` operator instead"
 
 
@@ -363,7 +330,7 @@ def _times_alpha(other: Any, alpha: Any) -> Any:
     return other if alpha == 1 else other * alpha
 
 
-def _check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int, ...]:
+def check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int, ...]:
     """The shape ``a op b`` has: the broadcast of both (``a``'s own when in place)."""
     same_device(what, a, b)
     if a.shape == b.shape:

@@ -19,9 +19,15 @@ __all__ = [
     "add",
     "addcdiv",
     "addcmul",
+    "all",
     "allclose",
+    "any",
     "argmax",
     "argmin",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "bmm",
     "clamp",
     "clip",
@@ -29,12 +35,29 @@ __all__ = [
     "cos",
     "div",
     "dot",
+    "eq",
     "equal",
     "erf",
     "exp",
     "flatten",
+    "ge",
+    "greater",
+    "greater_equal",
+    "gt",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "le",
     "lerp",
+    "less",
+    "less_equal",
     "log",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "lt",
+    "masked_fill",
     "matmul",
     "max",
     "maximum",
@@ -43,7 +66,10 @@ __all__ = [
     "minimum",
     "mm",
     "mul",
+    "ne",
+    "nonzero",
     "norm",
+    "not_equal",
     "permute",
     "pow",
     "relu",
@@ -134,6 +160,54 @@ sigmoid = with_out(_elementwise("sigmoid"))
 tanh = with_out(_elementwise("tanh"))
 erf = with_out(_elementwise("erf"))
 relu = _elementwise("relu")
+logical_not = with_out(_elementwise("logical_not"))
+bitwise_not = with_out(_elementwise("bitwise_not"))
+isnan = _elementwise("isnan")
+isinf = _elementwise("isinf")
+isfinite = _elementwise("isfinite")
+
+
+def _with_other(name: str) -> Callable[..., Tensor]:
+    """``torch.<name>(input, other)``: the tensor method of that name."""
+
+    def fn(input: Tensor, other: Any) -> Tensor:  # noqa: A002
+        return getattr(_tensor(input, name), name)(other)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: :meth:`Tensor.{name}` of ``input`` and ``other``."
+    return fn
+
+
+eq = with_out(_with_other("eq"))
+ne = not_equal = with_out(_with_other("ne"))
+lt = less = with_out(_with_other("lt"))
+le = less_equal = with_out(_with_other("le"))
+gt = greater = with_out(_with_other("gt"))
+ge = greater_equal = with_out(_with_other("ge"))
+logical_and = with_out(_with_other("logical_and"))
+logical_or = with_out(_with_other("logical_or"))
+logical_xor = with_out(_with_other("logical_xor"))
+bitwise_and = with_out(_with_other("bitwise_and"))
+bitwise_or = with_out(_with_other("bitwise_or"))
+bitwise_xor = with_out(_with_other("bitwise_xor"))
+
+
+@with_out
+def any(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
+    return _tensor(input, "any").any(dim, keepdim)
+
+
+@with_out
+def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noqa: A001,A002
+    return _tensor(input, "all").all(dim, keepdim)
+
+
+def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "masked_fill").masked_fill(mask, value)
+
+
+def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:  # noqa: A002
+    return _tensor(input, "nonzero").nonzero(as_tuple=as_tuple)
 
 
 def norm(

@@ -103,9 +103,11 @@ class TensorHostValues:
 
     def __bool__(self: Tensor) -> bool:
         if self.numel() != 1:
+            count = "no values" if self.numel() == 0 else "more than one value"
             raise TensorError(
-                f"Boolean value of tensor {self.storage_device_tensor.name!r} with "
-                f"{self.numel()} elements is ambiguous; use t.sum(), t.max() or torch.equal(...)"
+                f"Boolean value of Tensor with {count} is ambiguous (as in torch; "
+                f"{self.storage_device_tensor.name!r} has {self.numel()}); use t.any() or "
+                "t.all() (a mask), or torch.equal(a, b)"
             )
         return bool(self.item())
 

@@ -21,10 +21,8 @@ _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, 
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_64_BIT = "tensors hold at most 32-bit values; use .int() or .float()"
 
-_NO_BOOL = (
-    "there is no bool dtype; compute it on the host from t.numpy() "
-    "(torch.from_numpy brings a result back), or use torch.equal/allclose"
-)
+_ISCLOSE = "(a - b).abs() <= atol + rtol * b.abs() (a bool tensor), or torch.allclose(a, b)"
+_OUT_OF_PLACE = "the out-of-place form into the tensor: t.copy_(t.eq(other))"
 _ON_HOST = (
     "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
 )
@@ -42,19 +40,25 @@ _NOT_MODELLED = (
     "compiler): drop the line"
 )
 
-# Names PyTorch has that need a bool dtype, or a device kernel kernbench.torch lacks
-# (as torch.<name> and as tensor methods; the methods' in-place forms too).
-BOOL_NAMES = (
-    "where", "all", "any", "isclose", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
-    "logical_or", "logical_not", "nonzero", "masked_select", "isnan", "isinf",
+# The in-place forms of the comparisons and logical operations (the result keeps the
+# tensor's dtype in torch).
+IN_PLACE_TESTS = tuple(
+    f"{name}_"
+    for name in (
+        "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
+        "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
+    )
 )  # fmt: skip
+# Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
+# as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
     "floor", "ceil", "round", "sign", "sort", "argsort", "topk",
     "unique", "cumsum", "cumprod",
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)
-    **dict.fromkeys(BOOL_NAMES, _NO_BOOL),
+    **dict.fromkeys(IN_PLACE_TESTS, _OUT_OF_PLACE),
+    "isclose": _ISCLOSE,
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
     "backward": _NO_AUTOGRAD,
     "retain_grad": _NO_AUTOGRAD,
@@ -66,8 +70,6 @@ HINTS = {  # (the named entries after the groups win)
     "index_add_": _INDEX_WRITE,
     "index_copy_": _INDEX_WRITE,
     "index_put_": _INDEX_WRITE,
-    "masked_fill_": _INDEX_WRITE,
-    "masked_fill": _INDEX_WRITE,
     "gather": _INDEX_READ,
     "index_select": _INDEX_READ,
     "masked_select": _INDEX_READ,
@@ -106,7 +108,7 @@ HINTS = {  # (the named entries after the groups win)
 
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
-    **dict.fromkeys(BOOL_NAMES, _NO_BOOL),
+    "isclose": _ISCLOSE,
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
     **{name: HINTS[name] for name in ("prod", "flip", "roll", "tile")},

@@ -81,6 +81,7 @@ from kernbench.torch.dtypes import (
 from kernbench.torch.grad_slots import TensorGradSlots
 from kernbench.torch.host_values import TensorHostValues
 from kernbench.torch.layout import TensorLayout
+from kernbench.torch.logic import TensorLogic
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.reductions import TensorReductions
@@ -129,6 +130,7 @@ def new_tensor(
 
 class Tensor(
     TensorArithmetic,
+    TensorLogic,
     TensorReductions,
     TensorPointwise,
     TensorLayout,

@@ -1,0 +1,429 @@
+"""Comparisons, logic and masks of :class:`~kernbench.torch.Tensor`, with bool results.
+
+:class:`TensorLogic` is mixed into the tensor class.  ``== != < <= > >=``
+(and ``eq``/``ne``/... with torch's aliases), ``logical_*``, ``& | ^ ~``,
+``isnan``/``isinf``/``isfinite``, ``where``, ``masked_fill`` and
+``any``/``all`` run device kernels (:mod:`~kernbench.torch.logic_kernels`)
+and cost simulated time like the other elementwise operations and
+reductions.  Operands broadcast and promote as in PyTorch: a comparison
+takes both operands in their common dtype (a Python scalar in the tensor's
+dtype unless it is of a higher category), ``& | ^ ~`` are logical on bool
+tensors and bitwise on integer ones.  ``t == None`` is False and
+``t != None`` True, as in torch; tensors hash by identity.  ``nonzero`` (and
+the one-argument ``torch.where``) read the mask to the host, as torch waits
+for its size, and copy the indices back in (``int32``: there is no int64).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.torch.arithmetic import check_pair, dense_as, pair_dtype
+from kernbench.torch.dtypes import (
+    BOOL,
+    DTYPE_OBJECTS,
+    category,
+    check_scalar_fits,
+    python_scalar,
+    scalar_dtype,
+    scalar_result_dtype,
+)
+from kernbench.torch.logic_kernels import (
+    launch_any_all,
+    launch_test,
+    launch_test_scalar,
+    launch_unary_test,
+    launch_where,
+)
+from kernbench.torch.shapes import dim_index
+from kernbench.torch.views import broadcast_shapes, same_device
+
+if TYPE_CHECKING:
+    from kernbench.torch.dtypes import TorchDType
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorLogic", "where"]
+
+_BITWISE = {"band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
+
+
+def _is_tensor(value: Any) -> bool:
+    return isinstance(value, TensorLogic)
+
+
+def _free(*temps: Tensor) -> None:
+    for t in temps:
+        if not t.storage_device_tensor.is_freed:
+            t.free()
+
+
+def _scalar_operand(what: str, other: Any) -> int | float:
+    value = python_scalar(other)
+    if value is None:
+        raise TensorError(
+            f"{what}: operand {type(other).__name__} is not supported; use a Tensor "
+            "(broadcastable) or a Python scalar (torch.from_numpy converts arrays)"
+        )
+    return value
+
+
+def _in_dtype(value: int | float, dt: TorchDType, what: str) -> int | float:
+    """A scalar as a ``dt`` element holds it (bool: 0 or 1; an integer: truncated)."""
+    if dt.is_floating_point:
+        return float(value)
+    if dt is BOOL:
+        return int(bool(value))
+    if not math.isfinite(value):
+        raise TensorError(f"{what}: {value} cannot be converted to {dt!r}")
+    check_scalar_fits(int(value), dt, what)
+    return int(value)
+
+
+class TensorLogic:
+    """Comparisons, logical and bitwise operators, masks and ``any``/``all``."""
+
+    __slots__ = ()
+
+    # -- comparisons ----------------------------------------------------------------------
+    def __eq__(self: Tensor, other: object) -> Any:
+        if other is None:
+            return False  # as torch answers
+        return self._compare("eq", other)
+
+    def __ne__(self: Tensor, other: object) -> Any:
+        if other is None:
+            return True
+        return self._compare("ne", other)
+
+    def __lt__(self: Tensor, other: Any) -> Tensor:
+        return self._compare("lt", other)
+
+    def __le__(self: Tensor, other: Any) -> Tensor:
+        return self._compare("le", other)
+
+    def __gt__(self: Tensor, other: Any) -> Tensor:
+        return self._compare("gt", other)
+
+    def __ge__(self: Tensor, other: Any) -> Tensor:
+        return self._compare("ge", other)
+
+    __hash__ = object.__hash__  # by identity, as torch.Tensor is
+
+    def eq(self: Tensor, other: Any) -> Tensor:
+        """Elementwise ``self == other`` as a bool tensor (a device kernel)."""
+        return self._compare("eq", other)
+
+    def ne(self: Tensor, other: Any) -> Tensor:
+        return self._compare("ne", other)
+
+    def lt(self: Tensor, other: Any) -> Tensor:
+        return self._compare("lt", other)
+
+    def le(self: Tensor, other: Any) -> Tensor:
+        return self._compare("le", other)
+
+    def gt(self: Tensor, other: Any) -> Tensor:
+        return self._compare("gt", other)
+
+    def ge(self: Tensor, other: Any) -> Tensor:
+        return self._compare("ge", other)
+
+    not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
+
+    def _compare(self: Tensor, op: str, other: Any) -> Tensor:
+        """``self op other`` in the operands' common dtype, as a bool tensor."""
+        what = f"{op} of {self.storage_device_tensor.name!r}"
+        if _is_tensor(other):
+            shape = check_pair(self, other, what, in_place=False)
+            common = pair_dtype(self, other)
+        else:
+            value = _scalar_operand(what, other)
+            shape, common = tuple(self.shape), scalar_result_dtype(self.dtype, other)
+            check_scalar_fits(value, common, what)
+        x, temps = dense_as(self, shape, common)
+        out = self.new_empty(shape, dtype=BOOL)
+        if _is_tensor(other):
+            y, more = dense_as(other, shape, common)
+            temps += more
+            launch_test(op, x.device_tensor, y.device_tensor, out.device_tensor)
+        else:
+            launch_test_scalar(op, x.device_tensor, value, out.device_tensor)
+        _free(*temps)
+        return out
+
+    # -- logical and bitwise ---------------------------------------------------------------
+    def logical_and(self: Tensor, other: Tensor) -> Tensor:
+        """Elementwise: both nonzero, as a bool tensor (operands of any dtypes)."""
+        return self._logical("and", other)
+
+    def logical_or(self: Tensor, other: Tensor) -> Tensor:
+        return self._logical("or", other)
+
+    def logical_xor(self: Tensor, other: Tensor) -> Tensor:
+        return self._logical("xor", other)
+
+    def logical_not(self: Tensor) -> Tensor:
+        """Elementwise: zero, as a bool tensor."""
+        return self._unary_test("not")
+
+    def _logical(self: Tensor, op: str, other: Any) -> Tensor:
+        what = f"logical_{op} of {self.storage_device_tensor.name!r}"
+        if not _is_tensor(other):
+            raise TensorError(f"{what}: other must be a Tensor, got {type(other).__name__}")
+        shape = check_pair(self, other, what, in_place=False)
+        x, temps = dense_as(self, shape)
+        y, more = dense_as(other, shape)
+        out = self.new_empty(shape, dtype=BOOL)
+        launch_test(op, x.device_tensor, y.device_tensor, out.device_tensor)
+        _free(*temps, *more)
+        return out
+
+    def bitwise_and(self: Tensor, other: Any) -> Tensor:
+        """``self & other``: logical on bool tensors, bitwise on integer ones."""
+        return self._bitwise("band", other)
+
+    def bitwise_or(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bor", other)
+
+    def bitwise_xor(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bxor", other)
+
+    def bitwise_not(self: Tensor) -> Tensor:
+        """``~self``: logical not of a bool tensor, the bits inverted of an integer one."""
+        _check_bitwise("bitwise_not", self.dtype)
+        return self._unary_test("not" if self.dtype is BOOL else "invert", self.dtype)
+
+    def __and__(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("band", other)
+
+    def __or__(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bor", other)
+
+    def __xor__(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bxor", other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __iand__(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("band", other, out=self)
+
+    def __ior__(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bor", other, out=self)
+
+    def __ixor__(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bxor", other, out=self)
+
+    def __invert__(self: Tensor) -> Tensor:
+        return self.bitwise_not()
+
+    def _bitwise(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
+        name = _BITWISE[op]
+        what = f"{name} of {self.storage_device_tensor.name!r}"
+        if _is_tensor(other):
+            shape = check_pair(self, other, what, in_place=out is not None)
+            rtype = pair_dtype(self, other)
+            _check_bitwise(name, other.dtype)
+        else:
+            value = _scalar_operand(what, other)
+            shape, rtype = tuple(self.shape), scalar_result_dtype(self.dtype, other)
+            _check_bitwise(name, scalar_dtype(other))
+            check_scalar_fits(value, rtype, what)
+        _check_bitwise(name, self.dtype)
+        if out is not None and category(rtype) > category(out.dtype):
+            raise TensorError(
+                f"{what}: result type {rtype!r} can't be cast to the desired output type "
+                f"{out.dtype!r} (as in torch); use an out-of-place op (a = a {op} b)"
+            )
+        x, temps = dense_as(self, shape, rtype)
+        direct = out is not None and out.dtype is rtype and out.contiguous_device_tensor()
+        target = out if direct else self.new_empty(shape, dtype=rtype)
+        if _is_tensor(other):
+            y, more = dense_as(other, shape, rtype)
+            temps += more
+            launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
+        else:
+            launch_test_scalar(op, x.device_tensor, value, target.device_tensor)
+        if out is not None and target is not out:
+            out.copy_(target)
+            temps.append(target)
+            target = out
+        _free(*temps)
+        return target
+
+    # -- tests of each element -------------------------------------------------------------
+    def isnan(self: Tensor) -> Tensor:
+        """Elementwise: NaN, as a bool tensor (False everywhere for integers)."""
+        return self._unary_test("isnan")
+
+    def isinf(self: Tensor) -> Tensor:
+        return self._unary_test("isinf")
+
+    def isfinite(self: Tensor) -> Tensor:
+        return self._unary_test("isfinite")
+
+    def _unary_test(self: Tensor, op: str, rtype: TorchDType = BOOL) -> Tensor:
+        x = self.dense()
+        out = self.new_empty(self.shape, dtype=rtype)
+        launch_unary_test(op, x.device_tensor, out.device_tensor)
+        if x is not self:
+            x.free()
+        return out
+
+    # -- where and masked_fill -------------------------------------------------------------
+    def where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
+        """``torch.where(condition, self, other)``."""
+        return where(condition, self, other)
+
+    def masked_fill(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+        """A copy with ``value`` where the bool ``mask`` (broadcast) is True."""
+        return self._masked_fill(mask, value, None)
+
+    def masked_fill_(self: Tensor, mask: Tensor, value: Any) -> Tensor:
+        """``value`` written where the bool ``mask`` (broadcast to this shape) is True."""
+        return self._masked_fill(mask, value, self)
+
+    def _masked_fill(self: Tensor, mask: Any, value: Any, out: Tensor | None) -> Tensor:
+        what = "masked_fill_" if out is not None else "masked_fill"
+        if not _is_tensor(mask):
+            raise TensorError(f"{what}: mask must be a Tensor, got {type(mask).__name__}")
+        if mask.dtype is not BOOL:
+            raise TensorError(
+                f"{what} only supports boolean masks, but got mask with dtype {mask.dtype!r} "
+                "(as in torch); make one with a comparison or .bool()"
+            )
+        if _is_tensor(value):
+            if value.ndim:
+                raise TensorError(
+                    f"{what} only supports a 0-dimensional value tensor, but got tensor with "
+                    f"{value.ndim} dimension(s) (as in torch); use torch.where(mask, value, t)"
+                )
+            value = value.item()
+        fill = _in_dtype(_scalar_operand(what, value), self.dtype, what)
+        shape = check_pair(self, mask, what, in_place=out is not None)
+        x, temps = dense_as(self, shape)
+        m, more = dense_as(mask, shape)
+        direct = out is not None and out.contiguous_device_tensor()
+        target = out if direct else self.new_empty(shape)
+        launch_where(m.device_tensor, fill, x.device_tensor, target.device_tensor)
+        if out is not None and target is not out:
+            out.copy_(target)
+            temps.append(target)
+            target = out
+        _free(*temps, *more)
+        return target
+
+    # -- any and all -----------------------------------------------------------------------
+    def any(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Whether any element (along ``dim``: int, tuple or None for all) is nonzero, as a
+        bool tensor (uint8 for a uint8 input, as torch), by a reduction kernel."""
+        return self._any_all(dim, keepdim, is_all=False)
+
+    def all(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        """Whether every element (along ``dim``) is nonzero; True for none, as torch."""
+        return self._any_all(dim, keepdim, is_all=True)
+
+    def _any_all(self: Tensor, dim: Any, keepdim: bool, *, is_all: bool) -> Tensor:
+        if isinstance(dim, tuple | list):
+            if len(dim) != 1:
+                return self._any_all_dims(dim, keepdim, is_all)
+            dim = dim[0]
+        rows, length, cols, d = self._split(dim)
+        rtype = DTYPE_OBJECTS["uint8"] if self.dtype.name == "uint8" else BOOL
+        out = self.new_empty(self._out_shape(d, keepdim), dtype=rtype)
+        if rows * cols:
+            x = self.dense()
+            launch_any_all(
+                x.device_tensor, out.device_tensor, rows * cols, length, cols, is_all=is_all
+            )
+            if x is not self:
+                x.free()
+        return out
+
+    def _any_all_dims(self: Tensor, dims: Any, keepdim: bool, is_all: bool) -> Tensor:
+        """Several dims (none: all), one after another from the last."""
+        named = sorted({dim_index(d, self.ndim) for d in dims}, reverse=True)
+        if len(named) < len(dims):
+            raise TensorError(f"dim appears multiple times in the list of dims {tuple(dims)}")
+        if not named:
+            return self._any_all(None, keepdim, is_all=is_all)
+        result = self
+        for d in named:
+            step = result._any_all(d, True, is_all=is_all)
+            if result is not self:
+                result.free()
+            result = step
+        return result if keepdim else result.squeeze(tuple(named))
+
+    # -- indices of nonzero elements (read on the host) ----------------------------------------
+    def nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
+        """The indices of the nonzero elements, (count, ndim) ``int32``, or one 1-D tensor
+        per dim with ``as_tuple``; the values are read to the host (the count decides the
+        shape), the indices copied back in."""
+        found = np.argwhere(self.numpy()).astype(np.int32)
+        if not as_tuple:
+            return self.new_empty(found.shape, dtype=DTYPE_OBJECTS["int32"]).copy_(found)
+        if not self.ndim:
+            found = np.zeros((len(found), 1), np.int32)
+        return tuple(
+            self.new_empty((len(found),), dtype=DTYPE_OBJECTS["int32"]).copy_(column)
+            for column in found.T
+        )
+
+
+def _check_bitwise(name: str, dt: TorchDType) -> None:
+    if dt.is_floating_point:
+        raise TensorError(
+            f"{name}: not implemented for {dt!r} (as in torch); & | ^ ~ take bool and integer "
+            "tensors (logical_and/or/xor/not take any)"
+        )
+
+
+def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
+    """``torch.where``: ``input`` where the bool ``condition`` is True, else ``other``
+    (tensors or scalars, all broadcast, promoted as torch's ``result_type``); with the
+    condition alone, ``condition.nonzero(as_tuple=True)``."""
+    if not _is_tensor(condition):
+        raise TensorError(
+            f"torch.where: condition must be a Tensor, got {type(condition).__name__}"
+        )
+    if input is None and other is None:
+        return condition.nonzero(as_tuple=True)
+    if condition.dtype is not BOOL:
+        raise TensorError(
+            "torch.where expected condition to be a boolean tensor, but got a tensor with dtype "
+            f"{condition.dtype!r} (as in torch); compare it (t != 0) or call .bool()"
+        )
+    what = "torch.where"
+    tensors = [t for t in (input, other) if _is_tensor(t)]
+    same_device(what, condition, *tensors)
+    for value in (input, other):
+        if not _is_tensor(value):
+            _scalar_operand(what, value)
+    if len(tensors) == 2:
+        rtype = pair_dtype(input, other)
+    elif tensors:
+        scalar = other if tensors[0] is input else input
+        rtype = scalar_result_dtype(tensors[0].dtype, scalar)
+    else:
+        kinds = (scalar_dtype(input), scalar_dtype(other))
+        rtype = max(kinds, key=category)
+    shape = tuple(condition.shape)
+    for t in tensors:
+        shape = broadcast_shapes(shape, tuple(t.shape), what)
+    cond, temps = dense_as(condition, shape)
+    operands = []
+    for value in (input, other):
+        if _is_tensor(value):
+            dense, more = dense_as(value, shape, rtype)
+            temps += more
+            operands.append(dense.device_tensor)
+        else:
+            operands.append(_in_dtype(python_scalar(value), rtype, what))
+    out = condition.new_empty(shape, dtype=rtype)
+    launch_where(cond.device_tensor, operands[0], operands[1], out.device_tensor)
+    _free(*temps)
+    return out
