@@ -601,3 +601,92 @@ def test_comparisons_and_masks_cost_time_in_timing_only_mode():
             assert context.now > before
         with pytest.raises(TensorError, match="no values in timing-only mode"):
             (a > 0).nonzero()
+
+
+# ----------------------------------------------------------------------------- mask indexing
+
+
+def test_indexing_by_a_full_mask_gives_the_selected_elements(ctx):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = torch.from_numpy(a)
+    mask = t > 4.5
+    selected = t[mask]
+    assert selected.shape == ((a > 4.5).sum(),) and selected.dtype is torch.float32
+    np.testing.assert_array_equal(selected.numpy(), a[a > 4.5])
+    np.testing.assert_array_equal(t[(t > 100)].numpy(), a[a > 100])  # none selected
+    np.testing.assert_array_equal(t.T[t.T < 3].numpy(), a.T[a.T < 3])  # a strided view
+    np.testing.assert_array_equal(t[a > 4.5].numpy(), a[a > 4.5])  # a NumPy mask
+    np.testing.assert_array_equal(
+        torch.masked_select(t, torch.from_numpy(a[0] > 1)).numpy(),
+        a[np.broadcast_to(a[0] > 1, a.shape)],
+    )
+
+
+def test_indexing_by_a_mask_of_leading_dims_selects_rows(ctx):
+    a = np.arange(24, dtype=np.int32).reshape(4, 3, 2)
+    t = torch.from_numpy(a)
+    rows = np.array([True, False, True, True])
+    np.testing.assert_array_equal(t[torch.from_numpy(rows)].numpy(), a[rows])
+    np.testing.assert_array_equal(t[[True, False, False, True]].numpy(), a[[0, 3]])
+    grid = a[:, :, 0] % 4 == 0
+    picked = t[torch.from_numpy(grid)]
+    assert picked.shape == (grid.sum(), 2)
+    np.testing.assert_array_equal(picked.numpy(), a[grid])
+    assert t[torch.tensor(True)].shape == (1, 4, 3, 2)  # a 0-d mask adds a dim, as torch
+    assert t[torch.tensor(False)].shape == (0, 4, 3, 2)
+
+
+def test_writing_through_a_mask(ctx):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = torch.from_numpy(a)
+    t[t > 8] = 0.0
+    expected = np.where(a > 8, 0.0, a)
+    np.testing.assert_array_equal(t.numpy(), expected)
+    rows = np.array([True, False, True])
+    t[torch.from_numpy(rows)] = torch.tensor([-1.0, -2.0, -3.0, -4.0])  # broadcast over rows
+    expected[rows] = [-1.0, -2.0, -3.0, -4.0]
+    np.testing.assert_array_equal(t.numpy(), expected)
+    chosen = t < 0
+    t[chosen] = torch.arange(8).float()  # one value per selected element
+    expected[expected < 0] = np.arange(8)
+    np.testing.assert_array_equal(t.numpy(), expected)
+    t[rows] = torch.tensor(5.0)  # a 0-d tensor, and a NumPy mask
+    expected[rows] = 5.0
+    np.testing.assert_array_equal(t.numpy(), expected)
+
+
+def test_writing_through_a_mask_into_a_view(ctx):
+    base = torch.zeros(3, 4, dtype=torch.int32)
+    view = base[:, 1:3]
+    view[view == 0] = 7
+    assert base.tolist() == [[0, 7, 7, 0]] * 3
+    view[torch.tensor([[True, False], [False, False], [False, True]])] = torch.tensor([1, 2])
+    assert base.tolist() == [[0, 1, 7, 0], [0, 7, 7, 0], [0, 7, 2, 0]]
+
+
+def test_mask_indexing_errors_name_the_problem(ctx):
+    t = torch.zeros(3, 4)
+    with pytest.raises(
+        TensorError,
+        match=r"the shape of the mask \[4\] at index 0 does not match the shape of the indexed "
+        r"tensor \[3, 4\] at index 0",
+    ):
+        t[torch.ones(4, dtype=torch.bool)]
+    with pytest.raises(TensorError, match=r"shape mismatch: value of shape \(2,\) cannot be"):
+        t[t == 0] = torch.ones(2)
+    with pytest.raises(TensorError, match="masked_select: expected BoolTensor for mask"):
+        t.masked_select(torch.ones(3, 4))
+
+
+def test_max_min_and_argmax_of_bools_match_numpy(ctx):
+    mask = np.array([[False, True, True], [False, False, False]])
+    t = torch.from_numpy(mask)
+    assert t.max().item() is True and t.min().item() is False
+    values, indices = t.max(1)
+    np.testing.assert_array_equal(_bools(values), mask.max(axis=1))
+    np.testing.assert_array_equal(indices.numpy(), mask.argmax(axis=1))
+    np.testing.assert_array_equal(t.argmin(1).numpy(), mask.argmin(axis=1))
+    np.testing.assert_array_equal(_bools(torch.maximum(t, ~t)), np.ones_like(mask))
+    np.testing.assert_array_equal(_bools(torch.stack([t, ~t])), np.stack([mask, ~mask]))
+    with pytest.raises(TensorError, match=r"mean\(\) of .*: torch\.bool is not a floating dtype"):
+        t.mean()

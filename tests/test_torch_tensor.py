@@ -285,8 +285,8 @@ def test_arithmetic_errors_are_clear(ctx):
         a + torch.zeros(4)
     with pytest.raises(TensorError, match="out of bounds for dimension 0 with size 3"):
         a[3]
-    with pytest.raises(TensorError, match="boolean mask"):
-        a[np.array([True, False, True])]
+    with pytest.raises(TensorError, match=r"the shape of the mask \[2\] at index 0 does not"):
+        a[np.array([True, False])]
     with pytest.raises(TensorError, match="not supported"):
         a + "x"
     with pytest.raises(TensorError, match="not supported"):

@@ -84,6 +84,7 @@ from kernbench.torch.functions import (
     logical_xor,
     lt,
     masked_fill,
+    masked_select,
     matmul,
     max,
     maximum,
@@ -267,6 +268,7 @@ __all__ = [
     "any",
     "all",
     "masked_fill",
+    "masked_select",
     "nonzero",
     "where",
 ]

@@ -58,6 +58,7 @@ __all__ = [
     "logical_xor",
     "lt",
     "masked_fill",
+    "masked_select",
     "matmul",
     "max",
     "maximum",
@@ -204,6 +205,11 @@ def all(input: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:  # noq
 
 def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A002
     return _tensor(input, "masked_fill").masked_fill(mask, value)
+
+
+@with_out
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "masked_select").masked_select(mask)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:  # noqa: A002

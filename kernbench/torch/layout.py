@@ -6,7 +6,11 @@ tensors that share the memory of the tensor they came from, with PyTorch's
 shapes and strides (:mod:`~kernbench.torch.views` computes them).  A list,
 array or integer tensor of indices on the first dim reads a copy (one device
 copy per index) and writes element by element, as PyTorch's advanced
-indexing does; boolean masks raise (there is no bool dtype).
+indexing does.  A boolean mask (a bool tensor, array or list of bools) over
+the leading dims reads the selected elements (or rows) as a new 1-D (or
+row) tensor, by one gather kernel; the mask is read to the host first, as
+torch waits for the count.  ``t[mask] = value`` runs ``masked_fill_`` for a
+scalar and a scatter kernel for a tensor of values.
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError, TensorTypeError
-from kernbench.torch.dtypes import python_scalar
+from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
+from kernbench.torch.logic_kernels import launch_gather_rows, launch_scatter_rows
 from kernbench.torch.shapes import dim_index
 from kernbench.torch.views import Geometry, index_geometry, reshape_shape, view_strides
 
@@ -53,6 +58,9 @@ class TensorLayout:
 
     # -- indexing -------------------------------------------------------------------------
     def __getitem__(self: Tensor, key: Any) -> Tensor:
+        mask = self._bool_mask(key)
+        if mask is not None:
+            return self._masked_rows(mask)
         key = self._scalar_keys(key)
         indices = self._index_list(key)
         if indices is None:
@@ -63,6 +71,10 @@ class TensorLayout:
         return out
 
     def __setitem__(self: Tensor, key: Any, value: Any) -> None:
+        mask = self._bool_mask(key)
+        if mask is not None:
+            self._write_masked(mask, value)
+            return
         key = self._scalar_keys(key)
         indices = self._index_list(key)
         if python_scalar(value) is not None:
@@ -96,7 +108,12 @@ class TensorLayout:
         """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor)."""
 
         def scalar(k: Any) -> Any:
-            if isinstance(k, type(self)) and k.ndim == 0 and not k.dtype.is_floating_point:
+            if (
+                isinstance(k, type(self))
+                and k.ndim == 0
+                and not k.dtype.is_floating_point
+                and k.dtype is not BOOL
+            ):
                 return int(k.item())
             return k
 
@@ -119,11 +136,6 @@ class TensorLayout:
             values = np.asarray(key)
         else:
             return None
-        if values.dtype == np.bool_:
-            raise TensorError(
-                f"indexing {name!r} with a boolean mask is not supported (there is no bool "
-                "dtype); use integer indices (t[[0, 2]]) or mask on the host: t.numpy()[mask]"
-            )
         if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
             raise TensorError(
                 f"indexing {name!r}: indices must be a 1-D list or tensor of ints, got "
@@ -132,6 +144,81 @@ class TensorLayout:
         if not self.ndim:
             raise TensorError(f"indexing {name!r}: a 0-d tensor cannot be indexed by a list")
         return [int(i) for i in values]
+
+    # -- boolean masks -------------------------------------------------------------------
+    def _bool_mask(self: Tensor, key: Any) -> Any:
+        """A boolean mask index (a bool tensor, a bool array or a list of bools) checked
+        against the leading dims it covers, else None."""
+        if isinstance(key, type(self)):
+            mask = key if key.dtype is BOOL else None
+        elif isinstance(key, np.ndarray):
+            mask = key if key.dtype == np.bool_ else None
+        elif isinstance(key, list) and key and all(isinstance(k, bool | np.bool_) for k in key):
+            mask = np.asarray(key)
+        else:
+            mask = None
+        if mask is None:
+            return None
+        shape, covered = tuple(self.shape), tuple(mask.shape)
+        for i, size in enumerate(covered):
+            if i >= len(shape) or size != shape[i]:
+                there = shape[i] if i < len(shape) else "none"
+                raise TensorError(
+                    f"indexing {self.storage_device_tensor.name!r}: the shape of the mask "
+                    f"{list(covered)} at index {i} does not match the shape of the indexed "
+                    f"tensor {list(shape)} at index {i} (size {there}, as torch checks)"
+                )
+        return mask
+
+    def _mask_rows(self: Tensor, mask: Any) -> tuple[Tensor, int, tuple[int, ...]]:
+        """The numbers of the rows a mask selects (a device int32 tensor), the elements of a
+        row and the shape of the rows (the dims the mask does not cover)."""
+        values = mask.numpy() if isinstance(mask, type(self)) else mask
+        chosen = np.flatnonzero(values).astype(np.int32)
+        rest = tuple(self.shape)[np.ndim(values) :]
+        rows = self.new_empty((len(chosen),), dtype=DTYPE_OBJECTS["int32"]).copy_(chosen)
+        return rows, math.prod(rest), rest
+
+    def _masked_rows(self: Tensor, mask: Any) -> Tensor:
+        """``self[mask]``: the selected elements (rows), a copy by one gather kernel."""
+        rows, row, rest = self._mask_rows(mask)
+        out = self.new_empty((rows.numel(), *rest))
+        if out.numel():
+            x = self.dense()
+            launch_gather_rows(x.device_tensor, rows.device_tensor, out.device_tensor, row)
+            if x is not self:
+                x.free()
+        rows.free()
+        return out
+
+    def _write_masked(self: Tensor, mask: Any, value: Any) -> None:
+        """``self[mask] = value``: a scalar by masked_fill_, values by a scatter kernel."""
+        name = self.storage_device_tensor.name
+        if python_scalar(value) is not None or (isinstance(value, type(self)) and value.ndim == 0):
+            if not isinstance(mask, type(self)):
+                mask = self.new_empty(mask.shape, dtype=BOOL).copy_(mask)
+            lead = (*mask.shape, *[1] * (self.ndim - mask.ndim))
+            self.masked_fill_(mask.reshape(lead), value)
+            return
+        rows, row, rest = self._mask_rows(mask)
+        shape = (rows.numel(), *rest)
+        try:
+            np.broadcast_shapes(tuple(np.shape(value)), shape)
+        except ValueError:
+            rows.free()
+            raise TensorError(
+                f"indexing {name!r}: shape mismatch: value of shape {tuple(np.shape(value))} "
+                f"cannot be broadcast to indexing result of shape {shape}"
+            ) from None
+        source = self.new_empty(shape).copy_(value)
+        if source.numel():
+            target = self.dense()
+            launch_scatter_rows(source.device_tensor, rows.device_tensor, target.device_tensor, row)
+            if target is not self:
+                self.copy_(target)
+                target.free()
+        source.free()
+        rows.free()
 
     def __iter__(self: Tensor) -> Iterator[Tensor]:
         if not self.ndim:

@@ -9,9 +9,10 @@ reductions.  Operands broadcast and promote as in PyTorch: a comparison
 takes both operands in their common dtype (a Python scalar in the tensor's
 dtype unless it is of a higher category), ``& | ^ ~`` are logical on bool
 tensors and bitwise on integer ones.  ``t == None`` is False and
-``t != None`` True, as in torch; tensors hash by identity.  ``nonzero`` (and
-the one-argument ``torch.where``) read the mask to the host, as torch waits
-for its size, and copy the indices back in (``int32``: there is no int64).
+``t != None`` True, as in torch; tensors hash by identity.  ``nonzero``,
+the one-argument ``torch.where`` and ``masked_select`` read the mask to the
+host, as torch waits for the count, and copy the indices back in (``int32``:
+there is no int64).
 """
 
 from __future__ import annotations
@@ -315,6 +316,18 @@ class TensorLogic:
             target = out
         _free(*temps, *more)
         return target
+
+    def masked_select(self: Tensor, mask: Tensor) -> Tensor:
+        """The elements where the bool ``mask`` is True (both broadcast), as a 1-D copy:
+        ``self[mask]``."""
+        if not _is_tensor(mask) or mask.dtype is not BOOL:
+            given = mask.dtype if _is_tensor(mask) else type(mask).__name__
+            raise TensorError(
+                f"masked_select: expected BoolTensor for mask (as torch), got {given!r}; make "
+                "one with a comparison or .bool()"
+            )
+        shape = check_pair(self, mask, "masked_select", in_place=False)
+        return self.expand(shape)[mask.expand(shape)]
 
     # -- any and all -----------------------------------------------------------------------
     def any(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:

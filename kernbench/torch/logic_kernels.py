@@ -1,11 +1,12 @@
-"""The device kernels behind comparisons, logic, ``where`` and ``any``/``all``.
+"""The device kernels behind comparisons, logic, ``where``, ``any``/``all`` and masks.
 
 They are elementwise (or reduction) kernels like the arithmetic ones
 (:mod:`~kernbench.torch.device_kernels`), launched with the same block size,
 so a comparison costs what an elementwise operation of its size costs: it
 reads its operands and writes one byte per element.  A comparison or a
 logical operation writes a bool; a bitwise one (``band``, ``bor``, ``bxor``,
-``invert``) writes its operands' dtype.
+``invert``) writes its operands' dtype.  Indexing by a boolean mask gathers
+(or scatters) whole rows by a tensor of row numbers.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "UNARY_TESTS",
     "launch_any_all",
     "launch_gather_rows",
+    "launch_scatter_rows",
     "launch_test",
     "launch_test_scalar",
     "launch_unary_test",
@@ -214,3 +216,18 @@ def launch_gather_rows(x: DeviceTensor, rows: DeviceTensor, out: DeviceTensor, r
     """``out``'s rows of ``row`` elements are ``x``'s rows numbered by ``rows`` (int32)."""
     n = out.numel
     _gather_rows_kernel[elementwise_grid(n, "indexing")](x, rows, out, n, row, BLOCK=BLOCK)
+
+
+@jit
+def _scatter_rows_kernel(src_ptr, rows_ptr, out_ptr, n, ROW, BLOCK: tl.constexpr):
+    # out[rows[i // ROW] * ROW + i % ROW] = src[i]: src's rows written to out's rows by index.
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < n
+    row = tl.load(rows_ptr + i // ROW, mask=mask, other=0)
+    tl.store(out_ptr + row * ROW + i % ROW, tl.load(src_ptr + i, mask=mask), mask=mask)
+
+
+def launch_scatter_rows(src: DeviceTensor, rows: DeviceTensor, out: DeviceTensor, row: int) -> None:
+    """``out``'s rows of ``row`` elements numbered by ``rows`` (int32) get ``src``'s rows."""
+    n = src.numel
+    _scatter_rows_kernel[elementwise_grid(n, "indexing")](src, rows, out, n, row, BLOCK=BLOCK)

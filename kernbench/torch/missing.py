@@ -72,7 +72,6 @@ HINTS = {  # (the named entries after the groups win)
     "index_put_": _INDEX_WRITE,
     "gather": _INDEX_READ,
     "index_select": _INDEX_READ,
-    "masked_select": _INDEX_READ,
     "take": _INDEX_READ,
     "long": _NO_64_BIT,
     "double": _NO_64_BIT,

@@ -1,12 +1,13 @@
 """Tensor reductions on the device: ``sum``, ``mean``, ``max``, ``min``, ``argmax``, ``argmin``.
 
 :class:`TensorReductions` is mixed into :class:`~kernbench.torch.Tensor`.  A
-sum runs the sum kernel with a float32 accumulator (int32 for integer
-tensors); ``max``/``min`` run the extreme kernel, which also gives the first
-index of each extreme (``int32``: there is no int64).  Results stay on the
-device, whole on the device's first PE.  A view that is not one run of memory
-is first copied into a contiguous temporary (costed).  ``max(dim)`` returns
-``(values, indices)`` as a named tuple, as PyTorch's ``torch.return_types.max``.
+sum runs the sum kernel with a float32 accumulator (int32 for integer and
+bool tensors, whose sums torch gives in int64); ``max``/``min`` run the
+extreme kernel, which also gives the first index of each extreme (``int32``:
+there is no int64).  Results stay on the device, whole on the device's first
+PE.  A view that is not one run of memory is first copied into a contiguous
+temporary (costed).  ``max(dim)`` returns ``(values, indices)`` as a named
+tuple, as PyTorch's ``torch.return_types.max``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from kernbench.torch.device_kernels import (
     launch_sum,
     launch_var,
 )
-from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype, python_scalar
+from kernbench.torch.dtypes import (
+    BOOL,
+    DTYPE_OBJECTS,
+    TorchDType,
+    as_torch_dtype,
+    python_scalar,
+)
 from kernbench.torch.shapes import dim_index
 from kernbench.torch.views import broadcast_shapes, same_device
 
@@ -44,6 +51,8 @@ def _lowest(dt: TorchDType, is_max: bool) -> int | float:
     """The value masked-off lanes hold: never chosen over a real element."""
     if dt.is_floating_point:
         return float("-inf") if is_max else float("inf")
+    if dt is BOOL:
+        return 0 if is_max else 1
     info = np.iinfo(DTYPES[dt.name].storage)
     return int(info.min) if is_max else int(info.max)
 
