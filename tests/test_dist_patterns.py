@@ -485,6 +485,60 @@ def test_bitwise_reduce_ops_need_integer_tensors() -> None:
     assert isinstance(info.value.__cause__, DistributedError)
 
 
+def _bool_masks(rank: int, n: int) -> np.ndarray:
+    return np.random.default_rng(rank).random(n) < 0.5
+
+
+def _bool_collectives(n: int) -> dict:
+    dist.init_process_group()
+    rank, ws = dist.get_rank(), dist.get_world_size()
+    out: dict = {}
+    for op in ("SUM", "MAX", "MIN", "PRODUCT"):
+        t = torch.from_numpy(_bool_masks(rank, n))
+        dist.all_reduce(t, op=getattr(dist.ReduceOp, op))
+        out[op] = t.numpy()
+    gathered = [torch.zeros(n, dtype=torch.bool) for _ in range(ws)]
+    dist.all_gather(gathered, torch.from_numpy(_bool_masks(rank, n)))
+    out["all_gather"] = [t.numpy() for t in gathered]
+    root = torch.from_numpy(_bool_masks(rank, n))
+    dist.broadcast(root, src=ws - 1)
+    out["broadcast"] = root.numpy()
+    return out
+
+
+@pytest.mark.parametrize("config", [SIP[2], SIP[3]], ids=["sip-ws2", "sip-ws3"])
+def test_collectives_on_bool_tensors_combine_as_logical_or_and_and(config) -> None:
+    ws, n = config[2], 37
+    masks = [_bool_masks(r, n) for r in range(ws)]
+    anyone, everyone = np.logical_or.reduce(masks), np.logical_and.reduce(masks)
+    for got in sim(_bool_collectives, config, n).returns:
+        for op, expected in (("SUM", anyone), ("MAX", anyone), ("MIN", everyone)):
+            assert got[op].dtype == np.bool_
+            np.testing.assert_array_equal(got[op], expected)
+        np.testing.assert_array_equal(got["PRODUCT"], everyone)
+        for r in range(ws):
+            np.testing.assert_array_equal(got["all_gather"][r], masks[r])
+        np.testing.assert_array_equal(got["broadcast"], masks[ws - 1])
+
+
+def _bool_reduce(op: str) -> None:
+    dist.init_process_group()
+    dist.all_reduce(torch.ones(4, dtype=torch.bool), op=getattr(dist.ReduceOp, op))
+
+
+@pytest.mark.parametrize(
+    ("op", "says"),
+    [
+        ("AVG", "Cannot use ReduceOp.AVG with boolean inputs"),
+        ("BAND", "BAND needs an integer tensor .got bool.; for bool tensors MIN"),
+    ],
+)
+def test_reduce_ops_bool_tensors_cannot_take_say_what_to_use(op, says) -> None:
+    with pytest.raises(RankError, match=f"{says}.*MAX \\(or SUM\\) a logical or") as info:
+        sim(_bool_reduce, SIP[2], op)
+    assert isinstance(info.value.__cause__, DistributedError)
+
+
 def _list_collectives(dtype: str, n: int) -> dict:
     dist.init_process_group()
     rank, ws = dist.get_rank(), dist.get_world_size()

@@ -35,12 +35,23 @@ REDUCE_OPS = ("sum", "avg", "product", "min", "max", "band", "bor", "bxor")
 INTEGER_ONLY = frozenset({"band", "bor", "bxor"})
 
 
+_BOOL_OPS = "for bool tensors MIN (or PRODUCT) is a logical and, MAX (or SUM) a logical or"
+
+
 def check_op(op: str, dtype: np.dtype) -> None:
+    """Refuse an unknown op, or one the dtype does not take.  On bool values SUM and MAX
+    combine as a logical or, PRODUCT and MIN as an and (NCCL maps them so for torch)."""
     if op not in REDUCE_OPS:
         raise DistributedError(f"unknown reduce op {op!r}; valid: {', '.join(REDUCE_OPS)}")
+    is_bool = np.dtype(dtype).kind == "b"
     if op in INTEGER_ONLY and np.dtype(dtype).kind not in "iu":
         raise DistributedError(
             f"reduce op {op.upper()} needs an integer tensor (got {np.dtype(dtype).name})"
+            + (f"; {_BOOL_OPS}" if is_bool else "")
+        )
+    if op == "avg" and is_bool:
+        raise DistributedError(
+            f"Cannot use ReduceOp.AVG with boolean inputs (as in torch); {_BOOL_OPS}"
         )
 
 
