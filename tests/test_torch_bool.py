@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import kernbench.torch as torch
+import kernbench.triton as triton
+import kernbench.triton.language as tl
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
 
@@ -690,3 +692,26 @@ def test_max_min_and_argmax_of_bools_match_numpy(ctx):
     np.testing.assert_array_equal(_bools(torch.stack([t, ~t])), np.stack([mask, ~mask]))
     with pytest.raises(TensorError, match=r"mean\(\) of .*: torch\.bool is not a floating dtype"):
         t.mean()
+
+
+# ----------------------------------------------------------------------------- Triton kernels
+
+
+@triton.jit
+def _keep_positive(x_ptr, keep_ptr, out_ptr, positive_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    valid = offsets < n
+    keep = tl.load(keep_ptr + offsets, mask=valid, other=0)
+    tl.static_assert(keep.dtype == tl.int1)  # a bool tensor is a pointer to int1, as in Triton
+    x = tl.load(x_ptr + offsets, mask=valid)
+    tl.store(out_ptr + offsets, tl.where(keep, x, 0.0), mask=valid)
+    tl.store(positive_ptr + offsets, x > 0, mask=valid)
+
+
+def test_a_triton_kernel_reads_and_writes_bool_tensors(ctx):
+    a = np.array([1.0, -2.0, 3.0, -4.0, 5.0], np.float32)
+    keep = np.array([True, False, True, True, False])
+    out, positive = torch.zeros(5), torch.zeros(5, dtype=torch.bool)
+    _keep_positive[(1,)](torch.from_numpy(a), torch.from_numpy(keep), out, positive, 5, BLOCK=8)
+    np.testing.assert_array_equal(out.numpy(), np.where(keep, a, 0.0))
+    np.testing.assert_array_equal(_bools(positive), a > 0)
