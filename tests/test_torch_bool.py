@@ -14,7 +14,7 @@ import pytest
 import kernbench.torch as torch
 import kernbench.triton as triton
 import kernbench.triton.language as tl
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, TensorTypeError
 from kernbench.runtime import RuntimeContext, use_context
 
 TINY = "tiny"
@@ -317,7 +317,10 @@ def test_comparison_errors_name_the_problem(ctx):
     with pytest.raises(TensorError, match=r"lt of .*: scalar 1000 does not fit torch\.int8"):
         t < 1000  # noqa: B015
     with pytest.raises(TensorError, match=r"eq of .*: operand list is not supported"):
-        t == [1, 2]  # noqa: B015
+        torch.eq(t, [1, 2])
+    assert (t == "two") is False and (t != [1, 2]) is True  # torch's operators: by identity
+    with pytest.raises(TensorTypeError, match="'<' not supported between .* 'Tensor' and 'str'"):
+        t < "two"  # noqa: B015
     with pytest.raises(TensorError, match=r"shapes \(2,\) and \(3,\) cannot be broadcast"):
         t == torch.zeros(3)  # noqa: B015
     with pytest.raises(TensorError, match="out has shape"):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.arithmetic import check_pair, dense_as, pair_dtype
 from kernbench.torch.dtypes import (
     BOOL,
@@ -54,6 +54,10 @@ _BITWISE = {"band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
 
 def _is_tensor(value: Any) -> bool:
     return isinstance(value, TensorLogic)
+
+
+def _comparable(value: Any) -> bool:
+    return _is_tensor(value) or python_scalar(value) is not None
 
 
 def _free(*temps: Tensor) -> None:
@@ -90,27 +94,33 @@ class TensorLogic:
     __slots__ = ()
 
     # -- comparisons ----------------------------------------------------------------------
+    # An operand that is neither a tensor nor a number: == and != answer by identity
+    # (False for None), the orderings raise a TypeError, as torch's operators do.
     def __eq__(self: Tensor, other: object) -> Any:
-        if other is None:
-            return False  # as torch answers
-        return self._compare("eq", other)
+        return self._compare("eq", other) if _comparable(other) else NotImplemented
 
     def __ne__(self: Tensor, other: object) -> Any:
-        if other is None:
-            return True
-        return self._compare("ne", other)
+        return self._compare("ne", other) if _comparable(other) else NotImplemented
 
     def __lt__(self: Tensor, other: Any) -> Tensor:
-        return self._compare("lt", other)
+        return self._ordered("lt", "<", other)
 
     def __le__(self: Tensor, other: Any) -> Tensor:
-        return self._compare("le", other)
+        return self._ordered("le", "<=", other)
 
     def __gt__(self: Tensor, other: Any) -> Tensor:
-        return self._compare("gt", other)
+        return self._ordered("gt", ">", other)
 
     def __ge__(self: Tensor, other: Any) -> Tensor:
-        return self._compare("ge", other)
+        return self._ordered("ge", ">=", other)
+
+    def _ordered(self: Tensor, op: str, symbol: str, other: Any) -> Tensor:
+        if not _comparable(other):
+            raise TensorTypeError(
+                f"'{symbol}' not supported between instances of 'Tensor' and "
+                f"'{type(other).__name__}' (as in torch); compare with a Tensor or a number"
+            )
+        return self._compare(op, other)
 
     __hash__ = object.__hash__  # by identity, as torch.Tensor is
 
