@@ -467,6 +467,9 @@ def test_where_with_scalars_promotes_as_torch_does(ctx):
     assert torch.where(cond, 1, 0).dtype is torch.int32
     both = torch.where(cond, True, False)
     assert both.dtype is torch.bool and both.tolist() == [True, False, False, True]
+    out = torch.empty(4)
+    assert torch.where(cond, t, 2.0, out=out) is out
+    np.testing.assert_array_equal(out.numpy(), np.where(a > 0, a, 2.0))
     fp16 = torch.where(cond, t.half(), 0.1)
     assert fp16.dtype is torch.float16 and fp16.numpy()[1] == np.float16(0.1)
 

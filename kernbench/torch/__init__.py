@@ -115,8 +115,8 @@ from kernbench.torch.functions import (
     transpose,
     unsqueeze,
     var,
+    where,
 )
-from kernbench.torch.logic import where
 from kernbench.torch.missing import MODULE_HINTS
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.logic import where as _where
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -88,6 +89,7 @@ __all__ = [
     "transpose",
     "unsqueeze",
     "var",
+    "where",
 ]
 
 
@@ -210,6 +212,9 @@ def masked_fill(input: Tensor, mask: Tensor, value: Any) -> Tensor:  # noqa: A00
 @with_out
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:  # noqa: A002
     return _tensor(input, "masked_select").masked_select(mask)
+
+
+where = with_out(_where)
 
 
 def nonzero(input: Tensor, *, as_tuple: bool = False) -> Any:  # noqa: A002
