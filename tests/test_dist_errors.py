@@ -362,6 +362,68 @@ def test_send_recv_with_different_shapes() -> None:
     assert set(error.blocked) == {0, 1}
 
 
+def _send_and_recv_on_different_groups() -> None:
+    dist.init_process_group()
+    pair = dist.new_group([0, 1])
+    if dist.get_rank() == 0:
+        dist.send(torch.ones(4), dst=1, group=pair)
+    elif dist.get_rank() == 1:
+        dist.recv(torch.zeros(4), src=0)  # on the default group: another communicator
+
+
+def test_send_on_one_group_never_matches_a_recv_on_another() -> None:
+    error = deadlock(_send_and_recv_on_different_groups, 3)
+    assert set(error.blocked) == {0, 1}
+    assert error.blocked[0] == "send to rank 1 (tag 0) on group1"
+    assert error.blocked[1] == "recv from rank 0 (tag 0) on WORLD"
+
+
+def _irecv_on_a_group_the_sender_did_not_use() -> None:
+    dist.init_process_group()
+    first, second = dist.new_group([0, 1]), dist.new_group([0, 1])
+    if dist.get_rank() == 0:
+        dist.isend(torch.ones(4), dst=1, group=first)
+    else:
+        dist.irecv(torch.zeros(4), src=0, group=second)
+
+
+def test_an_irecv_on_a_group_the_sender_did_not_use_is_unmatched_at_the_end() -> None:
+    with pytest.raises(CollectiveMismatchError, match="no other rank matched") as caught:
+        run(_irecv_on_a_group_the_sender_did_not_use, 2)
+    says = str(caught.value)
+    assert "rank 0's isend to rank 1 (tag 0) on group1 was never received by rank 1" in says
+    assert "rank 1's irecv from rank 0 (tag 0) on group2 was never matched by a send" in says
+    assert set(caught.value.blocked) == {0, 1}
+
+
+def _p2p_peer_outside_the_group(call: str) -> None:
+    dist.init_process_group()
+    pair = dist.new_group([0, 1])
+    if dist.get_rank() == 0:
+        if call == "isend":
+            dist.isend(torch.ones(4), dst=2, group=pair)
+        elif call == "irecv":
+            dist.irecv(torch.zeros(4), src=2, group=pair)
+        else:
+            dist.batch_isend_irecv([dist.P2POp(dist.isend, torch.ones(4), 2, group=pair)])
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        ("isend", "isend: global rank 2 (dst=2)"),
+        ("irecv", "irecv: global rank 2 (src=2)"),
+        ("batch", "isend: global rank 2 (dst=2)"),
+    ],
+)
+def test_a_p2p_peer_outside_the_group_is_refused(call, says) -> None:
+    with pytest.raises(RankError) as info:
+        run(_p2p_peer_outside_the_group, 3, call)
+    assert info.value.rank == 0
+    assert isinstance(info.value.__cause__, DistributedError)
+    assert f"{says} is not part of ProcessGroup(group1, ranks=[0, 1])" in str(info.value.__cause__)
+
+
 def _irecv_while_others_finish() -> None:
     dist.init_process_group()
     if dist.get_rank() == 0:
@@ -564,8 +626,8 @@ def test_a_run_collects_garbage_less_often_and_restores_the_collector() -> None:
     ("kind", "says"),
     [
         ("all_reduce", "#0 on WORLD was called by ranks [0] only; ranks [1, 2, 3] returned"),
-        ("isend", "rank 0's isend to rank 1 (tag 0) was never received by rank 1"),
-        ("irecv", "rank 0's irecv from rank 1 (tag 0) was never matched by a send"),
+        ("isend", "rank 0's isend to rank 1 (tag 0) on WORLD was never received by rank 1"),
+        ("irecv", "rank 0's irecv from rank 1 (tag 0) on WORLD was never matched by a send"),
     ],
 )
 def test_an_async_call_no_rank_matched_is_an_error_at_the_end(kind, says) -> None:

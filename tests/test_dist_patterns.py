@@ -1116,3 +1116,75 @@ def _availability() -> list:
 def test_backend_names_and_availability_as_torch_spells_them() -> None:
     res = kernbench.simulate(_availability, topology="multi_sip", world_size=2)
     assert res.returns == [[True, True, True, False, False, "nccl", "gloo"]] * 2
+
+
+def _p2p_per_group(n: int) -> dict:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    a, b = dist.new_group([0, 1]), dist.new_group([0, 1])
+    if rank == 0:
+        works = [
+            dist.isend(torch.tensor(data(0, n, "float32", seed=1)), dst=1, group=a),
+            dist.isend(torch.tensor(data(0, n, "float32", seed=2)), dst=1, group=b),
+            dist.isend(torch.tensor(data(0, n, "float32", seed=3)), dst=1),
+        ]
+        works += dist.batch_isend_irecv(
+            [
+                dist.P2POp(dist.isend, torch.tensor(data(0, n, "float32", seed=4)), 1, group=a),
+                dist.P2POp(dist.isend, torch.tensor(data(0, n, "float32", seed=5)), 1, group=b),
+            ]
+        )
+        for work in works:
+            work.wait()
+        return {}
+    if rank == 1:
+        # Posted in the reverse order: only per-group matching pairs each with its own send.
+        bufs = {name: torch.zeros(n) for name in ("world", "b", "a", "batch_b", "batch_a")}
+        sources = [dist.recv(bufs["world"], src=0)]
+        sources.append(dist.recv(bufs["b"], src=0, group=b))
+        sources.append(dist.recv(bufs["a"], group=a))  # any member of a
+        works = dist.batch_isend_irecv(
+            [
+                dist.P2POp(dist.irecv, bufs["batch_b"], group=b, group_peer=0),
+                dist.P2POp(dist.irecv, bufs["batch_a"], 0, group=a),
+            ]
+        )
+        for work in works:
+            work.wait()
+        sources += [work.source_rank() for work in works]
+        return {"sources": sources, **{name: t.numpy() for name, t in bufs.items()}}
+    return {}
+
+
+@pytest.mark.parametrize("ws", [2, 3])
+def test_p2p_matches_per_group_between_the_same_ranks_and_tag(ws) -> None:
+    n = 8
+    res = sim(_p2p_per_group, SIP[ws], n)
+    out = res.returns[1]
+    assert out["sources"] == [0, 0, 0, 0, 0]
+    expected = {"a": 1, "b": 2, "world": 3, "batch_a": 4, "batch_b": 5}
+    for name, seed in expected.items():
+        check(out[name], data(0, n, "float32", seed=seed), "float32")
+
+
+def _recv_from_any_member_of_a_group(n: int) -> dict:
+    dist.init_process_group()
+    rank = dist.get_rank()
+    pair = dist.new_group([0, 2])
+    if rank == 1:  # on the default group: a receive on ``pair`` must not take it
+        dist.send(torch.tensor(data(1, n, "int32")), dst=0)
+    elif rank == 2:
+        dist.send(torch.tensor(data(2, n, "int32")), group=pair, group_dst=0)
+    else:
+        on_pair, on_world = torch.zeros(n, dtype=torch.int32), torch.zeros(n, dtype=torch.int32)
+        sources = [dist.recv(on_pair, group=pair), dist.recv(on_world)]
+        return {"sources": sources, "pair": on_pair.numpy(), "world": on_world.numpy()}
+    return {}
+
+
+def test_recv_from_any_source_on_a_group_takes_only_that_groups_sends() -> None:
+    res = sim(_recv_from_any_member_of_a_group, SIP[3], 8)
+    out = res.returns[0]
+    assert out["sources"] == [2, 1]
+    check(out["pair"], data(2, 8, "int32"), "int32")
+    check(out["world"], data(1, 8, "int32"), "int32")

@@ -238,7 +238,10 @@ def _send_to_a_rank_outside_the_group():
 def test_p2p_peer_outside_the_group_is_an_error_naming_the_argument() -> None:
     with pytest.raises(RankError) as info:
         kernbench.simulate(_send_to_a_rank_outside_the_group, topology="multi_sip", world_size=3)
-    assert "send: dst=2 is not a member of" in str(info.value.__cause__)
+    assert isinstance(info.value.__cause__, DistributedError)
+    assert "send: global rank 2 (dst=2) is not part of ProcessGroup(group1, ranks=[0, 1])" in str(
+        info.value.__cause__
+    )
 
 
 # ------------------------------------------------------------------ $KERNBENCH_TOPOLOGY

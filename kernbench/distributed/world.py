@@ -361,8 +361,10 @@ class World:
         self._group_calls: dict[int, int] = {}
         self._seq: dict[tuple[int, int], int] = {}
         self._rendezvous: dict[tuple[int, int], _Rendezvous] = {}
-        self._p2p_sends: dict[tuple[int, int, int], list[tuple[Any, _Rendezvous]]] = {}
-        self._p2p_recvs: dict[tuple[int, int], list[tuple[Any, int | None, _Rendezvous]]] = {}
+        # Pending sends by (group id, src, dst, tag) and receives by (group id, dst, tag):
+        # a message matches only on the group it was posted on.
+        self._p2p_sends: dict[tuple[int, int, int, int], list[tuple[Any, _Rendezvous]]] = {}
+        self._p2p_recvs: dict[tuple[int, int, int], list[tuple[Any, int | None, _Rendezvous]]] = {}
         self.initialised: set[int] = set()
         self.collectives: list[Any] = []
         self._mismatched: list[_Rendezvous] = []
@@ -441,11 +443,11 @@ class World:
                 f"ranks {missing} returned without calling it"
             )
             blocked.update(dict.fromkeys(callers, what))
-        for (src, dst, _tag), pending in self._p2p_sends.items():
+        for (_gid, src, dst, _tag), pending in self._p2p_sends.items():
             for _, rv in pending:
                 lines.append(f"rank {src}'s {rv.what} was never received by rank {dst}")
                 blocked[src] = rv.what
-        for (dst, _tag), pending in self._p2p_recvs.items():
+        for (_gid, dst, _tag), pending in self._p2p_recvs.items():
             for _, _, rv in pending:
                 lines.append(f"rank {dst}'s {rv.what} was never matched by a send")
                 blocked[dst] = rv.what
@@ -604,50 +606,79 @@ class World:
             )
         return launch
 
-    def post_send(self, tensor: Any, dst: int, tag: int, what: str = "send") -> _Rendezvous:
-        """Post a send of ``tensor`` to ``dst``; ``what`` is the user's call, for errors."""
+    def post_send(
+        self,
+        tensor: Any,
+        dst: int,
+        tag: int,
+        what: str = "send",
+        group: ProcessGroup | None = None,
+    ) -> _Rendezvous:
+        """Post a send of ``tensor`` to global rank ``dst`` on ``group`` (the world's by
+        default); ``what`` is the user's call, for errors.  Only a receive posted on the
+        same group with the same tag matches it, as on torch's per-group communicators."""
         me = self.rank
+        group = group or self.world_group
         self._p2p(what)
-        self._check_peer(dst, what, "send to")
-        rv = self._p2p_rendezvous(f"{what} to rank {dst} (tag {tag})")
-        waiting = self._p2p_recvs.get((dst, tag), [])
+        self._check_peer(dst, what, "send to", group)
+        rv = self._p2p_rendezvous(f"{what} to rank {dst} (tag {tag}) on {group.name}", group)
+        waiting = self._p2p_recvs.get((group.gid, dst, tag), [])
         for i, (recv_tensor, src, recv_rv) in enumerate(waiting):
             if src is None or src == me:
                 del waiting[i]
                 self._match(tensor, me, recv_tensor, dst, rv, recv_rv)
                 return rv
-        self._p2p_sends.setdefault((me, dst, tag), []).append((tensor, rv))
+        self._p2p_sends.setdefault((group.gid, me, dst, tag), []).append((tensor, rv))
         return rv
 
-    def post_recv(self, tensor: Any, src: int | None, tag: int, what: str = "recv") -> _Rendezvous:
-        """Post a receive into ``tensor`` from ``src`` (any rank if None)."""
+    def post_recv(
+        self,
+        tensor: Any,
+        src: int | None,
+        tag: int,
+        what: str = "recv",
+        group: ProcessGroup | None = None,
+    ) -> _Rendezvous:
+        """Post a receive into ``tensor`` from global rank ``src`` (any member of ``group``
+        if None) on ``group`` (the world's by default)."""
         me = self.rank
+        group = group or self.world_group
         self._p2p(what)
         if src is not None:
-            self._check_peer(src, what, "receive from")
+            self._check_peer(src, what, "receive from", group)
         where = "any rank" if src is None else f"rank {src}"
-        rv = self._p2p_rendezvous(f"{what} from {where} (tag {tag})")
-        sources = range(self.world_size) if src is None else (src,)
+        rv = self._p2p_rendezvous(f"{what} from {where} (tag {tag}) on {group.name}", group)
+        sources = group.ranks if src is None else (src,)
         for s in sources:
-            pending = self._p2p_sends.get((s, me, tag))
+            pending = self._p2p_sends.get((group.gid, s, me, tag))
             if pending:
                 send_tensor, send_rv = pending.pop(0)
                 self._match(send_tensor, s, tensor, me, send_rv, rv)
                 return rv
-        self._p2p_recvs.setdefault((me, tag), []).append((tensor, src, rv))
+        self._p2p_recvs.setdefault((group.gid, me, tag), []).append((tensor, src, rv))
         return rv
 
-    def _p2p_rendezvous(self, what: str) -> _Rendezvous:
+    def _p2p_rendezvous(self, what: str, group: ProcessGroup) -> _Rendezvous:
         env = self.ctx.machine.clock
-        rv = _Rendezvous(self.world_group, -1, launched=env.event(), done=env.event())
+        rv = _Rendezvous(group, -1, launched=env.event(), done=env.event())
         rv.what = what
         return rv
 
-    def _check_peer(self, peer: int, what: str, verb: str) -> None:
+    def _check_peer(self, peer: int, what: str, verb: str, group: ProcessGroup) -> None:
         if not isinstance(peer, int) or not 0 <= peer < self.world_size:
             raise DistributedError(f"{what}: peer rank {peer!r} is not in 0..{self.world_size - 1}")
         if peer == self.rank:
             raise DistributedError(f"{what}: rank {peer} cannot {verb} itself")
+        if group.group_rank(peer) < 0:  # torch: "Global rank N is not part of group G"
+            raise DistributedError(
+                f"{what}: global rank {peer} is not part of {group!r}; a peer must be a member "
+                "of the group the call is made on"
+            )
+        if group.group_rank(self.rank) < 0:
+            raise DistributedError(
+                f"{what}: rank {self.rank} is not a member of {group!r}; it cannot {verb} "
+                "a rank on it"
+            )
 
     def _match(
         self,

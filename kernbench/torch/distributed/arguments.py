@@ -170,9 +170,9 @@ def peer_rank(
     _check_rank_type(rank, what, arg)
     rank = int(rank)
     if pg is not world.world_group and pg.group_rank(rank) < 0:
-        raise DistributedError(
-            f"{what}: {arg}={rank} is not a member of {pg!r}; {arg} is a global rank "
-            f"(group_{arg}= takes a rank within the group)"
+        raise DistributedError(  # torch: "Global rank N is not part of group G"
+            f"{what}: global rank {rank} ({arg}={rank}) is not part of {pg!r}; {arg} is a "
+            f"global rank of a member of the group (group_{arg}= takes a rank within it)"
         )
     return rank
 

@@ -410,7 +410,7 @@ def send_object_list(
     member = _member(group, what)
     if member is None:
         return
-    world, me, _ = member
+    world, me, pg = member
     peer = peer_rank(group, world, dst, group_dst, what, "dst")
     if peer == me:
         raise DistributedError(f"{what}: rank {me} cannot send to itself (dst={peer})")
@@ -418,12 +418,12 @@ def send_object_list(
     datas = [_pickled(o, what, me) for o in object_list]
     if _timing_only(world):
         exchange = _exchange(world)
-        exchange.post(exchange.key(("p2p", me, peer), "sender"), me, datas, 1)
+        exchange.post(exchange.key(("p2p", pg.gid, me, peer), "sender"), me, datas, 1)
     sizes_t, blob_t = _device_sizes([len(d) for d in datas]), None
     try:
-        send(sizes_t, dst=peer)
+        send(sizes_t, dst=peer, group=pg)
         blob_t = _device_bytes(b"".join(datas))
-        send(blob_t, dst=peer)
+        send(blob_t, dst=peer, group=pg)
     finally:
         _free(sizes_t, blob_t)
 
@@ -441,7 +441,7 @@ def recv_object_list(
     member = _member(group, what)
     if member is None:
         return -1
-    world, me, _ = member
+    world, me, pg = member
     peer = None
     if src is not None or group_src is not None:
         peer = peer_rank(group, world, src, group_src, what, "src")
@@ -450,18 +450,18 @@ def recv_object_list(
     _check_list(object_list, what, "object_list", 0, me)
     sizes_t, blob_t = _empty(len(object_list) * _WORDS, torch.int32), None
     try:
-        sender = recv(sizes_t, src=peer)
+        sender = recv(sizes_t, src=peer, group=pg)
         taken = None
         if _timing_only(world):
             exchange = _exchange(world)
-            key = exchange.key(("p2p", sender, me), "receiver")
+            key = exchange.key(("p2p", pg.gid, sender, me), "receiver")
             taken = exchange.take(key, sender, what)
             exchange.done(key)
         sizes = _read_sizes(sizes_t, world)
         if sizes is None:
             sizes = [len(d) for d in taken]
         blob_t = _empty(sum(sizes), torch.uint8)
-        recv(blob_t, src=sender)
+        recv(blob_t, src=sender, group=pg)
         raw = _read(blob_t, world)
         offset = 0
         for i, size in enumerate(sizes):

@@ -1,10 +1,13 @@
 """Point-to-point: ``send``/``recv``, ``isend``/``irecv``, ``P2POp`` and ``batch_isend_irecv``.
 
-A send and a receive with the same tag match in the order they were posted;
-a receive without ``src`` takes the first matching send from any rank.  The
-transfer runs on the fabric once both sides are posted.  ``dst``/``src`` are
-global ranks and ``group_dst``/``group_src`` ranks within ``group``, as in
-PyTorch; a rank outside ``group`` gets PyTorch's warning and the call does
+A send and a receive on the same group with the same tag match in the order
+they were posted; a receive without ``src`` takes the first matching send from
+any rank of its group.  Each group is its own communicator, as in PyTorch: a
+send on one group never matches a receive on another (or on the default
+group), even between the same two ranks with the same tag.  The transfer
+runs on the fabric once both sides are posted.  ``dst``/``src`` are global
+ranks (members of ``group``) and ``group_dst``/``group_src`` ranks within
+``group``, as in PyTorch; a rank outside ``group`` gets PyTorch's warning and the call does
 nothing (``send``/``isend``/``irecv`` return ``None``, ``recv`` returns -1).
 Every error names the call the user made.
 """
@@ -21,6 +24,7 @@ from kernbench.torch.distributed.arguments import (
     initialised,
     not_in_group,
     peer_rank,
+    resolve_group,
 )
 
 __all__ = ["P2POp", "batch_isend_irecv", "irecv", "isend", "recv", "send"]
@@ -37,7 +41,8 @@ def _post_send(
     if not_in_group(group, me, what, stacklevel=_USER_FRAME):
         return None
     peer = peer_rank(group, world, dst, group_dst, what, "dst")
-    return world, world.post_send(device_tensor(tensor, what), peer, tag, what=what)
+    pg = resolve_group(group, world, what)
+    return world, world.post_send(device_tensor(tensor, what), peer, tag, what=what, group=pg)
 
 
 def _post_recv(
@@ -52,7 +57,8 @@ def _post_recv(
         if src is None and group_src is None
         else peer_rank(group, world, src, group_src, what, "src")
     )
-    return world, world.post_recv(device_tensor(tensor, what), peer, tag, what=what)
+    pg = resolve_group(group, world, what)
+    return world, world.post_recv(device_tensor(tensor, what), peer, tag, what=what, group=pg)
 
 
 def isend(
