@@ -228,7 +228,7 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     default=None,
     type=TIME,
     metavar="TIME",
-    help="Stop the run cleanly once the simulated clock passes TIME (e.g. 10ms).",
+    help="Stop the run cleanly when the simulated clock reaches TIME (e.g. 10ms).",
 )
 @click.option(
     "--max-wall-time",

@@ -203,7 +203,7 @@ class CollectiveMismatchError(DeadlockError, DistributedError):
 
 
 class SimulationLimitError(SimulationError):
-    """A run passed its --max-sim-time or --max-wall-time and was stopped.
+    """A run reached its --max-sim-time or passed its --max-wall-time and was stopped.
 
     ``report`` (set by the harness) is the partial report of what had happened.
     """

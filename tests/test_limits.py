@@ -42,12 +42,64 @@ def test_max_sim_time_stops_with_a_partial_report():
     with pytest.raises(SimulationLimitError) as info:
         kernbench.simulate(_forever, topology="multi_sip", max_sim_time_ps=100_000_000)
     error = info.value
-    assert "passed --max-sim-time (100000000 ps)" in str(error)
+    assert str(error).startswith(
+        "stopped at 100000000 ps: simulated time reached --max-sim-time (100000000 ps)"
+    )
     assert set(error.blocked) == {0, 1, 2, 3}
     report = error.report
     assert report["stopped"].startswith("stopped at ")
-    assert 100_000_000 <= report["simulated_time_ps"] < 110_000_000
+    assert report["simulated_time_ps"] == 100_000_000  # at the limit, not the next event
     assert len(report["collectives"]) > 5  # what happened before the stop is there
+
+
+def _limited(fn, backend: str, limit_ps: int) -> SimulationLimitError:
+    with pytest.raises(SimulationLimitError) as info:
+        kernbench.simulate(
+            fn,
+            topology="multi_sip",
+            overrides=[f"simulation.backend={backend}"],
+            max_sim_time_ps=limit_ps,
+        )
+    return info.value
+
+
+# Inside the second all-reduce of 256 floats on multi_sip (from 11.97 to 19.84 us; the
+# first runs from 4.01 to 11.87 us): the fast backend prices it step-wide, so its ranks'
+# next event lies 7.5 us past the limit.
+LIMIT_IN_A_COLLECTIVE = 12_345_678
+
+
+def test_max_sim_time_stops_both_backends_at_the_limit_alike():
+    detailed = _limited(_forever, "detailed", LIMIT_IN_A_COLLECTIVE)
+    fast = _limited(_forever, "fast", LIMIT_IN_A_COLLECTIVE)
+    assert fast.report["collectives"][-1]["priced"] == "step-wide"
+    assert fast.report["collectives"][-1]["end_ps"] is None  # stopped while it ran
+    for error in (detailed, fast):
+        assert type(error) is SimulationLimitError
+        assert error.report["simulated_time_ps"] == LIMIT_IN_A_COLLECTIVE
+        assert error.report["stopped"] == (
+            f"stopped at {LIMIT_IN_A_COLLECTIVE} ps: simulated time reached --max-sim-time "
+            f"({LIMIT_IN_A_COLLECTIVE} ps)"
+        )
+    assert str(fast) == str(detailed)  # the same stop, every rank in the same call
+    assert fast.blocked == detailed.blocked
+    assert "all_reduce(dtype='float32', shape=(256,)" in fast.blocked[0]
+
+
+def _returns_with_an_async_all_reduce() -> None:
+    dist.init_process_group()
+    dist.all_reduce(torch.ones(256), async_op=True)
+
+
+@pytest.mark.parametrize("backend", ["detailed", "fast"])
+def test_max_sim_time_holds_while_the_returned_ranks_work_finishes(backend):
+    limit = 8_000_000  # inside the all-reduce; every rank returned at 2.65 us
+    error = _limited(_returns_with_an_async_all_reduce, backend, limit)
+    text = str(error)
+    assert text.startswith(f"stopped at {limit} ps: simulated time reached")
+    assert "the run was waiting for all_reduce(dtype='float32', shape=(256,)" in text
+    assert "ranks that had returned: [0, 1, 2, 3]" in text
+    assert error.report["simulated_time_ps"] == limit
 
 
 def test_max_wall_time_stops_within_the_limit():
@@ -83,7 +135,7 @@ def test_cli_writes_the_partial_report_and_exits_2(tmp_path: Path):
     assert "error: stopped at" in result.stderr and "rank 3 was waiting for" in result.stderr
     partial = json.loads(report.read_text())
     assert partial["stopped"].startswith("stopped at ")
-    assert partial["simulated_time_ps"] >= 200_000_000
+    assert partial["simulated_time_ps"] == 200_000_000
 
 
 # -- a rank that never gives control back -----------------------------------------------------

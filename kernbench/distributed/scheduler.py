@@ -9,8 +9,9 @@ order at equal times.  If every live rank waits and nothing is scheduled, the
 run can never finish: a :class:`~kernbench.errors.DeadlockError` lists every
 blocked rank and what it waits for.
 
-A run may be given limits: a simulated time, checked as the clock advances,
-and a wall time, watched by a timer thread (:mod:`kernbench.distributed.watchdog`)
+A run may be given limits: a simulated time, checked before every step of the
+clock (the run stops at the limit, not at the first event past it), and a wall
+time, watched by a timer thread (:mod:`kernbench.distributed.watchdog`)
 that interrupts the thread running the ranks, so that a rank that never gives
 control back (``while True: pass``) is stopped on time too.  Either limit ends
 the run with a :class:`~kernbench.errors.SimulationLimitError` saying what
@@ -131,10 +132,14 @@ class Scheduler:
         if current_rank() is not None:
             self.block_on(event, what)
             return
+        limit = self.max_sim_ps
         while not event.processed:
             if self.env.peek() == _IDLE:
                 what = what() if callable(what) else what
                 raise DeadlockError(f"nothing is scheduled and {what} never happens", {})
+            if limit is not None and self.env.peek() > limit:  # the ranks have returned
+                what = what() if callable(what) else what
+                raise self._stop_at_sim_limit([f"the run was waiting for {what}"])
             self.env.step()
 
     # -- the loop ------------------------------------------------------------------
@@ -280,10 +285,17 @@ class Scheduler:
         reason = f"wall time passed --max-wall-time ({self.max_wall_s:g} s)"
         return self._limit_error(reason, running, lines)
 
-    def _check_sim_time(self) -> None:
-        if self.max_sim_ps is not None and self.env.now > self.max_sim_ps:
-            reason = f"simulated time passed --max-sim-time ({self.max_sim_ps} ps)"
-            raise self._limit_error(reason, {})
+    def _stop_at_sim_limit(self, lines: list[str] | None = None) -> SimulationLimitError:
+        """The error of a run whose next event lies past ``max_sim_ps``: the clock is
+        moved to the limit (nothing happens before it) and stops there, whichever the
+        backend, so a step-wide priced collective cannot carry the run past it."""
+        limit = self.max_sim_ps
+        if self.env.now < limit:
+            reached = self.env.timeout(limit - self.env.now)
+            while not reached.processed:  # nothing else is scheduled before the limit
+                self.env.step()
+        reason = f"simulated time reached --max-sim-time ({limit} ps)"
+        return self._limit_error(reason, {}, lines)
 
     def _advance(self) -> list[int]:
         """Step the clock until some blocked rank wakes; those ranks, in rank order."""
@@ -300,7 +312,7 @@ class Scheduler:
             if wall is not None and wall.fired:
                 raise WallTimeExpired
             if limit is not None and peek() > limit:
-                self._check_sim_time()
+                raise self._stop_at_sim_limit()
             if peek() == _IDLE:
                 blocked = self._blocked([s for s in self.ranks if not s.finished])
                 finished = [s.rank for s in self.ranks if s.finished]
@@ -316,7 +328,6 @@ class Scheduler:
                     blocked,
                 )
             step()
-        self._check_sim_time()
         woken = sorted(set(self._woken))
         self._woken.clear()
         return woken
