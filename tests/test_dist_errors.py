@@ -8,21 +8,25 @@ exactly the stuck ranks to what they wait for.
 from __future__ import annotations
 
 import gc
+import threading
 import time
+import weakref
 
 import pytest
 
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.distributed.scheduler import GC_YOUNG_THRESHOLD
+from kernbench.distributed.scheduler import GC_YOUNG_THRESHOLD, UNWIND_THROWS
 from kernbench.errors import (
     CollectiveMismatchError,
     DeadlockError,
     DistributedError,
     KernBenchError,
     RankError,
+    SimulationLimitError,
 )
+from kernbench.runtime import current_context
 
 MULTI_SIP = "multi_sip"
 DEFAULT = "default"
@@ -458,6 +462,118 @@ def test_exception_in_a_rank_names_the_rank(bad) -> None:
     assert isinstance(error.__cause__, ValueError)
     assert error.__cause__ is error.original
     assert str(error.__cause__) == f"boom on {bad}"
+
+
+def _swallows_every_throw(op: str, caught: dict[int, list[str]]) -> None:
+    """Hostile rank code: it hides every exception, the run's unwinding included, and
+    keeps calling the simulator."""
+    dist.init_process_group()
+    rank = dist.get_rank()
+    if rank == 2:  # the last to start: the others wait in their first call
+        raise ValueError("boom on 2")
+    seen = caught.setdefault(rank, [])
+    while True:
+        try:
+            if op == "barrier":
+                dist.barrier()
+            else:
+                torch.ones(4).sum()
+        except BaseException as exc:  # noqa: BLE001 - what the test is about
+            seen.append(type(exc).__name__)
+
+
+def _run_guarded(fn, ws: int, *args, max_wall_s=None) -> tuple[dict, float]:
+    """Run ``fn`` and then collect garbage, in a thread that must finish within 10 s;
+    what the run raised (its type, text, rank and original error) and how long it took.
+
+    The error is dropped before collecting: a suspended rank it kept alive would be
+    collected then, and collecting a suspended greenlet throws into it again."""
+    outcome: dict = {}
+
+    def body() -> None:
+        try:
+            kernbench.simulate(
+                fn, topology=MULTI_SIP, world_size=ws, args=args, max_wall_s=max_wall_s
+            )
+        except BaseException as exc:  # noqa: BLE001 - handed to the test's thread
+            original = getattr(exc, "original", None)
+            outcome.update(
+                type=type(exc),
+                text=str(exc),
+                rank=getattr(exc, "rank", None),
+                original=(type(original), str(original)),
+            )
+        gc.collect()
+        outcome["collected"] = True
+
+    start = time.perf_counter()
+    worker = threading.Thread(target=body, daemon=True)
+    worker.start()
+    worker.join(timeout=10.0)
+    assert not worker.is_alive(), "the run (or collecting what it left) did not end in 10 s"
+    assert outcome["collected"]
+    return outcome, time.perf_counter() - start
+
+
+@pytest.mark.parametrize("op", ["barrier", "sum"])
+def test_a_rank_that_swallows_its_unwinding_is_abandoned_with_the_runs_error(op) -> None:
+    caught: dict[int, list[str]] = {}
+    error, elapsed = _run_guarded(_swallows_every_throw, 3, op, caught)
+    assert elapsed < 5.0
+    assert error["type"] is RankError and error["rank"] == 2
+    assert error["text"] == "rank 2 raised ValueError: boom on 2"
+    assert error["original"] == (ValueError, "boom on 2")
+    # Thrown once, then raised by every simulator call it makes, until it is given up on;
+    # never resumed after that (not even when the run's objects are collected).
+    assert caught == {r: ["GreenletExit"] * (UNWIND_THROWS + 1) for r in (0, 1)}
+
+
+def test_a_rank_that_swallows_a_wall_time_stop_is_abandoned_with_the_limit_error() -> None:
+    def body(caught: dict[int, list[str]]) -> None:
+        dist.init_process_group()
+        seen = caught.setdefault(dist.get_rank(), [])
+        while True:
+            try:
+                dist.all_reduce(torch.ones(4))
+            except BaseException as exc:  # noqa: BLE001 - what the test is about
+                seen.append(type(exc).__name__)
+
+    caught: dict[int, list[str]] = {}
+    error, elapsed = _run_guarded(body, 2, caught, max_wall_s=0.5)
+    assert elapsed < 3.0
+    assert error["type"] is SimulationLimitError
+    assert error["text"].startswith("stopped at ")
+    assert "wall time passed --max-wall-time (0.5 s)" in error["text"]
+    for rank in (0, 1):  # a WallTimeExpired it may have hidden, then the unwinding's throws
+        assert [k for k in caught[rank] if k != "WallTimeExpired"] == ["GreenletExit"] * (
+            UNWIND_THROWS + 1
+        )
+
+
+def _cleans_up_after_a_failure(contexts: list, raised: list) -> None:
+    dist.init_process_group()
+    contexts.append(weakref.ref(current_context()))
+    if dist.get_rank() == 1:  # after rank 0 has started its all-reduce
+        raise ValueError("boom on 1")
+    try:
+        dist.all_reduce(torch.ones(8))
+    finally:
+        try:
+            torch.ones(4).sum()  # cleanup that asks the stopped machine for work
+        except BaseException as exc:
+            raised.append(type(exc).__name__)
+            raise
+
+
+def test_cleanup_that_calls_the_simulator_while_unwinding_raises_and_frees_the_run() -> None:
+    contexts: list = []
+    raised: list = []
+    with pytest.raises(RankError, match="boom on 1") as info:
+        run(_cleans_up_after_a_failure, 2, contexts, raised)
+    assert raised == ["GreenletExit"]  # at once, as the run stopped: no rank left suspended
+    del info
+    gc.collect()
+    assert contexts and all(ref() is None for ref in contexts)
 
 
 def _collective_first() -> None:

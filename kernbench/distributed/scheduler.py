@@ -16,6 +16,10 @@ that interrupts the thread running the ranks, so that a rank that never gives
 control back (``while True: pass``) is stopped on time too.  Either limit ends
 the run with a :class:`~kernbench.errors.SimulationLimitError` saying what
 every rank was doing.
+
+A stopped run unwinds the ranks it leaves suspended, and a rank that hides the
+unwinding (``except BaseException``) and calls the simulator again is given up
+on after a bounded number of throws: the run ends with its own error, always.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from kernbench.errors import (
 )
 from kernbench.machine.api import Clock, Event
 
-__all__ = ["Scheduler", "RankState", "current_rank"]
+__all__ = ["UNWIND_THROWS", "RankState", "Scheduler", "current_rank"]
 
 # Allocations of container objects between young-generation collections while
 # ranks run (CPython's default is 700).  A run allocates millions of short-lived
@@ -77,11 +81,21 @@ class RankState:
     result: Any = None
     error: BaseException | None = None
     traceback: Any = None
+    unwind_throws: int = 0  # raised in it since the run stopped (it caught them)
     local: dict[str, Any] = field(default_factory=dict)  # per-rank state of upper layers
 
 
 # What the clock's peek() says when nothing is scheduled.
 _IDLE = float("inf")
+
+#: How many times a stopped run's unwinding raises in a rank that catches it and calls
+#: the simulator again, before that rank is abandoned (see Scheduler._end_ranks).
+UNWIND_THROWS = 100
+
+# Abandoned ranks' greenlets, kept so that they are never resumed: collecting a
+# suspended greenlet throws GreenletExit into it, and a rank that swallowed every
+# throw could then run on forever inside the collector.
+_ABANDONED: list[greenlet] = []
 
 _RANK_OF: dict[greenlet, RankState] = {}
 
@@ -112,6 +126,7 @@ class Scheduler:
         self._wall: WallClock | None = None
         # Where the last wall-time interrupt found the run: (rank or None, " at FILE:LINE").
         self._interrupted: tuple[int | None, str] | None = None
+        self._unwinding = False  # the run has stopped and its ranks are being unwound
 
     # -- called from rank greenlets ----------------------------------------------
     def block_on(self, event: Event, what: Any) -> None:
@@ -119,6 +134,14 @@ class Scheduler:
         state = current_rank()
         if state is None or self._main is None:
             raise KernBenchError("block_on() called outside a rank")
+        if self._unwinding:
+            # The run has stopped: nothing the rank asks of the machine will happen.
+            # It caught the throw that unwinds it; raise again, and after
+            # UNWIND_THROWS give up on it (control goes back for good).
+            state.unwind_throws += 1
+            if state.unwind_throws > UNWIND_THROWS:
+                self._main.switch()
+            raise GreenletExit
         if event.processed or (event.triggered and event.callbacks is None):
             return
         state.waiting, state.waiting_for = event, what
@@ -190,17 +213,29 @@ class Scheduler:
         """After the run, its error included: unwind the ranks a stopped run leaves
         suspended (an error in another rank, a limit).  The collector never frees a
         suspended greenlet's frames, so they would keep the run's tensors, machine and
-        context alive for good.  A rank whose unwinding blocks on the machine again is
-        left as it is."""
-        for state in self.ranks:
-            if state.glet and not state.finished:  # started, suspended
-                try:
-                    state.glet.throw(GreenletExit)
-                except BaseException:  # noqa: BLE001, S110 - the run's own error is raised
-                    pass
-        for state in self.ranks:
-            _RANK_OF.pop(state.glet, None)
-        self._main = None
+        context alive for good.
+
+        While they unwind, every wait on the machine (any simulator operation, a
+        ``finally:`` block's cleanup included) raises ``GreenletExit`` at once.  A
+        rank that catches it (``except BaseException``) and calls the simulator again
+        gets it again; after :data:`UNWIND_THROWS` of those it is abandoned, never to
+        be resumed (what its frames hold stays in memory), and the run's own error is
+        what the run raises."""
+        self._unwinding = True
+        try:
+            for state in self.ranks:
+                if state.glet and not state.finished:  # started, suspended
+                    try:
+                        state.glet.throw(GreenletExit)
+                    except BaseException:  # noqa: BLE001, S110 - the run's own error is raised
+                        pass
+                    if not state.glet.dead:
+                        _ABANDONED.append(state.glet)
+        finally:
+            self._unwinding = False
+            for state in self.ranks:
+                _RANK_OF.pop(state.glet, None)
+            self._main = None
 
     def _loop(self) -> list[Any]:
         ready: Sequence[int] = list(range(self.world_size))
