@@ -11,7 +11,7 @@ import pytest
 
 import kernbench
 import kernbench.torch.distributed as dist
-from kernbench.errors import DistributedError, RankError
+from kernbench.errors import CollectiveMismatchError, DistributedError, RankError
 
 SIZE_WORDS = 8  # an int64 size
 
@@ -149,7 +149,11 @@ def _receive_from_itself():
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (_short_list, "all_gather_object: object_list on rank 0 must be a list of at least 2"),
+        (
+            _short_list,
+            "all_gather_object: object_list on rank 0 must be a list of 2 entries, one per "
+            "rank of the group (got a list of 1); make it [None] * dist.get_world_size(group)",
+        ),
         # these named send and recv, calls the program did not make
         (_send_to_itself, "send_object_list: rank 0 cannot send to itself (dst=0)"),
         (_receive_from_itself, "recv_object_list: rank 0 cannot receive from itself (src=0)"),
@@ -160,6 +164,104 @@ def _receive_from_itself():
 )
 def test_misuse_names_the_call_and_what_to_pass(body, message):
     assert message in _raises(body)
+
+
+def _output_list_of(call: str, length: int):
+    dist.init_process_group()
+    out = [None] * length
+    if call == "all_gather_object":
+        dist.all_gather_object(out, dist.get_rank())
+    else:
+        dist.gather_object(dist.get_rank(), out if dist.get_rank() == 1 else None, dst=1)
+
+
+@pytest.mark.parametrize("call", ["all_gather_object", "gather_object"])
+@pytest.mark.parametrize("length", [2, 4])
+def test_an_output_list_must_hold_one_entry_per_rank_as_torch_requires(call, length):
+    arg = "object_list" if call == "all_gather_object" else "object_gather_list"
+    rank = 0 if call == "all_gather_object" else 1
+    with pytest.raises(RankError) as info:
+        kernbench.simulate(_output_list_of, topology="ring8", world_size=3, args=(call, length))
+    assert info.value.rank == rank
+    assert isinstance(info.value.original, DistributedError)
+    assert str(info.value.original) == (
+        f"{call}: {arg} on rank {rank} must be a list of 3 entries, one per rank of the "
+        f"group (got a list of {length}); make it [None] * dist.get_world_size(group)"
+    )
+
+
+def _mismatched_objects(case: str):
+    dist.init_process_group()
+    r = dist.get_rank()
+    if case == "lengths":  # the source's list of 3, the others' lists of 2
+        dist.broadcast_object_list([1, 2, 3] if r == 1 else [None, None], src=1)
+    elif case == "calls":
+        if r == 0:
+            dist.broadcast_object_list([1], src=0)
+        else:
+            dist.all_gather_object([None] * 3, r)
+    elif case == "roots":
+        dist.scatter_object_list([None], [1, 2, 3], src=r)  # every rank its own source
+    else:
+        dist.gather_object(r, [None] * 3, dst=r)
+
+
+@pytest.mark.parametrize("timing_only", [False, True], ids=["functional", "timing-only"])
+@pytest.mark.parametrize(
+    ("case", "says"),
+    [
+        (
+            "lengths",
+            [
+                "object_list differs: a list of 2 objects on ranks [0, 2], a list of 3 objects "
+                "on ranks [1]; every rank must pass a list of the same length",
+                "rank 0 called broadcast_object_list(object_list=a list of 2 objects, src=1)",
+                "rank 1 called broadcast_object_list(object_list=a list of 3 objects, src=1)",
+            ],
+        ),
+        (
+            "calls",
+            [
+                "the collective differs: 'broadcast_object_list' on ranks [0], "
+                "'all_gather_object' on ranks [1, 2]",
+                "rank 0 called broadcast_object_list(object_list=a list of 1 object, src=0)",
+                "rank 1 called all_gather_object()",
+            ],
+        ),
+        (
+            "roots",
+            [
+                "src differs: 0 on ranks [0], 1 on ranks [1], 2 on ranks [2]",
+                "rank 2 called scatter_object_list(src=2)",
+            ],
+        ),
+        (
+            "destinations",
+            [
+                "dst differs: 0 on ranks [0], 1 on ranks [1], 2 on ranks [2]",
+                "rank 1 called gather_object(dst=1)",
+            ],
+        ),
+    ],
+)
+def test_object_calls_that_do_not_match_are_named_in_object_terms(case, says, timing_only):
+    with pytest.raises(CollectiveMismatchError) as info:
+        kernbench.simulate(
+            _mismatched_objects,
+            topology="ring8",
+            world_size=3,
+            args=(case,),
+            timing_only=timing_only,
+        )
+    text = str(info.value)
+    assert text.startswith(
+        "collective #0 on ProcessGroup(WORLD, ranks=[0, 1, 2]) does not match across ranks:"
+    )
+    for line in says:
+        assert f"\n    {line}\n" in text
+    for tensor_terms in ("dtype", "shape", "int32", "uint8", "tensor"):
+        assert tensor_terms not in text  # nothing about the byte tensors beneath
+    assert set(info.value.blocked) == {0, 1, 2}
 
 
 def test_object_calls_are_no_longer_refused():

@@ -169,7 +169,10 @@ def _differences(calls: dict[int, tuple[str, Any]]) -> list[str]:
     for key in keys:
         values = {rank: sig.get(key, _NOT_PASSED) for rank, sig in signatures.items()}
         if len({repr(v) for v in values.values()}) > 1:
-            lines.append(f"{key} differs: {_by_value(values)}")
+            # A value may say what agreeing on it means (its ``agreement``).
+            hints = {getattr(v, "agreement", "") for v in values.values()} - {""}
+            hint = f"; {min(hints)}" if hints else ""
+            lines.append(f"{key} differs: {_by_value(values)}{hint}")
     return lines
 
 
@@ -515,7 +518,8 @@ class World:
         ``signature`` must be equal on every rank: the arguments that must agree
         across ranks (op, shapes, dtypes, root, algorithm), best as a mapping of
         argument name to value, so that a mismatch names the argument that
-        differs.  ``launch`` gets the payloads in group-rank order and returns a
+        differs (and, when a value has an ``agreement`` attribute, what agreeing on
+        it means).  ``launch`` gets the payloads in group-rank order and returns a
         :class:`~kernbench.ccl.launch.CollectiveLauncher`.
         """
         me = self.rank

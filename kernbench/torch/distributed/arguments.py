@@ -13,8 +13,9 @@ rendezvous with the arguments that must agree across ranks.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,7 @@ from kernbench.torch.tensor import Tensor
 
 __all__ = [
     "CollectiveCall",
+    "ObjectCount",
     "calling_rank",
     "check_count",
     "check_same",
@@ -39,6 +41,7 @@ __all__ = [
     "device_tensor",
     "initialised",
     "not_in_group",
+    "on_behalf_of",
     "peer_rank",
     "reduce_op_name",
     "resolve_group",
@@ -255,6 +258,45 @@ def describe(t: DeviceTensor) -> str:
     return f"{t.dtype.name}{list(t.shape)}"
 
 
+# -- collectives made on behalf of another call -----------------------------------------------
+# The key of the calling rank's current on_behalf_of call among its RankState.local.
+_ON_BEHALF = "torch.distributed: on behalf of"
+
+
+@dataclass(frozen=True)
+class ObjectCount:
+    """The length of a list of objects that must be the same on every rank, as an
+    argument that must agree across ranks (its repr is what a mismatch shows)."""
+
+    count: int
+    agreement = "every rank must pass a list of the same length"
+
+    def __repr__(self) -> str:
+        return f"a list of {self.count} object{'s' if self.count != 1 else ''}"
+
+
+@contextlib.contextmanager
+def on_behalf_of(what: str, agreed: dict[str, Any]) -> Iterator[None]:
+    """Submit the collectives the calling rank makes inside as call ``what``, with the
+    arguments ``agreed`` that must agree across ranks in place of theirs.
+
+    An object collective moves its objects with tensor collectives.  Submitted as the
+    user's call, with the user's arguments (a list's length, the root), a rank that
+    calls it differently is named in those terms, not in those of the byte tensors
+    beneath; those arguments fix the tensors' shapes, so agreeing on them is agreeing
+    on the tensors.
+    """
+    state = current_rank()
+    if state is None:
+        raise DistributedError(f"{what}: torch.distributed calls must be made from a rank")
+    previous = state.local.get(_ON_BEHALF)
+    state.local[_ON_BEHALF] = (what, agreed)
+    try:
+        yield
+    finally:
+        state.local[_ON_BEHALF] = previous
+
+
 # -- one collective call ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class CollectiveCall:
@@ -291,11 +333,17 @@ class CollectiveCall:
 
         The last rank to arrive runs ``launch`` on the payloads in group-rank
         order; the call returns a :class:`Work` when ``async_op``, whose
-        ``result()`` is ``result`` (the call's output tensors, as torch's).
+        ``result()`` is ``result`` (the call's output tensors, as torch's).  Inside
+        :func:`on_behalf_of`, the call joins as that one.
         """
+        what = self.what
+        state = current_rank()
+        behalf = state.local.get(_ON_BEHALF) if state is not None else None
+        if behalf is not None:
+            what, agreed = behalf
         return self.world.collective(
             self.group,
-            self.what,
+            what,
             agreed,
             payload,
             launch,

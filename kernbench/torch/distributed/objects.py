@@ -29,8 +29,10 @@ import kernbench.torch as torch
 from kernbench.distributed.world import ProcessGroup, World
 from kernbench.errors import DistributedError, KernBenchError
 from kernbench.torch.distributed.arguments import (
+    ObjectCount,
     initialised,
     not_in_group,
+    on_behalf_of,
     peer_rank,
     resolve_group,
     root_group_rank,
@@ -176,6 +178,19 @@ def _free(*tensors: torch.Tensor | None) -> None:
             tensor.free()
 
 
+def _check_sized(value: Any, what: str, arg: str, group: ProcessGroup, rank: int) -> list[Any]:
+    """``value`` is an output list of one entry per rank of ``group`` (torch: "correctly
+    sized as the size of the group")."""
+    n = group.size()
+    if not isinstance(value, list) or len(value) != n:
+        got = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
+        raise DistributedError(
+            f"{what}: {arg} on rank {rank} must be a list of {n} entries, one per rank of "
+            f"the group (got {got}); make it [None] * dist.get_world_size(group)"
+        )
+    return value
+
+
 def _check_list(value: Any, what: str, arg: str, at_least: int, rank: int) -> list[Any]:
     if not isinstance(value, list) or len(value) < at_least:
         got = f"a list of {len(value)}" if isinstance(value, list) else type(value).__name__
@@ -201,7 +216,7 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
         return
     world, me, pg = member
     n = pg.size()
-    _check_list(object_list, what, "object_list", n, me)
+    _check_sized(object_list, what, "object_list", pg, me)
     data = _pickled(obj, what, me)
     exchange = _exchange(world)
     key = exchange.key((what, pg.ranks), me)
@@ -209,25 +224,26 @@ def all_gather_object(object_list: list[Any], obj: Any, group: Any = None) -> No
         exchange.post(key, pg.group_rank(me), [data], n)
     local, sizes_all = _device_sizes([len(data)]), _empty(n * _WORDS, torch.int32)
     padded = gathered = None
-    try:
-        all_gather_into_tensor(sizes_all, local, group=group)
-        sizes = _read_sizes(sizes_all, world)
-        if sizes is None:
-            sizes = [len(exchange.take(key, r, what)[0]) for r in range(n)]
-        largest = max(sizes)
-        padded, gathered = _device_bytes(data, largest), _empty(n * largest, torch.uint8)
-        all_gather_into_tensor(gathered, padded, group=group)
-        raw = _read(gathered, world)
-        for r in range(n):
-            if raw is None:
-                blob = exchange.take(key, r, what)[0]
-            else:
-                blob = raw[r * largest : r * largest + sizes[r]].tobytes()
-            object_list[r] = _unpickled(blob, what, me)
-    finally:
-        _free(local, sizes_all, padded, gathered)
-        if _timing_only(world):
-            exchange.done(key)
+    with on_behalf_of(what, {}):
+        try:
+            all_gather_into_tensor(sizes_all, local, group=group)
+            sizes = _read_sizes(sizes_all, world)
+            if sizes is None:
+                sizes = [len(exchange.take(key, r, what)[0]) for r in range(n)]
+            largest = max(sizes)
+            padded, gathered = _device_bytes(data, largest), _empty(n * largest, torch.uint8)
+            all_gather_into_tensor(gathered, padded, group=group)
+            raw = _read(gathered, world)
+            for r in range(n):
+                if raw is None:
+                    blob = exchange.take(key, r, what)[0]
+                else:
+                    blob = raw[r * largest : r * largest + sizes[r]].tobytes()
+                object_list[r] = _unpickled(blob, what, me)
+        finally:
+            _free(local, sizes_all, padded, gathered)
+            if _timing_only(world):
+                exchange.done(key)
 
 
 def broadcast_object_list(
@@ -255,28 +271,29 @@ def broadcast_object_list(
     if sizes_t is None:
         sizes_t = _empty(len(object_list) * _WORDS, torch.int32)
     blob_t = None
-    try:
-        broadcast(sizes_t, group=group, group_src=root)
-        if mine:
-            blob_t = _device_bytes(b"".join(datas))
+    with on_behalf_of(what, {"object_list": ObjectCount(len(object_list)), "src": pg.ranks[root]}):
+        try:
+            broadcast(sizes_t, group=group, group_src=root)
+            if mine:
+                blob_t = _device_bytes(b"".join(datas))
+                broadcast(blob_t, group=group, group_src=root)
+                return
+            sizes = _read_sizes(sizes_t, world)
+            if sizes is None:
+                sizes = [len(d) for d in exchange.take(key, root, what)]
+            blob_t = _empty(sum(sizes), torch.uint8)
             broadcast(blob_t, group=group, group_src=root)
-            return
-        sizes = _read_sizes(sizes_t, world)
-        if sizes is None:
-            sizes = [len(d) for d in exchange.take(key, root, what)]
-        blob_t = _empty(sum(sizes), torch.uint8)
-        broadcast(blob_t, group=group, group_src=root)
-        raw = _read(blob_t, world)
-        taken = exchange.take(key, root, what) if raw is None else None
-        offset = 0
-        for i, size in enumerate(sizes):
-            blob = taken[i] if taken is not None else raw[offset : offset + size].tobytes()
-            offset += size
-            object_list[i] = _unpickled(blob, what, me)
-    finally:
-        _free(sizes_t, blob_t)
-        if _timing_only(world):
-            exchange.done(key)
+            raw = _read(blob_t, world)
+            taken = exchange.take(key, root, what) if raw is None else None
+            offset = 0
+            for i, size in enumerate(sizes):
+                blob = taken[i] if taken is not None else raw[offset : offset + size].tobytes()
+                offset += size
+                object_list[i] = _unpickled(blob, what, me)
+        finally:
+            _free(sizes_t, blob_t)
+            if _timing_only(world):
+                exchange.done(key)
 
 
 def gather_object(
@@ -300,7 +317,7 @@ def gather_object(
                 f"{what}: the destination rank {me} must pass object_gather_list (a list of "
                 f"{n} entries)"
             )
-        _check_list(object_gather_list, what, "object_gather_list", n, me)
+        _check_sized(object_gather_list, what, "object_gather_list", pg, me)
     elif object_gather_list:
         raise DistributedError(
             f"{what}: argument object_gather_list must NOT be specified on non-destination "
@@ -313,23 +330,24 @@ def gather_object(
         exchange.post(key, pg.group_rank(me), [data], n)
     local, sizes_all = _device_sizes([len(data)]), _empty(n * _WORDS, torch.int32)
     padded, blocks = None, []
-    try:
-        all_gather_into_tensor(sizes_all, local, group=group)
-        sizes = _read_sizes(sizes_all, world)
-        if sizes is None:
-            sizes = [len(exchange.take(key, r, what)[0]) for r in range(n)]
-        largest = max(sizes)
-        padded = _device_bytes(data, largest)
-        blocks = [_empty(largest, torch.uint8) for _ in range(n)] if mine else []
-        gather(padded, blocks or None, group=group, group_dst=root)
-        for r, block in enumerate(blocks):
-            raw = _read(block, world)
-            blob = exchange.take(key, r, what)[0] if raw is None else raw[: sizes[r]].tobytes()
-            object_gather_list[r] = _unpickled(blob, what, me)
-    finally:
-        _free(local, sizes_all, padded, *blocks)
-        if _timing_only(world):
-            exchange.done(key)
+    with on_behalf_of(what, {"dst": pg.ranks[root]}):
+        try:
+            all_gather_into_tensor(sizes_all, local, group=group)
+            sizes = _read_sizes(sizes_all, world)
+            if sizes is None:
+                sizes = [len(exchange.take(key, r, what)[0]) for r in range(n)]
+            largest = max(sizes)
+            padded = _device_bytes(data, largest)
+            blocks = [_empty(largest, torch.uint8) for _ in range(n)] if mine else []
+            gather(padded, blocks or None, group=group, group_dst=root)
+            for r, block in enumerate(blocks):
+                raw = _read(block, world)
+                blob = exchange.take(key, r, what)[0] if raw is None else raw[: sizes[r]].tobytes()
+                object_gather_list[r] = _unpickled(blob, what, me)
+        finally:
+            _free(local, sizes_all, padded, *blocks)
+            if _timing_only(world):
+                exchange.done(key)
 
 
 def scatter_object_list(
@@ -372,30 +390,31 @@ def scatter_object_list(
     out = size_t = None
     blocks: list[torch.Tensor] = []
     sizes: list[torch.Tensor] = []
-    try:
-        broadcast(largest_t, group=group, group_src=root)
-        largest = _read_sizes(largest_t, world)
-        if largest is None:
-            largest = [max(map(len, exchange.take(key, root, what)))]
-        out = _empty(largest[0], torch.uint8)
-        if mine:
-            blocks = [_device_bytes(d, largest[0]) for d in datas]
-        scatter(out, blocks or None, group=group, group_src=root)
-        size_t = _empty(_WORDS, torch.int32)
-        if mine:
-            sizes = [_device_sizes([len(d)]) for d in datas]
-        scatter(size_t, sizes or None, group=group, group_src=root)
-        size = _read_sizes(size_t, world)
-        raw = _read(out, world)
-        if raw is None:
-            blob = exchange.take(key, root, what)[pg.group_rank(me)]
-        else:
-            blob = raw[: size[0]].tobytes()
-        scatter_object_output_list[0] = _unpickled(blob, what, me)
-    finally:
-        _free(largest_t, out, size_t, *blocks, *sizes)
-        if _timing_only(world):
-            exchange.done(key)
+    with on_behalf_of(what, {"src": pg.ranks[root]}):
+        try:
+            broadcast(largest_t, group=group, group_src=root)
+            largest = _read_sizes(largest_t, world)
+            if largest is None:
+                largest = [max(map(len, exchange.take(key, root, what)))]
+            out = _empty(largest[0], torch.uint8)
+            if mine:
+                blocks = [_device_bytes(d, largest[0]) for d in datas]
+            scatter(out, blocks or None, group=group, group_src=root)
+            size_t = _empty(_WORDS, torch.int32)
+            if mine:
+                sizes = [_device_sizes([len(d)]) for d in datas]
+            scatter(size_t, sizes or None, group=group, group_src=root)
+            size = _read_sizes(size_t, world)
+            raw = _read(out, world)
+            if raw is None:
+                blob = exchange.take(key, root, what)[pg.group_rank(me)]
+            else:
+                blob = raw[: size[0]].tobytes()
+            scatter_object_output_list[0] = _unpickled(blob, what, me)
+        finally:
+            _free(largest_t, out, size_t, *blocks, *sizes)
+            if _timing_only(world):
+                exchange.done(key)
 
 
 def send_object_list(
