@@ -96,6 +96,14 @@ def test_child_list_replaces_parent_list(tmp_path):
     assert topo.pes_per_cube == 2
 
 
+def test_null_in_a_child_removes_the_parents_key(tmp_path):
+    write(tmp_path / "parent.yaml", PARENT)
+    child = {"extends": "parent.yaml", "system": {"interconnect": {"link": None}}}
+    document = load_topology_document(write(tmp_path / "child.yaml", child))
+    assert document["system"]["interconnect"] == {"kind": "ring"}
+    assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"b": None}, "d": None}) == {"a": {"c": 2}}
+
+
 def test_extends_chain_of_three(tmp_path):
     write(tmp_path / "a.yaml", PARENT)
     write(tmp_path / "b.yaml", {"extends": "a.yaml", "name": "b", "sip": {"cube_mesh": {"w": 4}}})
@@ -244,6 +252,15 @@ def test_apply_overrides_does_not_mutate_input():
     assert PARENT == before
     assert after["system"]["sips"]["count"] == 9
     assert after["cube"]["sram"] == {"size": "1MiB"}
+
+
+@pytest.mark.parametrize("null", ["null", "~"])
+def test_an_override_of_null_removes_the_key(null):
+    document = apply_overrides(PARENT, [f"system.interconnect.link={null}"])
+    assert document["system"]["interconnect"] == {"kind": "ring"}
+    topo = load_topology("rack", [f"system.interconnect.switch_latency={null}"])
+    assert topo.system.interconnect.switch_latency == 0  # the default, as if never written
+    assert "switch_latency" not in topo.system.interconnect.model_fields_set
 
 
 def test_override_creates_missing_section_for_a_known_key():

@@ -55,10 +55,17 @@ def _read_topology_file(path: str, *, extended_by: str | None = None) -> dict[st
 
 
 def deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Mappings merge key by key; any other value in ``override`` replaces."""
+    """Mappings merge key by key; ``null`` removes the key; any other value replaces.
+
+    Removing is how a file that extends another drops a key its parent wrote that
+    would mean nothing in the child (``interconnect.link`` when the child is
+    ``kind: clos``): the schema refuses such keys.
+    """
     merged = copy.deepcopy(dict(base))
     for key, value in override.items():
-        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
             merged[key] = deep_merge(merged[key], value)
         else:
             merged[key] = copy.deepcopy(value)
@@ -161,7 +168,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 
 def apply_overrides(document: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """Apply ``key.path=value`` overrides in order to a copy of ``document``."""
+    """Apply ``key.path=value`` overrides in order to a copy of ``document``.
+
+    A ``null`` value (``key.path=null``, or ``~``) removes the key, as in a file
+    that ``extends:`` another.
+    """
     result = copy.deepcopy(dict(document))
     for text in overrides:
         parts, value = parse_override(text)
@@ -191,7 +202,10 @@ def apply_overrides(document: Mapping[str, Any], overrides: Iterable[str]) -> di
                     source="--set",
                 )
             node = child
-        node[parts[-1]] = value
+        if value is None:
+            node.pop(parts[-1], None)
+        else:
+            node[parts[-1]] = value
     return result
 
 
