@@ -130,3 +130,11 @@ def test_a_bundled_name_works_wherever_a_topology_file_does(tmp_path, monkeypatc
     assert main(["topo", "show", "ring8.yaml"]) == 0
     assert capsys.readouterr().out == by_name
     assert by_name.startswith("ring8: ")
+
+
+def test_an_ignored_key_from_set_is_a_user_error_naming_it(capsys) -> None:
+    args = ["topo", "show", "multi_sip", "--set", "system.interconnect.switch_latency=300ns"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "system.interconnect.switch_latency: applies only to kind: switch" in err
+    assert "Traceback" not in err

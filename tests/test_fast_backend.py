@@ -88,6 +88,13 @@ def test_aligned_ring_is_exact_and_evaluated() -> None:
     assert point.fast_ps == point.detailed_ps
 
 
+def test_crossvalidation_takes_a_drift_setting_for_the_fast_runs_only() -> None:
+    # The detailed backend refuses simulation.drift; its runs go without it.
+    points = compare("ring8", "ring", (8,), overrides=["simulation.drift=exact"], nbytes=32 * 1024)
+    (point,) = [pt for pt in points if pt.op == "all_reduce"]
+    assert point.fast_ps == point.detailed_ps
+
+
 def test_unaligned_programs_run_on_the_fabric_exactly() -> None:
     points = compare("ring8", "binomial", (5, 8))
     assert points and not any(pt.evaluated for pt in points)

@@ -124,7 +124,7 @@ def test_other_machines_dump_and_digest_as_before():
 @pytest.mark.parametrize(
     ("change", "key", "fragment"),
     [
-        ({"kind": "ring"}, "system.interconnect.clos", "only for kind: clos"),
+        ({"kind": "ring"}, "system.interconnect.clos", "applies only to kind: clos"),
         ({"clos.node.sips": 3}, "system.interconnect.clos.node.sips", "whole number of nodes"),
         ({"clos.leaf.nodes": 3}, "system.interconnect.clos.leaf.nodes", "whole leaves"),
         (

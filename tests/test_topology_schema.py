@@ -693,3 +693,134 @@ def test_errors_cap_what_they_echo_of_a_huge_value():
     error = _time_validate(with_key("faults.pes", faults))
     assert len(str(error)) < 5000
     assert "... and 19990 more errors" in str(error)
+
+
+# --- keys the configuration would ignore -----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "key", "message"),
+    [
+        (
+            {"system.interconnect.switch_latency": "300ns"},
+            "system.interconnect.switch_latency",
+            "system.interconnect.switch_latency: applies only to kind: switch (this "
+            "interconnect is kind: ring); remove it or set kind: switch",
+        ),
+        (
+            # Written at its default value: still written, still meaningless.
+            {
+                "system.interconnect.kind": "fully_connected",
+                "system.interconnect.switch_latency": "0ns",
+            },
+            "system.interconnect.switch_latency",
+            "system.interconnect.switch_latency: applies only to kind: switch (this "
+            "interconnect is kind: fully_connected); remove it or set kind: switch",
+        ),
+        (
+            {
+                "system.sips.count": 8,
+                "system.interconnect.kind": "clos",
+                "system.interconnect.link": {"bandwidth": "50GB/s", "latency": "1us"},
+            },
+            "system.interconnect.link",
+            "system.interconnect.link: applies only to kind: ring, switch or fully_connected "
+            "(this interconnect is kind: clos, whose links are clos.node.link, clos.leaf.link "
+            "and clos.spine.link); remove it or set one of those kinds",
+        ),
+        (
+            {
+                "system.sips.count": 8,
+                "system.interconnect.kind": "clos",
+                "system.interconnect.switch_latency": "300ns",
+            },
+            "system.interconnect.switch_latency",
+            "system.interconnect.switch_latency: applies only to kind: switch (this "
+            "interconnect is kind: clos, whose switch latencies are clos.node.switch_latency, "
+            "clos.leaf.switch_latency and clos.spine.switch_latency); remove it or set kind: "
+            "switch",
+        ),
+        (
+            {"system.interconnect.kind": "switch", "system.interconnect.clos": {}},
+            "system.interconnect.clos",
+            "system.interconnect.clos: applies only to kind: clos (this interconnect is kind: "
+            "switch); remove it or set kind: clos",
+        ),
+        (
+            {"simulation.drift": "approximate"},
+            "simulation.drift",
+            "simulation.drift: applies only to backend: fast (this machine's backend is "
+            "detailed, which runs every message exactly); remove it or set backend: fast",
+        ),
+        (
+            {
+                "faults.links": [
+                    {"link": "link:sip0.cube0->sip0.cube1", "down": True, "slowdown": 2}
+                ]
+            },
+            "faults.links.0.slowdown",
+            "faults.links.0.slowdown: applies only to a link in service (this link is down: "
+            "true and carries nothing); remove it or set down: false",
+        ),
+    ],
+)
+def test_a_key_this_configuration_ignores_is_refused(written, key, message):
+    document = MINIMAL
+    for path, value in written.items():
+        document = with_key(path, value, document)
+    with pytest.raises(ConfigError) as info:
+        validate_topology(document)
+    assert info.value.key_path == key
+    assert str(info.value) == f"<topology>: {message}"
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        {"system.interconnect.kind": "switch", "system.interconnect.switch_latency": "300ns"},
+        {"system.interconnect.kind": "fully_connected", "system.interconnect.link.latency": "2us"},
+        {"system.interconnect.kind": "ring", "system.interconnect.link.bandwidth": "1GB/s"},
+        {"system.interconnect.kind": "clos", "system.interconnect.attach_cube": 1},
+        {"simulation.backend": "fast", "simulation.drift": "approximate"},
+        {"faults.links": [{"link": "link:sip0.cube0->sip0.cube1", "down": False, "slowdown": 2}]},
+        {"faults.links": [{"link": "link:sip0.cube0->sip0.cube1", "down": True}]},
+    ],
+)
+def test_the_same_keys_where_they_apply_are_accepted(written):
+    document = with_key("system.sips.count", 32)  # whole leaves of a default clos
+    for path, value in written.items():
+        document = with_key(path, value, document)
+    validate_topology(document)
+
+
+def test_an_override_that_the_configuration_ignores_is_refused():
+    with pytest.raises(ConfigError) as info:
+        load_topology("multi_sip", ["system.interconnect.switch_latency=300ns"])
+    assert info.value.key_path == "system.interconnect.switch_latency"
+    assert "applies only to kind: switch (this interconnect is kind: ring)" in str(info.value)
+    topo = load_topology(
+        "multi_sip", ["system.interconnect.kind=switch", "system.interconnect.switch_latency=300ns"]
+    )
+    assert topo.system.interconnect.switch_latency == 300_000
+
+
+def test_a_child_drops_a_key_of_its_parents_kind_with_null(tmp_path):
+    parent = with_key("system.interconnect.link", {"bandwidth": "50GB/s", "latency": "1us"})
+    write(tmp_path, with_key("system.sips.count", 32, parent), "parent.yaml")
+    child = {"extends": "parent.yaml", "system": {"interconnect": {"kind": "clos"}}}
+    err = load_error(tmp_path, child)
+    assert err.key_path == "system.interconnect.link"
+    assert "applies only to kind: ring, switch or fully_connected" in str(err)
+    child["system"]["interconnect"]["link"] = None
+    topo = load_topology(write(tmp_path, child))
+    assert topo.system.interconnect.kind == "clos"
+    assert "link" not in topo.system.interconnect.model_fields_set
+
+
+def test_an_override_of_null_removes_the_key():
+    clos = ["system.sips.count=32", "system.interconnect.kind=clos"]
+    with pytest.raises(ConfigError) as info:
+        load_topology("multi_sip", clos)  # multi_sip.yaml writes a ring link
+    assert info.value.key_path == "system.interconnect.link"
+    topo = load_topology("multi_sip", [*clos, "system.interconnect.link=null"])
+    assert topo.system.interconnect.clos is not None

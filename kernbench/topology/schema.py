@@ -1,7 +1,8 @@
 """The topology schema: every key, its type, unit, default and meaning.
 
 The YAML a user writes is validated against these frozen models (unknown keys
-are errors, units are parsed by :mod:`kernbench.units`).  Field names that
+are errors, and so are keys written where the machine's kind or backend would
+ignore them; units are parsed by :mod:`kernbench.units`).  Field names that
 existing bench code relies on (``system.sips.count``, ``sip.cube_mesh.{w,h}``,
 ``cube.pe_layout``, ``cube.memory_map``, ``pe_tcm.attrs.size_mb``,
 ``pe_mmu.attrs.page_size``) keep their names; see ADR 0002.  Sizes are
@@ -126,6 +127,31 @@ class SipsSpec(StrictModel):
     count: SipCount = Field(description="number of SIPs (chips) in the system")
 
 
+# Interconnect keys that only some kinds read (kernbench.topology.graph builds the
+# links); written for another kind, such a key would be silently ignored.
+_KIND_ONLY_KEYS: dict[str, tuple[str, ...]] = {
+    "link": ("ring", "switch", "fully_connected"),
+    "switch_latency": ("switch",),
+    "clos": ("clos",),
+}
+_CLOS_INSTEAD = {
+    "link": "whose links are clos.node.link, clos.leaf.link and clos.spine.link",
+    "switch_latency": "whose switch latencies are clos.node.switch_latency, "
+    "clos.leaf.switch_latency and clos.spine.switch_latency",
+}
+
+
+def _not_for_kind(key: str, kinds: tuple[str, ...], kind: str) -> str:
+    """Why an interconnect key written for another kind is refused, and what to do."""
+    named = kinds[0] if len(kinds) == 1 else f"{', '.join(kinds[:-1])} or {kinds[-1]}"
+    instead = f", {_CLOS_INSTEAD[key]}" if kind == "clos" and key in _CLOS_INSTEAD else ""
+    fix = f"set kind: {named}" if len(kinds) == 1 else "set one of those kinds"
+    return (
+        f"applies only to kind: {named} (this interconnect is kind: {kind}{instead}); "
+        f"remove it or {fix}"
+    )
+
+
 class InterconnectSpec(StrictModel):
     kind: Literal["ring", "switch", "fully_connected", "clos"] = Field(
         "ring",
@@ -134,12 +160,13 @@ class InterconnectSpec(StrictModel):
     )
     link: InterSipLinkSpec = Field(
         InterSipLinkSpec(),
-        description="each inter-SIP link (for a switch: each SIP-to-switch link; unused by clos)",
+        description="each inter-SIP link (for a switch: each SIP-to-switch link); not for "
+        "clos, whose links are in its section",
     )
     switch_latency: Time = Field(
         "0ns",
-        description="the switch's own latency, paid once per crossing (on the link out of "
-        "it; unused by clos)",
+        description="kind 'switch' only: the switch's own latency, paid once per crossing "
+        "(on the link out of it)",
     )
     attach_cube: Index = Field(0, description="cube whose router hosts the SIP's external ports")
     clos: ClosSpec | None = Field(
@@ -149,11 +176,10 @@ class InterconnectSpec(StrictModel):
     )
 
     @model_validator(mode="after")
-    def _clos_section_for_clos(self) -> InterconnectSpec:
-        if self.clos is not None and self.kind != "clos":
-            raise KeyedValueError(
-                "clos", f"a clos section is only for kind: clos (this interconnect is {self.kind})"
-            )
+    def _keys_of_this_kind(self) -> InterconnectSpec:
+        for key, kinds in _KIND_ONLY_KEYS.items():
+            if key in self.model_fields_set and self.kind not in kinds:
+                raise KeyedValueError(key, _not_for_kind(key, kinds, self.kind))
         if self.kind == "clos" and self.clos is None:
             # Filled here, not as a field default, so other machines' dumps (and digests)
             # do not change.
@@ -375,6 +401,16 @@ class LinkFault(StrictModel):
     slowdown: Slowdown = Field(1.0, description="the link's bandwidth is divided by this")
     down: bool = Field(False, description="the link carries nothing; routes avoid it")
 
+    @model_validator(mode="after")
+    def _slowdown_of_a_link_in_service(self) -> LinkFault:
+        if self.down and "slowdown" in self.model_fields_set:
+            raise KeyedValueError(
+                "slowdown",
+                "applies only to a link in service (this link is down: true and carries "
+                "nothing); remove it or set down: false",
+            )
+        return self
+
 
 class PeFault(StrictModel):
     pe: str = Field(description="a PE, e.g. 'sip0.cube0.pe0'")
@@ -411,11 +447,21 @@ class SimulationSpec(StrictModel):
     )
     drift: Literal["exact", "approximate"] = Field(
         "exact",
-        description="fast backend: a collective whose ranks drift apart (flows that share a "
-        "link start over a message time apart) runs message by message (exact), or is priced "
-        "step-wide anyway (approximate: much faster at scale; measured from -12% to +1% off, "
-        "ADR 0015)",
+        description="backend 'fast' only: a collective whose ranks drift apart (flows that "
+        "share a link start over a message time apart) runs message by message (exact), or is "
+        "priced step-wide anyway (approximate: much faster at scale; measured from -12% to +1% "
+        "off, ADR 0015)",
     )
+
+    @model_validator(mode="after")
+    def _drift_for_fast(self) -> SimulationSpec:
+        if "drift" in self.model_fields_set and self.backend != "fast":
+            raise KeyedValueError(
+                "drift",
+                f"applies only to backend: fast (this machine's backend is {self.backend}, "
+                "which runs every message exactly); remove it or set backend: fast",
+            )
+        return self
 
 
 class Topology(StrictModel):
