@@ -18,7 +18,7 @@ import types
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Strict, ValidationError
 
 from kernbench.errors import ConfigError, shown
 
@@ -36,9 +36,26 @@ __all__ = [
 
 class StrictModel(BaseModel):
     """The base of every model a user's file is validated against: unknown keys are errors,
-    the result is frozen, and defaults are validated like given values."""
+    the result is frozen, and defaults are validated like given values.
+
+    A ``bool`` key takes only ``true`` or ``false``: pydantic's lax mode would read
+    ``1``, ``0.0``, ``"yes"`` and ``"true"`` as booleans, so every bool field must be
+    declared strict (``pydantic.StrictBool``); a model that declares a lax one is
+    refused when its class is made.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        for name, info in cls.model_fields.items():
+            strict = any(isinstance(m, Strict) and m.strict for m in info.metadata)
+            if _unwrap(info.annotation) is bool and not strict:
+                raise TypeError(
+                    f"{cls.__name__}.{name} is a lax bool; declare it StrictBool so that "
+                    "only true and false are accepted"
+                )
 
 
 #: Errors listed in one message; the rest are counted.
@@ -167,6 +184,8 @@ def describe_error(error: Mapping[str, Any], root: type[BaseModel]) -> str:
         # pydantic's words ("Input should be a valid list") are kept: callers match them.
         return f"{error['msg']} (got {given})"
     if kind in ("bool_type", "bool_parsing"):
+        if isinstance(error.get("input"), str):  # 'yes', 'on' (text in YAML 1.2), '"true"'
+            return f"expected true or false (got the text {given}; write true or false unquoted)"
         return f"expected true or false (got {given})"
     if kind == "too_short":
         return f"needs at least {ctx.get('min_length')} item(s) (got {ctx.get('actual_length')})"

@@ -284,6 +284,13 @@ def test_bench_without_rows_gives_simulated_time_and_traces(tmp_path: Path) -> N
         ({"args": {"b": ["4KiB"]}}, "args.b: 'b' is not a flag"),
         ({"args": {"-b": []}}, "args.-b: needs at least one value"),
         ({"world_size": 0}, "world_size: must be > 0"),
+        ({"trace": 1}, "trace: expected true or false (got 1)"),
+        ({"timing_only": 0.0}, "timing_only: expected true or false (got 0.0)"),
+        (
+            {"timing_only": "yes"},
+            "timing_only: expected true or false (got the text 'yes'; write true or false "
+            "unquoted)",
+        ),
     ],
 )
 def test_bad_sweep_file_is_a_one_line_error(tmp_path: Path, capsys, change, message) -> None:
@@ -299,6 +306,11 @@ def test_bad_sweep_file_is_a_one_line_error(tmp_path: Path, capsys, change, mess
     assert message in err
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_true_and_false_are_read_as_written(tmp_path: Path) -> None:
+    sweep = load_sweep(write_sweep(tmp_path, timing_only=False, trace=True))
+    assert sweep.timing_only is False and sweep.trace is True
 
 
 def test_values_listed_twice_and_bad_jobs_are_errors(tmp_path: Path, capsys) -> None:

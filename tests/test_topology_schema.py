@@ -217,6 +217,46 @@ def test_wrong_type_bool():
     assert "true or false" in str(info.value)
 
 
+def _with_bool(key: str, value) -> dict:
+    if key == "faults.links.0.down":
+        return with_key("faults.links", [{"link": "link:sip0.cube0->sip0.cube1", "down": value}])
+    return with_key(key, value)
+
+
+@pytest.mark.parametrize("value", [1, 0, 0.0, "yes", "true", "on", "1"])
+@pytest.mark.parametrize("key", ["sip.cube_mesh.torus", "faults.links.0.down"])
+def test_a_bool_takes_only_true_or_false(key, value):
+    with pytest.raises(ConfigError) as info:
+        validate_topology(_with_bool(key, value))
+    assert info.value.key_path == key
+    text = f"the text {value!r}; write true or false unquoted" if isinstance(value, str) else value
+    assert str(info.value) == f"<topology>: {key}: expected true or false (got {text})"
+
+
+@pytest.mark.parametrize(("text", "value"), [("true", True), ("false", False), ("True", True)])
+def test_yaml_true_and_false_are_booleans(tmp_path, text, value):
+    mesh = f"{{w: 3, h: 3, torus: {text}}}"
+    path = write(tmp_path, f"system: {{sips: {{count: 1}}}}\nsip:\n  cube_mesh: {mesh}\n")
+    assert load_topology(path).sip.cube_mesh.torus is value
+
+
+def test_yes_is_text_and_not_a_boolean(tmp_path):
+    # YAML 1.2's core schema (kernbench/yamlfile.py): yes, no, on, off are text.
+    mesh = "{w: 3, h: 3, torus: yes}"
+    err = load_error(tmp_path, f"system: {{sips: {{count: 1}}}}\nsip:\n  cube_mesh: {mesh}\n")
+    assert err.key_path == "sip.cube_mesh.torus"
+    assert "expected true or false (got the text 'yes'; write true or false unquoted)" in str(err)
+
+
+def test_a_model_with_a_lax_bool_is_refused_when_declared():
+    from kernbench.validation import StrictModel
+
+    with pytest.raises(TypeError, match="Lax.flag is a lax bool; declare it StrictBool"):
+
+        class Lax(StrictModel):
+            flag: bool = False
+
+
 def test_bad_corner_name_lists_valid_corners():
     with pytest.raises(ConfigError) as info:
         validate_topology(with_key("cube.pe_layout.corners", ["NW", "XX"]))

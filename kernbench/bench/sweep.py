@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, Field, StrictBool, ValidationError, model_validator
 
 from kernbench import files
 from kernbench.bench.runner import write_csv_atomic
@@ -172,10 +172,10 @@ class SweepFile(StrictModel):
         "false: left out).",
     )
     world_size: int | None = Field(default=None, gt=0, description="Ranks (default: all devices).")
-    timing_only: bool = Field(default=True, description="Carry sizes, not bytes.")
+    timing_only: StrictBool = Field(default=True, description="Carry sizes, not bytes.")
     seed: int = Field(default=0, description="Seed of every rank's random generator.")
     output: str | None = Field(default=None, description="Output directory (default out/<stem>).")
-    trace: bool = Field(default=False, description="Write a Chrome trace per point.")
+    trace: StrictBool = Field(default=False, description="Write a Chrome trace per point.")
     max_wall_time: Time | None = Field(
         default=None,
         gt=0,

@@ -18,6 +18,7 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    StrictBool,
     field_validator,
     model_serializer,
     model_validator,
@@ -209,7 +210,7 @@ class SystemSpec(StrictModel):
 class CubeMeshSpec(StrictModel):
     w: MeshSide = Field(description="cubes per row of the SIP's mesh")
     h: MeshSide = Field(description="rows of cubes in the SIP's mesh")
-    torus: bool = Field(False, description="wrap-around links in both dimensions")
+    torus: StrictBool = Field(False, description="wrap-around links in both dimensions")
     link: CubeLinkSpec = Field(CubeLinkSpec(), description="each cube-to-cube link")
 
     @model_validator(mode="after")
@@ -399,7 +400,7 @@ class FabricSpec(StrictModel):
 class LinkFault(StrictModel):
     link: str = Field(description="a directed link or a memory port, e.g. 'link:sip0->sip1'")
     slowdown: Slowdown = Field(1.0, description="the link's bandwidth is divided by this")
-    down: bool = Field(False, description="the link carries nothing; routes avoid it")
+    down: StrictBool = Field(False, description="the link carries nothing; routes avoid it")
 
     @model_validator(mode="after")
     def _slowdown_of_a_link_in_service(self) -> LinkFault:
