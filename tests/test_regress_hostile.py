@@ -341,3 +341,84 @@ def test_an_error_fixed_with_wrong_values_is_a_regression(tmp_path, baseline, cu
     cur.write_text(baseline.splitlines()[0] + "\n" + current)
     (point,) = compare(load_rows(base), load_rows(cur)).points
     assert (point.status, point.reasons) == ("regression", ("wrong n/a -> 7", "error fixed"))
+
+
+# --- CSV files read strictly --------------------------------------------------------------------
+
+
+def _csv(tmp_path: Path, text: str, name: str = "r.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (
+            'op,size_B,time_us\nall_reduce,4096,10\nall_reduce,"8192,20\n',
+            "line 3: a quoted cell is never closed (the file ends inside it)",
+        ),
+        ('op,size_B,time_us\n"all"_reduce,4096,10\n', "line 2: not readable as CSV"),
+        (
+            "op,size_B,time_us\nall_reduce,4096,10\nall_reduce,8192\n",
+            "line 3: CSV row 2 has 2 cells but the header has 3 columns",
+        ),
+        ('op,size_B,time_us\n"all\nreduce",4096,10\nx,1\n', "line 4: CSV row 2 has 2 cells"),
+    ],
+    ids=["unterminated-quote", "text-after-quote", "short-row", "line-after-quoted-newline"],
+)
+def test_a_malformed_csv_names_the_file_and_line(tmp_path: Path, capsys, text, fragment) -> None:
+    bad = _csv(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_rows(bad)
+    assert str(info.value).startswith(f"{bad}: ") and fragment in str(info.value)
+    assert main(["regress", str(bad), str(bad)]) == 2
+    line = _error_line(capsys)
+    assert str(bad) in line and fragment in line
+
+
+@pytest.mark.parametrize("cell", ["NAN", "Inf", "+inf", "infinity", "-nan", "+Infinity"])
+def test_a_nan_or_infinity_spelled_otherwise_is_an_error(tmp_path: Path, capsys, cell) -> None:
+    bad = _csv(tmp_path, f"op,size_B,time_us\nall_reduce,4096,10\nall_reduce,8192,{cell}\n")
+    with pytest.raises(ConfigError) as info:
+        load_rows(bad)
+    assert str(info.value) == (
+        f"{bad}: line 3 (row 2), column 'time_us': {cell!r} is not a number KernBench reads; "
+        "NaN and the infinities are written NaN, Infinity and -Infinity (or nan, inf and -inf)"
+    )
+
+
+def test_a_number_too_large_for_a_float_is_an_error(tmp_path: Path) -> None:
+    bad = _csv(tmp_path, "op,size_B,time_us\nall_reduce,4096,1e999\n")
+    with pytest.raises(ConfigError, match=r"line 2 \(row 1\), column 'time_us': '1e999' is too"):
+        load_rows(bad)
+
+
+def test_only_plain_numbers_are_numbers(tmp_path: Path) -> None:
+    path = _csv(
+        tmp_path,
+        "a,b,c,d,e,f,g,h\n"
+        "1_000,12,-3,2.5e3,1E-2, 7,+5,007\n"
+        "NaN,Infinity,-Infinity,nan,inf,-inf,true,\u0661\u0662\n",
+    )
+    first, second = load_rows(path)
+    assert first == {
+        "a": "1_000", "b": 12, "c": -3, "d": 2500.0, "e": 0.01, "f": " 7", "g": "+5", "h": "007"
+    }  # fmt: skip
+    assert [type(v) for v in first.values()] == [str, int, int, float, float, str, str, str]
+    assert str(second["a"]) == str(second["d"]) == "nan"
+    assert second["b"] == second["e"] == float("inf") and second["c"] == second["f"] == -second["b"]
+    assert second["g"] is True and second["h"] == "\u0661\u0662"
+
+
+def test_a_time_written_with_underscores_is_not_a_number(tmp_path: Path, capsys) -> None:
+    base = _csv(tmp_path, "op,size_B,time_us\nall_reduce,4096,1000\n", "base.csv")
+    cur = _csv(tmp_path, "op,size_B,time_us\nall_reduce,4096,1_000\n", "cur.csv")
+    assert main(["regress", str(base), str(cur)]) == 2
+    assert f"time_us is text '1_000' in {cur} row 1, not a number" in _error_line(capsys)
+
+
+def test_a_valid_csv_with_blank_lines_and_quoted_cells_loads(tmp_path: Path) -> None:
+    path = _csv(tmp_path, 'op,size_B,time_us\n\n"all_reduce, ring",4096,10\n\n')
+    assert load_rows(path) == [{"op": "all_reduce, ring", "size_B": 4096, "time_us": 10}]

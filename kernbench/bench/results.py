@@ -6,9 +6,15 @@ Every file is read with :func:`kernbench.files.read_text` (a regular UTF-8
 file of at most :data:`~kernbench.files.RESULTS_LIMIT` bytes), and whatever
 is not a well-formed results file is a one-line
 :class:`~kernbench.errors.ConfigError` naming it: a row that is not an object,
-a JSON object with a key twice, a CSV header with a column twice or a row
-longer than its header, nesting deeper than :data:`MAX_DEPTH`, an integer of
-more digits than Python converts.
+a JSON object with a key twice, a CSV header with a column twice, a CSV row
+longer or shorter than its header or a quote never closed (each naming the
+line), nesting deeper than :data:`MAX_DEPTH`, an integer of more digits than
+Python converts.
+
+A CSV cell is a number only when written as JSON writes one (``1_000`` and
+``+5`` stay text); NaN and the infinities only in the spellings of
+:data:`NON_FINITE_CELLS`, which KernBench writes; another spelling is an error
+naming the line and column (ADR 0009).
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,7 +31,15 @@ from typing import Any
 from kernbench.errors import ConfigError, shown
 from kernbench.files import RESULTS_LIMIT, read_text
 
-__all__ = ["MAX_DEPTH", "is_report", "kind_of", "load_report", "load_rows", "read_document"]
+__all__ = [
+    "MAX_DEPTH",
+    "NON_FINITE_CELLS",
+    "is_report",
+    "kind_of",
+    "load_report",
+    "load_rows",
+    "read_document",
+]
 
 #: How deep rows and metadata may nest (lists in lists...); reports nest about four deep.
 MAX_DEPTH = 64
@@ -95,24 +111,69 @@ def load_report(path: str | Path) -> dict[str, Any]:
     return document
 
 
-def _cell(text: str) -> Any:
-    """A CSV cell as the value JSON would have held: bool, int, float or text."""
+# A number as JSON writes one (and Python's csv module writes int and float):
+# no "1_000", " 12", "+3", "007" or "١٢", which int() and float() would take.
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+#: The spellings of NaN and the infinities KernBench writes: reports and sweeps
+#: (``"NaN"``, see :func:`kernbench.bench.trace.json_text`) and Python's csv module
+#: (``kernbench run --csv``).  Any other spelling float() takes is an error.
+NON_FINITE_CELLS = {
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+    "nan": math.nan,
+    "inf": math.inf,
+    "-inf": -math.inf,
+}
+
+
+def _cell(text: str, where: str, path: Path) -> Any:
+    """A CSV cell as the value JSON would have held: bool, int, float or text.
+
+    ``where`` (line and column) is for the error a cell that cannot be read gives.
+    """
     if text in ("True", "true"):
         return True
     if text in ("False", "false"):
         return False
-    for kind in (int, float):
+    if text in NON_FINITE_CELLS:
+        return NON_FINITE_CELLS[text]
+    if _INTEGER.fullmatch(text):
         try:
-            return kind(text)
-        except ValueError:
-            pass
+            return int(text)
+        except ValueError:  # more digits than Python converts
+            raise ConfigError(
+                f"{where}: an integer of {len(text)} digits, more than can be read",
+                source=str(path),
+            ) from None
+    if _NUMBER.fullmatch(text):
+        number = float(text)
+        if not math.isfinite(number):
+            raise ConfigError(
+                f"{where}: {shown(text, 40)!r} is too large for a number", source=str(path)
+            )
+        return number
+    try:
+        odd = not math.isfinite(float(text))
+    except ValueError:
+        odd = False
+    if odd:  # 'NAN', 'Inf', '+inf', 'infinity': not a spelling KernBench writes
+        raise ConfigError(
+            f"{where}: {shown(text, 40)!r} is not a number KernBench reads; NaN and the "
+            "infinities are written NaN, Infinity and -Infinity (or nan, inf and -inf)",
+            source=str(path),
+        )
     return text
 
 
 def _csv_rows(path: Path) -> list[dict[str, Any]]:
     text = read_text(path, what="results file", limit=RESULTS_LIMIT)
+    # strict: a quote that is never closed, or text after a closing quote, is an error
+    # (the lax reader would take the rest of the file into one cell).
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    line = 0  # where the record being read starts, less one
     try:
-        reader = csv.reader(io.StringIO(text, newline=""))
         header = next(reader, None)
         if not header or not any(header):
             raise ConfigError("CSV file has no header row", source=str(path))
@@ -124,23 +185,34 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
                 source=str(path),
             )
         rows = []
-        for number, cells in enumerate(reader, 1):
-            if len(cells) > len(header):  # a stray comma shifts every value after it
+        line = reader.line_num
+        for cells in reader:
+            start, line = line + 1, reader.line_num
+            if not cells:  # a blank line
+                continue
+            if len(cells) != len(header):  # a stray or missing comma shifts every value
                 raise ConfigError(
-                    f"CSV row {number} has {len(cells)} cells but the header has "
+                    f"line {start}: CSV row {len(rows) + 1} has {len(cells)} "
+                    f"cell{'s' if len(cells) != 1 else ''} but the header has "
                     f"{len(header)} columns",
                     source=str(path),
                 )
+            at = f"line {start} (row {len(rows) + 1})"
             rows.append(
                 {
-                    name: _cell(value)
-                    for name, value in zip(header, cells, strict=False)
+                    name: _cell(value, f"{at}, column {shown(name, 60)!r}", path)
+                    for name, value in zip(header, cells, strict=True)
                     if name and value != ""
                 }
             )
         return rows
     except csv.Error as exc:
-        raise ConfigError(f"not a readable CSV file: {exc}", source=str(path)) from None
+        problem = (
+            "a quoted cell is never closed (the file ends inside it)"
+            if "unexpected end of data" in str(exc)
+            else f"not readable as CSV ({exc})"
+        )
+        raise ConfigError(f"line {line + 1}: {problem}", source=str(path)) from None
 
 
 def _run_row(report: dict[str, Any]) -> dict[str, Any]:
