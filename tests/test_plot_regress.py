@@ -200,6 +200,41 @@ def test_default_keys_leave_out_metrics_values_and_measured_rates() -> None:
     assert keys == ["op", "size_B", "count", "type", "redop", "algorithm", "world_size"]
 
 
+MEASURED = {
+    "gbps": 100.0,
+    "tflops": 3.0,
+    "flops": 2 * 64**3,
+    "tflops_per_rank": 1.0,
+    "bytes_loaded": 65536,
+    "bytes_stored": 16384,
+    "speedup": 2.0,
+    "overlap_efficiency": 1.0,
+    "tokens_per_s": 1000,
+    "Step_US": 7,
+}
+
+
+def test_a_measured_column_is_never_a_key_even_when_whole() -> None:
+    rows = _rows(**MEASURED)
+    assert key_columns(rows, rows) == [
+        "op", "size_B", "count", "type", "redop", "algorithm", "world_size"
+    ]  # fmt: skip
+
+
+def test_a_fractional_column_named_as_a_setting_is_a_key() -> None:
+    rows = [{**row, "alpha": 0.5 * (i + 1)} for i, row in enumerate(_rows())]
+    assert "alpha" in key_columns(rows, rows)
+    assert not compare(rows, rows).has_change
+
+
+def test_a_measurement_that_changes_with_the_time_is_a_slower_point_not_a_missing_one() -> None:
+    baseline = _rows(bytes_loaded=65536, gbps=100.0)
+    current = [{**row, "bytes_loaded": 131072, "gbps": 50.0} for row in _rows(20.0)]
+    comparison = compare(baseline, current)
+    assert [p.status for p in comparison.points] == ["regression"] * 3
+    assert not comparison.missing and not comparison.new
+
+
 def test_whole_run_time_is_compared_when_there_are_no_time_columns() -> None:
     baseline = [{"topology": "tiny", "simulated_time_ps": 1000}]
     comparison = compare(baseline, [{"topology": "tiny", "simulated_time_ps": 1100}])

@@ -9,14 +9,19 @@ their key columns and classifies every point.
 
 Key columns are the columns that say *which* point a row is (op, size_B,
 algorithm, topology, ...).  By default they are every column present on both
-sides that is not a measurement: metric columns (names ending in ``_us``,
-``_ps``, ``_ms``, ``_s``, ``_GBps``), value columns (``checked``,
-``values_digest``, ``error``, and the perf benches' counts of wrong elements,
-``wrong`` and ``in_place_wrong``), provenance (``kernbench_version``,
+sides that is not a measurement, told by its *name*, never by its values (a
+measured count is as whole a number as a size): left out are measured columns,
+whose names (in any case, and ignoring a trailing ``_per_<word>``) end in a
+unit of time (``_us``, ``_ps``, ``_ns``, ``_ms``, ``_s``), a rate (``bps``:
+``gbps``, ``busbw_GBps``; ``flops``: ``tflops``, ``tflops_per_rank``) or one
+of :data:`MEASURED_ENDINGS`' words (``speedup``, ``efficiency``, ``_loaded``,
+``_stored``); value columns (``checked``, ``values_digest``, ``error``, and
+the perf benches' counts of wrong elements, ``wrong`` and
+``in_place_wrong``); and provenance (``kernbench_version``,
 ``topology_digest``, the ``overrides`` and ``seed`` that ``kernbench run
 --csv`` writes into every row, and where a row was made: ``topology_file``, a
-sweep's ``point_id``, a hash of its paths) and columns holding fractional
-numbers (measured rates such as ``gbps``) are left out.
+sweep's ``point_id``, a hash of its paths).  A bench that measures something
+named otherwise names its key columns with ``--key`` (ADR 0009).
 
 A point's times are its time columns: names ending in ``_us``, ``_ps``,
 ``_ns``, ``_ms`` or ``_s`` in any case (``time_us``, ``in_place_time_us``,
@@ -46,6 +51,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,7 +62,7 @@ from kernbench.bench.trace import NON_FINITE
 from kernbench.errors import ConfigError, KernBenchError, shown
 
 __all__ = [
-    "METRIC_SUFFIXES",
+    "MEASURED_ENDINGS",
     "TIME_COLUMNS",
     "Comparison",
     "PointResult",
@@ -69,7 +75,6 @@ __all__ = [
     "provenance_notes",
 ]
 
-METRIC_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s", "_GBps")
 TIME_COLUMNS = ("time_us", "simulated_time_ps", "elapsed_ps")
 VALUE_COLUMNS = frozenset({"checked", "values_digest", "error"})
 #: Counts of elements that differ from the expected answer (perf rows' ``#wrong``).
@@ -83,6 +88,10 @@ PROVENANCE_COLUMNS = frozenset(
 RUN_SETTING_COLUMNS = ("overrides", "seed")
 TIME_SUFFIXES = ("_us", "_ps", "_ns", "_ms", "_s")
 RATE_SUFFIXES = ("per_s", "per_ms", "per_us", "per_ns", "per_ps")
+#: How a measured column's name ends (lower case; a trailing ``_per_<word>`` aside):
+#: times and rates, FLOP counts, ratios, bytes a kernel moved.  Never a key.
+MEASURED_ENDINGS = (*TIME_SUFFIXES, "bps", "flops", "speedup", "efficiency", "_loaded", "_stored")
+_PER_SOMETHING = re.compile(r"_per_[a-z0-9]+$")
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -177,8 +186,12 @@ def parse_tolerance(value: str | float) -> float:
 # --- comparing ---------------------------------------------------------------------
 
 
-def _is_metric(column: str) -> bool:
-    return column.endswith(METRIC_SUFFIXES) or column.lower().endswith(TIME_SUFFIXES)
+def _is_measured(column: str) -> bool:
+    """A measurement, by its name (see the module docstring): never part of a key."""
+    name = column.lower()
+    return name.endswith(MEASURED_ENDINGS) or _PER_SOMETHING.sub("", name).endswith(
+        MEASURED_ENDINGS
+    )
 
 
 def _is_value(column: str) -> bool:
@@ -217,23 +230,18 @@ def _time_columns(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[s
 def key_columns(
     baseline_rows: Iterable[dict[str, Any]], current_rows: Iterable[dict[str, Any]]
 ) -> list[str]:
-    """The default key columns: non-measurement columns present on both sides."""
+    """The default key columns: columns present on both sides whose names do not say
+    they are measurements, values or provenance (what the rows hold does not count)."""
 
     def candidates(rows: Iterable[dict[str, Any]]) -> dict[str, None]:
-        columns: dict[str, None] = {}
-        fractional: set[str] = set()
-        for row in rows:
-            for column, value in row.items():
-                columns.setdefault(column)
-                if isinstance(value, float) and not value.is_integer():
-                    fractional.add(column)
-        excluded = fractional | _run_settings(columns)
+        columns = dict.fromkeys(column for row in rows for column in row)
+        excluded = _run_settings(columns)
         return {
             c: None
             for c in columns
             if c not in excluded
             and not _is_value(c)
-            and not _is_metric(c)
+            and not _is_measured(c)
             and not _is_provenance(c)
         }
 
