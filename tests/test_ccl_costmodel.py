@@ -560,3 +560,25 @@ def test_prices_are_the_same_priced_one_after_another_on_the_same_routes(
     fresh = [costmodel.price(ctx, config, pes, apart(schedule)) for schedule in schedules]
     assert one_after_another == fresh
     assert pricing.route_hops(schedules[0]) == costmodel.route_hops(ctx, config, pes, schedules[0])
+
+
+def test_regions_in_the_buffer_memory_keep_their_traffic_off_the_memory() -> None:
+    """A message sent from the buffer memory and a sum kept there (SRAM) put nothing on
+    the HBM ports; a reduction into the rank's memory reads and writes its HBM slice."""
+    from kernbench.ccl.algorithms.schedule import Message, Phase, Step, Work, in_buffer
+
+    ctx = RuntimeContext(load_topology("default", ["system.device_level=cube"]))
+    pes = [ctx.device_pe(0), ctx.device_pe(1)]
+    config = AlgorithmConfig(module="ring", buffer="sram")
+    classes = {e.name: e.link_class for e in ctx.machine.graph.edges}
+    n = 1 << 20
+
+    def hbm_bytes(schedule: Schedule) -> float:
+        priced = costmodel.price(ctx, config, pes, schedule)
+        return sum(b for name, b in priced.link_bytes.items() if classes[name] == "hbm_port")
+
+    step = Step((Message(0, 1, n),), (Work(1, "reduce", n),))
+    assert hbm_bytes((Phase((step,)),)) == 3 * n  # read at 0; read and written back at 1
+    assert hbm_bytes(in_buffer((Phase((step,)),))) == 0
+    into = Step((Message(0, 1, n, source="buffer"),), (Work(1, "reduce", n, into="buffer"),))
+    assert hbm_bytes((Phase((into,)),)) == n  # the rank's own input, read once

@@ -190,11 +190,12 @@ class _Machine:
     def _ends(self, m: Message) -> tuple[str, str]:
         if m.signal:  # no region: from the PE to the buffer of the PE (its memory is itself)
             return self.pes[m.src], self.signal_buffer[m.dst]
-        return self.memory[m.src], self.buffer[m.dst]
+        source = self.buffer if m.source == "buffer" else self.memory
+        return source[m.src], self.buffer[m.dst]
 
     def message_route(self, m: Message) -> tuple[int, ...]:
         """The route of a message: from its sender's memory to its receiver's buffer."""
-        key = (m.src, m.dst, m.signal)
+        key = (m.src, m.dst, m.signal, m.source)
         route = self._routes.get(key)
         if route is None:
             route = self._routes[key] = self.route(*self._ends(m))
@@ -202,7 +203,7 @@ class _Machine:
 
     def path(self, m: Message) -> _Path:
         """A message's route and what it costs, looked up once per pair of ranks."""
-        key = (m.src, m.dst, m.signal)
+        key = (m.src, m.dst, m.signal, m.source)
         path = self._paths.get(key)
         if path is None:
             route = self.message_route(m)
@@ -216,17 +217,19 @@ class _Machine:
     def streams(self, w: Work) -> tuple[tuple[tuple[int, ...], ...], dict[int, int]]:
         """The routes of the memory streams a work item makes (as Comm makes them), and
         how many of them cross each link."""
-        key = (w.rank, w.kind)
+        key = (w.rank, w.kind, w.local, w.into)
         found = self._streams.get(key)
         if found is None:
             route = self.route
             pe, memory, buffer = self.pes[w.rank], self.memory[w.rank], self.buffer[w.rank]
+            local = buffer if w.local == "buffer" else memory
+            into = buffer if w.into == "buffer" else memory
             if w.kind == "reduce":
-                pairs = [(buffer, pe), (memory, pe), (pe, memory)]
+                pairs = [(buffer, pe), (local, pe), (pe, into)]
             elif w.kind == "copy":
-                pairs = [(memory, pe), (pe, memory)]
+                pairs = [(local, pe), (pe, into)]
             else:  # place: free when the message landed where it belongs
-                pairs = [(buffer, pe), (pe, memory)] if buffer != memory else []
+                pairs = [(buffer, pe), (pe, into)] if buffer != into else []
             routes = tuple(route(a, b) for a, b in pairs)
             crossing: dict[int, int] = defaultdict(int)
             for r in routes:

@@ -45,9 +45,13 @@ __all__ = [
     "then",
     "in_lane",
     "ring_step",
+    "in_buffer",
 ]
 
 WorkKind = Literal["reduce", "place", "copy"]
+# Which of a rank's two memories a region sits in: the one its data lives in, or
+# the buffer its messages land in (the same one unless the buffer is TCM or SRAM).
+Where = Literal["memory", "buffer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,8 @@ class Message:
     """``nbytes`` from rank ``src``'s memory to rank ``dst``'s receive buffer.
 
     ``signal``: a message with no data region (a barrier's), sent from the PE itself.
+    ``source``: where the sent region sits on the sender (a program that keeps
+    intermediate data in its buffer memory sends it from there).
     """
 
     src: int
@@ -63,6 +69,7 @@ class Message:
     channel: Hashable = 0
     lane: Hashable = 0
     signal: bool = False
+    source: Where = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +81,19 @@ class Work:
     * ``place``: move a received message from the buffer to memory (free when
       the buffer is the memory);
     * ``copy``: memory to memory.
+
+    ``local`` (the data a reduction combines with, or a copy's source) and
+    ``into`` (where the result goes) say which memory those regions sit in: a
+    program may keep them in its buffer memory instead (a place into the buffer
+    is then free).
     """
 
     rank: int
     kind: WorkKind
     nbytes: float
     lane: Hashable = 0
+    local: Where = "memory"
+    into: Where = "memory"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +153,8 @@ def relabel(schedule: Schedule, ranks: Sequence[int], tag: Hashable) -> Schedule
                 replace(m, src=ranks[m.src], dst=ranks[m.dst], channel=(tag, m.channel))
                 for m in s.messages
             ),
-            tuple(Work(ranks[w.rank], w.kind, w.nbytes, w.lane) for w in s.work),
-            tuple(Work(ranks[w.rank], w.kind, w.nbytes, w.lane) for w in s.alongside),
+            tuple(replace(w, rank=ranks[w.rank]) for w in s.work),
+            tuple(replace(w, rank=ranks[w.rank]) for w in s.alongside),
             s.repeat,
             s.drain,
         )
@@ -209,3 +223,19 @@ def together(schedules: Sequence[Schedule]) -> Schedule:
 def then(*schedules: Schedule) -> Schedule:
     """Schedules run one after another."""
     return tuple(phase for schedule in schedules for phase in schedule)
+
+
+def in_buffer(schedule: Schedule) -> Schedule:
+    """``schedule`` run on regions in the ranks' buffer memory: every message leaves
+    from there and every work item reads and writes there."""
+
+    def step(s: Step) -> Step:
+        return Step(
+            tuple(m if m.signal else replace(m, source="buffer") for m in s.messages),
+            tuple(replace(w, local="buffer", into="buffer") for w in s.work),
+            tuple(replace(w, local="buffer", into="buffer") for w in s.alongside),
+            s.repeat,
+            s.drain,
+        )
+
+    return tuple(Phase(tuple(step(s) for s in phase.steps), phase.pieces) for phase in schedule)
