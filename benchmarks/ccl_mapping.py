@@ -3,9 +3,10 @@
 Two cases, timing-only, on the detailed backend unless ``--backend fast``:
 
 * ``multi_sip``: multi_sip.yaml with ranks at cube level (64 ranks), all-reduce
-  of 16 MiB and 256 MiB with the flat ring, ``multi_cube`` and
-  ``hierarchical``: the collective's time (first program start to last end),
-  bytes over cube links and SIP links.
+  of 16 MiB and 256 MiB with the flat ring, ``multi_cube``, ``hierarchical``
+  and ``hierarchical_leader``: the collective's time (first program start to
+  last end), bytes over cube links and SIP links, and the bound of the busiest
+  HBM port (its bytes over its bandwidth).
 * ``rack``: rack.yaml with ranks at PE level (1024 ranks), one 1 GiB ring
   all-reduce (minutes on the detailed backend): how many times per step the
   ring crosses each inter-SIP link in each direction (bytes on the link over
@@ -64,17 +65,26 @@ def run(topology: str, level: str, algorithm: str, nbytes: int, backend: str, ex
 def multi_sip(backend: str) -> None:
     print("multi_sip.yaml, cube level (64 ranks): all-reduce")
     print(
-        f"{'size':>8} {'algorithm':>13} {'time (us)':>11} {'cube_link GB':>13} {'sip_link GB':>12}"
+        f"{'size':>8} {'algorithm':>19} {'time (us)':>11} {'cube_link GB':>13} "
+        f"{'sip_link GB':>12} {'hbm_port bound (us)':>20}"
     )
     for size in ("16MiB", "256MiB"):
-        for algorithm in ("ring", "multi_cube", "hierarchical"):
+        for algorithm in ("ring", "multi_cube", "hierarchical", "hierarchical_leader"):
             result, _ = run("multi_sip", "cube", algorithm, parse_size(size), backend)
             record = result.report["collectives"][-1]
             by_class = result.report["bytes_by_link_class"]
             span_us = (record["end_ps"] - record["start_ps"]) / 1e6
+            # The busiest HBM port: its bytes over its bandwidth.
+            hbm_us = max(
+                carried / edge.bandwidth * 1e6
+                for edge, carried in zip(
+                    result.context.machine.graph.edges, result.link_bytes, strict=True
+                )
+                if edge.link_class == "hbm_port"
+            )
             print(
-                f"{size:>8} {algorithm:>13} {span_us:>11.1f} {by_class['cube_link'] / 1e9:>13.3f} "
-                f"{by_class['sip_link'] / 1e9:>12.3f}"
+                f"{size:>8} {algorithm:>19} {span_us:>11.1f} {by_class['cube_link'] / 1e9:>13.3f} "
+                f"{by_class['sip_link'] / 1e9:>12.3f} {hbm_us:>20.1f}"
             )
 
 

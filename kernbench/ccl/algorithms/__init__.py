@@ -58,6 +58,7 @@ _MODULES = (
     "bruck",
     "hierarchical",
     "mesh2d",
+    "leader",
 )
 
 

@@ -78,6 +78,7 @@ __all__ = [
     "compose_all_reduce",
     "composed_peers",
     "composed_schedule",
+    "grouping",
     "placement_key",
 ]
 
@@ -190,7 +191,7 @@ def placement_key(level: str) -> GroupKey:
 
 
 @functools.lru_cache(maxsize=64)
-def _grouping(pes: tuple[str, ...], key: GroupKey) -> tuple[tuple[object, ...], dict]:
+def grouping(pes: tuple[str, ...], key: GroupKey) -> tuple[tuple[object, ...], dict]:
     """Every rank's group label, and the ranks of each group (shared by all ranks)."""
     labels = tuple(key(pes, r) for r in range(len(pes)))
     groups: dict[object, list[int]] = {}
@@ -235,7 +236,7 @@ def compose_all_reduce(
     if not keys:
         yield from get_algorithm(names[0]).programs["all_reduce"](c, a)
         return
-    labels, groups = _grouping(tuple(c.pes), keys[0])
+    labels, groups = grouping(tuple(c.pes), keys[0])
     group = groups[labels[c.rank]]
     if len(group) in (1, c.size):  # this level does not split the ranks: skip it
         yield from compose_all_reduce(
@@ -342,7 +343,7 @@ def composed_schedule(
         algorithm = _level_algorithm(names[0], "all_reduce", pes, params)
         return algorithm.schedule("all_reduce", pes, nbytes, params) if algorithm.schedule else ()
     rest = names[1:] or names[-1:]
-    labels, groups = _grouping(tuple(pes), keys[0])
+    labels, groups = grouping(tuple(pes), keys[0])
     if len({len(g) for g in groups.values()}) != 1:
         sizes = {str(k): len(g) for k, g in groups.items()}
         raise DistributedError(f"level {depth} splits the ranks into unequal groups {sizes}")
@@ -438,7 +439,7 @@ def composed_peers(
     if not keys:
         algorithm = get_algorithm(names[0])
         return [algorithm.neighbours("all_reduce", p, r) for r in range(p)]
-    labels, groups = _grouping(tuple(pes), keys[0])
+    labels, groups = grouping(tuple(pes), keys[0])
     rest = names[1:] or names[-1:]
     k = len(groups[labels[0]])
     if k in (1, p):
