@@ -284,6 +284,8 @@ def test_bench_without_rows_gives_simulated_time_and_traces(tmp_path: Path) -> N
         ({"args": {"b": ["4KiB"]}}, "args.b: 'b' is not a flag"),
         ({"args": {"-b": []}}, "args.-b: needs at least one value"),
         ({"world_size": 0}, "world_size: must be > 0"),
+        ({"world_size": True}, "world_size: expected a whole number (got True)"),
+        ({"seed": "7"}, "seed: expected a whole number"),
         ({"trace": 1}, "trace: expected true or false (got 1)"),
         ({"timing_only": 0.0}, "timing_only: expected true or false (got 0.0)"),
         (

@@ -171,9 +171,12 @@ class SweepFile(StrictModel):
         description="Bench flag -> values; the product is taken (true: the flag alone, "
         "false: left out).",
     )
-    world_size: int | None = Field(default=None, gt=0, description="Ranks (default: all devices).")
+    # Strict: YAML's true is not a count (pydantic would take it as 1).
+    world_size: int | None = Field(
+        default=None, strict=True, gt=0, description="Ranks (default: all devices)."
+    )
     timing_only: StrictBool = Field(default=True, description="Carry sizes, not bytes.")
-    seed: int = Field(default=0, description="Seed of every rank's random generator.")
+    seed: int = Field(default=0, strict=True, description="Seed of every rank's random generator.")
     output: str | None = Field(default=None, description="Output directory (default out/<stem>).")
     trace: StrictBool = Field(default=False, description="Write a Chrome trace per point.")
     max_wall_time: Time | None = Field(
