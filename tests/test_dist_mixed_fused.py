@@ -149,11 +149,15 @@ def _times(local: int, tp: int, dp: int, ops: tuple[str, ...], sizes: tuple[int,
 
 
 def check_never_slower(times: dict) -> None:
+    """Fused within SLACK of two-step everywhere.  In one piece it is the two-step
+    schedule in one launch, each rank starting phase 2 when its own phase 1 ends; where
+    groups end phase 1 at different times (multi_sip TP4 x DP2 reduce_scatter_all_reduce
+    at 2 MiB: the DP groups through the gateway cube take one piece, the others 16), an
+    early phase 2 shares links with another group's phase 1, and one piece can cost more
+    than two launches (2.4% there), so one piece is held to the slack too."""
     for (op, nbytes), row in times.items():
         ratio = row["fused"] / row["two_step"]
         assert ratio <= SLACK, f"{op} at {nbytes} bytes: fused/two-step = {ratio:.3f} ({row})"
-        if row["pieces"] == 1:  # the two-step schedule in one launch: never slower
-            assert row["fused"] <= row["two_step"], (op, nbytes, row)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
