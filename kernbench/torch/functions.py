@@ -53,6 +53,7 @@ __all__ = [
     "less",
     "less_equal",
     "log",
+    "log_softmax",
     "logical_and",
     "logical_not",
     "logical_or",
@@ -372,6 +373,17 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:  # noqa: A002
 @with_out
 def softmax(input: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Tensor:  # noqa: A002
     return _tensor(input, "softmax").softmax(dim, dtype, axis=axis)
+
+
+@with_out
+def log_softmax(
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    dtype: Any = None,
+    *,
+    axis: Any = None,
+) -> Tensor:
+    return _tensor(input, "log_softmax").log_softmax(dim, dtype, axis=axis)
 
 
 @with_out

@@ -1,5 +1,5 @@
 """Device kernels for the elementwise math (``abs``, ``exp``, ``sigmoid``, ``gelu``, ...),
-``clamp`` and ``matmul``.
+``clamp``, the norms, ``softmax``/``log_softmax`` and ``matmul``.
 
 The unary kernel maps a contiguous buffer elementwise (the result in the
 output's dtype); the matmul kernel multiplies strided (optionally batched)
@@ -211,14 +211,16 @@ def _softmax_kernel(
     rows,
     N,
     C,
+    LOG: tl.constexpr,
     ONE_BLOCK: tl.constexpr,
     RBLOCK: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # Row o = (a, c): exp(x[a, :, c] - max) / sum(exp(x[a, :, c] - max)) in float32 (torch's
-    # accumulate type for float16/bfloat16), rounded once by the store.  A row that fits in
-    # one block is read once (the Triton tutorial's fused softmax); a longer one in three
-    # passes (max, sum of exponentials, normalize and write).
+    # accumulate type for float16/bfloat16), rounded once by the store; with LOG its
+    # logarithm, x - max - log(sum(exp(x - max))), which stays finite where the softmax
+    # underflows to 0.  A row that fits in one block is read once (the Triton tutorial's
+    # fused softmax); a longer one in three passes (max, sum of exponentials, write).
     row = tl.program_id(0) * RBLOCK + tl.arange(0, RBLOCK)
     row_mask = row < rows
     base = (row // C) * (N * C) + row % C
@@ -227,8 +229,13 @@ def _softmax_kernel(
         mask = row_mask[:, None] & (cols < N)[None, :]
         offsets = base[:, None] + cols[None, :] * C
         x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf")).to(tl.float32)
-        e = tl.exp(x - tl.max(x, axis=1)[:, None])
-        tl.store(out_ptr + offsets, e / tl.sum(e, axis=1)[:, None], mask=mask)
+        z = x - tl.max(x, axis=1)[:, None]
+        e = tl.exp(z)
+        if LOG:
+            y = z - tl.log(tl.sum(e, axis=1))[:, None]
+        else:
+            y = e / tl.sum(e, axis=1)[:, None]
+        tl.store(out_ptr + offsets, y, mask=mask)
     else:
         peak = tl.full((RBLOCK,), -float("inf"), tl.float32)
         for start in range(0, N, BLOCK):
@@ -248,8 +255,12 @@ def _softmax_kernel(
             mask = row_mask[:, None] & (cols < N)[None, :]
             offsets = base[:, None] + cols[None, :] * C
             x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf"))
-            e = tl.exp(x.to(tl.float32) - peak[:, None])
-            tl.store(out_ptr + offsets, e / total[:, None], mask=mask)
+            z = x.to(tl.float32) - peak[:, None]
+            if LOG:
+                y = z - tl.log(total)[:, None]
+            else:
+                y = tl.exp(z) / total[:, None]
+            tl.store(out_ptr + offsets, y, mask=mask)
 
 
 @jit
@@ -378,9 +389,12 @@ def launch_norm(
     )
 
 
-def launch_softmax(x: DeviceTensor, out: DeviceTensor, rows: int, n: int, cols: int) -> None:
-    """Softmax of ``x`` viewed as (rows, ``n``, ``cols``) over its middle axis, into ``out``."""
-    check_elements(rows * n * cols, "a softmax")
+def launch_softmax(
+    x: DeviceTensor, out: DeviceTensor, rows: int, n: int, cols: int, *, log: bool = False
+) -> None:
+    """Softmax (its logarithm with ``log``) of ``x`` viewed as (rows, ``n``, ``cols``) over
+    its middle axis, into ``out``."""
+    check_elements(rows * n * cols, "a log_softmax" if log else "a softmax")
     lines = rows * cols
     rblock, block = reduction_blocks(lines, n)
     _softmax_kernel[(max(1, -(-lines // rblock)),)](
@@ -389,6 +403,7 @@ def launch_softmax(x: DeviceTensor, out: DeviceTensor, rows: int, n: int, cols: 
         lines,
         n,
         cols,
+        LOG=log,
         ONE_BLOCK=n <= block,
         RBLOCK=rblock,
         BLOCK=block,

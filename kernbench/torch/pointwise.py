@@ -1,10 +1,10 @@
 """Math of :class:`~kernbench.torch.Tensor`: ``abs``/``exp``/``sigmoid``/..., ``clamp``,
-``softmax``, ``@``.
+``softmax``/``log_softmax``, ``@``.
 
 :class:`TensorPointwise` is mixed into the tensor class.  The unary functions
 and ``matmul`` run device kernels (:mod:`~kernbench.torch.math_kernels`);
-``softmax`` is PyTorch's formula in device steps (max, subtract, exp, sum,
-divide), each a kernel.  ``allclose`` and ``equal`` are host-side: they read
+``softmax`` and ``log_softmax`` are one kernel each (max, sum of
+exponentials, write), as torch's.  ``allclose`` and ``equal`` are host-side: they read
 both tensors' values through the fabric (the reads cost time, the comparison
 none) and return Python bools.
 """
@@ -230,14 +230,23 @@ class TensorPointwise:
     def softmax(self: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None) -> Tensor:
         """``exp(x - max) / sum(exp(x - max))`` along ``dim``, in one kernel as torch's (in
         float32 for float16/bfloat16, rounded once)."""
-        dim = axis if dim is None else dim
+        return self._softmax("softmax", axis if dim is None else dim, dtype)
+
+    def log_softmax(
+        self: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None
+    ) -> Tensor:
+        """``x - max - log(sum(exp(x - max)))`` along ``dim``: the logarithm of
+        :meth:`softmax`, finite where it underflows, in one kernel as torch's."""
+        return self._softmax("log_softmax", axis if dim is None else dim, dtype)
+
+    def _softmax(self: Tensor, what: str, dim: Any, dtype: Any) -> Tensor:
         if dim is None:
-            raise TensorError("softmax: give dim (softmax(x, dim=-1))")
+            raise TensorError(f"{what}: give dim ({what}(x, dim=-1))")
         d = dim_index(dim, self.ndim)
         x = self if dtype is None else self.to(as_torch_dtype(dtype))
         if not x.dtype.is_floating_point:
             raise TensorError(
-                f"softmax of {self.storage_device_tensor.name!r}: {x.dtype!r} is not a floating "
+                f"{what} of {self.storage_device_tensor.name!r}: {x.dtype!r} is not a floating "
                 "dtype; pass dtype=torch.float32 or call .float() first"
             )
         shape = tuple(x.shape)
@@ -246,7 +255,9 @@ class TensorPointwise:
             dense = x.dense()
             rows, n = math.prod(shape[:d]), shape[d] if shape else 1
             cols = out.numel() // (rows * n)
-            launch_softmax(dense.device_tensor, out.device_tensor, rows, n, cols)
+            launch_softmax(
+                dense.device_tensor, out.device_tensor, rows, n, cols, log=what == "log_softmax"
+            )
             if dense is not x:
                 dense.free()
         if x is not self:

@@ -1,9 +1,10 @@
 """``torch.nn.functional`` for KernBench: activations, norms and ``softmax`` on the device.
 
 ``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu``,
-``softmax``, ``layer_norm``, ``rms_norm``, ``linear``, ``mse_loss`` and
-``l1_loss`` take PyTorch's arguments and run as :class:`kernbench.torch.Tensor`'s
-methods do (``inplace=True`` writes the input); the norms are one kernel each.
+``softmax``, ``log_softmax``, ``layer_norm``, ``rms_norm``, ``linear``,
+``mse_loss`` and ``l1_loss`` take PyTorch's arguments and run as
+:class:`kernbench.torch.Tensor`'s methods do (``inplace=True`` writes the
+input); the norms and the softmaxes are one kernel each.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "l1_loss",
     "layer_norm",
     "linear",
+    "log_softmax",
     "mse_loss",
     "relu",
     "rms_norm",
@@ -46,6 +48,17 @@ def softmax(
 ) -> Tensor:
     """``softmax(input, dim)`` along ``dim``, as :meth:`kernbench.torch.Tensor.softmax`."""
     return _input(input, "softmax").softmax(dim, dtype)
+
+
+def log_softmax(
+    input: Tensor,  # noqa: A002 - torch's name
+    dim: Any = None,
+    _stacklevel: int = 3,
+    dtype: Any = None,
+) -> Tensor:
+    """``log(softmax(input, dim))``, stable and in one kernel, as
+    :meth:`kernbench.torch.Tensor.log_softmax`."""
+    return _input(input, "log_softmax").log_softmax(dim, dtype)
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch's name
