@@ -103,3 +103,226 @@ def test_log_softmax_costs_time_in_timing_only_mode():
         before = context.now
         assert x.log_softmax(-1).shape == (64, 100)
         assert context.now > before
+
+
+# ----------------------------------------------------------------------- nll_loss, cross_entropy
+
+
+def _class_reference(logp, target, weight=None, ignore_index=-100, reduction="mean", smooth=0.0):
+    """torch's nll_loss/cross_entropy of float64 log-probabilities ``logp`` against class
+    indices (as torch's ATen code computes them)."""
+    class_dim = 0 if logp.ndim == 1 else 1
+    lp = np.moveaxis(logp.astype(np.float64), class_dim, -1)
+    classes = lp.shape[-1]
+    w = np.ones(classes) if weight is None else weight.astype(np.float64)
+    tgt = np.asarray(target).astype(np.int64)
+    valid = tgt != ignore_index
+    safe = np.where(valid, tgt, 0)
+    taken = np.take_along_axis(lp, safe[..., None], -1)[..., 0]
+    weights = w[safe] * valid
+    loss = (1 - smooth) * -taken * weights + smooth / classes * -(lp * w).sum(-1) * valid
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / weights.sum()
+
+
+def _probability_reference(logp, target, weight=None, reduction="mean", smooth=0.0):
+    class_dim = 0 if logp.ndim == 1 else 1
+    lp = np.moveaxis(logp.astype(np.float64), class_dim, -1)
+    p = np.moveaxis(target.astype(np.float64), class_dim, -1)
+    classes = lp.shape[-1]
+    p = p * (1 - smooth) + smooth / classes
+    w = np.ones(classes) if weight is None else weight.astype(np.float64)
+    loss = -(lp * p * w).sum(-1)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.sum() / loss.size
+
+
+def _targets(shape, classes, seed=0, ignored=0):
+    t = np.random.default_rng(seed).integers(0, classes, shape).astype(np.int32)
+    t.reshape(-1)[:ignored] = -100
+    return t
+
+
+def _close(got, want):
+    np.testing.assert_allclose(got.numpy(), want, rtol=2e-6, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    ("shape", "target_shape"), [((5,), ()), ((6, 5), (6,)), ((3, 4, 2, 3), (3, 2, 3))]
+)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_matches_torchs_formula(ctx, shape, target_shape, reduction):
+    a = _normal(shape, seed=3)
+    classes = shape[0 if len(shape) == 1 else 1]
+    t = _targets(target_shape, classes, seed=4, ignored=1 if target_shape else 0)
+    logp = _log_softmax(a, 0 if len(shape) == 1 else 1)
+    got = F.cross_entropy(torch.from_numpy(a), torch.from_numpy(t), reduction=reduction)
+    want = _class_reference(logp, t, reduction=reduction)
+    assert got.shape == np.shape(want) and got.dtype is torch.float32
+    _close(got, want)
+    got = F.nll_loss(torch.from_numpy(logp.astype(np.float32)), torch.from_numpy(t), None, None)
+    _close(got, _class_reference(logp, t))
+
+
+def test_class_losses_take_weights_ignore_index_and_label_smoothing(ctx):
+    a = _normal((8, 5), seed=5)
+    logp = _log_softmax(a, 1)
+    t = _targets((8,), 5, seed=6, ignored=2)
+    w = np.array([0.5, 2.0, 1.0, 0.25, 3.0], np.float32)
+    x, target, weight = torch.from_numpy(a), torch.from_numpy(t), torch.from_numpy(w)
+    for reduction in ("mean", "sum", "none"):
+        for smooth in (0.0, 0.2, 1.0):
+            got = F.cross_entropy(x, target, weight, reduction=reduction, label_smoothing=smooth)
+            _close(got, _class_reference(logp, t, w, reduction=reduction, smooth=smooth))
+        got = F.nll_loss(torch.from_numpy(logp.astype(np.float32)), target, weight=weight)
+        _close(got, _class_reference(logp, t, w))
+    # an ignore_index that is a class: its targets count for nothing, in the mean too
+    t2 = np.array([1, 0, 2, 1, 1, 4, 3, 1], np.int32)
+    for smooth in (0.0, 0.3):
+        got = F.cross_entropy(
+            x, torch.from_numpy(t2), weight, ignore_index=1, label_smoothing=smooth
+        )
+        _close(got, _class_reference(logp, t2, w, ignore_index=1, smooth=smooth))
+    none = F.cross_entropy(x, torch.from_numpy(t2), ignore_index=1, reduction="none").numpy()
+    assert (none[t2 == 1] == 0).all() and not np.signbit(none[t2 == 1]).any()  # 0.0, as torch
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "uint8"])
+def test_class_targets_of_any_integer_dtype(ctx, dtype):
+    a = _normal((6, 4), seed=7)
+    t = np.array([3, 0, 1, 2, 2, 0])
+    got = F.cross_entropy(torch.from_numpy(a), torch.from_numpy(t.astype(dtype)))
+    _close(got, _class_reference(_log_softmax(a, 1), t))
+
+
+def test_legacy_size_average_and_reduce_as_torch(ctx):
+    a = _normal((4, 3), seed=8)
+    t = np.array([2, 0, 1, 1], np.int32)
+    x, target = torch.from_numpy(a), torch.from_numpy(t)
+    logp = _log_softmax(a, 1)
+    _close(
+        F.cross_entropy(x, target, size_average=False), _class_reference(logp, t, None, -100, "sum")
+    )
+    _close(F.nll_loss(x, target, reduce=False), _class_reference(a, t, reduction="none"))
+    with pytest.raises(TensorError, match="cross_entropy: reduction 'avg' is not one of"):
+        F.cross_entropy(x, target, reduction="avg")
+
+
+def test_cross_entropy_against_class_probabilities(ctx):
+    a = _normal((5, 4, 3), seed=9)
+    p = np.random.default_rng(10).random((5, 4, 3)).astype(np.float32)
+    p /= p.sum(1, keepdims=True)
+    w = np.array([1.0, 0.5, 2.0, 1.5], np.float32)
+    x, target = torch.from_numpy(a), torch.from_numpy(p)
+    logp = _log_softmax(a, 1)
+    for reduction in ("mean", "sum", "none"):
+        for weight in (None, w):
+            for smooth in (0.0, 0.1):
+                got = F.cross_entropy(
+                    x,
+                    target,
+                    None if weight is None else torch.from_numpy(weight),
+                    reduction=reduction,
+                    label_smoothing=smooth,
+                )
+                want = _probability_reference(logp, p, weight, reduction, smooth)
+                assert got.shape == np.shape(want)
+                _close(got, want)
+    one = F.cross_entropy(torch.from_numpy(a[0, :, 0]), torch.from_numpy(p[0, :, 0]))
+    _close(one, _probability_reference(logp[0, :, 0], p[0, :, 0]))
+
+
+def test_mean_of_only_ignored_targets_is_nan_as_torch(ctx):
+    x = torch.from_numpy(_normal((3, 4)))
+    target = torch.tensor([-100, -100, -100])
+    assert np.isnan(F.cross_entropy(x, target).item())
+    assert F.cross_entropy(x, target, reduction="sum").item() == 0.0
+
+
+def test_class_loss_targets_out_of_range_are_refused(ctx):
+    x = torch.from_numpy(_normal((3, 4)))
+    with pytest.raises(TensorError, match=r"cross_entropy: Target 4 is out of bounds \(the class"):
+        F.cross_entropy(x, torch.tensor([0, 4, 1]))
+    with pytest.raises(
+        TensorError, match="nll_loss: Target -1 is out of bounds .*ignore_index is -100"
+    ):
+        F.nll_loss(x, torch.tensor([0, -1, 1]))
+    with pytest.raises(TensorError, match="Target -100 is out of bounds .*ignore_index is 2"):
+        F.nll_loss(x, torch.tensor([0, -100, 1]), ignore_index=2)
+    with pytest.raises(TensorError, match="Target 4 is out of bounds"):
+        F.cross_entropy(x, torch.arange(3) * 2)  # made on the device: [0, 2, 4]
+
+
+def test_class_losses_refuse_what_torch_refuses(ctx):
+    x = torch.from_numpy(_normal((3, 4)))
+    with pytest.raises(
+        TensorError,
+        match="cross_entropy: expected a target of class indices in an integer dtype, but found "
+        "torch.float32 .*kernbench has no int64",
+    ):
+        F.cross_entropy(x, torch.zeros(3))
+    with pytest.raises(
+        TensorError, match="nll_loss: expected a target of class indices .* found torch.bool"
+    ):
+        F.nll_loss(x, torch.zeros(3, dtype=torch.bool))
+    with pytest.raises(TensorError, match="nll_loss: .*found torch.float32"):
+        F.nll_loss(x, torch.zeros(3, 4))  # probabilities are cross_entropy's only
+    with pytest.raises(
+        TensorError, match=r"Expected input batch_size \(3\) to match target batch_size \(2\)"
+    ):
+        F.cross_entropy(x, torch.tensor([0, 1]))
+    with pytest.raises(TensorError, match=r"Expected target size \[2, 5\], got \[2, 4\]"):
+        F.cross_entropy(torch.ones(2, 3, 5), torch.zeros(2, 4, dtype=torch.int32))
+    with pytest.raises(
+        TensorError, match=r"for all 4 classes or no classes but got weight tensor of shape: \[3\]"
+    ):
+        F.cross_entropy(x, torch.tensor([0, 1, 2]), weight=torch.ones(3))
+    with pytest.raises(TensorError, match="weight is torch.float16 and input torch.float32"):
+        F.nll_loss(x, torch.tensor([0, 1, 2]), weight=torch.ones(4, dtype=torch.float16))
+    with pytest.raises(TensorError, match="label_smoothing must be between 0.0 and 1.0. Got: 1.5"):
+        F.cross_entropy(x, torch.tensor([0, 1, 2]), label_smoothing=1.5)
+    with pytest.raises(
+        TensorError,
+        match="Expected floating point type for target with class probabilities, got torch.int32",
+    ):
+        F.cross_entropy(x, torch.zeros(3, 4, dtype=torch.int32))
+    with pytest.raises(
+        TensorError, match="ignore_index is not supported for floating point target"
+    ):
+        F.cross_entropy(x, torch.zeros(3, 4), ignore_index=0)
+    with pytest.raises(
+        TensorError, match="cross_entropy: input must be a floating tensor, got torch.int32"
+    ):
+        F.cross_entropy(torch.tensor([[1, 2]]), torch.tensor([0]))
+    with pytest.raises(TensorError, match=r"Expected 1 or more dimensions \(got 0\)"):
+        F.nll_loss(torch.tensor(1.0), torch.tensor(0))
+    with pytest.raises(
+        TensorError, match="torch.nn.functional.nll_loss: expected a Tensor, got list"
+    ):
+        F.nll_loss(x, [0, 1, 2])
+
+
+def test_class_losses_run_on_the_device(ctx):
+    x = torch.from_numpy(_normal((16, 10)))
+    target = torch.from_numpy(_targets((16,), 10))
+    before, kernels = ctx.now, len(ctx.trace)
+    F.cross_entropy(x, target).item()
+    ran = _kernels(ctx, kernels)
+    assert ctx.now > before and ran[0] == "_softmax_kernel" and len(ran) > 3
+
+
+def test_class_losses_cost_time_in_timing_only_mode():
+    context = RuntimeContext(TINY, timing_only=True)
+    with use_context(context):
+        x = torch.ones(32, 10)
+        target = torch.zeros(32, dtype=torch.int32)
+        for loss in (
+            lambda: F.cross_entropy(x, target, weight=torch.ones(10), label_smoothing=0.1),
+            lambda: F.nll_loss(x, target, reduction="none"),
+            lambda: F.cross_entropy(x, torch.ones(32, 10)),
+        ):
+            before = context.now
+            loss()
+            assert context.now > before

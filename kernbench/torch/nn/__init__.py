@@ -1,4 +1,4 @@
-"""``torch.nn`` for KernBench: only ``torch.nn.functional`` (activations, norms, ``linear``).
+"""``torch.nn`` for KernBench: only ``torch.nn.functional`` (activations, norms, losses).
 
 There are no modules, parameters or autograd; asking for anything else
 (``nn.Module``, ``nn.Linear``, ...) raises a

@@ -2,9 +2,11 @@
 
 ``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu``,
 ``softmax``, ``log_softmax``, ``layer_norm``, ``rms_norm``, ``linear``,
-``mse_loss`` and ``l1_loss`` take PyTorch's arguments and run as
-:class:`kernbench.torch.Tensor`'s methods do (``inplace=True`` writes the
-input); the norms and the softmaxes are one kernel each.
+``mse_loss``, ``l1_loss``, ``nll_loss`` and ``cross_entropy`` take PyTorch's
+arguments and run as :class:`kernbench.torch.Tensor`'s methods do
+(``inplace=True`` writes the input); the norms and the softmaxes are one
+kernel each, the class losses a few (:mod:`~kernbench.torch.nn.class_losses`:
+their targets are class indices of any integer dtype, as there is no int64).
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ import warnings
 from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError
+from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "cross_entropy",
     "gelu",
     "l1_loss",
     "layer_norm",
     "linear",
     "log_softmax",
     "mse_loss",
+    "nll_loss",
     "relu",
     "rms_norm",
     "sigmoid",
@@ -107,17 +112,23 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 _REDUCTIONS = ("mean", "sum", "none")
 
 
-def _loss(
-    what: str, input: Tensor, target: Tensor, size_average: Any, reduce: Any, reduction: str
-) -> Tensor:  # noqa: A002
-    x, y = _input(input, what), _input(target, what)
-    if size_average is not None or reduce is not None:  # torch's legacy arguments
+def _reduction(what: str, size_average: Any, reduce: Any, reduction: str) -> str:
+    """``reduction``, or what torch's legacy ``size_average``/``reduce`` ask for."""
+    if size_average is not None or reduce is not None:
         reduction = "none" if reduce is False else "sum" if size_average is False else "mean"
     if reduction not in _REDUCTIONS:
         raise TensorError(
             f"torch.nn.functional.{what}: reduction {reduction!r} is not one of "
             f"{', '.join(map(repr, _REDUCTIONS))}"
         )
+    return reduction
+
+
+def _loss(
+    what: str, input: Tensor, target: Tensor, size_average: Any, reduce: Any, reduction: str
+) -> Tensor:  # noqa: A002
+    x, y = _input(input, what), _input(target, what)
+    reduction = _reduction(what, size_average, reduce, reduction)
     if not (x.dtype.is_floating_point and y.dtype.is_floating_point):
         raise TensorError(
             f"torch.nn.functional.{what}: input and target must be floating tensors, got "
@@ -164,6 +175,55 @@ def l1_loss(
 ) -> Tensor:
     """``|input - target|``, its mean (or sum, or each)."""
     return _loss("l1_loss", input, target, size_average, reduce, reduction)
+
+
+def nll_loss(
+    input: Tensor,  # noqa: A002 - torch's name
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
+    reduction: str = "mean",
+) -> Tensor:
+    """``-input[n, target[n]] * weight[target[n]]`` of each sample (log-probabilities
+    ``input``; classes along dim 1), its weighted mean (over the weights of the targets
+    taken), sum or each; ``ignore_index`` targets count for nothing.  Targets are class
+    indices of any integer dtype (torch's are int64, which kernbench has not)."""
+    reduction = _reduction("nll_loss", size_average, reduce, reduction)
+    return class_loss(
+        "nll_loss",
+        _input(input, "nll_loss"),
+        _input(target, "nll_loss"),
+        weight,
+        ignore_index,
+        reduction,
+    )
+
+
+def cross_entropy(
+    input: Tensor,  # noqa: A002 - torch's name
+    target: Tensor,
+    weight: Tensor | None = None,
+    size_average: Any = None,
+    ignore_index: int = -100,
+    reduce: Any = None,
+    reduction: str = "mean",
+    label_smoothing: float = 0.0,
+) -> Tensor:
+    """:func:`nll_loss` of ``log_softmax(input)`` over the classes (dim 1), or against
+    class probabilities of ``input``'s shape; ``label_smoothing`` mixes in the uniform
+    distribution over the classes, as torch's."""
+    reduction = _reduction("cross_entropy", size_average, reduce, reduction)
+    return class_loss(
+        "cross_entropy",
+        _input(input, "cross_entropy"),
+        _input(target, "cross_entropy"),
+        weight,
+        ignore_index,
+        reduction,
+        label_smoothing,
+    )
 
 
 def __getattr__(name: str) -> Any:
