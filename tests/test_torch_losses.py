@@ -326,3 +326,87 @@ def test_class_losses_cost_time_in_timing_only_mode():
             before = context.now
             loss()
             assert context.now > before
+
+
+# ----------------------------------------------------------------------------- dropout
+
+
+def test_dropout_keeps_about_one_minus_p_scaled_as_torch(ctx):
+    a = _normal((200, 500), seed=11)
+    x = torch.from_numpy(a)
+    p = 0.3
+    got = F.dropout(x, p).numpy()
+    kept = got != 0
+    assert abs(kept.mean() - (1 - p)) < 0.01  # 100,000 draws: 5 standard deviations
+    scale = np.float32(1.0) / np.float32(1.0 - p)  # torch's float32 scale
+    np.testing.assert_array_equal(got[kept], a[kept] * scale)
+    np.testing.assert_allclose(got[kept], a[kept].astype(np.float64) / (1 - p), rtol=1e-6)
+    assert got.shape == a.shape and F.dropout(x, p).dtype is torch.float32
+
+
+def test_dropout_repeats_under_manual_seed(ctx):
+    x = torch.ones(64, 64)
+    torch.manual_seed(5)
+    first, second = F.dropout(x).numpy(), F.dropout(x).numpy()
+    torch.manual_seed(5)
+    again = F.dropout(x).numpy()
+    torch.manual_seed(6)
+    other = F.dropout(x).numpy()
+    np.testing.assert_array_equal(first, again)
+    assert (first != second).any() and (first != other).any()
+    assert set(np.unique(first).tolist()) == {0.0, 2.0}
+    torch.manual_seed(5)
+    fresh = torch.rand(4).tolist()
+    torch.manual_seed(5)
+    F.dropout(x)
+    assert torch.rand(4).tolist() != fresh  # one stream: the mask drew from torch.rand's
+
+
+def test_dropout_mask_has_the_inputs_shape_and_views_work(ctx):
+    a = _normal((6, 40), seed=12)
+    view = torch.from_numpy(a).T  # not one run of memory
+    got = F.dropout(view, 0.5).numpy()
+    assert got.shape == (40, 6)
+    assert np.all((got == 0) | (got == a.T * np.float32(2.0)))
+    t = torch.from_numpy(a)
+    assert F.dropout(t, 0.25, inplace=True) is t
+    written = t.numpy()
+    assert np.all((written == 0) | (written == a * (np.float32(1.0) / np.float32(0.75))))
+    assert (written == 0).any() and (written != 0).any()
+
+
+def test_dropout_not_training_or_p_zero_is_the_input_and_p_one_zeros(ctx):
+    x = torch.from_numpy(_normal((3, 4)))
+    assert F.dropout(x, 0.5, training=False) is x
+    assert F.dropout(x, 0.0) is x
+    assert F.dropout(x, 1.0, training=False, inplace=True) is x
+    assert F.dropout(x, 1.0).tolist() == [[0.0] * 4] * 3
+    assert np.isnan(F.dropout(torch.tensor([float("nan"), 1.0]), 1.0).numpy()[0])  # as torch
+    y = torch.ones(5)
+    assert F.dropout(y, 1.0, inplace=True) is y and y.tolist() == [0.0] * 5
+    assert F.dropout(torch.tensor([1, 2]), 1.0).tolist() == [0, 0]
+
+
+def test_dropout_refuses_what_torch_refuses(ctx):
+    x = torch.ones(3)
+    for p in (1.5, -0.1):
+        with pytest.raises(
+            TensorError,
+            match=f"dropout: dropout probability has to be between 0 and 1, but got {p}",
+        ):
+            F.dropout(x, p)
+    with pytest.raises(
+        TensorError, match="dropout: input must be a floating tensor, got torch.int32"
+    ):
+        F.dropout(torch.tensor([1, 2]), 0.5)
+    with pytest.raises(TensorError, match="torch.nn.functional.dropout: expected a Tensor"):
+        F.dropout([1.0], 0.5)
+
+
+def test_dropout_costs_time_in_timing_only_mode():
+    context = RuntimeContext(TINY, timing_only=True)
+    with use_context(context):
+        x = torch.ones(1000)
+        before = context.now
+        assert F.dropout(x, 0.5).shape == (1000,)
+        assert context.now > before

@@ -1,4 +1,4 @@
-"""Random tensors: ``rand``, ``randn``, ``randint`` and the ``*_like`` forms.
+"""Random tensors: ``rand``, ``randn``, ``randint``, the ``*_like`` forms and dropout's mask.
 
 Values are drawn on the host from the rank's generator
 (:mod:`kernbench.torch.random`) and copied in through the fabric, which costs
@@ -18,12 +18,12 @@ import numpy as np
 from kernbench.errors import OutOfMemoryError, TensorError
 from kernbench.torch import random as torch_random
 from kernbench.torch.devices import device_index
-from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, TorchDType, as_torch_dtype
 from kernbench.torch.factories import like_arguments
 from kernbench.torch.shapes import shape_argument
 from kernbench.torch.tensor import Tensor, new_tensor
 
-__all__ = ["rand", "rand_like", "randint", "randn", "randn_like"]
+__all__ = ["keep_mask", "rand", "rand_like", "randint", "randn", "randn_like"]
 
 
 def _floating(dtype: Any, what: str) -> TorchDType:
@@ -146,3 +146,15 @@ def randn_like(
 ) -> Tensor:
     dt, index = like_arguments(input, dtype, device)
     return randn(input.shape, dtype=dt, device=index, requires_grad=requires_grad, dp=input.dp)
+
+
+def keep_mask(like: Tensor, keep: float, what: str) -> Tensor:
+    """A bool tensor of ``like``'s shape, device and placement, each element True with
+    probability ``keep`` (a uniform float32 draw below it), drawn on the host from the
+    rank's generator and copied in (one byte an element)."""
+    rng = torch_random.resolve(None)
+
+    def draw(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.random(shape, dtype=np.float32) < np.float32(keep)
+
+    return _drawn(tuple(like.shape), BOOL, like.get_device(), like.dp, draw, what)

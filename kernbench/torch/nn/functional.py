@@ -7,20 +7,27 @@ arguments and run as :class:`kernbench.torch.Tensor`'s methods do
 (``inplace=True`` writes the input); the norms and the softmaxes are one
 kernel each, the class losses a few (:mod:`~kernbench.torch.nn.class_losses`:
 their targets are class indices of any integer dtype, as there is no int64).
+``dropout`` draws its mask on the host from the rank's generator and copies it
+in, as ``torch.rand`` does here.
 """
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from typing import Any
+
+import numpy as np
 
 from kernbench.errors import TensorAttributeError, TensorError
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
+from kernbench.torch.sampling import keep_mask
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
     "cross_entropy",
+    "dropout",
     "gelu",
     "l1_loss",
     "layer_norm",
@@ -224,6 +231,40 @@ def cross_entropy(
         reduction,
         label_smoothing,
     )
+
+
+def dropout(
+    input: Tensor,  # noqa: A002 - torch's name
+    p: float = 0.5,
+    training: bool = True,
+    inplace: bool = False,
+) -> Tensor:
+    """Each element zeroed with probability ``p``, the others scaled by ``1 / (1 - p)``:
+    ``input * mask * scale`` as torch's (a NaN stays NaN where dropped).  The mask is
+    drawn on the host from the rank's generator (``torch.manual_seed`` repeats it) and
+    copied in, one byte an element; torch draws it on the device.  ``input`` itself when
+    not ``training``, for ``p`` 0 or no elements, as torch."""
+    x = _input(input, "dropout")
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
+        raise TensorError(
+            f"torch.nn.functional.dropout: dropout probability has to be between 0 and 1, "
+            f"but got {p}"
+        )
+    if not training or p == 0 or x.numel() == 0:
+        return x
+    if p == 1:
+        return x.mul_(0) if inplace else x * 0  # as torch: times zero, NaN stays NaN
+    if not x.dtype.is_floating_point:
+        raise TensorError(
+            f"torch.nn.functional.dropout: input must be a floating tensor, got {x.dtype!r} "
+            "(torch cannot scale it either); call .float() first"
+        )
+    mask = keep_mask(x, 1.0 - p, "dropout")
+    # torch's scale: 1 / (1 - p) in float32
+    scale = float(np.float32(1.0) / np.float32(1.0 - p))
+    out = x.mul_(mask) if inplace else x * mask
+    mask.free()
+    return out.mul_(scale)
 
 
 def __getattr__(name: str) -> Any:
