@@ -410,3 +410,52 @@ def test_dropout_costs_time_in_timing_only_mode():
         before = context.now
         assert F.dropout(x, 0.5).shape == (1000,)
         assert context.now > before
+
+
+# ----------------------------------------------------------------------------- one_hot
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "uint8"])
+def test_one_hot_marks_each_index_in_int32(ctx, dtype):
+    a = np.array([[0, 3], [2, 1], [3, 3]]).astype(dtype)
+    got = F.one_hot(torch.from_numpy(a))
+    assert got.dtype is torch.int32 and got.shape == (3, 2, 4)
+    np.testing.assert_array_equal(got.numpy(), np.eye(4, dtype=np.int32)[a])
+    wide = F.one_hot(torch.from_numpy(a), num_classes=6)
+    np.testing.assert_array_equal(wide.numpy(), np.eye(6, dtype=np.int32)[a])
+    np.testing.assert_array_equal(F.one_hot(torch.tensor(2), 3).numpy(), [0, 0, 1])
+
+
+def test_one_hot_reads_the_largest_index_only_when_it_must(ctx):
+    t = torch.arange(5)
+    before = ctx.now
+    F.one_hot(t, 5)
+    given = ctx.now - before
+    before = ctx.now
+    F.one_hot(t)
+    assert ctx.now - before > given  # the max and its read to the host cost time
+    assert F.one_hot(torch.tensor([], dtype=torch.int32), 3).shape == (0, 3)
+
+
+def test_one_hot_refuses_what_torch_refuses(ctx):
+    with pytest.raises(TensorError, match="one_hot: Class values must be non-negative"):
+        F.one_hot(torch.tensor([0, -1]))
+    with pytest.raises(TensorError, match=r"smaller than num_classes \(got 3 for num_classes=3"):
+        F.one_hot(torch.tensor([0, 3]), 3)
+    with pytest.raises(TensorError, match="Can not infer total number of classes from empty"):
+        F.one_hot(torch.tensor([], dtype=torch.int32))
+    with pytest.raises(TensorError, match="only applicable to index tensor of an integer dtype"):
+        F.one_hot(torch.tensor([0.0, 1.0]))
+    with pytest.raises(TensorError, match="one_hot: num_classes must be an int, got 2.0"):
+        F.one_hot(torch.tensor([0, 1]), 2.0)
+
+
+def test_one_hot_in_timing_only_mode_needs_num_classes():
+    context = RuntimeContext(TINY, timing_only=True)
+    with use_context(context):
+        t = torch.zeros(100, dtype=torch.int32)
+        before = context.now
+        assert F.one_hot(t, 10).shape == (100, 10)
+        assert context.now > before
+        with pytest.raises(TensorError, match="num_classes=-1 reads the largest index"):
+            F.one_hot(t)

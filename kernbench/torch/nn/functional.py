@@ -8,7 +8,7 @@ arguments and run as :class:`kernbench.torch.Tensor`'s methods do
 kernel each, the class losses a few (:mod:`~kernbench.torch.nn.class_losses`:
 their targets are class indices of any integer dtype, as there is no int64).
 ``dropout`` draws its mask on the host from the rank's generator and copies it
-in, as ``torch.rand`` does here.
+in, as ``torch.rand`` does here; ``one_hot`` gives ``int32`` (torch: int64).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import TensorAttributeError, TensorError
+from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
+from kernbench.torch.factories import arange
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
@@ -35,6 +37,7 @@ __all__ = [
     "log_softmax",
     "mse_loss",
     "nll_loss",
+    "one_hot",
     "relu",
     "rms_norm",
     "sigmoid",
@@ -265,6 +268,56 @@ def dropout(
     out = x.mul_(mask) if inplace else x * mask
     mask.free()
     return out.mul_(scale)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """``tensor``'s class indices as rows of ``num_classes`` with a 1 at each index, in
+    ``int32`` (torch gives int64, which kernbench has not), by comparing an ``arange`` of
+    the classes with the indices on the device.  ``num_classes=-1`` is the largest index
+    plus one: its ``max()`` is read to the host, as torch reads it."""
+    t = _input(tensor, "one_hot")
+    if t.dtype.is_floating_point or t.dtype is BOOL:
+        raise TensorError(
+            f"torch.nn.functional.one_hot is only applicable to index tensor of an integer "
+            f"dtype, got {t.dtype!r} (torch takes int64 only, which kernbench has not)"
+        )
+    if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
+        raise TensorError(
+            f"torch.nn.functional.one_hot: num_classes must be an int, got {num_classes!r}"
+        )
+    if t.numel() == 0:
+        if num_classes <= 0:
+            raise TensorError(
+                "torch.nn.functional.one_hot: Can not infer total number of classes from empty "
+                "tensor (as torch); give num_classes"
+            )
+        return t.new_zeros((*t.shape, num_classes), dtype=DTYPE_OBJECTS["int32"])
+    timing_only = t.storage_device_tensor.context.timing_only
+    if num_classes == -1:
+        if timing_only:
+            raise TensorError(
+                "torch.nn.functional.one_hot: num_classes=-1 reads the largest index, and "
+                "there are no values in timing-only mode; give num_classes"
+            )
+        num_classes = int(t.max().item()) + 1
+    if not timing_only:  # torch checks on the host (its CUDA kernel asserts on the device)
+        values = t.peek()
+        if values.min() < 0:
+            raise TensorError(
+                f"torch.nn.functional.one_hot: Class values must be non-negative (got "
+                f"{int(values.min())}, as torch)"
+            )
+        if values.max() >= num_classes:
+            raise TensorError(
+                f"torch.nn.functional.one_hot: Class values must be smaller than num_classes "
+                f"(got {int(values.max())} for num_classes={num_classes}, as torch)"
+            )
+    classes = arange(num_classes, device=t.get_device())
+    hits = t.unsqueeze(-1) == classes
+    classes.free()
+    out = hits.int()
+    hits.free()
+    return out
 
 
 def __getattr__(name: str) -> Any:
