@@ -311,6 +311,12 @@ def test_class_losses_run_on_the_device(ctx):
     F.cross_entropy(x, target).item()
     ran = _kernels(ctx, kernels)
     assert ctx.now > before and ran[0] == "_softmax_kernel" and len(ran) > 3
+    # ignore_index -100 is no class: the one-hot mask leaves its targets out without a
+    # comparison of its own (smoothing, which takes every class, needs one)
+    assert "_test_scalar_kernel" not in ran
+    kernels = len(ctx.trace)
+    F.cross_entropy(x, target, label_smoothing=0.1)
+    assert "_test_scalar_kernel" in _kernels(ctx, kernels)
 
 
 def test_class_losses_cost_time_in_timing_only_mode():

@@ -89,10 +89,13 @@ def class_loss(
     labels = arange(classes, device=x.get_device())
     mask = labels.view(view_shape) == t  # one-hot over the classes: (N, C, d1, ...)
     labels.free()
+    # Targets of a class out of range match no label, so an ignore_index outside [0, C)
+    # needs a mask of its own only for the smoothing term, which takes every class.
     ignored = None
-    if _holds(target, int(ignore_index)):
+    a_class = 0 <= ignore_index < classes
+    if (a_class or label_smoothing) and _holds(target, int(ignore_index)):
         ignored = t == int(ignore_index)  # (N, 1, d1, ...)
-        if 0 <= ignore_index < classes:
+        if a_class:
             mask.masked_fill_(ignored, False)
     picked = where(mask, logp, 0.0)
     if w_view is not None:
