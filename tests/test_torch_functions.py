@@ -929,3 +929,20 @@ def test_loss_and_linear_misuse_names_the_function(ctx):
     with pytest.raises(TensorError, match="linear: bias of shape \\(3,\\) does not add"):
         F.linear(torch.ones(2, 4), torch.ones(5, 4), torch.ones(3))
     assert torch.pow(math.inf, torch.tensor([0.0, 1.0])).tolist() == [1.0, math.inf]
+
+
+def test_an_integer_sum_past_int32_raises_instead_of_wrapping(ctx):
+    # torch sums int32 into int64 (2147483648); here the sum is int32 and wrapped silently
+    big = np.array([[2**30, 2**30 - 1], [2**30, 1]], np.int32)
+    x = torch.from_numpy(big)
+    assert x.sum(1).tolist() == [2**31 - 1, 2**30 + 1]  # each row fits
+    assert torch.sum(x[:, 1]).item() == 2**30  # a view, summed whole
+    with pytest.raises(TensorError, match=r"sum\(\) of .*: the sum 2147483648 does not fit int32"):
+        x.sum(0)
+    with pytest.raises(TensorError, match=r"torch sums integers into int64\); sum in float"):
+        x.sum()
+    with pytest.raises(TensorError, match="the sum -3221225472 does not fit"):
+        torch.from_numpy(-big).sum(dim=(0, 1))
+    # asked for int32 explicitly, it wraps as torch's int32 sum does
+    assert x.sum(0, dtype=torch.int32).tolist() == [-(2**31), 2**30]
+    assert x.float().sum().item() == float(big.astype(np.int64).sum())

@@ -67,9 +67,32 @@ class TensorReductions:
     ) -> Tensor:
         """Sum on the device (float32/int32 accumulator); the result stays a device tensor."""
         rtype = as_torch_dtype(dtype) if dtype is not None else None
+        dim = _dim_or_axis(dim, axis)
         if rtype is None:
             rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int32"]
-        return self._reduce(_dim_or_axis(dim, axis), keepdim, rtype, mean=False)
+            if not rtype.is_floating_point:
+                self._check_int32_sum(dim)
+        return self._reduce(dim, keepdim, rtype, mean=False)
+
+    def _check_int32_sum(self: Tensor, dim: Any) -> None:
+        """torch sums integers into int64; here the sum is int32, so a sum that does not
+        fit raises instead of wrapping (checked on the values, when there are values)."""
+        if self.storage_device_tensor.context.timing_only or not self.numel():
+            return
+        if dim is None or (isinstance(dim, tuple | list) and not dim):
+            axes = None
+        else:
+            named = dim if isinstance(dim, tuple | list) else (dim,)
+            axes = tuple(dim_index(d, self.ndim) for d in named) if self.ndim else None
+        total = np.sum(self.peek().astype(np.int64), axis=axes)
+        info = np.iinfo(np.int32)
+        if np.any(total > info.max) or np.any(total < info.min):
+            worst = int(total.max() if np.any(total > info.max) else total.min())
+            raise TensorError(
+                f"sum() of {self.storage_device_tensor.name!r}: the sum {worst} does not fit "
+                "int32, the widest integer here (torch sums integers into int64); sum in "
+                "float with .float().sum(), or sum fewer elements at a time"
+            )
 
     def norm(
         self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
