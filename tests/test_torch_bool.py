@@ -721,3 +721,9 @@ def test_a_triton_kernel_reads_and_writes_bool_tensors(ctx):
     _keep_positive[(1,)](torch.from_numpy(a), torch.from_numpy(keep), out, positive, 5, BLOCK=8)
     np.testing.assert_array_equal(out.numpy(), np.where(keep, a, 0.0))
     np.testing.assert_array_equal(_bools(positive), a > 0)
+
+
+def test_arange_refuses_bool_as_torch_does(ctx):
+    with pytest.raises(TensorError, match="arange: not implemented for 'Bool' \\(as in torch\\)"):
+        torch.arange(4, dtype=torch.bool)
+    assert torch.arange(4).bool().tolist() == [False, True, True, True]

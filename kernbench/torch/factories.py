@@ -197,6 +197,11 @@ def arange(
         raise TensorError("arange: step must be non-zero")
     floating = any(isinstance(v, float) for v in values)
     dt = as_torch_dtype(dtype, get_default_dtype() if floating else DTYPE_OBJECTS["int32"])
+    if dt is DTYPE_OBJECTS["bool"]:
+        raise TensorError(
+            "arange: not implemented for 'Bool' (as in torch); make an integer range and "
+            "compare it (torch.arange(n) > k) or convert it (.bool())"
+        )
     n = max(0, math.ceil((end - start) / step))
     out = new_tensor((n,), dt, index=device_index(device), dp=dp)
     launch_arange(out.device_tensor, n, start, step)
