@@ -727,3 +727,35 @@ def test_arange_refuses_bool_as_torch_does(ctx):
     with pytest.raises(TensorError, match="arange: not implemented for 'Bool' \\(as in torch\\)"):
         torch.arange(4, dtype=torch.bool)
     assert torch.arange(4).bool().tolist() == [False, True, True, True]
+
+
+def test_isclose_matches_numpy_and_torch_rules(ctx):
+    a_np = np.array([1.0, 1.0 + 1e-6, 1.1, np.nan, np.inf, -np.inf, 0.0, np.inf], np.float32)
+    b_np = np.array([1.0, 1.0, 1.0, np.nan, np.inf, np.inf, 1e-9, 1.0], np.float32)
+    a, b = torch.from_numpy(a_np), torch.from_numpy(b_np)
+    got = torch.isclose(a, b)
+    assert got.dtype is torch.bool
+    assert got.tolist() == np.isclose(a_np, b_np).tolist()
+    assert a.isclose(b, equal_nan=True).tolist() == np.isclose(a_np, b_np, equal_nan=True).tolist()
+    loose = torch.isclose(a, b, rtol=0.2, atol=0.0)
+    assert loose.tolist() == np.isclose(a_np, b_np, rtol=0.2, atol=0.0).tolist()
+    # broadcast, integers (compared in float), exact when both tolerances are 0
+    grid = torch.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    row = torch.from_numpy(np.array([0.0, 1.5, 5.0], np.float32))
+    assert torch.isclose(grid, row, atol=0.5).tolist() == [
+        [True, True, False],
+        [False, False, True],
+    ]
+    ints = torch.tensor([100, 101, 200])
+    assert torch.isclose(ints, torch.tensor([100, 100, 100]), rtol=0.01).tolist() == [
+        True,
+        True,
+        False,
+    ]
+    assert torch.isclose(a, b, rtol=0, atol=0).tolist() == (a_np == b_np).tolist()
+    with pytest.raises(TensorError, match="expected both inputs to be of the same dtype"):
+        torch.isclose(ints, b[:3])
+    with pytest.raises(TensorError, match="rtol must be greater than or equal to zero, but got -1"):
+        torch.isclose(a, b, rtol=-1)
+    with pytest.raises(TensorTypeError, match="argument 'other' must be Tensor, not float"):
+        a.isclose(1.0)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.logic import isclose
 from kernbench.torch.logic import where as _where
 from kernbench.torch.tensor import Tensor
 
@@ -91,6 +92,7 @@ __all__ = [
     "unsqueeze",
     "var",
     "where",
+    "isclose",
 ]
 
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorLogic", "where"]
+__all__ = ["TensorLogic", "isclose", "where"]
 
 _BITWISE = {"band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
 
@@ -284,6 +284,52 @@ class TensorLogic:
             x.free()
         return out
 
+    def isclose(
+        self: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+    ) -> Tensor:
+        """Elementwise ``|self - other| <= atol + rtol * |other|`` (or equal), as a bool tensor,
+        as ``torch.isclose``: both tensors of one dtype, broadcast; integers compared in
+        float32; NaN close to NaN only with ``equal_nan``; infinities close only to
+        themselves."""
+        what = "isclose()"
+        if not _is_tensor(other):
+            raise TensorTypeError(
+                f"{what}: argument 'other' must be Tensor, not {type(other).__name__} (as in "
+                "torch); torch.tensor(value) makes one"
+            )
+        if self.dtype is not other.dtype:
+            raise TensorError(
+                f"{what}: expected both inputs to be of the same dtype, got {self.dtype!r} and "
+                f"{other.dtype!r} (as in torch); convert one with .to(other.dtype)"
+            )
+        for name, value in (("rtol", rtol), ("atol", atol)):
+            number = python_scalar(value)
+            if number is None or number < 0:
+                raise TensorError(
+                    f"{what}: {name} must be greater than or equal to zero, but got {value!r}"
+                )
+        close = self.eq(other)
+        if self.dtype is BOOL or (rtol == 0 and atol == 0):
+            return close
+        a, b = (self, other) if self.dtype.is_floating_point else (self.float(), other.float())
+        temps = [a, b] if a is not self else []
+        difference = a - b
+        error = difference.abs()
+        magnitude = b.abs()
+        scaled = magnitude * rtol
+        allowed = scaled + atol
+        below, finite = error.le(allowed), error.isfinite()
+        within = below & finite
+        temps += [difference, error, magnitude, scaled, allowed, below, finite, within]
+        close |= within
+        if equal_nan and self.dtype.is_floating_point:
+            mine, theirs = self.isnan(), other.isnan()
+            nans = mine & theirs
+            close |= nans
+            temps += [mine, theirs, nans]
+        _free(*temps)
+        return close
+
     # -- where and masked_fill -------------------------------------------------------------
     def where(self: Tensor, condition: Tensor, other: Any) -> Tensor:
         """``torch.where(condition, self, other)``."""
@@ -450,3 +496,18 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     launch_where(cond.device_tensor, operands[0], operands[1], out.device_tensor)
     _free(*temps)
     return out
+
+
+def isclose(
+    input: Any,  # noqa: A002 - torch's name
+    other: Any,
+    rtol: float = 1e-05,
+    atol: float = 1e-08,
+    equal_nan: bool = False,
+) -> Tensor:
+    """``torch.isclose``: :meth:`TensorLogic.isclose` of ``input``."""
+    if not _is_tensor(input):
+        raise TensorTypeError(
+            f"isclose(): argument 'input' must be Tensor, not {type(input).__name__}"
+        )
+    return input.isclose(other, rtol, atol, equal_nan)

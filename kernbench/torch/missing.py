@@ -21,7 +21,6 @@ _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, 
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_64_BIT = "tensors hold at most 32-bit values; use .int() or .float()"
 
-_ISCLOSE = "(a - b).abs() <= atol + rtol * b.abs() (a bool tensor), or torch.allclose(a, b)"
 _OUT_OF_PLACE = "the out-of-place form into the tensor: t.copy_(t.eq(other))"
 _ON_HOST = (
     "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
@@ -58,7 +57,6 @@ KERNEL_NAMES = (
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys(IN_PLACE_TESTS, _OUT_OF_PLACE),
-    "isclose": _ISCLOSE,
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
     "backward": _NO_AUTOGRAD,
     "retain_grad": _NO_AUTOGRAD,
@@ -107,7 +105,6 @@ HINTS = {  # (the named entries after the groups win)
 
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
-    "isclose": _ISCLOSE,
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
     **{name: HINTS[name] for name in ("prod", "flip", "roll", "tile")},
