@@ -23,7 +23,7 @@ import yaml
 
 from kernbench.bench.simulate import simulate
 from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
-from kernbench.ccl.tune_table import TuneTable
+from kernbench.ccl.tune_table import TuneTable, config_settings
 from kernbench.ccl.tuner import candidates, predict
 from kernbench.distributed.world import check_world_size
 from kernbench.errors import DistributedError
@@ -88,7 +88,7 @@ def tune(
                 f"tune: no configuration in the catalogue can run {op} on {size} ranks"
             )
         for name, config in fitting:
-            measured[name] = config.model_dump(mode="json", exclude={"description"})
+            measured[name] = config_settings(config)
             if progress:
                 progress(f"{op}: {name}")
             run = simulate(

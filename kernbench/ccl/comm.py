@@ -312,10 +312,12 @@ class Comm:
         if values is not None:
             region.write(finish_average(values, count))
 
-    def scratch(self, like: Region, count: int | None = None) -> Region:
-        """A working region beside ``like`` (same memory and dtype), zero-filled."""
+    def scratch(self, like: Region, count: int | None = None, node: str | None = None) -> Region:
+        """A working region of ``like``'s dtype, zero-filled, in ``node`` (by default
+        ``like``'s memory; this rank's buffer memory is ``self.nodes[self.rank]``)."""
         buf = like.buffer
         count = like.count if count is None else count
         values = buf.storage is not None and self.values
         storage = np.zeros(count, dtype=buf.dtype.storage) if values else None
-        return LaneBuffer(buf.pe, buf.memory_node, buf.dtype, count, storage, buf.name).region()
+        where = buf.memory_node if node is None else node
+        return LaneBuffer(buf.pe, where, buf.dtype, count, storage, buf.name).region()

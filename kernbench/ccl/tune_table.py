@@ -38,7 +38,7 @@ from kernbench.units import MAX_QUANTITY
 from kernbench.validation import KeyedValueError, StrictModel, format_validation_error, shown_value
 from kernbench.yamlfile import load_yaml
 
-__all__ = ["TuneRow", "TuneTable", "load_tune_table", "check_tune_table"]
+__all__ = ["TuneRow", "TuneTable", "config_settings", "load_tune_table", "check_tune_table"]
 
 _DIGEST = re.compile(r"[0-9a-f]{16}")
 _RERUN = "run `kernbench tune` for this machine and world size"
@@ -182,7 +182,7 @@ def check_tune_table(
         measured, current = table.configs.get(name), choices.get(name)
         if measured is None or current is None:
             continue
-        before, now = _settings(measured), _settings(current)
+        before, now = config_settings(measured), config_settings(current)
         changed = [key for key in before if before[key] != now[key]]
         if changed:
             differences = "; ".join(
@@ -198,6 +198,7 @@ def check_tune_table(
             )
 
 
-def _settings(config: AlgorithmConfig) -> dict[str, Any]:
-    """What decides a configuration's time (its description does not)."""
+def config_settings(config: AlgorithmConfig) -> dict[str, Any]:
+    """What decides a configuration's time (its description does not): what a table
+    records under ``configs`` and compares with the run's catalogue."""
     return config.model_dump(mode="json", exclude={"description"})

@@ -176,11 +176,11 @@ class TensorArithmetic:
         gap = end - self
         scaled = gap * rest
         result = end - scaled
-        _free_temporaries(gap, scaled)
+        free_temporaries(gap, scaled)
         if out is None:
             return result
         out.copy_(result)
-        _free_temporaries(result)
+        free_temporaries(result)
         return out
 
     def _with_temporary(self: Tensor, op: str, temporary: Tensor, out: Tensor | None = None):
@@ -188,7 +188,7 @@ class TensorArithmetic:
         try:
             return self._binary(op, temporary, out=out)
         finally:
-            _free_temporaries(temporary)
+            free_temporaries(temporary)
 
     # -- the two forms every operator reduces to ---------------------------------------
     def _binary(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
@@ -233,7 +233,7 @@ class TensorArithmetic:
             out.copy_(target)
             temps.append(target)
             target = out
-        _free_temporaries(*temps)
+        free_temporaries(*temps)
         return target
 
     def _reversed(self: Tensor, op: str, other: Any) -> Tensor:
@@ -254,7 +254,7 @@ class TensorArithmetic:
         x = self.dense(rtype)
         launch_elementwise(op, result.device_tensor, x.device_tensor, result.device_tensor)
         if x is not self:
-            _free_temporaries(x)
+            free_temporaries(x)
         return result
 
 
@@ -266,7 +266,7 @@ def _scaled_product(tensor1: Any, tensor2: Any, value: Any) -> Tensor:
     try:
         return scaled * tensor2
     finally:
-        _free_temporaries(scaled)
+        free_temporaries(scaled)
 
 
 def _true_division(rounding_mode: Any) -> None:
@@ -364,7 +364,8 @@ def dense_as(t: Tensor, shape: tuple[int, ...], dtype: Any = None) -> tuple[Tens
     return out, [] if out is view else [out]
 
 
-def _free_temporaries(*temps: Tensor) -> None:
+def free_temporaries(*temps: Tensor) -> None:
+    """Free the temporaries an operation made (each once)."""
     for t in temps:
-        if not t.device_tensor.is_freed:
+        if not t.storage_device_tensor.is_freed:
             t.free()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError, TensorTypeError
-from kernbench.torch.arithmetic import check_pair, dense_as, pair_dtype
+from kernbench.torch.arithmetic import check_pair, dense_as, free_temporaries, pair_dtype
 from kernbench.torch.dtypes import (
     BOOL,
     DTYPE_OBJECTS,
@@ -58,12 +58,6 @@ def _is_tensor(value: Any) -> bool:
 
 def _comparable(value: Any) -> bool:
     return _is_tensor(value) or python_scalar(value) is not None
-
-
-def _free(*temps: Tensor) -> None:
-    for t in temps:
-        if not t.storage_device_tensor.is_freed:
-            t.free()
 
 
 def _scalar_operand(what: str, other: Any) -> int | float:
@@ -163,7 +157,7 @@ class TensorLogic:
             launch_test(op, x.device_tensor, y.device_tensor, out.device_tensor)
         else:
             launch_test_scalar(op, x.device_tensor, value, out.device_tensor)
-        _free(*temps)
+        free_temporaries(*temps)
         return out
 
     # -- logical and bitwise ---------------------------------------------------------------
@@ -190,7 +184,7 @@ class TensorLogic:
         y, more = dense_as(other, shape)
         out = self.new_empty(shape, dtype=BOOL)
         launch_test(op, x.device_tensor, y.device_tensor, out.device_tensor)
-        _free(*temps, *more)
+        free_temporaries(*temps, *more)
         return out
 
     def bitwise_and(self: Tensor, other: Any) -> Tensor:
@@ -262,7 +256,7 @@ class TensorLogic:
             out.copy_(target)
             temps.append(target)
             target = out
-        _free(*temps)
+        free_temporaries(*temps)
         return target
 
     # -- tests of each element -------------------------------------------------------------
@@ -327,7 +321,7 @@ class TensorLogic:
             nans = mine & theirs
             close |= nans
             temps += [mine, theirs, nans]
-        _free(*temps)
+        free_temporaries(*temps)
         return close
 
     # -- where and masked_fill -------------------------------------------------------------
@@ -370,7 +364,7 @@ class TensorLogic:
             out.copy_(target)
             temps.append(target)
             target = out
-        _free(*temps, *more)
+        free_temporaries(*temps, *more)
         return target
 
     def masked_select(self: Tensor, mask: Tensor) -> Tensor:
@@ -494,7 +488,7 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
             operands.append(_in_dtype(python_scalar(value), rtype, what))
     out = condition.new_empty(shape, dtype=rtype)
     launch_where(cond.device_tensor, operands[0], operands[1], out.device_tensor)
-    _free(*temps)
+    free_temporaries(*temps)
     return out
 
 

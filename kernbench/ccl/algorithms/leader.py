@@ -37,7 +37,6 @@ import math
 from collections.abc import Generator, Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from pydantic import Field
 
 from kernbench.ccl.algorithms import Algorithm, OpArgs, Params, register, ring
@@ -52,7 +51,7 @@ from kernbench.ccl.algorithms.schedule import (
     relabel,
     together,
 )
-from kernbench.ccl.comm import Comm, LaneBuffer, Region, chunk_bounds
+from kernbench.ccl.comm import Comm, Region, chunk_bounds
 
 __all__ = ["ACCUMULATORS", "LeaderParams", "scratch_bytes"]
 
@@ -100,15 +99,6 @@ def _settings(params: Mapping[str, Any]) -> LeaderParams:
 _SIP = placement_key("sip")
 
 
-def _in_buffer(c: Comm, like: Region, count: int) -> Region:
-    """``count`` elements of ``like``'s dtype in the memory this rank's messages land in."""
-    buf = like.buffer
-    storage = None
-    if buf.storage is not None and c.values:
-        storage = np.zeros(count, dtype=buf.dtype.storage)
-    return LaneBuffer(buf.pe, c.nodes[c.rank], buf.dtype, count, storage, buf.name).region()
-
-
 def _segments(buf: Region, s: LeaderParams) -> list[list[Region]]:
     """The buffer cut into pieces of at most ``piece_bytes``, grouped into segments."""
     per_piece = max(1, s.piece_bytes // buf.buffer.dtype.itemsize)
@@ -150,7 +140,7 @@ def _chain_reduce(g: Comm, segments: Sequence[Sequence[Region]], s: LeaderParams
             comms[j % s.slots].post_send(v - 1, piece)
     else:
         largest = max(piece.count for piece in pieces)
-        slots = [_in_buffer(g, pieces[0], largest) for _ in range(s.slots)]
+        slots = [g.scratch(pieces[0], largest, g.nodes[g.rank]) for _ in range(s.slots)]
         for j, piece in enumerate(pieces):
             comm = comms[j % s.slots]
             yield from comm.drain()  # the slot's last sum has been taken
@@ -168,7 +158,11 @@ def _chain_broadcast(g: Comm, segments: Sequence[Sequence[Region]], s: LeaderPar
     comms = _slot_comms(g, "down", s.slots)
     pieces = [piece for segment in segments for piece in segment]
     largest = max(piece.count for piece in pieces)
-    slots = [_in_buffer(g, pieces[0], largest) for _ in range(s.slots)] if v < k - 1 else []
+    slots = (
+        [g.scratch(pieces[0], largest, g.nodes[g.rank]) for _ in range(s.slots)]
+        if v < k - 1
+        else []
+    )
     for j, piece in enumerate(pieces):
         comm = comms[j % s.slots]
         if v == k - 1:  # the chain's end: straight to the output
@@ -195,7 +189,9 @@ def _first_member(
     segments at a time, one in each stage."""
     up, down = _slot_comms(g, "up", s.slots), _slot_comms(g, "down", s.slots)
     longest = max(sum(piece.count for piece in segment) for segment in segments)
-    accumulators = [_in_buffer(g, segments[0][0], longest) for _ in range(ACCUMULATORS)]
+    accumulators = [
+        g.scratch(segments[0][0], longest, g.nodes[g.rank]) for _ in range(ACCUMULATORS)
+    ]
     first_piece = [0]
     for segment in segments:
         first_piece.append(first_piece[-1] + len(segment))
