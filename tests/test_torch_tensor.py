@@ -717,7 +717,7 @@ def test_new_zeros_ones_full_take_the_tensors_dtype(ctx):
         ("floor", "no device kernel"),
         ("topk", "no device kernel"),
         ("repeat", "expand"),
-        ("eq_", "out-of-place form"),
+        ("scatter_", "write through indexing"),
     ],
 )
 def test_missing_methods_people_reach_for_say_what_to_use(ctx, name, says):

@@ -338,8 +338,9 @@ def check_pair(a: Tensor, b: Tensor, what: str, *, in_place: bool) -> tuple[int,
     shape = broadcast_shapes(a.shape, b.shape, what)
     if in_place and shape != tuple(a.shape):
         raise TensorError(
-            f"{what}: output with shape {tuple(a.shape)} doesn't match the broadcast shape "
-            f"{shape} of an in-place op"
+            f"{what}: output with shape {list(a.shape)} doesn't match the broadcast shape "
+            f"{list(shape)} (as in torch: an in-place op keeps its tensor's shape; use the "
+            "out-of-place form)"
         )
     return shape
 

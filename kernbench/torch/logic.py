@@ -41,7 +41,7 @@ from kernbench.torch.logic_kernels import (
     launch_where,
 )
 from kernbench.torch.shapes import dim_index
-from kernbench.torch.views import broadcast_shapes, same_device
+from kernbench.torch.views import broadcast_shapes, check_no_partial_overlap, same_device
 
 if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["TensorLogic", "isclose", "where"]
 
 _BITWISE = {"band": "bitwise_and", "bor": "bitwise_or", "bxor": "bitwise_xor"}
+_SYMBOL = {"band": "&", "bor": "|", "bxor": "^"}
 
 
 def _is_tensor(value: Any) -> bool:
@@ -139,26 +140,51 @@ class TensorLogic:
 
     not_equal, less, less_equal, greater, greater_equal = ne, lt, le, gt, ge
 
-    def _compare(self: Tensor, op: str, other: Any) -> Tensor:
-        """``self op other`` in the operands' common dtype, as a bool tensor."""
-        what = f"{op} of {self.storage_device_tensor.name!r}"
+    # In place, as torch: the comparison in the operands' common dtype, its 1 or 0 written
+    # into this tensor in its own dtype; ``other`` broadcasts to this shape, not beyond.
+    def eq_(self: Tensor, other: Any) -> Tensor:
+        """``self == other`` written into this tensor (1 or 0 in its dtype); returns it."""
+        return self._compare("eq", other, out=self)
+
+    def ne_(self: Tensor, other: Any) -> Tensor:
+        return self._compare("ne", other, out=self)
+
+    def lt_(self: Tensor, other: Any) -> Tensor:
+        return self._compare("lt", other, out=self)
+
+    def le_(self: Tensor, other: Any) -> Tensor:
+        return self._compare("le", other, out=self)
+
+    def gt_(self: Tensor, other: Any) -> Tensor:
+        return self._compare("gt", other, out=self)
+
+    def ge_(self: Tensor, other: Any) -> Tensor:
+        return self._compare("ge", other, out=self)
+
+    not_equal_, less_, less_equal_, greater_, greater_equal_ = ne_, lt_, le_, gt_, ge_
+
+    def _compare(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
+        """``self op other`` in the operands' common dtype, as a bool tensor (or written
+        into ``out``, this tensor, in its dtype: the kernel's store converts)."""
+        what = f"{op}{'_' if out is not None else ''} of {self.storage_device_tensor.name!r}"
         if _is_tensor(other):
-            shape = check_pair(self, other, what, in_place=False)
+            shape = check_pair(self, other, what, in_place=out is not None)
             common = pair_dtype(self, other)
+            if out is not None:
+                check_no_partial_overlap(out, other, what)
         else:
             value = _scalar_operand(what, other)
             shape, common = tuple(self.shape), scalar_result_dtype(self.dtype, other)
             check_scalar_fits(value, common, what)
         x, temps = dense_as(self, shape, common)
-        out = self.new_empty(shape, dtype=BOOL)
+        target = _target(self, out, shape, BOOL)
         if _is_tensor(other):
             y, more = dense_as(other, shape, common)
             temps += more
-            launch_test(op, x.device_tensor, y.device_tensor, out.device_tensor)
+            launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
         else:
-            launch_test_scalar(op, x.device_tensor, value, out.device_tensor)
-        free_temporaries(*temps)
-        return out
+            launch_test_scalar(op, x.device_tensor, value, target.device_tensor)
+        return _written(out, target, temps)
 
     # -- logical and bitwise ---------------------------------------------------------------
     def logical_and(self: Tensor, other: Tensor) -> Tensor:
@@ -175,17 +201,34 @@ class TensorLogic:
         """Elementwise: zero, as a bool tensor."""
         return self._unary_test("not")
 
-    def _logical(self: Tensor, op: str, other: Any) -> Tensor:
-        what = f"logical_{op} of {self.storage_device_tensor.name!r}"
+    def logical_and_(self: Tensor, other: Tensor) -> Tensor:
+        """Both nonzero, written into this tensor (1 or 0 in its dtype); returns it."""
+        return self._logical("and", other, out=self)
+
+    def logical_or_(self: Tensor, other: Tensor) -> Tensor:
+        return self._logical("or", other, out=self)
+
+    def logical_xor_(self: Tensor, other: Tensor) -> Tensor:
+        return self._logical("xor", other, out=self)
+
+    def logical_not_(self: Tensor) -> Tensor:
+        """Zero, written into this tensor (1 or 0 in its dtype); returns it."""
+        return self._unary_test("not", out=self)
+
+    def _logical(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
+        what = (
+            f"logical_{op}{'_' if out is not None else ''} of {self.storage_device_tensor.name!r}"
+        )
         if not _is_tensor(other):
             raise TensorError(f"{what}: other must be a Tensor, got {type(other).__name__}")
-        shape = check_pair(self, other, what, in_place=False)
+        shape = check_pair(self, other, what, in_place=out is not None)
+        if out is not None:
+            check_no_partial_overlap(out, other, what)
         x, temps = dense_as(self, shape)
         y, more = dense_as(other, shape)
-        out = self.new_empty(shape, dtype=BOOL)
-        launch_test(op, x.device_tensor, y.device_tensor, out.device_tensor)
-        free_temporaries(*temps, *more)
-        return out
+        target = _target(self, out, shape, BOOL)
+        launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
+        return _written(out, target, [*temps, *more])
 
     def bitwise_and(self: Tensor, other: Any) -> Tensor:
         """``self & other``: logical on bool tensors, bitwise on integer ones."""
@@ -202,6 +245,21 @@ class TensorLogic:
         _check_bitwise("bitwise_not", self.dtype)
         return self._unary_test("not" if self.dtype is BOOL else "invert", self.dtype)
 
+    def bitwise_and_(self: Tensor, other: Any) -> Tensor:
+        """``self &= other``: the result written into this tensor; returns it."""
+        return self._bitwise("band", other, out=self)
+
+    def bitwise_or_(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bor", other, out=self)
+
+    def bitwise_xor_(self: Tensor, other: Any) -> Tensor:
+        return self._bitwise("bxor", other, out=self)
+
+    def bitwise_not_(self: Tensor) -> Tensor:
+        """``~self`` written into this tensor; returns it."""
+        _check_bitwise("bitwise_not_", self.dtype)
+        return self._unary_test("not" if self.dtype is BOOL else "invert", self.dtype, self)
+
     def __and__(self: Tensor, other: Any) -> Tensor:
         return self._bitwise("band", other)
 
@@ -213,25 +271,20 @@ class TensorLogic:
 
     __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
 
-    def __iand__(self: Tensor, other: Any) -> Tensor:
-        return self._bitwise("band", other, out=self)
-
-    def __ior__(self: Tensor, other: Any) -> Tensor:
-        return self._bitwise("bor", other, out=self)
-
-    def __ixor__(self: Tensor, other: Any) -> Tensor:
-        return self._bitwise("bxor", other, out=self)
+    __iand__, __ior__, __ixor__ = bitwise_and_, bitwise_or_, bitwise_xor_
 
     def __invert__(self: Tensor) -> Tensor:
         return self.bitwise_not()
 
     def _bitwise(self: Tensor, op: str, other: Any, out: Tensor | None = None) -> Tensor:
-        name = _BITWISE[op]
+        name = _BITWISE[op] + ("_" if out is not None else "")
         what = f"{name} of {self.storage_device_tensor.name!r}"
         if _is_tensor(other):
             shape = check_pair(self, other, what, in_place=out is not None)
             rtype = pair_dtype(self, other)
             _check_bitwise(name, other.dtype)
+            if out is not None:
+                check_no_partial_overlap(out, other, what)
         else:
             value = _scalar_operand(what, other)
             shape, rtype = tuple(self.shape), scalar_result_dtype(self.dtype, other)
@@ -241,23 +294,19 @@ class TensorLogic:
         if out is not None and category(rtype) > category(out.dtype):
             raise TensorError(
                 f"{what}: result type {rtype!r} can't be cast to the desired output type "
-                f"{out.dtype!r} (as in torch); use an out-of-place op (a = a {op} b)"
+                f"{out.dtype!r} (as in torch); use an out-of-place op "
+                f"(a = a {_SYMBOL[op]} b)"
             )
         x, temps = dense_as(self, shape, rtype)
-        direct = out is not None and out.dtype is rtype and out.contiguous_device_tensor()
-        target = out if direct else self.new_empty(shape, dtype=rtype)
+        # In place into another dtype the result goes through one of its own (a copy after).
+        target = _target(self, None if out is None or out.dtype is not rtype else out, shape, rtype)
         if _is_tensor(other):
             y, more = dense_as(other, shape, rtype)
             temps += more
             launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
         else:
             launch_test_scalar(op, x.device_tensor, value, target.device_tensor)
-        if out is not None and target is not out:
-            out.copy_(target)
-            temps.append(target)
-            target = out
-        free_temporaries(*temps)
-        return target
+        return _written(out, target, temps)
 
     # -- tests of each element -------------------------------------------------------------
     def isnan(self: Tensor) -> Tensor:
@@ -270,13 +319,13 @@ class TensorLogic:
     def isfinite(self: Tensor) -> Tensor:
         return self._unary_test("isfinite")
 
-    def _unary_test(self: Tensor, op: str, rtype: TorchDType = BOOL) -> Tensor:
+    def _unary_test(
+        self: Tensor, op: str, rtype: TorchDType = BOOL, out: Tensor | None = None
+    ) -> Tensor:
         x = self.dense()
-        out = self.new_empty(self.shape, dtype=rtype)
-        launch_unary_test(op, x.device_tensor, out.device_tensor)
-        if x is not self:
-            x.free()
-        return out
+        target = _target(self, out, tuple(self.shape), rtype)
+        launch_unary_test(op, x.device_tensor, target.device_tensor)
+        return _written(out, target, [] if x is self else [x])
 
     def isclose(
         self: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
@@ -357,15 +406,9 @@ class TensorLogic:
         shape = check_pair(self, mask, what, in_place=out is not None)
         x, temps = dense_as(self, shape)
         m, more = dense_as(mask, shape)
-        direct = out is not None and out.contiguous_device_tensor()
-        target = out if direct else self.new_empty(shape)
+        target = _target(self, out, shape, self.dtype)
         launch_where(m.device_tensor, fill, x.device_tensor, target.device_tensor)
-        if out is not None and target is not out:
-            out.copy_(target)
-            temps.append(target)
-            target = out
-        free_temporaries(*temps, *more)
-        return target
+        return _written(out, target, [*temps, *more])
 
     def masked_select(self: Tensor, mask: Tensor) -> Tensor:
         """The elements where the bool ``mask`` is True (both broadcast), as a 1-D copy:
@@ -435,6 +478,25 @@ class TensorLogic:
             self.new_empty((len(found),), dtype=DTYPE_OBJECTS["int32"]).copy_(column)
             for column in found.T
         )
+
+
+def _target(like: Tensor, out: Tensor | None, shape: tuple[int, ...], dtype: TorchDType) -> Tensor:
+    """Where a kernel writes: ``out`` itself when it is one run of memory, else a new
+    tensor (of ``dtype``, or of ``out``'s) that :func:`_written` copies into ``out``."""
+    if out is not None and out.contiguous_device_tensor():
+        return out
+    return like.new_empty(shape, dtype=dtype if out is None else out.dtype)
+
+
+def _written(out: Tensor | None, target: Tensor, temps: list[Tensor]) -> Tensor:
+    """The result: ``target``, or ``out`` with ``target`` copied in (by the strided copy
+    kernel, a view's way back); the temporaries freed."""
+    if out is not None and target is not out:
+        out.copy_(target)
+        temps.append(target)
+        target = out
+    free_temporaries(*temps)
+    return target
 
 
 def _check_bitwise(name: str, dt: TorchDType) -> None:

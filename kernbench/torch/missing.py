@@ -21,7 +21,6 @@ _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, 
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_64_BIT = "tensors hold at most 32-bit values; use .int() or .float()"
 
-_OUT_OF_PLACE = "the out-of-place form into the tensor: t.copy_(t.eq(other))"
 _ON_HOST = (
     "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
 )
@@ -39,15 +38,6 @@ _NOT_MODELLED = (
     "compiler): drop the line"
 )
 
-# The in-place forms of the comparisons and logical operations (the result keeps the
-# tensor's dtype in torch).
-IN_PLACE_TESTS = tuple(
-    f"{name}_"
-    for name in (
-        "eq", "ne", "lt", "le", "gt", "ge", "not_equal", "less", "less_equal", "greater",
-        "greater_equal", "logical_and", "logical_or", "logical_xor", "logical_not",
-    )
-)  # fmt: skip
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
@@ -56,7 +46,6 @@ KERNEL_NAMES = (
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)
-    **dict.fromkeys(IN_PLACE_TESTS, _OUT_OF_PLACE),
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
     "backward": _NO_AUTOGRAD,
     "retain_grad": _NO_AUTOGRAD,
