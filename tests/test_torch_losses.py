@@ -304,19 +304,91 @@ def test_class_losses_refuse_what_torch_refuses(ctx):
         F.nll_loss(x, [0, 1, 2])
 
 
-def test_class_losses_run_on_the_device(ctx):
+def test_class_losses_are_a_gather_kernel_and_a_reduction(ctx):
     x = torch.from_numpy(_normal((16, 10)))
     target = torch.from_numpy(_targets((16,), 10))
-    before, kernels = ctx.now, len(ctx.trace)
-    F.cross_entropy(x, target).item()
-    ran = _kernels(ctx, kernels)
-    assert ctx.now > before and ran[0] == "_softmax_kernel" and len(ran) > 3
-    # ignore_index -100 is no class: the one-hot mask leaves its targets out without a
-    # comparison of its own (smoothing, which takes every class, needs one)
-    assert "_test_scalar_kernel" not in ran
-    kernels = len(ctx.trace)
-    F.cross_entropy(x, target, label_smoothing=0.1)
-    assert "_test_scalar_kernel" in _kernels(ctx, kernels)
+    logp = x.log_softmax(1)
+    gather = ["_class_loss_kernel"]
+    for call, kernels in (
+        (lambda: F.cross_entropy(x, target), ["_softmax_kernel", *gather, *MEAN]),
+        (lambda: F.cross_entropy(x, target, reduction="sum"), ["_softmax_kernel", *gather, SUM]),
+        (lambda: F.cross_entropy(x, target, reduction="none"), ["_softmax_kernel", *gather]),
+        (lambda: F.nll_loss(logp, target, torch.ones(10)), [*gather, *MEAN]),
+        (
+            lambda: F.cross_entropy(x, target, label_smoothing=0.1),
+            ["_softmax_kernel", *gather, *MEAN],
+        ),
+        (lambda: F.cross_entropy(x, x.softmax(1), reduction="none"), ["_softmax_kernel", *gather]),
+    ):
+        before = len(ctx.trace)
+        call()
+        ran = _kernels(ctx, before)
+        assert ran[-len(kernels) :] == kernels  # (after any kernels making the arguments)
+
+
+SUM = "_sum_kernel"
+MEAN = [SUM, "elementwise_kernel"]  # the losses and weights summed in one launch, divided
+
+
+def test_cross_entropy_costs_a_log_softmax_and_a_gather():
+    # torch's structure: log_softmax reads and writes the logits once, nll_loss gathers one
+    # log-probability a sample and reduces; nothing of (N, C) is made for the mask or the
+    # weights.  Smoothing and probability targets add one read of the log-probabilities.
+    context = RuntimeContext("ring8", timing_only=True)
+    with use_context(context):
+        x = torch.ones(2048, 1000)
+        target = torch.zeros(2048, dtype=torch.int32)
+        weight, probabilities = torch.ones(1000), torch.ones(2048, 1000)
+
+        def cost(call) -> int:
+            before = context.now
+            call()
+            return context.now - before
+
+        before = context.now
+        logp = x.log_softmax(1)
+        log_softmax = context.now - before
+        assert cost(lambda: F.cross_entropy(x, target)) <= 1.15 * log_softmax
+        assert cost(lambda: F.cross_entropy(x, target, weight, reduction="none")) <= (
+            1.15 * log_softmax
+        )
+        assert cost(lambda: F.nll_loss(logp, target, reduction="sum")) <= 0.1 * log_softmax
+        assert cost(lambda: F.cross_entropy(x, target, label_smoothing=0.1)) <= 1.5 * log_softmax
+        assert cost(lambda: F.cross_entropy(x, probabilities, weight)) <= 1.5 * log_softmax
+
+
+def test_class_losses_of_spatial_inputs_views_and_narrow_targets(ctx):
+    a = _normal((3, 4, 5), seed=11)
+    logp = _log_softmax(a, 1)
+    t = _targets((3, 5), 4, seed=12, ignored=2)
+    w = np.array([0.5, 2.0, 1.0, 3.0], np.float32)
+    x, target, weight = torch.from_numpy(a), torch.from_numpy(t), torch.from_numpy(w)
+    for reduction in ("mean", "sum", "none"):
+        for smooth in (0.0, 0.25):
+            got = F.cross_entropy(x, target, weight, reduction=reduction, label_smoothing=smooth)
+            _close(got, _class_reference(logp, t, w, reduction=reduction, smooth=smooth))
+    # views: a transposed input and a strided target are read through copies
+    lp = np.ascontiguousarray(_log_softmax(a[:, :, 0], 1).astype(np.float32).T)
+    wide = np.array([2, 9, 0, 9, 3, 9], np.int32)
+    got = F.nll_loss(torch.from_numpy(lp).T, torch.from_numpy(wide)[::2], reduction="none")
+    _close(got, _class_reference(lp.T, wide[::2], reduction="none"))
+    # narrow targets: an ignore_index each dtype holds
+    for dtype, ignore in (("int8", -100), ("uint8", 255), ("int16", 3)):
+        narrow = np.array([1, ignore, 0], dtype)
+        got = F.cross_entropy(x[:, :, 0], torch.from_numpy(narrow), ignore_index=ignore)
+        want = _class_reference(logp[:, :, 0], narrow.astype(np.int64), ignore_index=ignore)
+        _close(got, want)
+
+
+def test_class_losses_of_half_inputs_round_once(ctx):
+    a = _normal((6, 5), seed=13).astype(np.float16)
+    t = _targets((6,), 5, seed=14, ignored=1)
+    got = F.cross_entropy(torch.from_numpy(a), torch.from_numpy(t), reduction="none")
+    assert got.dtype is torch.float16
+    logp = _log_softmax(a, 1).astype(np.float16)  # log_softmax rounds to float16
+    np.testing.assert_allclose(
+        got.float().numpy(), _class_reference(logp, t, reduction="none"), rtol=1e-3
+    )
 
 
 def test_class_losses_cost_time_in_timing_only_mode():

@@ -1,13 +1,16 @@
-"""``nll_loss`` and ``cross_entropy`` on the device, from the tensor operations.
+"""``nll_loss`` and ``cross_entropy`` on the device, structured as torch's.
 
 Both take PyTorch's shapes: ``input`` (C,), (N, C) or (N, C, d1, ...) with the
 classes along dim 1 (dim 0 for one sample), ``target`` the class of each sample
 ((), (N,) or (N, d1, ...)) or, for ``cross_entropy``, probabilities of
-``input``'s shape.  The picked log-probabilities come from a one-hot mask (an
-``arange`` of the classes compared with the target), ``where`` and a sum over
-the classes, so each step is a device kernel and costs simulated time; torch
-gathers by index in one kernel.  ``cross_entropy`` is ``log_softmax`` (one
-kernel) then the same steps.
+``input``'s shape.  ``cross_entropy`` is ``log_softmax`` (one kernel, a read and
+a write of the logits) then ``nll_loss``: one kernel that gathers each sample's
+target log-probability and weight
+(:mod:`~kernbench.torch.nn.loss_kernels`), then a sum for ``'sum'`` and
+``'mean'`` (the losses and the weights side by side, one launch) and a
+division for ``'mean'``.  Label smoothing and probability targets add a sum
+over the classes inside the gather kernel (a read of the log-probabilities,
+as torch's smoothing term).
 
 Decisions a PyTorch user would otherwise have to guess:
 
@@ -22,16 +25,15 @@ Decisions a PyTorch user would otherwise have to guess:
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.runtime.dtypes import DTYPES
 from kernbench.torch.dtypes import BOOL
-from kernbench.torch.factories import arange
-from kernbench.torch.logic import where
+from kernbench.torch.nn.loss_kernels import launch_class_loss
 from kernbench.torch.views import same_device
 
 if TYPE_CHECKING:
@@ -73,81 +75,96 @@ def class_loss(
             f"{call}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )
     class_dim = 0 if x.ndim == 1 else 1
-    classes = x.shape[class_dim]
     same_device(call, x, target, *(() if weight is None else (weight,)))
-    w_view = None if weight is None else _weight_view(call, x, weight, class_dim)
+    if weight is not None:
+        _check_weight(call, x, weight, class_dim)
     probabilities = what == "cross_entropy" and tuple(target.shape) == tuple(x.shape)
     if probabilities:
-        return _probability_loss(
-            call, x, target, w_view, int(ignore_index), reduction, float(label_smoothing)
-        )
-    _check_class_target(call, x, target, class_dim, int(ignore_index))
-    logp = x.log_softmax(class_dim) if what == "cross_entropy" else x
-    view_shape = [1] * x.ndim
-    view_shape[class_dim] = classes
-    t = target.unsqueeze(class_dim)
-    labels = arange(classes, device=x.get_device())
-    mask = labels.view(view_shape) == t  # one-hot over the classes: (N, C, d1, ...)
-    labels.free()
-    # Targets of a class out of range match no label, so an ignore_index outside [0, C)
-    # needs a mask of its own only for the smoothing term, which takes every class.
-    ignored = None
-    a_class = 0 <= ignore_index < classes
-    if (a_class or label_smoothing) and _holds(target, int(ignore_index)):
-        ignored = t == int(ignore_index)  # (N, 1, d1, ...)
-        if a_class:
-            mask.masked_fill_(ignored, False)
-    picked = where(mask, logp, 0.0)
-    if w_view is not None:
-        picked.mul_(w_view)
-    total = picked.sum(class_dim)  # the weighted log-probability of each target
-    picked.free()
-    if label_smoothing:
-        # torch: (1 - e) * nll + e / C * -(sum of the weighted log-probabilities)
-        spread = logp * w_view if w_view is not None else logp
-        smooth = spread.sum(class_dim)
-        if spread is not logp:
-            spread.free()
-        smooth.mul_(float(label_smoothing) / classes).add_(total, alpha=1.0 - label_smoothing)
-        total.free()
-        total = smooth
-        if ignored is not None:
-            total.masked_fill_(ignored.squeeze(class_dim), 0.0)
-    if ignored is not None:
-        ignored.free()
+        _check_probability_target(call, target, int(ignore_index))
+    else:
+        _check_class_target(call, x, target, class_dim, int(ignore_index))
+    logp = x.log_softmax(class_dim) if what == "cross_entropy" else x.dense()
+    losses = _sample_losses(
+        logp,
+        target,
+        weight,
+        class_dim,
+        ignore_index=int(ignore_index),
+        label_smoothing=float(label_smoothing),
+        probabilities=probabilities,
+        taken=reduction == "mean" and not probabilities,
+    )
     if logp is not x:
         logp.free()
     if reduction == "none":
-        mask.free()
-        return _negated(total)
-    summed = _negated(total.sum())
-    total.free()
-    if reduction == "sum":
-        mask.free()
-        return summed
-    # 'mean': over the weights of the targets taken (their count without weights), as torch
-    if w_view is not None:
-        taken = where(mask, w_view, 0.0)
-        count = taken.sum()
-        taken.free()
-    else:
-        count = mask.sum()
-    mask.free()
-    out = summed / count
-    summed.free()
-    count.free()
+        return losses
+    if reduction == "sum" or probabilities:
+        summed = losses.sum()
+        losses.free()
+        if reduction == "sum":
+            return summed
+        # 'mean' of probability targets: over the samples, as torch
+        samples = x.numel() // x.shape[class_dim]
+        out = summed / samples if samples else summed.fill_(float("nan"))
+        if out is not summed:
+            summed.free()
+        return out
+    # 'mean' of class targets: over the weights of the targets taken (their count without
+    # weights), as torch; losses holds each sample's loss and, after them, its weight
+    sums = losses.sum(1)
+    losses.free()
+    out = sums[0] / sums[1]
+    sums.free()
     return out
 
 
-def _negated(t: Tensor) -> Tensor:
-    """``0 - t``: ``-t`` would give -0.0 where nothing was taken (torch gives 0.0)."""
-    out = 0.0 - t
-    t.free()
+def _sample_losses(
+    logp: Tensor,
+    target: Tensor,
+    weight: Tensor | None,
+    class_dim: int,
+    *,
+    ignore_index: int,
+    label_smoothing: float,
+    probabilities: bool,
+    taken: bool,
+) -> Tensor:
+    """Each sample's loss (``logp``'s shape without the classes), by one gather kernel;
+    with ``taken`` a (2, samples) tensor, the samples' weights after their losses."""
+    shape = tuple(logp.shape)
+    classes = shape[class_dim]
+    samples = shape[:class_dim] + shape[class_dim + 1 :]
+    n = math.prod(samples)
+    out = logp.new_empty((2, n) if taken else samples)
+    if not out.numel():
+        return out
+    temps = []
+    tgt = target.dense()
+    if tgt is not target:
+        temps.append(tgt)
+    w = None
+    if weight is not None:
+        w = weight.dense()
+        if w is not weight:
+            temps.append(w)
+    launch_class_loss(
+        logp.device_tensor,
+        tgt.device_tensor,
+        None if w is None else w.device_tensor,
+        out.device_tensor,
+        (math.prod(shape[:class_dim]), classes, math.prod(shape[class_dim + 1 :])),
+        ignore_index=ignore_index,
+        label_smoothing=label_smoothing,
+        probabilities=probabilities,
+        taken=taken,
+    )
+    for t in temps:
+        t.free()
     return out
 
 
-def _weight_view(call: str, x: Tensor, weight: Any, class_dim: int) -> Tensor:
-    """``weight`` as a view that broadcasts along the classes of ``x``."""
+def _check_weight(call: str, x: Tensor, weight: Any, class_dim: int) -> None:
+    """``weight``: one value of ``x``'s dtype for each class."""
     classes = x.shape[class_dim]
     if not hasattr(weight, "storage_device_tensor"):
         raise TensorError(f"{call}: weight must be a Tensor or None, got {type(weight).__name__}")
@@ -161,15 +178,6 @@ def _weight_view(call: str, x: Tensor, weight: Any, class_dim: int) -> Tensor:
             f"{call}: weight is {weight.dtype!r} and input {x.dtype!r}; give them one dtype "
             "(as torch)"
         )
-    shape = [1] * x.ndim
-    shape[class_dim] = classes
-    return weight.reshape(shape)
-
-
-def _holds(target: Tensor, value: int) -> bool:
-    """Whether ``target``'s dtype can hold ``value`` (uint8 cannot hold -100)."""
-    info = np.iinfo(DTYPES[target.dtype.name].storage)
-    return int(info.min) <= value <= int(info.max)
 
 
 def _check_class_target(
@@ -206,16 +214,8 @@ def _check_class_target(
         )
 
 
-def _probability_loss(
-    call: str,
-    x: Tensor,
-    target: Tensor,
-    w_view: Tensor | None,
-    ignore_index: int,
-    reduction: str,
-    label_smoothing: float,
-) -> Tensor:
-    """``cross_entropy`` against class probabilities of ``x``'s shape."""
+def _check_probability_target(call: str, target: Tensor, ignore_index: int) -> None:
+    """Class probabilities: floating, and no ``ignore_index`` (as torch)."""
     if not target.dtype.is_floating_point:
         raise TensorError(
             f"{call}: Expected floating point type for target with class probabilities, got "
@@ -227,26 +227,3 @@ def _probability_loss(
             f"{call}: ignore_index is not supported for floating point target (as torch; got "
             f"{ignore_index})"
         )
-    class_dim = 0 if x.ndim == 1 else 1
-    classes = x.shape[class_dim]
-    logp = x.log_softmax(class_dim)
-    products = logp * target
-    if label_smoothing:
-        # torch smooths the target: target * (1 - e) + e / C
-        products.mul_(1.0 - label_smoothing).add_(logp, alpha=label_smoothing / classes)
-    logp.free()
-    if w_view is not None:
-        products.mul_(w_view)
-    if reduction == "none":
-        total = products.sum(class_dim)
-        products.free()
-        return _negated(total)
-    summed = _negated(products.sum())
-    products.free()
-    if reduction == "sum":
-        return summed
-    # 'mean': over the samples (each element of input without the classes), as torch
-    out = summed / (x.numel() // classes) if x.numel() else summed.fill_(float("nan"))
-    if out is not summed:
-        summed.free()
-    return out
