@@ -5,8 +5,10 @@
 ``mse_loss``, ``l1_loss``, ``nll_loss`` and ``cross_entropy`` take PyTorch's
 arguments and run as :class:`kernbench.torch.Tensor`'s methods do
 (``inplace=True`` writes the input); the norms and the softmaxes are one
-kernel each, the class losses a few (:mod:`~kernbench.torch.nn.class_losses`:
-their targets are class indices of any integer dtype, as there is no int64).
+kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
+``log_softmax`` and then ``nll_loss``, as torch's
+(:mod:`~kernbench.torch.nn.class_losses`: their targets are class indices of
+any integer dtype, as there is no int64).
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here; ``one_hot`` gives ``int32`` (torch: int64).
 """
