@@ -89,6 +89,8 @@ __all__ = [
     "sum",
     "tanh",
     "transpose",
+    "tril",
+    "triu",
     "unsqueeze",
     "var",
     "where",
@@ -451,3 +453,15 @@ def unsqueeze(input: Tensor, dim: int) -> Tensor:  # noqa: A002
 
 def squeeze(input: Tensor, dim: Any = None) -> Tensor:  # noqa: A002
     return _tensor(input, "squeeze").squeeze(dim)
+
+
+@with_out
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """``torch.triu``: :meth:`Tensor.triu` of ``input``."""
+    return _tensor(input, "triu").triu(diagonal)
+
+
+@with_out
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
+    """``torch.tril``: :meth:`Tensor.tril` of ``input``."""
+    return _tensor(input, "tril").tril(diagonal)

@@ -79,7 +79,6 @@ HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys(
         ("repeat_interleave", "tile"), "torch.cat of the pieces (t.expand(...) for a view)"
     ),
-    **dict.fromkeys(("triu", "tril", "triu_", "tril_"), _ON_HOST),
     "new_tensor": "torch.tensor(data, dtype=t.dtype)",
     **dict.fromkeys(("remainder", "remainder_", "fmod", "fmod_"), _INTEGER_DIVISION),
     **dict.fromkeys(("floor_divide", "floor_divide_"), _INTEGER_DIVISION),
@@ -95,7 +94,7 @@ HINTS = {  # (the named entries after the groups win)
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
-    **dict.fromkeys(("eye", "linspace", "logspace", "randperm", "tril", "triu"), _ON_HOST),
+    **dict.fromkeys(("eye", "linspace", "logspace", "randperm"), _ON_HOST),
     **{name: HINTS[name] for name in ("prod", "flip", "roll", "tile")},
     "repeat_interleave": HINTS["repeat_interleave"],
     **{

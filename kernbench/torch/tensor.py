@@ -89,6 +89,7 @@ from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
+from kernbench.torch.triangular import TensorTriangular
 from kernbench.torch.view_kernels import launch_strided_copy, launch_strided_fill
 from kernbench.torch.views import Geometry, check_no_partial_overlap
 
@@ -135,6 +136,7 @@ class Tensor(
     TensorLogic,
     TensorReductions,
     TensorPointwise,
+    TensorTriangular,
     TensorLayout,
     TensorHostValues,
     TensorGradSlots,
@@ -144,7 +146,8 @@ class Tensor(
     The operators come from :class:`~kernbench.torch.arithmetic.TensorArithmetic`,
     reductions from :class:`~kernbench.torch.reductions.TensorReductions`,
     ``exp``/``abs``/``matmul``/... from
-    :class:`~kernbench.torch.pointwise.TensorPointwise`, indexing and views
+    :class:`~kernbench.torch.pointwise.TensorPointwise`, ``triu``/``tril`` from
+    :class:`~kernbench.torch.triangular.TensorTriangular`, indexing and views
     from :class:`~kernbench.torch.layout.TensorLayout`, host reads from
     :class:`~kernbench.torch.host_values.TensorHostValues` and the autograd
     slots from :class:`~kernbench.torch.grad_slots.TensorGradSlots`.
