@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import kernbench.torch as torch
+import kernbench.torch.nn.functional as F
 from kernbench.errors import TensorError, TensorTypeError
 from kernbench.runtime import RuntimeContext, use_context
 
@@ -79,3 +80,86 @@ def test_triu_errors_name_the_call(ctx):
         torch.ones(3).tril_()
     with pytest.raises(TensorTypeError, match="argument 'diagonal' must be int, not float"):
         torch.triu(torch.ones(2, 2), 0.5)
+
+
+# ------------------------------------------------------------ scaled_dot_product_attention
+
+
+def _attention(q, k, v, keep=None, bias=None, scale=None):
+    """NumPy's attention in float64: ``keep`` (bool) says which scores take part."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    scores = q @ np.swapaxes(k, -1, -2) * (scale if scale is not None else 1 / np.sqrt(q.shape[-1]))
+    if keep is not None:
+        scores = np.where(keep, scores, -np.inf)
+    if bias is not None:
+        scores = scores + bias
+    scores = scores - scores.max(-1, keepdims=True)
+    p = np.exp(scores)
+    return (p / p.sum(-1, keepdims=True)) @ v
+
+
+@pytest.mark.parametrize("lengths", [(6, 6), (4, 7)])
+def test_sdpa_causal_and_scaled_match_numpy(ctx, lengths):
+    length, source = lengths
+    q, k, v = (
+        _values((2, 3, length, 8), 1),
+        _values((2, 3, source, 8), 2),
+        _values((2, 3, source, 5), 3),
+    )
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    out = F.scaled_dot_product_attention(tq, tk, tv)
+    assert tuple(out.shape) == (2, 3, length, 5)
+    np.testing.assert_allclose(out.numpy(), _attention(q, k, v), rtol=1e-5, atol=1e-5)
+    causal = np.tril(np.ones((length, source), bool))  # torch's: from the top-left corner
+    got = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True, scale=0.3)
+    np.testing.assert_allclose(
+        got.numpy(), _attention(q, k, v, causal, scale=0.3), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_sdpa_bool_and_float_masks_broadcast(ctx):
+    q, k, v = _values((2, 4, 8), 1), _values((2, 6, 8), 2), _values((2, 6, 8), 3)
+    keep = np.random.default_rng(4).random((4, 6)) < 0.7
+    keep[:, 0] = True  # no row left without a key
+    bias = _values((1, 4, 6), 5)
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    got = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=torch.from_numpy(keep))
+    np.testing.assert_allclose(got.numpy(), _attention(q, k, v, keep), rtol=1e-5, atol=1e-5)
+    got = F.scaled_dot_product_attention(tq, tk, tv, torch.from_numpy(bias))
+    np.testing.assert_allclose(got.numpy(), _attention(q, k, v, bias=bias), rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_grouped_query_heads(ctx):
+    q, k, v = _values((1, 4, 5, 8), 1), _values((1, 2, 5, 8), 2), _values((1, 2, 5, 8), 3)
+    tq, tk, tv = (torch.from_numpy(x) for x in (q, k, v))
+    got = F.scaled_dot_product_attention(tq, tk, tv, is_causal=True, enable_gqa=True)
+    np.testing.assert_array_equal(tk.numpy(), k)  # the inputs are left as they were
+    np.testing.assert_array_equal(tv.numpy(), v)
+    kk, vv = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)
+    expected = _attention(q, kk, vv, np.tril(np.ones((5, 5), bool)))
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_sdpa_dropout_draws_from_the_rank_generator(ctx):
+    x = torch.from_numpy(_values((2, 4, 8)))
+    torch.manual_seed(3)
+    first = F.scaled_dot_product_attention(x, x, x, dropout_p=0.5).numpy()
+    torch.manual_seed(3)
+    again = F.scaled_dot_product_attention(x, x, x, dropout_p=0.5).numpy()
+    np.testing.assert_array_equal(first, again)
+    plain = F.scaled_dot_product_attention(x, x, x).numpy()
+    assert not np.allclose(first, plain)
+    assert not F.scaled_dot_product_attention(x, x, x, dropout_p=1.0).numpy().any()
+
+
+def test_sdpa_errors_are_torch_s(ctx):
+    x = torch.ones(2, 4, 8)
+    with pytest.raises(TensorError, match="attn_mask should not be set when is_causal=True"):
+        F.scaled_dot_product_attention(x, x, x, attn_mask=torch.ones(4, 4), is_causal=True)
+    with pytest.raises(TensorError, match="do not fit"):
+        F.scaled_dot_product_attention(x, torch.ones(2, 4, 6), x)
+    with pytest.raises(TensorError, match="must be a multiple of key's"):
+        F.scaled_dot_product_attention(torch.ones(1, 3, 4, 8), torch.ones(1, 2, 4, 8),
+                                       torch.ones(1, 2, 4, 8), enable_gqa=True)  # fmt: skip
+    with pytest.raises(TensorError, match="dropout_p must be between 0 and 1"):
+        F.scaled_dot_product_attention(x, x, x, dropout_p=1.5)

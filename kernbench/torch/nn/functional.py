@@ -2,7 +2,8 @@
 
 ``relu``, ``sigmoid``, ``tanh``, ``gelu`` (erf or its tanh form), ``silu``,
 ``softmax``, ``log_softmax``, ``layer_norm``, ``rms_norm``, ``linear``,
-``mse_loss``, ``l1_loss``, ``nll_loss`` and ``cross_entropy`` take PyTorch's
+``mse_loss``, ``l1_loss``, ``nll_loss``, ``cross_entropy`` and
+``scaled_dot_product_attention`` (:mod:`~kernbench.torch.nn.attention`) take PyTorch's
 arguments and run as :class:`kernbench.torch.Tensor`'s methods do
 (``inplace=True`` writes the input); the norms and the softmaxes are one
 kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
@@ -24,6 +25,7 @@ import numpy as np
 from kernbench.errors import TensorAttributeError, TensorError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
 from kernbench.torch.factories import arange
+from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
@@ -42,6 +44,7 @@ __all__ = [
     "one_hot",
     "relu",
     "rms_norm",
+    "scaled_dot_product_attention",
     "sigmoid",
     "silu",
     "softmax",
