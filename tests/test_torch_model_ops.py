@@ -163,3 +163,42 @@ def test_sdpa_errors_are_torch_s(ctx):
                                        torch.ones(1, 2, 4, 8), enable_gqa=True)  # fmt: skip
     with pytest.raises(TensorError, match="dropout_p must be between 0 and 1"):
         F.scaled_dot_product_attention(x, x, x, dropout_p=1.5)
+
+
+# ----------------------------------------------------------------------------- finfo / iinfo
+
+
+def test_finfo_iinfo_give_torch_s_numbers(ctx):
+    f32 = torch.finfo(torch.float32)
+    assert (f32.bits, f32.eps, f32.max, f32.min) == (
+        32, 1.1920928955078125e-07, 3.4028234663852886e38, -3.4028234663852886e38,
+    )  # fmt: skip
+    assert f32.tiny == f32.smallest_normal == 1.1754943508222875e-38 and f32.dtype == "float32"
+    assert torch.finfo().eps == f32.eps  # the default dtype's
+    f16 = torch.finfo(torch.half)
+    assert (f16.max, f16.eps, f16.tiny, f16.resolution) == (
+        65504.0,
+        0.0009765625,
+        6.103515625e-05,
+        0.001,
+    )
+    bf16 = torch.finfo(torch.bfloat16)
+    assert (bf16.bits, bf16.max, bf16.eps, bf16.tiny, bf16.resolution) == (
+        16, 3.3895313892515355e38, 0.0078125, 1.1754943508222875e-38, 0.01,
+    )  # fmt: skip
+    assert torch.finfo(torch.float64).eps == np.finfo(np.float64).eps
+    i32 = torch.iinfo(torch.int32)
+    assert (i32.bits, i32.min, i32.max, i32.dtype) == (32, -(2**31), 2**31 - 1, "int32")
+    assert torch.iinfo(torch.uint8).max == 255 and torch.iinfo(torch.int64).max == 2**63 - 1
+    # the mask idiom: the most negative float instead of -inf
+    scores = torch.zeros(2, 2).masked_fill(torch.ones(2, 2, dtype=torch.bool).triu(1), f32.min)
+    assert scores.numpy()[0, 1] == np.finfo(np.float32).min
+
+
+def test_finfo_iinfo_refuse_the_other_kind(ctx):
+    with pytest.raises(TensorTypeError, match="requires a floating point input type.*iinfo"):
+        torch.finfo(torch.int32)
+    with pytest.raises(TensorTypeError, match="requires an integer input type.*finfo"):
+        torch.iinfo(torch.float32)
+    with pytest.raises(TensorTypeError, match="argument 'type' must be torch.dtype, not str"):
+        torch.finfo("float32")

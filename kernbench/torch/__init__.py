@@ -126,6 +126,7 @@ from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
+from kernbench.torch.type_info import finfo, iinfo
 
 cuda = ahbm
 
@@ -183,6 +184,7 @@ __all__ = [
     "erf",
     "exp",
     "flatten",
+    "finfo",
     "float",
     "float16",
     "float32",
@@ -191,6 +193,7 @@ __all__ = [
     "full_like",
     "get_default_dtype",
     "half",
+    "iinfo",
     "inference_mode",
     "initial_seed",
     "int",

@@ -107,8 +107,6 @@ MODULE_HINTS = {
     "einsum": "write it with torch.matmul, transpose and reshape",
     "baddbmm": "torch.matmul then +",
     "addmm": "torch.matmul then +",
-    "finfo": "numpy.finfo(np.float32) gives the same numbers",
-    "iinfo": "numpy.iinfo(np.int32) gives the same numbers",
     **dict.fromkeys(
         ("backends", "set_float32_matmul_precision", "autocast", "compile", "jit", "amp"),
         _NOT_MODELLED,
