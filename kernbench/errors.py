@@ -143,6 +143,15 @@ class UnsupportedNameError(KernBenchError, AttributeError):
     """A name PyTorch or Triton has that KernBench's module does not (``hasattr`` works)."""
 
 
+class UnsupportedModuleError(KernBenchError, ModuleNotFoundError):
+    """``import torch.optim``-style imports of a facade module KernBench does not have.
+
+    Also a ``ModuleNotFoundError``, so code that probes with ``except ImportError``
+    keeps working; ``name`` is left unset so that ``from torch import optim`` shows
+    this message rather than Python's plain "cannot import name".
+    """
+
+
 def unsupported_name(
     module: str, shown_as: str, name: str, known: Iterable[str], hints: Mapping[str, str]
 ) -> AttributeError:

@@ -12,7 +12,13 @@ import pytest
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F
-from kernbench.errors import TensorError, TensorTypeError
+from kernbench.errors import (
+    KernBenchError,
+    TensorAttributeError,
+    TensorError,
+    TensorTypeError,
+    UnsupportedModuleError,
+)
 from kernbench.runtime import RuntimeContext, use_context
 
 
@@ -202,3 +208,40 @@ def test_finfo_iinfo_refuse_the_other_kind(ctx):
         torch.iinfo(torch.float32)
     with pytest.raises(TensorTypeError, match="argument 'type' must be torch.dtype, not str"):
         torch.finfo("float32")
+
+
+# ------------------------------------------------------------ what there is not: autograd, optim
+
+
+@pytest.mark.parametrize(
+    ("statement", "says"),
+    [
+        ("import kernbench.torch.optim", "torch.optim is not in KernBench; .*zero_optimizer_step"),
+        ("from kernbench.torch.optim import AdamW", "in-place tensor ops"),
+        ("from kernbench.torch import optim", "torch.optim is not in KernBench"),
+        ("from kernbench.torch import autograd", "write the gradients by hand"),
+        ("from kernbench.torch.nn import Linear", "there are no modules or autograd"),
+        ("import kernbench.torch.cuda", "as a module: it is an attribute; import kernbench.torch"),
+    ],
+)
+def test_imports_of_what_there_is_not_say_what_to_use(statement, says):
+    with pytest.raises(UnsupportedModuleError, match=says) as caught:
+        exec(statement, {})
+    assert isinstance(caught.value, KernBenchError) and isinstance(caught.value, ImportError)
+    assert "cannot import name" in str(caught.value)
+
+
+def test_imports_that_exist_and_probes_still_work():
+    namespace: dict = {}
+    exec("from kernbench.torch import nn, cuda, float32, distributed", namespace)
+    exec("import kernbench.torch.nn.functional as F2", namespace)
+    assert namespace["F2"] is F
+    try:  # code that probes for an optional module keeps working
+        import kernbench.torch.no_such_module  # noqa: F401
+    except ImportError:
+        pass
+
+
+def test_backward_says_to_write_gradients_by_hand(ctx):
+    with pytest.raises(TensorAttributeError, match="'backward'.*write the gradients by hand"):
+        torch.ones(3).sum().backward()

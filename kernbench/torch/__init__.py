@@ -121,7 +121,7 @@ from kernbench.torch.functions import (
     var,
     where,
 )
-from kernbench.torch.missing import MODULE_HINTS
+from kernbench.torch.missing import MODULE_HINTS, install_import_hints
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
 from kernbench.torch.shapes import Size
@@ -311,6 +311,8 @@ def __getattr__(name: str) -> Any:
         return random.current_generator()
     raise unsupported_name("kernbench.torch", "torch", name, globals(), MODULE_HINTS)
 
+
+install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing and torch.nn.
 from kernbench.torch import distributed, multiprocessing, nn  # noqa: E402,F401

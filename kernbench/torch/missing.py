@@ -10,13 +10,26 @@ people reach for, else the closest names the tensor does have.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+import importlib.abc
+import sys
+from collections.abc import Iterable, Sequence
+from importlib.machinery import ModuleSpec
+from types import ModuleType
 
-from kernbench.errors import TensorAttributeError
+from kernbench.errors import KernBenchError, TensorAttributeError, UnsupportedModuleError
 
-__all__ = ["missing_attribute", "MODULE_HINTS", "CUDA_HINTS"]
+__all__ = ["missing_attribute", "install_import_hints", "MODULE_HINTS", "CUDA_HINTS"]
 
-_NO_AUTOGRAD = "there is no autograd in kernbench.torch (grad is a plain slot you assign)"
+_NO_AUTOGRAD = (
+    "there is no autograd in kernbench.torch: write the gradients by hand (dW = X.T @ dY, "
+    "as benches/dp_training_step.py does); grad is a plain slot you assign"
+)
+_NO_OPTIMIZER = (
+    "there is no autograd or optimizer here: write the update with in-place tensor ops "
+    "(p.add_(g, alpha=-lr); Adam: m.mul_(b1).add_(g, alpha=1 - b1), "
+    "v.mul_(b2).addcmul_(g, g, value=1 - b2), p.addcdiv_(m, v.sqrt().add_(eps), value=-lr)), "
+    "as benches/zero_optimizer_step.py does"
+)
 _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, j]] = v"
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_64_BIT = "tensors hold at most 32-bit values; use .int() or .float()"
@@ -103,6 +116,8 @@ MODULE_HINTS = {
     },
     "bincount": _ON_HOST,
     "set_grad_enabled": "there is no autograd: drop the line (torch.no_grad() also works)",
+    "autograd": _NO_AUTOGRAD,
+    "optim": _NO_OPTIMIZER,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     "einsum": "write it with torch.matmul, transpose and reshape",
     "baddbmm": "torch.matmul then +",
@@ -163,3 +178,43 @@ def missing_attribute(name: str, known: Iterable[str]) -> TensorAttributeError:
             else "the README's 'What kernbench.torch supports' lists what there is"
         )
     return TensorAttributeError(f"{message}: {hint}")
+
+
+FACADE = "kernbench.torch"
+
+
+class _FacadeImportHints(importlib.abc.MetaPathFinder):
+    """Consulted last: ``import kernbench.torch.optim`` (or ``from kernbench.torch import
+    optim``) of a module the facade does not have raises what ``torch.optim`` would, an
+    :class:`~kernbench.errors.UnsupportedModuleError` with the facade's hint, instead of
+    Python's bare ``No module named``."""
+
+    def find_spec(
+        self,
+        fullname: str,
+        path: Sequence[str] | None = None,
+        target: ModuleType | None = None,
+    ) -> ModuleSpec | None:
+        parent_name, _, child = fullname.rpartition(".")
+        parent = sys.modules.get(parent_name)
+        if parent is None or not (parent_name + ".").startswith(FACADE + "."):
+            return None
+        try:
+            getattr(parent, child)
+        except KernBenchError as exc:  # the facade's hint, after its "module has no attribute"
+            hint = str(exc).partition(": ")[2] or str(exc)
+            raise UnsupportedModuleError(
+                f"cannot import name {child!r} from {parent_name!r}: {hint}"
+            ) from None
+        except AttributeError:
+            return None
+        raise UnsupportedModuleError(
+            f"cannot import name {child!r} from {parent_name!r} as a module: it is an "
+            f"attribute; import {parent_name} and use its {child}"
+        )
+
+
+def install_import_hints() -> None:
+    """Put the facade's import hints at the end of ``sys.meta_path`` (once)."""
+    if not any(isinstance(finder, _FacadeImportHints) for finder in sys.meta_path):
+        sys.meta_path.append(_FacadeImportHints())
