@@ -245,3 +245,83 @@ def test_imports_that_exist_and_probes_still_work():
 def test_backward_says_to_write_gradients_by_hand(ctx):
     with pytest.raises(TensorAttributeError, match="'backward'.*write the gradients by hand"):
         torch.ones(3).sum().backward()
+
+
+# ------------------------------------- square, neg, amax/amin, addmm/baddbmm, unflatten, movedim
+
+
+def test_square_and_neg_match_numpy(ctx):
+    a = _values((3, 4))
+    t = torch.from_numpy(a)
+    np.testing.assert_array_equal(torch.square(t).numpy(), a * a)
+    np.testing.assert_array_equal(t.neg().numpy(), -a)
+    np.testing.assert_array_equal(torch.negative(t).numpy(), -a)
+    u = torch.from_numpy(a)
+    assert u.square_() is u
+    np.testing.assert_array_equal(u.numpy(), a * a)
+    assert u.neg_() is u
+    np.testing.assert_array_equal(u.numpy(), -(a * a))
+    small = torch.tensor([0, 1, 200], dtype=torch.uint8)
+    assert small.neg_().tolist() == [0, 255, 56]  # wraps around, as torch
+    with pytest.raises(TensorError, match="Negation, the `-` operator, on a bool tensor"):
+        torch.neg(torch.ones(2, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dim", [(), 0, -1, (0, 2), (2, 0, 1)])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_amax_amin_match_numpy(ctx, dim, keepdim):
+    a = _values((3, 4, 5))
+    t = torch.from_numpy(a)
+    axis = None if dim == () else dim
+    np.testing.assert_array_equal(t.amax(dim, keepdim).numpy(), a.max(axis, keepdims=keepdim))
+    np.testing.assert_array_equal(
+        torch.amin(t, dim=dim, keepdim=keepdim).numpy(), a.min(axis, keepdims=keepdim)
+    )
+    with pytest.raises(TensorError, match="appears multiple times"):
+        t.amax((0, -3))
+
+
+def test_addmm_baddbmm_match_numpy(ctx):
+    bias, m1, m2 = _values((4,), 1), _values((3, 5), 2), _values((5, 4), 3)
+    got = torch.addmm(torch.from_numpy(bias), torch.from_numpy(m1), torch.from_numpy(m2))
+    np.testing.assert_allclose(got.numpy(), bias + m1 @ m2, rtol=1e-6, atol=1e-6)
+    got = torch.from_numpy(bias).addmm(
+        torch.from_numpy(m1), torch.from_numpy(m2), beta=0.5, alpha=2.0
+    )
+    np.testing.assert_allclose(got.numpy(), 0.5 * bias + 2 * (m1 @ m2), rtol=1e-6, atol=1e-6)
+    nan = torch.full((3, 4), float("nan"))
+    got = torch.addmm(nan, torch.from_numpy(m1), torch.from_numpy(m2), beta=0)
+    np.testing.assert_allclose(got.numpy(), m1 @ m2, rtol=1e-6, atol=1e-6)  # input ignored
+    b0, b1, b2 = _values((2, 3, 4), 4), _values((2, 3, 5), 5), _values((2, 5, 4), 6)
+    out = torch.empty(2, 3, 4)
+    torch.baddbmm(
+        torch.from_numpy(b0), torch.from_numpy(b1), torch.from_numpy(b2), alpha=0.25, out=out
+    )
+    np.testing.assert_allclose(out.numpy(), b0 + 0.25 * (b1 @ b2), rtol=1e-6, atol=1e-6)
+    with pytest.raises(TensorError, match="addmm: mat1 must be a 2-D tensor, got \\(2, 3, 5\\)"):
+        torch.addmm(torch.from_numpy(bias), torch.from_numpy(b1), torch.from_numpy(m2))
+    with pytest.raises(TensorError, match="addmm: input of shape \\(7,\\) does not broadcast"):
+        torch.addmm(torch.ones(7), torch.from_numpy(m1), torch.from_numpy(m2))
+
+
+def test_unflatten_and_movedim_are_views(ctx):
+    a = _values((2, 12, 3))
+    t = torch.from_numpy(a)
+    u = t.unflatten(1, (3, -1))
+    assert tuple(u.shape) == (2, 3, 4, 3)
+    np.testing.assert_array_equal(u.numpy(), a.reshape(2, 3, 4, 3))
+    np.testing.assert_array_equal(torch.unflatten(t, -1, (1, 3)).numpy(), a.reshape(2, 12, 1, 3))
+    m = torch.movedim(t, 0, -1)
+    np.testing.assert_array_equal(m.numpy(), np.moveaxis(a, 0, -1))
+    np.testing.assert_array_equal(
+        t.moveaxis((0, 1), (2, 0)).numpy(), np.moveaxis(a, (0, 1), (2, 0))
+    )
+    u[0, 0, 0, 0] = 42.0  # views: writes reach the tensor
+    m[1, 0, 1] = -7.0
+    assert t[0, 0, 0].item() == 42.0 and t[1, 1, 0].item() == -7.0
+    with pytest.raises(TensorError, match="don't multiply up to the size of dim 1"):
+        t.unflatten(1, (5, -1))
+    with pytest.raises(TensorError, match="only one dimension can be inferred"):
+        t.unflatten(1, (-1, -1))
+    with pytest.raises(TensorError, match="movedim: repeated dim in `source`"):
+        t.movedim((0, 0), (1, 2))

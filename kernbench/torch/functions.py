@@ -17,6 +17,16 @@ from kernbench.torch.logic import where as _where
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "unflatten",
+    "square",
+    "negative",
+    "neg",
+    "movedim",
+    "moveaxis",
+    "baddbmm",
+    "amin",
+    "amax",
+    "addmm",
     "abs",
     "add",
     "addcdiv",
@@ -465,3 +475,50 @@ def triu(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
 def tril(input: Tensor, diagonal: int = 0) -> Tensor:  # noqa: A002
     """``torch.tril``: :meth:`Tensor.tril` of ``input``."""
     return _tensor(input, "tril").tril(diagonal)
+
+
+def square(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "square").square()
+
+
+def neg(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "neg").neg()
+
+
+negative = neg
+
+
+def amax(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _tensor(input, "amax").amax(dim, keepdim)
+
+
+def amin(input: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _tensor(input, "amin").amin(dim, keepdim)
+
+
+@with_out
+def addmm(input: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:  # noqa: A002
+    return _tensor(input, "addmm").addmm(mat1, mat2, beta=beta, alpha=alpha)
+
+
+@with_out
+def baddbmm(
+    input: Tensor,  # noqa: A002
+    batch1: Tensor,
+    batch2: Tensor,
+    *,
+    beta: Any = 1,
+    alpha: Any = 1,
+) -> Tensor:
+    return _tensor(input, "baddbmm").baddbmm(batch1, batch2, beta=beta, alpha=alpha)
+
+
+def unflatten(input: Tensor, dim: int, sizes: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "unflatten").unflatten(dim, sizes)
+
+
+def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "movedim").movedim(source, destination)
+
+
+moveaxis = movedim

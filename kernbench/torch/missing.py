@@ -84,7 +84,6 @@ HINTS = {  # (the named entries after the groups win)
     "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
     "random_": "t.copy_(torch.randint(low, high, t.shape))",
     **dict.fromkeys(("reciprocal", "reciprocal_"), "1 / t (t.reciprocal_(): t.copy_(1 / t))"),
-    **dict.fromkeys(("neg", "negative", "neg_"), "-t, or t.mul_(-1) in place"),
     "prod": _NO_KERNEL,
     "unbind": "[t[i] for i in range(t.shape[0])] (views), or t.split(1)",
     "flip": "index with a list: t[list(range(n - 1, -1, -1))] (a copy)",
@@ -110,18 +109,13 @@ MODULE_HINTS = {
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm"), _ON_HOST),
     **{name: HINTS[name] for name in ("prod", "flip", "roll", "tile")},
     "repeat_interleave": HINTS["repeat_interleave"],
-    **{
-        name: HINTS[name]
-        for name in ("remainder", "fmod", "floor_divide", "is_floating_point", "neg", "negative")
-    },
+    **{name: HINTS[name] for name in ("remainder", "fmod", "floor_divide", "is_floating_point")},
     "bincount": _ON_HOST,
     "set_grad_enabled": "there is no autograd: drop the line (torch.no_grad() also works)",
     "autograd": _NO_AUTOGRAD,
     "optim": _NO_OPTIMIZER,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     "einsum": "write it with torch.matmul, transpose and reshape",
-    "baddbmm": "torch.matmul then +",
-    "addmm": "torch.matmul then +",
     **dict.fromkeys(
         ("backends", "set_float32_matmul_precision", "autocast", "compile", "jit", "amp"),
         _NOT_MODELLED,

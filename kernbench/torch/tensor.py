@@ -70,6 +70,7 @@ from kernbench.errors import TensorError
 from kernbench.runtime.current import current_context
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.arithmetic import TensorArithmetic
+from kernbench.torch.composites import TensorComposites
 from kernbench.torch.device_kernels import launch_copy, launch_fill
 from kernbench.torch.devices import ACCELERATOR, device, device_index
 from kernbench.torch.dtypes import (
@@ -137,6 +138,7 @@ class Tensor(
     TensorReductions,
     TensorPointwise,
     TensorTriangular,
+    TensorComposites,
     TensorLayout,
     TensorHostValues,
     TensorGradSlots,
@@ -147,7 +149,8 @@ class Tensor(
     reductions from :class:`~kernbench.torch.reductions.TensorReductions`,
     ``exp``/``abs``/``matmul``/... from
     :class:`~kernbench.torch.pointwise.TensorPointwise`, ``triu``/``tril`` from
-    :class:`~kernbench.torch.triangular.TensorTriangular`, indexing and views
+    :class:`~kernbench.torch.triangular.TensorTriangular`, ``square``/``amax``/``addmm``/...
+    from :class:`~kernbench.torch.composites.TensorComposites`, indexing and views
     from :class:`~kernbench.torch.layout.TensorLayout`, host reads from
     :class:`~kernbench.torch.host_values.TensorHostValues` and the autograd
     slots from :class:`~kernbench.torch.grad_slots.TensorGradSlots`.

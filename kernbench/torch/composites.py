@@ -1,0 +1,169 @@
+"""Tensor methods that are short compositions of others: ``square``, ``neg``, ``amax``/``amin``,
+``addmm``/``baddbmm``, ``unflatten``, ``movedim``.
+
+:class:`TensorComposites` is mixed into the tensor class.  Each is written
+with the operations it stands for, so what it costs is what those cost:
+``square`` is ``t * t``, ``neg`` is ``-t``, ``amax`` reduces one dim after
+another with ``max(dim)`` (and frees the indices torch would not have made),
+``addmm`` is ``beta * input + alpha * (mat1 @ mat2)`` (a matmul, then a scale
+and an add where torch's GEMM folds them in); ``unflatten`` and ``movedim``
+are views.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import TYPE_CHECKING, Any
+
+from kernbench.errors import TensorError
+from kernbench.torch.shapes import dim_index
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorComposites"]
+
+
+class TensorComposites:
+    """``square``, ``neg``/``negative``, ``amax``/``amin``, ``addmm``/``baddbmm``,
+    ``unflatten``, ``movedim``/``moveaxis``."""
+
+    def square(self: Tensor) -> Tensor:
+        """``self * self``."""
+        return self * self
+
+    def square_(self: Tensor) -> Tensor:
+        return self.mul_(self)
+
+    def neg(self: Tensor) -> Tensor:
+        """``-self`` (refused on bool tensors, as torch)."""
+        return -self
+
+    negative = neg
+
+    def neg_(self: Tensor) -> Tensor:
+        if self.dtype.is_floating_point or self.dtype.is_signed:
+            return self.mul_(-1)
+        negated = -self  # bool: the operator's error; unsigned: wraps around, as torch
+        self.copy_(negated)
+        negated.free()
+        return self
+
+    negative_ = neg_
+
+    def amax(self: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The largest values over ``dim`` (an int or a tuple; ``()`` every dim), no indices."""
+        return _extreme_over(self, dim, keepdim, "amax")
+
+    def amin(self: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
+        """The smallest values over ``dim`` (an int or a tuple; ``()`` every dim), no indices."""
+        return _extreme_over(self, dim, keepdim, "amin")
+
+    def addmm(self: Tensor, mat1: Tensor, mat2: Tensor, *, beta: Any = 1, alpha: Any = 1) -> Tensor:
+        """``beta * self + alpha * (mat1 @ mat2)`` for 2-D ``mat1`` and ``mat2``."""
+        return _scaled_product(self, mat1, mat2, beta, alpha, "addmm", 2)
+
+    def baddbmm(
+        self: Tensor, batch1: Tensor, batch2: Tensor, *, beta: Any = 1, alpha: Any = 1
+    ) -> Tensor:
+        """``beta * self + alpha * (batch1 @ batch2)`` for 3-D ``batch1`` and ``batch2``."""
+        return _scaled_product(self, batch1, batch2, beta, alpha, "baddbmm", 3)
+
+    def unflatten(self: Tensor, dim: int, sizes: Any) -> Tensor:
+        """A view with dim ``dim`` split into ``sizes`` (one of them may be -1)."""
+        d = dim_index(dim, self.ndim)
+        sizes = tuple(sizes)
+        if not sizes:
+            raise TensorError("unflatten: sizes must be non-empty")
+        length = self.shape[d]
+        known = math.prod(s for s in sizes if s != -1)
+        if sizes.count(-1) > 1:
+            raise TensorError("unflatten: only one dimension can be inferred (-1)")
+        if -1 in sizes and known and length % known == 0:
+            sizes = tuple(length // known if s == -1 else s for s in sizes)
+        if math.prod(sizes) != length or any(s < 0 for s in sizes):
+            raise TensorError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+                f"{dim} ({length}) in the input tensor"
+            )
+        shape = tuple(self.shape)
+        return self.view(*shape[:d], *sizes, *shape[d + 1 :])
+
+    def movedim(self: Tensor, source: Any, destination: Any) -> Tensor:
+        """A view with dims ``source`` moved to ``destination`` (ints or sequences); the
+        other dims keep their order."""
+        sources = _dims(source, self.ndim, "source")
+        targets = _dims(destination, self.ndim, "destination")
+        if len(sources) != len(targets):
+            raise TensorError(
+                f"movedim: Invalid source or destination dims: source ({list(sources)} dims) "
+                f"should contain the same number of dims as destination ({list(targets)} dims)"
+            )
+        order: list[int | None] = [None] * self.ndim
+        for s, t in zip(sources, targets, strict=True):
+            order[t] = s
+        rest = iter(d for d in range(self.ndim) if d not in sources)
+        return self.permute(*[next(rest) if d is None else d for d in order])
+
+    moveaxis = movedim
+
+
+def _dims(value: Any, ndim: int, what: str) -> tuple[int, ...]:
+    named = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    dims = tuple(dim_index(d, ndim) for d in named)
+    if len(set(dims)) != len(dims):
+        raise TensorError(f"movedim: repeated dim in `{what}` ({list(named)})")
+    return dims
+
+
+def _extreme_over(t: Tensor, dim: Any, keepdim: bool, what: str) -> Tensor:
+    is_max = what == "amax"
+    dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
+    if t.numel() == 0:
+        raise TensorError(
+            f"{what}(): Expected reduction dim to be specified for input.numel() == 0, or a "
+            "non-empty tensor (as torch)"
+        )
+    if not dims:  # every dim
+        whole = t.max() if is_max else t.min()
+        return whole.reshape((1,) * t.ndim) if keepdim else whole
+    named = [dim_index(d, t.ndim) for d in dims]
+    if len(set(named)) != len(named):
+        raise TensorError(f"{what}(): dim {tuple(dims)} appears multiple times in the list of dims")
+    result = t
+    for d in sorted(named, reverse=True):
+        values, indices = result.max(d, True) if is_max else result.min(d, True)
+        indices.free()
+        if result is not t:
+            result.free()
+        result = values
+    return result if keepdim else result.squeeze(tuple(sorted(named)))
+
+
+def _scaled_product(
+    input: Tensor,  # noqa: A002 - torch's name
+    a: Tensor,
+    b: Tensor,
+    beta: Any,
+    alpha: Any,
+    what: str,
+    ndim: int,
+) -> Tensor:
+    for name, m in (("mat1" if ndim == 2 else "batch1", a), ("mat2" if ndim == 2 else "batch2", b)):
+        if getattr(m, "ndim", None) != ndim:
+            shape = tuple(m.shape) if hasattr(m, "shape") else type(m).__name__
+            raise TensorError(f"{what}: {name} must be a {ndim}-D tensor, got {shape}")
+    out = a.matmul(b)
+    if alpha != 1:
+        out.mul_(alpha)
+    if beta != 0:  # beta 0: input is ignored, its NaN and inf too (as torch)
+        try:
+            out.add_(input, alpha=beta)
+        except TensorError as exc:
+            out.free()
+            raise TensorError(
+                f"{what}: input of shape {tuple(input.shape)} does not broadcast to the "
+                f"product's {tuple(out.shape)} ({exc})"
+            ) from None
+    return out
