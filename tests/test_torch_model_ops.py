@@ -325,3 +325,47 @@ def test_unflatten_and_movedim_are_views(ctx):
         t.unflatten(1, (-1, -1))
     with pytest.raises(TensorError, match="movedim: repeated dim in `source`"):
         t.movedim((0, 0), (1, 2))
+
+
+# ----------------------------------------------------------------------------- einsum
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes"),
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)]),
+        ("ij,jk", [(3, 4), (4, 5)]),
+        ("bhqd,bhkd->bhqk", [(2, 3, 4, 8), (2, 3, 5, 8)]),
+        ("bhqk,bhkd->bqhd", [(2, 3, 4, 5), (2, 3, 5, 8)]),
+        ("...id,...jd->...ij", [(2, 3, 4, 8), (2, 3, 5, 8)]),
+        ("bi,bi->b", [(4, 6), (4, 6)]),
+        ("i,j->ij", [(3,), (4,)]),
+        ("ij->ji", [(3, 4)]),
+        ("ijk->j", [(3, 4, 5)]),
+        ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+        ("bij,jk->bik", [(2, 3, 4), (4, 5)]),
+        ("ij,kl->", [(2, 3), (4, 5)]),
+    ],
+)
+def test_einsum_matches_numpy(ctx, equation, shapes):
+    arrays = [_values(shape, seed) for seed, shape in enumerate(shapes, 1)]
+    got = torch.einsum(equation, *(torch.from_numpy(a) for a in arrays))
+    expected = np.einsum(equation, *(a.astype(np.float64) for a in arrays))
+    assert tuple(got.shape) == expected.shape
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+    listed = torch.einsum(equation, [torch.from_numpy(a) for a in arrays])  # operands in a list
+    np.testing.assert_allclose(listed.numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_errors_name_the_problem(ctx):
+    a, b = torch.ones(3, 4), torch.ones(5, 6)
+    with pytest.raises(TensorError, match="subscript 'j' has size 4 and, in operand 1, 5"):
+        torch.einsum("ij,jk->ik", a, b)
+    with pytest.raises(TensorError, match="number of subscripts in the equation \\(3\\)"):
+        torch.einsum("ijk->i", a)
+    with pytest.raises(TensorError, match="fewer operands were provided"):
+        torch.einsum("ij,jk->ik", a)
+    with pytest.raises(TensorError, match="subscript 'i' is repeated in operand 0"):
+        torch.einsum("ii->i", torch.ones(3, 3))
+    with pytest.raises(TensorError, match="output subscript z does not appear"):
+        torch.einsum("ij->z", a)

@@ -23,6 +23,7 @@ from kernbench.torch.dtypes import (
     set_default_dtype,
 )
 from kernbench.torch.dtypes import TorchDType as dtype
+from kernbench.torch.einsum import einsum
 from kernbench.torch.factories import (
     arange,
     as_tensor,
@@ -159,6 +160,7 @@ int64 = long = UNSUPPORTED["int64"]
 complex64 = UNSUPPORTED["complex64"]
 
 __all__ = [
+    "einsum",
     "addmm",
     "amax",
     "amin",

@@ -115,7 +115,6 @@ MODULE_HINTS = {
     "autograd": _NO_AUTOGRAD,
     "optim": _NO_OPTIMIZER,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
-    "einsum": "write it with torch.matmul, transpose and reshape",
     **dict.fromkeys(
         ("backends", "set_float32_matmul_precision", "autocast", "compile", "jit", "amp"),
         _NOT_MODELLED,
