@@ -346,6 +346,47 @@ def test_model_benches_on_the_fast_backend(script: str, args: list[str], key: st
         assert b[key] == pytest.approx(a[key], rel=0.05)
 
 
+# ------------------------------------------- benches written as torch.distributed programs
+PIPELINE_ARGS = ["--micro-batches", "3", "--micro-batch-size", "8", "--hidden", "32"]
+ATTENTION_ARGS = ["--batch", "1", "--seq", "16", "--d-model", "32", "--heads", "8"]
+ZERO_ARGS = ["--d-in", "16", "--d-out", "8", "--batch", "8", "--steps", "2"]
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "key"),
+    [
+        ("pipeline_parallel.py", PIPELINE_ARGS, "pipeline_us"),
+        ("attention_block.py", ATTENTION_ARGS, "block_us"),
+        ("zero_optimizer_step.py", ZERO_ARGS, "step_us"),
+    ],
+)
+def test_torch_style_benches_check_on_both_backends(script: str, args: list[str], key: str):
+    """Each checks its values against NumPy on ``detailed`` and ``fast``; timing-only
+    mode gives the same times with no values."""
+    detailed = rows_of(script, args)
+    fast = rows_of(script, args, overrides=["simulation.backend=fast"])
+    timing = rows_of(script, args, timing_only=True)
+    assert detailed and len(fast) == len(timing) == len(detailed)
+    for a, b, c in zip(detailed, fast, timing, strict=True):
+        assert a["checked"] is True and b["checked"] is True and c["checked"] == "n/a"
+        assert a[key] > 0
+        assert b[key] == pytest.approx(a[key], rel=0.05)
+        assert c[key] == a[key]
+
+
+@pytest.mark.parametrize(
+    ("script", "args"),
+    [
+        ("pipeline_parallel.py", [*PIPELINE_ARGS, "--p2p", "batch"]),
+        ("attention_block.py", [*ATTENTION_ARGS, "--mode", "heads", "--kernel", "sdpa"]),
+        ("zero_optimizer_step.py", [*ZERO_ARGS, "--optimizer", "sgd", "--reduce", "all_reduce"]),
+    ],
+)
+def test_torch_style_bench_variants_check(script: str, args: list[str]) -> None:
+    rows = rows_of(script, args)
+    assert rows and all(r["checked"] is True for r in rows)
+
+
 @pytest.mark.parametrize(
     ("bench", "args", "row"),
     [
