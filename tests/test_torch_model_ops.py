@@ -369,3 +369,86 @@ def test_einsum_errors_name_the_problem(ctx):
         torch.einsum("ii->i", torch.ones(3, 3))
     with pytest.raises(TensorError, match="output subscript z does not appear"):
         torch.einsum("ij->z", a)
+
+
+# ------------------------------------------------------- repeats, reductions and norms
+
+
+def test_repeat_tile_repeat_interleave_unbind_match_numpy(ctx):
+    a = _values((2, 3))
+    t = torch.from_numpy(a)
+    np.testing.assert_array_equal(t.repeat(2, 1, 2).numpy(), np.tile(a, (2, 1, 2)))
+    np.testing.assert_array_equal(t.repeat((1, 3)).numpy(), np.tile(a, (1, 3)))
+    np.testing.assert_array_equal(torch.tile(t, (2,)).numpy(), np.tile(a, 2))
+    np.testing.assert_array_equal(t.repeat_interleave(2, dim=1).numpy(), np.repeat(a, 2, 1))
+    np.testing.assert_array_equal(torch.repeat_interleave(t, 3).numpy(), np.repeat(a, 3))
+    np.testing.assert_array_equal(
+        t.repeat_interleave(torch.tensor(2), dim=-2, output_size=4).numpy(), np.repeat(a, 2, 0)
+    )
+    # grouped-query attention: each of 2 key heads serves 2 query heads
+    k = _values((1, 2, 4, 3))
+    np.testing.assert_array_equal(
+        torch.from_numpy(k).repeat_interleave(2, dim=1).numpy(), np.repeat(k, 2, axis=1)
+    )
+    copy = t.repeat(1, 1)  # a copy even when nothing repeats, as torch
+    copy[0, 0] = 99.0
+    assert t[0, 0].item() == a[0, 0]
+    rows = torch.unbind(t, 1)
+    assert len(rows) == 3 and [r.tolist() for r in rows] == [list(c) for c in a.T.tolist()]
+    rows[0][1] = -5.0  # views
+    assert t[1, 0].item() == -5.0
+    with pytest.raises(TensorError, match="can not be smaller than number of dimensions"):
+        t.repeat(2)
+    with pytest.raises(TensorError, match="per-element repeats is not supported"):
+        t.repeat_interleave(torch.tensor([1, 2]), dim=0)
+
+
+def test_clamp_min_max_reciprocal_outer_logsumexp_var_mean(ctx):
+    a = _values((3, 4))
+    t = torch.from_numpy(a)
+    np.testing.assert_array_equal(torch.clamp_min(t, 0.5).numpy(), np.maximum(a, 0.5))
+    np.testing.assert_array_equal(t.clamp_max(0.5).numpy(), np.minimum(a, 0.5))
+    np.testing.assert_allclose(torch.reciprocal(t).numpy(), 1 / a, rtol=1e-6)
+    assert torch.tensor([2, 4]).reciprocal().tolist() == [0.5, 0.25]  # ints give floats
+    with pytest.raises(TensorError, match="can't be cast to the desired output type"):
+        torch.tensor([2, 4]).reciprocal_()
+    u, v = _values((3,), 2), _values((5,), 3)
+    np.testing.assert_allclose(
+        torch.outer(torch.from_numpy(u), torch.from_numpy(v)).numpy(), np.outer(u, v), rtol=1e-6
+    )
+    for dim, keepdim in ((-1, False), ((0, 1), True)):
+        m = a.max(axis=dim, keepdims=True)
+        expected = np.log(np.exp(a - m).sum(axis=dim, keepdims=True)) + m
+        if not keepdim:
+            expected = expected.squeeze(dim)
+        np.testing.assert_allclose(torch.logsumexp(t, dim, keepdim).numpy(), expected, rtol=1e-6)
+    stable = torch.tensor([[1000.0, 1000.0], [float("-inf"), float("-inf")]]).logsumexp(1)
+    np.testing.assert_allclose(stable.numpy(), [1000 + np.log(2), -np.inf])
+    var, mean = torch.var_mean(t, dim=-1, keepdim=True, unbiased=False)
+    np.testing.assert_allclose(var.numpy(), a.var(-1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(mean.numpy(), a.mean(-1, keepdims=True), rtol=1e-5)
+    std, mean = torch.std_mean(t, 0)
+    np.testing.assert_allclose(std.numpy(), a.std(0, ddof=1), rtol=1e-5)
+
+
+def test_linalg_norms_and_normalize_and_pad(ctx):
+    a = _values((3, 4))
+    t = torch.from_numpy(a)
+    np.testing.assert_allclose(torch.linalg.vector_norm(t).item(), np.linalg.norm(a), rtol=1e-6)
+    np.testing.assert_allclose(
+        torch.linalg.vector_norm(t, 1, dim=-1).numpy(), np.abs(a).sum(-1), rtol=1e-6
+    )
+    np.testing.assert_allclose(torch.linalg.norm(t).item(), np.linalg.norm(a), rtol=1e-6)
+    with pytest.raises(TensorError, match="ord=2 of a matrix is not here"):
+        torch.linalg.norm(t, 2)
+    with pytest.raises(KernBenchError, match="torch.linalg.svd is not in KernBench; .*numpy"):
+        torch.linalg.svd(t)
+    expected = a / np.linalg.norm(a, axis=-1, keepdims=True)
+    np.testing.assert_allclose(F.normalize(t, dim=-1).numpy(), expected, rtol=1e-6)
+    np.testing.assert_array_equal(F.pad(t, (1, 2)).numpy(), np.pad(a, ((0, 0), (1, 2))))
+    np.testing.assert_array_equal(
+        F.pad(t, (0, -1, 2, 0), value=7.0).numpy(),
+        np.pad(a[:, :-1], ((2, 0), (0, 0)), constant_values=7.0),
+    )
+    with pytest.raises(TensorError, match="mode 'reflect' is not here"):
+        F.pad(t, (1, 1), mode="reflect")

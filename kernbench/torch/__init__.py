@@ -61,6 +61,8 @@ from kernbench.torch.functions import (
     bmm,
     chunk,
     clamp,
+    clamp_max,
+    clamp_min,
     clip,
     clone,
     cos,
@@ -72,6 +74,7 @@ from kernbench.torch.functions import (
     exp,
     flatten,
     ge,
+    ger,
     greater,
     greater_equal,
     gt,
@@ -89,6 +92,7 @@ from kernbench.torch.functions import (
     logical_not,
     logical_or,
     logical_xor,
+    logsumexp,
     lt,
     masked_fill,
     masked_select,
@@ -108,9 +112,12 @@ from kernbench.torch.functions import (
     nonzero,
     norm,
     not_equal,
+    outer,
     permute,
     pow,
+    reciprocal,
     relu,
+    repeat_interleave,
     reshape,
     rsqrt,
     sigmoid,
@@ -121,15 +128,19 @@ from kernbench.torch.functions import (
     square,
     squeeze,
     std,
+    std_mean,
     sub,
     sum,
     tanh,
+    tile,
     transpose,
     tril,
     triu,
+    unbind,
     unflatten,
     unsqueeze,
     var,
+    var_mean,
     where,
 )
 from kernbench.torch.missing import MODULE_HINTS, install_import_hints
@@ -160,6 +171,17 @@ int64 = long = UNSUPPORTED["int64"]
 complex64 = UNSUPPORTED["complex64"]
 
 __all__ = [
+    "clamp_max",
+    "clamp_min",
+    "ger",
+    "logsumexp",
+    "outer",
+    "reciprocal",
+    "repeat_interleave",
+    "std_mean",
+    "tile",
+    "unbind",
+    "var_mean",
     "einsum",
     "addmm",
     "amax",
@@ -336,5 +358,6 @@ def __getattr__(name: str) -> Any:
 
 install_import_hints()
 
-# The subpackages users import as torch.distributed, torch.multiprocessing and torch.nn.
-from kernbench.torch import distributed, multiprocessing, nn  # noqa: E402,F401
+# The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn and
+# torch.linalg.
+from kernbench.torch import distributed, linalg, multiprocessing, nn  # noqa: E402,F401

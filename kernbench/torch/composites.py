@@ -1,10 +1,14 @@
-"""Tensor methods that are short compositions of others: ``square``, ``neg``, ``amax``/``amin``,
-``addmm``/``baddbmm``, ``unflatten``, ``movedim``.
+"""Tensor methods that are short compositions of others: ``square``, ``neg``, ``reciprocal``,
+``clamp_min``/``clamp_max``, ``amax``/``amin``, ``logsumexp``, ``addmm``/``baddbmm``, ``outer``,
+``unflatten``, ``movedim``.
 
 :class:`TensorComposites` is mixed into the tensor class.  Each is written
 with the operations it stands for, so what it costs is what those cost:
-``square`` is ``t * t``, ``neg`` is ``-t``, ``amax`` reduces one dim after
-another with ``max(dim)`` (and frees the indices torch would not have made),
+``square`` is ``t * t``, ``neg`` is ``-t``, ``reciprocal`` ``1 / t``,
+``clamp_min(m)`` ``clamp(min=m)``, ``outer`` a broadcast product, ``amax``
+reduces one dim after another with ``max(dim)`` (and frees the indices torch
+would not have made), ``logsumexp`` is ``m + log(sum(exp(t - m)))`` with ``m``
+the ``amax`` (0 where it is infinite, as torch),
 ``addmm`` is ``beta * input + alpha * (mat1 @ mat2)`` (a matmul, then a scale
 and an add where torch's GEMM folds them in); ``unflatten`` and ``movedim``
 are views.
@@ -51,6 +55,63 @@ class TensorComposites:
         return self
 
     negative_ = neg_
+
+    def reciprocal(self: Tensor) -> Tensor:
+        """``1 / self`` (an integer tensor gives floats, as torch)."""
+        return 1 / self
+
+    def reciprocal_(self: Tensor) -> Tensor:
+        if not self.dtype.is_floating_point:
+            raise TensorError(
+                f"reciprocal_: result type Float can't be cast to the desired output type "
+                f"{self.dtype!r} (as torch); use t.reciprocal()"
+            )
+        return self.pow_(-1)
+
+    def clamp_min(self: Tensor, min: Any) -> Tensor:  # noqa: A002 - torch's name
+        return self.clamp(min=min)
+
+    def clamp_min_(self: Tensor, min: Any) -> Tensor:  # noqa: A002 - torch's name
+        return self.clamp_(min=min)
+
+    def clamp_max(self: Tensor, max: Any) -> Tensor:  # noqa: A002 - torch's name
+        return self.clamp(max=max)
+
+    def clamp_max_(self: Tensor, max: Any) -> Tensor:  # noqa: A002 - torch's name
+        return self.clamp_(max=max)
+
+    def outer(self: Tensor, vec2: Tensor) -> Tensor:
+        """``self[i] * vec2[j]`` of two 1-D tensors."""
+        if self.ndim != 1 or getattr(vec2, "ndim", None) != 1:
+            shape = tuple(vec2.shape) if hasattr(vec2, "shape") else type(vec2).__name__
+            raise TensorError(
+                f"outer: both arguments must be 1-D tensors, got {tuple(self.shape)} and {shape}"
+            )
+        return self.unsqueeze(1) * vec2.unsqueeze(0)
+
+    ger = outer
+
+    def ndimension(self: Tensor) -> int:
+        return self.ndim
+
+    def logsumexp(self: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
+        """``log(sum(exp(self)))`` over ``dim``, stably."""
+        if not self.dtype.is_floating_point:
+            raise TensorError(
+                f"logsumexp: needs a floating tensor here, got {self.dtype!r}; call .float()"
+            )
+        top = self.amax(dim, keepdim=True)
+        finite = top.isfinite()
+        shift = top.masked_fill_(finite.logical_not(), 0)  # all -inf (or inf): no shift
+        shifted = self - shift
+        total = shifted.exp_().sum(dim, keepdim=True)
+        out = total.log_().add_(shift)
+        for t in (finite, shifted):
+            t.free()
+        if keepdim:
+            return out
+        dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
+        return out.squeeze(tuple(sorted(dim_index(d, self.ndim) for d in dims)))
 
     def amax(self: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
         """The largest values over ``dim`` (an int or a tuple; ``()`` every dim), no indices."""

@@ -17,6 +17,17 @@ from kernbench.torch.logic import where as _where
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "var_mean",
+    "unbind",
+    "tile",
+    "std_mean",
+    "repeat_interleave",
+    "reciprocal",
+    "outer",
+    "logsumexp",
+    "ger",
+    "clamp_min",
+    "clamp_max",
     "unflatten",
     "square",
     "negative",
@@ -522,3 +533,75 @@ def movedim(input: Tensor, source: Any, destination: Any) -> Tensor:  # noqa: A0
 
 
 moveaxis = movedim
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "clamp_min").clamp_min(min)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "clamp_max").clamp_max(max)
+
+
+@with_out
+def reciprocal(input: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "reciprocal").reciprocal()
+
+
+@with_out
+def outer(input: Tensor, vec2: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "outer").outer(vec2)
+
+
+ger = outer
+
+
+@with_out
+def logsumexp(input: Tensor, dim: Any, keepdim: bool = False) -> Tensor:  # noqa: A002
+    return _tensor(input, "logsumexp").logsumexp(dim, keepdim)
+
+
+def var_mean(
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """``(var, mean)`` over ``dim``, as torch returns them (two reductions here)."""
+    x = _tensor(input, "var_mean")
+    return x.var(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def std_mean(
+    input: Tensor,  # noqa: A002
+    dim: Any = None,
+    unbiased: Any = None,
+    keepdim: bool = False,
+    *,
+    correction: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """``(std, mean)`` over ``dim``, as torch returns them (two reductions here)."""
+    x = _tensor(input, "std_mean")
+    return x.std(dim, unbiased, keepdim, correction=correction), x.mean(dim, keepdim)
+
+
+def repeat_interleave(
+    input: Tensor,  # noqa: A002
+    repeats: Any,
+    dim: int | None = None,
+    *,
+    output_size: int | None = None,
+) -> Tensor:
+    return _tensor(input, "repeat_interleave").repeat_interleave(
+        repeats, dim, output_size=output_size
+    )
+
+
+def tile(input: Tensor, dims: Any) -> Tensor:  # noqa: A002
+    return _tensor(input, "tile").tile(dims)
+
+
+def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
+    return _tensor(input, "unbind").unbind(dim)

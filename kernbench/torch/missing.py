@@ -75,7 +75,6 @@ HINTS = {  # (the named entries after the groups win)
     "take": _INDEX_READ,
     "long": _NO_64_BIT,
     "double": _NO_64_BIT,
-    "repeat": "t.expand(...) for a view, or torch.cat([t] * n) for a copy",
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
@@ -83,14 +82,9 @@ HINTS = {  # (the named entries after the groups win)
     "silu": "torch.nn.functional.silu(t)",
     "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
     "random_": "t.copy_(torch.randint(low, high, t.shape))",
-    **dict.fromkeys(("reciprocal", "reciprocal_"), "1 / t (t.reciprocal_(): t.copy_(1 / t))"),
     "prod": _NO_KERNEL,
-    "unbind": "[t[i] for i in range(t.shape[0])] (views), or t.split(1)",
     "flip": "index with a list: t[list(range(n - 1, -1, -1))] (a copy)",
     "roll": "torch.cat([t[-k:], t[:-k]]) along the first dim",
-    **dict.fromkeys(
-        ("repeat_interleave", "tile"), "torch.cat of the pieces (t.expand(...) for a view)"
-    ),
     "new_tensor": "torch.tensor(data, dtype=t.dtype)",
     **dict.fromkeys(("remainder", "remainder_", "fmod", "fmod_"), _INTEGER_DIVISION),
     **dict.fromkeys(("floor_divide", "floor_divide_"), _INTEGER_DIVISION),
@@ -107,8 +101,7 @@ HINTS = {  # (the named entries after the groups win)
 MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     **dict.fromkeys(("eye", "linspace", "logspace", "randperm"), _ON_HOST),
-    **{name: HINTS[name] for name in ("prod", "flip", "roll", "tile")},
-    "repeat_interleave": HINTS["repeat_interleave"],
+    **{name: HINTS[name] for name in ("prod", "flip", "roll")},
     **{name: HINTS[name] for name in ("remainder", "fmod", "floor_divide", "is_floating_point")},
     "bincount": _ON_HOST,
     "set_grad_enabled": "there is no autograd: drop the line (torch.no_grad() also works)",

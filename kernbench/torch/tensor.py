@@ -88,6 +88,7 @@ from kernbench.torch.logic import TensorLogic
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.reductions import TensorReductions
+from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
@@ -139,6 +140,7 @@ class Tensor(
     TensorPointwise,
     TensorTriangular,
     TensorComposites,
+    TensorRepeats,
     TensorLayout,
     TensorHostValues,
     TensorGradSlots,
@@ -150,7 +152,8 @@ class Tensor(
     ``exp``/``abs``/``matmul``/... from
     :class:`~kernbench.torch.pointwise.TensorPointwise`, ``triu``/``tril`` from
     :class:`~kernbench.torch.triangular.TensorTriangular`, ``square``/``amax``/``addmm``/...
-    from :class:`~kernbench.torch.composites.TensorComposites`, indexing and views
+    from :class:`~kernbench.torch.composites.TensorComposites`, ``repeat``/``unbind``/...
+    from :class:`~kernbench.torch.repeats.TensorRepeats`, indexing and views
     from :class:`~kernbench.torch.layout.TensorLayout`, host reads from
     :class:`~kernbench.torch.host_values.TensorHostValues` and the autograd
     slots from :class:`~kernbench.torch.grad_slots.TensorGradSlots`.

@@ -10,6 +10,7 @@ kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
 ``log_softmax`` and then ``nll_loss``, as torch's
 (:mod:`~kernbench.torch.nn.class_losses`: their targets are class indices of
 any integer dtype, as there is no int64).
+``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here; ``one_hot`` gives ``int32`` (torch: int64).
 """
@@ -41,7 +42,9 @@ __all__ = [
     "log_softmax",
     "mse_loss",
     "nll_loss",
+    "normalize",
     "one_hot",
+    "pad",
     "relu",
     "rms_norm",
     "scaled_dot_product_attention",
@@ -322,6 +325,68 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     classes.free()
     out = hits.int()
     hits.free()
+    return out
+
+
+def normalize(
+    input: Tensor,  # noqa: A002 - torch's name
+    p: float = 2.0,
+    dim: int = 1,
+    eps: float = 1e-12,
+    out: Tensor | None = None,
+) -> Tensor:
+    """``input / max(norm_p(input, dim), eps)``: the norm (``p`` 1 or 2) kept as a dim and
+    broadcast, as torch's."""
+    x = _input(input, "normalize")
+    scale = x.norm(p, dim, keepdim=True).clamp_min_(eps)
+    result = x / scale
+    scale.free()
+    if out is not None:
+        out.copy_(result)
+        result.free()
+        return out
+    return result
+
+
+def pad(
+    input: Tensor,  # noqa: A002 - torch's name
+    pad: Any,
+    mode: str = "constant",
+    value: float | None = None,
+) -> Tensor:
+    """``input`` with ``pad`` = (left, right) of the last dim, then of the one before, ...
+    filled with ``value`` (0); a negative amount crops.  A fill and one copy kernel.  Only
+    ``mode="constant"``."""
+    x = _input(input, "pad")
+    if mode != "constant":
+        raise TensorError(
+            f"torch.nn.functional.pad: mode {mode!r} is not here, only 'constant'; index the "
+            "edges and torch.cat them for reflect or replicate"
+        )
+    amounts = tuple(pad)
+    if len(amounts) % 2 or len(amounts) // 2 > x.ndim:
+        raise TensorError(
+            f"torch.nn.functional.pad: Padding length must be divisible by 2 and at most twice "
+            f"the input's dims ({x.ndim}), got {len(amounts)}"
+        )
+    shape = list(x.shape)
+    source = [slice(None)] * x.ndim
+    target = [slice(None)] * x.ndim
+    for i in range(len(amounts) // 2):
+        d = x.ndim - 1 - i
+        before, after = amounts[2 * i], amounts[2 * i + 1]
+        size = shape[d] + before + after
+        if size < 0:
+            raise TensorError(
+                f"torch.nn.functional.pad: the padded size of dim {d} would be {size} "
+                f"(input {shape[d]}, pad ({before}, {after}))"
+            )
+        source[d] = slice(max(-before, 0), shape[d] - max(-after, 0))
+        target[d] = slice(max(before, 0), size - max(after, 0))
+        shape[d] = size
+    out = x.new_full(shape, 0 if value is None else value)
+    if all(s.start < s.stop for s in target if s != slice(None)) and out.numel():
+        out[tuple(target)] = x[tuple(source)]
     return out
 
 
