@@ -452,3 +452,18 @@ def test_linalg_norms_and_normalize_and_pad(ctx):
     )
     with pytest.raises(TensorError, match="mode 'reflect' is not here"):
         F.pad(t, (1, 1), mode="reflect")
+
+
+def test_mv_and_type(ctx):
+    a, v = _values((3, 4), 1), _values((4,), 2)
+    np.testing.assert_allclose(
+        torch.mv(torch.from_numpy(a), torch.from_numpy(v)).numpy(), a @ v, rtol=1e-6
+    )
+    with pytest.raises(TensorError, match="mv: expected a 2-D matrix and a 1-D vector"):
+        torch.ones(4).mv(torch.ones(4))
+    t = torch.from_numpy(a)
+    assert t.type() == "torch.ahbm.FloatTensor" and t.half().type() == "torch.ahbm.HalfTensor"
+    assert t.type(torch.bfloat16).dtype is torch.bfloat16
+    assert t.type("torch.cuda.IntTensor").dtype is torch.int32
+    with pytest.raises(TensorError, match="not a tensor type here"):
+        t.type("torch.cuda.LongTensor")

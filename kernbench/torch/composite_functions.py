@@ -25,6 +25,7 @@ __all__ = [
     "logsumexp",
     "moveaxis",
     "movedim",
+    "mv",
     "neg",
     "negative",
     "outer",
@@ -162,3 +163,8 @@ def tile(input: Tensor, dims: Any) -> Tensor:  # noqa: A002
 
 def unbind(input: Tensor, dim: int = 0) -> tuple[Tensor, ...]:  # noqa: A002
     return _tensor(input, "unbind").unbind(dim)
+
+
+@with_out
+def mv(input: Tensor, vec: Tensor) -> Tensor:  # noqa: A002
+    return _tensor(input, "mv").mv(vec)

@@ -21,12 +21,25 @@ import numbers
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.shapes import dim_index
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
 __all__ = ["TensorComposites"]
+
+# torch's legacy tensor type names (``t.type()``)
+_LEGACY_TYPES = {
+    "float32": "FloatTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
+    "int32": "IntTensor",
+    "int16": "ShortTensor",
+    "int8": "CharTensor",
+    "uint8": "ByteTensor",
+    "bool": "BoolTensor",
+}
 
 
 class TensorComposites:
@@ -90,6 +103,32 @@ class TensorComposites:
         return self.unsqueeze(1) * vec2.unsqueeze(0)
 
     ger = outer
+
+    def mv(self: Tensor, vec: Tensor) -> Tensor:
+        """The product of a 2-D ``self`` and a 1-D ``vec``."""
+        if self.ndim != 2 or getattr(vec, "ndim", None) != 1:
+            shape = tuple(vec.shape) if hasattr(vec, "shape") else type(vec).__name__
+            raise TensorError(
+                f"mv: expected a 2-D matrix and a 1-D vector, got {tuple(self.shape)} and {shape}"
+            )
+        return self.matmul(vec)
+
+    def type(self: Tensor, dtype: Any = None, non_blocking: bool = False) -> Any:  # noqa: A003
+        """Without ``dtype`` the type's name (``torch.ahbm.FloatTensor``, as torch names a
+        CUDA tensor's); with one (a dtype or such a name), ``to(dtype)``."""
+        if dtype is None:
+            legacy = _LEGACY_TYPES.get(self.dtype.name)
+            return f"torch.ahbm.{legacy}" if legacy else f"torch.ahbm.{self.dtype.name}"
+        if isinstance(dtype, str):
+            kind = dtype.rsplit(".", 1)[-1]
+            names = {v: k for k, v in _LEGACY_TYPES.items()}
+            if kind not in names:
+                raise TensorError(
+                    f"type({dtype!r}): not a tensor type here; give a dtype (torch.float16) or "
+                    f"one of {', '.join(sorted(names))}"
+                )
+            dtype = DTYPE_OBJECTS[names[kind]]
+        return self.to(dtype)
 
     def ndimension(self: Tensor) -> int:
         return self.ndim

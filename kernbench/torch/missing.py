@@ -89,7 +89,6 @@ HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys(("remainder", "remainder_", "fmod", "fmod_"), _INTEGER_DIVISION),
     **dict.fromkeys(("floor_divide", "floor_divide_"), _INTEGER_DIVISION),
     "is_floating_point": "t.dtype.is_floating_point",
-    "type": "t.dtype to ask, t.to(dtype) to convert",
     **dict.fromkeys(
         ("t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_"),
         "the view without _ (t = t.t(), t = t.unsqueeze(0)); views change no memory",
