@@ -353,37 +353,39 @@ ZERO_ARGS = ["--d-in", "16", "--d-out", "8", "--batch", "8", "--steps", "2"]
 
 
 @pytest.mark.parametrize(
-    ("script", "args", "key"),
+    ("script", "args", "key", "world_size"),
     [
-        ("pipeline_parallel.py", PIPELINE_ARGS, "pipeline_us"),
-        ("attention_block.py", ATTENTION_ARGS, "block_us"),
-        ("zero_optimizer_step.py", ZERO_ARGS, "step_us"),
+        ("pipeline_parallel.py", PIPELINE_ARGS, "step_us", 8),
+        ("attention_block.py", ATTENTION_ARGS, "block_us", 4),
+        ("zero_optimizer_step.py", ZERO_ARGS, "step_us", 8),
     ],
 )
-def test_torch_style_benches_check_on_both_backends(script: str, args: list[str], key: str):
+def test_torch_style_benches_check_on_both_backends(script, args, key, world_size) -> None:
     """Each checks its values against NumPy on ``detailed`` and ``fast``; timing-only
     mode gives the same times with no values."""
-    detailed = rows_of(script, args)
-    fast = rows_of(script, args, overrides=["simulation.backend=fast"])
-    timing = rows_of(script, args, timing_only=True)
+    detailed = rows_of(script, args, world_size=world_size)
+    fast = rows_of(script, args, world_size=world_size, overrides=["simulation.backend=fast"])
+    timing = rows_of(script, args, world_size=world_size, timing_only=True)
     assert detailed and len(fast) == len(timing) == len(detailed)
     for a, b, c in zip(detailed, fast, timing, strict=True):
         assert a["checked"] is True and b["checked"] is True and c["checked"] == "n/a"
-        assert a[key] > 0
+        assert a["world_size"] == world_size and a[key] > 0
         assert b[key] == pytest.approx(a[key], rel=0.05)
         assert c[key] == a[key]
 
 
 @pytest.mark.parametrize(
-    ("script", "args"),
+    ("script", "args", "world_size"),
     [
-        ("pipeline_parallel.py", [*PIPELINE_ARGS, "--p2p", "batch"]),
-        ("attention_block.py", [*ATTENTION_ARGS, "--mode", "heads", "--kernel", "sdpa"]),
-        ("zero_optimizer_step.py", [*ZERO_ARGS, "--optimizer", "sgd", "--reduce", "all_reduce"]),
+        ("pipeline_parallel.py", [*PIPELINE_ARGS, "--p2p", "batch"], 8),
+        ("pipeline_parallel.py", ["--micro-batches", "2", "--schedule", "1f1b"], 4),
+        ("attention_block.py", [*ATTENTION_ARGS, "--mode", "heads", "--kernel", "sdpa"], 8),
+        ("zero_optimizer_step.py", [*ZERO_ARGS, "--optimizer", "sgd", "--reduce", "all_reduce"], 8),
     ],
 )
-def test_torch_style_bench_variants_check(script: str, args: list[str]) -> None:
-    rows = rows_of(script, args)
+def test_torch_style_bench_variants_check(script, args, world_size) -> None:
+    """The other schedules, kernels and optimizers; 1F1B checks every stage's gradients."""
+    rows = rows_of(script, args, world_size=world_size)
     assert rows and all(r["checked"] is True for r in rows)
 
 
