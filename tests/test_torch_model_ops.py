@@ -467,3 +467,28 @@ def test_mv_and_type(ctx):
     assert t.type("torch.cuda.IntTensor").dtype is torch.int32
     with pytest.raises(TensorError, match="not a tensor type here"):
         t.type("torch.cuda.LongTensor")
+
+
+def test_grad_mode_switches_are_no_ops_and_nn_names_say_what_to_write(ctx):
+    with torch.enable_grad(), torch.set_grad_enabled(False):
+        pass
+    torch.set_grad_enabled(True)  # as a call, too
+    assert torch.is_grad_enabled() is False
+
+    @torch.enable_grad()
+    def f(x):
+        return x + 1
+
+    assert f(torch.ones(2)).tolist() == [2.0, 2.0]
+    for name, says in (
+        ("Linear", "F.linear\\(x, weight, bias\\)"),
+        ("Parameter", "use the tensor itself"),
+        ("init", "w.copy_\\(torch.randn"),
+        ("utils", "torch.linalg.vector_norm"),
+        ("parallel", "there is no DistributedDataParallel"),
+        ("Conv2d", "there are no modules or autograd"),
+    ):
+        with pytest.raises(TensorAttributeError, match=f"no attribute '{name}': .*{says}"):
+            getattr(torch.nn, name)
+    with pytest.raises(KernBenchError, match="torch.vmap is not in KernBench; .*batched ops"):
+        torch.vmap  # noqa: B018

@@ -243,6 +243,9 @@ __all__ = [
     "half",
     "iinfo",
     "inference_mode",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
     "initial_seed",
     "int",
     "int16",
@@ -343,7 +346,19 @@ class no_grad(ContextDecorator):  # noqa: N801 - torch's name
         return None
 
 
-inference_mode = no_grad
+inference_mode = enable_grad = no_grad
+
+
+class set_grad_enabled(no_grad):  # noqa: N801 - torch's name
+    """No-op, as a call, a context manager or a decorator: there is no autograd."""
+
+    def __init__(self, mode: bool) -> None:
+        self.mode = mode
+
+
+def is_grad_enabled() -> bool:
+    """False: there is no autograd (gradients are written by hand)."""
+    return False
 
 
 def is_tensor(obj: Any) -> bool:

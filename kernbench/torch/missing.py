@@ -103,7 +103,11 @@ MODULE_HINTS = {
     **{name: HINTS[name] for name in ("prod", "flip", "roll")},
     **{name: HINTS[name] for name in ("remainder", "fmod", "floor_divide", "is_floating_point")},
     "bincount": _ON_HOST,
-    "set_grad_enabled": "there is no autograd: drop the line (torch.no_grad() also works)",
+    **dict.fromkeys(
+        ("func", "vmap"),
+        "there is no autograd or vmap: use batched ops (matmul broadcasts its batch dims) or "
+        "loop over the batch",
+    ),
     "autograd": _NO_AUTOGRAD,
     "optim": _NO_OPTIMIZER,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",

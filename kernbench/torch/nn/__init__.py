@@ -2,7 +2,8 @@
 
 There are no modules, parameters or autograd; asking for anything else
 (``nn.Module``, ``nn.Linear``, ...) raises a
-:class:`~kernbench.errors.TensorAttributeError` that says so.
+:class:`~kernbench.errors.TensorAttributeError` that says so and what to
+write instead.
 """
 
 from __future__ import annotations
@@ -15,8 +16,31 @@ from kernbench.torch.nn import functional
 __all__ = ["functional"]
 
 
+_AS_TENSORS = (
+    "there are no modules or autograd: keep the weights as tensors and call "
+    "torch.nn.functional (F.linear(x, weight, bias), F.layer_norm, "
+    "F.scaled_dot_product_attention, ...)"
+)
+# What to write for the nn names model code reaches for.
+HINTS = {
+    **dict.fromkeys(
+        ("Module", "Linear", "LayerNorm", "RMSNorm", "Embedding", "Sequential", "ModuleList",
+         "MultiheadAttention", "GELU", "ReLU", "SiLU", "Dropout", "Softmax"),
+        _AS_TENSORS,
+    ),
+    "Parameter": "there are no parameters or autograd: use the tensor itself "
+    "(t.requires_grad_() is accepted; grad is a slot you assign)",
+    "init": "fill the tensor: w.copy_(torch.randn(w.shape) * std), w.zero_(), w.fill_(v)",
+    "utils": "clip by hand: norm = torch.linalg.vector_norm(g); g.mul_(torch.clamp(max_norm "
+    "/ (norm + 1e-6), max=1.0))",
+    "parallel": "there is no DistributedDataParallel: all_reduce the gradients with "
+    "torch.distributed (as benches/dp_training_step.py does)",
+}  # fmt: skip
+
+
 def __getattr__(name: str) -> Any:
+    hint = HINTS.get(name, "there are no modules or autograd")
     raise TensorAttributeError(
-        f"module 'kernbench.torch.nn' has no attribute {name!r}: there are no modules or "
-        f"autograd; kernbench.torch.nn.functional has {', '.join(functional.__all__)}"
+        f"module 'kernbench.torch.nn' has no attribute {name!r}: {hint}; "
+        f"kernbench.torch.nn.functional has {', '.join(functional.__all__)}"
     )
