@@ -1,6 +1,6 @@
 """Tensor methods that are short compositions of others: ``square``, ``neg``, ``reciprocal``,
 ``clamp_min``/``clamp_max``, ``amax``/``amin``, ``logsumexp``, ``addmm``/``baddbmm``, ``outer``,
-``unflatten``, ``movedim``.
+``mv``, ``type``, ``unflatten``, ``movedim``.
 
 :class:`TensorComposites` is mixed into the tensor class.  Each is written
 with the operations it stands for, so what it costs is what those cost:
@@ -43,8 +43,7 @@ _LEGACY_TYPES = {
 
 
 class TensorComposites:
-    """``square``, ``neg``/``negative``, ``amax``/``amin``, ``addmm``/``baddbmm``,
-    ``unflatten``, ``movedim``/``moveaxis``."""
+    """The compositions the module's docstring lists (and their in-place forms)."""
 
     def square(self: Tensor) -> Tensor:
         """``self * self``."""
@@ -145,7 +144,7 @@ class TensorComposites:
         shifted = self - shift
         total = shifted.exp_().sum(dim, keepdim=True)
         out = total.log_().add_(shift)
-        for t in (finite, shifted):
+        for t in (finite, shifted, shift):
             t.free()
         if keepdim:
             return out
