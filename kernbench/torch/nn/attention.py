@@ -60,9 +60,7 @@ def _grouped(t: Tensor, heads: int, name: str) -> tuple[Tensor, bool]:
     repeat = heads // t.shape[-3]
     if repeat == 1:
         return t, False
-    *batch, kv_heads, length, features = t.shape
-    spread = t.unsqueeze(-3).expand(*batch, kv_heads, repeat, length, features)
-    return spread.reshape(*batch, heads, length, features), True
+    return t.repeat_interleave(repeat, dim=-3), True
 
 
 def scaled_dot_product_attention(
