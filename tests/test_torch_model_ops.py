@@ -222,6 +222,12 @@ def test_finfo_iinfo_refuse_the_other_kind(ctx):
         ("from kernbench.torch import autograd", "write the gradients by hand"),
         ("from kernbench.torch.nn import Linear", "there are no modules or autograd"),
         ("import kernbench.torch.cuda", "as a module: it is an attribute; import kernbench.torch"),
+        (
+            "from kernbench.torch.distributed.optim import ZeroRedundancyOptimizer",
+            "no ZeroRedundancyOptimizer .*zero_optimizer_step",
+        ),
+        ("import kernbench.torch.distributed.fsdp", "no FSDP wrapper"),
+        ("from kernbench.torch.distributed import pipelining", "pipeline_parallel.py"),
     ],
 )
 def test_imports_of_what_there_is_not_say_what_to_use(statement, says):
