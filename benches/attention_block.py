@@ -24,11 +24,13 @@ sharded in one of two ways (``--mode``):
   ``torch.cat``.  The layer norm is written out (``mean``,
   ``var(unbiased=False)``, ``rsqrt``).
 
-The attention itself (``--kernel``) is either written out -- scores with
-``torch.einsum("bhqd,bhkd->bhqk", ...)``, a mask from ``torch.triu(torch.ones(...,
-dtype=torch.bool), diagonal=...)`` applied with ``masked_fill(mask, float("-inf"))``,
-``torch.softmax`` over the last dim and ``@`` -- or
-``F.scaled_dot_product_attention`` with the same mask.  The result is checked
+The attention itself (``--kernel``) is written out -- scores with
+``torch.matmul(q, k.transpose(-2, -1))`` (``manual``) or
+``torch.einsum("bhqd,bhkd->bhqk", q, k)`` (``einsum``), scaled, a mask from
+``torch.triu(torch.ones(..., dtype=torch.bool), diagonal=...)`` applied with
+``masked_fill(mask, float("-inf"))``, ``torch.softmax`` over the last dim, and
+``@`` (or ``einsum``) with the values -- or is
+``F.scaled_dot_product_attention`` with the same mask (``sdpa``).  The result is checked
 against NumPy's unsharded block on every rank (an ``AssertionError`` on a
 mismatch), except in timing-only mode.
 
@@ -56,7 +58,7 @@ import kernbench.torch.nn.functional as F
 from kernbench.runtime import current_context
 
 MODES = ("heads", "sequence")
-KERNELS = ("manual", "sdpa")
+KERNELS = ("manual", "einsum", "sdpa")
 EPS = 1e-5
 
 
@@ -68,8 +70,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--heads", type=int, default=8, help="attention heads (8)")
     parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
     parser.add_argument("--kernel", choices=KERNELS, default="manual",
-                        help="attention written out (einsum, masked_fill, softmax) or "
-                        "F.scaled_dot_product_attention")  # fmt: skip
+                        help="attention written out with matmul or einsum, or "
+                        "F.scaled_dot_product_attention (manual)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 
@@ -109,9 +111,14 @@ def attention(q, k, v, hidden, kernel):
     if kernel == "sdpa":
         return F.scaled_dot_product_attention(q, k, v, attn_mask=~hidden)
     scale = 1.0 / math.sqrt(q.size(-1))
-    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    if kernel == "einsum":
+        scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * scale
+    else:
+        scores = torch.matmul(q, k.transpose(-2, -1)) * scale
     scores = scores.masked_fill(hidden, float("-inf"))
     probs = torch.softmax(scores, dim=-1)
+    if kernel == "einsum":
+        return torch.einsum("bhqk,bhkd->bhqd", probs, v)
     return probs @ v
 
 
