@@ -348,13 +348,20 @@ def test_cross_entropy_costs_a_log_softmax_and_a_gather():
         before = context.now
         logp = x.log_softmax(1)
         log_softmax = context.now - before
-        assert cost(lambda: F.cross_entropy(x, target)) <= 1.15 * log_softmax
+        # one elementwise pass over (N, C), a read and a write: what log_softmax costs too
+        one_pass = cost(lambda: x * 2)
+        assert log_softmax <= 1.1 * one_pass
+        assert cost(lambda: F.cross_entropy(x, target)) <= log_softmax + 0.4 * one_pass
         assert cost(lambda: F.cross_entropy(x, target, weight, reduction="none")) <= (
-            1.15 * log_softmax
+            log_softmax + 0.4 * one_pass
         )
-        assert cost(lambda: F.nll_loss(logp, target, reduction="sum")) <= 0.1 * log_softmax
-        assert cost(lambda: F.cross_entropy(x, target, label_smoothing=0.1)) <= 1.5 * log_softmax
-        assert cost(lambda: F.cross_entropy(x, probabilities, weight)) <= 1.5 * log_softmax
+        assert cost(lambda: F.nll_loss(logp, target, reduction="sum")) <= 0.2 * one_pass
+        assert cost(lambda: F.cross_entropy(x, target, label_smoothing=0.1)) <= (
+            log_softmax + 1.5 * one_pass
+        )
+        assert cost(lambda: F.cross_entropy(x, probabilities, weight)) <= (
+            log_softmax + 1.5 * one_pass
+        )
 
 
 def test_class_losses_of_spatial_inputs_views_and_narrow_targets(ctx):

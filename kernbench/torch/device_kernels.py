@@ -188,9 +188,16 @@ def elementwise_grid(n: int, what: str = "an operation") -> tuple[int]:
 
 def reduction_blocks(lines: int, length: int) -> tuple[int, int]:
     """(lines per program, elements of a line per step) of a kernel reducing ``lines``
-    lines of ``length``: a step of at most 1024, about 4096 elements a program."""
+    lines of ``length``: a step of at most 1024 elements, and as many lines a program as
+    make about :data:`BLOCK` elements, so that a reduction streams its data in programs
+    as large as an elementwise kernel's and launch overhead stays small next to the
+    memory time.  Long lines keep at least ``4096 // step`` lines a program, as before.
+    A line is reduced by the same steps whatever the number of lines a program takes, so
+    the values do not depend on it."""
     block = tl.next_power_of_2(max(1, min(length, 1024)))
-    return tl.next_power_of_2(max(1, min(lines, max(1, 4096 // block)))), block
+    line = block * max(1, -(-length // block))  # a line's lanes, over all its steps
+    fit = 1 << (max(1, BLOCK // line).bit_length() - 1)  # lines in BLOCK, a power of two
+    return tl.next_power_of_2(max(1, min(lines, max(fit, 4096 // block)))), block
 
 
 # ----------------------------------------------------------------------------- built-ins
