@@ -43,6 +43,8 @@ from kernbench.kernels.jit import jit
 
 __all__ = [
     "BUILTIN_BLOCK",
+    "arith",
+    "combine",
     "ELEMENTWISE_OPS",
     "REDUCE_OPS",
     "SCALAR_OPS",
@@ -76,7 +78,8 @@ def _trunc_div(x, y):
 
 
 @jit
-def _arith(x, y, OP: tl.constexpr):
+def arith(x, y, OP: tl.constexpr):
+    """``x OP y`` for OP in SCALAR_OPS, as the elementwise and scalar kernels compute it."""
     tl.static_assert(OP in SCALAR_OPS, f"unknown OP {OP!r}; valid: {', '.join(SCALAR_OPS)}")
     if OP == "add":
         return x + y
@@ -90,7 +93,8 @@ def _arith(x, y, OP: tl.constexpr):
 
 
 @jit
-def _combine(acc, x, OP: tl.constexpr):
+def combine(acc, x, OP: tl.constexpr):
+    """``acc OP x`` for OP in REDUCE_OPS, as the reduce kernel combines two buffers."""
     tl.static_assert(OP in REDUCE_OPS, f"unknown OP {OP!r}; valid: {', '.join(REDUCE_OPS)}")
     if OP == "sum":
         return acc + x
@@ -124,16 +128,16 @@ def elementwise_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.con
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
     y = tl.load(y_ptr + offsets, mask=mask, other=1)  # 1 keeps masked-off div lanes quiet
-    tl.store(out_ptr + offsets, _arith(x, y, OP), mask=mask)
+    tl.store(out_ptr + offsets, arith(x, y, OP), mask=mask)
 
 
-@jit(do_not_specialize=["value"])  # so that value is always a typed block in _arith
+@jit(do_not_specialize=["value"])  # so that value is always a typed block in arith
 def scalar_kernel(x_ptr, out_ptr, n, value, OP: tl.constexpr, BLOCK: tl.constexpr):
     """``out[i] = x[i] OP value`` for ``i < n``; OP in add, sub, mul, div, scale."""
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, _arith(x, value, OP), mask=mask)
+    tl.store(out_ptr + offsets, arith(x, value, OP), mask=mask)
 
 
 @jit
@@ -158,7 +162,7 @@ def reduce_kernel(acc_ptr, x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.conste
     mask = offsets < n
     acc = tl.load(acc_ptr + offsets, mask=mask)
     x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, _combine(acc, x, OP), mask=mask)
+    tl.store(out_ptr + offsets, combine(acc, x, OP), mask=mask)
 
 
 # ----------------------------------------------------------------------------- launch helpers

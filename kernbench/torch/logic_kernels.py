@@ -19,6 +19,7 @@ from kernbench.torch.device_kernels import BLOCK, elementwise_grid, reduction_bl
 __all__ = [
     "BINARY_TESTS",
     "UNARY_TESTS",
+    "elementwise_test",
     "launch_any_all",
     "launch_gather_rows",
     "launch_scatter_rows",
@@ -33,7 +34,8 @@ UNARY_TESTS = ("not", "isnan", "isinf", "isfinite", "invert")
 
 
 @jit
-def _test(x, y, OP: tl.constexpr):
+def elementwise_test(x, y, OP: tl.constexpr):
+    """``x OP y`` for OP in BINARY_TESTS, as the test kernels compute it."""
     if OP == "eq":
         return x == y
     if OP == "ne":
@@ -67,7 +69,7 @@ def _test_kernel(x_ptr, y_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
     y = tl.load(y_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, _test(x, y, OP), mask=mask)
+    tl.store(out_ptr + offsets, elementwise_test(x, y, OP), mask=mask)
 
 
 @jit(do_not_specialize=["value"])
@@ -76,7 +78,7 @@ def _test_scalar_kernel(x_ptr, out_ptr, n, value, OP: tl.constexpr, BLOCK: tl.co
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offsets < n
     x = tl.load(x_ptr + offsets, mask=mask)
-    tl.store(out_ptr + offsets, _test(x, value.to(x.dtype), OP), mask=mask)
+    tl.store(out_ptr + offsets, elementwise_test(x, value.to(x.dtype), OP), mask=mask)
 
 
 @jit
