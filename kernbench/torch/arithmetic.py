@@ -4,19 +4,25 @@
 holds the operators (also reflected and in place) and ``add``/``sub``/``mul``/
 ``div`` with their in-place forms.  An operation runs the elementwise device
 kernels on tensors broadcast to one shape (as in PyTorch) or a tensor and a
-Python/NumPy scalar.  Operands of another dtype, broadcast operands and views
-that are not one run of memory are first copied on the device into contiguous
-temporaries (costed), which are freed once the result is written; a result
-for such a view is written back by the strided copy kernel.
+Python/NumPy scalar.  Broadcast operands and views that are not one run of
+memory are read in place through their strides by the broadcast kernel
+(:mod:`~kernbench.torch.broadcast_kernels`), as torch's TensorIterator reads
+them; an operand of another dtype is first converted on the device (costed)
+with its own shape into a temporary, freed once the result is written.  A
+result for an in-place view that is not one run is written back by the
+strided copy kernel.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kernbench.errors import TensorError
+from kernbench.torch.broadcast_kernels import StridedOperand, launch_broadcast
 from kernbench.torch.device_kernels import (
     launch_elementwise,
     launch_fill,
@@ -24,6 +30,7 @@ from kernbench.torch.device_kernels import (
 )
 from kernbench.torch.dtypes import (
     BOOL,
+    as_torch_dtype,
     category,
     check_scalar_fits,
     get_default_dtype,
@@ -37,7 +44,7 @@ if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorArithmetic"]
+__all__ = ["TensorArithmetic", "read_in_place"]
 
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -217,9 +224,17 @@ class TensorArithmetic:
                 f"{what}: result type {rtype!r} can't be cast to the in-place output type "
                 f"{out.dtype!r}; use an out-of-place op (a = a {_SYMBOL[op]} b)"
             )
+        direct = out is not None and out.dtype is rtype and out.contiguous_device_tensor()
+        strided = None
+        if value is None:
+            strided = read_in_place(shape, [(self, rtype), (other, rtype)], out)
+        if strided is not None:
+            operands, temps = strided
+            target = out if direct else self.new_empty(shape, dtype=rtype)
+            launch_broadcast("arith", op, target.device_tensor, shape, operands)
+            return _finish(out, target, temps)
         temps = []
         x, temp = dense_as(self, shape, rtype)
-        direct = out is not None and out.dtype is rtype and out.contiguous_device_tensor()
         target = out if direct else self.new_empty(shape, dtype=rtype)
         temps += temp
         if value is None:
@@ -229,12 +244,7 @@ class TensorArithmetic:
         else:
             check_scalar_fits(value, rtype, what)
             launch_scalar(op, x.device_tensor, value, target.device_tensor)
-        if out is not None and target is not out:
-            out.copy_(target)
-            temps.append(target)
-            target = out
-        free_temporaries(*temps)
-        return target
+        return _finish(out, target, temps)
 
     def _reversed(self: Tensor, op: str, other: Any) -> Tensor:
         """``other op self`` for a scalar ``other``: a tensor filled with it, then the op."""
@@ -256,6 +266,16 @@ class TensorArithmetic:
         if x is not self:
             free_temporaries(x)
         return result
+
+
+def _finish(out: Tensor | None, target: Tensor, temps: list[Tensor]) -> Tensor:
+    """The result: ``target``, or ``out`` with ``target`` copied in; temporaries freed."""
+    if out is not None and target is not out:
+        out.copy_(target)
+        temps.append(target)
+        target = out
+    free_temporaries(*temps)
+    return target
 
 
 def _scaled_product(tensor1: Any, tensor2: Any, value: Any) -> Tensor:
@@ -363,6 +383,46 @@ def dense_as(t: Tensor, shape: tuple[int, ...], dtype: Any = None) -> tuple[Tens
     view = t if tuple(t.shape) == shape else t.expand(shape)
     out = view.dense(dtype)
     return out, [] if out is view else [out]
+
+
+def read_in_place(
+    shape: tuple[int, ...], operands: Sequence[tuple[Any, Any]], out: Tensor | None = None
+) -> tuple[list[Any], list[Tensor]] | None:
+    """The ``(operand, dtype)`` pairs as the broadcast kernel reads them, and the copies made
+    for them (to free after use); or None when the flat kernels serve as well.
+
+    A tensor operand is read in place through its strides, broadcast to ``shape`` by zero
+    strides (as torch's TensorIterator reads it); one of another dtype is first converted
+    with its own shape, so a broadcast operand costs its own elements.  Numbers pass as
+    they are.  None when every tensor operand broadcast to ``shape`` already is one run of
+    memory (the flat kernels read it with no copy), when the result is empty, or when an
+    operand shows ``out``'s memory in another way (it is copied first, as before, so no
+    program reads what another one wrote).
+    """
+    tensors = [t for t, _ in operands if isinstance(t, TensorArithmetic)]
+    if not math.prod(shape):
+        return None
+    views = [t if tuple(t.shape) == shape else t.expand(shape) for t in tensors]
+    if all(v.contiguous_device_tensor() is not None for v in views):
+        return None
+    if out is not None and any(
+        v.storage_device_tensor is out.storage_device_tensor and v.geometry != out.geometry
+        for v in views
+    ):
+        return None
+    read: list[Any] = []
+    temps: list[Tensor] = []
+    for t, dtype in operands:
+        if not isinstance(t, TensorArithmetic):
+            read.append(t)
+            continue
+        if dtype is not None and as_torch_dtype(dtype) is not t.dtype:
+            t = t.dense(dtype)
+            temps.append(t)
+        view = t if tuple(t.shape) == shape else t.expand(shape)
+        geo = view.geometry
+        read.append(StridedOperand(view.storage_device_tensor, geo.offset, geo.strides))
+    return read, temps
 
 
 def free_temporaries(*temps: Tensor) -> None:

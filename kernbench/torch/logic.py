@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError, TensorTypeError
-from kernbench.torch.arithmetic import check_pair, dense_as, free_temporaries, pair_dtype
+from kernbench.torch.arithmetic import (
+    check_pair,
+    dense_as,
+    free_temporaries,
+    pair_dtype,
+    read_in_place,
+)
+from kernbench.torch.broadcast_kernels import launch_broadcast
 from kernbench.torch.dtypes import (
     BOOL,
     DTYPE_OBJECTS,
@@ -176,6 +183,12 @@ class TensorLogic:
             value = _scalar_operand(what, other)
             shape, common = tuple(self.shape), scalar_result_dtype(self.dtype, other)
             check_scalar_fits(value, common, what)
+        if _is_tensor(other) and (
+            read := read_in_place(shape, [(self, common), (other, common)], out)
+        ):
+            target = _target(self, out, shape, BOOL)
+            launch_broadcast("test", op, target.device_tensor, shape, read[0])
+            return _written(out, target, read[1])
         x, temps = dense_as(self, shape, common)
         target = _target(self, out, shape, BOOL)
         if _is_tensor(other):
@@ -224,6 +237,10 @@ class TensorLogic:
         shape = check_pair(self, other, what, in_place=out is not None)
         if out is not None:
             check_no_partial_overlap(out, other, what)
+        if read := read_in_place(shape, [(self, None), (other, None)], out):
+            target = _target(self, out, shape, BOOL)
+            launch_broadcast("test", op, target.device_tensor, shape, read[0])
+            return _written(out, target, read[1])
         x, temps = dense_as(self, shape)
         y, more = dense_as(other, shape)
         target = _target(self, out, shape, BOOL)
@@ -297,9 +314,16 @@ class TensorLogic:
                 f"{out.dtype!r} (as in torch); use an out-of-place op "
                 f"(a = a {_SYMBOL[op]} b)"
             )
-        x, temps = dense_as(self, shape, rtype)
         # In place into another dtype the result goes through one of its own (a copy after).
-        target = _target(self, None if out is None or out.dtype is not rtype else out, shape, rtype)
+        into = None if out is None or out.dtype is not rtype else out
+        if _is_tensor(other) and (
+            read := read_in_place(shape, [(self, rtype), (other, rtype)], out)
+        ):
+            target = _target(self, into, shape, rtype)
+            launch_broadcast("test", op, target.device_tensor, shape, read[0])
+            return _written(out, target, read[1])
+        x, temps = dense_as(self, shape, rtype)
+        target = _target(self, into, shape, rtype)
         if _is_tensor(other):
             y, more = dense_as(other, shape, rtype)
             temps += more
@@ -404,6 +428,10 @@ class TensorLogic:
             value = value.item()
         fill = _in_dtype(_scalar_operand(what, value), self.dtype, what)
         shape = check_pair(self, mask, what, in_place=out is not None)
+        if read := read_in_place(shape, [(mask, None), (fill, None), (self, None)], out):
+            target = _target(self, out, shape, self.dtype)
+            launch_broadcast("where", "where", target.device_tensor, shape, read[0])
+            return _written(out, target, read[1])
         x, temps = dense_as(self, shape)
         m, more = dense_as(mask, shape)
         target = _target(self, out, shape, self.dtype)
@@ -539,6 +567,14 @@ def where(condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa:
     shape = tuple(condition.shape)
     for t in tensors:
         shape = broadcast_shapes(shape, tuple(t.shape), what)
+    values = [
+        v if _is_tensor(v) else _in_dtype(python_scalar(v), rtype, what) for v in (input, other)
+    ]
+    if read := read_in_place(shape, [(condition, None), *((v, rtype) for v in values)]):
+        out = condition.new_empty(shape, dtype=rtype)
+        launch_broadcast("where", "where", out.device_tensor, shape, read[0])
+        free_temporaries(*read[1])
+        return out
     cond, temps = dense_as(condition, shape)
     operands = []
     for value in (input, other):

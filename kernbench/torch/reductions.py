@@ -20,7 +20,8 @@ import numpy as np
 
 from kernbench.errors import TensorError
 from kernbench.runtime.dtypes import DTYPES
-from kernbench.torch.arithmetic import dense_as, pair_dtype
+from kernbench.torch.arithmetic import dense_as, free_temporaries, pair_dtype, read_in_place
+from kernbench.torch.broadcast_kernels import launch_broadcast
 from kernbench.torch.device_kernels import (
     launch_combine,
     launch_extreme,
@@ -342,6 +343,11 @@ class TensorReductions:
         same_device("maximum" if op == "max" else "minimum", self, other)
         dtype = pair_dtype(self, other)  # as torch promotes: int32 and float32 give float32
         shape = broadcast_shapes(self.shape, other.shape, f"{op}(other)")
+        if read := read_in_place(shape, [(self, dtype), (other, dtype)]):
+            out = self.new_empty(shape, dtype=dtype)
+            launch_broadcast("combine", op, out.device_tensor, shape, read[0])
+            free_temporaries(*read[1])
+            return out
         x, temps = dense_as(self, shape, None if self.dtype is dtype else dtype)
         y, more = dense_as(other, shape, None if other.dtype is dtype else dtype)
         out = self.new_empty(shape, dtype=dtype)
