@@ -9,6 +9,7 @@ copy of the broadcast operand.  Timing-only mode on ring8 (one PE, 1 TB/s HBM).
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import kernbench.torch as torch
@@ -75,3 +76,49 @@ def test_a_channel_operand_of_an_image_batch_is_read_in_place(ring8):
     scale = torch.ones(1, 64, 1, 1)
     assert _cost(ring8, lambda: x * scale) <= 1.1 * _cost(ring8, lambda: x * y)
     assert _cost(ring8, lambda: x + torch.tensor(1.0)) <= 1.1 * _cost(ring8, lambda: x * y)
+
+
+def test_broadcast_operands_run_one_kernel_with_numpys_values():
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((5, 6, 7)).astype(np.float32)
+    others = {
+        "bias": rng.standard_normal(7).astype(np.float32),
+        "column": rng.standard_normal((5, 1, 1)).astype(np.float32),
+        "channel": rng.standard_normal((6, 1)).astype(np.float32),
+        "scalar": np.array(1.5, np.float32),
+        "transposed": rng.standard_normal((7, 6, 5)).astype(np.float32).T,
+        "integers": rng.integers(-3, 4, 7).astype(np.int32),
+    }
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        x = torch.from_numpy(a)
+        for name, b in others.items():
+            y = torch.from_numpy(np.ascontiguousarray(b.T)).T if name == "transposed" else None
+            y = torch.from_numpy(b) if y is None else y
+            x_positive, y_positive = x > 0, y > 0  # (a scalar op on a view copies it first)
+            since = len(context.trace)
+            got = {
+                "add": x + y,
+                "div": y / x,
+                "maximum": torch.maximum(x, y),
+                "lt": x < y,
+                "where": torch.where(x_positive, y, x),
+                "masked_fill": x.masked_fill(y_positive, -1.0),
+            }
+            ran = [row.tag for row in context.trace[since:] if row.kind == "kernel"]
+            if name == "integers":  # converted to float32 first: its own 7 elements
+                assert ran[:1] == ["copy_kernel"] and "_strided_copy_kernel" not in ran
+            else:  # one kernel an op, no copy (masked_fill by a dense mask: the flat kernel)
+                assert len(ran) == len(got) and "_broadcast_kernel" in ran, name
+                assert not {"copy_kernel", "_strided_copy_kernel"} & set(ran), name
+            wide = b.astype(np.float32)
+            want = {
+                "add": a + wide,
+                "div": wide / a,
+                "maximum": np.maximum(a, wide),
+                "lt": a < wide,
+                "where": np.where(a > 0, wide, a),
+                "masked_fill": np.where(b > 0, np.float32(-1.0), a),
+            }
+            for op, value in got.items():
+                np.testing.assert_array_equal(value.numpy(), want[op], err_msg=f"{op} {name}")
