@@ -166,3 +166,23 @@ def test_group_values_that_are_lists_from_several_files(tmp_path: Path, capsys) 
 def test_the_help_gives_the_default_group_limit(capsys) -> None:
     assert main(["plot", "--help"]) == 0
     assert f"default {MAX_GROUPS}." in " ".join(capsys.readouterr().out.split())
+
+
+def test_dollar_signs_in_names_values_and_title_are_drawn_as_written(tmp_path: Path) -> None:
+    """Mathtext would parse "$$" (or "$\\alpha$") from the data and fail while drawing."""
+    path = tmp_path / "in.csv"
+    path.write_text("op,size_B,$\\x$\n$$$$,4096,1\n$$$$,8192,2\n$a$,4096,3\n")
+    out = tmp_path / "p.svg"
+    status = main(["plot", str(path), "-o", str(out), "--y", "$\\x$", "--title", "$\\alpha$ $$"])
+    assert status == 0
+    texts = _svg_texts(out)
+    assert {"$\\alpha$ $$", "$$$$", "$a$"} <= set(texts)
+
+
+def test_dollar_signs_in_a_breakdown_are_drawn_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    busiest = {"name": "$$x$$", "busy_ps": 10**7, "utilisation": 0.1}
+    path.write_text(json.dumps(_report(bytes_by_link_class={"$$": 5}, busiest_component=busiest)))
+    out = tmp_path / "b.svg"
+    assert main(["plot", "--breakdown", str(path), "-o", str(out)]) == 0
+    assert "$$" in _svg_texts(out)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
@@ -56,6 +57,10 @@ _MARKER_POINTS = 200
 _LEGEND_INSIDE_ENTRIES = 8
 _LEGEND_BEST_POINTS = 5000
 _LABEL_CHARACTERS = 60
+# Titles, labels and legends hold the user's column names and values: text to
+# show as written.  With mathtext on, "$$" in a value (or "$\alpha$") would be
+# parsed as TeX and fail while the figure is drawn.
+_PLAIN_TEXT = {"text.parse_math": False}
 
 _UNITS = {
     "_B": "B",
@@ -237,6 +242,7 @@ class PlotSummary:
         return self.groups - self.drawn
 
 
+@rc_context(_PLAIN_TEXT)
 def plot_results(
     rows: Sequence[dict[str, Any]],
     out_png: str | Path,
@@ -388,6 +394,7 @@ def _run_of(label: str, report: Any) -> _Run:
     return _Run(shown(label, _LABEL_CHARACTERS), checked, busiest, simulated)
 
 
+@rc_context(_PLAIN_TEXT)
 def plot_breakdown(
     reports: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
     out_png: str | Path,
