@@ -279,6 +279,26 @@ def test_an_output_that_is_not_a_regular_file_is_refused_before_any_point_runs(
     assert not list((out / "points").glob("*.json")) if (out / "points").exists() else True
 
 
+@pytest.mark.parametrize("kind", ["file", "dangling link"])
+def test_an_output_directory_that_is_not_one_is_named_with_what_would_do(
+    tmp_path: Path, capsys, kind: str
+) -> None:
+    sweep = hostile_sweep(tmp_path, {"-n": [1]})
+    out = tmp_path / "out"
+    if kind == "file":
+        out.write_text("keep me")
+    else:
+        out.symlink_to(tmp_path / "nowhere")
+    assert main(["sweep", str(sweep), "-o", str(out)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    problem = "is not a directory" if kind == "file" else "is a symbolic link to nothing"
+    assert line == (
+        f"error: {out}: the sweep output {problem}; --output (or output: in the sweep file) "
+        "names a directory, made if missing"
+    )
+    assert out.read_text() == "keep me" if kind == "file" else not out.exists()
+
+
 def test_point_files_and_summary_are_strict_json(tmp_path: Path) -> None:
     """A NaN in a bench's rows is written as "NaN", as reports are: every file is strict JSON."""
     bench = write_bench(

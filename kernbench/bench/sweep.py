@@ -448,8 +448,28 @@ def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _check_output_directory(output: Path) -> None:
+    """OUTPUT is a directory, a symlink to one, or nothing yet (it is made)."""
+    try:
+        is_directory = output.is_dir()
+    except OSError:  # a loop of links, a name too long: mkdir below says what
+        return
+    problem = None
+    if output.is_symlink() and not output.exists():
+        problem = "is a symbolic link to nothing"
+    elif output.exists() and not is_directory:
+        problem = "is not a directory"
+    if problem:
+        raise OutputFileError(
+            f"the sweep output {problem}; --output (or output: in the sweep file) names "
+            "a directory, made if missing",
+            path=str(output),
+        )
+
+
 def _prepare_output(output: Path) -> Path:
     """Make OUTPUT/points and refuse, before anything runs, outputs that cannot be written."""
+    _check_output_directory(output)
     for name in ("summary.json", "results.csv", "busbw.png"):
         files.check_output_target(output / name, what=name)
     points_dir = output / "points"
