@@ -129,7 +129,7 @@ def test_ops_and_roots() -> None:
         (["-m", "2"], r"-m/--agg_iters 2: only 1 is supported"),
         (["-G", "1"], r"-G/--cudagraph 1: only 0"),
         (["-C", "1"], r"-C/--report_cputime 1: only 0"),
-        (["-T", "5"], r"-T/--timeout 5: only 0 is supported \(use kernbench run --max-wall-s"),
+        (["-T", "5"], r"-T/--timeout 5: only 0 is supported \(use kernbench run --max-wall-time\)"),
         (["-J", "out.json"], r"-J/--output_file: use kernbench run --report"),
         (["-F", "out.csv"], r"-F: use kernbench run --csv"),
         (["-a", "4"], r"-a/--average must be one of 0, 1, 2, 3, got 4"),
@@ -151,3 +151,12 @@ def test_ops_and_roots() -> None:
 def test_bad_values_name_the_flag(argv: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         options(*argv)
+
+
+def test_a_flag_argparse_refuses_is_one_line_that_points_at_help() -> None:
+    with pytest.raises(ConfigError) as error:
+        options("-f", "1.5")
+    assert str(error.value) == (
+        "x_perf: argument -f/--stepfactor: -f/--stepfactor takes an integer, got '1.5' "
+        "(the flags: kernbench run x_perf -- --help)"
+    )

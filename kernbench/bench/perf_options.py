@@ -16,7 +16,7 @@ names the flag and says what to use instead:
   ``-R/--local_register``, ``-D/--device_implementation``, ``-u/--unalign``,
   ``-I/--per_iter_timing``, ``-S/--report_timestamps``, ``-M/--memory``:
   nothing to aggregate, capture, register or misalign in the simulator;
-* ``-T/--timeout``: ``kernbench run --max-wall-s``; ``-J/--output_file`` and
+* ``-T/--timeout``: ``kernbench run --max-wall-time``; ``-J/--output_file`` and
   ``-F``: ``kernbench run --report`` / ``--csv``.
 
 ``-p/--parallel_init`` and ``-y/--stream_null`` take 0 or 1 and change
@@ -105,7 +105,7 @@ _FIXED = (
     ("-I", "--per_iter_timing", 0, "every call of a size takes the same simulated time"),
     ("-S", "--report_timestamps", 0, "simulated runs have no wall-clock timestamps"),
     ("-M", "--memory", 0, "see the run report for memory"),
-    ("-T", "--timeout", 0, "use kernbench run --max-wall-s"),
+    ("-T", "--timeout", 0, "use kernbench run --max-wall-time"),
     ("-x", "--cta_policy", 0, "the simulator has no CTAs; collectives are the catalogue's"),
     ("-V", "--device_cta_count", 16, "the simulator has no CTAs; collectives are the catalogue's"),
     ("-K", "--per_iter_skip", 0, "every call of a size takes the same simulated time"),
@@ -176,11 +176,14 @@ class BenchArgumentParser(argparse.ArgumentParser):
 
     A script's ``main()`` runs inside the ranks of ``kernbench run``, where
     argparse's ``sys.exit`` would surface as a rank failure with a traceback;
-    a ``ConfigError`` is printed by the CLI as one message.
+    a ``ConfigError`` is printed by the CLI as one line, so it points at
+    ``--help`` instead of carrying argparse's usage lines.
     """
 
     def error(self, message: str) -> NoReturn:
-        raise ConfigError(f"{self.prog}: {message}\n{self.format_usage().rstrip()}")
+        raise ConfigError(
+            f"{self.prog}: {message} (the flags: kernbench run {self.prog} -- --help)"
+        )
 
 
 @dataclass(frozen=True)
