@@ -132,6 +132,8 @@ HOSTILE_SCALARS: list[Any] = [
     "%s%s%n",
     "{{}}",
     "[",
+    "$$x$$",  # mathtext in a plot's labels
+    "$\\frac{$",
 ]
 
 
