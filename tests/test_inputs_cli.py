@@ -147,6 +147,15 @@ def test_long_extends_chain(files, capsys, bundled_topology):
     assert "extends" in err
 
 
+def test_extends_a_name_too_long_for_the_file_system(tmp_path, capsys):
+    """The bundled-machine lookup of a bare name used to let ENAMETOOLONG escape (exit 70)."""
+    name = "a" * 5000 + ".yaml"
+    (tmp_path / "t.yaml").write_text(f"extends: {name}\n")
+    err = run_cli(["topo", "show", str(tmp_path / "t.yaml")], capsys)
+    assert err.startswith(f"error: {tmp_path / 't.yaml'}: extends: ")
+    assert err.rstrip().endswith("cannot read topology file: File name too long")
+
+
 def test_extends_does_not_echo_what_it_read(files, capsys):
     err = run_cli(["topo", "show", str(files / "child.yaml")], capsys)
     assert "SECRET" not in err and "daemon" not in err and "unknown key" in err

@@ -35,7 +35,10 @@ def bundled_path(name: str) -> Path | None:
     if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
         return None
     path = BUNDLED_DIR / f"{stem}.yaml"
-    return path if path.is_file() else None
+    try:
+        return path if path.is_file() else None
+    except OSError:  # a name too long for the file system names no bundled machine
+        return None
 
 
 def resolve_topology_path(spec: str | Path) -> Path:
