@@ -602,8 +602,21 @@ def sweep_cmd(
         )
 
 
+def _print_arguments_as_given() -> None:
+    """Let standard output take back the bytes of arguments that are not UTF-8.
+
+    Python keeps such bytes of a path or value as lone surrogates; a strict
+    standard output could not print ``report: <path>`` with them.  Written with
+    ``surrogateescape`` they are the bytes the user typed again.
+    """
+    stream = sys.stdout
+    if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+        stream.reconfigure(errors="surrogateescape")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI; the exit status and what an error prints are in the module doc."""
+    _print_arguments_as_given()
     settings: dict[str, Any] = {"traceback": traceback_asked()}
     try:
         status = cli.main(args=argv, prog_name="kernbench", standalone_mode=False, obj=settings)

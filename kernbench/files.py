@@ -284,8 +284,13 @@ def write_bytes(path: str | Path, data: bytes, *, what: str = "output") -> None:
 
 
 def write_text(path: str | Path, text: str, *, what: str = "output") -> None:
-    """:func:`write_bytes` of ``text`` encoded as UTF-8."""
-    write_bytes(path, text.encode("utf-8"), what=what)
+    """:func:`write_bytes` of ``text`` encoded as UTF-8.
+
+    A lone surrogate (the way Python keeps a command-line argument's bytes
+    that are not UTF-8, e.g. a bench argument a CSV row repeats) is written
+    as its escape, ``\\udcff``, as JSON writes it, so the file stays UTF-8.
+    """
+    write_bytes(path, text.encode("utf-8", "backslashreplace"), what=what)
 
 
 @contextlib.contextmanager

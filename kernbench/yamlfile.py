@@ -344,9 +344,28 @@ def _problem(exc: yaml.YAMLError) -> str:
     return shown(str(problem), 200) if problem else "not valid YAML"
 
 
+def _check_encodable(text: str, *, source: str) -> None:
+    """Refuse text holding bytes that are not UTF-8 (a command-line argument in another
+    encoding arrives with them as lone surrogates, which the YAML reader cannot take)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start : exc.end][:8]
+        try:
+            what = " ".join(f"0x{byte:02x}" for byte in bad.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError:
+            what = shown(bad, 40)
+        raise ConfigError(
+            f"holds bytes that are not UTF-8 ({what} at character {exc.start + 1}); "
+            "write it as UTF-8 text",
+            source=source,
+        ) from None
+
+
 def parse_yaml(text: str, *, source: str) -> Any:
     """The document in ``text`` (``None`` when empty); ``source`` names it in errors."""
     loader = None
+    _check_encodable(text, source=source)
     try:
         loader = _Loader(text)  # the pure-Python reader checks characters here
         return loader.get_single_data()

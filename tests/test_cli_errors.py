@@ -405,3 +405,46 @@ def test_importing_a_missing_torch_name_says_what_to_use(tmp_path, capsys) -> No
     assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
     err = capsys.readouterr().err
     assert "cannot import name 'cumsum'" in err and "torch.cumsum is not in KernBench" in err
+
+
+NOT_UTF8 = os.fsdecode(b"\xff\xfe")  # how Python holds argument bytes that are not UTF-8
+
+
+def test_a_set_value_that_is_not_utf8_names_the_key(capsys) -> None:
+    assert main(["topo", "show", TINY, "--set", f"name=ab{NOT_UTF8}"]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err == (
+        "error: --set name: holds bytes that are not UTF-8 (0xff 0xfe at character 3); "
+        "write it as UTF-8 text\n"
+    )
+
+
+def test_outputs_and_rows_with_arguments_that_are_not_utf8(tmp_path: Path) -> None:
+    """A report path and a bench argument in another encoding: written, printed, exit 0."""
+    script = _script(
+        tmp_path,
+        """
+        import sys
+
+        import kernbench.torch.distributed as dist
+
+
+        def main():
+            dist.init_process_group()
+            return [{"size_B": 1, "arg": sys.argv[-1]}]
+        """,
+    )
+    report = tmp_path / f"r{NOT_UTF8}.json"
+    args = ["run", script, "-t", TINY, "--timing-only", "--report", str(report)]
+    args += ["--csv", str(tmp_path / "r.csv"), "--", NOT_UTF8]
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", *args],
+        cwd=ROOT,
+        env=_env(PYTHONIOENCODING="utf-8"),
+        capture_output=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert os.fsencode(f"report: {report}\n") in proc.stdout
+    assert report.exists()
+    row = (tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()[1]
+    assert row.startswith("1,\\udcff\\udcfe,")
