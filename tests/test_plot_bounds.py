@@ -186,3 +186,17 @@ def test_dollar_signs_in_a_breakdown_are_drawn_as_written(tmp_path: Path) -> Non
     out = tmp_path / "b.svg"
     assert main(["plot", "--breakdown", str(path), "-o", str(out)]) == 0
     assert "$$" in _svg_texts(out)
+
+
+def test_numbers_whose_span_overflows_are_left_out_not_exit_70(tmp_path: Path, capsys) -> None:
+    """-1e308 and 1e308 are finite, but the axis between them is not."""
+    path = tmp_path / "in.csv"
+    path.write_text("size_B,busbw_GBps\n4096,-1e308\n8192,1e308\n16384,2\n32768,3\n")
+    assert main(["plot", str(path), "-o", str(tmp_path / "p.png")]) == 0
+    path.write_text("size_B,busbw_GBps\n-1e308,1\n1e308,2\n")
+    assert main(["plot", str(path), "-o", str(tmp_path / "p.png")]) == 2
+    line = _one_error_line(capsys.readouterr().err)
+    assert line == (
+        "error: no row has numbers in both 'size_B' and 'busbw_GBps' "
+        "(finite, of magnitude at most 1e+300: larger ones are left out)"
+    )

@@ -90,6 +90,11 @@ def _is_size(column: str) -> bool:
     return column.endswith("_B") or column in _SIZE_COLUMNS
 
 
+#: Larger magnitudes are left out of a chart: between two of them near the float
+#: range an axis's span, margins or ticks overflow and matplotlib cannot draw.
+_PLOTTABLE = 1e300
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -97,7 +102,7 @@ def _number(value: Any) -> float | None:
         number = float(value)
     except OverflowError:  # an integer past the float range
         return None
-    return number if math.isfinite(number) else None
+    return number if abs(number) <= _PLOTTABLE else None  # NaN fails this too
 
 
 def _scale(values: Sequence[float], units: Sequence[tuple[str, int]]) -> tuple[str, int]:
@@ -291,7 +296,10 @@ def plot_results(
         key = tuple(_hashable(row.get(c)) for c in group_by)
         groups.setdefault(key, []).append((px, py))
     if not groups:
-        raise ConfigError(f"no row has numbers in both {x!r} and {y!r}")
+        raise ConfigError(
+            f"no row has numbers in both {x!r} and {y!r} (finite, of magnitude at most "
+            f"{_PLOTTABLE:g}: larger ones are left out)"
+        )
     drawn = dict(list(groups.items())[:max_groups])
 
     figure = Figure(figsize=(8, 5), layout="constrained")
@@ -363,7 +371,9 @@ def _quantity(value: Any, label: str, key: str) -> float:
     number = _number(value)
     if number is None or number < 0:
         raise ConfigError(
-            f"{key} must be a finite number >= 0, got {shown(repr(value), 40)}", source=label
+            f"{key} must be a finite number >= 0 (at most {_PLOTTABLE:g}), "
+            f"got {shown(repr(value), 40)}",
+            source=label,
         )
     return number
 
