@@ -33,6 +33,7 @@ __all__ = [
     "DeadlockError",
     "RankError",
     "DistributedError",
+    "ProcessTargetError",
     "CollectiveMismatchError",
     "SimulationLimitError",
     "InputFileError",
@@ -201,6 +202,11 @@ class RankError(KernBenchError):
 
 class DistributedError(KernBenchError):
     """Misuse of the distributed API (not initialised, bad group, bad rank)."""
+
+
+class ProcessTargetError(DistributedError, TypeError):
+    """``mp.Process`` / ``mp.spawn`` given a target that is not callable, arguments that
+    are not a tuple, or arguments the target cannot take."""
 
 
 class CollectiveMismatchError(DeadlockError, DistributedError):

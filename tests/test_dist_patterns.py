@@ -15,7 +15,7 @@ import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 import kernbench.torch.multiprocessing as mp
-from kernbench.errors import DistributedError, RankError
+from kernbench.errors import DistributedError, ProcessTargetError, RankError
 from kernbench.runtime import RuntimeContext, current_context, use_context
 
 MULTI_SIP = "multi_sip"
@@ -825,6 +825,62 @@ def test_multiprocessing_process_and_spawn_run_ranks_together() -> None:
         assert sorted(spawned) == [0, 1]
         for values in spawned.values():
             check(values, total([data(r, 8, "int32") for r in range(2)], "int32"), "int32")
+
+
+def _no_rank_index() -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("start", "says"),
+    [
+        (
+            lambda: mp.spawn(5, nprocs=2),
+            "Process-1: the target 5 (int) is not callable; pass the function each rank runs",
+        ),
+        (
+            lambda: mp.Process(target=3).start(),
+            "Process-1: the target 3 (int) is not callable",
+        ),
+        (
+            lambda: mp.spawn(_no_rank_index, nprocs=2),
+            "Process-1: _no_rank_index() cannot be called as fn(i, *args), i the process "
+            "index, with args=(0,): too many positional arguments",
+        ),
+        (
+            lambda: mp.spawn(_worker, args=(2,), nprocs=2),
+            "_worker(rank, size, results) cannot be called as fn(i, *args), "
+            "i the process index, with args=(0, 2): missing a required argument: 'results'",
+        ),
+        (
+            lambda: mp.spawn(_worker, args=5, nprocs=2),
+            "mp.spawn: args must be a tuple of positional arguments, not int 5; "
+            "write args=(5,) for one",
+        ),
+        (
+            lambda: mp.Process(target=_worker, args=(0, 1, {}), kwargs=[1]),
+            "Process-1: kwargs must be a dict of keyword arguments, not list",
+        ),
+        (
+            lambda: mp.Process(target=_worker, args=(0, 1), kwargs={"result": {}}).start(),
+            "with args=(0, 1), kwargs={'result': {}}: missing a required argument: 'results'",
+        ),
+    ],
+)
+def test_a_process_target_that_cannot_run_is_refused_before_any_rank(start, says) -> None:
+    """What a child process would fail with at its first line, said before the run starts
+    (a TypeError too, as Python's would be), and nothing is left to join."""
+    with use_context(RuntimeContext(MULTI_SIP)):
+        try:
+            with pytest.raises(ProcessTargetError) as info:
+                start()
+            assert says in str(info.value)
+            assert isinstance(info.value, TypeError)
+        finally:
+            mp.forget_unjoined()
+        ran: dict = {}
+        mp.spawn(_worker, args=(2, ran), nprocs=2)  # the next start is not disturbed
+        assert sorted(ran) == [0, 1]
 
 
 def test_simulate_defaults_to_one_rank_per_device() -> None:

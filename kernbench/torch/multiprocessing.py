@@ -9,12 +9,13 @@ such as ``MASTER_ADDR`` and ``MASTER_PORT`` are accepted and mean nothing here.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from kernbench.distributed.scheduler import current_rank
 from kernbench.distributed.world import World, check_world_size
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, ProcessTargetError
 from kernbench.runtime import current_context
 
 __all__ = [
@@ -33,6 +34,8 @@ _started: list[Process] = []
 class Process:
     """A rank to be run; mirrors ``multiprocessing.Process``."""
 
+    calls = "target(*args, **kwargs)"  # how the target is called, for the errors
+
     def __init__(
         self,
         group: Any = None,
@@ -43,10 +46,15 @@ class Process:
         *,
         daemon: bool | None = None,
     ) -> None:
-        self.target = target
-        self.args = tuple(args)
-        self.kwargs = dict(kwargs or {})
         self.name = name or f"Process-{len(_started) + 1}"
+        self.target = target
+        self.args = _as_args(args, f"{self.name}: args")
+        if kwargs is not None and not isinstance(kwargs, dict):
+            raise ProcessTargetError(
+                f"{self.name}: kwargs must be a dict of keyword arguments, "
+                f"not {type(kwargs).__name__}"
+            )
+        self.kwargs = dict(kwargs or {})
         self.daemon = daemon
         self.exitcode: int | None = None
         self.result: Any = None
@@ -63,6 +71,7 @@ class Process:
                 "--nproc-per-node the whole script already runs once per rank: leave "
                 "mp.spawn out, or run without --nproc-per-node)"
             )
+        _check_target(self.target, self.args, self.kwargs, self.name, self.calls)
         self._started = True
         _started.append(self)
 
@@ -77,6 +86,46 @@ class Process:
 
     def is_alive(self) -> bool:
         return self._started and self.exitcode is None
+
+
+def _as_args(args: Any, what: str) -> tuple:
+    """``args`` as the tuple a process passes on (``multiprocessing`` takes any iterable)."""
+    if isinstance(args, Iterable):
+        return tuple(args)
+    raise ProcessTargetError(
+        f"{what} must be a tuple of positional arguments, not {type(args).__name__} "
+        f"{args!r}; write args=({args!r},) for one"
+    )
+
+
+def _check_target(target: Any, args: tuple, kwargs: dict, name: str, calls: str) -> None:
+    """Refuse, before any rank runs, a target that is not callable or cannot take the
+    arguments it will be given (in a process that would fail at its first line)."""
+    if target is None:
+        return
+    if not callable(target):
+        raise ProcessTargetError(
+            f"{name}: the target {target!r} ({type(target).__name__}) is not callable; pass "
+            "the function each rank runs: mp.Process(target=fn, args=(...)) or "
+            "mp.spawn(fn, args=(...), nprocs=n)"
+        )
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # no signature to check (some builtins): called as given
+        return
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        shown = getattr(target, "__qualname__", None) or repr(target)
+        bare = signature.replace(
+            parameters=[q.replace(annotation=q.empty) for q in signature.parameters.values()],
+            return_annotation=signature.empty,
+        )
+        raise ProcessTargetError(
+            f"{name}: {shown}{bare} cannot be called as {calls} with args={args!r}"
+            + (f", kwargs={kwargs!r}" if kwargs else "")
+            + f": {exc}"
+        ) from None
 
 
 def join_unjoined() -> None:
@@ -105,6 +154,10 @@ def _run_started() -> None:
         process.exitcode, process.result = 0, result
 
 
+class _Spawned(Process):
+    calls = "fn(i, *args), i the process index,"  # as torch.multiprocessing.spawn calls it
+
+
 class ProcessContext:
     def __init__(self, processes: list[Process]) -> None:
         self.processes = processes
@@ -125,7 +178,8 @@ def spawn(
 ) -> ProcessContext | None:
     """Run ``fn(i, *args)`` as ranks 0..nprocs-1 on the simulated machine."""
     nprocs = check_world_size(nprocs, current_context(), what="nprocs")
-    processes = [Process(target=fn, args=(i, *args)) for i in range(nprocs)]
+    args = _as_args(args, "mp.spawn: args")
+    processes = [_Spawned(target=fn, args=(i, *args)) for i in range(nprocs)]
     for process in processes:
         process.start()
     context = ProcessContext(processes)
