@@ -119,7 +119,7 @@ class TensorComposites:
             legacy = _LEGACY_TYPES.get(self.dtype.name)
             return f"torch.ahbm.{legacy}" if legacy else f"torch.ahbm.{self.dtype.name}"
         if isinstance(dtype, str):
-            kind = dtype.rsplit(".", 1)[-1]
+            kind = dtype.rpartition(".")[2]  # a type name, not a component name
             names = {v: k for k, v in _LEGACY_TYPES.items()}
             if kind not in names:
                 raise TensorError(
