@@ -17,12 +17,11 @@ are views.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import DTYPE_OBJECTS
-from kernbench.torch.shapes import dim_index
+from kernbench.torch.shapes import dim_index, flag_argument, int_sequence
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -94,8 +93,8 @@ class TensorComposites:
 
     def outer(self: Tensor, vec2: Tensor) -> Tensor:
         """``self[i] * vec2[j]`` of two 1-D tensors."""
-        if self.ndim != 1 or getattr(vec2, "ndim", None) != 1:
-            shape = tuple(vec2.shape) if hasattr(vec2, "shape") else type(vec2).__name__
+        if self.ndim != 1 or _ndim(vec2) != 1:
+            shape = _shape_or_type(vec2)
             raise TensorError(
                 f"outer: both arguments must be 1-D tensors, got {tuple(self.shape)} and {shape}"
             )
@@ -105,8 +104,8 @@ class TensorComposites:
 
     def mv(self: Tensor, vec: Tensor) -> Tensor:
         """The product of a 2-D ``self`` and a 1-D ``vec``."""
-        if self.ndim != 2 or getattr(vec, "ndim", None) != 1:
-            shape = tuple(vec.shape) if hasattr(vec, "shape") else type(vec).__name__
+        if self.ndim != 2 or _ndim(vec) != 1:
+            shape = _shape_or_type(vec)
             raise TensorError(
                 f"mv: expected a 2-D matrix and a 1-D vector, got {tuple(self.shape)} and {shape}"
             )
@@ -134,6 +133,7 @@ class TensorComposites:
 
     def logsumexp(self: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
         """``log(sum(exp(self)))`` over ``dim``, stably."""
+        keepdim = flag_argument(keepdim, "logsumexp", "keepdim")
         if not self.dtype.is_floating_point:
             raise TensorError(
                 f"logsumexp: needs a floating tensor here, got {self.dtype!r}; call .float()"
@@ -148,7 +148,7 @@ class TensorComposites:
             t.free()
         if keepdim:
             return out
-        dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
+        dims = int_sequence(dim, "logsumexp", "dim")
         return out.squeeze(tuple(sorted(dim_index(d, self.ndim) for d in dims)))
 
     def amax(self: Tensor, dim: Any = (), keepdim: bool = False) -> Tensor:
@@ -171,8 +171,8 @@ class TensorComposites:
 
     def unflatten(self: Tensor, dim: int, sizes: Any) -> Tensor:
         """A view with dim ``dim`` split into ``sizes`` (one of them may be -1)."""
-        d = dim_index(dim, self.ndim)
-        sizes = tuple(sizes)
+        d = dim_index(dim, self.ndim, "unflatten", scalar=False)
+        sizes = int_sequence(sizes, "unflatten", "sizes")
         if not sizes:
             raise TensorError("unflatten: sizes must be non-empty")
         length = self.shape[d]
@@ -199,6 +199,8 @@ class TensorComposites:
                 f"movedim: Invalid source or destination dims: source ({list(sources)} dims) "
                 f"should contain the same number of dims as destination ({list(targets)} dims)"
             )
+        if not self.ndim:  # dims 0 and -1 of a 0-d tensor: nothing to move, as torch
+            return self.view(())
         order: list[int | None] = [None] * self.ndim
         for s, t in zip(sources, targets, strict=True):
             order[t] = s
@@ -208,9 +210,19 @@ class TensorComposites:
     moveaxis = movedim
 
 
+def _ndim(value: Any) -> int | None:
+    """A tensor's number of dims; ``None`` for anything that is not a tensor."""
+    return value.ndim if hasattr(value, "storage_device_tensor") else None
+
+
+def _shape_or_type(value: Any) -> Any:
+    """A tensor's shape, or the type name of what was passed instead, for a message."""
+    return tuple(value.shape) if _ndim(value) is not None else type(value).__name__
+
+
 def _dims(value: Any, ndim: int, what: str) -> tuple[int, ...]:
-    named = (value,) if isinstance(value, numbers.Integral) else tuple(value)
-    dims = tuple(dim_index(d, ndim) for d in named)
+    named = int_sequence(value, "movedim", what)
+    dims = tuple(dim_index(d, ndim, "movedim") for d in named)
     if len(set(dims)) != len(dims):
         raise TensorError(f"movedim: repeated dim in `{what}` ({list(named)})")
     return dims
@@ -218,7 +230,8 @@ def _dims(value: Any, ndim: int, what: str) -> tuple[int, ...]:
 
 def _extreme_over(t: Tensor, dim: Any, keepdim: bool, what: str) -> Tensor:
     is_max = what == "amax"
-    dims = (dim,) if isinstance(dim, numbers.Integral) else tuple(dim)
+    dims = int_sequence(dim, what, "dim")
+    keepdim = flag_argument(keepdim, what, "keepdim")
     if t.numel() == 0:
         raise TensorError(
             f"{what}(): Expected reduction dim to be specified for input.numel() == 0, or a "
@@ -250,8 +263,8 @@ def _scaled_product(
     ndim: int,
 ) -> Tensor:
     for name, m in (("mat1" if ndim == 2 else "batch1", a), ("mat2" if ndim == 2 else "batch2", b)):
-        if getattr(m, "ndim", None) != ndim:
-            shape = tuple(m.shape) if hasattr(m, "shape") else type(m).__name__
+        if _ndim(m) != ndim:
+            shape = _shape_or_type(m)
             raise TensorError(f"{what}: {name} must be a {ndim}-D tensor, got {shape}")
     out = a.matmul(b)
     if alpha != 1:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, shown
 from kernbench.torch.device_kernels import launch_arange, launch_place
 from kernbench.torch.devices import device_index
 from kernbench.torch.dtypes import (
@@ -31,7 +31,7 @@ from kernbench.torch.dtypes import (
     scalar_dtype,
 )
 from kernbench.torch.functions import with_out
-from kernbench.torch.shapes import dim_index, shape_argument
+from kernbench.torch.shapes import dim_index, flag_argument, int_argument, shape_argument
 from kernbench.torch.tensor import Tensor, new_tensor
 
 __all__ = [
@@ -58,7 +58,8 @@ _INFER = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
 
 def _grad(t: Tensor, requires_grad: bool) -> Tensor:
     """``t`` with its ``requires_grad`` flag set, as ``t.requires_grad_()`` sets it."""
-    return t.requires_grad_(requires_grad) if requires_grad else t
+    flag = flag_argument(requires_grad, "requires_grad", "requires_grad")
+    return t.requires_grad_(flag) if flag else t
 
 
 def like_arguments(t: Tensor, dtype: Any, device: Any) -> tuple[TorchDType, int]:
@@ -195,6 +196,8 @@ def arange(
     start, end, step = values
     if step == 0:
         raise TensorError("arange: step must be non-zero")
+    if not all(math.isfinite(v) for v in values):
+        raise TensorError(f"arange: start, end and step must be finite, got {start, end, step}")
     floating = any(isinstance(v, float) for v in values)
     dt = as_torch_dtype(dtype, get_default_dtype() if floating else DTYPE_OBJECTS["int32"])
     if dt is DTYPE_OBJECTS["bool"]:
@@ -227,15 +230,21 @@ def tensor(
     Python floats infer the default dtype and ints ``int32``; float64/int64
     arrays are converted the same way (int64 values must fit in 32 bits).
     """
-    if requires_grad:
+    if flag_argument(requires_grad, "tensor", "requires_grad"):
         return tensor(data, dtype=dtype, device=device, dp=dp).requires_grad_()
     if isinstance(data, Tensor):
         return data.to(dtype=dtype, device=device, copy=True)
+    try:
+        array = np.asarray(data)
+    except ValueError:  # a ragged nested list: NumPy cannot make it an array
+        raise TensorError(
+            f"tensor: data must be a number or nested lists of numbers, all lists at one depth "
+            f"the same length (as torch), got {shown(repr(data), 100)}"
+        ) from None
     if dtype is not None and not isinstance(data, np.ndarray):
         # Python numbers an integer dtype cannot hold: torch raises rather than wrap them
         # (checked as Python numbers: an int past 64 bits makes no NumPy array).
         _check_fits(data, as_torch_dtype(dtype))
-    array = np.asarray(data)
     if dtype is not None:
         dt = as_torch_dtype(dtype)
     elif array.dtype.kind == "f" and array.dtype.name == "float64":
@@ -294,16 +303,29 @@ def from_numpy(ndarray: np.ndarray, *, dp: Any = None) -> Tensor:
     return _host_values(ndarray, DTYPE_OBJECTS[name], None, dp)
 
 
+def _tensor_list(tensors: Any, what: str) -> list[Tensor]:
+    """``cat``/``stack``'s first argument: a non-empty sequence of tensors."""
+    items = list(tensors) if isinstance(tensors, Sequence | Tensor) else None
+    if not items or not all(isinstance(t, Tensor) for t in items):
+        got = type(tensors).__name__ if items is None else [type(t).__name__ for t in items][:5]
+        raise TensorError(f"{what} needs a non-empty sequence of Tensors, got {got}")
+    return items
+
+
 @with_out
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Concatenate tensors along ``dim`` on the device (one copy kernel each); mixed
     dtypes are promoted as torch promotes them (a copy each for those converted)."""
-    tensors = list(tensors)
-    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
-        raise TensorError("cat needs a non-empty sequence of Tensors")
+    tensors = _tensor_list(tensors, "cat")
+    for i, t in enumerate(tensors):
+        if not t.ndim:
+            raise TensorError(
+                f"cat: zero-dimensional tensor (at position {i}) cannot be concatenated; "
+                "torch.stack them, or unsqueeze(0) each"
+            )
     tensors = _promoted(tensors)
     first = tensors[0]
-    d = dim_index(dim, first.ndim)
+    d = dim_index(dim, first.ndim, "cat")
     for t in tensors[1:]:
         same = t.ndim == first.ndim and all(
             a == b for i, (a, b) in enumerate(zip(t.shape, first.shape, strict=True)) if i != d
@@ -332,9 +354,8 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     """Stack same-shape tensors along a new ``dim`` on the device (dtypes promoted as
     :func:`cat` promotes them)."""
-    tensors = list(tensors)
-    if not tensors or not all(isinstance(t, Tensor) for t in tensors):
-        raise TensorError("stack needs a non-empty sequence of Tensors")
+    tensors = _tensor_list(tensors, "stack")
+    dim = int_argument(dim, "stack", "dim")
     tensors = _promoted(tensors)
     first = tensors[0]
     for t in tensors[1:]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kernbench.errors import TensorError
+from kernbench.torch.shapes import flag_argument
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -35,6 +36,7 @@ class TensorGradSlots:
         self.requires_grad_(value)
 
     def requires_grad_(self: Tensor, requires_grad: bool = True) -> Tensor:
+        requires_grad = flag_argument(requires_grad, "requires_grad_", "requires_grad")
         if requires_grad and not self.dtype.is_floating_point:
             raise TensorError(
                 f"requires_grad on {self.storage_device_tensor.name!r}: only tensors of "

@@ -25,7 +25,7 @@ import numpy as np
 from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.logic_kernels import launch_gather_rows, launch_scatter_rows
-from kernbench.torch.shapes import dim_index
+from kernbench.torch.shapes import dim_index, int_argument, int_sequence
 from kernbench.torch.views import Geometry, index_geometry, reshape_shape, view_strides
 
 if TYPE_CHECKING:
@@ -375,7 +375,7 @@ class TensorLayout:
     def split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
         """Views of ``split_size`` elements along ``dim`` (the last may be smaller), or
         of the sizes in a list ``split_size`` (they must add up to the dimension)."""
-        d = dim_index(dim, self.ndim)
+        d = dim_index(dim, self.ndim, "split", scalar=False)
         size = self.shape[d]
         if isinstance(split_size, numbers.Integral) and not isinstance(split_size, bool):
             split_size = int(split_size)
@@ -383,7 +383,7 @@ class TensorLayout:
                 raise TensorError(f"split: split_size must be positive, got {split_size}")
             sizes = [min(split_size, size - a) for a in range(0, size, split_size or 1)] or [0]
         else:
-            sizes = [int(n) for n in split_size]
+            sizes = list(int_sequence(split_size, "split", "split_size"))
             if sum(sizes) != size or any(n < 0 for n in sizes):
                 raise TensorError(
                     f"split: split_sizes {sizes} must be non-negative and add up to the "
@@ -397,12 +397,14 @@ class TensorLayout:
         last (fewer when the dimension is short), as torch.chunk."""
         if isinstance(chunks, bool) or not isinstance(chunks, int) or chunks < 1:
             raise TensorError(f"chunk: chunks must be a positive int, got {chunks!r}")
-        size = self.shape[dim_index(dim, self.ndim)]
+        size = self.shape[dim_index(dim, self.ndim, "chunk", scalar=False)]
         return self.split(max(1, -(-size // chunks)), dim)
 
     def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
-        d = dim_index(dim, self.ndim)
+        d = dim_index(dim, self.ndim, "narrow", scalar=False)
         size = self.shape[d]
+        start = int_argument(start, "narrow", "start")
+        length = int_argument(length, "narrow", "length")
         if not -size <= start <= size:
             raise TensorError(
                 f"narrow: start ({start}) is out of range for dimension {dim} of size {size} "

@@ -47,7 +47,7 @@ from kernbench.torch.logic_kernels import (
     launch_unary_test,
     launch_where,
 )
-from kernbench.torch.shapes import dim_index
+from kernbench.torch.shapes import dim_index, flag_argument
 from kernbench.torch.views import broadcast_shapes, check_no_partial_overlap, same_device
 
 if TYPE_CHECKING:
@@ -461,6 +461,7 @@ class TensorLogic:
         return self._any_all(dim, keepdim, is_all=True)
 
     def _any_all(self: Tensor, dim: Any, keepdim: bool, *, is_all: bool) -> Tensor:
+        keepdim = flag_argument(keepdim, "all" if is_all else "any", "keepdim")
         if isinstance(dim, tuple | list):
             if len(dim) != 1:
                 return self._any_all_dims(dim, keepdim, is_all)

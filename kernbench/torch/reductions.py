@@ -36,7 +36,7 @@ from kernbench.torch.dtypes import (
     as_torch_dtype,
     python_scalar,
 )
-from kernbench.torch.shapes import dim_index
+from kernbench.torch.shapes import dim_index, flag_argument
 from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class TensorReductions:
             rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int32"]
             if not rtype.is_floating_point:
                 self._check_int32_sum(dim)
-        return self._reduce(dim, keepdim, rtype, mean=False)
+        return self._reduce(dim, flag_argument(keepdim, "sum", "keepdim"), rtype, mean=False)
 
     def _check_int32_sum(self: Tensor, dim: Any) -> None:
         """torch sums integers into int64; here the sum is int32, so a sum that does not
@@ -119,6 +119,7 @@ class TensorReductions:
                 f"norm(): the desired output dtype should be floating point (got dtype="
                 f"{rtype!r}, as in torch)"
             )
+        keepdim = flag_argument(keepdim, "norm", "keepdim")
         return self._reduce(_dim_or_axis(dim, None), keepdim, rtype, mean=False, norm=order)
 
     def var(
@@ -149,6 +150,7 @@ class TensorReductions:
     ) -> Tensor:
         if isinstance(dim, bool):  # torch's older var(unbiased) form
             dim, unbiased = None, dim
+        keepdim = flag_argument(keepdim, what, "keepdim")
         if unbiased is not None and correction is not None:
             raise TensorError(f"{what}(): give unbiased= or correction=, not both")
         if correction is None:
@@ -207,24 +209,29 @@ class TensorReductions:
                 f"mean() of {self.storage_device_tensor.name!r}: {rtype!r} is not a floating "
                 "dtype; pass dtype=torch.float32 or call .float() first"
             )
+        keepdim = flag_argument(keepdim, "mean", "keepdim")
         return self._reduce(_dim_or_axis(dim, axis), keepdim, rtype, mean=True)
 
     def max(self: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:
         """``max()`` a 0-d tensor, ``max(dim)`` (values, indices), ``max(other)`` elementwise."""
+        keepdim = flag_argument(keepdim, "max", "keepdim")
         return self._extreme(_dim_or_axis(dim, axis), keepdim, is_max=True)
 
     def min(self: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None) -> Any:
         """``min()`` a 0-d tensor, ``min(dim)`` (values, indices), ``min(other)`` elementwise."""
+        keepdim = flag_argument(keepdim, "min", "keepdim")
         return self._extreme(_dim_or_axis(dim, axis), keepdim, is_max=False)
 
     def argmax(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
         """The first index of the largest value (of the flattened tensor without ``dim``;
         ``keepdim`` then gives it every dim, of size 1, as torch)."""
+        keepdim = flag_argument(keepdim, "argmax", "keepdim")
         if dim is None:
             return _flat_index(self.reshape(-1).max(0).indices, self.ndim, keepdim)
         return self._extreme(dim, keepdim, is_max=True).indices
 
     def argmin(self: Tensor, dim: Any = None, keepdim: bool = False) -> Tensor:
+        keepdim = flag_argument(keepdim, "argmin", "keepdim")
         if dim is None:
             return _flat_index(self.reshape(-1).min(0).indices, self.ndim, keepdim)
         return self._extreme(dim, keepdim, is_max=False).indices

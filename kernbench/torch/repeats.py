@@ -14,7 +14,7 @@ import numbers
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
-from kernbench.torch.shapes import dim_index
+from kernbench.torch.shapes import dim_index, int_sequence
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -66,14 +66,14 @@ class TensorRepeats:
 
     def unbind(self: Tensor, dim: int = 0) -> tuple[Tensor, ...]:
         """Views of the slices along ``dim``, that dim removed."""
-        d = dim_index(dim, self.ndim)
+        d = dim_index(dim, self.ndim, "unbind", scalar=False)
         before = (slice(None),) * d
         return tuple(self[(*before, i)] for i in range(self.shape[d]))
 
 
 def _sizes(what: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
     if len(sizes) == 1 and not isinstance(sizes[0], numbers.Integral):
-        sizes = tuple(sizes[0])
+        sizes = int_sequence(sizes[0], what, "the repeats")
     for s in sizes:
         if isinstance(s, bool) or not isinstance(s, numbers.Integral) or s < 0:
             raise TensorError(f"{what}: the repeats must be non-negative ints, got {list(sizes)}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -94,6 +96,20 @@ def randn(
     return out.requires_grad_(requires_grad)
 
 
+def _bound(value: Any, name: str) -> int:
+    """A bound of ``randint``: a finite number, as an int (floats truncate, as torch)."""
+    if not isinstance(value, bool | np.bool_ | np.ndarray):
+        if isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+            if math.isfinite(value):
+                return int(value)
+        else:
+            try:
+                return operator.index(value)
+            except TypeError:
+                pass
+    raise TensorError(f"randint: {name} must be a finite int, got {value!r}")
+
+
 def randint(
     *args: Any,
     size: Any = None,
@@ -116,10 +132,18 @@ def randint(
         raise TensorError(
             f"randint takes (high, size) or (low, high, size); got {len(args)} bounds"
         )
+    low, high = (_bound(v, name) for v, name in ((low, "low"), (high, "high")))
     if not low < high:
         raise TensorError(f"randint: low ({low}) must be below high ({high})")
     shape = shape_argument((size,), "randint")
     dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int32"])
+    if not dt.is_floating_point and dt is not BOOL:
+        info = np.iinfo(np.dtype(dt.name))
+        if low < info.min or high - 1 > info.max:
+            raise TensorError(
+                f"randint: [{low}, {high}) does not fit {dt!r} ({info.min}..{info.max}); "
+                "pass a dtype that holds it, such as dtype=torch.float32"
+            )
     draw = functools.partial(torch_random.resolve(generator).integers, low, high, dtype=np.int64)
     return _drawn(shape, dt, device, dp, draw, "randint").requires_grad_(requires_grad)
 

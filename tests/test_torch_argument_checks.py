@@ -1,0 +1,107 @@
+"""Arguments of the wrong kind are a TensorError naming the call and the argument.
+
+Each case used to escape from inside KernBench as a bare TypeError, ValueError or
+IndexError ("'NoneType' object is not iterable", "tuple index out of range", "the
+truth value of an array ... is ambiguous"), which the command line reports as an
+internal error; ``randint`` bounds past the dtype wrapped silently.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernbench.torch as torch
+from kernbench.errors import TensorError
+from kernbench.runtime import RuntimeContext, use_context
+
+
+@pytest.fixture
+def ctx():
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        yield context
+
+
+def _grid() -> torch.Tensor:
+    return torch.arange(6, dtype=torch.float32).reshape(2, 3)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda t: t.amax(None), "amax: dim must be an int or a sequence of ints, got None"),
+        (lambda t: t.amax(0, keepdim=np.array([1, 2])), "amax: keepdim must be True or False"),
+        (lambda t: t.logsumexp(0, np.array([1, 2])), "logsumexp: keepdim must be True or False"),
+        (lambda t: t.sum(0, keepdim=np.array([1, 2])), "sum: keepdim must be True or False"),
+        (lambda t: t.argmax(keepdim="yes"), "argmax: keepdim must be True or False"),
+        (lambda t: t.all(0, np.array([1, 2])), "all: keepdim must be True or False"),
+        (lambda t: t.unflatten(0, None), "unflatten: sizes must be an int or a sequence"),
+        (lambda t: t.movedim(0, None), "movedim: destination must be an int or a sequence"),
+        (lambda t: t.split(None), "split: split_size must be an int or a sequence of ints"),
+        (lambda t: t.split([1, [2]]), "split: split_size must be an int or a sequence of ints"),
+        (lambda t: t.split("a"), "split: split_size must be an int or a sequence of ints"),
+        (lambda t: t.tile(None), "tile: the repeats must be an int or a sequence of ints"),
+        (lambda t: t.narrow(0, None, 1), "narrow: start must be an int, got None"),
+        (lambda t: t.mv(np.float32), "mv: expected a 2-D matrix and a 1-D vector"),
+        (lambda t: t.addmm(np.float32, np.float32), "addmm: mat1 must be a 2-D tensor"),
+        (lambda t: torch.cat(None), "cat needs a non-empty sequence of Tensors, got NoneType"),
+        (lambda t: torch.stack(t, None), "stack: dim must be an int, got None"),
+        (lambda t: torch.stack(t, float), "stack: dim must be an int"),
+    ],
+)
+def test_wrong_kinds_of_argument_name_the_call(ctx, call, message):
+    with pytest.raises(TensorError) as info:
+        call(_grid())
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("call", "what"),
+    [
+        (lambda s: s.unbind(), "unbind"),
+        (lambda s: s.chunk(2), "chunk"),
+        (lambda s: s.split(1), "split"),
+        (lambda s: s.narrow(0, 0, 1), "narrow"),
+        (lambda s: s.unflatten(0, (1,)), "unflatten"),
+    ],
+)
+def test_calls_that_index_a_dim_refuse_a_0d_tensor(ctx, call, what):
+    with pytest.raises(TensorError, match=f"{what}: dimension specified as 0 but the tensor has"):
+        call(torch.tensor(2.5))
+
+
+def test_movedim_of_a_0d_tensor_and_cat_of_0d_tensors(ctx):
+    assert torch.tensor(2.5).movedim(0, -1).item() == 2.5  # as torch
+    with pytest.raises(TensorError, match=r"cat: zero-dimensional tensor \(at position 0\)"):
+        torch.cat(torch.ones(3))  # iterating a 1-d tensor gives 0-d ones
+    assert torch.cat(_grid()).shape == torch.Size([6])
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: torch.randint(0, 2**40, (3,)), r"randint: \[0, 1099511627776\) does not fit"),
+        (lambda: torch.randint(-5, 300, (8,), dtype=torch.uint8), "does not fit torch.uint8"),
+        (lambda: torch.randint(None, (2,)), "randint: high must be a finite int, got None"),
+        (lambda: torch.randint(float("inf"), (2,)), "randint: high must be a finite int"),
+        (lambda: torch.randint(np.array([1, 2]), (2,)), "randint: high must be a finite int"),
+        (lambda: torch.arange(float("nan")), "arange: start, end and step must be finite"),
+        (lambda: torch.arange(0, float("inf")), "arange: start, end and step must be finite"),
+        (lambda: torch.tensor([1, [2]]), "tensor: data must be a number or nested lists"),
+        (lambda: torch.tensor([[1, 2], [3]]), "all lists at one depth the same length"),
+        (lambda: torch.zeros(2, requires_grad=np.array([1, 2])), "requires_grad must be True"),
+        (lambda: torch.tensor(2.0, requires_grad="yes"), "tensor: requires_grad must be True"),
+    ],
+)
+def test_factory_arguments_are_checked(ctx, call, message):
+    with pytest.raises(TensorError, match=message):
+        call()
+
+
+def test_randint_bounds_that_fit_still_draw(ctx):
+    wide = torch.randint(0, 2**40, (64,), dtype=torch.float32).numpy()
+    assert wide.min() >= 0 and wide.max() < 2**40
+    small = torch.randint(0, 256, (64,), dtype=torch.uint8).numpy()
+    assert small.dtype == np.uint8
+    assert set(torch.randint(torch.tensor(3), (64,)).numpy().tolist()) <= {0, 1, 2}
