@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import kernbench.torch as torch
+import kernbench.torch.nn.functional as F
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
 
@@ -35,6 +36,7 @@ def _grid() -> torch.Tensor:
         (lambda t: t.logsumexp(0, np.array([1, 2])), "logsumexp: keepdim must be True or False"),
         (lambda t: t.sum(0, keepdim=np.array([1, 2])), "sum: keepdim must be True or False"),
         (lambda t: t.argmax(keepdim="yes"), "argmax: keepdim must be True or False"),
+        (lambda t: t.max(0, None), "max: keepdim must be True or False, got None"),
         (lambda t: t.all(0, np.array([1, 2])), "all: keepdim must be True or False"),
         (lambda t: t.unflatten(0, None), "unflatten: sizes must be an int or a sequence"),
         (lambda t: t.movedim(0, None), "movedim: destination must be an int or a sequence"),
@@ -105,3 +107,33 @@ def test_randint_bounds_that_fit_still_draw(ctx):
     small = torch.randint(0, 256, (64,), dtype=torch.uint8).numpy()
     assert small.dtype == np.uint8
     assert set(torch.randint(torch.tensor(3), (64,)).numpy().tolist()) <= {0, 1, 2}
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda t: F.relu(t, np.array([1, 2])), "relu: inplace must be True or False"),
+        (lambda t: F.silu(t, "yes"), "silu: inplace must be True or False"),
+        (lambda t: F.dropout(t, 0.5, np.array([1, 2])), "dropout: training must be True or False"),
+        (lambda t: F.gelu(t, np.array([1, 2])), "gelu: approximate must be 'none' or 'tanh'"),
+        (lambda t: F.layer_norm(t, np.array([1, 2])), r"normalized_shape \(1, 2\) must be"),
+        (lambda t: F.normalize(t, out="s"), "normalize: out must be a Tensor, got str"),
+        (lambda t: F.pad(t, None), "pad: pad must be an int or a sequence of ints, got None"),
+        (lambda t: F.pad(t, [1, [2]]), "pad: pad must be an int or a sequence of ints"),
+        (lambda t: F.pad(t, (1, 1), np.array([1, 2])), "pad: mode array"),
+        (lambda t: torch.addcmul(t, 0, "a"), "addcmul: tensor1 must be a Tensor, got int"),
+        (lambda t: torch.addcdiv(t, t, np.array([1])), "addcdiv: tensor2 must be a Tensor"),
+        (lambda t: torch.where(t > 0, out=t), "torch.where: this form returns tuple"),
+        (lambda t: t.reshape(-1).dot(None), "dot: expected a Tensor, got NoneType"),
+    ],
+)
+def test_functional_arguments_are_checked(ctx, call, message):
+    with pytest.raises(TensorError, match=message):
+        call(_grid())
+
+
+def test_flags_still_take_bools_and_ints(ctx):
+    t = _grid() - 2
+    np.testing.assert_array_equal(F.relu(t, 0).numpy(), np.maximum(t.numpy(), 0))
+    assert t.sum(0, keepdim=np.bool_(True)).shape == torch.Size([1, 3])
+    assert F.layer_norm(_grid(), np.array([3])).shape == torch.Size([2, 3])

@@ -149,20 +149,22 @@ class TensorArithmetic:
         right (``(value * tensor1) * tensor2``, as torch's kernel writes it).  Each step
         rounds to the tensors' dtype: for float16/bfloat16 torch keeps the steps in
         float32 and rounds once, so the last bit may differ there."""
-        _check_alpha("addcmul", value, self, tensor1, tensor2, name="value")
+        _check_alpha("addcmul", value, self, *_operands("addcmul", tensor1, tensor2), name="value")
         return self._with_temporary("add", _scaled_product(tensor1, tensor2, value))
 
     def addcmul_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
-        _check_alpha("addcmul_", value, self, tensor1, tensor2, name="value")
+        _check_alpha(
+            "addcmul_", value, self, *_operands("addcmul_", tensor1, tensor2), name="value"
+        )
         return self._with_temporary("add", _scaled_product(tensor1, tensor2, value), out=self)
 
     def addcdiv(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
         """``self + value * (tensor1 / tensor2)`` (Adam's step; torch's CUDA order)."""
-        _float_quotient(tensor1, tensor2, "addcdiv")
+        _float_quotient(*_operands("addcdiv", tensor1, tensor2), "addcdiv")
         return self._with_temporary("add", _times_alpha(tensor1 / tensor2, value))
 
     def addcdiv_(self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Tensor:
-        _float_quotient(tensor1, tensor2, "addcdiv_")
+        _float_quotient(*_operands("addcdiv_", tensor1, tensor2), "addcdiv_")
         return self._with_temporary("add", _times_alpha(tensor1 / tensor2, value), out=self)
 
     def lerp(self: Tensor, end: Any, weight: Any) -> Tensor:
@@ -276,6 +278,14 @@ def _finish(out: Tensor | None, target: Tensor, temps: list[Tensor]) -> Tensor:
         target = out
     free_temporaries(*temps)
     return target
+
+
+def _operands(what: str, tensor1: Any, tensor2: Any) -> tuple[Tensor, Tensor]:
+    """``tensor1`` and ``tensor2`` of addcmul/addcdiv: tensors, as torch takes them."""
+    for name, t in (("tensor1", tensor1), ("tensor2", tensor2)):
+        if not hasattr(t, "storage_device_tensor"):
+            raise TensorError(f"{what}: {name} must be a Tensor, got {type(t).__name__}")
+    return tensor1, tensor2
 
 
 def _scaled_product(tensor1: Any, tensor2: Any, value: Any) -> Tensor:

@@ -115,6 +115,10 @@ def into_out(what: str, out: Any, result: Tensor) -> Tensor:
     writes ``out`` directly), which must have the result's shape (torch would resize it)
     and a dtype the result can be cast to; ``result`` is freed."""
     problem = None
+    if not isinstance(result, Tensor):  # torch.where(condition): a tuple, no out=
+        raise TensorError(
+            f"{what}: this form returns {type(result).__name__}, not a Tensor; it takes no out="
+        )
     if not isinstance(out, Tensor):
         problem = f"out must be a Tensor, got {type(out).__name__}"
     elif tuple(out.shape) != tuple(result.shape):

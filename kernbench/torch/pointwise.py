@@ -35,7 +35,7 @@ from kernbench.torch.math_kernels import (
     launch_softmax,
     launch_unary,
 )
-from kernbench.torch.shapes import dim_index
+from kernbench.torch.shapes import dim_index, flag_argument
 from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
@@ -356,6 +356,7 @@ class TensorPointwise:
         return other.matmul(self)
 
     def dot(self: Tensor, other: Tensor) -> Tensor:
+        _tensor_argument(other, "dot")
         if self.ndim != 1 or other.ndim != 1:
             raise TensorError(
                 f"dot: 1-D tensors expected, got {self.ndim}-D and {other.ndim}-D; use matmul"
@@ -416,7 +417,7 @@ def _as_batched_matrix(
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002 - torch's name
     """``torch.nn.functional.gelu``: ``x * Phi(x)`` with erf, or its tanh form."""
     _tensor_argument(input, "gelu")
-    if approximate not in ("none", "tanh"):
+    if not isinstance(approximate, str) or approximate not in ("none", "tanh"):
         raise TensorError(
             f"gelu: approximate must be 'none' or 'tanh' (as in torch), got {approximate!r}"
         )
@@ -426,6 +427,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:  # noqa: A002 - to
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch's name
     """``torch.nn.functional.silu``: ``x * sigmoid(x)``."""
     _tensor_argument(input, "silu")
+    inplace = flag_argument(inplace, "silu", "inplace")
     return _elementwise(input, "silu", out=input if inplace else None)
 
 
@@ -433,7 +435,7 @@ def _normalized_shape(what: str, normalized_shape: Any) -> tuple[int, ...]:
     """``normalized_shape`` (an int or a sequence of ints, as torch takes it) as a tuple."""
     if isinstance(normalized_shape, bool | str) or normalized_shape is None:
         given = None
-    elif hasattr(normalized_shape, "__index__"):
+    elif hasattr(normalized_shape, "__index__") and not isinstance(normalized_shape, np.ndarray):
         given = [normalized_shape]
     else:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -89,8 +90,9 @@ def int_argument(value: Any, what: str, name: str) -> int:
 
 
 def flag_argument(value: Any, what: str, name: str) -> bool:
-    """A true/false argument (``keepdim``, ``inplace``): a bool, as torch takes it."""
-    if isinstance(value, bool | np.bool_):
+    """A true/false argument (``keepdim``, ``inplace``): a bool (or an int, which
+    torch's Python functions take as one); not an array, a string or ``None``."""
+    if isinstance(value, bool | np.bool_ | numbers.Integral):
         return bool(value)
     raise TensorError(f"{what}: {name} must be True or False, got {_shown(value)}")
 

@@ -30,6 +30,7 @@ from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
+from kernbench.torch.shapes import flag_argument, int_sequence
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -86,7 +87,7 @@ def log_softmax(
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch's name
     x = _input(input, "relu")
-    return x.relu_() if inplace else x.relu()
+    return x.relu_() if flag_argument(inplace, "relu", "inplace") else x.relu()
 
 
 def sigmoid(input: Tensor) -> Tensor:  # noqa: A002 - torch's name
@@ -261,6 +262,8 @@ def dropout(
             f"torch.nn.functional.dropout: dropout probability has to be between 0 and 1, "
             f"but got {p}"
         )
+    training = flag_argument(training, "dropout", "training")
+    inplace = flag_argument(inplace, "dropout", "inplace")
     if not training or p == 0 or x.numel() == 0:
         return x
     if p == 1:
@@ -342,6 +345,11 @@ def normalize(
     result = x / scale
     scale.free()
     if out is not None:
+        if not isinstance(out, Tensor):
+            result.free()
+            raise TensorError(
+                f"torch.nn.functional.normalize: out must be a Tensor, got {type(out).__name__}"
+            )
         out.copy_(result)
         result.free()
         return out
@@ -358,12 +366,12 @@ def pad(
     filled with ``value`` (0); a negative amount crops.  A fill and one copy kernel.  Only
     ``mode="constant"``."""
     x = _input(input, "pad")
-    if mode != "constant":
+    if not isinstance(mode, str) or mode != "constant":
         raise TensorError(
             f"torch.nn.functional.pad: mode {mode!r} is not here, only 'constant'; index the "
             "edges and torch.cat them for reflect or replicate"
         )
-    amounts = tuple(pad)
+    amounts = int_sequence(pad, "torch.nn.functional.pad", "pad")
     if len(amounts) % 2 or len(amounts) // 2 > x.ndim:
         raise TensorError(
             f"torch.nn.functional.pad: Padding length must be divisible by 2 and at most twice "
