@@ -137,3 +137,43 @@ def test_flags_still_take_bools_and_ints(ctx):
     np.testing.assert_array_equal(F.relu(t, 0).numpy(), np.maximum(t.numpy(), 0))
     assert t.sum(0, keepdim=np.bool_(True)).shape == torch.Size([1, 3])
     assert F.layer_norm(_grid(), np.array([3])).shape == torch.Size([2, 3])
+
+
+def _assign(key, value):
+    def write(t):
+        t[key] = value
+
+    return write
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (_assign(0, "abc"), "the values must be a Tensor, a number or an array"),
+        (_assign(None, object()), "the values must be a Tensor, a number or an array"),
+        (_assign(0, 1j), "the values must be a Tensor, a number or an array"),
+        (_assign(0, [1, [2]]), "the value assigned must be a Tensor, a number or an array"),
+        (lambda t: t.copy_("abc"), "copy_ into .*: the values must be a Tensor"),
+        (lambda t: t[[[0, 1], [0]]], "indices must be a 1-D list or tensor of ints"),
+        (lambda t: t[::0], "step must be greater than zero, got 0"),
+        (lambda t: t[1.5:], r"slice slice\(1.5, None, None\): its start, stop and step must be"),
+        (lambda t: t[:"a":2], "its start, stop and step must be ints or None"),
+        (lambda t: t.expand(None, 3), "expand: a size must be an int, got None"),
+        (lambda t: t.view_as(None), "view_as: other must be a Tensor, got NoneType"),
+        (lambda t: t.reshape_as(6), "reshape_as: other must be a Tensor, got int"),
+        (lambda t: t.expand_as("a"), "expand_as: other must be a Tensor, got str"),
+    ],
+)
+def test_indexing_and_views_check_their_arguments(ctx, call, message):
+    with pytest.raises(TensorError, match=message):
+        call(_grid())
+
+
+def test_assigning_host_values_still_matches_numpy(ctx):
+    t, a = _grid(), np.arange(6, dtype=np.float32).reshape(2, 3)
+    t[0] = [7, 8, 9]
+    t[1, 1:] = np.array([True, False])
+    a[0] = [7, 8, 9]
+    a[1, 1:] = [1, 0]
+    np.testing.assert_array_equal(t.numpy(), a)
+    assert t[torch.tensor(1) :].shape == torch.Size([1, 3])

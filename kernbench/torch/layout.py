@@ -41,11 +41,24 @@ def _sizes(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return args
 
 
+def _shape_of(other: Any, what: str) -> tuple[int, ...]:
+    """The shape of ``other`` in ``view_as(other)`` and its kind: it must be a tensor."""
+    if not isinstance(other, TensorLayout):
+        raise TensorError(f"{what}: other must be a Tensor, got {type(other).__name__}")
+    return tuple(other.shape)
+
+
 def _without_leading_ones(value: Any) -> Any:
     """``value`` without its leading size-1 dims, as torch strips them from what it assigns
     (so ``t[0] = row.unsqueeze(0)`` writes the row)."""
     if not isinstance(value, TensorLayout):
-        value = np.asarray(value)
+        try:
+            value = np.asarray(value)
+        except ValueError:
+            raise TensorError(
+                "indexing: the value assigned must be a Tensor, a number or an array (nested "
+                f"lists of one length at each depth) of numbers, got {value!r}"
+            ) from None
     while value.ndim and value.shape[0] == 1:
         value = value[0]
     return value
@@ -133,7 +146,12 @@ class TensorLayout:
         if isinstance(key, type(self)):
             values = np.asarray(key.tolist())
         elif isinstance(key, list | np.ndarray):
-            values = np.asarray(key)
+            try:
+                values = np.asarray(key)
+            except ValueError:  # ragged lists
+                raise TensorError(
+                    f"indexing {name!r}: indices must be a 1-D list or tensor of ints, got {key!r}"
+                ) from None
         else:
             return None
         if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
@@ -251,7 +269,7 @@ class TensorLayout:
         return self._strided(new_shape, strides)
 
     def view_as(self: Tensor, other: Tensor) -> Tensor:
-        return self.view(tuple(other.shape))
+        return self.view(_shape_of(other, "view_as"))
 
     def reshape(self: Tensor, *shape: Any) -> Tensor:
         """A view when the memory allows one, else a contiguous copy in ``shape``."""
@@ -262,7 +280,7 @@ class TensorLayout:
         return self.contiguous().view(new_shape)
 
     def reshape_as(self: Tensor, other: Tensor) -> Tensor:
-        return self.reshape(tuple(other.shape))
+        return self.reshape(_shape_of(other, "reshape_as"))
 
     def flatten(self: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         if not self.ndim:
@@ -348,7 +366,7 @@ class TensorLayout:
         lead = len(wanted) - self.ndim
         shape, strides = [], []
         for i, want in enumerate(wanted):
-            want = int(want)
+            want = int_argument(want, "expand", "a size")
             if i < lead:
                 if want < 0:
                     raise TensorError(f"expand: size -1 is not allowed in a new leading dim {i}")
@@ -370,7 +388,7 @@ class TensorLayout:
         return self._strided(tuple(shape), tuple(strides))
 
     def expand_as(self: Tensor, other: Tensor) -> Tensor:
-        return self.expand(tuple(other.shape))
+        return self.expand(_shape_of(other, "expand_as"))
 
     def split(self: Tensor, split_size: Any, dim: int = 0) -> tuple[Tensor, ...]:
         """Views of ``split_size`` elements along ``dim`` (the last may be smaller), or

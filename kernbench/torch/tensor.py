@@ -459,7 +459,7 @@ class Tensor(
             check_no_partial_overlap(self, src, "copy_")
             self._write(src)
             return self
-        values = np.asarray(src)
+        values = _host_numbers(src, self)
         if values.shape != tuple(self.shape):
             values = _broadcast_values(values, self)
         found = self.contiguous_device_tensor()
@@ -609,6 +609,21 @@ def _broadcast_source(src: Tensor, dst: Tensor, what: str) -> Tensor:
             f"{what} into {dst.storage_device_tensor.name!r}: source shape {tuple(src.shape)} "
             f"does not match {tuple(dst.shape)} and cannot be broadcast to it"
         ) from None
+
+
+def _host_numbers(src: Any, dst: Tensor) -> np.ndarray:
+    """Host values written into ``dst``: numbers (bools, ints, floats) in a rectangular array."""
+    try:
+        values = np.asarray(src)
+    except ValueError:  # ragged nested lists
+        values = None
+    if values is None or values.dtype.kind not in "biuf":
+        kind = "ragged lists" if values is None else f"{type(src).__name__} of {values.dtype}"
+        raise TensorError(
+            f"copy_ into {dst.storage_device_tensor.name!r}: the values must be a Tensor, a "
+            f"number or an array (nested lists) of numbers, got {kind}"
+        )
+    return values
 
 
 def _broadcast_values(values: np.ndarray, dst: Tensor) -> np.ndarray:

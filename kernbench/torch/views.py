@@ -162,7 +162,16 @@ def index_geometry(geo: Geometry, key: Any, name: str) -> Geometry:
                 )
             offset += (i % size) * stride
         elif isinstance(k, slice):
-            start, stop, step = k.indices(size)
+            try:
+                start, stop, step = k.indices(size)
+            except (TypeError, ValueError):  # a float or a string bound, a zero step
+                start, stop, step = 0, 0, 0
+                bounds = (k.start, k.stop)
+                if k.step != 0 or not all(v is None or _is_int(v) for v in bounds):
+                    raise TensorError(
+                        f"indexing {name!r}: slice {k!r}: its start, stop and step must be "
+                        "ints or None"
+                    ) from None
             if step <= 0:
                 raise TensorError(
                     f"indexing {name!r}: step must be greater than zero, got {k.step} "
