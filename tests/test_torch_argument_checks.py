@@ -177,3 +177,30 @@ def test_assigning_host_values_still_matches_numpy(ctx):
     a[1, 1:] = [1, 0]
     np.testing.assert_array_equal(t.numpy(), a)
     assert t[torch.tensor(1) :].shape == torch.Size([1, 3])
+
+
+# ----------------------------------------------------------------------------- values
+
+
+def test_sum_with_an_integer_dtype_casts_first_as_torch(ctx):
+    values = np.array([[1.5, 2.5], [-1.7, 0.9]], dtype=np.float32)
+    t = torch.from_numpy(values)
+    cast = values.astype(np.int32)  # torch converts the input to dtype, then sums
+    assert t.sum(dtype=torch.int32).item() == cast.sum() == 2  # was 4 (summed, then cast)
+    np.testing.assert_array_equal(t.sum(0, dtype=torch.int32).numpy(), cast.sum(0))
+    halves = values.astype(np.float16)
+    assert t.sum(dtype=torch.float16).item() == np.float16(halves.astype(np.float32).sum())
+    assert torch.tensor([1, 2]).sum(dtype=torch.float32).item() == 3.0
+
+
+def test_a_uint8_index_is_a_mask_as_in_torch(ctx):
+    values = np.arange(6, dtype=np.float32).reshape(3, 2)
+    t = torch.from_numpy(values)
+    mask = torch.tensor([1, 0, 1], dtype=torch.uint8)
+    with pytest.warns(UserWarning, match="indexing with dtype torch.uint8 is now deprecated"):
+        picked = t[mask]
+    np.testing.assert_array_equal(picked.numpy(), values[[True, False, True]])  # was rows 1, 0, 1
+    with pytest.warns(UserWarning):
+        t[mask] = 0.0
+    values[[True, False, True]] = 0.0
+    np.testing.assert_array_equal(t.numpy(), values)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +170,14 @@ class TensorLayout:
         against the leading dims it covers, else None."""
         if isinstance(key, type(self)):
             mask = key if key.dtype is BOOL else None
+            if key.dtype.name == "uint8":  # a mask in torch too, deprecated there
+                warnings.warn(
+                    "indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                    "torch.bool instead.",
+                    UserWarning,
+                    stacklevel=3,
+                )
+                mask = key.numpy() != 0
         elif isinstance(key, np.ndarray):
             mask = key if key.dtype == np.bool_ else None
         elif isinstance(key, list) and key and all(isinstance(k, bool | np.bool_) for k in key):

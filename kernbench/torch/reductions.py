@@ -69,11 +69,19 @@ class TensorReductions:
         """Sum on the device (float32/int32 accumulator); the result stays a device tensor."""
         rtype = as_torch_dtype(dtype) if dtype is not None else None
         dim = _dim_or_axis(dim, axis)
+        keepdim = flag_argument(keepdim, "sum", "keepdim")
         if rtype is None:
             rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int32"]
             if not rtype.is_floating_point:
                 self._check_int32_sum(dim)
-        return self._reduce(dim, flag_argument(keepdim, "sum", "keepdim"), rtype, mean=False)
+        elif _casts_values(self.dtype, rtype):
+            # torch casts the input to dtype first: 1.5 + 2.5 summed as int32 is 1 + 2
+            x = self.to(rtype)
+            try:
+                return x.sum(dim, keepdim, dtype=rtype)
+            finally:
+                x.free()
+        return self._reduce(dim, keepdim, rtype, mean=False)
 
     def _check_int32_sum(self: Tensor, dim: Any) -> None:
         """torch sums integers into int64; here the sum is int32, so a sum that does not
@@ -362,6 +370,14 @@ class TensorReductions:
         for temp in temps + more:
             temp.free()
         return out
+
+
+def _casts_values(source: TorchDType, target: TorchDType) -> bool:
+    """Whether converting ``source`` to ``target`` first changes what a sum adds up:
+    floats to ints (truncated), or floats to a narrower float (rounded)."""
+    if not source.is_floating_point:
+        return False
+    return not target.is_floating_point or target.itemsize < source.itemsize
 
 
 def _flat_index(index: Tensor, ndim: int, keepdim: bool) -> Tensor:
