@@ -232,6 +232,23 @@ class _Rendezvous:
         return f"ranks {missing} have not called it"
 
 
+def _rank_list(ranks: Any, most: int) -> tuple[int, ...]:
+    """At most ``most`` ranks of ``new_group(ranks)``: an iterable of ints."""
+    wrong = isinstance(ranks, str | bytes) or not hasattr(ranks, "__iter__")
+    chosen: list[int] = []
+    if not wrong:
+        for r in itertools.islice(ranks, most):
+            if isinstance(r, bool) or not hasattr(r, "__index__"):
+                wrong = True
+                break
+            chosen.append(r.__index__())
+    if wrong:
+        raise DistributedError(
+            f"new_group: ranks must be a list of ints (global ranks), got {ranks!r}"
+        )
+    return tuple(chosen)
+
+
 class Work:
     """The handle of an async operation (``async_op=True``), as in torch.distributed."""
 
@@ -476,7 +493,7 @@ class World:
             chosen = tuple(range(self.world_size))
         else:
             # Read no more than one rank past the world's size: a longer list is wrong anyway.
-            chosen = tuple(int(r) for r in itertools.islice(ranks, self.world_size + 1))
+            chosen = _rank_list(ranks, self.world_size + 1)
             if len(chosen) > self.world_size:
                 raise DistributedError(
                     f"new_group: ranks must be distinct and in 0..{self.world_size - 1}, so at "
@@ -550,7 +567,7 @@ class World:
             del self._rendezvous[(group.gid, seq)]
             self._launch(rv, launch, [rv.arrived[r][2] for r in group.ranks])
         work = Work(self, rv, f"{describe_call(what, signature)} #{seq} on {group.name}", result)
-        if async_op:
+        if _async_flag(async_op, what):
             return self.track(work)
         work.wait()
         return None
@@ -737,4 +754,11 @@ def p2p_work(
 ) -> Work:
     """The Work of a posted send or receive; synchronize() waits for an async one."""
     work = Work(world, rv, rv.what, None if tensor is None else [tensor], receive=receive)
-    return world.track(work) if async_op else work
+    return world.track(work) if _async_flag(async_op, rv.what) else work
+
+
+def _async_flag(async_op: Any, what: str) -> bool:
+    """``async_op=``: True or False (an int will do, as for torch's Python functions)."""
+    if not isinstance(async_op, bool | int | np.bool_):
+        raise DistributedError(f"{what}: async_op must be True or False, got {async_op!r}")
+    return bool(async_op)

@@ -142,6 +142,11 @@ class Event:
 
     def elapsed_time(self, end_event: Event) -> float:
         """Simulated milliseconds from this event to ``end_event``."""
+        if not isinstance(end_event, Event):
+            raise SimulationError(
+                f"Event.elapsed_time: end_event must be a torch.cuda.Event, got "
+                f"{type(end_event).__name__}"
+            )
         for event, which in ((self, "start"), (end_event, "end")):
             if not event.enable_timing:
                 raise SimulationError(
@@ -174,6 +179,11 @@ class _Stream:
         """No-op: recorded events have always completed."""
 
     def record_event(self, event: Event | None = None) -> Event:
+        if event is not None and not isinstance(event, Event):
+            raise SimulationError(
+                f"Stream.record_event: event must be a torch.cuda.Event or None, got "
+                f"{type(event).__name__}"
+            )
         event = event or Event()
         event.record(self)
         return event

@@ -7,6 +7,7 @@ r, so a mismatch names both ranks instead of hanging or corrupting data.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,10 @@ def _split_regions(
                 f"{group_size} ranks; pass {arg}"
             )
         splits = [rows // group_size] * group_size
-    splits = [int(s) for s in splits]
+    try:
+        splits = [operator.index(s) for s in splits]
+    except TypeError:
+        raise DistributedError(f"{what}: {arg} must be a list of ints, got {splits!r}") from None
     if len(splits) != group_size or sum(splits) != rows or min(splits) < 0:
         raise DistributedError(
             f"{what}: {arg}={splits} must have {group_size} non-negative entries summing to "

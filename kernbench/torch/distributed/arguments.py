@@ -316,6 +316,10 @@ class CollectiveCall:
         return device_tensor(tensor, self.what)
 
     def tensors(self, tensors: list[Any]) -> list[DeviceTensor]:
+        if not isinstance(tensors, list | tuple):
+            raise DistributedError(
+                f"{self.what}: expected a list of tensors, got {type(tensors).__name__}"
+            )
         return [device_tensor(t, self.what) for t in tensors]
 
     def root(self, rank: int | None, group_rank: int | None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,7 +29,15 @@ def init_device_mesh(
     As in PyTorch, a rank that has not called ``init_process_group`` joins the
     default group here first.
     """
-    shape = tuple(int(s) for s in mesh_shape)
+    try:
+        shape = tuple(operator.index(s) for s in mesh_shape)
+    except TypeError:
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise DistributedError(
+            f"init_device_mesh: mesh_shape must be a non-empty tuple of positive ints, got "
+            f"{mesh_shape!r}"
+        )
     if not is_initialized():
         init_process_group()
     world_size = get_world_size()

@@ -132,6 +132,11 @@ class P2POp:
 def batch_isend_irecv(p2p_op_list: list[P2POp]) -> list[Work]:
     """Post every operation; the Works of those this rank takes part in."""
     works = []
+    if not isinstance(p2p_op_list, list | tuple):
+        raise DistributedError(
+            f"batch_isend_irecv: p2p_op_list must be a list of dist.P2POp objects "
+            f"(got {type(p2p_op_list).__name__})"
+        )
     for item in p2p_op_list:
         if not isinstance(item, P2POp):
             raise DistributedError(
