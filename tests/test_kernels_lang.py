@@ -325,3 +325,12 @@ def test_a_one_value_block_formats_its_value_and_a_wider_one_refuses_a_spec():
     assert f"{block}" == str(block)
     with pytest.raises(KernelError, match="format spec '.2f' needs one value"):
         f"{block:.2f}"
+
+
+def test_a_grid_callable_that_takes_no_meta_names_the_kernel():
+    x = np.arange(8, dtype=np.float32)
+    with pytest.raises(KernelError, match="the grid callable must take one argument, the dict"):
+        add_kernel[lambda: (1,)](x, x, np.empty_like(x), 8, BLOCK_SIZE=8)
+    out = np.empty_like(x)
+    add_kernel[lambda meta, extra=0: (1,)](x, x, out, 8, BLOCK_SIZE=8)  # defaults are fine
+    np.testing.assert_array_equal(out, x + x)

@@ -233,6 +233,8 @@ class JITFunction:
             ) from None
         bound.apply_defaults()
         values = {name: self._kernel_value(name, v) for name, v in bound.arguments.items()}
+        if callable(grid):
+            _check_grid_callable(grid, self.name)
         spec = grid(MappingProxyType(values)) if callable(grid) else grid
         return KernelLaunch(
             kernel=self,
@@ -302,3 +304,17 @@ def jit(fn: Callable[..., Any] | None = None, **options: Any) -> Any:
         return JITFunction(f, options.get("do_not_specialize", ()))
 
     return wrap if fn is None else wrap(fn)
+
+
+def _check_grid_callable(grid: Callable[..., Any], name: str) -> None:
+    """A grid callable takes one argument, the meta-parameters (``lambda meta: (...)``)."""
+    try:
+        inspect.signature(grid).bind(MappingProxyType({}))
+    except ValueError:  # no signature to read (a builtin): let the call say
+        return
+    except TypeError:
+        raise KernelError(
+            f"kernel {name!r}: the grid callable must take one argument, the dict of "
+            f"meta-parameters, as in Triton (kernel[lambda meta: (n // meta['BLOCK'],)]); "
+            f"got {grid!r}"
+        ) from None
