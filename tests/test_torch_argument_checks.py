@@ -204,3 +204,10 @@ def test_a_uint8_index_is_a_mask_as_in_torch(ctx):
         t[mask] = 0.0
     values[[True, False, True]] = 0.0
     np.testing.assert_array_equal(t.numpy(), values)
+
+
+def test_a_tensor_given_as_dtype_is_named(ctx):
+    with pytest.raises(TensorError, match="dtype must be a torch dtype such as torch.float32, got"):
+        torch.as_tensor([1.0], torch.ones(2))  # as_tensor(data, dtype): was NumPy's ValueError
+    with pytest.raises(TensorError, match="unsupported dtype 'float64'"):
+        torch.zeros(2, dtype="float64")

@@ -114,7 +114,7 @@ def as_dtype(dtype: object) -> DType:
     else:
         try:
             np_name = np.dtype(dtype).name
-        except TypeError:
+        except (TypeError, ValueError):  # ValueError: an object whose .dtype is no dtype
             np_name = None
         if np_name in DTYPES:
             return DTYPES[np_name]

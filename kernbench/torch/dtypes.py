@@ -104,6 +104,11 @@ def as_torch_dtype(value: Any, default: TorchDType | None = None) -> TorchDType:
     try:
         return DTYPE_OBJECTS[as_dtype(value).name]
     except TensorError:
+        if not isinstance(value, str | np.dtype | type):
+            raise TensorError(
+                f"dtype must be a torch dtype such as torch.float32, got "
+                f"{type(value).__name__}; valid: {VALID_DTYPES}"
+            ) from None
         raise TensorError(
             f"unsupported dtype {value!r}: tensors hold at most 32-bit values; "
             f"valid: {VALID_DTYPES}"
