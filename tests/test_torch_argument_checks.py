@@ -211,3 +211,16 @@ def test_a_tensor_given_as_dtype_is_named(ctx):
         torch.as_tensor([1.0], torch.ones(2))  # as_tensor(data, dtype): was NumPy's ValueError
     with pytest.raises(TensorError, match="unsupported dtype 'float64'"):
         torch.zeros(2, dtype="float64")
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s: s.size(0), "size: dimension specified as 0 but the tensor has no dimensions"),
+        (lambda s: s.stride(-1), "stride: dimension specified as -1 but the tensor has no"),
+        (lambda s: s.type_as(None), "type_as: other must be a Tensor, got NoneType"),
+    ],
+)
+def test_accessors_of_a_0d_tensor(ctx, call, message):
+    with pytest.raises(TensorError, match=message):
+        call(torch.tensor(2.5))

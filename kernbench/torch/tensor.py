@@ -304,13 +304,13 @@ class Tensor(
     def size(self, dim: int | None = None) -> Size | int:
         if dim is None:
             return self.shape
-        return self.shape[dim_index(dim, self.ndim)]
+        return self.shape[dim_index(dim, self.ndim, "size", scalar=False)]
 
     def stride(self, dim: int | None = None) -> tuple[int, ...] | int:
         """Elements to step in the storage per step of each dim (``stride(dim)`` for one)."""
         if dim is None:
             return self._geometry.strides
-        return self._geometry.strides[dim_index(dim, self.ndim)]
+        return self._geometry.strides[dim_index(dim, self.ndim, "stride", scalar=False)]
 
     def storage_offset(self) -> int:
         """The storage element of the tensor's first element."""
@@ -582,6 +582,8 @@ class Tensor(
         return self.to(DTYPE_OBJECTS["bool"])
 
     def type_as(self, other: Tensor) -> Tensor:
+        if not isinstance(other, Tensor):
+            raise TensorError(f"type_as: other must be a Tensor, got {type(other).__name__}")
         return self.to(other.dtype)
 
     # -- kernels -------------------------------------------------------------------------
