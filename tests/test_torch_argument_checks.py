@@ -224,3 +224,12 @@ def test_a_tensor_given_as_dtype_is_named(ctx):
 def test_accessors_of_a_0d_tensor(ctx, call, message):
     with pytest.raises(TensorError, match=message):
         call(torch.tensor(2.5))
+
+
+def test_torch_functions_with_out_name_themselves_on_wrong_arguments(ctx):
+    t = torch.ones(2)
+    with pytest.raises(TypeError, match=r"torch.abs: too many positional arguments; it takes"):
+        torch.abs(t, None)
+    with pytest.raises(TypeError, match=r"required argument: 'other'; it takes torch.add"):
+        torch.add(t)
+    np.testing.assert_array_equal(torch.abs(-t, out=torch.empty(2)).numpy(), [1.0, 1.0])

@@ -8,10 +8,11 @@ what runs on the device and what on the host is as the method says
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.logic import isclose
 from kernbench.torch.logic import where as _where
 from kernbench.torch.tensor import Tensor
@@ -101,9 +102,18 @@ __all__ = [
 def with_out(fn: Callable[..., Tensor]) -> Callable[..., Tensor]:
     """``fn`` taking torch's ``out=`` too, as :func:`into_out` gives it."""
     what = f"torch.{fn.__name__}"
+    signature = inspect.signature(fn)
+    shown = signature.replace(
+        parameters=[p.replace(annotation=p.empty) for p in signature.parameters.values()],
+        return_annotation=signature.empty,
+    )
 
     @functools.wraps(fn)
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Tensor:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:  # as Python would say it, naming the call
+            raise TensorTypeError(f"{what}: {exc}; it takes {what}{shown}") from None
         result = fn(*args, **kwargs)
         return result if out is None else into_out(what, out, result)
 
