@@ -334,3 +334,16 @@ def test_a_grid_callable_that_takes_no_meta_names_the_kernel():
     out = np.empty_like(x)
     add_kernel[lambda meta, extra=0: (1,)](x, x, out, 8, BLOCK_SIZE=8)  # defaults are fine
     np.testing.assert_array_equal(out, x + x)
+
+
+@jit
+def _full_kernel(out_ptr, VALUE: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, 4), tl.full((4,), VALUE, tl.int32))
+
+
+def test_tl_full_refuses_an_int_its_dtype_cannot_hold():
+    out = np.zeros(4, dtype=np.int32)
+    _full_kernel[(1,)](out, VALUE=-(2**31))
+    np.testing.assert_array_equal(out, [-(2**31)] * 4)
+    with pytest.raises(KernelError, match=r"tl.full value 1099511627776 is out of range for int32"):
+        _full_kernel[(1,)](out, VALUE=2**40)  # it wrapped to 0

@@ -573,6 +573,13 @@ def _check_dtype(dt: Any, what: str) -> dtype:
 
 def full(shape: Any, value: Any, dtype: dtype) -> Block:
     dt = _check_dtype(dtype, "tl.full")
+    if isinstance(value, int) and not isinstance(value, bool) and dt.np_dtype.kind in "iu":
+        info = np.iinfo(dt.np_dtype)
+        if not info.min <= value <= info.max:  # Triton refuses it too, rather than wrap
+            raise KernelError(
+                f"{where_am_i()}: tl.full value {value} is out of range for {dt.name} "
+                f"({info.min}..{info.max})"
+            )
     return Block(cast_values(np.full(_shape(shape), _values(value)), dt), dt)
 
 
