@@ -13,7 +13,7 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.errors import DistributedError, RankError, SimulationError
+from kernbench.errors import DistributedError, PlacementError, RankError, SimulationError
 
 
 def _raised(body):
@@ -89,3 +89,22 @@ def test_well_formed_calls_still_run():
 
     result = kernbench.simulate(fn, topology="ring8", world_size=2)
     assert result.returns == [[2.0] * 4, [2.0] * 4]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: torch.cuda.get_device_name(100),
+        lambda: torch.cuda.synchronize(100),
+        lambda: torch.cuda.current_stream("ahbm:100"),
+    ],
+)
+def test_device_queries_refuse_a_device_the_machine_lacks(call):
+    def fn():
+        assert torch.cuda.get_device_name(7).endswith(" 7")  # ring8: devices 0..7
+        call()
+
+    with pytest.raises(RankError) as info:
+        kernbench.simulate(fn, topology="ring8", world_size=1)
+    assert isinstance(info.value.original, PlacementError)
+    assert "device 100 does not exist: this machine has 8 devices" in str(info.value.original)

@@ -214,6 +214,10 @@ class RuntimeContext:
         self._check_device(device)
         self._devices[getcurrent()] = device
 
+    def check_device(self, device: int) -> None:
+        """Raise :class:`PlacementError` unless ``device`` is one of this machine's devices."""
+        self._check_device(device)
+
     def _check_device(self, device: int) -> None:
         if isinstance(device, bool) or not isinstance(device, int):
             raise PlacementError(f"device must be an int index (got {device!r})")

@@ -102,6 +102,15 @@ def device_index(dev: Any) -> int | None:
     return _current_index() if d.index is None else d.index
 
 
+def _existing_index(dev: Any) -> int:
+    """The index of device ``dev`` (the current device for ``None``), which must exist."""
+    index = device_index(dev)
+    if index is None:
+        return _current_index()
+    current_context().check_device(index)
+    return index
+
+
 def _current_index() -> int:
     current = current_context().current_device()
     return 0 if current is None else current
@@ -226,21 +235,18 @@ class _AhbmModule:
     def synchronize(self, device: Any = None) -> None:
         """Wait for the calling rank's async collectives (``async_op=True``) to finish;
         every other operation has finished when its call returns."""
+        _existing_index(device)
         synchronize_rank()
 
     def current_stream(self, device: Any = None) -> _Stream:
-        index = device_index(device)
-        return _Stream(_current_index() if index is None else index)
+        return _Stream(_existing_index(device))
 
     default_stream = current_stream
 
     def get_device_name(self, device: Any = None) -> str:
         ctx = current_context()
-        index = device_index(device)
         level = ctx.topology.system.device_level
-        return (
-            f"KernBench {ctx.topology.name} {level} {_current_index() if index is None else index}"
-        )
+        return f"KernBench {ctx.topology.name} {level} {_existing_index(device)}"
 
     def manual_seed(self, seed: int) -> None:
         """Seed the calling rank's generator (device and host share one here)."""
