@@ -233,3 +233,11 @@ def test_torch_functions_with_out_name_themselves_on_wrong_arguments(ctx):
     with pytest.raises(TypeError, match=r"required argument: 'other'; it takes torch.add"):
         torch.add(t)
     np.testing.assert_array_equal(torch.abs(-t, out=torch.empty(2)).numpy(), [1.0, 1.0])
+
+
+def test_attention_scale_and_loss_weight_of_the_wrong_kind(ctx):
+    q = torch.ones(2, 3, 4)
+    with pytest.raises(TensorError, match="scale must be a number or None, got 'x'"):
+        F.scaled_dot_product_attention(q, q, q, scale="x")
+    with pytest.raises(TensorError, match="weight must be a Tensor or None, got str"):
+        F.cross_entropy(torch.ones(4, 3), torch.tensor([0, 1, 2, 0]), weight="w")

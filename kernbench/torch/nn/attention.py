@@ -91,6 +91,8 @@ def scaled_dot_product_attention(
         raise TensorError(
             f"{_WHAT}: attn_mask must be a Tensor or None, got {type(attn_mask).__name__}"
         )
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)):
+        raise TensorError(f"{_WHAT}: scale must be a number or None, got {scale!r}")
     temps: list[Tensor] = []
     if enable_gqa:
         heads = q.shape[-3] if q.ndim >= 3 else 1

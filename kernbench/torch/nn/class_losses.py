@@ -75,9 +75,9 @@ def class_loss(
             f"{call}: label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}"
         )
     class_dim = 0 if x.ndim == 1 else 1
-    same_device(call, x, target, *(() if weight is None else (weight,)))
     if weight is not None:
         _check_weight(call, x, weight, class_dim)
+    same_device(call, x, target, *(() if weight is None else (weight,)))
     probabilities = what == "cross_entropy" and tuple(target.shape) == tuple(x.shape)
     if probabilities:
         _check_probability_target(call, target, int(ignore_index))
