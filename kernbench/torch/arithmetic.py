@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorArithmetic", "read_in_place"]
+__all__ = ["TensorArithmetic", "read_in_place", "written"]
 
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 
@@ -234,7 +234,7 @@ class TensorArithmetic:
             operands, temps = strided
             target = out if direct else self.new_empty(shape, dtype=rtype)
             launch_broadcast("arith", op, target.device_tensor, shape, operands)
-            return _finish(out, target, temps)
+            return written(out, target, temps)
         temps = []
         x, temp = dense_as(self, shape, rtype)
         target = out if direct else self.new_empty(shape, dtype=rtype)
@@ -246,7 +246,7 @@ class TensorArithmetic:
         else:
             check_scalar_fits(value, rtype, what)
             launch_scalar(op, x.device_tensor, value, target.device_tensor)
-        return _finish(out, target, temps)
+        return written(out, target, temps)
 
     def _reversed(self: Tensor, op: str, other: Any) -> Tensor:
         """``other op self`` for a scalar ``other``: a tensor filled with it, then the op."""
@@ -270,8 +270,9 @@ class TensorArithmetic:
         return result
 
 
-def _finish(out: Tensor | None, target: Tensor, temps: list[Tensor]) -> Tensor:
-    """The result: ``target``, or ``out`` with ``target`` copied in; temporaries freed."""
+def written(out: Tensor | None, target: Tensor, temps: list[Tensor]) -> Tensor:
+    """The result: ``target``, or ``out`` with ``target`` copied in (by the strided copy
+    kernel, a view's way back); the temporaries freed."""
     if out is not None and target is not out:
         out.copy_(target)
         temps.append(target)

@@ -29,6 +29,7 @@ from kernbench.torch.arithmetic import (
     free_temporaries,
     pair_dtype,
     read_in_place,
+    written,
 )
 from kernbench.torch.broadcast_kernels import launch_broadcast
 from kernbench.torch.dtypes import (
@@ -188,7 +189,7 @@ class TensorLogic:
         ):
             target = _target(self, out, shape, BOOL)
             launch_broadcast("test", op, target.device_tensor, shape, read[0])
-            return _written(out, target, read[1])
+            return written(out, target, read[1])
         x, temps = dense_as(self, shape, common)
         target = _target(self, out, shape, BOOL)
         if _is_tensor(other):
@@ -197,7 +198,7 @@ class TensorLogic:
             launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
         else:
             launch_test_scalar(op, x.device_tensor, value, target.device_tensor)
-        return _written(out, target, temps)
+        return written(out, target, temps)
 
     # -- logical and bitwise ---------------------------------------------------------------
     def logical_and(self: Tensor, other: Tensor) -> Tensor:
@@ -240,12 +241,12 @@ class TensorLogic:
         if read := read_in_place(shape, [(self, None), (other, None)], out):
             target = _target(self, out, shape, BOOL)
             launch_broadcast("test", op, target.device_tensor, shape, read[0])
-            return _written(out, target, read[1])
+            return written(out, target, read[1])
         x, temps = dense_as(self, shape)
         y, more = dense_as(other, shape)
         target = _target(self, out, shape, BOOL)
         launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
-        return _written(out, target, [*temps, *more])
+        return written(out, target, [*temps, *more])
 
     def bitwise_and(self: Tensor, other: Any) -> Tensor:
         """``self & other``: logical on bool tensors, bitwise on integer ones."""
@@ -321,7 +322,7 @@ class TensorLogic:
         ):
             target = _target(self, into, shape, rtype)
             launch_broadcast("test", op, target.device_tensor, shape, read[0])
-            return _written(out, target, read[1])
+            return written(out, target, read[1])
         x, temps = dense_as(self, shape, rtype)
         target = _target(self, into, shape, rtype)
         if _is_tensor(other):
@@ -330,7 +331,7 @@ class TensorLogic:
             launch_test(op, x.device_tensor, y.device_tensor, target.device_tensor)
         else:
             launch_test_scalar(op, x.device_tensor, value, target.device_tensor)
-        return _written(out, target, temps)
+        return written(out, target, temps)
 
     # -- tests of each element -------------------------------------------------------------
     def isnan(self: Tensor) -> Tensor:
@@ -349,7 +350,7 @@ class TensorLogic:
         x = self.dense()
         target = _target(self, out, tuple(self.shape), rtype)
         launch_unary_test(op, x.device_tensor, target.device_tensor)
-        return _written(out, target, [] if x is self else [x])
+        return written(out, target, [] if x is self else [x])
 
     def isclose(
         self: Tensor, other: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
@@ -431,12 +432,12 @@ class TensorLogic:
         if read := read_in_place(shape, [(mask, None), (fill, None), (self, None)], out):
             target = _target(self, out, shape, self.dtype)
             launch_broadcast("where", "where", target.device_tensor, shape, read[0])
-            return _written(out, target, read[1])
+            return written(out, target, read[1])
         x, temps = dense_as(self, shape)
         m, more = dense_as(mask, shape)
         target = _target(self, out, shape, self.dtype)
         launch_where(m.device_tensor, fill, x.device_tensor, target.device_tensor)
-        return _written(out, target, [*temps, *more])
+        return written(out, target, [*temps, *more])
 
     def masked_select(self: Tensor, mask: Tensor) -> Tensor:
         """The elements where the bool ``mask`` is True (both broadcast), as a 1-D copy:
@@ -515,17 +516,6 @@ def _target(like: Tensor, out: Tensor | None, shape: tuple[int, ...], dtype: Tor
     if out is not None and out.contiguous_device_tensor():
         return out
     return like.new_empty(shape, dtype=dtype if out is None else out.dtype)
-
-
-def _written(out: Tensor | None, target: Tensor, temps: list[Tensor]) -> Tensor:
-    """The result: ``target``, or ``out`` with ``target`` copied in (by the strided copy
-    kernel, a view's way back); the temporaries freed."""
-    if out is not None and target is not out:
-        out.copy_(target)
-        temps.append(target)
-        target = out
-    free_temporaries(*temps)
-    return target
 
 
 def _check_bitwise(name: str, dt: TorchDType) -> None:
