@@ -612,6 +612,21 @@ def test_manual_seed_makes_rand_deterministic(ctx):
     assert ((first >= 0) & (first < 1)).all()
 
 
+def test_seeds_outside_torchs_range_are_refused_as_torch_refuses_them(ctx):
+    """torch takes seeds in [-2**63, 2**64 - 1], negative ones wrapped to 64 bits."""
+    torch.manual_seed(-1)
+    assert torch.initial_seed() == (1 << 64) - 1
+    torch.manual_seed((1 << 64) - 1)
+    torch.manual_seed(-(1 << 63))
+    assert torch.initial_seed() == 1 << 63
+    for seed in (1 << 64, 2**70, -(1 << 63) - 1):
+        with pytest.raises(TensorError, match=f"seed {seed} is out of range: it must be within"):
+            torch.manual_seed(seed)
+        with pytest.raises(TensorError, match="out of range"):
+            torch.Generator().manual_seed(seed)
+    assert torch.initial_seed() == 1 << 63  # a refused seed leaves the generator as it was
+
+
 def test_generators_and_other_distributions(ctx):
     g1, g2 = torch.Generator().manual_seed(7), torch.Generator().manual_seed(7)
     a = torch.randn(3, 4, generator=g1)

@@ -32,6 +32,11 @@ def _check_seed(value: Any) -> int:
         seed = operator.index(value)
     except TypeError:
         raise TensorError(f"seed must be an int, got {value!r}") from None
+    if not -(1 << 63) <= seed < 1 << 64:  # torch's range, refused as torch refuses it
+        raise TensorError(
+            f"seed {seed} is out of range: it must be within the inclusive range "
+            "[-0x8000_0000_0000_0000, 0xffff_ffff_ffff_ffff]"
+        )
     if seed < 0:
         seed &= (1 << 64) - 1  # torch wraps negative seeds to 64 bits as well
     return seed
