@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernbench.errors import TensorError
 from kernbench.torch.functions import with_out
+from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -41,9 +41,7 @@ __all__ = [
 
 
 def _tensor(value: Any, what: str) -> Tensor:
-    if not isinstance(value, Tensor):
-        raise TensorError(f"torch.{what}: expected a Tensor, got {type(value).__name__}")
-    return value
+    return tensor_argument(value, f"torch.{what}")
 
 
 def square(input: Tensor) -> Tensor:  # noqa: A002

@@ -15,6 +15,7 @@ from typing import Any
 from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.logic import isclose
 from kernbench.torch.logic import where as _where
+from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -154,9 +155,7 @@ def into_out(what: str, out: Any, result: Tensor) -> Tensor:
 
 
 def _tensor(value: Any, what: str) -> Tensor:
-    if not isinstance(value, Tensor):
-        raise TensorError(f"torch.{what}: expected a Tensor, got {type(value).__name__}")
-    return value
+    return tensor_argument(value, f"torch.{what}")
 
 
 # PyTorch's parameter is named ``input``; the functions keep that name.

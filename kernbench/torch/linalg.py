@@ -11,15 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorError, unsupported_name
+from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["norm", "vector_norm"]
 
 
 def _input(value: Any, what: str) -> Tensor:
-    if not isinstance(value, Tensor):
-        raise TensorError(f"torch.linalg.{what}: expected a Tensor, got {type(value).__name__}")
-    return value
+    return tensor_argument(value, f"torch.linalg.{what}")
 
 
 def vector_norm(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +34,7 @@ from kernbench.torch.math_kernels import (
     launch_softmax,
     launch_unary,
 )
-from kernbench.torch.shapes import dim_index, flag_argument
+from kernbench.torch.shapes import dim_index, flag_argument, int_sequence, tensor_argument
 from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
@@ -87,8 +86,7 @@ def _launched(
 
 
 def _tensor_argument(value: Any, what: str) -> None:
-    if not hasattr(value, "storage_device_tensor"):
-        raise TensorError(f"{what}: expected a Tensor, got {type(value).__name__}")
+    tensor_argument(value, what)
 
 
 def _unary_methods(op: str) -> tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]:
@@ -433,21 +431,13 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch'
 
 def _normalized_shape(what: str, normalized_shape: Any) -> tuple[int, ...]:
     """``normalized_shape`` (an int or a sequence of ints, as torch takes it) as a tuple."""
-    if isinstance(normalized_shape, bool | str) or normalized_shape is None:
-        given = None
-    elif hasattr(normalized_shape, "__index__") and not isinstance(normalized_shape, np.ndarray):
-        given = [normalized_shape]
-    else:
-        try:
-            given = list(normalized_shape)
-        except TypeError:
-            given = None
-    if given is None or not all(hasattr(d, "__index__") and not isinstance(d, bool) for d in given):
+    try:
+        return int_sequence(normalized_shape, what, "normalized_shape")
+    except TensorError:
         raise TensorError(
             f"{what}: normalized_shape must be an int or a sequence of ints, the input's last "
             f"dims (as in torch), got {normalized_shape!r}"
-        )
-    return tuple(operator.index(d) for d in given)
+        ) from None
 
 
 def _normalized(

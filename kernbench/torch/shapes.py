@@ -20,6 +20,7 @@ __all__ = [
     "int_sequence",
     "is_whole_key",
     "shape_argument",
+    "tensor_argument",
 ]
 
 
@@ -126,3 +127,10 @@ def is_whole_key(key: Any) -> bool:
     if key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
         return True
     return isinstance(key, tuple) and all(is_whole_key(k) for k in key) and len(key) > 0
+
+
+def tensor_argument(value: Any, call: str) -> Any:
+    """``value`` if it is a tensor, else a :class:`TensorError` naming ``call``."""
+    if not hasattr(value, "storage_device_tensor"):
+        raise TensorError(f"{call}: expected a Tensor, got {type(value).__name__}")
+    return value

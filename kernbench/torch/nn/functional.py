@@ -30,7 +30,7 @@ from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
-from kernbench.torch.shapes import flag_argument, int_sequence
+from kernbench.torch.shapes import flag_argument, int_sequence, tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -57,11 +57,7 @@ __all__ = [
 
 
 def _input(value: Any, what: str) -> Tensor:
-    if not isinstance(value, Tensor):
-        raise TensorError(
-            f"torch.nn.functional.{what}: expected a Tensor, got {type(value).__name__}"
-        )
-    return value
+    return tensor_argument(value, f"torch.nn.functional.{what}")
 
 
 def softmax(
