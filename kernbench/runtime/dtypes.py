@@ -75,12 +75,15 @@ DTYPES: dict[str, DType] = {
         _make("float16", "float16"),
         _make("bfloat16", "uint16", "float32"),
         _make("float32", "float32"),
+        _make("float64", "float64"),
         _make("int8", "int8"),
         _make("int16", "int16"),
         _make("int32", "int32"),
+        _make("int64", "int64"),
         _make("uint8", "uint8"),
         _make("uint16", "uint16"),
         _make("uint32", "uint32"),
+        _make("uint64", "uint64"),
         _make("bool", "bool"),
     )
 }

@@ -158,20 +158,22 @@ cuda = ahbm
 float16 = DTYPE_OBJECTS["float16"]
 bfloat16 = DTYPE_OBJECTS["bfloat16"]
 float32 = DTYPE_OBJECTS["float32"]
+float64 = double = DTYPE_OBJECTS["float64"]
 int8 = DTYPE_OBJECTS["int8"]
 int16 = DTYPE_OBJECTS["int16"]
 int32 = DTYPE_OBJECTS["int32"]
+int64 = long = DTYPE_OBJECTS["int64"]
 uint8 = DTYPE_OBJECTS["uint8"]
 uint16 = DTYPE_OBJECTS["uint16"]
 uint32 = DTYPE_OBJECTS["uint32"]
+uint64 = DTYPE_OBJECTS["uint64"]
 bool = DTYPE_OBJECTS["bool"]  # noqa: A001 - torch's name
 half = float16
 float = float32  # noqa: A001 - torch's name
 int = int32  # noqa: A001 - torch's name
 # Exist so comparisons work; creating a tensor with them raises a TensorError naming valid dtypes.
-float64 = double = UNSUPPORTED["float64"]
-int64 = long = UNSUPPORTED["int64"]
 complex64 = UNSUPPORTED["complex64"]
+complex128 = cdouble = UNSUPPORTED["complex128"]
 
 __all__ = [
     "clamp_max",
@@ -236,6 +238,8 @@ __all__ = [
     "float",
     "float16",
     "float32",
+    "float64",
+    "double",
     "from_numpy",
     "full",
     "full_like",
@@ -250,6 +254,8 @@ __all__ = [
     "int",
     "int16",
     "int32",
+    "int64",
+    "long",
     "int8",
     "is_tensor",
     "lerp",
@@ -299,6 +305,7 @@ __all__ = [
     "triu",
     "uint16",
     "uint32",
+    "uint64",
     "uint8",
     "unsqueeze",
     "var",

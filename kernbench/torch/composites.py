@@ -31,9 +31,11 @@ __all__ = ["TensorComposites"]
 # torch's legacy tensor type names (``t.type()``)
 _LEGACY_TYPES = {
     "float32": "FloatTensor",
+    "float64": "DoubleTensor",
     "float16": "HalfTensor",
     "bfloat16": "BFloat16Tensor",
     "int32": "IntTensor",
+    "int64": "LongTensor",
     "int16": "ShortTensor",
     "int8": "CharTensor",
     "uint8": "ByteTensor",

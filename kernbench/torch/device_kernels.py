@@ -186,6 +186,20 @@ def elementwise_grid(n: int, what: str = "an operation") -> tuple[int]:
     return (max(1, -(-n // BLOCK)),)
 
 
+def float_type(dtype: Any) -> Any:
+    """The type a kernel computes ``dtype`` values' math in: float64 for float64, else
+    float32 (torch's accumulate type for float16 and bfloat16)."""
+    return tl.float64 if dtype.name == "float64" else tl.float32
+
+
+def accumulator(dtype: Any) -> Any:
+    """The type a sum or product into ``dtype`` accumulates in: ``float_type`` for a
+    floating dtype, int64 for an 8-byte integer, else int32."""
+    if dtype.is_floating_point:
+        return float_type(dtype)
+    return tl.int64 if dtype.itemsize == 8 else tl.int32
+
+
 def reduction_blocks(lines: int, length: int) -> tuple[int, int]:
     """(lines per program, elements of a line per step) of a kernel reducing ``lines``
     lines of ``length``: a step of at most 1024 elements, and as many lines a program as
@@ -232,18 +246,17 @@ def launch_sum(
     length: int,
     cols: int,
     *,
-    floating: bool,
     mean: bool,
     norm: int = 0,
 ) -> None:
     """Sum (or average) ``x`` viewed as (rows, ``length``, ``cols``) over its middle axis;
     ``norm`` 1 or 2: its 1- or 2-norm instead.
 
-    ``n_out`` is rows x cols; the accumulator is float32 when ``floating``,
-    int32 otherwise.
+    ``n_out`` is rows x cols; the accumulator is :func:`accumulator` of ``out``'s
+    dtype (torch accumulates float16/bfloat16 in float32, float64 in float64).
     """
     oblock, rblock = reduction_blocks(n_out, length)
-    acc = tl.float32 if floating else tl.int32
+    acc = accumulator(out.dtype)
     _sum_kernel[(-(-n_out // oblock),)](
         x,
         out,

@@ -1,15 +1,15 @@
 """Torch dtypes over KernBench's runtime dtypes, the default dtype, and type promotion.
 
 ``torch.float32`` and friends are :class:`TorchDType` objects, one per runtime
-dtype (:data:`~kernbench.runtime.dtypes.DTYPES`); float64, int64 and
-complex64 exist so comparisons work, but making a tensor of them raises a
+dtype (:data:`~kernbench.runtime.dtypes.DTYPES`); complex64 and complex128
+exist so comparisons work, but making a tensor of them raises a
 :class:`~kernbench.errors.TensorError` that names the valid dtypes.  The
-promotion rules follow PyTorch within a 32-bit world, by category (bool <
-integer < float): two floats give float32, a float and an integer or bool
-the float, two integers what NumPy promotes them to (if it is supported), an
-integer and a bool the integer; a Python scalar of a higher category than
-the tensor's gives its category's dtype (a float the default dtype, an int
-int32), otherwise the tensor's dtype.
+promotion rules follow PyTorch, by category (bool < integer < float): two
+floats give the wider (float16 and bfloat16 give float32), a float and an
+integer or bool the float, two integers what NumPy promotes them to (if it is
+an integer: int64 and uint64 are refused), an integer and a bool the integer;
+a Python scalar of a higher category than the tensor's gives its category's
+dtype (a float the default dtype, an int int64), otherwise the tensor's dtype.
 """
 
 from __future__ import annotations
@@ -72,17 +72,18 @@ class TorchDType:
 
 
 DTYPE_OBJECTS: dict[str, TorchDType] = {name: TorchDType(name) for name in DTYPES}
-UNSUPPORTED = {name: TorchDType(name, False) for name in ("float64", "int64", "complex64")}
+UNSUPPORTED = {name: TorchDType(name, False) for name in ("complex64", "complex128")}
 BOOL = DTYPE_OBJECTS["bool"]
 VALID_DTYPES = ", ".join(f"torch.{name}" for name in DTYPES)  # for error messages
-_default_dtype = DTYPE_OBJECTS["float32"]
+_FLOAT32 = DTYPE_OBJECTS["float32"]
+_default_dtype = _FLOAT32
 
 
 def runtime_dtype(dt: TorchDType) -> DType:
     """The runtime dtype ``dt`` stands for; a TensorError for an unsupported one."""
     if dt.runtime_dtype_name is None:
         raise TensorError(
-            f"dtype {dt!r} is not supported: tensors hold at most 32-bit values; "
+            f"dtype {dt!r} is not supported: there are no complex tensors here; "
             f"valid: {VALID_DTYPES}"
         )
     return DTYPES[dt.runtime_dtype_name]
@@ -95,10 +96,10 @@ def as_torch_dtype(value: Any, default: TorchDType | None = None) -> TorchDType:
     if isinstance(value, TorchDType):
         runtime_dtype(value)  # refuses float64 and the other unsupported ones
         return value
-    if value is float:
-        return _default_dtype
+    if value is float:  # Python's float is a double, as torch reads dtype=float
+        return DTYPE_OBJECTS["float64"]
     if value is int:
-        return DTYPE_OBJECTS["int32"]
+        return DTYPE_OBJECTS["int64"]
     if value is bool:
         return BOOL
     try:
@@ -109,10 +110,7 @@ def as_torch_dtype(value: Any, default: TorchDType | None = None) -> TorchDType:
                 f"dtype must be a torch dtype such as torch.float32, got "
                 f"{type(value).__name__}; valid: {VALID_DTYPES}"
             ) from None
-        raise TensorError(
-            f"unsupported dtype {value!r}: tensors hold at most 32-bit values; "
-            f"valid: {VALID_DTYPES}"
-        ) from None
+        raise TensorError(f"unsupported dtype {value!r}; valid: {VALID_DTYPES}") from None
 
 
 def get_default_dtype() -> TorchDType:
@@ -120,7 +118,7 @@ def get_default_dtype() -> TorchDType:
 
 
 def set_default_dtype(d: Any) -> None:
-    """Set the dtype Python floats infer (float16, bfloat16 or float32)."""
+    """Set the dtype Python floats infer (float16, bfloat16, float32 or float64)."""
     global _default_dtype
     dt = as_torch_dtype(d)
     if not dt.is_floating_point:
@@ -139,12 +137,12 @@ def promote_types(a: TorchDType, b: TorchDType) -> TorchDType:
         return a
     if BOOL in (a, b):
         return b if a is BOOL else a
-    if a.is_floating_point and b.is_floating_point:
-        return DTYPE_OBJECTS["float32"]
+    if a.is_floating_point and b.is_floating_point:  # the wider; fp16 with bf16 gives fp32
+        return a if a.itemsize > b.itemsize else b if b.itemsize > a.itemsize else _FLOAT32
     if a.is_floating_point or b.is_floating_point:
         return a if a.is_floating_point else b
     name = np.promote_types(DTYPES[a.name].storage, DTYPES[b.name].storage).name
-    if name not in DTYPE_OBJECTS:
+    if name not in DTYPE_OBJECTS or DTYPE_OBJECTS[name].is_floating_point:
         raise TensorError(
             f"{a!r} and {b!r} promote to {name}, which is not supported; convert one "
             f"with .to(...) first (valid: {VALID_DTYPES})"
@@ -164,10 +162,10 @@ def python_scalar(value: Any) -> int | float | None:
 
 
 def scalar_dtype(value: Any) -> TorchDType:
-    """The dtype a scalar infers: bool for a bool, the default dtype for a float, else int32."""
+    """The dtype a scalar infers: bool for a bool, the default dtype for a float, else int64."""
     if isinstance(value, bool | np.bool_):
         return BOOL
-    return _default_dtype if isinstance(python_scalar(value), float) else DTYPE_OBJECTS["int32"]
+    return _default_dtype if isinstance(python_scalar(value), float) else DTYPE_OBJECTS["int64"]
 
 
 def scalar_result_dtype(dt: TorchDType, value: Any) -> TorchDType:

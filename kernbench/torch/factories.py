@@ -52,8 +52,7 @@ __all__ = [
     "zeros_like",
 ]
 
-_NUMPY_HINT = {"f": "np.float32", "i": "np.int32", "u": "np.uint32", "b": "np.uint8"}
-_INFER = {"float64": "float32", "int64": "int32", "uint64": "uint32"}
+_NUMPY_HINT = {"f": "np.float64", "c": "np.float64 (the real part)", "O": "np.float32"}
 
 
 def _grad(t: Tensor, requires_grad: bool) -> Tensor:
@@ -199,7 +198,7 @@ def arange(
     if not all(math.isfinite(v) for v in values):
         raise TensorError(f"arange: start, end and step must be finite, got {start, end, step}")
     floating = any(isinstance(v, float) for v in values)
-    dt = as_torch_dtype(dtype, get_default_dtype() if floating else DTYPE_OBJECTS["int32"])
+    dt = as_torch_dtype(dtype, get_default_dtype() if floating else DTYPE_OBJECTS["int64"])
     if dt is DTYPE_OBJECTS["bool"]:
         raise TensorError(
             "arange: not implemented for 'Bool' (as in torch); make an integer range and "
@@ -227,8 +226,8 @@ def tensor(
 ) -> Tensor:
     """A tensor holding a copy of ``data`` (nested lists, scalars or an array), copied in.
 
-    Python floats infer the default dtype and ints ``int32``; float64/int64
-    arrays are converted the same way (int64 values must fit in 32 bits).
+    As torch: Python floats infer the default dtype, ints ``int64`` and bools
+    ``bool``; a NumPy array or scalar keeps its dtype.
     """
     if flag_argument(requires_grad, "tensor", "requires_grad"):
         return tensor(data, dtype=dtype, device=device, dp=dp).requires_grad_()
@@ -247,18 +246,8 @@ def tensor(
         _check_fits(data, as_torch_dtype(dtype))
     if dtype is not None:
         dt = as_torch_dtype(dtype)
-    elif array.dtype.kind == "f" and array.dtype.name == "float64":
-        dt = get_default_dtype()
-    elif array.dtype.name in _INFER:
-        target = np.dtype(_INFER[array.dtype.name])
-        if array.size and not (
-            np.iinfo(target).min <= array.min() and array.max() <= np.iinfo(target).max
-        ):
-            raise TensorError(
-                f"tensor: integer values in [{array.min()}, {array.max()}] do not fit "
-                f"{target.name} (there is no int64); pass dtype=torch.float32"
-            )
-        dt = DTYPE_OBJECTS[target.name]
+    elif array.dtype.name == "float64" and not isinstance(data, np.ndarray | np.generic):
+        dt = get_default_dtype()  # Python floats
     elif array.dtype.name in DTYPE_OBJECTS:
         dt = DTYPE_OBJECTS[array.dtype.name]
     else:
@@ -297,8 +286,8 @@ def from_numpy(ndarray: np.ndarray, *, dp: Any = None) -> Tensor:
     if name not in DTYPE_OBJECTS:
         hint = _NUMPY_HINT.get(ndarray.dtype.kind, "np.float32")
         raise TensorError(
-            f"from_numpy: arrays of dtype {name} are not supported (tensors hold at most "
-            f"32-bit values); convert first, e.g. array.astype({hint}); valid: {VALID_DTYPES}"
+            f"from_numpy: arrays of dtype {name} are not supported; convert first, e.g. "
+            f"array.astype({hint}); valid: {VALID_DTYPES}"
         )
     return _host_values(ndarray, DTYPE_OBJECTS[name], None, dp)
 

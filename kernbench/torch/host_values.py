@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TensorHostValues"]
 
-DTYPE_INT32 = DTYPE_OBJECTS["int32"]
+DTYPE_INT64 = DTYPE_OBJECTS["int64"]
 
 
 class TensorHostValues:
@@ -122,9 +122,9 @@ class TensorHostValues:
             body = format_values(self.peek(), prefix="tensor(")
             if empty and self.ndim != 1:
                 extras.append(f"size={tuple(self.shape)}")  # as torch: "[]" does not say it
-        # torch leaves out the dtype values infer (int32 stands in for its int64 here),
-        # but not for an empty tensor, whose missing values infer nothing
-        inferred = (get_default_dtype(),) if empty else (get_default_dtype(), DTYPE_INT32, BOOL)
+        # torch leaves out the dtype values infer, but not for an empty tensor, whose
+        # missing values infer nothing
+        inferred = (get_default_dtype(),) if empty else (get_default_dtype(), DTYPE_INT64, BOOL)
         if self.dtype not in inferred:
             extras.append(f"dtype={self.dtype!r}")
         if self.requires_grad:

@@ -198,12 +198,12 @@ class TensorLayout:
         return mask
 
     def _mask_rows(self: Tensor, mask: Any) -> tuple[Tensor, int, tuple[int, ...]]:
-        """The numbers of the rows a mask selects (a device int32 tensor), the elements of a
+        """The numbers of the rows a mask selects (a device int64 tensor), the elements of a
         row and the shape of the rows (the dims the mask does not cover)."""
         values = mask.numpy() if isinstance(mask, type(self)) else mask
-        chosen = np.flatnonzero(values).astype(np.int32)
+        chosen = np.flatnonzero(values).astype(np.int64)
         rest = tuple(self.shape)[np.ndim(values) :]
-        rows = self.new_empty((len(chosen),), dtype=DTYPE_OBJECTS["int32"]).copy_(chosen)
+        rows = self.new_empty((len(chosen),), dtype=DTYPE_OBJECTS["int64"]).copy_(chosen)
         return rows, math.prod(rest), rest
 
     def _masked_rows(self: Tensor, mask: Any) -> Tensor:

@@ -11,8 +11,8 @@ dtype unless it is of a higher category), ``& | ^ ~`` are logical on bool
 tensors and bitwise on integer ones.  ``t == None`` is False and
 ``t != None`` True, as in torch; tensors hash by identity.  ``nonzero``,
 the one-argument ``torch.where`` and ``masked_select`` read the mask to the
-host, as torch waits for the count, and copy the indices back in (``int32``:
-there is no int64).
+host, as torch waits for the count, and copy the indices back in (``int64``,
+as torch).
 """
 
 from __future__ import annotations
@@ -496,16 +496,16 @@ class TensorLogic:
 
     # -- indices of nonzero elements (read on the host) ----------------------------------------
     def nonzero(self: Tensor, *, as_tuple: bool = False) -> Any:
-        """The indices of the nonzero elements, (count, ndim) ``int32``, or one 1-D tensor
+        """The indices of the nonzero elements, (count, ndim) ``int64``, or one 1-D tensor
         per dim with ``as_tuple``; the values are read to the host (the count decides the
         shape), the indices copied back in."""
-        found = np.argwhere(self.numpy()).astype(np.int32)
+        found = np.argwhere(self.numpy()).astype(np.int64)
         if not as_tuple:
-            return self.new_empty(found.shape, dtype=DTYPE_OBJECTS["int32"]).copy_(found)
+            return self.new_empty(found.shape, dtype=DTYPE_OBJECTS["int64"]).copy_(found)
         if not self.ndim:
-            found = np.zeros((len(found), 1), np.int32)
+            found = np.zeros((len(found), 1), np.int64)
         return tuple(
-            self.new_empty((len(found),), dtype=DTYPE_OBJECTS["int32"]).copy_(column)
+            self.new_empty((len(found),), dtype=DTYPE_OBJECTS["int64"]).copy_(column)
             for column in found.T
         )
 

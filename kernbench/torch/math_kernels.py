@@ -19,8 +19,10 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import (
     BLOCK,
+    accumulator,
     check_elements,
     elementwise_grid,
+    float_type,
     reduction_blocks,
 )
 
@@ -168,23 +170,25 @@ def _norm_kernel(
     RMS: tl.constexpr,
     HAS_W: tl.constexpr,
     HAS_B: tl.constexpr,
+    FT: tl.constexpr,
     RBLOCK: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
     # RBLOCK rows of N each: their mean (not for RMS), variance (mean square for RMS),
-    # then (x - mean) / sqrt(var + eps) * w + b, in three passes over each row.
+    # then (x - mean) / sqrt(var + eps) * w + b, in three passes over each row, in FT
+    # (float32, or float64 for float64 values).
     row = tl.program_id(0) * RBLOCK + tl.arange(0, RBLOCK)
     row_mask = row < rows
     base = row * N
-    mean = tl.zeros((RBLOCK,), tl.float32)
+    mean = tl.zeros((RBLOCK,), FT)
     if not RMS:
-        acc = tl.zeros((RBLOCK, BLOCK), tl.float32)
+        acc = tl.zeros((RBLOCK, BLOCK), FT)
         for start in range(0, N, BLOCK):
             cols = start + tl.arange(0, BLOCK)
             mask = row_mask[:, None] & (cols < N)[None, :]
             acc += tl.load(x_ptr + base[:, None] + cols[None, :], mask=mask, other=0)
         mean = tl.sum(acc, axis=1) / N
-    acc = tl.zeros((RBLOCK, BLOCK), tl.float32)
+    acc = tl.zeros((RBLOCK, BLOCK), FT)
     for start in range(0, N, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         mask = row_mask[:, None] & (cols < N)[None, :]
@@ -213,11 +217,13 @@ def _softmax_kernel(
     C,
     LOG: tl.constexpr,
     ONE_BLOCK: tl.constexpr,
+    FT: tl.constexpr,
     RBLOCK: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    # Row o = (a, c): exp(x[a, :, c] - max) / sum(exp(x[a, :, c] - max)) in float32 (torch's
-    # accumulate type for float16/bfloat16), rounded once by the store; with LOG its
+    # Row o = (a, c): exp(x[a, :, c] - max) / sum(exp(x[a, :, c] - max)) in FT, float32
+    # (torch's accumulate type for float16/bfloat16) or float64 for float64 values, rounded
+    # once by the store; with LOG its
     # logarithm, x - max - log(sum(exp(x - max))), which stays finite where the softmax
     # underflows to 0.  A row that fits in one block is read once (the Triton tutorial's
     # fused softmax); a longer one in three passes (max, sum of exponentials, write).
@@ -228,7 +234,7 @@ def _softmax_kernel(
         cols = tl.arange(0, BLOCK)
         mask = row_mask[:, None] & (cols < N)[None, :]
         offsets = base[:, None] + cols[None, :] * C
-        x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf")).to(tl.float32)
+        x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf")).to(FT)
         z = x - tl.max(x, axis=1)[:, None]
         e = tl.exp(z)
         if LOG:
@@ -237,25 +243,25 @@ def _softmax_kernel(
             y = e / tl.sum(e, axis=1)[:, None]
         tl.store(out_ptr + offsets, y, mask=mask)
     else:
-        peak = tl.full((RBLOCK,), -float("inf"), tl.float32)
+        peak = tl.full((RBLOCK,), -float("inf"), FT)
         for start in range(0, N, BLOCK):
             cols = start + tl.arange(0, BLOCK)
             mask = row_mask[:, None] & (cols < N)[None, :]
             x = tl.load(x_ptr + base[:, None] + cols[None, :] * C, mask=mask, other=-float("inf"))
-            peak = tl.maximum(peak, tl.max(x.to(tl.float32), axis=1))
-        total = tl.zeros((RBLOCK,), tl.float32)
+            peak = tl.maximum(peak, tl.max(x.to(FT), axis=1))
+        total = tl.zeros((RBLOCK,), FT)
         for start in range(0, N, BLOCK):
             cols = start + tl.arange(0, BLOCK)
             mask = row_mask[:, None] & (cols < N)[None, :]
             x = tl.load(x_ptr + base[:, None] + cols[None, :] * C, mask=mask, other=-float("inf"))
-            e = tl.exp(x.to(tl.float32) - peak[:, None])
+            e = tl.exp(x.to(FT) - peak[:, None])
             total += tl.sum(tl.where(mask, e, 0.0), axis=1)
         for start in range(0, N, BLOCK):
             cols = start + tl.arange(0, BLOCK)
             mask = row_mask[:, None] & (cols < N)[None, :]
             offsets = base[:, None] + cols[None, :] * C
             x = tl.load(x_ptr + offsets, mask=mask, other=-float("inf"))
-            z = x.to(tl.float32) - peak[:, None]
+            z = x.to(FT) - peak[:, None]
             if LOG:
                 y = z - tl.log(total)[:, None]
             else:
@@ -384,6 +390,7 @@ def launch_norm(
         RMS=rms,
         HAS_W=weight is not None,
         HAS_B=bias is not None,
+        FT=float_type(x.dtype),
         RBLOCK=rblock,
         BLOCK=block,
     )
@@ -405,6 +412,7 @@ def launch_softmax(
         cols,
         LOG=log,
         ONE_BLOCK=n <= block,
+        FT=float_type(x.dtype),
         RBLOCK=rblock,
         BLOCK=block,
     )
@@ -433,8 +441,6 @@ def launch_matmul(
     b_view: tuple[int, Sequence[int]],
     out: DeviceTensor,
     sizes: tuple[int, int, int, int],
-    *,
-    floating: bool,
 ) -> None:
     """``out[batch] = a[batch] @ b[batch]`` for ``sizes`` (batch, M, N, K).
 
@@ -456,7 +462,7 @@ def launch_matmul(
         *a_strides,
         b_offset,
         *b_strides,
-        ACC=tl.float32 if floating else tl.int32,
+        ACC=accumulator(out.dtype),
         BM=TILE_M,
         BN=TILE_N,
         BK=TILE_K,

@@ -32,7 +32,7 @@ _NO_OPTIMIZER = (
 )
 _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, j]] = v"
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
-_NO_64_BIT = "tensors hold at most 32-bit values; use .int() or .float()"
+_NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
 _ON_HOST = (
     "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
@@ -73,8 +73,6 @@ HINTS = {  # (the named entries after the groups win)
     "gather": _INDEX_READ,
     "index_select": _INDEX_READ,
     "take": _INDEX_READ,
-    "long": _NO_64_BIT,
-    "double": _NO_64_BIT,
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
@@ -119,7 +117,7 @@ MODULE_HINTS = {
         ("contiguous_format", "channels_last", "preserve_format"),
         "every tensor is row-major here; drop memory_format=",
     ),
-    **dict.fromkeys(("float64", "double", "int64", "long", "complex64"), _NO_64_BIT),
+    **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),
     "save": "tensors live on the simulated machine: np.save(path, t.numpy())",
     "load": "torch.from_numpy(np.load(path))",
 }

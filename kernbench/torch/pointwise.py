@@ -302,7 +302,6 @@ class TensorPointwise:
             (b[1], b_strides),
             out.device_tensor,
             (batch, m, n, k),
-            floating=self.dtype.is_floating_point,
         )
         return out
 

@@ -1,10 +1,10 @@
 """Tensor reductions on the device: ``sum``, ``mean``, ``max``, ``min``, ``argmax``, ``argmin``.
 
 :class:`TensorReductions` is mixed into :class:`~kernbench.torch.Tensor`.  A
-sum runs the sum kernel with a float32 accumulator (int32 for integer and
-bool tensors, whose sums torch gives in int64); ``max``/``min`` run the
-extreme kernel, which also gives the first index of each extreme (``int32``:
-there is no int64).  Results stay on the device, whole on the device's first
+sum runs the sum kernel with a float32 accumulator (float64 for float64;
+int64 for integer and bool tensors, whose sums torch gives in int64);
+``max``/``min`` run the extreme kernel, which also gives the first index of
+each extreme (``int64``, as torch).  Results stay on the device, whole on the device's first
 PE.  A view that is not one run of memory is first copied into a contiguous
 temporary (costed).  ``max(dim)`` returns ``(values, indices)`` as a named
 tuple, as PyTorch's ``torch.return_types.max``.
@@ -66,14 +66,13 @@ class TensorReductions:
     def sum(
         self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, axis: Any = None
     ) -> Tensor:
-        """Sum on the device (float32/int32 accumulator); the result stays a device tensor."""
+        """Sum on the device (a float32, float64 or int64 accumulator); the result stays a
+        device tensor."""
         rtype = as_torch_dtype(dtype) if dtype is not None else None
         dim = _dim_or_axis(dim, axis)
         keepdim = flag_argument(keepdim, "sum", "keepdim")
-        if rtype is None:
-            rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int32"]
-            if not rtype.is_floating_point:
-                self._check_int32_sum(dim)
+        if rtype is None:  # torch sums integers and bools into int64
+            rtype = self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int64"]
         elif _casts_values(self.dtype, rtype):
             # torch casts the input to dtype first: 1.5 + 2.5 summed as int32 is 1 + 2
             x = self.to(rtype)
@@ -82,26 +81,6 @@ class TensorReductions:
             finally:
                 x.free()
         return self._reduce(dim, keepdim, rtype, mean=False)
-
-    def _check_int32_sum(self: Tensor, dim: Any) -> None:
-        """torch sums integers into int64; here the sum is int32, so a sum that does not
-        fit raises instead of wrapping (checked on the values, when there are values)."""
-        if self.storage_device_tensor.context.timing_only or not self.numel():
-            return
-        if dim is None or (isinstance(dim, tuple | list) and not dim):
-            axes = None
-        else:
-            named = dim if isinstance(dim, tuple | list) else (dim,)
-            axes = tuple(dim_index(d, self.ndim) for d in named) if self.ndim else None
-        total = np.sum(self.peek().astype(np.int64), axis=axes)
-        info = np.iinfo(np.int32)
-        if np.any(total > info.max) or np.any(total < info.min):
-            worst = int(total.max() if np.any(total > info.max) else total.min())
-            raise TensorError(
-                f"sum() of {self.storage_device_tensor.name!r}: the sum {worst} does not fit "
-                "int32, the widest integer here (torch sums integers into int64); sum in "
-                "float with .float().sum(), or sum fewer elements at a time"
-            )
 
     def norm(
         self: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None
@@ -290,7 +269,6 @@ class TensorReductions:
                 n_out,
                 length,
                 cols,
-                floating=rtype.is_floating_point,
                 mean=mean,
                 norm=norm,
             )
@@ -329,7 +307,7 @@ class TensorReductions:
                 "zero-size dimension; give a non-empty tensor or another dim"
             )
         values = self.new_empty(self._out_shape(d, keepdim))
-        indices = self.new_empty(values.shape, dtype=DTYPE_OBJECTS["int32"])
+        indices = self.new_empty(values.shape, dtype=DTYPE_OBJECTS["int64"])
         x = self.dense()
         launch_extreme(
             x.device_tensor,

@@ -136,7 +136,7 @@ def randint(
     if not low < high:
         raise TensorError(f"randint: low ({low}) must be below high ({high})")
     shape = shape_argument((size,), "randint")
-    dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int32"])
+    dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int64"])
     if not dt.is_floating_point and dt is not BOOL:
         info = np.iinfo(np.dtype(dt.name))
         if low < info.min or high - 1 > info.max:

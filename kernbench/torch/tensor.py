@@ -567,6 +567,9 @@ class Tensor(
     def float(self) -> Tensor:
         return self.to(DTYPE_OBJECTS["float32"])
 
+    def double(self) -> Tensor:
+        return self.to(DTYPE_OBJECTS["float64"])
+
     def half(self) -> Tensor:
         return self.to(DTYPE_OBJECTS["float16"])
 
@@ -575,6 +578,18 @@ class Tensor(
 
     def int(self) -> Tensor:
         return self.to(DTYPE_OBJECTS["int32"])
+
+    def long(self) -> Tensor:
+        return self.to(DTYPE_OBJECTS["int64"])
+
+    def short(self) -> Tensor:
+        return self.to(DTYPE_OBJECTS["int16"])
+
+    def char(self) -> Tensor:
+        return self.to(DTYPE_OBJECTS["int8"])
+
+    def byte(self) -> Tensor:
+        return self.to(DTYPE_OBJECTS["uint8"])
 
     def bool(self) -> Tensor:
         """``torch.bool`` values: True where the value is nonzero (NaN too), by the copy

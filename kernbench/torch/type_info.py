@@ -26,7 +26,7 @@ _BFLOAT16 = {
     "resolution": 0.01,
 }
 _FLOATS = ("float16", "bfloat16", "float32", "float64")
-_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+_INTEGERS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 
 
 def _dtype_of(call: str, value: Any) -> TorchDType:

@@ -9,10 +9,10 @@ arguments and run as :class:`kernbench.torch.Tensor`'s methods do
 kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
 ``log_softmax`` and then ``nll_loss``, as torch's
 (:mod:`~kernbench.torch.nn.class_losses`: their targets are class indices of
-any integer dtype, as there is no int64).
+any integer dtype; torch takes int64).
 ``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
-in, as ``torch.rand`` does here; ``one_hot`` gives ``int32`` (torch: int64).
+in, as ``torch.rand`` does here; ``one_hot`` gives ``int64``, as torch.
 """
 
 from __future__ import annotations
@@ -279,14 +279,14 @@ def dropout(
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """``tensor``'s class indices as rows of ``num_classes`` with a 1 at each index, in
-    ``int32`` (torch gives int64, which kernbench has not), by comparing an ``arange`` of
+    ``int64``, as torch, by comparing an ``arange`` of
     the classes with the indices on the device.  ``num_classes=-1`` is the largest index
     plus one: its ``max()`` is read to the host, as torch reads it."""
     t = _input(tensor, "one_hot")
     if t.dtype.is_floating_point or t.dtype is BOOL:
         raise TensorError(
             f"torch.nn.functional.one_hot is only applicable to index tensor of an integer "
-            f"dtype, got {t.dtype!r} (torch takes int64 only, which kernbench has not)"
+            f"dtype, got {t.dtype!r}"
         )
     if isinstance(num_classes, bool) or not isinstance(num_classes, numbers.Integral):
         raise TensorError(
@@ -298,7 +298,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
                 "torch.nn.functional.one_hot: Can not infer total number of classes from empty "
                 "tensor (as torch); give num_classes"
             )
-        return t.new_zeros((*t.shape, num_classes), dtype=DTYPE_OBJECTS["int32"])
+        return t.new_zeros((*t.shape, num_classes), dtype=DTYPE_OBJECTS["int64"])
     timing_only = t.storage_device_tensor.context.timing_only
     if num_classes == -1:
         if timing_only:
@@ -322,7 +322,7 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     classes = arange(num_classes, device=t.get_device())
     hits = t.unsqueeze(-1) == classes
     classes.free()
-    out = hits.int()
+    out = hits.long()
     hits.free()
     return out
 
