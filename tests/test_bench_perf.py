@@ -132,6 +132,9 @@ def test_out_of_place_and_in_place_are_timed_apart() -> None:
         ("broadcast_perf.py", ["-r", "3", "-d", "uint8"]),
         ("reduce_perf.py", ["-r", "5", "-d", "uint32", "-o", "sum"]),
         ("allgather_perf.py", ["-d", "float16"]),
+        ("allreduce_perf.py", ["-d", "int64", "-o", "prod"]),
+        ("allreduce_perf.py", ["-d", "double", "-o", "sum"]),
+        ("reduce_perf.py", ["-r", "2", "-d", "uint64", "-o", "max"]),
     ],
 )
 def test_perf_bench_types_and_ops_check(script: str, args: list[str]) -> None:
@@ -145,7 +148,18 @@ def test_all_types_ops_and_roots() -> None:
     rows = rows_of("allreduce_perf.py", [*one, "-o", "all", "-d", "all"], timing_only=True)
     assert [(r["type"], r["redop"]) for r in rows] == [
         (t, o)
-        for t in ("int8", "uint8", "int32", "uint32", "half", "float", "bfloat16")
+        for t in (
+            "int8",
+            "uint8",
+            "int32",
+            "uint32",
+            "int64",
+            "uint64",
+            "half",
+            "float",
+            "double",
+            "bfloat16",
+        )  # fmt: skip
         for o in ("sum", "prod", "max", "min", "avg")
     ]
     rows = rows_of("broadcast_perf.py", [*one, "-r", "all"], timing_only=True)

@@ -155,12 +155,12 @@ def test_bool_with_a_number_tensor_takes_the_numbers_dtype(ctx, other, dtype):
 
 def test_bool_with_scalars_follows_torchs_categories(ctx):
     b = torch.tensor([True, False])
-    assert (b + 1).dtype is torch.int32 and (b + 1).tolist() == [2, 1]
+    assert (b + 1).dtype is torch.int64 and (b + 1).tolist() == [2, 1]
     assert (b * 2.5).dtype is torch.float32 and (b * 2.5).tolist() == [2.5, 0.0]
     assert (b + True).dtype is torch.bool and (b + True).tolist() == [True, True]
     assert (b * False).dtype is torch.bool and (b * False).tolist() == [False, False]
     assert (b / 2).dtype is torch.float32 and (b / 2).tolist() == [0.5, 0.0]
-    assert (1 - b).dtype is torch.int32 and (1 - b).tolist() == [0, 1]
+    assert (1 - b).dtype is torch.int64 and (1 - b).tolist() == [0, 1]
     ints = torch.tensor([1, 2], dtype=torch.int16)
     assert (ints + True).dtype is torch.int16 and (ints + True).tolist() == [2, 3]
 
@@ -201,13 +201,13 @@ def test_subtracting_or_negating_bools_raises_as_in_torch(ctx, expr, says):
         eval(expr)
 
 
-def test_sum_of_bools_counts_in_int32(ctx):
+def test_sum_of_bools_counts_in_int64(ctx):
     mask = np.arange(20).reshape(4, 5) % 3 == 0
     t = torch.from_numpy(mask)
     total = t.sum()
-    assert total.dtype is torch.int32 and total.item() == mask.sum()
+    assert total.dtype is torch.int64 and total.item() == mask.sum()
     rows = t.sum(dim=1)
-    assert rows.dtype is torch.int32
+    assert rows.dtype is torch.int64
     np.testing.assert_array_equal(rows.numpy(), mask.sum(axis=1))
     assert torch.tensor([], dtype=torch.bool).sum().item() == 0
 
@@ -410,7 +410,7 @@ def test_in_place_bitwise_operators(ctx):
     column = grid[:, 1]  # not one run of memory: written back by the strided copy
     column |= 5
     assert grid.tolist() == [[0, 5, 0], [0, 5, 0]]
-    with pytest.raises(TensorError, match=r"result type torch\.int32 can't be cast .* torch\.bool"):
+    with pytest.raises(TensorError, match=r"result type torch\.int64 can't be cast .* torch\.bool"):
         mask &= torch.tensor([1, 0, 1])
 
 
@@ -459,12 +459,12 @@ def test_where_with_scalars_promotes_as_torch_does(ctx):
     np.testing.assert_array_equal(torch.where(cond, t, 0.0).numpy(), np.where(a > 0, a, 0))
     np.testing.assert_array_equal(torch.where(cond, -1, t).numpy(), np.where(a > 0, -1, a))
     ints = torch.tensor([1, 2, 3, 4])
-    assert torch.where(cond, ints, 0).dtype is torch.int32
+    assert torch.where(cond, ints, 0).dtype is torch.int64
     halves = torch.where(cond, ints, 0.5)
     assert halves.dtype is torch.float32 and halves.tolist() == [1.0, 0.5, 0.5, 4.0]
     assert torch.where(cond, ints.to(torch.int8), ints.to(torch.int16)).dtype is torch.int16
     assert torch.where(cond, 1.0, 0.0).tolist() == [1.0, 0.0, 0.0, 1.0]
-    assert torch.where(cond, 1, 0).dtype is torch.int32
+    assert torch.where(cond, 1, 0).dtype is torch.int64
     both = torch.where(cond, True, False)
     assert both.dtype is torch.bool and both.tolist() == [True, False, False, True]
     out = torch.empty(4)
@@ -478,7 +478,7 @@ def test_where_with_the_condition_alone_gives_the_indices(ctx):
     cond = np.array([[True, False, True], [False, True, False]])
     rows, cols = torch.where(torch.from_numpy(cond))
     expected = np.nonzero(cond)
-    assert rows.dtype is torch.int32
+    assert rows.dtype is torch.int64
     np.testing.assert_array_equal(rows.numpy(), expected[0])
     np.testing.assert_array_equal(cols.numpy(), expected[1])
 
@@ -584,7 +584,7 @@ def test_nonzero_reads_the_indices_back(ctx):
     a = np.array([[0, 3, 0], [4, 0, 5]], np.int32)
     t = torch.from_numpy(a)
     found = t.nonzero()
-    assert found.dtype is torch.int32
+    assert found.dtype is torch.int64
     np.testing.assert_array_equal(found.numpy(), np.argwhere(a))
     rows, cols = torch.nonzero(t, as_tuple=True)
     np.testing.assert_array_equal(rows.numpy(), np.nonzero(a)[0])

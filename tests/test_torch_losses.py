@@ -86,7 +86,7 @@ def test_log_softmax_takes_dtype_and_out(ctx):
 
 
 def test_log_softmax_refuses_what_torch_refuses(ctx):
-    with pytest.raises(TensorError, match="log_softmax of .*: torch.int32 is not a floating"):
+    with pytest.raises(TensorError, match="log_softmax of .*: torch.int64 is not a floating"):
         torch.tensor([1, 2]).log_softmax(0)
     with pytest.raises(TensorError, match=r"log_softmax: give dim \(log_softmax\(x, dim=-1\)\)"):
         F.log_softmax(torch.ones(3))
@@ -293,7 +293,7 @@ def test_class_losses_refuse_what_torch_refuses(ctx):
     ):
         F.cross_entropy(x, torch.zeros(3, 4), ignore_index=0)
     with pytest.raises(
-        TensorError, match="cross_entropy: input must be a floating tensor, got torch.int32"
+        TensorError, match="cross_entropy: input must be a floating tensor, got torch.int64"
     ):
         F.cross_entropy(torch.tensor([[1, 2]]), torch.tensor([0]))
     with pytest.raises(TensorError, match=r"Expected 1 or more dimensions \(got 0\)"):
@@ -481,7 +481,7 @@ def test_dropout_refuses_what_torch_refuses(ctx):
         ):
             F.dropout(x, p)
     with pytest.raises(
-        TensorError, match="dropout: input must be a floating tensor, got torch.int32"
+        TensorError, match="dropout: input must be a floating tensor, got torch.int64"
     ):
         F.dropout(torch.tensor([1, 2]), 0.5)
     with pytest.raises(TensorError, match="torch.nn.functional.dropout: expected a Tensor"):
@@ -500,14 +500,14 @@ def test_dropout_costs_time_in_timing_only_mode():
 # ----------------------------------------------------------------------------- one_hot
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int16", "int8", "uint8"])
-def test_one_hot_marks_each_index_in_int32(ctx, dtype):
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
+def test_one_hot_marks_each_index_in_int64(ctx, dtype):
     a = np.array([[0, 3], [2, 1], [3, 3]]).astype(dtype)
     got = F.one_hot(torch.from_numpy(a))
-    assert got.dtype is torch.int32 and got.shape == (3, 2, 4)
-    np.testing.assert_array_equal(got.numpy(), np.eye(4, dtype=np.int32)[a])
+    assert got.dtype is torch.int64 and got.shape == (3, 2, 4)
+    np.testing.assert_array_equal(got.numpy(), np.eye(4, dtype=np.int64)[a])
     wide = F.one_hot(torch.from_numpy(a), num_classes=6)
-    np.testing.assert_array_equal(wide.numpy(), np.eye(6, dtype=np.int32)[a])
+    np.testing.assert_array_equal(wide.numpy(), np.eye(6, dtype=np.int64)[a])
     np.testing.assert_array_equal(F.one_hot(torch.tensor(2), 3).numpy(), [0, 0, 1])
 
 

@@ -471,8 +471,10 @@ def test_mv_and_type(ctx):
     assert t.type() == "torch.ahbm.FloatTensor" and t.half().type() == "torch.ahbm.HalfTensor"
     assert t.type(torch.bfloat16).dtype is torch.bfloat16
     assert t.type("torch.cuda.IntTensor").dtype is torch.int32
+    assert t.type("torch.cuda.LongTensor").dtype is torch.int64
+    assert t.double().type() == "torch.ahbm.DoubleTensor"
     with pytest.raises(TensorError, match="not a tensor type here"):
-        t.type("torch.cuda.LongTensor")
+        t.type("torch.cuda.ComplexFloatTensor")
 
 
 def test_grad_mode_switches_are_no_ops_and_nn_names_say_what_to_write(ctx):

@@ -60,30 +60,47 @@ def test_dtype_objects_name_runtime_dtypes_and_aliases():
     assert isinstance(torch.float32, torch.dtype)
 
 
-@pytest.mark.parametrize("bad", [torch.float64, torch.int64, "float64", np.int64])
-def test_64_bit_dtypes_raise_naming_the_valid_ones(ctx, bad):
+@pytest.mark.parametrize("bad", [torch.complex64, "complex64", np.complex128, "nope"])
+def test_complex_dtypes_raise_naming_the_valid_ones(ctx, bad):
     with pytest.raises(TensorError, match=r"valid: torch\.float16, torch\.bfloat16"):
         torch.zeros(3, dtype=bad)
 
 
-def test_from_numpy_refuses_float64_and_suggests_astype(ctx):
-    with pytest.raises(TensorError, match=r"astype\(np\.float32\)"):
-        torch.from_numpy(np.zeros(3))
-    with pytest.raises(TensorError, match=r"astype\(np\.int32\)"):
-        torch.from_numpy(np.arange(3))
+@pytest.mark.parametrize("dt", [torch.float64, torch.int64, torch.uint64, "float64", np.int64])
+def test_64_bit_dtypes_hold_64_bit_values(ctx, dt):
+    t = torch.ones(3, dtype=dt)
+    assert t.dtype is torch.as_tensor(np.ones(1, t.numpy().dtype)).dtype
+    assert t.element_size() == 8 and t.numpy().dtype.itemsize == 8
+
+
+def test_from_numpy_keeps_the_arrays_dtype(ctx):
+    x = np.random.default_rng(0).standard_normal(3)  # NumPy's default float64
+    t = torch.from_numpy(x)
+    assert t.dtype is torch.float64 and t.numpy().dtype == np.float64
+    np.testing.assert_array_equal(t.numpy(), x)  # bit for bit, not through float32
+    big = np.array([2**40, -(2**50)])
+    assert torch.from_numpy(big).dtype is torch.int64
+    assert torch.from_numpy(big).tolist() == big.tolist()
+    with pytest.raises(TensorError, match=r"complex128 are not supported.*astype\(np\.float64"):
+        torch.from_numpy(np.zeros(3, np.complex128))
     t = torch.from_numpy(np.arange(3, dtype=np.int16))
     assert t.dtype is torch.int16 and t.tolist() == [0, 1, 2]
 
 
-def test_tensor_infers_32_bit_dtypes(ctx):
+def test_tensor_infers_dtypes_as_torch(ctx):
     assert torch.tensor([1.0, 2.0]).dtype is torch.float32
-    assert torch.tensor([[1, 2], [3, 4]]).dtype is torch.int32
-    assert torch.tensor(np.array([0.5, 1.5])).dtype is torch.float32
+    assert torch.tensor([[1, 2], [3, 4]]).dtype is torch.int64
+    assert torch.tensor(np.array([0.5, 1.5])).dtype is torch.float64  # the array's dtype
+    assert torch.tensor(np.float64(0.5)).dtype is torch.float64
     assert torch.tensor(np.ones(2, np.float16)).dtype is torch.float16
     assert torch.tensor([1, 2], dtype=torch.uint8).dtype is torch.uint8
-    with pytest.raises(TensorError, match="do not fit int32"):
-        torch.tensor([2**40])
+    assert torch.tensor([2**40]).tolist() == [2**40]
+    with pytest.raises(TensorError, match="does not fit torch.int32"):
+        torch.tensor([2**40], dtype=torch.int32)
     assert torch.tensor([True, False]).dtype is torch.bool
+    assert torch.tensor([1, 2.5]).dtype is torch.float32
+    assert torch.zeros(2, dtype=int).dtype is torch.int64
+    assert torch.zeros(2, dtype=float).dtype is torch.float64  # Python's float is a double
 
 
 def test_default_dtype_is_float32_and_settable(ctx):
@@ -108,7 +125,7 @@ def test_factories_shapes_and_values(ctx):
     np.testing.assert_array_equal(torch.zeros(2, 3).numpy(), np.zeros((2, 3)))
     np.testing.assert_array_equal(torch.ones(3, dtype=torch.int8).numpy(), np.ones(3))
     full = torch.full((2, 2), 7)
-    assert full.dtype is torch.int32 and full.tolist() == [[7, 7], [7, 7]]
+    assert full.dtype is torch.int64 and full.tolist() == [[7, 7], [7, 7]]
     assert torch.full((2,), 2.5).dtype is torch.float32
     assert torch.zeros(()).shape == () and torch.zeros(()).item() == 0.0
 
@@ -137,12 +154,15 @@ def test_full_of_a_bool_makes_a_bool_tensor_as_torch_does(ctx):
 @pytest.mark.parametrize(
     ("args", "kwargs", "expected"),
     [
-        ((5,), {}, np.arange(5, dtype=np.int32)),
-        ((2, 9, 3), {}, np.arange(2, 9, 3, dtype=np.int32)),
+        ((5,), {}, np.arange(5, dtype=np.int64)),
+        ((2, 9, 3), {}, np.arange(2, 9, 3, dtype=np.int64)),
         ((0.0, 1.0, 0.25), {}, np.arange(0, 1, 0.25, dtype=np.float32)),
         ((6,), {"dtype": torch.float16}, np.arange(6, dtype=np.float16)),
-        ((5, 0, -2), {}, np.arange(5, 0, -2, dtype=np.int32)),
-        ((3, 3), {}, np.arange(3, 3, dtype=np.int32)),
+        ((5, 0, -2), {}, np.arange(5, 0, -2, dtype=np.int64)),
+        ((3, 3), {}, np.arange(3, 3, dtype=np.int64)),
+        ((2**33, 2**33 + 3), {}, np.arange(2**33, 2**33 + 3, dtype=np.int64)),
+        ((4,), {"dtype": torch.int32}, np.arange(4, dtype=np.int32)),
+        ((0.0, 1.0, 0.25), {"dtype": torch.float64}, np.arange(0, 1, 0.25)),
     ],
 )
 def test_arange_matches_numpy(ctx, args, kwargs, expected):
@@ -252,7 +272,16 @@ def test_full_slice_assignment_from_tensor_scalar_and_array(ctx):
 
 def test_type_promotion_follows_torch(ctx):
     i = torch.tensor([1, 2, 3])
-    assert (i + 1).dtype is torch.int32
+    assert (i + 1).dtype is torch.int64
+    assert (i.int() + i).dtype is torch.int64 and (i.int() + 1).dtype is torch.int32
+    assert (torch.ones(2) + torch.ones(2, dtype=torch.float64)).dtype is torch.float64
+    assert (torch.ones(2, dtype=torch.float64) + 1.5).dtype is torch.float64
+    assert (i + torch.ones(3, dtype=torch.float64)).dtype is torch.float64
+    assert (torch.ones(2, dtype=torch.float16) + torch.ones(2, dtype=torch.bfloat16)).dtype is (
+        torch.float32
+    )
+    with pytest.raises(TensorError, match="torch.int64 and torch.uint64 promote to float64"):
+        i + torch.ones(3, dtype=torch.uint64)
     half = i + 0.5
     assert half.dtype is torch.float32 and half.tolist() == [1.5, 2.5, 3.5]
     assert (i + torch.ones(3, dtype=torch.float16)).dtype is torch.float16
@@ -317,7 +346,7 @@ def test_a_float_alpha_on_integer_operands_is_refused_as_in_torch(ctx):
     # a float operand makes the result float, and then a float alpha is fine
     assert i.add(1.5, alpha=0.5).tolist() == [1.75, 2.75]
     assert i.add(torch.tensor(1.0), alpha=2.0).tolist() == [3.0, 4.0]
-    assert i.sub(1, alpha=2).tolist() == [-1, 0] and i.sub(1, alpha=2).dtype is torch.int32
+    assert i.sub(1, alpha=2).tolist() == [-1, 0] and i.sub(1, alpha=2).dtype is torch.int64
 
 
 # ----------------------------------------------------------------------------- methods
@@ -411,13 +440,15 @@ def test_sum_and_mean_match_numpy(ctx, dim, keepdim):
     )
 
 
-def test_reductions_return_device_tensors_with_32_bit_dtypes(ctx):
+def test_reductions_return_device_tensors_with_torchs_dtypes(ctx):
     big = torch.arange(5000, dtype=torch.float32)
     total = big.sum()
     assert total.shape == () and total.dtype is torch.float32 and total.item() == 12497500.0
     assert big.mean().item() == 2499.5
     ints = torch.tensor([1, 2, 3], dtype=torch.int8)
-    assert ints.sum().dtype is torch.int32 and ints.sum().item() == 6
+    assert ints.sum().dtype is torch.int64 and ints.sum().item() == 6
+    wide = torch.from_numpy(np.linspace(0, 1, 4097))  # float64: summed in float64
+    assert wide.sum().dtype is torch.float64 and wide.sum().item() == pytest.approx(2048.5, 1e-15)
     assert ints.mean(dtype=torch.float32).item() == 2.0
     with pytest.raises(TensorError, match="dtype=torch.float32"):
         ints.mean()
@@ -633,7 +664,7 @@ def test_generators_and_other_distributions(ctx):
     assert a.shape == (3, 4) and a.dtype is torch.float32
     np.testing.assert_array_equal(a.numpy(), torch.randn(3, 4, generator=g2).numpy())
     r = torch.randint(3, 9, (100,), generator=g1)
-    assert r.dtype is torch.int32 and r.numpy().min() >= 3 and r.numpy().max() < 9
+    assert r.dtype is torch.int64 and r.numpy().min() >= 3 and r.numpy().max() < 9
     assert torch.randint(5, (2, 2)).shape == (2, 2)
     assert torch.rand(2, dtype=torch.bfloat16).dtype is torch.bfloat16
     with pytest.raises(TensorError, match="floating dtype"):
