@@ -58,6 +58,7 @@ __all__ = [
     "launch_scalar",
     "reduce_kernel",
     "scalar_kernel",
+    "typed_scalar",
 ]
 
 BUILTIN_BLOCK = 1024  # elements per program unless a caller asks for another power of two
@@ -216,6 +217,17 @@ def _same_layout(kernel: str, same_dtype: bool, **buffers: Any) -> int:
     return n
 
 
+def typed_scalar(value: Any, dtype: Any) -> Any:
+    """``value`` as a kernel argument for values of ``dtype`` (a runtime dtype or a NumPy
+    one): a Python float for a float64 tensor is passed as a NumPy float64, which the
+    kernel keeps in double precision (Triton's launcher would make it a float32, so
+    ``x + 0.1`` of a float64 ``x`` would add float32's 0.1); anything else unchanged."""
+    held = np.dtype(getattr(dtype, "storage", dtype))
+    if isinstance(value, float) and held == np.float64:
+        return np.float64(value)
+    return value
+
+
 def _scalar(value: Any, kernel: str) -> Any:
     # NumPy scalars carry a dtype that would take part in promotion (a float64
     # value would make float16 arithmetic run in float64); plain Python
@@ -253,7 +265,7 @@ def launch_scalar(op: str, x: Any, value: Any, out: Any, block: int = BUILTIN_BL
     _check_op(op, SCALAR_OPS, "scalar_kernel")
     b = _check_block(block)
     n = _same_layout("scalar_kernel", True, x=x, out=out)
-    v = _scalar(value, "scalar_kernel")
+    v = typed_scalar(_scalar(value, "scalar_kernel"), x.dtype)
     return scalar_kernel[_grid(n, b)](x, out, n, v, OP=op, BLOCK=b)
 
 
@@ -265,7 +277,7 @@ def launch_fill(out: Any, value: Any, block: int = BUILTIN_BLOCK) -> Any:
     held = np.dtype(getattr(out.dtype, "storage", out.dtype))  # a device tensor's, or an array's
     if isinstance(v, float) and np.isfinite(v) and held.kind in "iu":
         v = int(v)  # exactly, as torch fills an integer tensor (a float32 argument rounds)
-    return fill_kernel[_grid(n, b)](out, n, v, BLOCK=b)
+    return fill_kernel[_grid(n, b)](out, n, typed_scalar(v, held), BLOCK=b)
 
 
 def launch_copy(src: Any, dst: Any, block: int = BUILTIN_BLOCK) -> Any:

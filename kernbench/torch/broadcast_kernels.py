@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import kernbench.kernels.language as tl
-from kernbench.kernels.builtins import arith, combine
+from kernbench.kernels.builtins import arith, combine, typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, check_elements
@@ -223,8 +223,8 @@ def launch_broadcast(
         a_off,
         b_off,
         c_off,
-        0 if b_value is None else b_value,
-        0 if c_value is None else c_value,
+        0 if b_value is None else typed_scalar(b_value, out.dtype),
+        0 if c_value is None else typed_scalar(c_value, out.dtype),
         KIND=kind,
         OP=op,
         ROWS=dims[:-1],

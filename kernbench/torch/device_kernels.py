@@ -15,6 +15,7 @@ from typing import Any
 import kernbench.kernels.language as tl
 from kernbench.errors import TensorError
 from kernbench.kernels import builtins
+from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 
@@ -343,4 +344,5 @@ def launch_place(
 
 def launch_arange(out: DeviceTensor, n: int, start: int | float, step: int | float) -> None:
     """``out[i] = start + i * step`` for ``i < n``."""
+    start, step = typed_scalar(start, out.dtype), typed_scalar(step, out.dtype)
     _arange_kernel[elementwise_grid(n)](out, n, start, step, BLOCK=BLOCK)

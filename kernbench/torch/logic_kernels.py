@@ -12,6 +12,7 @@ logical operation writes a bool; a bitwise one (``band``, ``bor``, ``bxor``,
 from __future__ import annotations
 
 import kernbench.kernels.language as tl
+from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid, reduction_blocks
@@ -195,8 +196,8 @@ def launch_where(
         y if y_tensor else out,
         out,
         n,
-        0 if x_tensor else x,
-        0 if y_tensor else y,
+        0 if x_tensor else typed_scalar(x, out.dtype),
+        0 if y_tensor else typed_scalar(y, out.dtype),
         X_TENSOR=x_tensor,
         Y_TENSOR=y_tensor,
         BLOCK=BLOCK,

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import kernbench.kernels.language as tl
+from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import (
@@ -107,6 +108,7 @@ def _pow_kernel(
     n,
     p,
     MODE: tl.constexpr,
+    FT: tl.constexpr,
     INTEGRAL: tl.constexpr,
     POWER: tl.constexpr,
     HALF: tl.constexpr,
@@ -136,10 +138,10 @@ def _pow_kernel(
     elif INTEGRAL and POWER == 0:
         y = tl.full((BLOCK,), 1.0, tl.float32)  # x ** 0 is 1, NaN and inf included
     elif INTEGRAL and POWER == 2:
-        w = x.to(tl.float32)
+        w = x.to(FT)
         y = w * w
     elif HALF:
-        y = tl.sqrt(x.to(tl.float32))  # as torch: x ** 0.5 is sqrt (-0.0 stays, -inf: NaN)
+        y = tl.sqrt(x.to(FT))  # as torch: x ** 0.5 is sqrt (-0.0 stays, -inf: NaN)
     else:
         w = x.to(tl.float64)
         r = tl.exp(p * tl.log(tl.abs(w)))
@@ -353,8 +355,9 @@ def launch_pow(
         x,
         out,
         n,
-        float(exponent),
+        typed_scalar(float(exponent), x.dtype),
         MODE=mode,
+        FT=float_type(x.dtype),
         INTEGRAL=integral,
         POWER=int(exponent) if integral else 0,
         HALF=not base and exponent == 0.5,
@@ -386,7 +389,7 @@ def launch_norm(
         out,
         rows,
         n,
-        float(eps),
+        typed_scalar(float(eps), x.dtype),
         RMS=rms,
         HAS_W=weight is not None,
         HAS_B=bias is not None,
@@ -426,8 +429,8 @@ def launch_clamp(x: DeviceTensor, out: DeviceTensor, low: Any, high: Any) -> Non
         x,
         out,
         n,
-        0 if low is None else low,
-        0 if high is None else high,
+        0 if low is None else typed_scalar(low, x.dtype),
+        0 if high is None else typed_scalar(high, x.dtype),
         LOW=low is not None,
         HIGH=high is not None,
         BLOCK=BLOCK,

@@ -14,9 +14,10 @@ targets are such a sum of log-probability x probability: one more read of
 from __future__ import annotations
 
 import kernbench.kernels.language as tl
+from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
-from kernbench.torch.device_kernels import BLOCK, check_elements, reduction_blocks
+from kernbench.torch.device_kernels import BLOCK, check_elements, float_type, reduction_blocks
 
 __all__ = ["launch_class_loss"]
 
@@ -34,6 +35,7 @@ def _class_loss_kernel(
     keep,
     spread,
     HAS_W: tl.constexpr,
+    FT: tl.constexpr,
     PROBS: tl.constexpr,
     SMOOTH: tl.constexpr,
     TAKEN: tl.constexpr,
@@ -44,44 +46,45 @@ def _class_loss_kernel(
     # t: loss -(keep * w[t] * logp[a, t, d] + spread * sum_c w[c] * logp[a, c, d]), 0 where
     # t is ignore (keep 1, spread 0 without smoothing); with TAKEN its weight (0 where
     # ignored) goes to out[n + s].  Probabilities p: -sum_c w[c] * logp * (keep * p + spread).
-    # Values in float32 (torch's accumulate type), rounded once by the store.
+    # Values in FT, float32 (torch's accumulate type) or float64 for float64 values,
+    # rounded once by the store.
     s = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
     s_mask = s < n
     base = (s // D) * (C * D) + s % D
     if PROBS:
-        acc = tl.zeros((OBLOCK, RBLOCK), tl.float32)
+        acc = tl.zeros((OBLOCK, RBLOCK), FT)
         for start in range(0, C, RBLOCK):
             r = start + tl.arange(0, RBLOCK)
             mask = s_mask[:, None] & (r < C)[None, :]
             offsets = base[:, None] + r[None, :] * D
-            lp = tl.load(logp_ptr + offsets, mask=mask, other=0).to(tl.float32)
-            p = tl.load(target_ptr + offsets, mask=mask, other=0).to(tl.float32)
+            lp = tl.load(logp_ptr + offsets, mask=mask, other=0).to(FT)
+            p = tl.load(target_ptr + offsets, mask=mask, other=0).to(FT)
             if SMOOTH:
                 p = p * keep + spread
             term = lp * p
             if HAS_W:
-                term = term * tl.load(w_ptr + r, mask=r < C, other=0).to(tl.float32)[None, :]
+                term = term * tl.load(w_ptr + r, mask=r < C, other=0).to(FT)[None, :]
             acc += term
         tl.store(out_ptr + s, 0.0 - tl.sum(acc, axis=1), mask=s_mask)
     else:
         t = tl.load(target_ptr + s, mask=s_mask, other=0).to(tl.int32)
         valid = s_mask & (t != ignore)
         t = tl.where(valid, t, 0)
-        lp = tl.load(logp_ptr + base + t * D, mask=valid, other=0).to(tl.float32)
+        lp = tl.load(logp_ptr + base + t * D, mask=valid, other=0).to(FT)
         if HAS_W:
-            w = tl.load(w_ptr + t, mask=valid, other=0).to(tl.float32)
+            w = tl.load(w_ptr + t, mask=valid, other=0).to(FT)
         else:
-            w = valid.to(tl.float32)
+            w = valid.to(FT)
         loss = lp * w
         if SMOOTH:
-            acc = tl.zeros((OBLOCK, RBLOCK), tl.float32)
+            acc = tl.zeros((OBLOCK, RBLOCK), FT)
             for start in range(0, C, RBLOCK):
                 r = start + tl.arange(0, RBLOCK)
                 mask = s_mask[:, None] & (r < C)[None, :]
                 x = tl.load(logp_ptr + base[:, None] + r[None, :] * D, mask=mask, other=0)
-                x = x.to(tl.float32)
+                x = x.to(FT)
                 if HAS_W:
-                    x = x * tl.load(w_ptr + r, mask=r < C, other=0).to(tl.float32)[None, :]
+                    x = x * tl.load(w_ptr + r, mask=r < C, other=0).to(FT)[None, :]
                 acc += x
             loss = tl.where(valid, tl.sum(acc, axis=1) * spread + loss * keep, 0.0)
         tl.store(out_ptr + s, 0.0 - loss, mask=s_mask)  # 0.0 where ignored, not -0.0
@@ -125,9 +128,10 @@ def launch_class_loss(
         classes,
         after,
         ignore_index,
-        1.0 - label_smoothing,
-        label_smoothing / classes,
+        typed_scalar(1.0 - label_smoothing, logp.dtype),
+        typed_scalar(label_smoothing / classes, logp.dtype),
         HAS_W=weight is not None,
+        FT=float_type(logp.dtype),
         PROBS=probabilities,
         SMOOTH=smooth,
         TAKEN=taken,
