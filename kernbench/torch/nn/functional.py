@@ -10,6 +10,9 @@ kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
 ``log_softmax`` and then ``nll_loss``, as torch's
 (:mod:`~kernbench.torch.nn.class_losses`: their targets are class indices of
 any integer dtype; torch takes int64).
+Further activations are in :mod:`~kernbench.torch.nn.activations`, the
+elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
+``group_norm``/``batch_norm``/``instance_norm`` in :mod:`~kernbench.torch.nn.norms`.
 ``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here; ``one_hot`` gives ``int64``, as torch.
@@ -26,14 +29,64 @@ import numpy as np
 from kernbench.errors import TensorAttributeError, TensorError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
 from kernbench.torch.factories import arange
+from kernbench.torch.nn.activations import (
+    celu,
+    elu,
+    glu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    logsigmoid,
+    mish,
+    relu6,
+    selu,
+    softplus,
+    softsign,
+    tanhshrink,
+)
 from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
+from kernbench.torch.nn.losses_more import (
+    binary_cross_entropy,
+    binary_cross_entropy_with_logits,
+    cosine_similarity,
+    huber_loss,
+    kl_div,
+    pairwise_distance,
+    smooth_l1_loss,
+)
+from kernbench.torch.nn.norms import batch_norm, group_norm, instance_norm
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
 from kernbench.torch.shapes import flag_argument, int_sequence, tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "binary_cross_entropy",
+    "binary_cross_entropy_with_logits",
+    "cosine_similarity",
+    "huber_loss",
+    "kl_div",
+    "pairwise_distance",
+    "smooth_l1_loss",
+    "batch_norm",
+    "group_norm",
+    "instance_norm",
+    "celu",
+    "elu",
+    "glu",
+    "hardsigmoid",
+    "hardswish",
+    "hardtanh",
+    "leaky_relu",
+    "logsigmoid",
+    "mish",
+    "relu6",
+    "selu",
+    "softplus",
+    "softsign",
+    "tanhshrink",
     "cross_entropy",
     "dropout",
     "gelu",
