@@ -539,8 +539,8 @@ def test_mm_takes_only_matrices_as_torch(ctx):
     ("name", "hint"),
     [
         ("normal_", "t.copy_(torch.randn(t.shape) * std + mean)"),
-        ("roll", "torch.cat([t[-k:], t[:-k]])"),
-        ("flip", "index with a list"),
+        ("uniform_", "t.copy_(torch.rand(t.shape) * (high - low) + low)"),
+        ("pin_memory", "there is no host tensor"),
         ("sizee", "nearest supported: size"),
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
         ("remainder", "np.remainder: the sign of the divisor, np.fmod: of the dividend"),
@@ -555,8 +555,8 @@ def test_missing_tensor_methods_say_what_to_write_instead(ctx, name, hint):
 
 
 def test_missing_torch_functions_say_what_to_write_instead():
-    with pytest.raises(AttributeError, match=re.escape("torch.cat([t[-k:], t[:-k]])")):
-        torch.roll  # noqa: B018
+    with pytest.raises(AttributeError, match=re.escape("torch.from_numpy(np.load(path))")):
+        torch.load  # noqa: B018
     with pytest.raises(AttributeError, match="every run is deterministic here"):
         torch.use_deterministic_algorithms  # noqa: B018
     for name, hint in (

@@ -64,6 +64,32 @@ from kernbench.torch.factories import (
     zeros,
     zeros_like,
 )
+from kernbench.torch.factories_more import (
+    bincount,
+    cartesian_prod,
+    concat,
+    concatenate,
+    count_nonzero,
+    diag,
+    diagonal,
+    diff,
+    dstack,
+    eye,
+    flip,
+    fliplr,
+    flipud,
+    hstack,
+    linspace,
+    logspace,
+    meshgrid,
+    multinomial,
+    nan_to_num,
+    roll,
+    tril_indices,
+    triu_indices,
+    unique,
+    vstack,
+)
 from kernbench.torch.functions import (
     abs,
     add,
@@ -148,7 +174,7 @@ from kernbench.torch.functions import (
 )
 from kernbench.torch.missing import MODULE_HINTS, install_import_hints
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
-from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like
+from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like, randperm
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.type_info import finfo, iinfo
@@ -176,6 +202,31 @@ complex64 = UNSUPPORTED["complex64"]
 complex128 = cdouble = UNSUPPORTED["complex128"]
 
 __all__ = [
+    "bincount",
+    "cartesian_prod",
+    "concat",
+    "concatenate",
+    "count_nonzero",
+    "diag",
+    "diagonal",
+    "diff",
+    "dstack",
+    "eye",
+    "flip",
+    "fliplr",
+    "flipud",
+    "hstack",
+    "linspace",
+    "logspace",
+    "meshgrid",
+    "multinomial",
+    "nan_to_num",
+    "roll",
+    "tril_indices",
+    "triu_indices",
+    "unique",
+    "vstack",
+    "randperm",
     "clamp_max",
     "clamp_min",
     "ger",

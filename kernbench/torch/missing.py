@@ -34,9 +34,6 @@ _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, 
 _INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
-_ON_HOST = (
-    "make it on the host with NumPy and copy it in: torch.from_numpy(np....astype(np.float32))"
-)
 _NO_KERNEL = (
     "there is no device kernel for it; write one with kernbench.triton, "
     "or compute on the host from t.numpy()"
@@ -55,7 +52,7 @@ _NOT_MODELLED = (
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
     "floor", "ceil", "round", "sign", "sort", "argsort", "topk",
-    "unique", "cumsum", "cumprod",
+    "cumsum", "cumprod",
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)
@@ -81,9 +78,6 @@ HINTS = {  # (the named entries after the groups win)
     "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
     "random_": "t.copy_(torch.randint(low, high, t.shape))",
     "prod": _NO_KERNEL,
-    "flip": "index with a list: t[list(range(n - 1, -1, -1))] (a copy)",
-    "roll": "torch.cat([t[-k:], t[:-k]]) along the first dim",
-    "new_tensor": "torch.tensor(data, dtype=t.dtype)",
     **dict.fromkeys(("remainder", "remainder_", "fmod", "fmod_"), _INTEGER_DIVISION),
     **dict.fromkeys(("floor_divide", "floor_divide_"), _INTEGER_DIVISION),
     "is_floating_point": "t.dtype.is_floating_point",
@@ -97,10 +91,8 @@ HINTS = {  # (the named entries after the groups win)
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
-    **dict.fromkeys(("eye", "linspace", "logspace", "randperm"), _ON_HOST),
-    **{name: HINTS[name] for name in ("prod", "flip", "roll")},
+    "prod": HINTS["prod"],
     **{name: HINTS[name] for name in ("remainder", "fmod", "floor_divide", "is_floating_point")},
-    "bincount": _ON_HOST,
     **dict.fromkeys(
         ("func", "vmap"),
         "there is no autograd or vmap: use batched ops (matmul broadcasts its batch dims) or "

@@ -25,7 +25,7 @@ from kernbench.torch.factories import like_arguments
 from kernbench.torch.shapes import shape_argument
 from kernbench.torch.tensor import Tensor, new_tensor
 
-__all__ = ["keep_mask", "rand", "rand_like", "randint", "randn", "randn_like"]
+__all__ = ["keep_mask", "rand", "rand_like", "randint", "randn", "randn_like", "randperm"]
 
 
 def _floating(dtype: Any, what: str) -> TorchDType:
@@ -146,6 +146,35 @@ def randint(
             )
     draw = functools.partial(torch_random.resolve(generator).integers, low, high, dtype=np.int64)
     return _drawn(shape, dt, device, dp, draw, "randint").requires_grad_(requires_grad)
+
+
+def randperm(
+    n: int,
+    *,
+    generator: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    dp: Any = None,
+) -> Tensor:
+    """A random permutation of ``0..n-1`` (``int64``), drawn on the host from the rank's
+    generator (or ``generator``) and copied in, as the other random factories."""
+    try:
+        count = operator.index(n) if not isinstance(n, bool) else None
+    except TypeError:
+        count = None
+    if count is None or count < 0:
+        raise TensorError(f"randperm: n must be a non-negative int, got {n!r}")
+    dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int64"])
+    if dt is BOOL or (not dt.is_floating_point and count - 1 > np.iinfo(np.dtype(dt.name)).max):
+        raise TensorError(f"randperm: n={count} does not fit {dt!r}; pass dtype=torch.int64")
+    draw = functools.partial(_permutation, torch_random.resolve(generator))
+    out = _drawn((count,), dt, device, dp, draw, "randperm")
+    return out.requires_grad_(requires_grad)
+
+
+def _permutation(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+    return rng.permutation(shape[0]).astype(np.int64)
 
 
 def rand_like(

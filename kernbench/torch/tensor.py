@@ -82,11 +82,13 @@ from kernbench.torch.dtypes import (
     runtime_dtype,
 )
 from kernbench.torch.grad_slots import TensorGradSlots
+from kernbench.torch.host_ops import TensorHostOps
 from kernbench.torch.host_values import TensorHostValues
 from kernbench.torch.layout import TensorLayout
 from kernbench.torch.logic import TensorLogic
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
+from kernbench.torch.rearrange import TensorRearrange
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.shapes import Size, dim_index, shape_argument
@@ -141,8 +143,10 @@ class Tensor(
     TensorTriangular,
     TensorComposites,
     TensorRepeats,
+    TensorRearrange,
     TensorLayout,
     TensorHostValues,
+    TensorHostOps,
     TensorGradSlots,
 ):
     """A tensor on the simulated machine with PyTorch's methods and operators.
@@ -154,7 +158,9 @@ class Tensor(
     :class:`~kernbench.torch.triangular.TensorTriangular`, ``square``/``amax``/``addmm``/...
     from :class:`~kernbench.torch.composites.TensorComposites`, ``repeat``/``unbind``/...
     from :class:`~kernbench.torch.repeats.TensorRepeats`, indexing and views
-    from :class:`~kernbench.torch.layout.TensorLayout`, host reads from
+    from :class:`~kernbench.torch.layout.TensorLayout`, ``flip``/``roll``/``diagonal``/...
+    from :class:`~kernbench.torch.rearrange.TensorRearrange`, ``unique``/``bincount``/...
+    from :class:`~kernbench.torch.host_ops.TensorHostOps`, host reads from
     :class:`~kernbench.torch.host_values.TensorHostValues` and the autograd
     slots from :class:`~kernbench.torch.grad_slots.TensorGradSlots`.
     """

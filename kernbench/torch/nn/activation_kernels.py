@@ -18,6 +18,8 @@ slow next to its memory), still less than the tensor ops that compose them.
 
 from __future__ import annotations
 
+import numpy as np
+
 import kernbench.kernels.language as tl
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
@@ -103,7 +105,7 @@ def launch_activation(
     """``out = op(x; a, b, c)`` elementwise over equal-sized contiguous buffers."""
     n = x.numel
     _activation_kernel[elementwise_grid(n, op)](
-        x, out, n, float(a), float(b), float(c), OP=op, BLOCK=BLOCK
+        x, out, n, np.float64(a), np.float64(b), np.float64(c), OP=op, BLOCK=BLOCK
     )
 
 

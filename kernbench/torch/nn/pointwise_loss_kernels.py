@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 import kernbench.kernels.language as tl
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
@@ -136,7 +138,7 @@ def launch_pointwise_loss(
         y[1],
         w[1],
         p[1],
-        float(a),
+        np.float64(a),
         OP=op,
         HAS_W=weight is not None,
         HAS_P=pos_weight is not None,
