@@ -173,6 +173,14 @@ from kernbench.torch.functions import (
     where,
 )
 from kernbench.torch.missing import MODULE_HINTS, install_import_hints
+from kernbench.torch.preamble import (
+    autocast,
+    backends,
+    get_float32_matmul_precision,
+    get_rng_state,
+    set_float32_matmul_precision,
+    set_rng_state,
+)
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like, randperm
 from kernbench.torch.shapes import Size
@@ -202,6 +210,12 @@ complex64 = UNSUPPORTED["complex64"]
 complex128 = cdouble = UNSUPPORTED["complex128"]
 
 __all__ = [
+    "autocast",
+    "backends",
+    "get_float32_matmul_precision",
+    "get_rng_state",
+    "set_float32_matmul_precision",
+    "set_rng_state",
     "bincount",
     "cartesian_prod",
     "concat",

@@ -212,6 +212,15 @@ class _AhbmModule:
     def __getattr__(self, name: str) -> Any:
         raise unsupported_name("torch.cuda", "torch.cuda", name, dir(self), CUDA_HINTS)
 
+    def provide(self, name: str, function: Any) -> None:
+        """Register ``torch.cuda.<name>`` from a higher module (the RNG state functions,
+        which make tensors this module cannot import)."""
+        setattr(self, name, function)
+
+    def is_bf16_supported(self, including_emulation: bool = True) -> bool:
+        """True: bfloat16 tensors and matmuls run here."""
+        return True
+
     def set_device(self, device: Any) -> None:
         """Bind the calling rank to ``device`` (an index, ``"ahbm:1"`` or a device)."""
         index = device_index(device)

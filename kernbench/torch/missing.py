@@ -102,7 +102,7 @@ MODULE_HINTS = {
     "optim": _NO_OPTIMIZER,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     **dict.fromkeys(
-        ("backends", "set_float32_matmul_precision", "autocast", "compile", "jit", "amp"),
+        ("compile", "jit", "amp"),
         _NOT_MODELLED,
     ),
     **dict.fromkeys(

@@ -1,4 +1,5 @@
-"""``torch.nn`` for KernBench: only ``torch.nn.functional`` (activations, norms, losses).
+"""``torch.nn`` for KernBench: ``torch.nn.functional`` (activations, norms, losses) and
+``torch.nn.utils`` (gradient clipping).
 
 There are no modules, parameters or autograd; asking for anything else
 (``nn.Module``, ``nn.Linear``, ...) raises a
@@ -11,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorAttributeError
-from kernbench.torch.nn import functional
+from kernbench.torch.nn import functional, utils
 
-__all__ = ["functional"]
+__all__ = ["functional", "utils"]
 
 
 _AS_TENSORS = (
@@ -31,8 +32,6 @@ HINTS = {
     "Parameter": "there are no parameters or autograd: use the tensor itself "
     "(t.requires_grad_() is accepted; grad is a slot you assign)",
     "init": "fill the tensor: w.copy_(torch.randn(w.shape) * std), w.zero_(), w.fill_(v)",
-    "utils": "clip by hand: norm = torch.linalg.vector_norm(g); g.mul_(torch.clamp(max_norm "
-    "/ (norm + 1e-6), max=1.0))",
     "parallel": "there is no DistributedDataParallel: all_reduce the gradients with "
     "torch.distributed (as benches/dp_training_step.py does)",
 }  # fmt: skip

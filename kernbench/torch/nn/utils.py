@@ -1,0 +1,106 @@
+"""``torch.nn.utils``: gradient clipping over the tensors' ``grad`` slots.
+
+``clip_grad_norm_`` takes each gradient's norm (one reduction each), the
+norm of those norms, and scales every gradient in place by
+``min(1, max_norm / (total + 1e-6))`` as torch's (a few tiny kernels and one
+multiply a gradient); the scale stays on the device, so nothing is read to
+the host unless ``error_if_nonfinite`` asks (torch reads it too).
+``clip_grad_value_`` clamps each gradient in place.  There is no autograd:
+the gradients are the ``grad`` slots the script assigned.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from kernbench.errors import TensorAttributeError, TensorError
+from kernbench.torch.factories import stack, tensor
+from kernbench.torch.shapes import flag_argument
+from kernbench.torch.tensor import Tensor
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_"]
+
+
+def _gradients(parameters: Any, what: str) -> list[Tensor]:
+    items = [parameters] if isinstance(parameters, Tensor) else parameters
+    try:
+        items = list(items)
+    except TypeError:
+        raise TensorError(
+            f"torch.nn.utils.{what}: parameters must be a Tensor or an iterable of Tensors, "
+            f"got {type(parameters).__name__}"
+        ) from None
+    for p in items:
+        if not isinstance(p, Tensor):
+            raise TensorError(
+                f"torch.nn.utils.{what}: parameters must be Tensors, got {type(p).__name__}"
+            )
+    return [p.grad for p in items if p.grad is not None]
+
+
+def _number(value: Any, what: str, name: str) -> float:
+    if isinstance(value, str) and value in ("inf", "-inf"):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TensorError(f"torch.nn.utils.{what}: {name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _norm(t: Tensor, order: float) -> Tensor:
+    if math.isinf(order):
+        return t.abs().amax() if order > 0 else t.abs().amin()
+    return t.norm(order)
+
+
+def clip_grad_norm_(
+    parameters: Any,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+    foreach: bool | None = None,
+) -> Tensor:
+    """Scale the gradients in place so that their total ``norm_type``-norm (1, 2 or inf)
+    is at most ``max_norm``; returns the total norm (before clipping), as torch's."""
+    what = "clip_grad_norm_"
+    grads = _gradients(parameters, what)
+    max_norm = _number(max_norm, what, "max_norm")
+    order = _number(norm_type, what, "norm_type")
+    if order not in (1.0, 2.0, math.inf):
+        raise TensorError(
+            f"torch.nn.utils.{what}: norm_type is 1, 2 or inf here, got {norm_type!r}"
+        )
+    check = flag_argument(error_if_nonfinite, f"torch.nn.utils.{what}", "error_if_nonfinite")
+    if not grads:
+        return tensor(0.0)
+    norms = [_norm(g, order) for g in grads]
+    total = _norm(stack(norms), order) if len(norms) > 1 else norms[0]
+    if check and not total.storage_device_tensor.context.timing_only:
+        value = total.item()
+        if not math.isfinite(value):
+            raise TensorError(
+                f"torch.nn.utils.{what}: The total norm of order {order} for gradients from "
+                "`parameters` is non-finite, so it cannot be clipped. To disable this error "
+                "and scale the gradients by the non-finite norm anyway, set "
+                "`error_if_nonfinite=False`"
+            )
+    coefficient = (total + 1e-6).reciprocal_().mul_(max_norm).clamp_max_(1.0)
+    for g in grads:
+        g.mul_(coefficient if coefficient.dtype is g.dtype else coefficient.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters: Any, clip_value: float, foreach: bool | None = None) -> None:
+    """Clamp every gradient to ``[-clip_value, clip_value]`` in place, as torch's."""
+    what = "clip_grad_value_"
+    value = _number(clip_value, what, "clip_value")
+    for g in _gradients(parameters, what):
+        g.clamp_(-value, value)
+
+
+def __getattr__(name: str) -> Any:
+    raise TensorAttributeError(
+        f"module 'kernbench.torch.nn.utils' has no attribute {name!r}: there are "
+        f"{', '.join(__all__)} (over the tensors' grad slots)"
+    )
