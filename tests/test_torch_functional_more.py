@@ -408,3 +408,22 @@ def test_timing_only_costs_what_a_run_with_values_costs():
             return context.now - before
 
     assert run(True) == run(False)
+
+
+def test_torch_forms_of_the_functional_calls(ctx):
+    a = np.array([-2.0, -0.5, 0.0, 1.5], np.float32)
+    np.testing.assert_array_equal(
+        torch.selu(torch.from_numpy(a)).numpy(), F.selu(torch.from_numpy(a)).numpy()
+    )
+    np.testing.assert_array_equal(
+        torch.celu(torch.from_numpy(a), 0.5).numpy(), F.celu(torch.from_numpy(a), 0.5).numpy()
+    )
+    x = torch.from_numpy(a)
+    assert torch.selu_(x) is x and torch.celu_(torch.from_numpy(a)).shape == (4,)
+    m = torch.from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    np.testing.assert_array_equal(
+        torch.cosine_similarity(m, m + 1).numpy(), F.cosine_similarity(m, m + 1).numpy()
+    )
+    np.testing.assert_array_equal(
+        torch.pairwise_distance(m, m * 2).numpy(), F.pairwise_distance(m, m * 2).numpy()
+    )

@@ -173,6 +173,8 @@ from kernbench.torch.functions import (
     where,
 )
 from kernbench.torch.missing import MODULE_HINTS, install_import_hints
+from kernbench.torch.nn.activations import celu, selu
+from kernbench.torch.nn.losses_more import cosine_similarity, pairwise_distance
 from kernbench.torch.preamble import (
     autocast,
     backends,
@@ -210,6 +212,12 @@ complex64 = UNSUPPORTED["complex64"]
 complex128 = cdouble = UNSUPPORTED["complex128"]
 
 __all__ = [
+    "celu",
+    "celu_",
+    "selu",
+    "selu_",
+    "cosine_similarity",
+    "pairwise_distance",
     "autocast",
     "backends",
     "get_float32_matmul_precision",
@@ -439,6 +447,16 @@ def is_tensor(obj: Any) -> bool:
 
 def numel(input: Tensor) -> int:  # noqa: A002 - torch's name
     return input.numel()
+
+
+def selu_(input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+    """``torch.selu_``: :func:`torch.nn.functional.selu` in place."""
+    return selu(input, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002 - torch's name
+    """``torch.celu_``: :func:`torch.nn.functional.celu` in place."""
+    return celu(input, alpha, inplace=True)
 
 
 def __getattr__(name: str) -> Any:
