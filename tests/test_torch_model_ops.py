@@ -492,7 +492,6 @@ def test_grad_mode_switches_are_no_ops_and_nn_names_say_what_to_write(ctx):
         ("Linear", "F.linear\\(x, weight, bias\\)"),
         ("Parameter", "use the tensor itself"),
         ("init", "w.copy_\\(torch.randn"),
-        ("utils", "torch.linalg.vector_norm"),
         ("parallel", "there is no DistributedDataParallel"),
         ("Conv2d", "there are no modules or autograd"),
     ):
