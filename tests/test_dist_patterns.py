@@ -8,6 +8,8 @@ it with the same computation done by NumPy, for float32 and int32.
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pytest
 
@@ -1000,11 +1002,25 @@ def _group_queries(rank: int, world: int) -> dict:
         out["ranks"] = dist.get_process_group_ranks(group)
         out["global"] = dist.get_global_rank(group, 1)
         out["local"] = dist.get_group_rank(group, rank)
-    for name in ("monitored_barrier", "new_subgroups"):
+    for name in ("all_reduce_coalesced", "reduce_scatter_tensor_coalesced"):
         try:
             getattr(dist, name)
         except AttributeError as exc:
             out[name] = str(exc)
+    dist.monitored_barrier(timeout=datetime.timedelta(seconds=30), wait_all_ranks=True)
+    mine, groups = dist.new_subgroups(2)
+    t = torch.ones(1) * rank
+    dist.all_reduce(t, group=mine)
+    out["pairs"] = ([dist.get_process_group_ranks(g) for g in groups], t.item())
+    odd, _ = dist.new_subgroups_by_enumeration([[1, 3], [0]])
+    out["odd"] = None if odd is None else dist.get_process_group_ranks(odd)
+    for call, says in (
+        (lambda: dist.new_subgroups(3), r"world size \(4\) must be divisible by group_size \(3\)"),
+        (lambda: dist.new_subgroups_by_enumeration([[0, 1], [1]]), "rank 1 has appeared in both"),
+        (lambda: dist.monitored_barrier(timeout=5), "timeout must be a datetime.timedelta"),
+    ):
+        with pytest.raises(DistributedError, match=says):
+            call()
     return out
 
 
@@ -1015,10 +1031,12 @@ def test_group_rank_queries_and_the_backend_name_as_given() -> None:
         if rank in (1, 3):
             assert (out["ranks"], out["global"], out["local"]) == ([1, 3], 3, rank // 2)
         assert (
-            "dist.monitored_barrier is not in KernBench; barrier() (a rank that never arrives"
-            in out["monitored_barrier"]
+            "dist.all_reduce_coalesced is not in KernBench; all_reduce per tensor"
+            in (out["all_reduce_coalesced"])
         )
-        assert "dist.new_subgroups is not in KernBench; new_group(ranks)" in out["new_subgroups"]
+        pair = [rank - rank % 2, rank - rank % 2 + 1]
+        assert out["pairs"] == ([[0, 1], [2, 3]], float(sum(pair)))
+        assert out["odd"] == {0: [0], 1: [1, 3], 2: None, 3: [1, 3]}[rank]
 
 
 def _mesh_first(rank: int, world: int) -> list:

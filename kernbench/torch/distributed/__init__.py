@@ -30,6 +30,7 @@ from kernbench.torch.distributed.collectives import (
     barrier,
     broadcast,
     gather,
+    monitored_barrier,
     reduce,
     reduce_scatter,
     reduce_scatter_tensor,
@@ -56,6 +57,8 @@ from kernbench.torch.distributed.groups import (
     is_ucc_available,
     is_xccl_available,
     new_group,
+    new_subgroups,
+    new_subgroups_by_enumeration,
 )
 from kernbench.torch.distributed.objects import (
     all_gather_object,
@@ -90,6 +93,7 @@ __all__ = [
     "all_to_all",
     "all_to_all_single",
     "barrier",
+    "monitored_barrier",
     "batch_isend_irecv",
     "broadcast",
     "broadcast_object_list",
@@ -116,6 +120,8 @@ __all__ = [
     "is_xccl_available",
     "isend",
     "new_group",
+    "new_subgroups",
+    "new_subgroups_by_enumeration",
     "recv",
     "recv_object_list",
     "reduce",
@@ -139,8 +145,6 @@ def _compile_ranks() -> DistributedState:
 set_rank_provider(_compile_ranks)
 
 _HINTS = {
-    "monitored_barrier": "barrier() (a rank that never arrives is named by the deadlock check)",
-    "new_subgroups": "new_group(ranks) for each subgroup, called by every rank in the same order",
     "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor per tensor",
     "all_reduce_coalesced": "all_reduce per tensor (async_op=True lets them queue)",
     # The libraries built on torch.distributed: here their collectives are written out.

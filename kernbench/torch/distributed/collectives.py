@@ -10,6 +10,7 @@ a catalogue configuration instead of the default choice.  ``all_to_all`` and
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from kernbench.ccl import launch as ccl
@@ -31,6 +32,7 @@ __all__ = [
     "all_gather_into_tensor",
     "all_reduce",
     "barrier",
+    "monitored_barrier",
     "broadcast",
     "gather",
     "reduce",
@@ -281,6 +283,21 @@ def scatter(
     return _rooted_list(
         "scatter", tensor, scatter_list, src, group_src, group, async_op, algorithm, "scatter_list"
     )
+
+
+def monitored_barrier(group: Any = None, timeout: Any = None, wait_all_ranks: bool = False) -> None:
+    """torch's barrier that names the ranks that fail to arrive: here the barrier itself (a
+    rank that never arrives is named by the simulator's deadlock check, whatever the
+    ``timeout``).  Blocking, as torch's; ``timeout`` is a ``datetime.timedelta`` or None."""
+    if timeout is not None and not isinstance(timeout, datetime.timedelta):
+        raise DistributedError(
+            f"monitored_barrier: timeout must be a datetime.timedelta or None, got {timeout!r}"
+        )
+    if not isinstance(wait_all_ranks, bool):
+        raise DistributedError(
+            f"monitored_barrier: wait_all_ranks must be True or False, got {wait_all_ranks!r}"
+        )
+    barrier(group)
 
 
 def barrier(

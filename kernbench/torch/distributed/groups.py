@@ -16,6 +16,7 @@ import numpy as np
 
 from kernbench.distributed.world import ProcessGroup, World
 from kernbench.errors import DistributedError
+from kernbench.runtime.current import current_context
 from kernbench.torch.distributed.arguments import calling_rank, initialised, resolve_group
 from kernbench.torch.distributed.constants import BACKEND, BACKENDS, GroupMember
 
@@ -38,6 +39,8 @@ __all__ = [
     "is_ucc_available",
     "is_xccl_available",
     "new_group",
+    "new_subgroups",
+    "new_subgroups_by_enumeration",
 ]
 
 
@@ -224,3 +227,69 @@ def new_group(
     world, me = initialised("new_group()")
     group = world.new_group(ranks)
     return group if group.group_rank(me) >= 0 else GroupMember.NON_GROUP_MEMBER
+
+
+def new_subgroups(
+    group_size: int | None = None,
+    group: Any = None,
+    timeout: Any = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    group_desc: str | None = None,
+) -> tuple[Any, list[Any]]:
+    """Split the world into groups of ``group_size`` consecutive ranks (by default the
+    devices a rank sees, ``torch.cuda.device_count()``, as torch's one group per node):
+    ``(the calling rank's subgroup, every subgroup)``, as torch; every rank calls it."""
+    world, _ = initialised("new_subgroups()")
+    if group is not None:
+        raise DistributedError(
+            "new_subgroups: group= is not supported (as in torch, which takes the default "
+            "group only); split that group's ranks with new_subgroups_by_enumeration"
+        )
+    size = current_context().num_devices if group_size is None else group_size
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise DistributedError(f"new_subgroups: group_size must be a positive int, got {size!r}")
+    n = world.world_size
+    if size > n:
+        raise DistributedError(
+            f"new_subgroups: group_size {size} must not exceed the world size ({n})"
+        )
+    if n % size:
+        raise DistributedError(
+            f"new_subgroups: the world size ({n}) must be divisible by group_size ({size})"
+        )
+    return new_subgroups_by_enumeration([list(range(s, s + size)) for s in range(0, n, size)])
+
+
+def new_subgroups_by_enumeration(
+    ranks_per_subgroup_list: Sequence[Sequence[int]],
+    timeout: Any = None,
+    backend: str | None = None,
+    pg_options: Any = None,
+    group_desc: str | None = None,
+) -> tuple[Any, list[Any]]:
+    """One group per list of ranks (disjoint, as torch checks): ``(the calling rank's
+    subgroup or None, every subgroup)``; every rank calls it."""
+    world, me = initialised("new_subgroups_by_enumeration()")
+    if not isinstance(ranks_per_subgroup_list, Sequence) or not ranks_per_subgroup_list:
+        raise DistributedError(
+            "new_subgroups_by_enumeration: ranks_per_subgroup_list must be a non-empty list "
+            f"of rank lists, got {ranks_per_subgroup_list!r}"
+        )
+    seen: dict[int, int] = {}
+    for index, ranks in enumerate(ranks_per_subgroup_list):
+        if not isinstance(ranks, Sequence) or isinstance(ranks, str):
+            raise DistributedError(
+                f"new_subgroups_by_enumeration: subgroup {index} must be a list of ranks, "
+                f"got {ranks!r}"
+            )
+        for rank in ranks:
+            if rank in seen:
+                raise DistributedError(
+                    f"new_subgroups_by_enumeration: rank {rank} has appeared in both subgroup "
+                    f"{seen[rank]} and subgroup {index} (as torch, subgroups are disjoint)"
+                )
+            seen[rank] = index
+    subgroups = [world.new_group(list(ranks)) for ranks in ranks_per_subgroup_list]
+    mine = next((g for g in subgroups if g.group_rank(me) >= 0), None)
+    return mine, subgroups
