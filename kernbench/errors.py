@@ -26,6 +26,7 @@ __all__ = [
     "TensorError",
     "TensorAttributeError",
     "TensorTypeError",
+    "TensorIndexError",
     "UnsupportedNameError",
     "unsupported_name",
     "KernelError",
@@ -134,6 +135,11 @@ class TensorError(KernBenchError):
 
 class TensorAttributeError(TensorError, AttributeError):
     """A tensor attribute or method that does not exist or is not supported (``hasattr`` works)."""
+
+
+class TensorIndexError(TensorError, IndexError):
+    """An index outside a tensor's dims or sizes, or of a kind that cannot index (as torch's
+    ``IndexError``)."""
 
 
 class TensorTypeError(TensorError, TypeError):

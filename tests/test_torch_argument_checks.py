@@ -158,7 +158,7 @@ def _assign(key, value):
         (_assign(0, 1j), "the values must be a Tensor, a number or an array"),
         (_assign(0, [1, [2]]), "the value assigned must be a Tensor, a number or an array"),
         (lambda t: t.copy_("abc"), "copy_ into .*: the values must be a Tensor"),
-        (lambda t: t[[[0, 1], [0]]], "indices must be a 1-D list or tensor of ints"),
+        (lambda t: t[[[0, 1], [0]]], "indices must be lists of ints of one length at each depth"),
         (lambda t: t[::0], "step must be greater than zero, got 0"),
         (lambda t: t[1.5:], r"slice slice\(1.5, None, None\): its start, stop and step must be"),
         (lambda t: t[:"a":2], "its start, stop and step must be ints or None"),

@@ -14,7 +14,7 @@ import kernbench
 import kernbench.kernels.language as tl
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.errors import TensorAttributeError, TensorError, TensorTypeError
+from kernbench.errors import TensorAttributeError, TensorError, TensorIndexError, TensorTypeError
 from kernbench.kernels.jit import jit
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext, use_context
@@ -114,8 +114,8 @@ def test_indexing_errors_name_the_problem(ctx):
         t[[True, False]]
     with pytest.raises(TensorError, match="single ellipsis"):
         t[..., ...]
-    with pytest.raises(TensorError, match="only as the whole index"):
-        t[[0, 1], 1:]
+    with pytest.raises(TensorIndexError, match="index 4 is out of bounds for dimension 1"):
+        t[[0, 1], [1, 4]]
     with pytest.raises(TensorError, match="not supported"):
         t[1.5]
     with pytest.raises(TensorTypeError, match="0-d tensor"):

@@ -3,10 +3,10 @@
 :class:`TensorLayout` is mixed into the tensor class.  Basic indexing (ints,
 slices with positive steps, ``None``, ``...``) and the view methods return
 tensors that share the memory of the tensor they came from, with PyTorch's
-shapes and strides (:mod:`~kernbench.torch.views` computes them).  A list,
-array or integer tensor of indices on the first dim reads a copy (one device
-copy per index) and writes element by element, as PyTorch's advanced
-indexing does.  A boolean mask (a bool tensor, array or list of bools) over
+shapes and strides (:mod:`~kernbench.torch.views` computes them).  Lists,
+arrays or integer tensors of indices anywhere in the key follow PyTorch's
+advanced indexing (:mod:`~kernbench.torch.advanced_indexing`: one gather or
+scatter kernel).  A boolean mask (a bool tensor, array or list of bools) over
 the leading dims reads the selected elements (or rows) as a new 1-D (or
 row) tensor, by one gather kernel; the mask is read to the host first, as
 torch waits for the count.  ``t[mask] = value`` runs ``masked_fill_`` for a
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError, TensorTypeError
+from kernbench.torch.advanced_indexing import has_advanced, read_advanced, write_advanced
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.logic_kernels import launch_gather_rows, launch_scatter_rows
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence
@@ -76,13 +77,9 @@ class TensorLayout:
         if mask is not None:
             return self._masked_rows(mask)
         key = self._scalar_keys(key)
-        indices = self._index_list(key)
-        if indices is None:
-            return self._view(index_geometry(self.geometry, key, self.storage_device_tensor.name))
-        out = self.new_empty((len(indices), *self.shape[1:]))
-        for k, i in enumerate(indices):
-            out[k].copy_(self[i])
-        return out
+        if has_advanced(self, key):
+            return read_advanced(self, key)
+        return self._view(index_geometry(self.geometry, key, self.storage_device_tensor.name))
 
     def __setitem__(self: Tensor, key: Any, value: Any) -> None:
         mask = self._bool_mask(key)
@@ -90,33 +87,18 @@ class TensorLayout:
             self._write_masked(mask, value)
             return
         key = self._scalar_keys(key)
-        indices = self._index_list(key)
+        advanced = has_advanced(self, key)
         if python_scalar(value) is not None:
-            for target in [self[key]] if indices is None else [self[i] for i in indices]:
-                target.fill_(value)
+            if advanced:
+                write_advanced(self, key, value)
+            else:
+                self[key].fill_(value)
             return
         value = _without_leading_ones(value)
-        if indices is None:
-            self[key].copy_(value)
-            return
-        shape = (len(indices), *self.shape[1:])
-        if isinstance(value, TensorLayout):
-            try:
-                rows = value.expand(shape)
-            except TensorError:
-                rows = None
+        if advanced:
+            write_advanced(self, key, value)
         else:
-            try:
-                rows = np.broadcast_to(value, shape)
-            except ValueError:
-                rows = None
-        if rows is None:
-            raise TensorError(
-                f"indexing {self.storage_device_tensor.name!r}: shape mismatch: value of shape "
-                f"{tuple(np.shape(value))} cannot be broadcast to indexing result of shape {shape}"
-            )
-        for k, i in enumerate(indices):  # one row per index
-            self[i].copy_(rows[k])
+            self[key].copy_(value)
 
     def _scalar_keys(self: Tensor, key: Any) -> Any:
         """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor)."""
@@ -132,37 +114,6 @@ class TensorLayout:
             return k
 
         return tuple(scalar(k) for k in key) if isinstance(key, tuple) else scalar(key)
-
-    def _index_list(self: Tensor, key: Any) -> list[int] | None:
-        """The indices of an advanced index (list, array, int tensor) on dim 0, else None."""
-        name = self.storage_device_tensor.name
-        if isinstance(key, tuple):
-            if any(isinstance(k, list | np.ndarray | type(self)) for k in key):
-                raise TensorError(
-                    f"indexing {name!r}[{key!r}]: a list or tensor of indices is supported "
-                    "only as the whole index (t[[0, 2]]); combine it with slices in two steps "
-                    "(t[[0, 2]][:, 1:])"
-                )
-            return None
-        if isinstance(key, type(self)):
-            values = np.asarray(key.tolist())
-        elif isinstance(key, list | np.ndarray):
-            try:
-                values = np.asarray(key)
-            except ValueError:  # ragged lists
-                raise TensorError(
-                    f"indexing {name!r}: indices must be a 1-D list or tensor of ints, got {key!r}"
-                ) from None
-        else:
-            return None
-        if values.ndim != 1 or (values.size and values.dtype.kind not in "iu"):
-            raise TensorError(
-                f"indexing {name!r}: indices must be a 1-D list or tensor of ints, got "
-                f"{values.dtype} of shape {values.shape}"
-            )
-        if not self.ndim:
-            raise TensorError(f"indexing {name!r}: a 0-d tensor cannot be indexed by a list")
-        return [int(i) for i in values]
 
     # -- boolean masks -------------------------------------------------------------------
     def _bool_mask(self: Tensor, key: Any) -> Any:
