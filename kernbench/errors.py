@@ -27,6 +27,7 @@ __all__ = [
     "TensorAttributeError",
     "TensorTypeError",
     "TensorIndexError",
+    "TensorZeroDivisionError",
     "UnsupportedNameError",
     "unsupported_name",
     "KernelError",
@@ -144,6 +145,10 @@ class TensorIndexError(TensorError, IndexError):
 
 class TensorTypeError(TensorError, TypeError):
     """A tensor used where Python needs another type (``len()`` of a 0-d tensor, ...)."""
+
+
+class TensorZeroDivisionError(TensorError, ZeroDivisionError):
+    """Integer division of tensors by zero (torch's "ZeroDivisionError")."""
 
 
 class UnsupportedNameError(KernBenchError, AttributeError):

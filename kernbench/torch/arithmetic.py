@@ -103,16 +103,6 @@ class TensorArithmetic:
     def __pos__(self: Tensor) -> Tensor:
         return self
 
-    def __floordiv__(self: Tensor, other: Any) -> Any:
-        raise _no_operator("//", _ON_THE_HOST)
-
-    __rfloordiv__ = __floordiv__
-
-    def __mod__(self: Tensor, other: Any) -> Any:
-        raise _no_operator("%", _ON_THE_HOST)
-
-    __rmod__ = __mod__
-
     def add(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
         _check_alpha("add", alpha, self, other)
         return self._binary("add", _times_alpha(other, alpha))
@@ -304,7 +294,8 @@ def _true_division(rounding_mode: Any) -> None:
     if rounding_mode is not None:
         raise TensorError(
             f"div(rounding_mode={rounding_mode!r}): only true division (rounding_mode=None) "
-            f"runs on the device here; for floor or trunc division use {_ON_THE_HOST}"
+            "runs on the device here; for floor division use torch.floor_divide(a, b) (a // b), "
+            "for trunc division of floats (a / b).trunc()"
         )
 
 
@@ -330,13 +321,6 @@ def _check_bool_subtraction(op: str, rtype: TorchDType) -> None:
             "Subtraction, the `-` operator, with two bool tensors is not supported (as in "
             f"torch). If you are trying to invert a mask, {_INVERT_MASK}"
         )
-
-
-_ON_THE_HOST = "the host: compute from t.numpy(), bring it back with torch.from_numpy"
-
-
-def _no_operator(symbol: str, instead: str) -> TensorError:
-    return TensorError(f"Tensor {symbol} ...: not supported by kernbench.torch; use {instead}")
 
 
 def _check_alpha(what: str, alpha: Any, *operands: Any, name: str = "alpha") -> None:

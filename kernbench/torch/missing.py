@@ -38,11 +38,6 @@ _NO_KERNEL = (
     "there is no device kernel for it; write one with kernbench.triton, "
     "or compute on the host from t.numpy()"
 )
-_INTEGER_DIVISION = (
-    "there is no device kernel for it; compute on the host from t.numpy() (np.remainder: "
-    "the sign of the divisor, np.fmod: of the dividend, np.floor_divide) and bring it back "
-    "with torch.from_numpy"
-)
 _NOT_MODELLED = (
     "not modelled here (matmul runs in its tensors' dtype; no TF32, autocast or "
     "compiler): drop the line"
@@ -50,10 +45,7 @@ _NOT_MODELLED = (
 
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
-KERNEL_NAMES = (
-    "floor", "ceil", "round", "sign", "sort", "argsort", "topk",
-    "cumsum", "cumprod",
-)  # fmt: skip
+KERNEL_NAMES = ("sort", "argsort", "topk", "cumsum", "cumprod")
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
@@ -78,8 +70,6 @@ HINTS = {  # (the named entries after the groups win)
     "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
     "random_": "t.copy_(torch.randint(low, high, t.shape))",
     "prod": _NO_KERNEL,
-    **dict.fromkeys(("remainder", "remainder_", "fmod", "fmod_"), _INTEGER_DIVISION),
-    **dict.fromkeys(("floor_divide", "floor_divide_"), _INTEGER_DIVISION),
     "is_floating_point": "t.dtype.is_floating_point",
     **dict.fromkeys(
         ("t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_"),
@@ -92,7 +82,7 @@ HINTS = {  # (the named entries after the groups win)
 MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     "prod": HINTS["prod"],
-    **{name: HINTS[name] for name in ("remainder", "fmod", "floor_divide", "is_floating_point")},
+    "is_floating_point": HINTS["is_floating_point"],
     **dict.fromkeys(
         ("func", "vmap"),
         "there is no autograd or vmap: use batched ops (matmul broadcasts its batch dims) or "

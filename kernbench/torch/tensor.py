@@ -73,6 +73,7 @@ from kernbench.torch.arithmetic import TensorArithmetic
 from kernbench.torch.composites import TensorComposites
 from kernbench.torch.device_kernels import launch_copy, launch_fill
 from kernbench.torch.devices import ACCELERATOR, device, device_index
+from kernbench.torch.division import TensorDivision
 from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
     TorchDType,
@@ -91,6 +92,7 @@ from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.rearrange import TensorRearrange
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
+from kernbench.torch.rounding import TensorRounding
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
@@ -137,6 +139,8 @@ def new_tensor(
 
 class Tensor(
     TensorArithmetic,
+    TensorDivision,
+    TensorRounding,
     TensorLogic,
     TensorReductions,
     TensorPointwise,
