@@ -347,3 +347,24 @@ def test_tl_full_refuses_an_int_its_dtype_cannot_hold():
     np.testing.assert_array_equal(out, [-(2**31)] * 4)
     with pytest.raises(KernelError, match=r"tl.full value 1099511627776 is out of range for int32"):
         _full_kernel[(1,)](out, VALUE=2**40)  # it wrapped to 0
+
+
+@jit
+def _scan_rows_kernel(x_ptr, out_ptr, N: tl.constexpr, PROD: tl.constexpr, REVERSE: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, N)
+    x = tl.load(x_ptr + row * N + cols)
+    y = tl.cumprod(x, axis=0, reverse=REVERSE) if PROD else x.cumsum(0, reverse=REVERSE)
+    tl.store(out_ptr + row * N + cols, y)
+
+
+@pytest.mark.parametrize("prod", [False, True])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_cumsum_and_cumprod_scan_along_an_axis_as_tritons(prod, reverse):
+    x = np.arange(1, 17, dtype=np.int8).reshape(2, 8)
+    out = np.empty((2, 8), dtype=np.int32)  # int8 scans in int32, as tl.sum does
+    _scan_rows_kernel[(2,)](x, out, N=8, PROD=prod, REVERSE=reverse)
+    fn = np.cumprod if prod else np.cumsum
+    source = x[:, ::-1] if reverse else x
+    expected = fn(source.astype(np.int32), axis=1)
+    np.testing.assert_array_equal(out, expected[:, ::-1] if reverse else expected)

@@ -20,7 +20,8 @@ What is counted (one record per call, see ``ProgramRecorder``):
   otherwise an integer op (index and mask arithmetic). ``exp``, ``exp2``,
   ``log``, ``log2``, ``sqrt``, ``rsqrt``, ``sin``, ``cos``, ``sigmoid`` and
   ``erf`` also count one transcendental op per element (a subset of the vector FLOPs).
-* Reductions (``sum``, ``max``, ``min``): one op per *input* element.
+* Reductions (``sum``, ``max``, ``min``) and scans (``cumsum``, ``cumprod``): one op
+  per *input* element.
 * Pointer arithmetic (``ptr + offsets``): one integer op per element.
 * Not counted: ``arange``, ``zeros``, ``full``, ``.to()`` casts, indexing with
   ``None``/``:``, and plain Python arithmetic on ints.
@@ -123,6 +124,8 @@ __all__ = [
     "clamp",
     "constexpr",
     "cos",
+    "cumprod",
+    "cumsum",
     "debug_barrier",
     "device_assert",
     "dot",
@@ -812,6 +815,35 @@ def sum(input: Any, axis: int | None = None, keep_dims: bool = False, dtype: dty
     return _reduce(np.sum, b, axis, keep_dims, accumulate)
 
 
+def _scan(fn, input: Any, axis: Any, reverse: Any, dtype: Any) -> Block:
+    """``fn`` (np.cumsum, np.cumprod) along ``axis``, typed as :func:`sum` types it."""
+    b = _block(input)
+    b = b.to(_check_dtype(dtype, "a scan dtype") if dtype is not None else _sum_type(b))
+    ax = _reduction_axis(b, axis)
+    if ax is None:
+        raise KernelError(f"{where_am_i()}: a scan needs an axis, got None")
+    values = cast_values(b.value, float32) if b.dtype in (float16, bfloat16) else b.value
+    if reverse:
+        values = np.flip(values, ax)
+    with np.errstate(all="ignore"):
+        out = fn(values, axis=ax, dtype=values.dtype)
+    if reverse:
+        out = np.flip(out, ax)
+    record_vector(b.numel, b.dtype.is_floating())
+    return Block(cast_values(out, b.dtype), b.dtype)
+
+
+def cumsum(input: Any, axis: int = 0, reverse: bool = False, dtype: dtype | None = None):
+    """Inclusive running sum along ``axis`` (from the end with ``reverse``), typed as
+    :func:`sum`; fp16/bf16 accumulate in float32, each running value rounded once."""
+    return _scan(np.cumsum, input, axis, reverse, dtype)
+
+
+def cumprod(input: Any, axis: int = 0, reverse: bool = False, dtype: dtype | None = None):
+    """Inclusive running product along ``axis``, typed as :func:`cumsum`."""
+    return _scan(np.cumprod, input, axis, reverse, dtype)
+
+
 def _extreme(largest: bool, input, axis, return_indices, keep_dims):
     b = _block(input)
     if b.dtype is bfloat16:  # as Triton: no bf16 comparisons in hardware
@@ -1051,7 +1083,7 @@ def next_power_of_2(n: int) -> int:
 def _install_methods() -> None:
     """``x.sum(...)`` and the like: the tl functions Triton attaches to tensors, as methods."""
     methods = (sum, max, min, exp, exp2, log, log2, sin, cos, sqrt, rsqrt, sigmoid, abs)
-    methods += (erf, floor, ceil)
+    methods += (erf, floor, ceil, cumsum, cumprod)
     for fn in methods + (reshape, trans, expand_dims, broadcast_to, cast):
         setattr(Block, fn.__name__, fn)
 

@@ -174,6 +174,8 @@ from kernbench.torch.functions import (
 )
 from kernbench.torch.kernel_functions import (
     ceil,
+    cumprod,
+    cumsum,
     exp2,
     expm1,
     fix,
@@ -184,6 +186,7 @@ from kernbench.torch.kernel_functions import (
     log1p,
     log2,
     log10,
+    prod,
     remainder,
     round,
     sign,
@@ -266,6 +269,9 @@ __all__ = [
     "unique",
     "vstack",
     "randperm",
+    "cumprod",
+    "cumsum",
+    "prod",
     "ceil",
     "exp2",
     "expm1",

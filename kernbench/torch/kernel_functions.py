@@ -11,11 +11,14 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.errors import TensorError
-from kernbench.torch.functions import with_out
+from kernbench.torch.functions import into_out, with_out
 from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "cumprod",
+    "cumsum",
+    "prod",
     "ceil",
     "exp2",
     "expm1",
@@ -85,3 +88,23 @@ def _division(name: str) -> Callable[..., Tensor]:
 floor_divide = with_out(_division("floor_divide"))
 remainder = with_out(_division("remainder"))
 fmod = with_out(_division("fmod"))
+
+
+def prod(
+    input: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None, out: Any = None
+) -> Tensor:  # noqa: A002
+    """``torch.prod(input, *, dtype)`` or ``torch.prod(input, dim, keepdim=False, *, dtype)``."""
+    result = _tensor(input, "prod").prod(dim, keepdim, dtype=dtype)
+    return result if out is None else into_out("torch.prod", out, result)
+
+
+@with_out
+def cumsum(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A002
+    """``torch.cumsum``: running sums along ``dim``."""
+    return _tensor(input, "cumsum").cumsum(dim, dtype=dtype)
+
+
+@with_out
+def cumprod(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A002
+    """``torch.cumprod``: running products along ``dim``."""
+    return _tensor(input, "cumprod").cumprod(dim, dtype=dtype)

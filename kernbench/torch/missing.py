@@ -45,7 +45,7 @@ _NOT_MODELLED = (
 
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
-KERNEL_NAMES = ("sort", "argsort", "topk", "cumsum", "cumprod")
+KERNEL_NAMES = ("sort", "argsort", "topk")
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
@@ -69,7 +69,6 @@ HINTS = {  # (the named entries after the groups win)
     "silu": "torch.nn.functional.silu(t)",
     "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
     "random_": "t.copy_(torch.randint(low, high, t.shape))",
-    "prod": _NO_KERNEL,
     "is_floating_point": "t.dtype.is_floating_point",
     **dict.fromkeys(
         ("t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_"),
@@ -81,7 +80,6 @@ HINTS = {  # (the named entries after the groups win)
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
-    "prod": HINTS["prod"],
     "is_floating_point": HINTS["is_floating_point"],
     **dict.fromkeys(
         ("func", "vmap"),

@@ -93,6 +93,7 @@ from kernbench.torch.rearrange import TensorRearrange
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.rounding import TensorRounding
+from kernbench.torch.scans import TensorScans
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
@@ -141,6 +142,7 @@ class Tensor(
     TensorArithmetic,
     TensorDivision,
     TensorRounding,
+    TensorScans,
     TensorLogic,
     TensorReductions,
     TensorPointwise,

@@ -1,0 +1,206 @@
+"""Products and running sums of :class:`~kernbench.torch.Tensor`: ``prod``, ``cumsum``,
+``cumprod`` (and ``cumsum_``/``cumprod_``).
+
+:class:`TensorScans` is mixed into the tensor class.  Each runs one kernel over the
+tensor viewed as (rows, length, cols) around its dim, as the reductions do
+(:mod:`~kernbench.torch.reductions`): a program takes a block of lines and walks
+them in steps of :func:`~kernbench.torch.device_kernels.reduction_blocks`, a step
+scanned by ``tl.cumsum``/``tl.cumprod`` and carried into the next, so a scan reads
+and writes its data once and costs about an elementwise pass.  Types as torch's:
+integers and bools sum and multiply into int64 (wrapping as torch's do), floats in
+float32 (float64 for float64) rounded to the tensor's dtype; ``dtype=`` converts
+the input first.  Float products and running sums are accumulated blockwise, so the
+last bits may differ from torch's sequential CPU loop.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import TYPE_CHECKING, Any
+
+import kernbench.kernels.language as tl
+from kernbench.errors import TensorError
+from kernbench.kernels.jit import jit
+from kernbench.runtime.tensor import DeviceTensor
+from kernbench.torch.device_kernels import accumulator, launch_fill, reduction_blocks
+from kernbench.torch.dtypes import DTYPE_OBJECTS, as_torch_dtype
+from kernbench.torch.shapes import flag_argument
+
+if TYPE_CHECKING:
+    from kernbench.torch.dtypes import TorchDType
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["TensorScans", "launch_prod", "launch_scan"]
+
+ScanLines = namedtuple("ScanLines", ["n_lines", "length", "cols"])
+
+
+@jit
+def _scan_kernel(
+    x_ptr,
+    out_ptr,
+    n_lines,
+    R,
+    C,
+    PROD: tl.constexpr,
+    ACC: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Line o = (a, c): out[a, r, c] = x[a, 0, c] + ... + x[a, r, c] (or the product), a
+    # step of RBLOCK scanned at once and its last running value carried to the next.
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_lines
+    base = (o // C) * (R * C) + o % C
+    last = (tl.arange(0, RBLOCK) == RBLOCK - 1)[None, :]
+    carry = tl.full((OBLOCK,), 1 if PROD else 0, ACC)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        offsets = base[:, None] + r[None, :] * C
+        x = tl.load(x_ptr + offsets, mask=mask, other=1 if PROD else 0).to(ACC)
+        if PROD:
+            s = tl.cumprod(x, axis=1) * carry[:, None]
+        else:
+            s = tl.cumsum(x, axis=1) + carry[:, None]
+        tl.store(out_ptr + offsets, s, mask=mask)
+        carry = tl.sum(tl.where(last, s, 0), axis=1)  # masked-off lanes hold the identity
+
+
+@jit
+def _prod_kernel(
+    x_ptr,
+    out_ptr,
+    n_out,
+    R,
+    C,
+    ACC: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Output o = (a, c): the product of x[a, r, c] over r < R, lane by lane over the steps,
+    # then across the lanes by a running product whose last lane is stored.
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_out
+    base = (o // C) * (R * C) + o % C
+    acc = tl.full((OBLOCK, RBLOCK), 1, ACC)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        acc = acc * tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=1).to(ACC)
+    lanes = tl.arange(0, RBLOCK)
+    total = tl.cumprod(acc, axis=1)
+    at = o[:, None] + lanes[None, :] * 0
+    tl.store(out_ptr + at, total, mask=o_mask[:, None] & (lanes == RBLOCK - 1)[None, :])
+
+
+def launch_scan(x: DeviceTensor, out: DeviceTensor, lines: ScanLines, *, prod: bool) -> None:
+    """``out`` = the running sum (or product) of ``x`` viewed as (rows, length, cols) along
+    its middle axis; ``lines`` gives rows x cols, the length and cols."""
+    n_lines, length, cols = lines
+    oblock, rblock = reduction_blocks(n_lines, length)
+    _scan_kernel[(-(-n_lines // oblock),)](
+        x,
+        out,
+        n_lines,
+        length,
+        cols,
+        PROD=prod,
+        ACC=accumulator(out.dtype),
+        OBLOCK=oblock,
+        RBLOCK=rblock,
+    )
+
+
+def launch_prod(x: DeviceTensor, out: DeviceTensor, lines: ScanLines) -> None:
+    """``out`` = the product of ``x`` viewed as (rows, length, cols) over its middle axis."""
+    n_out, length, cols = lines
+    oblock, rblock = reduction_blocks(n_out, length)
+    _prod_kernel[(-(-n_out // oblock),)](
+        x, out, n_out, length, cols, ACC=accumulator(out.dtype), OBLOCK=oblock, RBLOCK=rblock
+    )
+
+
+def _result_dtype(self: Tensor, dtype: Any) -> TorchDType:
+    if dtype is not None:
+        return as_torch_dtype(dtype)
+    return self.dtype if self.dtype.is_floating_point else DTYPE_OBJECTS["int64"]
+
+
+class TensorScans:
+    """``prod``, ``cumsum`` and ``cumprod`` along a dim, on the device."""
+
+    __slots__ = ()
+
+    def prod(self: Tensor, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> Tensor:
+        """The product over ``dim`` (all elements when None; 1 for none), integers and bools
+        into int64, as torch."""
+        keepdim = flag_argument(keepdim, "prod", "keepdim")
+        if isinstance(dim, tuple | list):
+            raise TensorError(
+                f"prod(dim={dim!r}): torch.prod takes one dim (an int) or none; for several, "
+                "call it once a dim"
+            )
+        rtype = _result_dtype(self, dtype)
+        x = self if self.dtype is rtype else self.to(rtype)
+        rows, length, cols, d = self._split(dim)
+        out = x.new_empty(self._out_shape(d, keepdim))
+        if rows * cols:
+            if length == 0:
+                launch_fill(out.device_tensor, 1)
+            else:
+                dense = x.dense()
+                launch_prod(
+                    dense.device_tensor, out.device_tensor, ScanLines(rows * cols, length, cols)
+                )
+                if dense is not x:
+                    dense.free()
+        if x is not self:
+            x.free()
+        return out
+
+    def cumsum(self: Tensor, dim: Any = None, *, dtype: Any = None) -> Tensor:
+        """Running sums along ``dim`` (integers and bools into int64, as torch)."""
+        return self._scan("cumsum", dim, dtype, None)
+
+    def cumprod(self: Tensor, dim: Any = None, *, dtype: Any = None) -> Tensor:
+        """Running products along ``dim`` (integers and bools into int64, as torch)."""
+        return self._scan("cumprod", dim, dtype, None)
+
+    def cumsum_(self: Tensor, dim: Any = None, *, dtype: Any = None) -> Tensor:
+        return self._scan("cumsum", dim, dtype, self)
+
+    def cumprod_(self: Tensor, dim: Any = None, *, dtype: Any = None) -> Tensor:
+        return self._scan("cumprod", dim, dtype, self)
+
+    def _scan(self: Tensor, what: str, dim: Any, dtype: Any, out: Tensor | None) -> Tensor:
+        name = what + ("_" if out is not None else "")
+        if dim is None:
+            raise TensorError(
+                f"{name}() of {self.storage_device_tensor.name!r}: missing the dim (as torch "
+                f"needs it); give {name}(dim=...), or flatten first for all elements"
+            )
+        if out is not None:
+            rtype = as_torch_dtype(dtype) if dtype is not None else self.dtype
+        else:
+            rtype = _result_dtype(self, dtype)
+        x = self if self.dtype is rtype else self.to(rtype)
+        rows, length, cols, _ = self._split(dim)
+        result = x.new_empty(x.shape)
+        if result.numel():
+            dense = x.dense()
+            launch_scan(
+                dense.device_tensor,
+                result.device_tensor,
+                ScanLines(rows * cols, length, cols),
+                prod=what == "cumprod",
+            )
+            if dense is not x:
+                dense.free()
+        if x is not self:
+            x.free()
+        if out is None:
+            return result
+        out.copy_(result)
+        result.free()
+        return out
