@@ -562,7 +562,7 @@ def test_missing_torch_functions_say_what_to_write_instead():
     for name, hint in (
         ("bincount", "make it on the host with NumPy"),
         ("unique", "there is no device kernel for it"),
-        ("argsort", "there is no device kernel for it"),
+        ("unique", "there is no device kernel for it"),
         ("is_floating_point", "t.dtype.is_floating_point"),
     ):
         with pytest.raises(

@@ -752,7 +752,6 @@ def test_new_zeros_ones_full_take_the_tensors_dtype(ctx):
     [
         ("unique", "no device kernel"),
         ("unique_", "no device kernel"),
-        ("topk", "no device kernel"),
         ("scatter_", "write through indexing"),
     ],
 )

@@ -173,6 +173,7 @@ from kernbench.torch.functions import (
     where,
 )
 from kernbench.torch.kernel_functions import (
+    argsort,
     ceil,
     cumprod,
     cumsum,
@@ -190,6 +191,8 @@ from kernbench.torch.kernel_functions import (
     remainder,
     round,
     sign,
+    sort,
+    topk,
     trunc,
 )
 from kernbench.torch.missing import MODULE_HINTS, install_import_hints
@@ -269,6 +272,9 @@ __all__ = [
     "unique",
     "vstack",
     "randperm",
+    "argsort",
+    "sort",
+    "topk",
     "cumprod",
     "cumsum",
     "prod",

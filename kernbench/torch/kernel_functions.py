@@ -16,6 +16,9 @@ from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "argsort",
+    "sort",
+    "topk",
     "cumprod",
     "cumsum",
     "prod",
@@ -108,3 +111,44 @@ def cumsum(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A0
 def cumprod(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A002
     """``torch.cumprod``: running products along ``dim``."""
     return _tensor(input, "cumprod").cumprod(dim, dtype=dtype)
+
+
+def sort(
+    input: Tensor,  # noqa: A002
+    dim: Any = -1,
+    descending: bool = False,
+    stable: bool = False,
+    *,
+    out: Any = None,
+) -> Any:
+    """``torch.sort``: (values, indices) along ``dim``; ``out=`` a (values, indices) pair."""
+    result = _tensor(input, "sort").sort(dim, descending, stable)
+    return result if out is None else _into_pair("torch.sort", out, result)
+
+
+@with_out
+def argsort(input: Tensor, dim: Any = -1, descending: bool = False, stable: bool = False) -> Tensor:  # noqa: A002
+    """``torch.argsort``: the indices that sort ``input`` along ``dim``."""
+    return _tensor(input, "argsort").argsort(dim, descending, stable)
+
+
+def topk(
+    input: Tensor,  # noqa: A002
+    k: Any,
+    dim: Any = -1,
+    largest: bool = True,
+    sorted: bool = True,  # noqa: A002 - torch's name
+    *,
+    out: Any = None,
+) -> Any:
+    """``torch.topk``: the ``k`` largest (smallest) along ``dim`` and their indices."""
+    result = _tensor(input, "topk").topk(k, dim, largest, sorted)
+    return result if out is None else _into_pair("torch.topk", out, result)
+
+
+def _into_pair(what: str, out: Any, result: Any) -> Any:
+    if not isinstance(out, tuple | list) or len(out) != 2:
+        for part in result:
+            part.free()
+        raise TensorError(f"{what}: out must be a (values, indices) pair of tensors, got {out!r}")
+    return type(result)(into_out(what, out[0], result[0]), into_out(what, out[1], result[1]))

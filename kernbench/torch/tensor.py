@@ -95,6 +95,7 @@ from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.rounding import TensorRounding
 from kernbench.torch.scans import TensorScans
 from kernbench.torch.shapes import Size, dim_index, shape_argument
+from kernbench.torch.sorting import TensorSorting
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
 from kernbench.torch.view_kernels import launch_strided_copy, launch_strided_fill
@@ -143,6 +144,7 @@ class Tensor(
     TensorDivision,
     TensorRounding,
     TensorScans,
+    TensorSorting,
     TensorLogic,
     TensorReductions,
     TensorPointwise,

@@ -1,0 +1,139 @@
+"""``sort``, ``argsort`` and ``topk`` as a rank-counting device kernel, against NumPy's
+stable sort (values, int64 indices, NaN last as torch), errors, and what they cost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernbench.torch as torch
+from kernbench.errors import TensorError
+from kernbench.runtime import RuntimeContext, use_context
+
+
+@pytest.fixture
+def ctx():
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        yield context
+
+
+def _cost(context, call) -> int:
+    before = context.now
+    call()
+    return context.now - before
+
+
+def _stable(a, axis, descending):
+    """NumPy's stable order, descending as torch's (equal values keep their order)."""
+    if not descending:
+        return np.argsort(a, axis=axis, kind="stable")
+    keys = -a if a.dtype.kind in "fiu" and a.dtype.kind != "u" else np.iinfo(a.dtype).max - a
+    if a.dtype.kind == "f":  # NaN first when descending, as torch
+        keys = np.where(np.isnan(a), -np.inf, keys)
+        order = np.argsort(keys, axis=axis, kind="stable")
+        nan_first = np.argsort(~np.isnan(np.take_along_axis(a, order, axis)), axis, kind="stable")
+        return np.take_along_axis(order, nan_first, axis)
+    return np.argsort(keys, axis=axis, kind="stable")
+
+
+@pytest.mark.parametrize("shape", [(9,), (4, 300), (3, 5, 7), (130, 2)])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_matches_a_stable_numpy_sort_along_every_dim(ctx, shape, descending):
+    a = np.random.default_rng(3).integers(-20, 20, shape).astype(np.float32)  # many ties
+    t = torch.from_numpy(a)
+    for dim in range(-len(shape), len(shape)):
+        order = _stable(a, dim, descending)
+        result = t.sort(dim, descending=descending)
+        assert type(result).__name__ == "sort" and result.indices.dtype == torch.int64
+        np.testing.assert_array_equal(result.indices.numpy(), order)
+        np.testing.assert_array_equal(result.values.numpy(), np.take_along_axis(a, order, dim))
+        values, indices = torch.sort(t, dim, descending)
+        np.testing.assert_array_equal(indices.numpy(), order)
+        np.testing.assert_array_equal(
+            torch.argsort(t, dim=dim, descending=descending).numpy(), order
+        )
+
+
+def test_nan_sorts_last_and_first_descending_as_torch(ctx):
+    a = np.array([3.0, np.nan, -np.inf, 1.0, np.nan, np.inf, -0.0], dtype=np.float32)
+    t = torch.from_numpy(a)
+    up = t.sort()
+    np.testing.assert_array_equal(up.values.numpy(), np.sort(a))
+    assert up.indices.tolist() == [2, 6, 3, 0, 5, 1, 4]
+    down = t.sort(descending=True)
+    assert down.indices.tolist() == [1, 4, 5, 0, 3, 6, 2]
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "int8", "float16", "bool"])
+def test_sort_keeps_the_dtype(ctx, dtype):
+    a = np.random.default_rng(1).integers(0, 100, 40).astype(dtype)
+    t = torch.from_numpy(a)
+    result = t.sort(stable=True)
+    assert result.values.dtype == t.dtype
+    np.testing.assert_array_equal(result.values.numpy(), np.sort(a, kind="stable"))
+    np.testing.assert_array_equal(result.indices.numpy(), np.argsort(a, kind="stable"))
+
+
+@pytest.mark.parametrize("largest", [True, False])
+def test_topk_gives_the_k_largest_or_smallest_in_order(ctx, largest):
+    a = np.random.default_rng(2).standard_normal((5, 200)).astype(np.float32)
+    t = torch.from_numpy(a)
+    for dim, k in ((1, 7), (0, 3), (-1, 200), (1, 0)):
+        order = _stable(a, dim, largest)
+        expected = np.take(order, np.arange(k), axis=dim)
+        result = t.topk(k, dim, largest=largest)
+        assert type(result).__name__ == "topk"
+        np.testing.assert_array_equal(result.indices.numpy(), expected)
+        np.testing.assert_array_equal(result.values.numpy(), np.take_along_axis(a, expected, dim))
+    values, indices = torch.topk(t, 2, largest=largest, sorted=False)
+    assert tuple(values.shape) == (5, 2) and indices.dtype == torch.int64
+
+
+def test_sort_of_zero_dim_and_empty_tensors(ctx):
+    values, indices = torch.tensor(2.5).sort()
+    assert values.item() == 2.5 and indices.item() == 0 and values.ndim == 0
+    assert tuple(torch.ones(0, 4).sort(0).values.shape) == (0, 4)
+    assert tuple(torch.ones(3, 0).topk(0).values.shape) == (3, 0)
+
+
+def test_sort_and_topk_errors_name_the_call(ctx):
+    t = torch.ones(2, 5)
+    with pytest.raises(TensorError, match=r"topk of .*selected index k out of range .*\[0, 5\]"):
+        t.topk(6)
+    with pytest.raises(TensorError, match="selected index k out of range"):
+        t.topk(-1)
+    with pytest.raises(TensorError, match="out of range"):
+        t.sort(2)
+    with pytest.raises(TensorError, match="descending must be True or False"):
+        t.sort(descending="yes")
+    with pytest.raises(TensorError, match="out must be a .values, indices. pair"):
+        torch.sort(t, out=torch.empty(2, 5))
+    values, indices = torch.empty(2, 5), torch.empty(2, 5, dtype=torch.int64)
+    result = torch.sort(t, out=(values, indices))
+    assert result.values is values and result.indices is indices
+
+
+def test_sort_cost_grows_with_the_square_of_the_line():
+    context = RuntimeContext("ring8", timing_only=True)
+    with use_context(context):
+        short, long = torch.ones(64, 256), torch.ones(64, 1024)
+        ratio = _cost(context, lambda: long.sort()) / _cost(context, lambda: short.sort())
+        assert ratio > 8  # 4x the elements, each compared with 4x as many
+        few = torch.ones(4096, 8)
+        elementwise = _cost(context, lambda: few + few)
+        assert elementwise < _cost(context, lambda: few.sort()) <= 20 * elementwise
+        assert _cost(context, lambda: long.topk(5)) >= 0.9 * _cost(context, lambda: long.sort())
+
+
+def test_sort_takes_the_same_time_timing_only():
+    times = []
+    for timing_only in (False, True):
+        context = RuntimeContext("tiny", timing_only=timing_only)
+        with use_context(context):
+            x = torch.ones(40, 100)
+            start = context.now
+            x.sort(1)
+            x.topk(3, 0)
+            times.append(context.now - start)
+    assert times[0] == times[1]
