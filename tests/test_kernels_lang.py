@@ -368,3 +368,17 @@ def test_cumsum_and_cumprod_scan_along_an_axis_as_tritons(prod, reverse):
     source = x[:, ::-1] if reverse else x
     expected = fn(source.astype(np.int32), axis=1)
     np.testing.assert_array_equal(out, expected[:, ::-1] if reverse else expected)
+
+
+@jit
+def _histogram_kernel(bins_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.atomic_add(out_ptr + tl.load(bins_ptr + offsets, mask=mask, other=0), 1.5, mask=mask)
+
+
+def test_atomic_add_adds_up_lanes_that_hit_one_element():
+    bins = np.array([0, 3, 3, 1, 3, 0, 2], dtype=np.int32)
+    out = np.ones(4, dtype=np.float32)
+    _histogram_kernel[(2,)](bins, out, bins.size, BLOCK=4)
+    np.testing.assert_array_equal(out, 1 + 1.5 * np.bincount(bins, minlength=4))

@@ -240,7 +240,13 @@ def test_rounding_and_division_cost_one_elementwise_pass():
         # log1p computes in float64 (a transcendental and a division a lane): more work
         assert elementwise < _cost(context, x.log1p) <= 2 * elementwise
         binary = _cost(context, lambda: x + y)
-        assert 0.9 * binary <= _cost(context, lambda: x // y) <= 1.3 * binary
+        assert 0.9 * binary <= _cost(context, lambda: x % y) <= 1.3 * binary
+        assert 0.9 * binary <= _cost(context, lambda: x.fmod(y)) <= 1.3 * binary
+        # a float floor division is torch's fmod, divide, floor and two corrections a lane
+        assert binary < _cost(context, lambda: x // y) <= 2.5 * binary
+        i = torch.ones(1 << 20, dtype=torch.int32)
+        # an integer divisor tensor is tested for zeros first: one more pass over it
+        assert 1.5 * binary < _cost(context, lambda: i % i) <= 2.5 * binary
         assert _cost(context, lambda: big % 3) > 3 * _cost(context, lambda: x % 3)
 
 

@@ -752,7 +752,7 @@ def test_new_zeros_ones_full_take_the_tensors_dtype(ctx):
     [
         ("unique", "no device kernel"),
         ("unique_", "no device kernel"),
-        ("scatter_", "write through indexing"),
+        ("index_put_", "write through indexing"),
     ],
 )
 def test_missing_methods_people_reach_for_say_what_to_use(ctx, name, says):

@@ -11,6 +11,7 @@ What is counted (one record per call, see ``ProgramRecorder``):
 
 * ``tl.load`` / ``tl.store``: one instruction each; lanes issued, lanes active
   (mask true) and ``active lanes * buffer itemsize`` bytes.
+* ``tl.atomic_add``: a load and a store of the lanes' elements, and one op a lane.
 * ``tl.dot``: ``2*M*N*K`` (times the batch) matrix FLOPs of the blocks as
   issued -- padding lanes included, since the hardware multiplies them too. The
   accumulate into ``acc`` is part of the dot and not counted again.
@@ -116,6 +117,7 @@ __all__ = [
     "ProgramState",
     "abs",
     "arange",
+    "atomic_add",
     "bfloat16",
     "broadcast_to",
     "cast",
@@ -711,6 +713,37 @@ def store(
     if chosen.size:
         buffer.store(chosen, chosen_values)
     _record_memory("store", buffer, int(offsets.size), int(chosen.size))
+
+
+def atomic_add(pointer: Pointer, val: Any, mask: Any = None, sem: Any = None, scope: Any = None):
+    """``*pointer += val`` for each active lane, lanes at one element adding up (as atomics
+    do); returns each lane's element as it was before this call's adds (Triton returns
+    the value before that lane's own add).  ``sem`` and ``scope`` are accepted and ignored."""
+    offsets, lanes = _masked(pointer, mask, "atomic_add")
+    buffer = pointer.buffer
+    np_dtype = np.dtype(buffer.dtype)
+    values = np.broadcast_to(np.asarray(_values(val)), offsets.shape)
+    if lanes is None:
+        chosen, chosen_values = offsets.reshape(-1), values.reshape(-1)
+    else:
+        chosen, chosen_values = offsets[lanes], values[lanes]
+    _check_bounds(chosen, buffer, "atomic_add", offsets.size)
+    old = np.zeros(offsets.shape, dtype=np_dtype)
+    if chosen.size:
+        unique, inverse = np.unique(chosen, return_inverse=True)
+        current = np.array(buffer.load(unique), dtype=np_dtype)
+        before = current[inverse]
+        with np.errstate(all="ignore"):
+            np.add.at(current, inverse, chosen_values.astype(np_dtype, copy=False))
+        buffer.store(unique, cast_values(current, element_type(buffer)))
+        if lanes is None:
+            old = before.reshape(offsets.shape)
+        else:
+            old[lanes] = before
+    _record_memory("load", buffer, int(offsets.size), int(chosen.size))
+    _record_memory("store", buffer, int(offsets.size), int(chosen.size))
+    record_vector(int(offsets.size), element_type(buffer).is_floating())
+    return Block(old, element_type(buffer))
 
 
 # ----------------------------------------------------------------------------- compute

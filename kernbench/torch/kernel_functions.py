@@ -16,6 +16,13 @@ from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "gather",
+    "index_select",
+    "take",
+    "scatter",
+    "scatter_add",
+    "index_add",
+    "index_copy",
     "argsort",
     "sort",
     "topk",
@@ -152,3 +159,54 @@ def _into_pair(what: str, out: Any, result: Any) -> Any:
             part.free()
         raise TensorError(f"{what}: out must be a (values, indices) pair of tensors, got {out!r}")
     return type(result)(into_out(what, out[0], result[0]), into_out(what, out[1], result[1]))
+
+
+@with_out
+def gather(input: Tensor, dim: Any, index: Any, *, sparse_grad: bool = False) -> Tensor:  # noqa: A002
+    """``torch.gather``: :meth:`Tensor.gather`."""
+    return _tensor(input, "gather").gather(dim, index)
+
+
+@with_out
+def index_select(input: Tensor, dim: Any, index: Any) -> Tensor:  # noqa: A002
+    """``torch.index_select``: :meth:`Tensor.index_select`."""
+    return _tensor(input, "index_select").index_select(dim, index)
+
+
+@with_out
+def take(input: Tensor, index: Any) -> Tensor:  # noqa: A002
+    """``torch.take``: :meth:`Tensor.take`."""
+    return _tensor(input, "take").take(index)
+
+
+def scatter(
+    input: Tensor,  # noqa: A002
+    dim: Any,
+    index: Any,
+    src: Any = None,
+    *,
+    value: Any = None,
+    reduce: Any = None,
+    out: Any = None,
+) -> Tensor:
+    """``torch.scatter``: :meth:`Tensor.scatter` (a copy of ``input`` written at ``index``)."""
+    result = _tensor(input, "scatter").scatter(dim, index, src, value=value, reduce=reduce)
+    return result if out is None else into_out("torch.scatter", out, result)
+
+
+@with_out
+def scatter_add(input: Tensor, dim: Any, index: Any, src: Any) -> Tensor:  # noqa: A002
+    """``torch.scatter_add``: :meth:`Tensor.scatter_add`."""
+    return _tensor(input, "scatter_add").scatter_add(dim, index, src)
+
+
+@with_out
+def index_add(input: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 1) -> Tensor:  # noqa: A002
+    """``torch.index_add``: :meth:`Tensor.index_add`."""
+    return _tensor(input, "index_add").index_add(dim, index, source, alpha=alpha)
+
+
+@with_out
+def index_copy(input: Tensor, dim: Any, index: Any, source: Any) -> Tensor:  # noqa: A002
+    """``torch.index_copy``: :meth:`Tensor.index_copy`."""
+    return _tensor(input, "index_copy").index_copy(dim, index, source)

@@ -31,7 +31,6 @@ _NO_OPTIMIZER = (
     "as benches/zero_optimizer_step.py does"
 )
 _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, j]] = v"
-_INDEX_READ = "read through indexing instead: t[i], t[a:b], t[[i, j]] (a list of indices)"
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
 _NO_KERNEL = (
@@ -53,15 +52,7 @@ HINTS = {  # (the named entries after the groups win)
     "retain_grad": _NO_AUTOGRAD,
     "register_hook": _NO_AUTOGRAD,
     "grad_fn": _NO_AUTOGRAD,
-    "scatter": _INDEX_WRITE,
-    "scatter_": _INDEX_WRITE,
-    "scatter_add_": _INDEX_WRITE,
-    "index_add_": _INDEX_WRITE,
-    "index_copy_": _INDEX_WRITE,
     "index_put_": _INDEX_WRITE,
-    "gather": _INDEX_READ,
-    "index_select": _INDEX_READ,
-    "take": _INDEX_READ,
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",

@@ -85,6 +85,7 @@ from kernbench.torch.dtypes import (
 from kernbench.torch.grad_slots import TensorGradSlots
 from kernbench.torch.host_ops import TensorHostOps
 from kernbench.torch.host_values import TensorHostValues
+from kernbench.torch.index_ops import TensorIndexOps
 from kernbench.torch.layout import TensorLayout
 from kernbench.torch.logic import TensorLogic
 from kernbench.torch.missing import missing_attribute
@@ -145,6 +146,7 @@ class Tensor(
     TensorRounding,
     TensorScans,
     TensorSorting,
+    TensorIndexOps,
     TensorLogic,
     TensorReductions,
     TensorPointwise,

@@ -89,6 +89,7 @@ __all__ = [
     "tanhshrink",
     "cross_entropy",
     "dropout",
+    "embedding",
     "gelu",
     "l1_loss",
     "layer_norm",
@@ -328,6 +329,41 @@ def dropout(
     out = x.mul_(mask) if inplace else x * mask
     mask.free()
     return out.mul_(scale)
+
+
+def embedding(
+    input: Tensor,  # noqa: A002 - torch's name
+    weight: Tensor,
+    padding_idx: int | None = None,
+    max_norm: float | None = None,
+    norm_type: float = 2.0,
+    scale_grad_by_freq: bool = False,
+    sparse: bool = False,
+) -> Tensor:
+    """``torch.nn.functional.embedding``: the rows of ``weight`` at the integer ``input``
+    (an ``index_select`` of rows, one device kernel); ``padding_idx`` only shapes the
+    gradient in torch, so here it is checked and has no effect."""
+    indices = _input(input, "embedding")
+    table = _input(weight, "embedding")
+    if indices.dtype.name not in ("int32", "int64"):
+        raise TensorError(
+            "embedding: Expected tensor for argument #1 'indices' to have one of the following "
+            f"scalar types: Long, Int; but got {indices.dtype!r} instead (as torch)"
+        )
+    if table.ndim != 2:
+        raise TensorError(f"embedding: 'weight' must be 2-D, got shape {tuple(table.shape)}")
+    rows = table.shape[0]
+    if padding_idx is not None and not -rows <= padding_idx < rows:
+        raise TensorError(
+            f"embedding: padding_idx {padding_idx} must be within num_embeddings ({rows})"
+        )
+    if max_norm is not None:
+        raise TensorError(
+            "embedding(max_norm=...): renormalizing the weight in place is not supported; "
+            "scale the rows of weight before the lookup"
+        )
+    picked = table.index_select(0, indices.reshape(-1))
+    return picked.view(*indices.shape, table.shape[1])
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
