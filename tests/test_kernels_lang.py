@@ -382,3 +382,18 @@ def test_atomic_add_adds_up_lanes_that_hit_one_element():
     out = np.ones(4, dtype=np.float32)
     _histogram_kernel[(2,)](bins, out, bins.size, BLOCK=4)
     np.testing.assert_array_equal(out, 1 + 1.5 * np.bincount(bins, minlength=4))
+
+
+@jit
+def _sort_rows_kernel(x_ptr, out_ptr, N: tl.constexpr, DESCENDING: tl.constexpr):
+    offsets = tl.arange(0, 4)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(out_ptr + offsets, tl.sort(tl.load(x_ptr + offsets), descending=DESCENDING))
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort_orders_the_last_dim_as_tritons(descending):
+    x = np.random.default_rng(4).integers(-50, 50, (4, 16)).astype(np.int32)
+    out = np.empty_like(x)
+    _sort_rows_kernel[(1,)](x, out, N=16, DESCENDING=descending)
+    expected = np.sort(x, axis=1)
+    np.testing.assert_array_equal(out, expected[:, ::-1] if descending else expected)

@@ -22,7 +22,9 @@ What is counted (one record per call, see ``ProgramRecorder``):
   ``log``, ``log2``, ``sqrt``, ``rsqrt``, ``sin``, ``cos``, ``sigmoid`` and
   ``erf`` also count one transcendental op per element (a subset of the vector FLOPs).
 * Reductions (``sum``, ``max``, ``min``) and scans (``cumsum``, ``cumprod``): one op
-  per *input* element.
+  per *input* element.  ``sort``: a bitonic network's compare-exchanges, one vector
+  FLOP per element a stage, integer keys too (``log2(n) * (log2(n) + 1) / 2`` stages
+  for ``n`` along the axis).
 * Pointer arithmetic (``ptr + offsets``): one integer op per element.
 * Not counted: ``arange``, ``zeros``, ``full``, ``.to()`` casts, indexing with
   ``None``/``:``, and plain Python arithmetic on ints.
@@ -164,6 +166,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "sin",
+    "sort",
     "spmd_dim",
     "sqrt",
     "static_assert",
@@ -877,6 +880,25 @@ def cumprod(input: Any, axis: int = 0, reverse: bool = False, dtype: dtype | Non
     return _scan(np.cumprod, input, axis, reverse, dtype)
 
 
+def sort(x: Any, dim: Any = None, descending: Any = False) -> Block:
+    """``x`` sorted along ``dim`` (the last when None), as Triton's bitonic ``tl.sort``
+    (NaN after every number here; equal values are indistinguishable, so order among
+    them does not show)."""
+    b = _block(x)
+    ax = b.ndim - 1 if dim is None else _reduction_axis(b, dim)
+    if ax is None or b.ndim == 0:
+        raise KernelError(f"{where_am_i()}: tl.sort needs a block with a dim to sort along")
+    values = np.sort(b.value, axis=ax, kind="stable")
+    if descending:
+        values = np.flip(values, ax)
+    n = b.shape[ax]
+    levels = builtins.max(1, (n - 1).bit_length())
+    # the compare-exchanges are the vector engine's work whatever the type (integer keys
+    # included), so they count as vector FLOPs, not as free index math
+    record_vector(b.numel * levels * (levels + 1) // 2, True)
+    return Block(np.ascontiguousarray(values), b.dtype)
+
+
 def _extreme(largest: bool, input, axis, return_indices, keep_dims):
     b = _block(input)
     if b.dtype is bfloat16:  # as Triton: no bf16 comparisons in hardware
@@ -1116,7 +1138,7 @@ def next_power_of_2(n: int) -> int:
 def _install_methods() -> None:
     """``x.sum(...)`` and the like: the tl functions Triton attaches to tensors, as methods."""
     methods = (sum, max, min, exp, exp2, log, log2, sin, cos, sqrt, rsqrt, sigmoid, abs)
-    methods += (erf, floor, ceil, cumsum, cumprod)
+    methods += (erf, floor, ceil, cumsum, cumprod, sort)
     for fn in methods + (reshape, trans, expand_dims, broadcast_to, cast):
         setattr(Block, fn.__name__, fn)
 

@@ -1,16 +1,24 @@
 """Sorting of :class:`~kernbench.torch.Tensor`: ``sort``, ``argsort`` and ``topk``.
 
-:class:`TensorSorting` is mixed into the tensor class.  They run one device kernel,
-a rank-counting sort: each element of a line (the tensor viewed as (rows, length,
-cols) around its dim, as the reductions view it) counts the elements that go before
-it -- smaller (larger when descending), or equal and earlier -- and that count is
-where it is stored, with its index.  The order is always stable, which torch's
-``stable=False`` also allows; NaN sorts after every number (first when descending),
-as torch's.  ``topk`` keeps the ranks below ``k`` (its values sorted even with
-``sorted=False``).  A line of length L costs L * L comparisons (a compare, a tie
-test and a count a pair), more than a bitonic network's L log^2 L, so long lines are
-charged more than torch's sort would take: the work a rank count does, not a tuned
-library's.
+:class:`TensorSorting` is mixed into the tensor class.  Each runs one device kernel
+over the lines of the tensor viewed as (rows, length, cols) around its dim, as the
+reductions view it; nothing goes to the host.
+
+* Dtypes of at most 4 bytes, lines of at most :data:`MAX_BITONIC`: a bitonic
+  network (``tl.sort``, as Triton's) over each line padded to a power of two, of
+  int64 keys that pack the value's order and its index (so ties keep their order:
+  the sort is stable) -- ``log2(L) * (log2(L) + 1) / 2`` compare-exchange stages,
+  then the values loaded again through the sorted indices.
+* Otherwise (float64, int64, uint64, longer lines): a rank count.  Each element
+  counts the elements of its line that go before it (smaller, larger when
+  descending, or equal and earlier) and is stored at that place with its index:
+  L * L compares a line of L.  The cost model charges integer compares as index
+  math (nothing), so an int64 sort costs its memory traffic; float64 compares are
+  vector FLOPs.
+
+Both are stable, which torch's ``stable=False`` also allows; NaN sorts after every
+number (first when descending) and -0.0 ties 0.0, as torch's.  ``topk`` keeps the
+first ``k`` places (in order even with ``sorted=False``).
 """
 
 from __future__ import annotations
@@ -30,13 +38,26 @@ from kernbench.torch.shapes import dim_index, flag_argument
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["SortResult", "TensorSorting", "TopkResult", "launch_rank_sort"]
+__all__ = [
+    "MAX_BITONIC",
+    "SortResult",
+    "TensorSorting",
+    "TopkResult",
+    "launch_bitonic_sort",
+    "launch_rank_sort",
+]
 
 SortResult = namedtuple("sort", ["values", "indices"])  # torch.return_types.sort
 TopkResult = namedtuple("topk", ["values", "indices"])  # torch.return_types.topk
 
 # Compare lanes a step of the rank kernel takes (lines x elements x others).
 _PAIRS = 1 << 15
+# Lanes of a bitonic sort program (lines x padded line), and the longest line it sorts.
+_LANES = 1 << 14
+MAX_BITONIC = 1 << 20
+INDEX_BITS = 21  # an index below MAX_BITONIC fits; keys stay within +-2**54
+INDEX_SPAN = 1 << INDEX_BITS
+PADDING = 1 << 62  # after every key
 
 
 @jit
@@ -92,6 +113,80 @@ def _rank_sort_kernel(
     tl.store(idx_ptr + at, (i[None, :] + rank * 0).to(tl.int64), mask=keep)
 
 
+@jit
+def _bitonic_sort_kernel(
+    x_ptr,
+    val_ptr,
+    idx_ptr,
+    n_lines,
+    L,
+    C,
+    K,
+    DESCENDING: tl.constexpr,
+    FLOAT: tl.constexpr,
+    LB: tl.constexpr,
+    N: tl.constexpr,
+):
+    # LB lines of x[a, :, c], each padded to N lanes, sorted by one tl.sort of int64 keys
+    # (order key * 2**INDEX_BITS + index: ties keep their order, so the sort is stable);
+    # the sorted keys' low bits are the indices, the values are loaded again through them.
+    line = tl.program_id(0) * LB + tl.arange(0, LB)
+    line_mask = line < n_lines
+    base = (line // C) * (L * C) + line % C
+    i = tl.arange(0, N)
+    mask = line_mask[:, None] & (i < L)[None, :]
+    x = tl.load(x_ptr + base[:, None] + i[None, :] * C, mask=mask, other=0)
+    if FLOAT:
+        u = x.to(tl.float32) + 0.0  # -0.0 ties 0.0, as torch compares them
+        u = tl.where(u != u, float("nan"), u)  # one NaN, after +inf in bit order
+        bits = u.to(tl.int32, bitcast=True)
+        order = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits).to(tl.int64)
+    else:
+        order = x.to(tl.int64)
+    if DESCENDING:
+        order = -order
+    key = order * INDEX_SPAN + i[None, :]
+    key = tl.where(mask, key, PADDING)
+    ranked = tl.sort(key, dim=1)
+    index = ranked & (INDEX_SPAN - 1)
+    keep = line_mask[:, None] & (i < K)[None, :] & (i < L)[None, :]
+    values = tl.load(x_ptr + base[:, None] + index * C, mask=keep, other=0)
+    at = ((line // C) * (K * C) + line % C)[:, None] + i[None, :] * C
+    tl.store(val_ptr + at, values, mask=keep)
+    tl.store(idx_ptr + at, index, mask=keep)
+
+
+def launch_bitonic_sort(
+    x: DeviceTensor,
+    values: DeviceTensor,
+    indices: DeviceTensor,
+    lines: tuple[int, int, int],
+    k: int,
+    *,
+    descending: bool,
+) -> None:
+    """As :func:`launch_rank_sort`, by a bitonic network (``tl.sort``) over each line
+    padded to a power of two; for dtypes of at most 4 bytes and lines of at most
+    :data:`MAX_BITONIC` elements."""
+    n_lines, length, cols = lines
+    check_elements(n_lines * length, "a sort")
+    n = tl.next_power_of_2(max(1, length))
+    lb = tl.next_power_of_2(max(1, min(n_lines, _LANES // n)))
+    _bitonic_sort_kernel[(-(-n_lines // lb),)](
+        x,
+        values,
+        indices,
+        n_lines,
+        length,
+        cols,
+        k,
+        DESCENDING=descending,
+        FLOAT=x.dtype.is_floating_point,
+        LB=lb,
+        N=n,
+    )
+
+
 def launch_rank_sort(
     x: DeviceTensor,
     values: DeviceTensor,
@@ -125,7 +220,7 @@ def launch_rank_sort(
 
 
 class TensorSorting:
-    """``sort``, ``argsort`` and ``topk`` along a dim (a rank-counting device kernel)."""
+    """``sort``, ``argsort`` and ``topk`` along a dim (a bitonic or rank-counting kernel)."""
 
     __slots__ = ()
 
@@ -174,7 +269,9 @@ class TensorSorting:
         cols = math.prod(shape[d + 1 :]) if shape else 1
         if values.numel():
             x = self.dense()
-            launch_rank_sort(
+            bitonic = self.dtype.itemsize <= 4 and length <= MAX_BITONIC
+            launch = launch_bitonic_sort if bitonic else launch_rank_sort
+            launch(
                 x.device_tensor,
                 values.device_tensor,
                 indices.device_tensor,
