@@ -216,6 +216,24 @@ def test_integer_division_by_zero_raises_as_torch(ctx, call):
         eval(call)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64", "float32", "float64"])
+def test_div_rounding_modes_floor_and_trunc(ctx, dtype):
+    x, y = _pairs(dtype)
+    a, b = torch.from_numpy(x), torch.from_numpy(y)
+    floor = torch.div(a, b, rounding_mode="floor")
+    trunc = a.div(b, rounding_mode="trunc")
+    assert floor.dtype == trunc.dtype == a.dtype  # no true-division promotion, as torch
+    np.testing.assert_array_equal(floor.numpy(), np.floor_divide(x, y))
+    np.testing.assert_array_equal(trunc.numpy(), np.trunc(x / y).astype(dtype))
+    np.testing.assert_array_equal(a.div(-4, rounding_mode="trunc").numpy(), np.trunc(x / -4))
+    c = a.clone()
+    assert c.div_(b, rounding_mode="trunc") is c
+    np.testing.assert_array_equal(c.numpy(), np.trunc(x / y).astype(dtype))
+    if not a.dtype.is_floating_point:
+        with pytest.raises(TensorZeroDivisionError, match=r"div\(rounding_mode='trunc'\) of"):
+            a.div(0, rounding_mode="trunc")
+
+
 def test_division_errors_name_the_call(ctx):
     with pytest.raises(TensorError, match="floor_divide of .*not implemented for 'Bool'"):
         torch.tensor([True]) // torch.tensor([True])

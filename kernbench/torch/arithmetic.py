@@ -115,7 +115,10 @@ class TensorArithmetic:
         return self._binary("mul", other)
 
     def div(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
-        _true_division(rounding_mode)
+        """True division, or with ``rounding_mode`` "floor" or "trunc" the quotient rounded
+        (:class:`~kernbench.torch.division.TensorDivision`'s kernel)."""
+        if rounding_mode is not None:
+            return self.rounded_division(other, rounding_mode)
         return self._binary("div", other)
 
     def add_(self: Tensor, other: Any, *, alpha: Any = 1) -> Tensor:
@@ -130,7 +133,8 @@ class TensorArithmetic:
         return self._binary("mul", other, out=self)
 
     def div_(self: Tensor, other: Any, *, rounding_mode: str | None = None) -> Tensor:
-        _true_division(rounding_mode)
+        if rounding_mode is not None:
+            return self.rounded_division(other, rounding_mode, out=self)
         return self._binary("div", other, out=self)
 
     # -- the optimizers' fused updates, as the ops they are made of ----------------------
@@ -288,15 +292,6 @@ def _scaled_product(tensor1: Any, tensor2: Any, value: Any) -> Tensor:
         return scaled * tensor2
     finally:
         free_temporaries(scaled)
-
-
-def _true_division(rounding_mode: Any) -> None:
-    if rounding_mode is not None:
-        raise TensorError(
-            f"div(rounding_mode={rounding_mode!r}): only true division (rounding_mode=None) "
-            "runs on the device here; for floor division use torch.floor_divide(a, b) (a // b), "
-            "for trunc division of floats (a / b).trunc()"
-        )
 
 
 def _float_quotient(tensor1: Any, tensor2: Any, what: str) -> None:

@@ -32,12 +32,16 @@ if TYPE_CHECKING:
 
 __all__ = ["DIVISION_OPS", "TensorDivision", "launch_division"]
 
-DIVISION_OPS = ("floor_divide", "remainder", "fmod")
+DIVISION_OPS = ("floor_divide", "trunc_divide", "remainder", "fmod")
+_LABELS = {"trunc_divide": "div(rounding_mode='trunc')"}
 
 
 @jit
 def _division(x, y, OP: tl.constexpr, FLOAT: tl.constexpr, SIGNED: tl.constexpr):
     if FLOAT:
+        if OP == "trunc_divide":
+            q = x / y
+            return tl.where(q < 0, tl.ceil(q), tl.floor(q))
         mod = x % y  # fmod
         if OP == "fmod":
             return mod
@@ -52,8 +56,10 @@ def _division(x, y, OP: tl.constexpr, FLOAT: tl.constexpr, SIGNED: tl.constexpr)
         result = tl.where(div != 0, low, signed_zero)
         return tl.where(y == 0, quotient, result)
     safe = tl.where(y == 0, 1, y)  # zero divisors were refused before the launch
-    q = x // safe
+    q = x // safe  # truncated, as C's
     r = x % safe
+    if OP == "trunc_divide":
+        return q
     if OP == "fmod":
         return r
     if not SIGNED:
@@ -177,10 +183,26 @@ class TensorDivision:
     def __imod__(self: Tensor, other: Any) -> Tensor:
         return self._divide("remainder", other, out=self)
 
+    def rounded_division(
+        self: Tensor, other: Any, rounding_mode: Any, out: Tensor | None = None
+    ) -> Tensor:
+        """``div(other, rounding_mode=...)``: "floor" is :meth:`floor_divide`, "trunc" the
+        quotient rounded toward zero (C's integer division)."""
+        if rounding_mode == "floor":
+            return self._divide("floor_divide", other, out=out)
+        if rounding_mode == "trunc":
+            return self._divide("trunc_divide", other, out=out)
+        raise TensorError(
+            "div expected rounding_mode to be one of None, 'trunc', or 'floor' but found "
+            f"{rounding_mode!r} (as torch)"
+        )
+
     def _divide(
         self: Tensor, op: str, other: Any, out: Tensor | None = None, reflected: bool = False
     ) -> Tensor:
-        what = f"{op}{'_' if out is not None else ''} of {self.storage_device_tensor.name!r}"
+        label = _LABELS.get(op, op)
+        in_place = "_" if out is not None and op not in _LABELS else ""
+        what = f"{label}{in_place} of {self.storage_device_tensor.name!r}"
         is_tensor = isinstance(other, TensorDivision)
         if is_tensor:
             shape = check_pair(self, other, what, in_place=out is not None)

@@ -27,7 +27,7 @@ from kernbench.errors import TensorError
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.arithmetic import free_temporaries
-from kernbench.torch.device_kernels import BLOCK, elementwise_grid
+from kernbench.torch.device_kernels import BLOCK, check_elements, elementwise_grid
 from kernbench.torch.dtypes import python_scalar
 from kernbench.torch.host_values import checked_read
 from kernbench.torch.shapes import dim_index
@@ -111,6 +111,7 @@ def launch_gather(
     """``out`` (R, K, C) from ``x`` (R, LX, C) at ``index``; ``sizes`` = (K, C, LX)."""
     n = out.numel
     k, c, lx = sizes
+    check_elements(x.numel, "gather")  # the source is indexed with 32-bit offsets too
     _gather_kernel[elementwise_grid(n, "gather")](
         x, index, out, n, k, c, lx, LINE=line, WRAP=wrap, BLOCK=BLOCK
     )
@@ -128,6 +129,7 @@ def launch_scatter(
     """``out`` (R, LO, C) at ``index`` gets ``src`` (R, K, C, or a number); ``counts`` =
     (n = R * K * C, K, C, LO)."""
     n, k, c, lo = counts
+    check_elements(out.numel, "scatter")  # the target is indexed with 32-bit offsets too
     is_tensor = isinstance(src, DeviceTensor)
     _scatter_kernel[elementwise_grid(n, "scatter")](
         src if is_tensor else index,
