@@ -165,6 +165,11 @@ def test_embedding_is_an_index_select_of_rows(ctx):
         ),
         ("t.index_copy_(0, torch.tensor([0]), torch.ones(2, 6))", r"source of shape \(1, 6\)"),
         (
+            "torch.zeros(2, dtype=torch.int32).index_add_(0, torch.tensor([0]), "
+            "torch.ones(1, dtype=torch.int32), alpha=0.5)",
+            "For integral input tensors, argument alpha must not be a floating point",
+        ),
+        (
             "t.index_add_(0, torch.tensor([0]), torch.ones(1, 6, dtype=torch.int64))",
             "must have the same scalar type",
         ),

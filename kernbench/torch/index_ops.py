@@ -400,6 +400,11 @@ class TensorIndexOps:
             raise TensorError(f"{what}: source must be a Tensor, got {type(source).__name__}")
         same_device(what, self, index)
         same_device(what, self, source)
+        if isinstance(python_scalar(alpha), float) and not self.dtype.is_floating_point:
+            raise TensorError(
+                f"{what}: For integral input tensors, argument alpha must not be a floating "
+                f"point number (as torch), got alpha={alpha!r}"
+            )
         d = dim_index(dim, max(self.ndim, 1))
         count = index.numel()
         wanted = tuple(self.shape[:d]) + (count,) + tuple(self.shape[d + 1 :])

@@ -13,7 +13,12 @@ the host through the fabric, which costs time too.  This module holds the
 class and :func:`new_tensor`, which every factory goes through; the operators
 are in :mod:`~kernbench.torch.arithmetic`, reductions in
 :mod:`~kernbench.torch.reductions`, ``exp``/``abs``/... in
-:mod:`~kernbench.torch.pointwise`, dtypes in :mod:`~kernbench.torch.dtypes`,
+:mod:`~kernbench.torch.pointwise`, ``floor``/``round``/``sign``/... in
+:mod:`~kernbench.torch.rounding`, ``//``/``%``/``fmod`` in
+:mod:`~kernbench.torch.division`, ``prod``/``cumsum`` in
+:mod:`~kernbench.torch.scans`, ``sort``/``topk`` in :mod:`~kernbench.torch.sorting`,
+``gather``/``scatter_``/``index_add_``/... in :mod:`~kernbench.torch.index_ops`,
+dtypes in :mod:`~kernbench.torch.dtypes`,
 the factories in :mod:`~kernbench.torch.factories` and
 :mod:`~kernbench.torch.sampling`.
 
