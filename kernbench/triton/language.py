@@ -112,11 +112,10 @@ _HINTS = {
     "argmax": "tl.max(x, axis, return_indices=True), which returns (values, indices)",
     "argmin": "tl.min(x, axis, return_indices=True), which returns (values, indices)",
     **dict.fromkeys(
-        ("cumsum", "cumprod", "associative_scan", "sort", "histogram"), _NOT_IN_LANGUAGE
+        ("associative_scan", "histogram", "reduce", "gather", "flip"), _NOT_IN_LANGUAGE
     ),
     **dict.fromkeys(
         (
-            "atomic_add",
             "atomic_max",
             "atomic_min",
             "atomic_cas",
@@ -125,7 +124,8 @@ _HINTS = {
             "atomic_or",
             "atomic_xor",
         ),
-        "atomics are not modelled: programs run one at a time, so load, update and store",
+        "atomics but tl.atomic_add are not modelled: programs run one at a time, so load, "
+        "update and store",
     ),
     "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
     **dict.fromkeys(
