@@ -45,9 +45,10 @@ EDGES = np.array(
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
 def test_rounding_of_floats_matches_numpy_bit_for_bit(ctx, name, reference, dtype):
-    a = EDGES.astype(dtype)
+    with np.errstate(all="ignore"):  # 1e8 overflows float16; inf - inf is NaN
+        a = EDGES.astype(dtype)
+        expected = reference(a)
     t = torch.from_numpy(a)
-    expected = reference(a)
     for result in (getattr(t, name)(), getattr(torch, name)(t)):
         assert result.dtype == t.dtype
         np.testing.assert_array_equal(result.numpy(), expected)
@@ -280,5 +281,6 @@ def test_timing_only_runs_take_the_functional_time():
             x.floor()
             x % 0.3
             i // 3
+            i % i  # the divisor tensor's zero test reads one byte in both modes
             times.append(context.now - start)
     assert times[0] == times[1]
