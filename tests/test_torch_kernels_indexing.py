@@ -155,6 +155,8 @@ def test_embedding_is_an_index_select_of_rows(ctx):
         ("t.index_select(0, torch.tensor([0.0]))", "Expected dtype int32 or int64 for index"),
         ("t.gather(0, torch.tensor([0]))", "index of shape .1,. must have the input's 2 dims"),
         ("t.index_select(0, torch.tensor([[0]]))", "Index is supposed to be a vector"),
+        ("t.scatter_(0, torch.tensor([[0]]), torch.ones(1))", "index of shape .1, 1. must have"),
+        ("t.scatter_(1, torch.tensor([[0, 1]]), torch.ones(1, 1))", "no larger than src"),
         (
             "t.scatter_(0, torch.tensor([[0]]), torch.ones(1, 1, dtype=torch.int32))",
             "Expected self.dtype to be equal to src.dtype",

@@ -327,17 +327,13 @@ class TensorIndexOps:
             raise TensorError(f"{what}: give src (a Tensor) or value (a number), got {value!r}")
         d = dim_index(dim, max(self.ndim, 1))
         shape = tuple(index.shape) if self.ndim else ()
-        bigger = (
-            [
-                k
-                for k in range(index.ndim)
-                if (k != d and index.shape[k] > self.shape[k])
-                or (src is not None and index.shape[k] > src.shape[k])
-            ]
-            if index.ndim == self.ndim
-            else []
+        same_dims = index.ndim == self.ndim and (src is None or src.ndim == self.ndim)
+        fits = same_dims and all(
+            (k == d or index.shape[k] <= self.shape[k])
+            and (src is None or index.shape[k] <= src.shape[k])
+            for k in range(index.ndim)
         )
-        if index.ndim != self.ndim or (src is not None and src.ndim != self.ndim) or bigger:
+        if not fits:
             raise TensorError(
                 f"{what}: index of shape {tuple(index.shape)} must have self's {self.ndim} dims "
                 f"(and src's), no larger than src in any dim and than self "
