@@ -113,6 +113,8 @@ def test_sort_and_topk_errors_name_the_call(ctx):
         t.sort(descending="yes")
     with pytest.raises(TensorError, match="out must be a .values, indices. pair"):
         torch.sort(t, out=torch.empty(2, 5))
+    with pytest.raises(TensorError, match="sort of .*a line of 70000 torch.int64 elements"):
+        torch.zeros(70000, dtype=torch.int64).sort()
     values, indices = torch.empty(2, 5), torch.empty(2, 5, dtype=torch.int64)
     result = torch.sort(t, out=(values, indices))
     assert result.values is values and result.indices is indices

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BITONIC",
+    "MAX_RANK_LINE",
     "SortResult",
     "TensorSorting",
     "TopkResult",
@@ -55,6 +56,9 @@ _PAIRS = 1 << 15
 # Lanes of a bitonic sort program (lines x padded line), and the longest line it sorts.
 _LANES = 1 << 14
 MAX_BITONIC = 1 << 20
+# The longest line the rank count takes: its L * L compares run on the host interpreter
+# too, about a minute for a line of 2**16.
+MAX_RANK_LINE = 1 << 16
 INDEX_BITS = 21  # an index below MAX_BITONIC fits; keys stay within +-2**54
 INDEX_SPAN = 1 << INDEX_BITS
 PADDING = 1 << 62  # after every key
@@ -270,6 +274,14 @@ class TensorSorting:
         if values.numel():
             x = self.dense()
             bitonic = self.dtype.itemsize <= 4 and length <= MAX_BITONIC
+            if not bitonic and length > MAX_RANK_LINE:
+                raise TensorError(
+                    f"{what} of {self.storage_device_tensor.name!r}: a line of {length} "
+                    f"{self.dtype!r} elements; 8-byte dtypes (and lines past {MAX_BITONIC}) "
+                    f"sort by a rank count of L * L compares, for lines of at most "
+                    f"{MAX_RANK_LINE} here; convert to a 4-byte dtype (float32, int32) when "
+                    "the values fit, or sort shorter lines"
+                )
             launch = launch_bitonic_sort if bitonic else launch_rank_sort
             launch(
                 x.device_tensor,
