@@ -24,14 +24,11 @@ the factories in :mod:`~kernbench.torch.factories` and
 
 Decisions a PyTorch user would otherwise have to guess:
 
-* A 32-bit world: there is no float64 or int64.  Python floats infer
-  ``float32`` (the default dtype), Python ints ``int32``, Python bools
-  ``bool`` (one byte per element); integer and bool sums and the indices of
-  ``max(dim)``/``argmax`` are ``int32`` (torch gives int64); a sum past
-  int32 raises instead of wrapping (``dtype=torch.int32`` asks it to wrap,
-  as torch's does).  ``tensor()``
-  converts float64/int64 data (it copies anyway); ``from_numpy`` keeps the
-  array's dtype exactly, so it refuses those.
+* torch's dtypes: Python floats infer ``float32`` (the default dtype),
+  Python ints ``int64``, Python bools ``bool`` (one byte per element); a
+  NumPy array keeps its dtype (``float64`` included); integer and bool sums
+  and the indices of ``max(dim)``/``argmax``/``sort``/``topk`` are ``int64``;
+  float64 math runs in float64.  There are no complex dtypes.
 * Broadcasting follows PyTorch; type promotion too (int + float scalar is
   float32, ``/`` is true division and gives float32 for integers; an
   in-place op whose result would be float on an integer tensor raises).
