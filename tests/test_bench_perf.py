@@ -422,3 +422,24 @@ def test_split_op_sizes_are_rounded_as_nccl_tests_rounds_them(bench, args, row, 
     )
     lines = [line.split() for line in capsys.readouterr().out.splitlines()]
     assert [cells[:2] for cells in lines if cells and cells[0].isdigit()] == [list(row)]
+
+
+MOE_ARGS = ["--tokens", "32", "--d-model", "16", "--ffn", "32"]
+
+
+@pytest.mark.parametrize(("args", "world_size"), [([], 8), (["--top-k", "1"], 4)])
+def test_moe_layer_checks_on_both_backends(args, world_size) -> None:
+    """topk routing, argsort, bincount, advanced indexing, two all_to_all_single with
+    split sizes read from the exchanged counts and index_add_: checked against NumPy on
+    both backends; timing-only runs take the routing as balanced and check nothing."""
+    detailed = rows_of("moe_layer.py", [*MOE_ARGS, *args], world_size=world_size)
+    fast = rows_of(
+        "moe_layer.py", [*MOE_ARGS, *args], world_size=world_size,
+        overrides=["simulation.backend=fast"],
+    )  # fmt: skip
+    timing = rows_of("moe_layer.py", [*MOE_ARGS, *args], world_size=world_size, timing_only=True)
+    (a,), (b,), (c,) = detailed, fast, timing
+    assert a["checked"] is True and b["checked"] is True and c["checked"] == "n/a"
+    assert a["experts"] == 2 * world_size and a["all_to_all_us"] > 0
+    assert b["layer_us"] == pytest.approx(a["layer_us"], rel=0.05)
+    assert 0 < c["all_to_all_us"] and c["layer_us"] == pytest.approx(a["layer_us"], rel=0.25)

@@ -44,7 +44,10 @@ _NOT_MODELLED = (
 
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
-KERNEL_NAMES: tuple[str, ...] = ()
+KERNEL_NAMES = (
+    "searchsorted", "bucketize", "median", "nanmedian", "quantile", "kthvalue", "mode",
+    "cummax", "cummin", "logcumsumexp", "histc", "scatter_reduce",
+)  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
