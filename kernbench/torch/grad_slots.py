@@ -52,7 +52,7 @@ class TensorGradSlots:
 
     @grad.setter
     def grad(self: Tensor, value: Tensor | None) -> None:
-        if value is not None and not isinstance(value, type(self)):
+        if value is not None and not isinstance(value, TensorGradSlots):
             raise TensorError(f"assigned grad must be a Tensor or None, got {type(value).__name__}")
         if value is not None and value.shape != self.shape:
             raise TensorError(
@@ -68,7 +68,7 @@ class TensorGradSlots:
 
     @data.setter
     def data(self: Tensor, value: Tensor) -> None:
-        if not isinstance(value, type(self)):
+        if not isinstance(value, TensorGradSlots):
             raise TensorError(f"data must be set to a Tensor, got {type(value).__name__}")
         grad, flag = self._grad, self._requires_grad  # p.data = x keeps p's slots
         self._init(value.storage_device_tensor, value.geometry, value.get_device(), value.dp)

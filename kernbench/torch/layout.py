@@ -105,7 +105,7 @@ class TensorLayout:
 
         def scalar(k: Any) -> Any:
             if (
-                isinstance(k, type(self))
+                isinstance(k, TensorLayout)
                 and k.ndim == 0
                 and not k.dtype.is_floating_point
                 and k.dtype is not BOOL
@@ -119,7 +119,7 @@ class TensorLayout:
     def _bool_mask(self: Tensor, key: Any) -> Any:
         """A boolean mask index (a bool tensor, a bool array or a list of bools) checked
         against the leading dims it covers, else None."""
-        if isinstance(key, type(self)):
+        if isinstance(key, TensorLayout):
             mask = key if key.dtype is BOOL else None
             if key.dtype.name == "uint8":  # a mask in torch too, deprecated there
                 warnings.warn(
@@ -151,7 +151,7 @@ class TensorLayout:
     def _mask_rows(self: Tensor, mask: Any) -> tuple[Tensor, int, tuple[int, ...]]:
         """The numbers of the rows a mask selects (a device int64 tensor), the elements of a
         row and the shape of the rows (the dims the mask does not cover)."""
-        values = mask.numpy() if isinstance(mask, type(self)) else mask
+        values = mask.numpy() if isinstance(mask, TensorLayout) else mask
         chosen = np.flatnonzero(values).astype(np.int64)
         rest = tuple(self.shape)[np.ndim(values) :]
         rows = self.new_empty((len(chosen),), dtype=DTYPE_OBJECTS["int64"]).copy_(chosen)
@@ -172,8 +172,10 @@ class TensorLayout:
     def _write_masked(self: Tensor, mask: Any, value: Any) -> None:
         """``self[mask] = value``: a scalar by masked_fill_, values by a scatter kernel."""
         name = self.storage_device_tensor.name
-        if python_scalar(value) is not None or (isinstance(value, type(self)) and value.ndim == 0):
-            if not isinstance(mask, type(self)):
+        if python_scalar(value) is not None or (
+            isinstance(value, TensorLayout) and value.ndim == 0
+        ):
+            if not isinstance(mask, TensorLayout):
                 mask = self.new_empty(mask.shape, dtype=BOOL).copy_(mask)
             lead = (*mask.shape, *[1] * (self.ndim - mask.ndim))
             self.masked_fill_(mask.reshape(lead), value)
