@@ -28,6 +28,7 @@ __all__ = [
     "TensorTypeError",
     "TensorIndexError",
     "TensorZeroDivisionError",
+    "ModuleAttributeError",
     "UnsupportedNameError",
     "unsupported_name",
     "KernelError",
@@ -149,6 +150,10 @@ class TensorTypeError(TensorError, TypeError):
 
 class TensorZeroDivisionError(TensorError, ZeroDivisionError):
     """Integer division of tensors by zero (torch's "ZeroDivisionError")."""
+
+
+class ModuleAttributeError(KernBenchError, AttributeError):
+    """An attribute a ``torch.nn.Module`` does not have (``hasattr`` works), as torch's."""
 
 
 class UnsupportedNameError(KernBenchError, AttributeError):

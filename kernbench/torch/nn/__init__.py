@@ -1,10 +1,13 @@
-"""``torch.nn`` for KernBench: ``torch.nn.functional`` (activations, norms, losses) and
-``torch.nn.utils`` (gradient clipping).
+"""``torch.nn`` for KernBench: modules and parameters (forward only), ``torch.nn.functional``
+(activations, norms, losses), ``torch.nn.init`` and ``torch.nn.utils`` (gradient clipping).
 
-There are no modules, parameters or autograd; asking for anything else
-(``nn.Module``, ``nn.Linear``, ...) raises a
-:class:`~kernbench.errors.TensorAttributeError` that says so and what to
-write instead.
+Modules run their ``forward`` as the ``functional`` ops they call and cost
+what those ops cost.  There is no autograd: parameters have
+``requires_grad=True`` and a ``grad`` slot the script assigns (a hand-written
+backward), which ``torch.optim`` reads.  Names torch has and this package
+does not (``nn.Conv2d``, ``nn.parallel``, ...) raise a
+:class:`~kernbench.errors.TensorAttributeError` that says what to write
+instead.
 """
 
 from __future__ import annotations
@@ -12,34 +15,120 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorAttributeError
-from kernbench.torch.nn import functional, utils
+from kernbench.torch.nn import functional, init, utils
+from kernbench.torch.nn.containers import (
+    ModuleDict,
+    ModuleList,
+    ParameterDict,
+    ParameterList,
+    Sequential,
+)
+from kernbench.torch.nn.functional_modules import (
+    ELU,
+    GELU,
+    GLU,
+    BCELoss,
+    BCEWithLogitsLoss,
+    CrossEntropyLoss,
+    Hardswish,
+    HuberLoss,
+    KLDivLoss,
+    L1Loss,
+    LeakyReLU,
+    LogSoftmax,
+    Mish,
+    MSELoss,
+    NLLLoss,
+    ReLU,
+    Sigmoid,
+    SiLU,
+    SmoothL1Loss,
+    Softmax,
+    Softplus,
+    Tanh,
+)
+from kernbench.torch.nn.layers import (
+    BatchNorm1d,
+    BatchNorm2d,
+    Dropout,
+    Embedding,
+    Flatten,
+    GroupNorm,
+    Identity,
+    LayerNorm,
+    Linear,
+    RMSNorm,
+    Unflatten,
+)
+from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.parameter import Buffer, Parameter
 
-__all__ = ["functional", "utils"]
+__all__ = [
+    "functional",
+    "init",
+    "utils",
+    "Module",
+    "Parameter",
+    "Buffer",
+    "Sequential",
+    "ModuleList",
+    "ModuleDict",
+    "ParameterList",
+    "ParameterDict",
+    "Identity",
+    "Linear",
+    "Embedding",
+    "LayerNorm",
+    "RMSNorm",
+    "GroupNorm",
+    "BatchNorm1d",
+    "BatchNorm2d",
+    "Dropout",
+    "Flatten",
+    "Unflatten",
+    "ReLU",
+    "GELU",
+    "SiLU",
+    "Sigmoid",
+    "Tanh",
+    "Softmax",
+    "LogSoftmax",
+    "LeakyReLU",
+    "ELU",
+    "Softplus",
+    "Mish",
+    "Hardswish",
+    "GLU",
+    "CrossEntropyLoss",
+    "NLLLoss",
+    "MSELoss",
+    "L1Loss",
+    "BCELoss",
+    "BCEWithLogitsLoss",
+    "SmoothL1Loss",
+    "HuberLoss",
+    "KLDivLoss",
+]
 
 
-_AS_TENSORS = (
-    "there are no modules or autograd: keep the weights as tensors and call "
-    "torch.nn.functional (F.linear(x, weight, bias), F.layer_norm, "
-    "F.scaled_dot_product_attention, ...)"
+_FUNCTIONAL = (
+    "there is no such module here: call torch.nn.functional (F.linear(x, weight, bias), "
+    "F.scaled_dot_product_attention, ...) in a Module's forward"
 )
 # What to write for the nn names model code reaches for.
 HINTS = {
-    **dict.fromkeys(
-        ("Module", "Linear", "LayerNorm", "RMSNorm", "Embedding", "Sequential", "ModuleList",
-         "MultiheadAttention", "GELU", "ReLU", "SiLU", "Dropout", "Softmax"),
-        _AS_TENSORS,
-    ),
-    "Parameter": "there are no parameters or autograd: use the tensor itself "
-    "(t.requires_grad_() is accepted; grad is a slot you assign)",
-    "init": "fill the tensor: w.copy_(torch.randn(w.shape) * std), w.zero_(), w.fill_(v)",
-    "parallel": "there is no DistributedDataParallel: all_reduce the gradients with "
-    "torch.distributed (as benches/dp_training_step.py does)",
+    **dict.fromkeys(("MultiheadAttention", "TransformerEncoderLayer", "Transformer"),
+                    _FUNCTIONAL),
+    **dict.fromkeys(("Conv1d", "Conv2d", "Conv3d", "MaxPool2d", "AvgPool2d"),
+                    "there are no convolution or pooling kernels here"),
+    "parallel": "there is no DistributedDataParallel (it needs autograd hooks): all_reduce "
+    "the gradients with torch.distributed (as benches/dp_training_step.py does)",
 }  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    hint = HINTS.get(name, "there are no modules or autograd")
+    hint = HINTS.get(name, "the README's 'What kernbench.torch supports' lists what there is")
     raise TensorAttributeError(
         f"module 'kernbench.torch.nn' has no attribute {name!r}: {hint}; "
-        f"kernbench.torch.nn.functional has {', '.join(functional.__all__)}"
+        f"kernbench.torch.nn has {', '.join(__all__)}"
     )

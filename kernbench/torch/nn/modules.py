@@ -1,0 +1,511 @@
+"""``torch.nn.Module``: parameters, buffers and submodules registered by attribute.
+
+A module keeps torch's three ordered registries (``_parameters``,
+``_buffers``, ``_modules``) filled by ``__setattr__``, walks them in torch's
+order with torch's dotted names (``named_parameters``, ``state_dict``, ...)
+and prints itself as torch does.  Calling a module runs its forward pre-hooks,
+``forward`` and its forward hooks.  Conversions (``to``, ``half``, ``cuda``)
+change the module in place and return it, converting floating parameters and
+buffers only, as torch.  There is no autograd: parameters have
+``requires_grad=True`` and an empty ``grad`` slot the script assigns.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any, NamedTuple
+
+from kernbench.errors import ModuleAttributeError, TensorError, TensorTypeError
+from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.nn.parameter import Buffer, Parameter
+from kernbench.torch.shapes import flag_argument
+from kernbench.torch.tensor import Tensor
+
+__all__ = ["Module", "add_indent"]
+
+
+class _IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (
+            f"_IncompatibleKeys(missing_keys={self.missing_keys!r}, "
+            f"unexpected_keys={self.unexpected_keys!r})"
+        )
+
+    __str__ = __repr__
+
+
+def add_indent(text: str, spaces: int) -> str:
+    """Every line of ``text`` but the first indented by ``spaces`` (torch's ``_addindent``)."""
+    first, *rest = text.split("\n")
+    if not rest:
+        return text
+    return first + "\n" + "\n".join(" " * spaces + line for line in rest)
+
+
+def _floating(t: Tensor) -> bool:
+    return t.dtype.is_floating_point
+
+
+class Module:
+    """Base class of the layers; subclasses set attributes in ``__init__`` and define
+    ``forward``."""
+
+    training: bool
+    _version = 1
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args or kwargs:
+            raise TensorTypeError(
+                f"{type(self).__name__}.__init__() got an unexpected argument: Module takes "
+                "none (as torch)"
+            )
+        set_ = object.__setattr__
+        set_(self, "training", True)
+        set_(self, "_parameters", {})
+        set_(self, "_buffers", {})
+        set_(self, "_non_persistent_buffers_set", set())
+        set_(self, "_modules", {})
+        set_(self, "_forward_pre_hooks", OrderedDict())
+        set_(self, "_forward_hooks", OrderedDict())
+
+    # -- calling -------------------------------------------------------------------------
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for hook in list(self._forward_pre_hooks.values()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook: Callable) -> _RemovableHandle:
+        return _RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook: Callable) -> _RemovableHandle:
+        return _RemovableHandle(self._forward_hooks, hook)
+
+    # -- registration --------------------------------------------------------------------
+    def _check_name(self, name: Any, kind: str) -> None:
+        if not isinstance(name, str):
+            raise TensorTypeError(f"{kind} name should be a string. Got {type(name).__name__}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name(name, "parameter")
+        if hasattr(self, name) and name not in self._parameters:
+            raise KeyError(f"attribute '{name}' already exists")
+        if param is not None and not isinstance(param, Parameter):
+            raise TensorTypeError(
+                f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                "(torch.nn.Parameter or None required)"
+            )
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name(name, "buffer")
+        if hasattr(self, name) and name not in self._buffers:
+            raise KeyError(f"attribute '{name}' already exists")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TensorTypeError(
+                f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                "(torch Tensor or None required)"
+            )
+        self._buffers[name] = tensor
+        if flag_argument(persistent, "register_buffer", "persistent"):
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TensorTypeError(f"{type(module).__name__} is not a Module subclass")
+        self._check_name(name, "module")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def get_submodule(self, target: str) -> Module:
+        module = self
+        for item in target.split(".") if target else ():
+            if not hasattr(module, item):
+                raise ModuleAttributeError(f"{module._get_name()} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise ModuleAttributeError(f"`{item}` is not an nn.Module")
+        return module
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TensorTypeError(
+                    f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                    "(torch.nn.Parameter or None expected)"
+                )
+            self.register_parameter(name, value)
+        elif isinstance(value, Module):
+            if "_modules" not in self.__dict__:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            self._modules[name] = value
+        elif name in self.__dict__.get("_modules", {}):
+            if value is not None:
+                raise TensorTypeError(
+                    f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                    "(torch.nn.Module or None expected)"
+                )
+            self._modules[name] = value
+        elif isinstance(value, Buffer):
+            self._forget(name)
+            self.register_buffer(name, value, value.persistent)
+        elif name in self.__dict__.get("_buffers", {}):
+            if value is not None and not isinstance(value, Tensor):
+                raise TensorTypeError(
+                    f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                    "(torch.nn.Buffer, torch.Tensor or None expected)"
+                )
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name: str) -> None:
+        """Drop ``name`` from the instance and every registry, before it is registered anew."""
+        self.__dict__.pop(name, None)
+        for registry in ("_parameters", "_buffers", "_modules"):
+            self.__dict__[registry].pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called for names that are not ordinary attributes.
+        for registry in ("_parameters", "_buffers", "_modules"):
+            found = self.__dict__.get(registry)
+            if found is not None and name in found:
+                return found[name]
+        raise ModuleAttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if name in self.__dict__[registry]:
+                del self.__dict__[registry][name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list[str]:
+        own = [*self._parameters, *self._buffers, *self._modules]
+        return sorted(set(super().__dir__()) | set(own))
+
+    # -- walking -------------------------------------------------------------------------
+    def named_modules(
+        self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        memo = set() if memo is None else memo
+        if self in memo:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        seen: set = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in seen:
+                seen.add(module)
+                yield name, module
+
+    def children(self) -> Iterator[Module]:
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(
+        self, registry: str, prefix: str, recurse: bool, remove_duplicate: bool
+    ) -> Iterator[tuple[str, Any]]:
+        seen: set[int] = set()
+        walk = (
+            self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else [(prefix, self)]
+        )
+        for module_prefix, module in walk:
+            for name, value in getattr(module, registry).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter]]:
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, buf in self.named_buffers(recurse=recurse):
+            yield buf
+
+    def apply(self, fn: Callable[[Module], Any]) -> Module:
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # -- state ---------------------------------------------------------------------------
+    def state_dict(
+        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
+    ) -> OrderedDict[str, Tensor]:
+        """Parameters then persistent buffers of each module, in ``named_modules`` order,
+        as tensors over the same memory (``keep_vars`` keeps the Parameters themselves)."""
+        if args:  # torch's deprecated positional (destination, prefix, keep_vars)
+            destination, prefix, keep_vars, *_ = (*args, prefix, keep_vars)[:3]
+        out = OrderedDict() if destination is None else destination
+        for name, param in self._parameters.items():
+            if param is not None:
+                out[prefix + name] = param if keep_vars else param.detach()
+        for name, buf in self._buffers.items():
+            if buf is not None and name not in self._non_persistent_buffers_set:
+                out[prefix + name] = buf if keep_vars else buf.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=out, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return out
+
+    def load_state_dict(
+        self, state_dict: Any, strict: bool = True, assign: bool = False
+    ) -> _IncompatibleKeys:
+        """Copy ``state_dict``'s tensors into the parameters and persistent buffers (a copy
+        kernel each); ``strict`` raises torch's message for missing and unexpected keys."""
+        strict = flag_argument(strict, "load_state_dict", "strict")
+        if not isinstance(state_dict, dict):
+            raise TensorTypeError(
+                f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
+            )
+        errors: list[str] = []
+        expected: dict[str, tuple[Module, str, str]] = {}
+        for module_prefix, module in self.named_modules():
+            dotted = module_prefix + ("." if module_prefix else "")
+            for name, param in module._parameters.items():
+                if param is not None:
+                    expected[dotted + name] = (module, "_parameters", name)
+            for name, buf in module._buffers.items():
+                if buf is not None and name not in module._non_persistent_buffers_set:
+                    expected[dotted + name] = (module, "_buffers", name)
+        for key, (module, registry, name) in expected.items():
+            if key not in state_dict:
+                continue
+            target = getattr(module, registry)[name]
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                errors.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(value)}"
+                )
+            elif tuple(value.shape) != tuple(target.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                    f"checkpoint, the shape in current model is {target.shape}."
+                )
+            elif assign:
+                replaced = (
+                    Parameter(value, target.requires_grad) if registry == "_parameters" else value
+                )
+                getattr(module, registry)[name] = replaced
+            else:
+                target.copy_(value)
+        missing = [key for key in expected if key not in state_dict]
+        unexpected = [key for key in state_dict if key not in expected]
+        if strict:
+            if unexpected:
+                listed = ", ".join(f'"{k}"' for k in unexpected)
+                errors.insert(0, f"Unexpected key(s) in state_dict: {listed}. ")
+            if missing:
+                listed = ", ".join(f'"{k}"' for k in missing)
+                errors.insert(0, f"Missing key(s) in state_dict: {listed}. ")
+        if errors:
+            raise TensorError(
+                f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                + "\n\t".join(errors)
+            )
+        return _IncompatibleKeys(missing, unexpected)
+
+    # -- modes and gradients -------------------------------------------------------------
+    def train(self, mode: bool = True) -> Module:
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+    # -- conversion ----------------------------------------------------------------------
+    def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
+        for module in self.children():
+            module._apply(fn)
+        for param in self._parameters.values():
+            if param is None:
+                continue
+            converted = fn(param)
+            if converted is not param:
+                param.data = converted
+            if param.grad is not None:
+                grad = fn(param.grad)
+                if grad is not param.grad:
+                    param.grad.data = grad
+        for name, buf in self._buffers.items():
+            if buf is not None:
+                self._buffers[name] = fn(buf)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(tensor)``: in place;
+        a dtype converts the floating parameters and buffers only, as torch."""
+        dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype, device = arg.dtype, arg.device
+            elif isinstance(arg, TorchDType):
+                dtype = arg
+            elif not isinstance(arg, bool):
+                device = arg
+        if dtype is not None:
+            dtype = as_torch_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TensorTypeError(
+                    "nn.Module.to only accepts floating point or complex dtypes, but got "
+                    f"desired dtype={dtype!r}"
+                )
+
+        def convert(t: Tensor) -> Tensor:
+            return t.to(device=device, dtype=dtype if _floating(t) else None)
+
+        return self._apply(convert)
+
+    def _cast(self, name: str) -> Module:
+        dt = DTYPE_OBJECTS[name]
+        return self._apply(lambda t: t.to(dt) if _floating(t) else t)
+
+    def cuda(self, device: Any = None) -> Module:
+        return self._apply(lambda t: t.cuda(device))
+
+    def cpu(self) -> Module:
+        """There is no host tensor: the module stays where it is (a no-op, returning self)."""
+        return self
+
+    def float(self) -> Module:
+        return self._cast("float32")
+
+    def double(self) -> Module:
+        return self._cast("float64")
+
+    def half(self) -> Module:
+        return self._cast("float16")
+
+    def bfloat16(self) -> Module:
+        return self._cast("bfloat16")
+
+    def type(self, dst_type: Any) -> Module:
+        return self._apply(lambda t: t.to(dst_type))
+
+    # -- printing ------------------------------------------------------------------------
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [
+            f"({key}): {add_indent(repr(module), 2)}" for key, module in self._modules.items()
+        ]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+class _RemovableHandle:
+    """What ``register_forward_hook`` returns: ``remove()`` takes the hook out."""
+
+    _next_id = 0
+
+    def __init__(self, hooks: OrderedDict, hook: Callable) -> None:
+        self.hooks_dict_ref = hooks
+        self.id = _RemovableHandle._next_id
+        _RemovableHandle._next_id += 1
+        hooks[self.id] = hook
+
+    def remove(self) -> None:
+        self.hooks_dict_ref.pop(self.id, None)
+
+    def __enter__(self) -> _RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
