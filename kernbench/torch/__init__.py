@@ -525,6 +525,6 @@ def __getattr__(name: str) -> Any:
 
 install_import_hints()
 
-# The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn and
-# torch.linalg.
-from kernbench.torch import distributed, linalg, multiprocessing, nn  # noqa: E402,F401
+# The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
+# torch.optim and torch.linalg.
+from kernbench.torch import distributed, linalg, multiprocessing, nn, optim  # noqa: E402,F401

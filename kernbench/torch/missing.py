@@ -24,12 +24,6 @@ _NO_AUTOGRAD = (
     "there is no autograd in kernbench.torch: write the gradients by hand (dW = X.T @ dY, "
     "as benches/dp_training_step.py does); grad is a plain slot you assign"
 )
-_NO_OPTIMIZER = (
-    "there is no autograd or optimizer here: write the update with in-place tensor ops "
-    "(p.add_(g, alpha=-lr); Adam: m.mul_(b1).add_(g, alpha=1 - b1), "
-    "v.mul_(b2).addcmul_(g, g, value=1 - b2), p.addcdiv_(m, v.sqrt().add_(eps), value=-lr)), "
-    "as benches/zero_optimizer_step.py does"
-)
 _INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, j]] = v"
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
@@ -81,7 +75,6 @@ MODULE_HINTS = {
         "loop over the batch",
     ),
     "autograd": _NO_AUTOGRAD,
-    "optim": _NO_OPTIMIZER,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     **dict.fromkeys(
         ("compile", "jit", "amp"),

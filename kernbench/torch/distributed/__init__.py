@@ -148,10 +148,11 @@ _HINTS = {
     "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor per tensor",
     "all_reduce_coalesced": "all_reduce per tensor (async_op=True lets them queue)",
     # The libraries built on torch.distributed: here their collectives are written out.
-    "optim": "there is no ZeroRedundancyOptimizer (no optimizers): reduce_scatter_tensor the "
+    "optim": "there is no ZeroRedundancyOptimizer (torch.optim has SGD, Adam, AdamW): "
+    "reduce_scatter_tensor the "
     "gradients, update your shard with tensor ops and all_gather_into_tensor it, as "
     "benches/zero_optimizer_step.py does",
-    "fsdp": "there is no FSDP wrapper (no modules): all_gather_into_tensor each shard before "
+    "fsdp": "there is no FSDP wrapper (no autograd): all_gather_into_tensor each shard before "
     "use and reduce_scatter_tensor the gradients, as benches/zero_optimizer_step.py does",
     "pipelining": "there is no pipeline runtime: pass activations with isend/irecv or "
     "batch_isend_irecv, as benches/pipeline_parallel.py does (GPipe and 1F1B)",

@@ -1,0 +1,26 @@
+"""``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW`` over the ``grad`` slots a
+script assigned (there is no autograd), and ``torch.optim.lr_scheduler``.
+
+``step()`` updates each parameter whose ``grad`` is set with torch's
+single-tensor formulas as in-place device ops, so it costs device time
+(:mod:`~kernbench.torch.optim.optimizers`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.errors import TensorAttributeError
+from kernbench.torch.optim import lr_scheduler
+from kernbench.torch.optim.optimizer import Optimizer
+from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
+
+__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
+
+
+def __getattr__(name: str) -> Any:
+    raise TensorAttributeError(
+        f"module 'kernbench.torch.optim' has no attribute {name!r}: there are "
+        f"{', '.join(__all__)}; write other updates with in-place tensor ops "
+        "(p.add_(g, alpha=-lr), as benches/zero_optimizer_step.py does)"
+    )
