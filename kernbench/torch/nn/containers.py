@@ -320,8 +320,8 @@ class ParameterDict(Module):
 def _describe(key: Any, value: Any) -> str:
     """torch's line for a parameter in a ParameterList/Dict."""
     if not isinstance(value, Tensor):
-        return f"({key}): Object of type: {type(value).__name__}"
+        return f"  ({key}): Object of type: {type(value).__name__}"
     size = "x".join(str(s) for s in value.shape)
     kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
     device = "" if value.device.type == "cpu" else f" ({value.device})"
-    return f"({key}): {kind} containing: [{value.dtype!r} of size {size}{device}]"
+    return f"  ({key}): {kind} containing: [{value.dtype!r} of size {size}{device}]"

@@ -326,19 +326,10 @@ class Module:
                 f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
             )
         errors: list[str] = []
-        expected: dict[str, tuple[Module, str, str]] = {}
-        for module_prefix, module in self.named_modules():
-            dotted = module_prefix + ("." if module_prefix else "")
-            for name, param in module._parameters.items():
-                if param is not None:
-                    expected[dotted + name] = (module, "_parameters", name)
-            for name, buf in module._buffers.items():
-                if buf is not None and name not in module._non_persistent_buffers_set:
-                    expected[dotted + name] = (module, "_buffers", name)
-        for key, (module, registry, name) in expected.items():
+        expected = self.state_dict(keep_vars=True)
+        for key, target in expected.items():
             if key not in state_dict:
                 continue
-            target = getattr(module, registry)[name]
             value = state_dict[key]
             if not isinstance(value, Tensor):
                 errors.append(
@@ -351,10 +342,10 @@ class Module:
                     f"checkpoint, the shape in current model is {target.shape}."
                 )
             elif assign:
-                replaced = (
-                    Parameter(value, target.requires_grad) if registry == "_parameters" else value
-                )
-                getattr(module, registry)[name] = replaced
+                owner_name, _, name = key.rpartition(".")
+                if isinstance(target, Parameter):
+                    value = Parameter(value, target.requires_grad)
+                setattr(self.get_submodule(owner_name), name, value)
             else:
                 target.copy_(value)
         missing = [key for key in expected if key not in state_dict]
@@ -401,7 +392,7 @@ class Module:
     # -- conversion ----------------------------------------------------------------------
     def _apply(self, fn: Callable[[Tensor], Tensor]) -> Module:
         for module in self.children():
-            module._apply(fn)
+            module._apply(fn)  # noqa: SLF001 - torch's recursion over its own class
         for param in self._parameters.values():
             if param is None:
                 continue
