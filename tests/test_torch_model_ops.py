@@ -490,7 +490,7 @@ def test_grad_mode_switches_are_no_ops_and_nn_names_say_what_to_write(ctx):
 
     assert f(torch.ones(2)).tolist() == [2.0, 2.0]
     for name, says in (
-        ("MultiheadAttention", "F.scaled_dot_product_attention"),
+        ("TransformerEncoderLayer", "F.scaled_dot_product_attention"),
         ("parallel", "there is no DistributedDataParallel"),
         ("Conv2d", "there are no convolution or pooling kernels"),
     ):

@@ -511,3 +511,110 @@ def test_imports_of_the_new_names(ctx):
     assert namespace["Linear"] is nn.Linear and namespace["init"] is nn.init
     exec("import kernbench.torch.nn.init as I", namespace)
     assert namespace["I"].kaiming_uniform_ is nn.init.kaiming_uniform_
+
+
+# ------------------------------------------------------------------------ MultiheadAttention
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _mha_reference(q, k, v, mha, mask=None):
+    """torch's multi_head_attention_forward in NumPy over (L, N, E) inputs."""
+    L, N, E = q.shape
+    S, H = k.shape[0], mha.num_heads
+    D = E // H
+    W, b = mha.in_proj_weight.numpy(), mha.in_proj_bias.numpy()
+    Wo, bo = mha.out_proj.weight.numpy(), mha.out_proj.bias.numpy()
+
+    def heads(x, i, n):
+        y = x @ W[i * E : (i + 1) * E].T + b[i * E : (i + 1) * E]
+        return y.reshape(n, N, H, D).transpose(1, 2, 0, 3)
+
+    scores = heads(q, 0, L) / math.sqrt(D) @ heads(k, 1, S).swapaxes(-1, -2)
+    if mask is not None:
+        scores = scores + mask
+    attn = _softmax(scores)
+    out = (attn @ heads(v, 2, S)).transpose(2, 0, 1, 3).reshape(L, N, E) @ Wo.T + bo
+    return out, attn
+
+
+def test_multihead_attention_matches_numpy_with_masks(ctx):
+    N, L, S, E, H = 2, 4, 5, 8, 2
+    mha = nn.MultiheadAttention(E, H, batch_first=True)
+    assert list(mha.state_dict()) == [
+        "in_proj_weight",
+        "in_proj_bias",
+        "out_proj.weight",
+        "out_proj.bias",
+    ]
+    assert repr(mha) == (
+        "MultiheadAttention(\n  (out_proj): NonDynamicallyQuantizableLinear(in_features=8, "
+        "out_features=8, bias=True)\n)"
+    )
+    assert mha.in_proj_bias.sum().item() == 0  # torch's init: zero biases
+    mha.in_proj_bias.copy_(torch.from_numpy(_values((3 * E,), 9)))
+    mha.out_proj.bias.copy_(torch.from_numpy(_values((E,), 10)))
+    q, k, v = _values((N, L, E), 1), _values((N, S, E), 2), _values((N, S, E), 3)
+    causal = np.triu(np.ones((L, S), bool), 1)  # True: not attended
+    padding = np.zeros((N, S), bool)
+    padding[1, -2:] = True
+    out, weights = mha(
+        torch.from_numpy(q),
+        torch.from_numpy(k),
+        torch.from_numpy(v),
+        key_padding_mask=torch.from_numpy(padding),
+        attn_mask=torch.from_numpy(causal),
+    )
+    mask = np.where(causal, -np.inf, 0)[None, None] + np.where(padding, -np.inf, 0)[:, None, None]
+    ref_out, ref_attn = _mha_reference(
+        q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2), mha, mask
+    )
+    assert tuple(out.shape) == (N, L, E) and tuple(weights.shape) == (N, L, S)
+    np.testing.assert_allclose(out.numpy(), ref_out.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(weights.numpy(), ref_attn.mean(1), rtol=1e-4, atol=1e-6)
+    fast, none = mha(
+        torch.from_numpy(q),
+        torch.from_numpy(k),
+        torch.from_numpy(v),
+        key_padding_mask=torch.from_numpy(padding),
+        need_weights=False,
+        attn_mask=torch.from_numpy(causal),
+    )
+    assert none is None
+    np.testing.assert_allclose(fast.numpy(), out.numpy(), rtol=1e-4, atol=1e-5)
+    _, per_head = mha(
+        torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), average_attn_weights=False
+    )
+    assert tuple(per_head.shape) == (N, H, L, S)
+
+
+def test_multihead_attention_sequence_first_unbatched_and_errors(ctx):
+    E, H = 6, 3
+    mha = nn.MultiheadAttention(E, H)
+    x = _values((4, E), 4)  # unbatched (L, E)
+    out, weights = mha(torch.from_numpy(x), torch.from_numpy(x), torch.from_numpy(x))
+    ref_out, ref_attn = _mha_reference(x[:, None], x[:, None], x[:, None], mha)
+    assert tuple(out.shape) == (4, E) and tuple(weights.shape) == (4, 4)
+    np.testing.assert_allclose(out.numpy(), ref_out[:, 0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(weights.numpy(), ref_attn[0].mean(0), rtol=1e-4, atol=1e-6)
+    with pytest.raises(TensorError, match="Need attn_mask if specifying the is_causal hint"):
+        mha(torch.from_numpy(x), torch.from_numpy(x), torch.from_numpy(x), is_causal=True)
+    with pytest.raises(
+        TensorError, match=r"The shape of the 2D attn_mask is torch.Size\(\[2, 2\]\)"
+    ):
+        t = torch.from_numpy(x)
+        mha(t, t, t, attn_mask=torch.zeros(2, 2))
+    with pytest.raises(AssertionError, match="embed_dim must be divisible by num_heads"):
+        nn.MultiheadAttention(7, 2)
+    separate = nn.MultiheadAttention(E, H, kdim=4, vdim=5, bias=False)
+    assert [n for n, _ in separate.named_parameters()] == [
+        "q_proj_weight",
+        "k_proj_weight",
+        "v_proj_weight",
+        "out_proj.weight",
+    ]
+    out, _ = separate(torch.zeros(3, 2, E), torch.zeros(5, 2, 4), torch.zeros(5, 2, 5))
+    assert tuple(out.shape) == (3, 2, E)

@@ -61,6 +61,7 @@ from kernbench.torch.nn.layers import (
     Unflatten,
 )
 from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.parameter import Buffer, Parameter
 
 __all__ = [
@@ -77,6 +78,7 @@ __all__ = [
     "ParameterDict",
     "Identity",
     "Linear",
+    "MultiheadAttention",
     "Embedding",
     "LayerNorm",
     "RMSNorm",
@@ -117,7 +119,7 @@ _FUNCTIONAL = (
 )
 # What to write for the nn names model code reaches for.
 HINTS = {
-    **dict.fromkeys(("MultiheadAttention", "TransformerEncoderLayer", "Transformer"),
+    **dict.fromkeys(("TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"),
                     _FUNCTIONAL),
     **dict.fromkeys(("Conv1d", "Conv2d", "Conv3d", "MaxPool2d", "AvgPool2d"),
                     "there are no convolution or pooling kernels here"),
