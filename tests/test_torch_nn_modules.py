@@ -113,6 +113,10 @@ def test_state_dict_shares_memory_and_load_copies(ctx):
     np.testing.assert_array_equal(b.weight.numpy(), a.weight.numpy())
     np.testing.assert_array_equal(b.bias.numpy(), a.bias.numpy())
     assert isinstance(b.weight, nn.Parameter)
+    assert list(a.state_dict(None, "lin.")) == ["lin.weight", "lin.bias"]  # torch's positional
+    assert a.state_dict(keep_vars=True)["weight"] is a.weight
+    b.load_state_dict({"weight": torch.ones(2, 3), "bias": torch.ones(2)}, assign=True)
+    assert isinstance(b.weight, nn.Parameter) and b.weight.tolist() == [[1.0] * 3] * 2
 
 
 def test_load_state_dict_strict_errors_are_torchs(ctx):
@@ -266,7 +270,11 @@ def test_parameter_is_a_tensor_over_the_same_memory(ctx):
     assert isinstance(deep, nn.Parameter) and deep.grad.tolist() == [1.0, 1.0]
     deep.fill_(0.0)
     assert p.tolist() == [3.0, 3.0]
-    assert p[torch.tensor([1, 0])].tolist() == [3.0, 3.0]  # indexing by a tensor
+    # the facade's mixins accept a Parameter where they check for a tensor
+    assert p[torch.tensor([1, 0])].tolist() == [3.0, 3.0]
+    assert p[torch.tensor([True, False])].tolist() == [3.0]
+    p[torch.tensor([True, False])] = torch.tensor(5.0)
+    assert p.tolist() == [5.0, 3.0]
     with pytest.raises(TensorTypeError, match="data must be a Tensor"):
         nn.Parameter([1.0])
 

@@ -302,7 +302,8 @@ class Module:
         """Parameters then persistent buffers of each module, in ``named_modules`` order,
         as tensors over the same memory (``keep_vars`` keeps the Parameters themselves)."""
         if args:  # torch's deprecated positional (destination, prefix, keep_vars)
-            destination, prefix, keep_vars, *_ = (*args, prefix, keep_vars)[:3]
+            given = (destination, prefix, keep_vars)
+            destination, prefix, keep_vars = (*args[:3], *given[len(args[:3]) :])
         out = OrderedDict() if destination is None else destination
         for name, param in self._parameters.items():
             if param is not None:
