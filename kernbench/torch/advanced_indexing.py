@@ -59,8 +59,13 @@ def _put_rows_kernel(src_ptr, idx_ptr, out_ptr, n, ROW, N, BLOCK: tl.constexpr):
     tl.store(out_ptr + row * ROW + i % ROW, tl.load(src_ptr + i, mask=mask), mask=mask)
 
 
+def _is_tensor(k: Any) -> bool:
+    """A facade tensor (a ``Parameter`` too), told by its device tensor."""
+    return hasattr(k, "storage_device_tensor")
+
+
 def _is_index_array(t: Tensor, k: Any) -> bool:
-    if isinstance(k, type(t)):
+    if _is_tensor(k):
         return k.ndim > 0 or k.dtype is BOOL
     return isinstance(k, list | np.ndarray)
 
@@ -84,7 +89,7 @@ class _Plan:
 def _index_tensor(t: Tensor, k: Any, name: str) -> tuple[list[Tensor], bool]:
     """One key entry as int64 device index tensors (a bool mask: one per dim it covers),
     and whether they were made here."""
-    if isinstance(k, type(t)):
+    if _is_tensor(k):
         if k.dtype is BOOL or k.dtype.name == "uint8":
             return list(k.nonzero(as_tuple=True)), True
         if k.dtype.is_floating_point:
@@ -120,7 +125,7 @@ def _plan(t: Tensor, key: Any) -> _Plan:
     def consumed(k: Any) -> int:
         if k is None or k is Ellipsis:
             return 0
-        if isinstance(k, type(t)) and k.dtype is BOOL:
+        if _is_tensor(k) and k.dtype is BOOL:
             return max(1, k.ndim)
         if isinstance(k, list | np.ndarray):
             try:

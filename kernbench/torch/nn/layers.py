@@ -141,15 +141,12 @@ class Embedding(Module):
             self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        # F.embedding is not in this tree yet: rows are gathered by indexing (the indices
-        # read to the host, one row copy each); switch to F.embedding once it exists.
         if not isinstance(input, Tensor) or input.dtype.is_floating_point:
             raise TensorError(
                 "Embedding: input must be a tensor of integer indices (as torch: Long or Int), "
                 f"got {getattr(input, 'dtype', type(input).__name__)}"
             )
-        rows = self.weight[input.reshape(-1)]
-        return rows.reshape(*input.shape, self.embedding_dim)
+        return F.embedding(input, self.weight, self.padding_idx)
 
     @classmethod
     def from_pretrained(
