@@ -406,8 +406,19 @@ def test_repeat_tile_repeat_interleave_unbind_match_numpy(ctx):
     assert t[1, 0].item() == -5.0
     with pytest.raises(TensorError, match="can not be smaller than number of dimensions"):
         t.repeat(2)
-    with pytest.raises(TensorError, match="per-element repeats is not supported"):
-        t.repeat_interleave(torch.tensor([1, 2]), dim=0)
+    with pytest.raises(TensorError, match="a 1-D integer tensor of 2 counts .* got torch.int64"):
+        t.repeat_interleave(torch.tensor([1, 2, 3]), dim=0)
+    # per-slice repeats: read to the host (the size depends on them), then one gather
+    np.testing.assert_array_equal(
+        t.repeat_interleave(torch.tensor([2, 0]), dim=0).numpy(),
+        np.repeat(t.numpy(), [2, 0], axis=0),
+    )
+    np.testing.assert_array_equal(
+        torch.repeat_interleave(t, torch.tensor([1, 0, 3]), dim=1, output_size=4).numpy(),
+        np.repeat(t.numpy(), [1, 0, 3], axis=1),
+    )
+    with pytest.raises(TensorError, match="repeats can not be negative"):
+        t.repeat_interleave(torch.tensor([1, -1]), dim=0)
 
 
 def test_clamp_min_max_reciprocal_outer_logsumexp_var_mean(ctx):

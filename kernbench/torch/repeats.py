@@ -13,7 +13,10 @@ import math
 import numbers
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from kernbench.errors import TensorError
+from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.shapes import dim_index, int_sequence
 
 if TYPE_CHECKING:
@@ -51,11 +54,15 @@ class TensorRepeats:
         self: Tensor, repeats: Any, dim: int | None = None, *, output_size: int | None = None
     ) -> Tensor:
         """A copy with each element (each slice along ``dim``) repeated ``repeats`` times
-        in place; the flattened tensor's elements without ``dim``."""
-        count = _count(repeats)
+        in place; the flattened tensor's elements without ``dim``.  A tensor of
+        per-slice repeats is read to the host (the output's size depends on it, as torch
+        synchronizes for it) and the slices gathered by one ``index_select``."""
         source = self.reshape(-1) if dim is None else self
         d = 0 if dim is None else dim_index(dim, self.ndim)
         shape = list(source.shape)
+        if hasattr(repeats, "numel") and repeats.numel() != 1:
+            return _per_slice(source, repeats, d, output_size)
+        count = _count(repeats)
         if output_size is not None and output_size != shape[d] * count:
             raise TensorError(
                 f"repeat_interleave: output_size {output_size} is not the {shape[d] * count} "
@@ -80,14 +87,33 @@ def _sizes(what: str, sizes: tuple[Any, ...]) -> tuple[int, ...]:
     return tuple(int(s) for s in sizes)
 
 
+def _per_slice(source: Tensor, repeats: Any, d: int, output_size: int | None) -> Tensor:
+    """``repeat_interleave`` with a 1-D tensor of repeats, one per slice along ``d``."""
+    size = source.shape[d]
+    if repeats.ndim != 1 or repeats.numel() != size or repeats.dtype.is_floating_point:
+        raise TensorError(
+            f"repeat_interleave: repeats must be a 1-D integer tensor of {size} counts (one "
+            f"per slice along dim {d}) or one int, got {repeats.dtype!r} of shape "
+            f"{tuple(repeats.shape)}"
+        )
+    counts = np.asarray(repeats.tolist(), dtype=np.int64)  # the output's size: read, as torch
+    if (counts < 0).any():
+        raise TensorError("repeat_interleave: repeats can not be negative (as torch)")
+    if output_size is not None and output_size != int(counts.sum()):
+        raise TensorError(
+            f"repeat_interleave: output_size {output_size} is not the {int(counts.sum())} "
+            "slices the repeats give"
+        )
+    index = np.repeat(np.arange(size, dtype=np.int64), counts)
+    rows = source.new_empty(index.shape, dtype=DTYPE_OBJECTS["int64"]).copy_(index)
+    try:
+        return source.index_select(d, rows)
+    finally:
+        rows.free()
+
+
 def _count(repeats: Any) -> int:
     if hasattr(repeats, "numel") and not isinstance(repeats, numbers.Integral):
-        if repeats.numel() != 1:
-            raise TensorError(
-                "repeat_interleave: a tensor of per-element repeats is not supported here "
-                "(its output size depends on the values); give one int, or build the pieces "
-                "with torch.cat([t[i:i+1].expand(n, ...) for ...])"
-            )
         repeats = repeats.item()
     if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 0:
         raise TensorError(f"repeat_interleave: repeats must be a non-negative int, got {repeats!r}")
