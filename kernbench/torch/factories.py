@@ -246,16 +246,50 @@ def tensor(
         _check_fits(data, as_torch_dtype(dtype))
     if dtype is not None:
         dt = as_torch_dtype(dtype)
-    elif array.dtype.name == "float64" and not isinstance(data, np.ndarray | np.generic):
-        dt = get_default_dtype()  # Python floats
+        if not isinstance(data, np.ndarray) and not dt.is_floating_point:
+            # Python ints straight into the dtype: NumPy's own inference of a list past
+            # int64 goes through float64 (2**64 - 1 would store as 0)
+            array = np.array(data, dtype=np.dtype(dt.runtime_dtype_name))
+    elif not isinstance(data, np.ndarray | np.generic) and _python_ints_past_int64(array, data):
+        raise TensorError(
+            "tensor: Python ints infer torch.int64 (as torch) and these do not fit it; pass "
+            "dtype=torch.uint64 (for values below 2**64) or dtype=torch.float64"
+        )
+    elif array.dtype.name in ("float64", "object") and not isinstance(
+        data, np.ndarray | np.generic
+    ):
+        try:  # Python floats (with ints NumPy could not hold: they become floats, as torch's)
+            array = np.asarray(data, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TensorError(
+                f"tensor: data must be numbers, got {shown(repr(data), 100)}"
+            ) from None
+        dt = get_default_dtype()
     elif array.dtype.name in DTYPE_OBJECTS:
         dt = DTYPE_OBJECTS[array.dtype.name]
+    elif array.dtype.kind in "USO" and not isinstance(data, np.ndarray | np.generic):
+        raise TensorError(f"tensor: data must be numbers, got {shown(repr(data), 100)}")
     else:
         raise TensorError(
             f"tensor: data of NumPy dtype {array.dtype} is not supported; pass dtype= "
             f"(valid: {VALID_DTYPES})"
         )
     return _host_values(array, dt, device, dp)
+
+
+def _python_ints_past_int64(array: np.ndarray, data: Any) -> bool:
+    """Whether Python ``data`` (made ``array`` by NumPy) is ints, one past int64's range
+    (with a float among them torch infers the default float dtype, as here)."""
+    if array.dtype.name not in ("uint64", "object") and not (
+        array.dtype.kind == "f" and array.size and (np.abs(array) >= 2**63).any()
+    ):
+        return False
+    values = np.asarray(data, dtype=object).ravel().tolist()
+    if any(isinstance(v, float | np.floating) for v in values):
+        return False
+    return any(
+        isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63 for v in values
+    )
 
 
 def _check_fits(data: Any, dt: TorchDType) -> None:

@@ -158,6 +158,12 @@ def _triangle_indices(
     k = int_argument(offset, what, "offset")
     if rows < 0 or cols < 0:
         raise TensorError(f"{what}: row and col must be non-negative, got {rows} and {cols}")
+    if rows * cols > 2**31 - 1:
+        raise TensorError(
+            f"{what}: a {rows} x {cols} matrix has more than 2**31 - 1 elements; its indices "
+            "would not fit a device tensor"
+        )
+    k = max(-rows, min(cols, k))  # an offset past the matrix selects all or none of it
     dt = as_torch_dtype(dtype, DTYPE_OBJECTS["int64"])
     if dt not in (DTYPE_OBJECTS["int64"], DTYPE_OBJECTS["int32"]):
         raise TensorError(f"{what}: dtype must be torch.int64 or torch.int32, got {dt!r}")

@@ -59,7 +59,9 @@ class TensorHostOps:
         counts = flag_argument(return_counts, "unique", "return_counts")
         values = self.numpy()
         if dim is None:
-            found, where, many = np.unique(values, return_inverse=True, return_counts=True)
+            found, where, many = np.unique(
+                values, return_inverse=True, return_counts=True, equal_nan=False
+            )  # each NaN its own value, as torch's
             where = where.reshape(self.shape)
         else:
             d = dim_index(dim, self.ndim, "unique", scalar=False)
@@ -88,6 +90,12 @@ class TensorHostOps:
         if values.size and values.min() < 0:
             raise TensorError(
                 f"bincount only supports 1-d non-negative integral inputs (got {values.min()})"
+            )
+        bins = max(minlength, int(values.max()) + 1 if values.size else 0)
+        if bins > 2**31 - 1:
+            raise TensorError(
+                f"bincount: {bins} bins (the largest value plus one, or minlength) would not "
+                "fit a device tensor (at most 2**31 - 1 elements)"
             )
         if weights is None:
             found = np.bincount(values, minlength=minlength).astype(np.int64)

@@ -234,8 +234,10 @@ class TensorIndexOps:
         x = self.reshape(1) if self.ndim == 0 else self
         d = dim_index(dim, x.ndim)
         count = index.numel()
+        if self.ndim == 0 and count != 1:
+            raise TensorError(f"{what}: index_select(): Index to scalar can have only 1 value")
         shape = tuple(x.shape[:d]) + (count,) + tuple(x.shape[d + 1 :])
-        out = self.new_empty(shape if self.ndim else index.shape)
+        out = self.new_empty(shape if self.ndim else ())  # a scalar stays one, as torch
         if out.numel():
             check_index_range(what, self, index, d, x.shape[d])
             source, dense_index = x.dense(), index.dense()
@@ -287,8 +289,8 @@ class TensorIndexOps:
             src, value = None, src
         if reduce not in (None, "add"):
             raise TensorError(
-                f"scatter_(reduce={reduce!r}): reduce is None or 'add' here ('multiply' is not "
-                "supported: multiply on the device after gathering)"
+                f"scatter_(reduce={reduce!r}): reduce is None or 'add' here (torch also takes "
+                "'multiply', which is not supported: gather, multiply and scatter_ instead)"
             )
         return self._scatter("scatter_", dim, index, src, value, add=reduce == "add")
 

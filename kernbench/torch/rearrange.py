@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
+from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.more_kernels import launch_nan_to_num
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence
 from kernbench.torch.view_kernels import launch_strided_copy
@@ -48,7 +48,7 @@ class TensorRearrange:
         flipped = _dims(self, given, "flip")
         geo = self.geometry
         offset, strides = geo.offset, list(geo.strides)
-        for d in flipped:
+        for d in flipped if self.ndim else ():  # a 0-d tensor's dim 0 flips nothing
             if geo.shape[d] > 1:
                 offset += (geo.shape[d] - 1) * strides[d]
                 strides[d] = -strides[d]
@@ -225,8 +225,9 @@ def _joined(t: Tensor, parts: list[Any], d: int) -> Tensor:
 
 def _nan_to_num(t: Tensor, nan: Any, posinf: Any, neginf: Any, out: Tensor | None) -> Tensor:
     for name, value in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
-        if value is not None and (isinstance(value, bool) or not hasattr(value, "__float__")):
+        if value is not None and (isinstance(value, bool) or python_scalar(value) is None):
             raise TensorError(f"nan_to_num: {name} must be a number or None, got {value!r}")
+    nan = 0.0 if nan is None else nan  # torch's nan=None is 0.0
     if not t.dtype.is_floating_point:
         return t if out is not None else t.clone()
     info = np.finfo(np.float32 if t.dtype.name == "bfloat16" else np.dtype(t.dtype.name))

@@ -15,6 +15,7 @@ exponentials give the default dtype for integer tensors.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import kernbench.kernels.language as tl
@@ -110,8 +111,12 @@ def launch_rounding(op: str, x: DeviceTensor, out: DeviceTensor, scale: float = 
 def _round_scale(decimals: Any) -> float:
     if isinstance(decimals, bool) or not isinstance(decimals, int):
         raise TensorError(f"round(): decimals must be an int, got {decimals!r}")
+    if not -(2**63) <= decimals < 2**63:
+        raise TensorError(f"round(): decimals must fit int64 (as torch), got {decimals}")
     if decimals == 0:
         return 0.0
+    if abs(decimals) > 308:  # 10**decimals is past float64: torch's pow gives inf, so NaN
+        return math.inf if decimals > 0 else -math.inf
     return float(10**decimals) if decimals > 0 else -float(10**-decimals)
 
 

@@ -33,7 +33,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import check_elements
 from kernbench.torch.dtypes import DTYPE_OBJECTS
-from kernbench.torch.shapes import dim_index, flag_argument
+from kernbench.torch.shapes import dim_index, flag_argument, int_argument
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -255,7 +255,8 @@ class TensorSorting:
         flag_argument(sorted, "topk", "sorted")
         d = dim_index(dim, self.ndim)
         length = self.shape[d] if self.ndim else 1
-        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k <= length:
+        k = int_argument(k, "topk", "k")
+        if not 0 <= k <= length:
             raise TensorError(
                 f"topk of {self.storage_device_tensor.name!r}: selected index k out of range "
                 f"(k={k!r}; dim {d} has {length} elements, so k is in [0, {length}])"

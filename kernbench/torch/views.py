@@ -175,7 +175,7 @@ def index_geometry(geo: Geometry, key: Any, name: str) -> Geometry:
             if step <= 0:
                 raise TensorError(
                     f"indexing {name!r}: step must be greater than zero, got {k.step} "
-                    "(as in PyTorch; use torch.flip-free forms such as t.numpy()[::-1])"
+                    "(as in PyTorch; t.flip(dim) reverses a dim, as a copy)"
                 )
             count = max(0, -(-(stop - start) // step))
             shape.append(count)

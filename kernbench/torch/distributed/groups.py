@@ -285,9 +285,14 @@ def new_subgroups_by_enumeration(
             )
         for rank in ranks:
             if rank in seen:
+                where = (
+                    f"twice in subgroup {index}"
+                    if seen[rank] == index
+                    else f"in both subgroup {seen[rank]} and subgroup {index}"
+                )
                 raise DistributedError(
-                    f"new_subgroups_by_enumeration: rank {rank} has appeared in both subgroup "
-                    f"{seen[rank]} and subgroup {index} (as torch, subgroups are disjoint)"
+                    f"new_subgroups_by_enumeration: rank {rank} has appeared {where} (as "
+                    "torch, subgroups are disjoint)"
                 )
             seen[rank] = index
     subgroups = [world.new_group(list(ranks)) for ranks in ranks_per_subgroup_list]
