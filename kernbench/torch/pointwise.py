@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from kernbench.runtime.tensor import DeviceTensor
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorPointwise", "gelu", "layer_norm", "rms_norm", "silu"]
+__all__ = ["TensorPointwise", "gelu", "layer_norm", "rms_norm", "silu", "unary_method_pair"]
 
 # Ops torch computes on floating tensors only (by the name torch's error gives).
 _FLOAT_ONLY = {"gelu": "gelu", "gelu_tanh": "gelu", "silu": "silu"}
@@ -89,20 +89,28 @@ def _tensor_argument(value: Any, what: str) -> None:
     tensor_argument(value, what)
 
 
-def _unary_methods(op: str) -> tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]:
-    """``t.op()`` and its in-place form ``t.op_()``, as device kernels."""
+def unary_method_pair(
+    op: str, apply: Callable[[Tensor, str, Tensor | None], Tensor]
+) -> tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]:
+    """``t.op()`` and its in-place form ``t.op_()``: ``apply(t, op, out)`` with ``out``
+    None or the tensor itself."""
 
     def method(self: Tensor) -> Tensor:
-        return _elementwise(self, op)
+        return apply(self, op, None)
 
     def in_place(self: Tensor) -> Tensor:
-        return _elementwise(self, op, out=self)
+        return apply(self, op, self)
 
     method.__name__ = method.__qualname__ = op
     in_place.__name__ = in_place.__qualname__ = f"{op}_"
     method.__doc__ = f"Elementwise {op}, as torch's (a device kernel)."
     in_place.__doc__ = f"Elementwise {op} in place, as torch's (a device kernel)."
     return method, in_place
+
+
+def _unary_methods(op: str) -> tuple[Callable[[Tensor], Tensor], Callable[[Tensor], Tensor]]:
+    """``t.op()`` and its in-place form ``t.op_()``, as device kernels."""
+    return unary_method_pair(op, _elementwise)
 
 
 class TensorPointwise:

@@ -24,6 +24,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid, float_type
 from kernbench.torch.dtypes import BOOL, get_default_dtype
+from kernbench.torch.pointwise import unary_method_pair
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -157,17 +158,7 @@ def _rounded(self: Tensor, op: str, out: Tensor | None, *, decimals: int = 0) ->
 
 
 def _methods(op: str) -> tuple[Any, Any]:
-    def method(self: Tensor) -> Tensor:
-        return _rounded(self, op, None)
-
-    def in_place(self: Tensor) -> Tensor:
-        return _rounded(self, op, self)
-
-    method.__name__ = method.__qualname__ = op
-    in_place.__name__ = in_place.__qualname__ = f"{op}_"
-    method.__doc__ = f"Elementwise {op}, as torch's (a device kernel)."
-    in_place.__doc__ = f"Elementwise {op} in place, as torch's (a device kernel)."
-    return method, in_place
+    return unary_method_pair(op, _rounded)
 
 
 class TensorRounding:
