@@ -85,3 +85,10 @@ def test_topk_k_and_messages(ctx):
         torch.ones(3)[::-1]
     with pytest.raises(TensorError, match="'multiply', which is not supported"):
         torch.zeros(3).scatter_(0, torch.tensor([0]), 1.0, reduce="max")
+
+
+def test_multinomial_runs_in_timing_only_mode():
+    with use_context(RuntimeContext("tiny", timing_only=True)):
+        probs = torch.ones(4, 10)
+        drawn = torch.multinomial(probs, 3)
+        assert drawn.shape == (4, 3) and drawn.dtype is torch.int64

@@ -117,7 +117,8 @@ class TensorHostOps:
     ) -> Tensor:
         """``num_samples`` category indices per row of (unnormalized) probabilities,
         ``int64``; drawn on the host from the rank's generator (or ``generator``) after the
-        probabilities are read, and copied in.  Not the values torch would draw."""
+        probabilities are read, and copied in.  Not the values torch would draw.  In
+        timing-only mode (no values) the indices are copied in without the read."""
         n = int_argument(num_samples, "multinomial", "num_samples")
         replace = flag_argument(replacement, "multinomial", "replacement")
         if self.ndim not in (1, 2):
@@ -135,6 +136,9 @@ class TensorHostOps:
                 f"replacement ({n} > {categories})"
             )
         rng = torch_random.resolve(generator)
+        if self.storage_device_tensor.context.timing_only:  # the shape is known: no values
+            drawn = np.zeros((*self.shape[:-1], n), np.int64)
+            return _copied_in(self, drawn, _INT64)
         rows = self.numpy().astype(np.float64).reshape(-1, categories)
         drawn = np.empty((rows.shape[0], n), np.int64)
         for r, p in enumerate(rows):
