@@ -92,3 +92,17 @@ def test_multinomial_runs_in_timing_only_mode():
         probs = torch.ones(4, 10)
         drawn = torch.multinomial(probs, 3)
         assert drawn.shape == (4, 3) and drawn.dtype is torch.int64
+
+
+def test_clamp_takes_tensor_bounds(ctx):
+    a = np.array([[-2.0, 0.5, 3.0], [1.0, -1.0, 9.0]], np.float32)
+    lo, hi = np.array([-1.0, 0.0, 1.0], np.float32), np.array([[0.0], [2.0]], np.float32)
+    x = torch.from_numpy(a)
+    got = x.clamp(min=torch.from_numpy(lo), max=torch.from_numpy(hi))
+    np.testing.assert_array_equal(got.numpy(), np.minimum(np.maximum(a, lo), hi))
+    np.testing.assert_array_equal(
+        torch.clamp(x, torch.from_numpy(lo), 2.0).numpy(), np.minimum(np.maximum(a, lo), 2.0)
+    )
+    y = x.clone()
+    assert y.clamp_(min=torch.from_numpy(lo)) is y
+    np.testing.assert_array_equal(y.numpy(), np.maximum(a, lo))

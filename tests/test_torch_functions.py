@@ -662,7 +662,8 @@ def test_activation_dtypes_and_in_place_forms_as_torch(ctx):
         (lambda i, x: F.silu(i), "silu of 't"),
         (lambda i, x: F.gelu(x, approximate="exact"), "approximate must be 'none' or 'tanh'"),
         (lambda i, x: x.clamp(), "at least one of 'min' or 'max' must not be None"),
-        (lambda i, x: x.clamp(torch.zeros(2)), "for tensor bounds use torch.maximum(t, low)"),
+        (lambda i, x: x.clamp("0"), "clamp: min and max must be numbers or tensors, got str"),
+        (lambda i, x: x.clamp_(torch.zeros(2, 2)), "the bounds broadcast the result to (2, 2)"),
         (lambda i, x: i.clamp_(0.5), "can't be cast to the in-place output type torch.int32"),
         (lambda i, x: i.sigmoid_(), "can't be cast to the in-place output type torch.int32"),
         # bounds past the dtype wrapped: int32 min=2**40 gave zeros, uint8 min=256 too

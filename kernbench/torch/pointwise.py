@@ -192,8 +192,8 @@ class TensorPointwise:
         return _launched(self, out, rtype, lambda x, y: launch_pow(x, y, value))
 
     def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
-        """``min``/``max`` numbers (a bound may be ``None``, not both); tensor bounds:
-        ``torch.maximum``/``torch.minimum``."""
+        """``min``/``max`` numbers or tensors (a bound may be ``None``, not both); tensor
+        bounds broadcast, as ``torch.maximum``/``torch.minimum``."""
         return self._clamp(min, max, None)
 
     def clamp_(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
@@ -202,16 +202,43 @@ class TensorPointwise:
     clip = clamp
     clip_ = clamp_
 
+    def _clamp_by_tensors(self: Tensor, what: str, low: Any, high: Any, out: Any) -> Tensor:
+        """Tensor (or mixed) bounds, as torch's ``clamp``: ``minimum(maximum(t, min), max)``
+        with broadcasting (a NaN bound gives NaN, as there), a kernel per bound."""
+        result, made = self, []
+        if low is not None:
+            tensor = hasattr(low, "storage_device_tensor")
+            result = result.maximum(low) if tensor else result.clamp(min=low)
+            made.append(result)
+        if high is not None:
+            tensor = hasattr(high, "storage_device_tensor")
+            result = result.minimum(high) if tensor else result.clamp(max=high)
+            made.append(result)
+        if out is None:
+            return result
+        if tuple(result.shape) != tuple(self.shape):
+            for temp in made:
+                temp.free()
+            raise TensorError(
+                f"{what}: the bounds broadcast the result to {tuple(result.shape)}, not the "
+                f"tensor's {tuple(self.shape)}"
+            )
+        self.copy_(result)
+        for temp in made:
+            temp.free()
+        return self
+
     def _clamp(self: Tensor, low: Any, high: Any, out: Tensor | None) -> Tensor:
         what = "clamp_" if out is not None else "clamp"
         if low is None and high is None:
             raise TensorError(f"{what}: at least one of 'min' or 'max' must not be None")
+        if any(hasattr(b, "storage_device_tensor") for b in (low, high)):
+            return self._clamp_by_tensors(what, low, high, out)
         bounds = [python_scalar(b) for b in (low, high)]
         for given, value in zip((low, high), bounds, strict=True):
             if given is not None and value is None:
                 raise TensorError(
-                    f"{what}: min and max are numbers here (got {type(given).__name__}); for "
-                    "tensor bounds use torch.maximum(t, low) and torch.minimum(t, high)"
+                    f"{what}: min and max must be numbers or tensors, got {type(given).__name__}"
                 )
         floats = any(isinstance(b, float) for b in bounds)
         rtype = None
