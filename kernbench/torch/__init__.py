@@ -3,7 +3,7 @@
 Tensors live on the simulated machine of the current
 :class:`~kernbench.runtime.RuntimeContext`; their arithmetic runs device
 kernels and costs simulated time.  See :mod:`kernbench.torch.tensor` for what
-differs from PyTorch (a 32-bit world, no autograd, how views map to memory)
+differs from PyTorch (no autograd, how views map to memory)
 and :mod:`kernbench.torch.devices` for devices and events.
 ``torch.cuda`` is the same object as ``torch.ahbm``.
 """

@@ -14,8 +14,9 @@ as torch's smoothing term).
 
 Decisions a PyTorch user would otherwise have to guess:
 
-* torch takes class indices in int64 only ("Long"); there is no int64 here, so
-  any integer dtype is taken (int32, int16, int8, uint8, ...).
+* torch takes class indices in int64 ("Long"); any integer dtype is taken here
+  (int64, int32, int16, int8, uint8, ...), so scripts written before int64
+  existed here keep running.
 * A class outside [0, C) that is not ``ignore_index`` raises a
   :class:`~kernbench.errors.TensorError` naming the call and the value (torch
   asserts on the device).  The check looks at the values in memory without the
@@ -188,8 +189,8 @@ def _check_class_target(
     if target.dtype.is_floating_point or target.dtype is BOOL:
         raise TensorError(
             f"{call}: expected a target of class indices in an integer dtype, but found "
-            f"{target.dtype!r} (torch: expected scalar type Long; kernbench has no int64 and "
-            "takes int32, int16, int8 or uint8); probabilities take input's shape "
+            f"{target.dtype!r} (torch: expected scalar type Long; "
+            "int64, or another integer dtype here); probabilities take input's shape "
             f"{tuple(x.shape)} (cross_entropy)"
         )
     expected = tuple(x.shape[:class_dim]) + tuple(x.shape[class_dim + 1 :])

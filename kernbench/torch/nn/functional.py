@@ -258,7 +258,7 @@ def nll_loss(
     """``-input[n, target[n]] * weight[target[n]]`` of each sample (log-probabilities
     ``input``; classes along dim 1), its weighted mean (over the weights of the targets
     taken), sum or each; ``ignore_index`` targets count for nothing.  Targets are class
-    indices of any integer dtype (torch's are int64, which kernbench has not)."""
+    indices of any integer dtype (torch's are int64)."""
     reduction = _reduction("nll_loss", size_average, reduce, reduction)
     return class_loss(
         "nll_loss",
