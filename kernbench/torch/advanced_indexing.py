@@ -5,15 +5,16 @@ tuple) follows PyTorch's (NumPy's) rules: the integer indices broadcast to one
 shape ``B``; the result has ``B`` in place of the indexed dims when those are
 next to each other in the key, else ``B`` first, then the other dims.  The
 basic parts of the key (ints, slices, ``None``, ``...``) make a view first, at
-no cost; then one gather kernel reads the selected rows through the index
-values on the device (negative indices wrap in the kernel), as torch's index
-kernel does, so nothing is read to the host and timing-only runs work.  Several
-index tensors are first combined into one row number per result row by a few
-elementwise kernels over the indices.  Writing (``t[idx] = v``) is one scatter
-kernel (with duplicate indices one of the writes wins, as in torch).  A bool
-mask inside a tuple is read to the host for its nonzero positions, as torch
-waits for the count.  Indices are checked against the sizes in functional mode
-(host-side, no simulated time), with torch's IndexError message.
+no cost; then ``index_ops``' gather kernel reads the selected rows through the
+index values on the device (negative indices wrapped in the kernel), as
+torch's index kernel does, so nothing is read to the host and timing-only runs
+work.  Several index tensors are first combined into one row number per result
+row by a few elementwise kernels over the indices.  Writing (``t[idx] = v``)
+is ``index_ops``' scatter kernel (with duplicate indices one of the writes
+wins, as in torch).  A bool mask inside a tuple is read to the host for its
+nonzero positions, as torch waits for the count.  Indices are checked against
+the sizes in functional mode (host-side, no simulated time), with torch's
+IndexError message.
 """
 
 from __future__ import annotations
@@ -24,12 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import kernbench.kernels.language as tl
 from kernbench.errors import TensorError, TensorIndexError
-from kernbench.kernels.jit import jit
-from kernbench.runtime.tensor import DeviceTensor
-from kernbench.torch.device_kernels import BLOCK, elementwise_grid
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
+from kernbench.torch.index_ops import launch_gather, launch_scatter
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -37,26 +35,6 @@ if TYPE_CHECKING:
 __all__ = ["has_advanced", "read_advanced", "write_advanced"]
 
 _INT64 = DTYPE_OBJECTS["int64"]
-
-
-@jit
-def _take_rows_kernel(x_ptr, idx_ptr, out_ptr, n, ROW, N, BLOCK: tl.constexpr):
-    # out[i] = x[wrap(idx[i // ROW]) * ROW + i % ROW], wrap(r) = r + N for r < 0.
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
-    row = tl.load(idx_ptr + i // ROW, mask=mask, other=0)
-    row = tl.where(row < 0, row + N, row)
-    tl.store(out_ptr + i, tl.load(x_ptr + row * ROW + i % ROW, mask=mask), mask=mask)
-
-
-@jit
-def _put_rows_kernel(src_ptr, idx_ptr, out_ptr, n, ROW, N, BLOCK: tl.constexpr):
-    # out[wrap(idx[i // ROW]) * ROW + i % ROW] = src[i].
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
-    row = tl.load(idx_ptr + i // ROW, mask=mask, other=0)
-    row = tl.where(row < 0, row + N, row)
-    tl.store(out_ptr + row * ROW + i % ROW, tl.load(src_ptr + i, mask=mask), mask=mask)
 
 
 def _is_tensor(k: Any) -> bool:
@@ -220,13 +198,6 @@ def _order(plan: _Plan) -> tuple[list[int], int]:
     return [*plan.dims, *rest], lead
 
 
-def _launch(
-    kernel: Any, src: DeviceTensor, rows: DeviceTensor, out: DeviceTensor, n: int, row: int,
-    size: int,
-) -> None:  # fmt: skip
-    kernel[elementwise_grid(n, "indexing")](src, rows, out, n, row, size, BLOCK=BLOCK)
-
-
 def read_advanced(t: Tensor, key: Any) -> Tensor:
     """``t[key]`` for a key with index arrays: a new tensor, by one gather kernel."""
     name = t.storage_device_tensor.name
@@ -241,8 +212,8 @@ def read_advanced(t: Tensor, key: Any) -> Tensor:
     rows_dense = rows.expand(plan.shape).contiguous() if rows.shape != plan.shape else rows.dense()
     if out.numel():
         x = source.dense()
-        _launch(_take_rows_kernel, x.device_tensor, rows_dense.device_tensor, out.device_tensor,
-                out.numel(), row, size)  # fmt: skip
+        launch_gather(x.device_tensor, rows_dense.device_tensor, out.device_tensor,
+                      (math.prod(plan.shape), row, size), line=True, wrap=True)  # fmt: skip
         if x is not source:
             x.free()
     _free(rows_dense, rows, temporaries, plan)
@@ -284,8 +255,9 @@ def write_advanced(t: Tensor, key: Any, value: Any) -> None:
     rows_dense = rows.expand(plan.shape).contiguous() if rows.shape != plan.shape else rows.dense()
     if source.numel():
         dense = target.dense()
-        _launch(_put_rows_kernel, source.device_tensor, rows_dense.device_tensor,
-                dense.device_tensor, source.numel(), math.prod(rest), size)  # fmt: skip
+        counts = (source.numel(), math.prod(plan.shape), math.prod(rest), size)
+        launch_scatter(source.device_tensor, rows_dense.device_tensor, dense.device_tensor,
+                       counts, line=True, add=False, wrap=True)  # fmt: skip
         if dense is not target:
             target.copy_(dense)
             dense.free()

@@ -77,15 +77,19 @@ def _scatter_kernel(
     LINE: tl.constexpr,
     SRC_TENSOR: tl.constexpr,
     ADD: tl.constexpr,
+    WRAP: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    # out[r, index, c] = src[r, k, c] (or value; added with ADD), out viewed as (R, LO, C).
+    # out[r, index, c] = src[r, k, c] (or value; added with ADD), out viewed as (R, LO, C);
+    # WRAP takes negative indices from the end (advanced indexing).
     p = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = p < n
     if LINE:
         idx = tl.load(idx_ptr + (p // C) % K, mask=mask, other=0)
     else:
         idx = tl.load(idx_ptr + p, mask=mask, other=0)
+    if WRAP:
+        idx = tl.where(idx < 0, idx + LO, idx)
     dst = (p // (K * C)) * (LO * C) + idx * C + p % C
     if SRC_TENSOR:
         v = tl.load(src_ptr + p, mask=mask, other=0)
@@ -123,6 +127,7 @@ def launch_scatter(
     *,
     line: bool,
     add: bool,
+    wrap: bool = False,
 ) -> None:
     """``out`` (R, LO, C) at ``index`` gets ``src`` (R, K, C, or a number); ``counts`` =
     (n = R * K * C, K, C, LO)."""
@@ -141,6 +146,7 @@ def launch_scatter(
         LINE=line,
         SRC_TENSOR=is_tensor,
         ADD=add,
+        WRAP=wrap,
         BLOCK=BLOCK,
     )
 

@@ -26,7 +26,7 @@ import numpy as np
 from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.advanced_indexing import has_advanced, read_advanced, write_advanced
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
-from kernbench.torch.logic_kernels import launch_gather_rows, launch_scatter_rows
+from kernbench.torch.index_ops import launch_gather, launch_scatter
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence
 from kernbench.torch.views import Geometry, index_geometry, reshape_shape, view_strides
 
@@ -163,7 +163,8 @@ class TensorLayout:
         out = self.new_empty((rows.numel(), *rest))
         if out.numel():
             x = self.dense()
-            launch_gather_rows(x.device_tensor, rows.device_tensor, out.device_tensor, row)
+            sizes = (rows.numel(), row, x.numel() // row)
+            launch_gather(x.device_tensor, rows.device_tensor, out.device_tensor, sizes, line=True)
             if x is not self:
                 x.free()
         rows.free()
@@ -193,7 +194,11 @@ class TensorLayout:
         source = self.new_empty(shape).copy_(value)
         if source.numel():
             target = self.dense()
-            launch_scatter_rows(source.device_tensor, rows.device_tensor, target.device_tensor, row)
+            counts = (source.numel(), rows.numel(), row, target.numel() // row)
+            launch_scatter(
+                source.device_tensor, rows.device_tensor, target.device_tensor, counts,
+                line=True, add=False,
+            )  # fmt: skip
             if target is not self:
                 self.copy_(target)
                 target.free()

@@ -22,8 +22,6 @@ __all__ = [
     "UNARY_TESTS",
     "elementwise_test",
     "launch_any_all",
-    "launch_gather_rows",
-    "launch_scatter_rows",
     "launch_test",
     "launch_test_scalar",
     "launch_unary_test",
@@ -154,15 +152,6 @@ def _any_all_kernel(
     tl.store(out_ptr + o, total != 0, mask=o_mask)
 
 
-@jit
-def _gather_rows_kernel(x_ptr, rows_ptr, out_ptr, n, ROW, BLOCK: tl.constexpr):
-    # out[i] = x[rows[i // ROW] * ROW + i % ROW]: whole rows of x picked by index.
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
-    row = tl.load(rows_ptr + i // ROW, mask=mask, other=0)
-    tl.store(out_ptr + i, tl.load(x_ptr + row * ROW + i % ROW, mask=mask), mask=mask)
-
-
 def launch_test(op: str, x: DeviceTensor, y: DeviceTensor, out: DeviceTensor) -> None:
     """``out = x op y`` over equal-sized tensors (``x`` and ``y`` of one dtype)."""
     n = out.numel
@@ -213,24 +202,3 @@ def launch_any_all(
     _any_all_kernel[(-(-n_out // oblock),)](
         x, out, n_out, length, cols, ALL=int(is_all), OBLOCK=oblock, RBLOCK=rblock
     )
-
-
-def launch_gather_rows(x: DeviceTensor, rows: DeviceTensor, out: DeviceTensor, row: int) -> None:
-    """``out``'s rows of ``row`` elements are ``x``'s rows numbered by ``rows`` (int32)."""
-    n = out.numel
-    _gather_rows_kernel[elementwise_grid(n, "indexing")](x, rows, out, n, row, BLOCK=BLOCK)
-
-
-@jit
-def _scatter_rows_kernel(src_ptr, rows_ptr, out_ptr, n, ROW, BLOCK: tl.constexpr):
-    # out[rows[i // ROW] * ROW + i % ROW] = src[i]: src's rows written to out's rows by index.
-    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = i < n
-    row = tl.load(rows_ptr + i // ROW, mask=mask, other=0)
-    tl.store(out_ptr + row * ROW + i % ROW, tl.load(src_ptr + i, mask=mask), mask=mask)
-
-
-def launch_scatter_rows(src: DeviceTensor, rows: DeviceTensor, out: DeviceTensor, row: int) -> None:
-    """``out``'s rows of ``row`` elements numbered by ``rows`` (int32) get ``src``'s rows."""
-    n = src.numel
-    _scatter_rows_kernel[elementwise_grid(n, "indexing")](src, rows, out, n, row, BLOCK=BLOCK)
