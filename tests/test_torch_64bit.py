@@ -49,6 +49,13 @@ FLOAT64_CASES = {
     "where": (lambda: torch.where(T(A) > 0, T(A), 0.1), lambda: np.where(A > 0, A, 0.1)),
     "masked_fill": (lambda: T(A).masked_fill(T(A) > 0, 0.1), lambda: np.where(A > 0, 0.1, A)),
     "arange": (lambda: torch.arange(0, 1, 0.1, dtype=torch.float64), lambda: np.arange(0, 1, 0.1)),
+    "eq scalar": (lambda: (T(np.array([0.1, 0.3])) == 0.1).double(), lambda: np.array([1.0, 0])),
+    "floor_divide": (lambda: T(np.abs(A)) // 0.1, lambda: np.floor_divide(np.abs(A), 0.1)),
+    "remainder": (lambda: T(A) % 0.3, lambda: np.remainder(A, 0.3)),
+    "scatter value": (
+        lambda: torch.zeros(3, dtype=torch.float64).scatter_(0, torch.tensor([1]), 0.1),
+        lambda: np.array([0.0, 0.1, 0.0]),
+    ),
     "sum": (lambda: T(A).sum(1), lambda: A.sum(1)),
     "mean": (lambda: T(A).mean(), lambda: A.mean()),
     "var": (lambda: T(A).var(1), lambda: A.var(1, ddof=1)),

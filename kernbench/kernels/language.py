@@ -214,8 +214,12 @@ def runtime_scalar(value: Any, specialize: bool = True) -> Any:
     it, uint64 past int64), a float float32. Here it becomes a 0-d block of that type,
     so ``fp16_block * s`` is float32 and ``s // 3`` divides as C does. An int equal to
     1 is a constant (Triton specializes it) unless ``specialize`` is false (the
-    kernel's ``do_not_specialize``). Anything else is returned unchanged.
+    kernel's ``do_not_specialize``). A NumPy number is a 0-d block of its own dtype
+    (how the facade passes a float64 tensor's scalar). Anything else is returned
+    unchanged.
     """
+    if isinstance(value, np.number):  # a NumPy scalar keeps its own type (float64 included)
+        return Block(np.asarray(value), from_numpy(value.dtype))
     if not isinstance(value, bool | int | float) or isinstance(value, np.generic):
         return value
     if specialize and value == 1 and type(value) is int:

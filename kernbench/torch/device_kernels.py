@@ -92,20 +92,22 @@ def _var_kernel(
     C,
     divisor,
     STD: tl.constexpr,
+    FT: tl.constexpr,
     OBLOCK: tl.constexpr,
     RBLOCK: tl.constexpr,
 ):
-    # Two passes over x[a, r, c] (r < R): the mean, then the squared deviations from it.
+    # Two passes over x[a, r, c] (r < R): the mean, then the squared deviations from it,
+    # in FT (float32, or float64 for float64 values).
     o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
     o_mask = o < n_out
     base = (o // C) * (R * C) + o % C
-    acc = tl.zeros((OBLOCK, RBLOCK), tl.float32)
+    acc = tl.zeros((OBLOCK, RBLOCK), FT)
     for start in range(0, R, RBLOCK):
         r = start + tl.arange(0, RBLOCK)
         mask = o_mask[:, None] & (r < R)[None, :]
         acc += tl.load(x_ptr + base[:, None] + r[None, :] * C, mask=mask, other=0)
     mean = tl.sum(acc, axis=1) / R
-    acc = tl.zeros((OBLOCK, RBLOCK), tl.float32)
+    acc = tl.zeros((OBLOCK, RBLOCK), FT)
     for start in range(0, R, RBLOCK):
         r = start + tl.arange(0, RBLOCK)
         mask = o_mask[:, None] & (r < R)[None, :]
@@ -292,8 +294,9 @@ def launch_var(
         n_out,
         length,
         cols,
-        float(max(length - correction, 0)),
+        typed_scalar(float(max(length - correction, 0)), x.dtype),
         STD=std,
+        FT=float_type(x.dtype),
         OBLOCK=oblock,
         RBLOCK=rblock,
     )

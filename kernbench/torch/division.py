@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import kernbench.kernels.language as tl
 from kernbench.errors import TensorError, TensorZeroDivisionError
+from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.arithmetic import check_pair, dense_as, pair_dtype, written
@@ -119,8 +120,8 @@ def launch_division(
         y if y_tensor else out,
         out,
         n,
-        0 if x_tensor else x,
-        0 if y_tensor else y,
+        0 if x_tensor else typed_scalar(x, out.dtype),
+        0 if y_tensor else typed_scalar(y, out.dtype),
         X_TENSOR=x_tensor,
         Y_TENSOR=y_tensor,
         OP=op,

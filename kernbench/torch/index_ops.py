@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import kernbench.kernels.language as tl
 from kernbench.errors import TensorError
+from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, check_elements, elementwise_grid
@@ -142,7 +143,7 @@ def launch_scatter(
         k,
         c,
         lo,
-        0 if is_tensor else src,
+        0 if is_tensor else typed_scalar(src, out.dtype),
         LINE=line,
         SRC_TENSOR=is_tensor,
         ADD=add,

@@ -161,6 +161,7 @@ def launch_test(op: str, x: DeviceTensor, y: DeviceTensor, out: DeviceTensor) ->
 def launch_test_scalar(op: str, x: DeviceTensor, value: int | float, out: DeviceTensor) -> None:
     """``out = x op value``, ``value`` taken in ``x``'s dtype."""
     n = out.numel
+    value = typed_scalar(value, x.dtype)
     _test_scalar_kernel[elementwise_grid(n, op)](x, out, n, value, OP=op, BLOCK=BLOCK)
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
+from kernbench.torch.arithmetic import free_temporaries, written
 from kernbench.torch.dtypes import (
     as_torch_dtype,
     check_scalar_fits,
@@ -206,27 +207,21 @@ class TensorPointwise:
         """Tensor (or mixed) bounds, as torch's ``clamp``: ``minimum(maximum(t, min), max)``
         with broadcasting (a NaN bound gives NaN, as there), a kernel per bound."""
         result, made = self, []
-        if low is not None:
-            tensor = hasattr(low, "storage_device_tensor")
-            result = result.maximum(low) if tensor else result.clamp(min=low)
-            made.append(result)
-        if high is not None:
-            tensor = hasattr(high, "storage_device_tensor")
-            result = result.minimum(high) if tensor else result.clamp(max=high)
-            made.append(result)
-        if out is None:
-            return result
-        if tuple(result.shape) != tuple(self.shape):
-            for temp in made:
-                temp.free()
+        for bound, combine, side in ((low, "maximum", "min"), (high, "minimum", "max")):
+            if bound is not None:
+                if hasattr(bound, "storage_device_tensor"):
+                    result = getattr(result, combine)(bound)
+                else:
+                    result = result.clamp(**{side: bound})
+                made.append(result)
+        final = made.pop()  # the result; the others are temporaries
+        if out is not None and tuple(final.shape) != tuple(self.shape):
+            free_temporaries(final, *made)
             raise TensorError(
-                f"{what}: the bounds broadcast the result to {tuple(result.shape)}, not the "
+                f"{what}: the bounds broadcast the result to {tuple(final.shape)}, not the "
                 f"tensor's {tuple(self.shape)}"
             )
-        self.copy_(result)
-        for temp in made:
-            temp.free()
-        return self
+        return written(out, final, made)
 
     def _clamp(self: Tensor, low: Any, high: Any, out: Tensor | None) -> Tensor:
         what = "clamp_" if out is not None else "clamp"
