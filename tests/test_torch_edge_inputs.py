@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernbench.torch as torch
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, TensorIndexError
 from kernbench.runtime import RuntimeContext, use_context
 
 
@@ -106,3 +106,15 @@ def test_clamp_takes_tensor_bounds(ctx):
     y = x.clone()
     assert y.clamp_(min=torch.from_numpy(lo)) is y
     np.testing.assert_array_equal(y.numpy(), np.maximum(a, lo))
+
+
+def test_a_bool_mask_inside_a_key_must_match_the_dims_it_covers(ctx):
+    t = torch.ones(2, 3)
+    with pytest.raises(
+        TensorIndexError, match=r"mask \[2\] at index 0 does not match .* at index 1"
+    ):
+        t[:, torch.tensor([True, False])]
+    assert t[:, [True, False, True]].shape == (2, 2)
+    with pytest.warns(UserWarning, match="torch.uint8 is now deprecated") as caught:
+        assert t[:, torch.tensor([1, 0, 1], dtype=torch.uint8)].shape == (2, 2)
+    assert caught[0].filename == __file__  # shown at the script's line

@@ -20,6 +20,7 @@ IndexError message.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +33,39 @@ from kernbench.torch.index_ops import launch_gather, launch_scatter
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["has_advanced", "read_advanced", "write_advanced"]
+__all__ = [
+    "check_mask_shape",
+    "has_advanced",
+    "read_advanced",
+    "warn_uint8_mask",
+    "write_advanced",
+]
 
 _INT64 = DTYPE_OBJECTS["int64"]
+
+
+def warn_uint8_mask(frames: int) -> None:
+    """torch's warning for a uint8 index, which it takes as a mask (deprecated there),
+    shown at the script's line ``frames`` calls up."""
+    warnings.warn(
+        "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
+        UserWarning,
+        stacklevel=frames + 1,
+    )
+
+
+def check_mask_shape(name: str, shape: tuple[int, ...], covered: Any, at: int) -> None:
+    """A bool mask covering ``shape``'s dims from ``at`` must match them, as torch checks."""
+    covered = tuple(covered)
+    for i, size in enumerate(covered):
+        j = at + i
+        if j >= len(shape) or size != shape[j]:
+            there = shape[j] if j < len(shape) else "none"
+            raise TensorIndexError(
+                f"indexing {name!r}: the shape of the mask {list(covered)} at index {i} does "
+                f"not match the shape of the indexed tensor {list(shape)} at index {j} (size "
+                f"{there}, as torch checks)"
+            )
 
 
 def _is_tensor(k: Any) -> bool:
@@ -64,11 +95,14 @@ class _Plan:
     owned: list[Tensor]  # index tensors made here (from lists, arrays, masks), to free
 
 
-def _index_tensor(t: Tensor, k: Any, name: str) -> tuple[list[Tensor], bool]:
-    """One key entry as int64 device index tensors (a bool mask: one per dim it covers),
-    and whether they were made here."""
+def _index_tensor(t: Tensor, k: Any, name: str, at: int) -> tuple[list[Tensor], bool]:
+    """One key entry, at ``t``'s dim ``at``, as int64 device index tensors (a bool mask:
+    one per dim it covers, checked against them), and whether they were made here."""
     if _is_tensor(k):
         if k.dtype is BOOL or k.dtype.name == "uint8":
+            if k.dtype.name == "uint8":
+                warn_uint8_mask(5)  # _index_tensor, _plan, read/write_advanced, []
+            check_mask_shape(name, tuple(t.shape), k.shape, at)
             return list(k.nonzero(as_tuple=True)), True
         if k.dtype.is_floating_point:
             raise TensorIndexError(
@@ -84,6 +118,7 @@ def _index_tensor(t: Tensor, k: Any, name: str) -> tuple[list[Tensor], bool]:
             f"got {k!r}"
         ) from None
     if values.dtype == np.bool_:
+        check_mask_shape(name, tuple(t.shape), values.shape, at)
         return [t.new_empty(v.shape, dtype=_INT64).copy_(v) for v in np.nonzero(values)], True
     if values.size and values.dtype.kind not in "iu":
         raise TensorIndexError(
@@ -126,10 +161,11 @@ def _plan(t: Tensor, key: Any) -> _Plan:
     places: list[int] = []  # key positions of the index arrays and ints, for adjacency
     indices: list[Tensor] = []
     owned: list[Tensor] = []
-    out_dim = 0
+    out_dim = in_dim = 0
     for place, k in enumerate(keys):
+        at, in_dim = in_dim, in_dim + consumed(k)
         if _is_index_array(t, k):
-            found, made = _index_tensor(t, k, name)
+            found, made = _index_tensor(t, k, name, at)
             if made:
                 owned.extend(found)
             places.append(place)

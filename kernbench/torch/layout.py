@@ -17,14 +17,19 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from kernbench.errors import TensorError, TensorTypeError
-from kernbench.torch.advanced_indexing import has_advanced, read_advanced, write_advanced
+from kernbench.torch.advanced_indexing import (
+    check_mask_shape,
+    has_advanced,
+    read_advanced,
+    warn_uint8_mask,
+    write_advanced,
+)
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.index_ops import launch_gather, launch_scatter
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence
@@ -122,12 +127,7 @@ class TensorLayout:
         if isinstance(key, TensorLayout):
             mask = key if key.dtype is BOOL else None
             if key.dtype.name == "uint8":  # a mask in torch too, deprecated there
-                warnings.warn(
-                    "indexing with dtype torch.uint8 is now deprecated, please use a dtype "
-                    "torch.bool instead.",
-                    UserWarning,
-                    stacklevel=3,
-                )
+                warn_uint8_mask(3)  # _bool_mask, __getitem__ / __setitem__
                 mask = key.numpy() != 0
         elif isinstance(key, np.ndarray):
             mask = key if key.dtype == np.bool_ else None
@@ -137,15 +137,7 @@ class TensorLayout:
             mask = None
         if mask is None:
             return None
-        shape, covered = tuple(self.shape), tuple(mask.shape)
-        for i, size in enumerate(covered):
-            if i >= len(shape) or size != shape[i]:
-                there = shape[i] if i < len(shape) else "none"
-                raise TensorError(
-                    f"indexing {self.storage_device_tensor.name!r}: the shape of the mask "
-                    f"{list(covered)} at index {i} does not match the shape of the indexed "
-                    f"tensor {list(shape)} at index {i} (size {there}, as torch checks)"
-                )
+        check_mask_shape(self.storage_device_tensor.name, tuple(self.shape), mask.shape, 0)
         return mask
 
     def _mask_rows(self: Tensor, mask: Any) -> tuple[Tensor, int, tuple[int, ...]]:
