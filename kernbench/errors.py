@@ -30,6 +30,7 @@ __all__ = [
     "TensorZeroDivisionError",
     "ModuleAttributeError",
     "UnsupportedNameError",
+    "UnsupportedModuleError",
     "unsupported_name",
     "KernelError",
     "SimulationError",

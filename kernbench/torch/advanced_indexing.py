@@ -73,16 +73,16 @@ def _is_tensor(k: Any) -> bool:
     return hasattr(k, "storage_device_tensor")
 
 
-def _is_index_array(t: Tensor, k: Any) -> bool:
+def _is_index_array(k: Any) -> bool:
     if _is_tensor(k):
         return k.ndim > 0 or k.dtype is BOOL
     return isinstance(k, list | np.ndarray)
 
 
-def has_advanced(t: Tensor, key: Any) -> bool:
+def has_advanced(key: Any) -> bool:
     """Whether ``key`` holds an integer (or, inside a tuple, bool) index array."""
     keys = key if isinstance(key, tuple) else (key,)
-    return any(_is_index_array(t, k) for k in keys)
+    return any(_is_index_array(k) for k in keys)
 
 
 @dataclass
@@ -164,7 +164,7 @@ def _plan(t: Tensor, key: Any) -> _Plan:
     out_dim = in_dim = 0
     for place, k in enumerate(keys):
         at, in_dim = in_dim, in_dim + consumed(k)
-        if _is_index_array(t, k):
+        if _is_index_array(k):
             found, made = _index_tensor(t, k, name, at)
             if made:
                 owned.extend(found)

@@ -14,6 +14,7 @@ dtype (a float the default dtype, an int int64), otherwise the tensor's dtype.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ __all__ = [
     "TorchDType",
     "as_torch_dtype",
     "category",
+    "check_data_fits",
     "check_scalar_fits",
     "get_default_dtype",
     "promote_types",
@@ -184,3 +186,19 @@ def check_scalar_fits(value: int | float, dt: TorchDType, what: str) -> None:
             raise TensorError(
                 f"{what}: scalar {value} does not fit {dt!r} [{info.min}, {info.max}]"
             )
+
+
+def check_data_fits(data: Any, dt: TorchDType, what: str) -> None:
+    """Refuse Python numbers (nested lists of them) an integer ``dt`` cannot hold, as torch
+    raises rather than wraps them (checked as Python numbers: an int past 64 bits makes no
+    NumPy array)."""
+    if dt.is_floating_point:
+        return
+    values = np.asarray(data, dtype=object).ravel().tolist()
+    found = [v for v in values if isinstance(v, int | float | np.integer | np.floating)]
+    if found:
+        for value in (min(found), max(found)):
+            whole = int(value) if math.isfinite(value) else value
+            if not isinstance(whole, int):
+                raise TensorError(f"{what}: {value} cannot be converted to {dt!r}")
+            check_scalar_fits(whole, dt, what)

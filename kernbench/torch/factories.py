@@ -24,7 +24,7 @@ from kernbench.torch.dtypes import (
     VALID_DTYPES,
     TorchDType,
     as_torch_dtype,
-    check_scalar_fits,
+    check_data_fits,
     get_default_dtype,
     promote_types,
     python_scalar,
@@ -243,7 +243,7 @@ def tensor(
     if dtype is not None and not isinstance(data, np.ndarray):
         # Python numbers an integer dtype cannot hold: torch raises rather than wrap them
         # (checked as Python numbers: an int past 64 bits makes no NumPy array).
-        _check_fits(data, as_torch_dtype(dtype))
+        check_data_fits(data, as_torch_dtype(dtype), "tensor")
     if dtype is not None:
         dt = as_torch_dtype(dtype)
         if not isinstance(data, np.ndarray) and not dt.is_floating_point:
@@ -290,20 +290,6 @@ def _python_ints_past_int64(array: np.ndarray, data: Any) -> bool:
     return any(
         isinstance(v, int) and not isinstance(v, bool) and not -(2**63) <= v < 2**63 for v in values
     )
-
-
-def _check_fits(data: Any, dt: TorchDType) -> None:
-    if dt.is_floating_point:
-        return
-    values = np.asarray(data, dtype=object).ravel().tolist()
-    numbers_ = [v for v in values if isinstance(v, int | float | np.integer | np.floating)]
-    if numbers_:
-        low, high = min(numbers_), max(numbers_)
-        for value in (low, high):
-            whole = int(value) if math.isfinite(value) else value
-            if not isinstance(whole, int):
-                raise TensorError(f"tensor: {value} cannot be converted to {dt!r}")
-            check_scalar_fits(whole, dt, "tensor")
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:

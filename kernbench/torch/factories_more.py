@@ -25,7 +25,7 @@ import numpy as np
 from kernbench.errors import TensorError
 from kernbench.torch.devices import device_index
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, as_torch_dtype, get_default_dtype
-from kernbench.torch.factories import cat, stack, zeros
+from kernbench.torch.factories import _tensor_list, cat, stack, zeros
 from kernbench.torch.functions import with_out
 from kernbench.torch.more_kernels import launch_linspace
 from kernbench.torch.shapes import flag_argument, int_argument, tensor_argument
@@ -190,15 +190,6 @@ def triu_indices(
     return _triangle_indices("triu_indices", row, col, offset, dtype, device, upper=True)
 
 
-def _tensors(tensors: Any, what: str) -> list[Tensor]:
-    items = list(tensors) if isinstance(tensors, Sequence) else None
-    if not items or not all(isinstance(t, Tensor) for t in items):
-        raise TensorError(
-            f"torch.{what} needs a non-empty sequence of Tensors, got {tensors!r:.80}"
-        )
-    return items
-
-
 def _at_least(t: Tensor, dims: int) -> Tensor:
     if t.ndim >= dims:
         return t
@@ -214,20 +205,20 @@ def _at_least(t: Tensor, dims: int) -> Tensor:
 @with_out
 def hstack(tensors: Sequence[Tensor]) -> Tensor:
     """``cat`` along dim 1, or dim 0 of 1-D tensors (0-d ones as 1-D)."""
-    items = [t.reshape(1) if not t.ndim else t for t in _tensors(tensors, "hstack")]
+    items = [t.reshape(1) if not t.ndim else t for t in _tensor_list(tensors, "torch.hstack")]
     return cat(items, 0 if items[0].ndim == 1 else 1)
 
 
 @with_out
 def vstack(tensors: Sequence[Tensor]) -> Tensor:
     """``cat`` along dim 0 of the tensors made at least 2-D (a vector is one row)."""
-    return cat([_at_least(t, 2) for t in _tensors(tensors, "vstack")], 0)
+    return cat([_at_least(t, 2) for t in _tensor_list(tensors, "torch.vstack")], 0)
 
 
 @with_out
 def dstack(tensors: Sequence[Tensor]) -> Tensor:
     """``cat`` along dim 2 of the tensors made at least 3-D."""
-    return cat([_at_least(t, 3) for t in _tensors(tensors, "dstack")], 2)
+    return cat([_at_least(t, 3) for t in _tensor_list(tensors, "torch.dstack")], 2)
 
 
 concat = concatenate = cat
@@ -242,7 +233,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
         if len(tensors) == 1 and isinstance(tensors[0], Sequence)
         else list(tensors)
     )
-    items = _tensors(items, "meshgrid")
+    items = _tensor_list(items, "torch.meshgrid")
     if indexing is None:
         warnings.warn(
             "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
@@ -278,7 +269,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
 def cartesian_prod(*tensors: Tensor) -> Tensor:
     """Every combination of the 1-D tensors' elements, (N, k): the ``meshgrid`` views
     stacked (one copy each); one tensor is returned as it is, as torch."""
-    items = _tensors(list(tensors), "cartesian_prod")
+    items = _tensor_list(list(tensors), "torch.cartesian_prod")
     for t in items:
         if t.ndim != 1:
             raise TensorError(

@@ -19,7 +19,7 @@ import numpy as np
 
 from kernbench.errors import TensorError
 from kernbench.torch import random as torch_random
-from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, as_torch_dtype
+from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, as_torch_dtype, check_data_fits
 from kernbench.torch.shapes import dim_index, flag_argument, int_argument
 
 if TYPE_CHECKING:
@@ -184,6 +184,8 @@ class TensorHostOps:
                 array.dtype.kind in "biuf" or isinstance(data, numbers.Number)
             ):
                 raise TensorError(f"new_tensor: data of NumPy dtype {array.dtype} is not supported")
+            if not isinstance(data, np.ndarray):
+                check_data_fits(data, dt, "new_tensor")
             out = self.new_empty(array.shape, dtype=dt, device=device)
             if array.size:
                 out.copy_(array)

@@ -8,8 +8,8 @@ kernel over the index (or the source) with :data:`BLOCK` elements a program: a r
 of the index, then a load at, or a store to, the place it names, so it costs about
 what a copy of the result (or the source) costs.  Adds go through ``tl.atomic_add``,
 so repeated indices add up, as torch's.  Before the launch the index is checked
-against the size it indexes, as torch checks it: a ``min`` and a ``max`` reduction
-and a read of their two values (costed), and an index out of range raises a
+against the size it indexes, host-side at no simulated cost (torch asserts inside
+its kernel), and an index out of range raises a
 :class:`~kernbench.errors.TensorError` naming the tensor, the index and the valid
 range.  ``index_copy_`` and ``scatter_`` with repeated indices keep one of the
 written values (the last here; torch leaves it unspecified).  The written tensor is

@@ -11,8 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.errors import TensorError
-from kernbench.torch.functions import into_out, with_out
-from kernbench.torch.shapes import tensor_argument
+from kernbench.torch.functions import _elementwise, _tensor, into_out, with_out
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -45,19 +44,6 @@ __all__ = [
     "sign",
     "trunc",
 ]
-
-
-def _tensor(value: Any, what: str) -> Tensor:
-    return tensor_argument(value, f"torch.{what}")
-
-
-def _elementwise(name: str) -> Callable[..., Tensor]:
-    def fn(input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        return getattr(_tensor(input, name), name)()
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"``torch.{name}``: :meth:`Tensor.{name}` of ``input``."
-    return fn
 
 
 floor = with_out(_elementwise("floor"))

@@ -82,7 +82,7 @@ class TensorLayout:
         if mask is not None:
             return self._masked_rows(mask)
         key = self._scalar_keys(key)
-        if has_advanced(self, key):
+        if has_advanced(key):
             return read_advanced(self, key)
         return self._view(index_geometry(self.geometry, key, self.storage_device_tensor.name))
 
@@ -92,16 +92,13 @@ class TensorLayout:
             self._write_masked(mask, value)
             return
         key = self._scalar_keys(key)
-        advanced = has_advanced(self, key)
-        if python_scalar(value) is not None:
-            if advanced:
-                write_advanced(self, key, value)
-            else:
-                self[key].fill_(value)
-            return
-        value = _without_leading_ones(value)
-        if advanced:
+        scalar = python_scalar(value) is not None
+        if not scalar:
+            value = _without_leading_ones(value)
+        if has_advanced(key):
             write_advanced(self, key, value)
+        elif scalar:
+            self[key].fill_(value)
         else:
             self[key].copy_(value)
 

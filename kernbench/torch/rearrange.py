@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.more_kernels import launch_nan_to_num
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence
+from kernbench.torch.type_info import finfo
 from kernbench.torch.view_kernels import launch_strided_copy
 from kernbench.torch.views import Geometry
 
@@ -230,8 +229,7 @@ def _nan_to_num(t: Tensor, nan: Any, posinf: Any, neginf: Any, out: Tensor | Non
     nan = 0.0 if nan is None else nan  # torch's nan=None is 0.0
     if not t.dtype.is_floating_point:
         return t if out is not None else t.clone()
-    info = np.finfo(np.float32 if t.dtype.name == "bfloat16" else np.dtype(t.dtype.name))
-    high = float(info.max) if t.dtype.name != "bfloat16" else 3.3895313892515355e38
+    high = finfo(t.dtype).max
     posinf = high if posinf is None else float(posinf)
     neginf = -high if neginf is None else float(neginf)
     src = t.dense()

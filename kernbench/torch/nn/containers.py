@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from kernbench.errors import TensorTypeError
+from kernbench.errors import TensorIndexError, TensorTypeError
 from kernbench.torch.nn.modules import Module, add_indent
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.tensor import Tensor
@@ -17,10 +17,10 @@ from kernbench.torch.tensor import Tensor
 __all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
-def _index(index: Any, length: int, kind: str) -> int:
+def _index(index: Any, length: int) -> int:
     i = operator.index(index)
     if not -length <= i < length:
-        raise IndexError(f"index {i} is out of range")
+        raise TensorIndexError(f"index {i} is out of range")
     return i + length if i < 0 else i
 
 
@@ -40,15 +40,15 @@ class Sequential(Module):
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
             return type(self)(OrderedDict(list(self._modules.items())[idx]))
-        return list(self._modules.values())[_index(idx, len(self), "Sequential")]
+        return list(self._modules.values())[_index(idx, len(self))]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        key = list(self._modules)[_index(idx, len(self), "Sequential")]
+        key = list(self._modules)[_index(idx, len(self))]
         setattr(self, key, module)
 
     def __delitem__(self, idx: Any) -> None:
         keys = list(self._modules)
-        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "")]]:
+        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]:
             delattr(self, key)
         items = list(self._modules.values())  # torch renumbers
         self._modules.clear()
@@ -101,14 +101,14 @@ class ModuleList(Module):
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
             return type(self)(list(self._modules.values())[idx])
-        return self._modules[str(_index(idx, len(self), "ModuleList"))]
+        return self._modules[str(_index(idx, len(self)))]
 
     def __setitem__(self, idx: int, module: Module) -> None:
-        setattr(self, str(_index(idx, len(self), "ModuleList")), module)
+        setattr(self, str(_index(idx, len(self))), module)
 
     def __delitem__(self, idx: Any) -> None:
         keys = list(self._modules)
-        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys), "")]]:
+        for key in keys[idx] if isinstance(idx, slice) else [keys[_index(idx, len(keys))]]:
             delattr(self, key)
         items = list(self._modules.values())
         self._modules.clear()
@@ -227,10 +227,10 @@ class ParameterList(Module):
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, slice):
             return ParameterList([self[i] for i in range(len(self))[idx]])
-        return getattr(self, str(_index(idx, len(self), "ParameterList")))
+        return getattr(self, str(_index(idx, len(self))))
 
     def __setitem__(self, idx: int, param: Any) -> None:
-        i = _index(idx, len(self), "ParameterList")
+        i = _index(idx, len(self))
         if isinstance(param, Tensor) and not isinstance(param, Parameter):
             param = Parameter(param)
         setattr(self, str(i), param)

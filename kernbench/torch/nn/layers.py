@@ -141,12 +141,7 @@ class Embedding(Module):
             self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        if not isinstance(input, Tensor) or input.dtype.is_floating_point:
-            raise TensorError(
-                "Embedding: input must be a tensor of integer indices (as torch: Long or Int), "
-                f"got {getattr(input, 'dtype', type(input).__name__)}"
-            )
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx)  # it checks the indices
 
     @classmethod
     def from_pretrained(
