@@ -42,7 +42,15 @@ if TYPE_CHECKING:
     from kernbench.runtime.tensor import DeviceTensor
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorPointwise", "gelu", "layer_norm", "rms_norm", "silu", "unary_method_pair"]
+__all__ = [
+    "TensorPointwise",
+    "gelu",
+    "layer_norm",
+    "rms_norm",
+    "launched",
+    "silu",
+    "unary_method_pair",
+]
 
 # Ops torch computes on floating tensors only (by the name torch's error gives).
 _FLOAT_ONLY = {"gelu": "gelu", "gelu_tanh": "gelu", "silu": "silu"}
@@ -62,10 +70,10 @@ def _elementwise(self: Tensor, op: str, out: Tensor | None = None) -> Tensor:
             f"{op}_ of {self.storage_device_tensor.name!r}: result type {rtype!r} can't be "
             f"cast to the in-place output type {self.dtype!r}; use {op}() (a new tensor)"
         )
-    return _launched(self, out, rtype, lambda x, y: launch_unary(op, x, y))
+    return launched(self, out, rtype, lambda x, y: launch_unary(op, x, y))
 
 
-def _launched(
+def launched(
     self: Tensor,
     out: Tensor | None,
     rtype: Any,
@@ -190,7 +198,7 @@ class TensorPointwise:
                 f"{what} of {self.storage_device_tensor.name!r}: result type {rtype!r} can't "
                 f"be cast to the in-place output type {self.dtype!r}"
             )
-        return _launched(self, out, rtype, lambda x, y: launch_pow(x, y, value))
+        return launched(self, out, rtype, lambda x, y: launch_pow(x, y, value))
 
     def clamp(self: Tensor, min: Any = None, max: Any = None) -> Tensor:  # noqa: A002
         """``min``/``max`` numbers or tensors (a bound may be ``None``, not both); tensor
@@ -250,7 +258,7 @@ class TensorPointwise:
                     check_scalar_fits(
                         bound, self.dtype, f"{what} of {self.storage_device_tensor.name!r}"
                     )
-        return _launched(self, out, rtype, lambda x, y: launch_clamp(x, y, *bounds))
+        return launched(self, out, rtype, lambda x, y: launch_clamp(x, y, *bounds))
 
     __abs__ = abs
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.more_kernels import launch_nan_to_num
+from kernbench.torch.pointwise import launched
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence
 from kernbench.torch.type_info import finfo
 from kernbench.torch.view_kernels import launch_strided_copy
@@ -232,14 +233,6 @@ def _nan_to_num(t: Tensor, nan: Any, posinf: Any, neginf: Any, out: Tensor | Non
     high = finfo(t.dtype).max
     posinf = high if posinf is None else float(posinf)
     neginf = -high if neginf is None else float(neginf)
-    src = t.dense()
-    direct = out is not None and src is out
-    target = out if direct else t.new_empty(t.shape)
-    launch_nan_to_num(src.device_tensor, target.device_tensor, float(nan), posinf, neginf)
-    if src is not t:
-        src.free()
-    if out is not None and not direct:
-        out.copy_(target)
-        target.free()
-        return out
-    return target
+    return launched(
+        t, out, t.dtype, lambda s, d: launch_nan_to_num(s, d, float(nan), posinf, neginf)
+    )

@@ -24,7 +24,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid, float_type
 from kernbench.torch.dtypes import BOOL, get_default_dtype
-from kernbench.torch.pointwise import unary_method_pair
+from kernbench.torch.pointwise import launched, unary_method_pair
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -143,18 +143,12 @@ def _rounded(self: Tensor, op: str, out: Tensor | None, *, decimals: int = 0) ->
             )
         # an integer is its own floor, ceil, round and trunc: a copy, as torch
         return self.clone() if out is None else out
-    x = self.dense()
-    direct = out is not None and out.contiguous_device_tensor()
-    target = out if direct else self.new_empty(self.shape, dtype=rtype)
-    if target.numel():
-        launch_rounding(op, x.device_tensor, target.device_tensor, scale)
-    if out is not None and target is not out:
-        out.copy_(target)
-        target.free()
-        target = out
-    if x is not self:
-        x.free()
-    return target
+
+    def launch(x: DeviceTensor, y: DeviceTensor) -> None:
+        if y.numel:
+            launch_rounding(op, x, y, scale)
+
+    return launched(self, out, rtype, launch)
 
 
 def _methods(op: str) -> tuple[Any, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import BOOL
 from kernbench.torch.nn.activation_kernels import launch_activation, launch_glu
+from kernbench.torch.pointwise import launched
 from kernbench.torch.shapes import dim_index, flag_argument, tensor_argument
 from kernbench.torch.tensor import Tensor
 
@@ -64,17 +65,9 @@ def _floating(input: Any, what: str) -> Tensor:  # noqa: A002
 def _run(x: Tensor, what: str, op: str, inplace: Any, *params: float) -> Tensor:
     """``op`` of ``x`` by one kernel, into ``x`` itself when ``inplace``."""
     inplace = flag_argument(inplace, f"torch.nn.functional.{what}", "inplace")
-    src = x.dense()
-    direct = inplace and src is x
-    out = x if direct else x.new_empty(x.shape)
-    launch_activation(op, src.device_tensor, out.device_tensor, *params)
-    if src is not x:
-        src.free()
-    if inplace and not direct:  # a view: written back through its strides
-        x.copy_(out)
-        out.free()
-        return x
-    return out
+    return launched(
+        x, x if inplace else None, x.dtype, lambda s, d: launch_activation(op, s, d, *params)
+    )
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
