@@ -20,11 +20,11 @@ from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid
 from kernbench.torch.views import coalesce
 
-__all__ = ["launch_strided_copy", "launch_strided_fill"]
+__all__ = ["launch_strided_copy", "launch_strided_fill", "strided_offsets"]
 
 
 @jit
-def _offsets(i, offset, SHAPE: tl.constexpr, STRIDES: tl.constexpr):
+def strided_offsets(i, offset, SHAPE: tl.constexpr, STRIDES: tl.constexpr):
     # Row-major unravel of the flat index i, walked from the last dim.
     rest = i
     out = offset + i * 0
@@ -48,8 +48,8 @@ def _strided_copy_kernel(
 ):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
-    src = _offsets(i, src_offset, SHAPE, SRC_STRIDES)
-    dst = _offsets(i, dst_offset, SHAPE, DST_STRIDES)
+    src = strided_offsets(i, src_offset, SHAPE, SRC_STRIDES)
+    dst = strided_offsets(i, dst_offset, SHAPE, DST_STRIDES)
     tl.store(dst_ptr + dst, tl.load(src_ptr + src, mask=mask), mask=mask)
 
 
@@ -58,7 +58,7 @@ def _strided_fill_kernel(
     dst_ptr, n, dst_offset, value, SHAPE: tl.constexpr, STRIDES: tl.constexpr, BLOCK: tl.constexpr
 ):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    dst = _offsets(i, dst_offset, SHAPE, STRIDES)
+    dst = strided_offsets(i, dst_offset, SHAPE, STRIDES)
     tl.store(dst_ptr + dst, value, mask=i < n)
 
 

@@ -25,7 +25,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid
 
-__all__ = ["ACTIVATIONS", "launch_activation", "launch_glu"]
+__all__ = ["ACTIVATIONS", "launch_activation", "launch_glu", "log1p_small"]
 
 ACTIVATIONS = (
     "softplus", "leaky_relu", "elu", "hardsigmoid", "hardswish", "mish", "logsigmoid",
@@ -34,7 +34,7 @@ ACTIVATIONS = (
 
 
 @jit
-def _log1p(e):
+def log1p_small(e):
     # log(1 + e) without losing e's digits when it is small: log(u) * e / (u - 1).
     u = 1.0 + e
     return tl.where(u == 1.0, e, tl.log(u) * e / tl.where(u == 1.0, 1.0, u - 1.0))
@@ -66,7 +66,7 @@ def _activation_kernel(
     x = tl.load(x_ptr + i, mask=mask, other=0).to(tl.float64)
     if OP == "softplus":  # a: beta, b: threshold
         z = x * a
-        y = tl.where(z > b, x, _log1p(tl.exp(tl.where(z > b, 0.0, z))) / a)
+        y = tl.where(z > b, x, log1p_small(tl.exp(tl.where(z > b, 0.0, z))) / a)
     elif OP == "leaky_relu":  # a: negative_slope
         y = tl.where(x > 0, x, x * a)
     elif OP == "elu":  # a: alpha, b: scale, c: input_scale (elu, selu and celu)
@@ -77,10 +77,10 @@ def _activation_kernel(
     elif OP == "hardswish":
         y = x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0
     elif OP == "mish":
-        s = tl.where(x > 20.0, x, _log1p(tl.exp(tl.where(x > 20.0, 0.0, x))))
+        s = tl.where(x > 20.0, x, log1p_small(tl.exp(tl.where(x > 20.0, 0.0, x))))
         y = x * _tanh(s)
     elif OP == "logsigmoid":
-        y = tl.minimum(x, 0.0) - _log1p(tl.exp(-tl.abs(x)))  # NaN through the exp
+        y = tl.minimum(x, 0.0) - log1p_small(tl.exp(-tl.abs(x)))  # NaN through the exp
     elif OP == "softsign":
         y = x / (1.0 + tl.abs(x))
     else:  # tanhshrink

@@ -20,29 +20,13 @@ import kernbench.kernels.language as tl
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid
+from kernbench.torch.nn.activation_kernels import log1p_small
+from kernbench.torch.view_kernels import strided_offsets
 from kernbench.torch.views import coalesce
 
 __all__ = ["POINTWISE_LOSSES", "launch_pointwise_loss"]
 
 POINTWISE_LOSSES = ("bce", "bce_logits", "kl_div", "kl_div_log", "smooth_l1", "huber")
-
-
-@jit
-def _offsets(i, offset, SHAPE: tl.constexpr, STRIDES: tl.constexpr):
-    # Row-major unravel of the flat index i, walked from the last dim.
-    rest = i
-    out = offset + i * 0
-    for k in range(len(SHAPE) - 1, -1, -1):
-        out += (rest % SHAPE[k]) * STRIDES[k]
-        rest = rest // SHAPE[k]
-    return out
-
-
-@jit
-def _log1p(e):
-    # log(1 + e) without losing e's digits when it is small: log(u) * e / (u - 1).
-    u = 1.0 + e
-    return tl.where(u == 1.0, e, tl.log(u) * e / tl.where(u == 1.0, 1.0, u - 1.0))
 
 
 @jit
@@ -70,8 +54,8 @@ def _pointwise_loss_kernel(
 ):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
-    x = tl.load(x_ptr + _offsets(i, x_offset, SHAPE, X_STRIDES), mask=mask, other=0.5)
-    y = tl.load(y_ptr + _offsets(i, y_offset, SHAPE, Y_STRIDES), mask=mask, other=0.5)
+    x = tl.load(x_ptr + strided_offsets(i, x_offset, SHAPE, X_STRIDES), mask=mask, other=0.5)
+    y = tl.load(y_ptr + strided_offsets(i, y_offset, SHAPE, Y_STRIDES), mask=mask, other=0.5)
     x = x.to(tl.float64)
     y = y.to(tl.float64)
     if OP == "bce":
@@ -81,9 +65,9 @@ def _pointwise_loss_kernel(
         log_1mx = tl.where(x < 1, log_1mx, -100.0)
         loss = (y - 1.0) * log_1mx - y * log_x
     elif OP == "bce_logits":
-        softplus = _log1p(tl.exp(-tl.abs(x))) + tl.maximum(-x, 0.0)
+        softplus = log1p_small(tl.exp(-tl.abs(x))) + tl.maximum(-x, 0.0)
         if HAS_P:
-            pw = tl.load(p_ptr + _offsets(i, p_offset, SHAPE, P_STRIDES), mask=mask, other=1)
+            pw = tl.load(p_ptr + strided_offsets(i, p_offset, SHAPE, P_STRIDES), mask=mask, other=1)
             loss = (1.0 - y) * x + (1.0 + (pw.to(tl.float64) - 1.0) * y) * softplus
         else:
             loss = (1.0 - y) * x + softplus
@@ -100,7 +84,7 @@ def _pointwise_loss_kernel(
         d = tl.abs(x - y)
         loss = tl.where(d < a, 0.5 * d * d, a * (d - 0.5 * a))
     if HAS_W:
-        w = tl.load(w_ptr + _offsets(i, w_offset, SHAPE, W_STRIDES), mask=mask, other=0)
+        w = tl.load(w_ptr + strided_offsets(i, w_offset, SHAPE, W_STRIDES), mask=mask, other=0)
         loss = loss * w.to(tl.float64)
     tl.store(out_ptr + i, loss, mask=mask)
 
