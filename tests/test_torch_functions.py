@@ -542,7 +542,7 @@ def test_mm_takes_only_matrices_as_torch(ctx):
         ("pin_memory", "there is no host tensor"),
         ("sizee", "nearest supported: size"),
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
-        ("quantile", "there is no device kernel for it"),
+        ("kthvalue", "there is no device kernel for it"),
         ("index_put_", "write through indexing instead"),
         ("is_floating_point", "t.dtype.is_floating_point"),
         ("unsqueeze_", "the view without _"),
@@ -559,7 +559,7 @@ def test_missing_torch_functions_say_what_to_write_instead():
     with pytest.raises(AttributeError, match="every run is deterministic here"):
         torch.use_deterministic_algorithms  # noqa: B018
     for name, hint in (
-        ("quantile", "there is no device kernel for it"),
+        ("kthvalue", "there is no device kernel for it"),
         ("searchsorted", "there is no device kernel for it"),
         ("is_floating_point", "t.dtype.is_floating_point"),
     ):

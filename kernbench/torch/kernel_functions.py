@@ -25,6 +25,10 @@ __all__ = [
     "argsort",
     "sort",
     "topk",
+    "median",
+    "nanmedian",
+    "quantile",
+    "nanquantile",
     "cumprod",
     "cumsum",
     "prod",
@@ -137,6 +141,52 @@ def topk(
     """``torch.topk``: the ``k`` largest (smallest) along ``dim`` and their indices."""
     result = _tensor(input, "topk").topk(k, dim, largest, sorted)
     return result if out is None else _into_pair("torch.topk", out, result)
+
+
+def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:  # noqa: A002
+    """``torch.median``: the lower median of all elements, or ``(values, indices)`` along
+    ``dim`` (``out=`` then a pair)."""
+    return _selected("median", input, dim, keepdim, out)
+
+
+def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:  # noqa: A002
+    """``torch.nanmedian``: :func:`median` of the elements that are not NaN."""
+    return _selected("nanmedian", input, dim, keepdim, out)
+
+
+def _selected(what: str, input: Any, dim: Any, keepdim: Any, out: Any) -> Any:  # noqa: A002
+    result = getattr(_tensor(input, what), what)(dim, keepdim)
+    if out is None:
+        return result
+    if dim is None:
+        return into_out(f"torch.{what}", out, result)
+    return _into_pair(f"torch.{what}", out, result)
+
+
+@with_out
+def quantile(
+    input: Tensor,  # noqa: A002
+    q: Any,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+) -> Tensor:
+    """``torch.quantile``: :meth:`Tensor.quantile`."""
+    return _tensor(input, "quantile").quantile(q, dim, keepdim, interpolation=interpolation)
+
+
+@with_out
+def nanquantile(
+    input: Tensor,  # noqa: A002
+    q: Any,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+) -> Tensor:
+    """``torch.nanquantile``: :meth:`Tensor.nanquantile`."""
+    return _tensor(input, "nanquantile").nanquantile(q, dim, keepdim, interpolation=interpolation)
 
 
 def _into_pair(what: str, out: Any, result: Any) -> Any:

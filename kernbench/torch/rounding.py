@@ -29,13 +29,23 @@ from kernbench.torch.pointwise import launched, unary_method_pair
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["ROUNDING_OPS", "TensorRounding", "launch_rounding"]
+__all__ = ["ROUNDING_OPS", "TensorRounding", "launch_rounding", "rint"]
 
 #: Ops whose result keeps the tensor's dtype (a copy for an integer tensor, but sign).
 ROUNDING_OPS = ("floor", "ceil", "round", "trunc", "frac", "sign")
 #: Ops whose result is floating (the default dtype for an integer tensor).
 FLOAT_OPS = ("exp2", "log2", "log10", "log1p", "expm1")
 _LOG10_OF_2 = 0.30102999566398119521373889472449302676818988146210854131
+
+
+@jit
+def rint(w, FT: tl.constexpr):
+    """``w`` (a block of ``FT``, float32 or float64) rounded half to even, as ``rint``."""
+    # (w + 1.5 * 2**p) - 1.5 * 2**p rounds to nearest even in hardware (as rint);
+    # a larger |w| is already an integer
+    magic = 6755399441055744.0 if FT == tl.float64 else 12582912.0
+    y = tl.where(tl.abs(w) < magic / 3, (w + magic) - magic, w)
+    return tl.where(y == 0, w * 0.0, y)  # -0.4 rounds to -0.0, as nearbyint does
 
 
 @jit
@@ -69,11 +79,7 @@ def _rounding_kernel(
                 w = w * SCALE
             elif SCALE < 0:
                 w = w / -SCALE
-            # (w + 1.5 * 2**p) - 1.5 * 2**p rounds to nearest even in hardware (as rint);
-            # a larger |w| is already an integer
-            magic = 6755399441055744.0 if FT == tl.float64 else 12582912.0
-            y = tl.where(tl.abs(w) < magic / 3, (w + magic) - magic, w)
-            y = tl.where(y == 0, w * 0.0, y)  # -0.4 rounds to -0.0, as nearbyint does
+            y = rint(w, FT)
             if SCALE > 0:
                 y = y / SCALE
             elif SCALE < 0:

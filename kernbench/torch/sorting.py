@@ -46,6 +46,7 @@ __all__ = [
     "TopkResult",
     "launch_bitonic_sort",
     "launch_rank_sort",
+    "ranked",
 ]
 
 SortResult = namedtuple("sort", ["values", "indices"])  # torch.return_types.sort
@@ -237,7 +238,7 @@ class TensorSorting:
         descending = flag_argument(descending, "sort", "descending")
         d = dim_index(dim, self.ndim)
         length = self.shape[d] if self.ndim else 1
-        values, indices = self._ranked("sort", d, length, descending)
+        values, indices = ranked(self, "sort", d, length, descending)
         return SortResult(values, indices)
 
     def argsort(self: Tensor, dim: Any = -1, descending: bool = False, stable: bool = False):
@@ -261,37 +262,41 @@ class TensorSorting:
                 f"topk of {self.storage_device_tensor.name!r}: selected index k out of range "
                 f"(k={k!r}; dim {d} has {length} elements, so k is in [0, {length}])"
             )
-        values, indices = self._ranked("topk", d, k, largest)
+        values, indices = ranked(self, "topk", d, k, largest)
         return TopkResult(values, indices)
 
-    def _ranked(self: Tensor, what: str, d: int, k: int, descending: bool) -> tuple[Any, Any]:
-        shape = tuple(self.shape)
-        out_shape = shape[:d] + (k,) + shape[d + 1 :] if shape else ()
-        values = self.new_empty(out_shape)
-        indices = self.new_empty(out_shape, dtype=DTYPE_OBJECTS["int64"])
-        rows = math.prod(shape[:d]) if shape else 1
-        length = shape[d] if shape else 1
-        cols = math.prod(shape[d + 1 :]) if shape else 1
-        if values.numel():
-            x = self.dense()
-            bitonic = self.dtype.itemsize <= 4 and length <= MAX_BITONIC
-            if not bitonic and length > MAX_RANK_LINE:
-                raise TensorError(
-                    f"{what} of {self.storage_device_tensor.name!r}: a line of {length} "
-                    f"{self.dtype!r} elements; 8-byte dtypes (and lines past {MAX_BITONIC}) "
-                    f"sort by a rank count of L * L compares, for lines of at most "
-                    f"{MAX_RANK_LINE} here; convert to a 4-byte dtype (float32, int32) when "
-                    "the values fit, or sort shorter lines"
-                )
-            launch = launch_bitonic_sort if bitonic else launch_rank_sort
-            launch(
-                x.device_tensor,
-                values.device_tensor,
-                indices.device_tensor,
-                (rows * cols, length, cols),
-                k,
-                descending=descending,
+
+def ranked(t: Tensor, what: str, d: int, k: int, descending: bool) -> tuple[Any, Any]:
+    """The first ``k`` of each line of ``t`` along dim ``d`` in order (descending or not),
+    as (values, int64 indices) of ``t``'s shape with ``k`` along ``d``, by the bitonic
+    network or the rank count; ``what`` names the call in errors."""
+    shape = tuple(t.shape)
+    out_shape = shape[:d] + (k,) + shape[d + 1 :] if shape else ()
+    values = t.new_empty(out_shape)
+    indices = t.new_empty(out_shape, dtype=DTYPE_OBJECTS["int64"])
+    rows = math.prod(shape[:d]) if shape else 1
+    length = shape[d] if shape else 1
+    cols = math.prod(shape[d + 1 :]) if shape else 1
+    if values.numel():
+        x = t.dense()
+        bitonic = t.dtype.itemsize <= 4 and length <= MAX_BITONIC
+        if not bitonic and length > MAX_RANK_LINE:
+            raise TensorError(
+                f"{what} of {t.storage_device_tensor.name!r}: a line of {length} "
+                f"{t.dtype!r} elements; 8-byte dtypes (and lines past {MAX_BITONIC}) "
+                f"sort by a rank count of L * L compares, for lines of at most "
+                f"{MAX_RANK_LINE} here; convert to a 4-byte dtype (float32, int32) when "
+                "the values fit, or sort shorter lines"
             )
-            if x is not self:
-                x.free()
-        return values, indices
+        launch = launch_bitonic_sort if bitonic else launch_rank_sort
+        launch(
+            x.device_tensor,
+            values.device_tensor,
+            indices.device_tensor,
+            (rows * cols, length, cols),
+            k,
+            descending=descending,
+        )
+        if x is not t:
+            x.free()
+    return values, indices

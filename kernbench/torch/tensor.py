@@ -17,6 +17,7 @@ are in :mod:`~kernbench.torch.arithmetic`, reductions in
 :mod:`~kernbench.torch.rounding`, ``//``/``%``/``fmod`` in
 :mod:`~kernbench.torch.division`, ``prod``/``cumsum`` in
 :mod:`~kernbench.torch.scans`, ``sort``/``topk`` in :mod:`~kernbench.torch.sorting`,
+``median``/``quantile`` in :mod:`~kernbench.torch.selection`,
 ``gather``/``scatter_``/``index_add_``/... in :mod:`~kernbench.torch.index_ops`,
 dtypes in :mod:`~kernbench.torch.dtypes`,
 the factories in :mod:`~kernbench.torch.factories` and
@@ -97,6 +98,7 @@ from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.rounding import TensorRounding
 from kernbench.torch.scans import TensorScans
+from kernbench.torch.selection import TensorSelection
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.sorting import TensorSorting
 from kernbench.torch.storage import element_range
@@ -148,6 +150,7 @@ class Tensor(
     TensorRounding,
     TensorScans,
     TensorSorting,
+    TensorSelection,
     TensorIndexOps,
     TensorLogic,
     TensorReductions,
