@@ -219,6 +219,7 @@ from kernbench.torch.preamble import (
 )
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like, randperm
+from kernbench.torch.searching import bucketize, searchsorted
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.type_info import finfo, iinfo
@@ -293,6 +294,8 @@ __all__ = [
     "argsort",
     "sort",
     "topk",
+    "bucketize",
+    "searchsorted",
     "median",
     "nanmedian",
     "quantile",

@@ -86,10 +86,10 @@ def _pick_kernel(
     if FLOAT:  # the numbers of a line: NaN sorts last, so where the first NaN is
         lo = tl.zeros((BLOCK,), tl.int32)
         hi = lo + L
-        for _ in range(STEPS):
-            active = mask & (lo < hi)
-            mid = (lo + hi) // 2
-            v = tl.load(sorted_ptr + base + mid * C, mask=active, other=0)
+        for _ in range(STEPS):  # every lane loads every step: the cost is the values'
+            active = lo < hi
+            mid = lo + (hi - lo) // 2
+            v = tl.load(sorted_ptr + base + tl.minimum(mid, L - 1) * C, mask=mask, other=0)
             nan = v != v
             hi = tl.where(active & nan, mid, hi)
             lo = tl.where(active & ~nan, mid + 1, lo)
