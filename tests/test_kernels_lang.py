@@ -397,3 +397,56 @@ def test_sort_orders_the_last_dim_as_tritons(descending):
     _sort_rows_kernel[(1,)](x, out, N=16, DESCENDING=descending)
     expected = np.sort(x, axis=1)
     np.testing.assert_array_equal(out, expected[:, ::-1] if descending else expected)
+
+
+@jit
+def _first_of_max(v1, i1, v2, i2):  # a later value takes over only when it is larger
+    take = v2 > v1
+    return tl.where(take, v2, v1), tl.where(take, i2, i1)
+
+
+@jit
+def _running_kernel(x_ptr, sums_ptr, max_ptr, at_ptr, N: tl.constexpr, REVERSE: tl.constexpr):
+    offsets = tl.arange(0, 4)[:, None] * N + tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + offsets)
+    tl.store(sums_ptr + offsets, tl.associative_scan(x, 1, _add_pair, reverse=REVERSE))
+    index = tl.broadcast_to(tl.arange(0, N)[None, :], (4, N))
+    values, at = tl.associative_scan((x, index), axis=1, combine_fn=_first_of_max)
+    tl.store(max_ptr + offsets, values)
+    tl.store(at_ptr + offsets, at)
+
+
+@jit
+def _add_pair(a, b):
+    return a + b
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_associative_scan_combines_in_order_and_costs_one_combine_an_element(reverse):
+    x = np.random.default_rng(5).integers(0, 9, (4, 32)).astype(np.float32)
+    sums, running, at = np.empty_like(x), np.empty_like(x), np.empty(x.shape, np.int32)
+    record = _running_kernel[(1,)](x, sums, running, at, N=32, REVERSE=reverse)
+    expected = np.cumsum(x[:, ::-1], 1)[:, ::-1] if reverse else np.cumsum(x, 1)
+    np.testing.assert_array_equal(sums, expected)
+    np.testing.assert_array_equal(running, np.maximum.accumulate(x, 1))
+    first = [[int(np.argmax(row[: k + 1])) for k in range(32)] for row in x]  # first of ties
+    np.testing.assert_array_equal(at, first)
+    # 31 combines a row: an add, then a compare and a select of values (the index select
+    # is integer work)
+    assert record.programs[0].vector_flops == 4 * 31 * (1 + 2)
+
+
+@jit
+def _one_of_two(a0, a1, b0, b1):
+    return a0 + b0
+
+
+@jit
+def _bad_scan_kernel(x_ptr):
+    x = tl.load(x_ptr + tl.arange(0, 4))
+    tl.associative_scan((x, x), 0, _one_of_two)
+
+
+def test_associative_scan_wants_one_value_back_per_input():
+    with pytest.raises(KernelError, match="combine_fn returned 1 values for 2 inputs"):
+        _bad_scan_kernel[(1,)](np.zeros(4, np.float32))

@@ -147,3 +147,86 @@ def test_scans_take_the_same_time_timing_only():
             x.prod(0)
             times.append(context.now - start)
     assert times[0] == times[1]
+
+
+def _running_extreme(a, axis, largest):
+    """torch's CPU loop: a later element takes over when it is NaN, or when the running
+    value is not NaN and it is >= (<= for the minimum) the running one."""
+    lines = np.moveaxis(a, axis, -1)
+    values, indices = np.empty_like(lines), np.zeros(lines.shape, np.int64)
+    for at in np.ndindex(lines.shape[:-1]):
+        best, k = lines[at][0], 0
+        for j, x in enumerate(lines[at]):
+            nan_x = x != x
+            if nan_x or (best == best and (x >= best if largest else x <= best)):
+                best, k = x, j
+            values[at + (j,)], indices[at + (j,)] = best, k
+    return np.moveaxis(values, -1, axis), np.moveaxis(indices, -1, axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16", "uint8"])
+@pytest.mark.parametrize("shape", [(7,), (3, 1500, 2), (2050, 3)])
+def test_cummax_and_cummin_give_torchs_values_and_last_indices(ctx, dtype, shape):
+    a = np.random.default_rng(7).integers(0, 9, shape).astype(dtype)  # many ties
+    if a.dtype.kind == "f":
+        flat = a.reshape(-1)
+        flat[5::97] = np.nan
+        flat[3::89] = -0.0
+    t = torch.from_numpy(a)
+    for dim in range(-len(shape), len(shape)):
+        for method, largest in (("cummax", True), ("cummin", False)):
+            values, indices = _running_extreme(a, dim, largest)
+            result = getattr(t, method)(dim)
+            assert type(result).__name__ == method and result.indices.dtype == torch.int64
+            assert result.values.dtype == t.dtype
+            got = result.values.numpy()
+            np.testing.assert_array_equal(got, values)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(values))  # -0.0 kept
+            np.testing.assert_array_equal(result.indices.numpy(), indices)
+
+
+def test_cummax_forms_and_errors(ctx):
+    t = torch.tensor([[1.0, 3.0, 3.0], [2.0, 1.0, 2.0]])
+    values, indices = torch.cummax(t, 1)
+    assert values.tolist() == [[1.0, 3.0, 3.0], [2.0, 2.0, 2.0]]
+    assert indices.tolist() == [[0, 1, 2], [0, 0, 2]]
+    out = (torch.empty(2, 3), torch.empty(2, 3, dtype=torch.int64))
+    result = torch.cummin(t, 0, out=out)
+    assert result.values is out[0] and out[1].tolist() == [[0, 0, 0], [0, 1, 1]]
+    bools = torch.tensor([False, True, False])
+    assert bools.cummax(0).values.tolist() == [False, True, True]
+    assert bools.cummax(0).indices.tolist() == [0, 1, 1]
+    assert torch.tensor(2.5).cummin(0).indices.item() == 0
+    assert tuple(torch.ones(0, 3).cummax(0).values.shape) == (0, 3)
+    with pytest.raises(TensorError, match="out of range"):
+        t.cummax(2)
+    with pytest.raises(TensorError, match=r"cummax\(\) of .*missing the dim"):
+        torch.cummax(t)
+
+
+def test_cummax_takes_the_same_time_timing_only_and_the_same_values_on_the_fast_backend():
+    times, values = [], []
+    for timing_only, backend in ((False, "detailed"), (True, "detailed"), (False, "fast")):
+        context = RuntimeContext(
+            "tiny", timing_only=timing_only, overrides=(f"simulation.backend={backend}",)
+        )
+        with use_context(context):
+            x = torch.from_numpy(_values((40, 1300), seed=8))
+            start = context.now
+            found = [*x.cummax(1), *x.cummin(0)]
+            times.append(context.now - start)
+            if not timing_only:
+                values.append([f.numpy() for f in found])
+    assert times[0] == times[1]
+    for fast, detailed in zip(values[1], values[0], strict=True):
+        np.testing.assert_array_equal(fast, detailed)
+
+
+def test_a_running_extreme_costs_a_few_streaming_passes():
+    context = RuntimeContext("ring8", timing_only=True)
+    with use_context(context):
+        x, y = torch.ones(2048, 1000), torch.ones(2048, 1000)
+        elementwise = _cost(context, lambda: x + y)
+        cumsum = _cost(context, lambda: x.cumsum(1))
+        # two combines an element, a few compares and selects each, and an int64 index written
+        assert cumsum < _cost(context, lambda: x.cummax(1)) < 6 * elementwise

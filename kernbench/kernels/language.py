@@ -22,9 +22,10 @@ What is counted (one record per call, see ``ProgramRecorder``):
   ``log``, ``log2``, ``sqrt``, ``rsqrt``, ``sin``, ``cos``, ``sigmoid`` and
   ``erf`` also count one transcendental op per element (a subset of the vector FLOPs).
 * Reductions (``sum``, ``max``, ``min``) and scans (``cumsum``, ``cumprod``): one op
-  per *input* element.  ``sort``: a bitonic network's compare-exchanges, one vector
-  FLOP per element a stage, integer keys too (``log2(n) * (log2(n) + 1) / 2`` stages
-  for ``n`` along the axis).
+  per *input* element.  ``associative_scan``: what ``combine_fn`` counts, once for each
+  element after the first along the axis (a sequential scan's combines).  ``sort``: a
+  bitonic network's compare-exchanges, one vector FLOP per element a stage, integer
+  keys too (``log2(n) * (log2(n) + 1) / 2`` stages for ``n`` along the axis).
 * Pointer arithmetic (``ptr + offsets``): one integer op per element.
 * Not counted: ``arange``, ``zeros``, ``full``, ``.to()`` casts, indexing with
   ``None``/``:``, and plain Python arithmetic on ints.
@@ -60,10 +61,12 @@ float32 or float64 only, as Triton's do: convert others with ``.to(tl.float32)``
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import enum
 import math
 import operator
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -107,6 +110,7 @@ from kernbench.kernels.program import (
     ProgramState,
     current_program,
     record_vector,
+    running_program,
     where_am_i,
 )
 from kernbench.kernels.promotion import runtime_type, scalar_type
@@ -119,6 +123,7 @@ __all__ = [
     "ProgramState",
     "abs",
     "arange",
+    "associative_scan",
     "atomic_add",
     "bfloat16",
     "broadcast_to",
@@ -882,6 +887,94 @@ def cumsum(input: Any, axis: int = 0, reverse: bool = False, dtype: dtype | None
 def cumprod(input: Any, axis: int = 0, reverse: bool = False, dtype: dtype | None = None):
     """Inclusive running product along ``axis``, typed as :func:`cumsum`."""
     return _scan(np.cumprod, input, axis, reverse, dtype)
+
+
+class _Unrecorded:
+    """A recorder that keeps nothing: the work it would see is charged otherwise."""
+
+    def record_load(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def record_store(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def record_dot(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def record_vector(self, *args: Any, **kwargs: Any) -> None: ...
+
+
+def _combined(combine_fn: Callable[..., Any], earlier: list[Block], later: list[Block]):
+    """``combine_fn(*earlier, *later)`` as blocks of the inputs' types and shape."""
+    result = combine_fn(*earlier, *later)
+    parts = result if isinstance(result, tuple) else (result,)
+    if len(parts) != len(later):
+        raise KernelError(
+            f"{where_am_i()}: tl.associative_scan's combine_fn returned {len(parts)} values "
+            f"for {len(later)} inputs; it returns one value per input"
+        )
+    shape = later[0].shape
+    return [
+        Block(np.broadcast_to(cast_values(_values(r), b.dtype), shape), b.dtype)
+        for r, b in zip(parts, later, strict=True)
+    ]
+
+
+def associative_scan(
+    input: Any, axis: int, combine_fn: Callable[..., Any], reverse: bool = False
+) -> Any:
+    """Inclusive scan of ``input`` (a block, or a tuple of blocks of one shape) along
+    ``axis`` with ``combine_fn``, as Triton's: ``combine_fn(*earlier, *later)`` takes the
+    running values so far and the next ones (one of each per input) and returns the
+    combined ones, in the inputs' types; it must be associative.  ``reverse`` scans from
+    the end.
+
+    The values are computed in ``log2(n)`` whole-block combines (a Hillis-Steele scan);
+    the cost charged is one combine for each element after the first along the axis,
+    what a sequential scan does, whatever ``combine_fn`` counts for it.
+    """
+    single = not isinstance(input, tuple)
+    blocks = [_block(b) for b in ((input,) if single else input)]
+    if not blocks or any(b.shape != blocks[0].shape for b in blocks):
+        raise KernelError(
+            f"{where_am_i()}: tl.associative_scan takes a block or a tuple of blocks of one "
+            f"shape, got shapes {[b.shape for b in blocks]}"
+        )
+    ax = _reduction_axis(blocks[0], axis)
+    if ax is None or not blocks[0].ndim:
+        raise KernelError(f"{where_am_i()}: tl.associative_scan needs an axis, got {axis!r}")
+    values = [np.moveaxis(b.value, ax, -1) for b in blocks]
+    if reverse:
+        values = [np.flip(v, -1) for v in values]
+    n = values[0].shape[-1]
+    kinds = [b.dtype for b in blocks]
+
+    def parts(arrays: list[np.ndarray], where: slice) -> list[Block]:
+        return [
+            Block(np.ascontiguousarray(a[..., where]), k)
+            for a, k in zip(arrays, kinds, strict=True)
+        ]
+
+    state = current_program()
+    scanned = [np.array(v) for v in values]
+    offset = 1
+    quiet = running_program(dataclasses.replace(state, recorder=_Unrecorded())) if state else None
+    with quiet or nullcontext():
+        while offset < n:
+            earlier, later = (
+                parts(scanned, slice(None, -offset)),
+                parts(scanned, slice(offset, None)),
+            )
+            done = _combined(combine_fn, earlier, later)
+            for array, block in zip(scanned, done, strict=True):
+                array[..., offset:] = block.value
+            offset *= 2
+    if n > 1:  # the combines a sequential scan makes, charged to the program
+        _combined(combine_fn, parts(scanned, slice(None, -1)), parts(values, slice(1, None)))
+    if reverse:
+        scanned = [np.flip(v, -1) for v in scanned]
+    out = [
+        Block(np.ascontiguousarray(np.moveaxis(v, -1, ax)), k)
+        for v, k in zip(scanned, kinds, strict=True)
+    ]
+    return out[0] if single else tuple(out)
 
 
 def sort(x: Any, dim: Any = None, descending: Any = False) -> Block:

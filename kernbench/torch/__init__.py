@@ -175,6 +175,8 @@ from kernbench.torch.functions import (
 from kernbench.torch.kernel_functions import (
     argsort,
     ceil,
+    cummax,
+    cummin,
     cumprod,
     cumsum,
     exp2,
@@ -300,6 +302,8 @@ __all__ = [
     "nanmedian",
     "quantile",
     "nanquantile",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "prod",

@@ -29,6 +29,8 @@ __all__ = [
     "nanmedian",
     "quantile",
     "nanquantile",
+    "cummax",
+    "cummin",
     "cumprod",
     "cumsum",
     "prod",
@@ -108,6 +110,18 @@ def cumsum(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A0
 def cumprod(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A002
     """``torch.cumprod``: running products along ``dim``."""
     return _tensor(input, "cumprod").cumprod(dim, dtype=dtype)
+
+
+def cummax(input: Tensor, dim: Any = None, *, out: Any = None) -> Any:  # noqa: A002
+    """``torch.cummax``: the running maximum along ``dim`` and its indices."""
+    result = _tensor(input, "cummax").cummax(dim)
+    return result if out is None else _into_pair("torch.cummax", out, result)
+
+
+def cummin(input: Tensor, dim: Any = None, *, out: Any = None) -> Any:  # noqa: A002
+    """``torch.cummin``: the running minimum along ``dim`` and its indices."""
+    result = _tensor(input, "cummin").cummin(dim)
+    return result if out is None else _into_pair("torch.cummin", out, result)
 
 
 def sort(

@@ -1,5 +1,5 @@
-"""Products and running sums of :class:`~kernbench.torch.Tensor`: ``prod``, ``cumsum``,
-``cumprod`` (and ``cumsum_``/``cumprod_``).
+"""Products, running sums and running extremes of :class:`~kernbench.torch.Tensor`:
+``prod``, ``cumsum``, ``cumprod`` (and ``cumsum_``/``cumprod_``), ``cummax``, ``cummin``.
 
 :class:`TensorScans` is mixed into the tensor class.  Each runs one kernel over the
 tensor viewed as (rows, length, cols) around its dim, as the reductions do
@@ -11,6 +11,14 @@ integers and bools sum and multiply into int64 (wrapping as torch's do), floats 
 float32 (float64 for float64) rounded to the tensor's dtype; ``dtype=`` converts
 the input first.  Float products and running sums are accumulated blockwise, so the
 last bits may differ from torch's sequential CPU loop.
+
+``cummax``/``cummin`` run the same walk with ``tl.associative_scan`` over (value, index)
+pairs, the step's scan combined with the running extreme carried from the step before
+(loaded again by its index, so its bits are kept): about two combines an element, each
+a few compares and selects.  Values and int64 indices as torch's CPU loop gives them:
+a later element takes over when it is NaN or when the running value is not NaN and it
+is ``>=`` (``<=`` for ``cummin``) the running one, so ties give the last index and a
+NaN sticks, each later NaN taking over its index.
 """
 
 from __future__ import annotations
@@ -30,9 +38,18 @@ if TYPE_CHECKING:
     from kernbench.torch.dtypes import TorchDType
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorScans", "launch_prod", "launch_scan"]
+__all__ = [
+    "CummaxResult",
+    "CumminResult",
+    "TensorScans",
+    "launch_extreme_scan",
+    "launch_prod",
+    "launch_scan",
+]
 
 ScanLines = namedtuple("ScanLines", ["n_lines", "length", "cols"])
+CummaxResult = namedtuple("cummax", ["values", "indices"])  # torch.return_types.cummax
+CumminResult = namedtuple("cummin", ["values", "indices"])  # torch.return_types.cummin
 
 
 @jit
@@ -65,6 +82,58 @@ def _scan_kernel(
             s = tl.cumsum(x, axis=1) + carry[:, None]
         tl.store(out_ptr + offsets, s, mask=mask)
         carry = tl.sum(tl.where(last, s, 0), axis=1)  # masked-off lanes hold the identity
+
+
+@jit
+def _later_if_larger(v1, i1, v2, i2):
+    # torch's cummax step: the later element when it is NaN, or when the running value is
+    # not NaN and it is >= (so ties give the last index)
+    take = (v2 != v2) | ((v1 == v1) & (v2 >= v1))
+    return tl.where(take, v2, v1), tl.where(take, i2, i1)
+
+
+@jit
+def _later_if_smaller(v1, i1, v2, i2):
+    take = (v2 != v2) | ((v1 == v1) & (v2 <= v1))
+    return tl.where(take, v2, v1), tl.where(take, i2, i1)
+
+
+@jit
+def _extreme_scan_kernel(
+    x_ptr,
+    val_ptr,
+    idx_ptr,
+    n_lines,
+    R,
+    C,
+    LARGEST: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Line o = (a, c): the running max (min) of x[a, :r + 1, c] and its index, a step of
+    # RBLOCK scanned at once and combined with the extreme carried from the step before.
+    combine = _later_if_larger if LARGEST else _later_if_smaller
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_lines
+    base = (o // C) * (R * C) + o % C
+    lanes = tl.arange(0, RBLOCK)
+    last = (lanes == RBLOCK - 1)[None, :]
+    carry = tl.zeros((OBLOCK,), tl.int64)  # the first step sets both before they are used
+    carry_value = carry
+    for start in range(0, R, RBLOCK):
+        r = start + lanes
+        mask = o_mask[:, None] & (r < R)[None, :]
+        offsets = base[:, None] + r[None, :] * C
+        x = tl.load(x_ptr + offsets, mask=mask, other=0)
+        index = tl.broadcast_to(r[None, :], (OBLOCK, RBLOCK)).to(tl.int64)
+        values, indices = tl.associative_scan((x, index), 1, combine)
+        if start > 0:
+            values, indices = combine(carry_value[:, None], carry[:, None], values, indices)
+        tl.store(val_ptr + offsets, values, mask=mask)
+        tl.store(idx_ptr + offsets, indices, mask=mask)
+        if start + RBLOCK < R:  # the running extreme, by its index: its bits kept
+            carry = tl.sum(tl.where(last, indices, 0), axis=1)
+            carry_value = tl.load(x_ptr + base + carry * C, mask=o_mask, other=0)
 
 
 @jit
@@ -121,6 +190,18 @@ def launch_prod(x: DeviceTensor, out: DeviceTensor, lines: ScanLines) -> None:
     )
 
 
+def launch_extreme_scan(
+    x: DeviceTensor, values: DeviceTensor, indices: DeviceTensor, lines: ScanLines, *, largest: bool
+) -> None:
+    """``values``/``indices`` = the running max (``largest``) or min of ``x`` viewed as
+    (rows, length, cols) along its middle axis, and where each was found (int64)."""
+    n_lines, length, cols = lines
+    oblock, rblock = reduction_blocks(n_lines, length)
+    _extreme_scan_kernel[(-(-n_lines // oblock),)](
+        x, values, indices, n_lines, length, cols, LARGEST=largest, OBLOCK=oblock, RBLOCK=rblock
+    )
+
+
 def _result_dtype(self: Tensor, dtype: Any) -> TorchDType:
     if dtype is not None:
         return as_torch_dtype(dtype)
@@ -172,6 +253,37 @@ class TensorScans:
 
     def cumprod_(self: Tensor, dim: Any = None, *, dtype: Any = None) -> Tensor:
         return self._scan("cumprod", dim, dtype, self)
+
+    def cummax(self: Tensor, dim: Any) -> CummaxResult:
+        """The running maximum along ``dim`` and the index of each (int64; ties give the
+        last index, a NaN sticks), as ``torch.return_types.cummax``."""
+        return CummaxResult(*self._extreme_scan("cummax", dim, largest=True))
+
+    def cummin(self: Tensor, dim: Any) -> CumminResult:
+        """The running minimum along ``dim`` and the index of each, as :meth:`cummax`."""
+        return CumminResult(*self._extreme_scan("cummin", dim, largest=False))
+
+    def _extreme_scan(self: Tensor, what: str, dim: Any, *, largest: bool) -> tuple[Any, Any]:
+        if dim is None:
+            raise TensorError(
+                f"{what}() of {self.storage_device_tensor.name!r}: missing the dim (as torch "
+                f"needs it); give {what}(dim=...)"
+            )
+        rows, length, cols, _ = self._split(dim)
+        values = self.new_empty(self.shape)
+        indices = self.new_empty(self.shape, dtype=DTYPE_OBJECTS["int64"])
+        if values.numel():
+            dense = self.dense()
+            launch_extreme_scan(
+                dense.device_tensor,
+                values.device_tensor,
+                indices.device_tensor,
+                ScanLines(rows * cols, length, cols),
+                largest=largest,
+            )
+            if dense is not self:
+                dense.free()
+        return values, indices
 
     def _scan(self: Tensor, what: str, dim: Any, dtype: Any, out: Tensor | None) -> Tensor:
         name = what + ("_" if out is not None else "")

@@ -111,9 +111,7 @@ _NOT_IN_LANGUAGE = "not in KernBench's kernel language (README, Triton support, 
 _HINTS = {
     "argmax": "tl.max(x, axis, return_indices=True), which returns (values, indices)",
     "argmin": "tl.min(x, axis, return_indices=True), which returns (values, indices)",
-    **dict.fromkeys(
-        ("associative_scan", "histogram", "reduce", "gather", "flip"), _NOT_IN_LANGUAGE
-    ),
+    **dict.fromkeys(("histogram", "reduce", "gather", "flip"), _NOT_IN_LANGUAGE),
     **dict.fromkeys(
         (
             "atomic_max",
