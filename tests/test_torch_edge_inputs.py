@@ -83,7 +83,7 @@ def test_topk_k_and_messages(ctx):
             torch.ones(3).topk(k)
     with pytest.raises(TensorError, match=r"t.flip\(dim\) reverses a dim"):
         torch.ones(3)[::-1]
-    with pytest.raises(TensorError, match="'multiply', which is not supported"):
+    with pytest.raises(TensorError, match="reduce argument must be either add or multiply"):
         torch.zeros(3).scatter_(0, torch.tensor([0]), 1.0, reduce="max")
 
 

@@ -162,8 +162,8 @@ def test_embedding_is_an_index_select_of_rows(ctx):
             "Expected self.dtype to be equal to src.dtype",
         ),
         (
-            "t.scatter_(0, torch.tensor([[0]]), torch.ones(1, 1), reduce='multiply')",
-            "reduce is None or 'add' here",
+            "t.scatter_(0, torch.tensor([[0]]), torch.ones(1, 1), reduce='max')",
+            "reduce argument must be either add or multiply",
         ),
         ("t.index_copy_(0, torch.tensor([0]), torch.ones(2, 6))", r"source of shape \(1, 6\)"),
         (

@@ -1,7 +1,8 @@
 """Index reads and writes of :class:`~kernbench.torch.Tensor`: ``gather``,
 ``index_select``, ``take``, ``scatter``/``scatter_`` (a src tensor or a value,
-``reduce="add"``), ``scatter_add``/``scatter_add_``, ``index_add``/``index_add_``,
-``index_copy``/``index_copy_``.
+``reduce="add"`` or ``"multiply"``), ``scatter_add``/``scatter_add_``,
+``index_add``/``index_add_``, ``index_copy``/``index_copy_`` (``scatter_reduce`` is in
+:mod:`~kernbench.torch.scatter_reduce`).
 
 :class:`TensorIndexOps` is mixed into the tensor class.  Each is one elementwise
 kernel over the index (or the source) with :data:`BLOCK` elements a program: a read
@@ -14,7 +15,8 @@ its kernel), and an index out of range raises a
 range.  ``index_copy_`` and ``scatter_`` with repeated indices keep one of the
 written values (the last here; torch leaves it unspecified).  The written tensor is
 written in place when it is one run of memory, otherwise through a contiguous
-temporary copied back.  ``scatter_(reduce="multiply")`` is not supported.
+temporary copied back.  ``scatter_(reduce="multiply")`` multiplies by
+:mod:`~kernbench.torch.scatter_reduce`'s read-modify-write kernel, in index order.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, check_elements, elementwise_grid
 from kernbench.torch.dtypes import python_scalar
+from kernbench.torch.scatter_reduce import launch_update
 from kernbench.torch.shapes import dim_index
 from kernbench.torch.views import same_device
 
@@ -175,6 +178,10 @@ def check_index_range(
     )
 
 
+# scatter_'s reduce names, as the scatter kernels take them
+_REDUCE = {"add": "add", "multiply": "prod"}
+
+
 def _index(what: str, index: Any, *, long_only: bool) -> Tensor:
     if not hasattr(index, "storage_device_tensor"):
         raise TensorError(f"{what}: index must be a Tensor, got {type(index).__name__}")
@@ -291,15 +298,16 @@ class TensorIndexOps:
         reduce: Any = None,
     ) -> Tensor:
         """``self[index[i][j]][j] = src[i][j]`` (dim 0), or ``value``; ``reduce="add"``
-        adds (repeated indices add up)."""
+        adds (repeated indices add up), ``"multiply"`` multiplies (in index order)."""
         if src is not None and not hasattr(src, "storage_device_tensor"):
             src, value = None, src
-        if reduce not in (None, "add"):
+        if reduce not in (None, "add", "multiply"):
             raise TensorError(
-                f"scatter_(reduce={reduce!r}): reduce is None or 'add' here (torch also takes "
-                "'multiply', which is not supported: gather, multiply and scatter_ instead)"
+                f"scatter_(reduce={reduce!r}): reduce argument must be either add or multiply "
+                "(as torch); scatter_reduce_ also takes 'sum', 'prod', 'mean', 'amax', 'amin'"
             )
-        return self._scatter("scatter_", dim, index, src, value, add=reduce == "add")
+        what = f"scatter_ of {self.storage_device_tensor.name!r}"
+        return self._scatter(what, dim, index, src, value, reduce=_REDUCE.get(reduce))
 
     def scatter(
         self: Tensor,
@@ -317,15 +325,18 @@ class TensorIndexOps:
         """``self[index[i][j]][j] += src[i][j]`` (dim 0); repeated indices add up."""
         if not hasattr(src, "storage_device_tensor"):
             raise TensorError(f"scatter_add_: src must be a Tensor, got {type(src).__name__}")
-        return self._scatter("scatter_add_", dim, index, src, None, add=True)
+        what = f"scatter_add_ of {self.storage_device_tensor.name!r}"
+        return self._scatter(what, dim, index, src, None, reduce="add")
 
     def scatter_add(self: Tensor, dim: Any, index: Any, src: Any) -> Tensor:
         return self.clone().scatter_add_(dim, index, src)
 
     def _scatter(
-        self: Tensor, what: str, dim: Any, index: Any, src: Any, value: Any, *, add: bool
+        self: Tensor, what: str, dim: Any, index: Any, src: Any, value: Any, *, reduce: Any
     ) -> Tensor:
-        what = f"{what} of {self.storage_device_tensor.name!r}"
+        """``self`` written (``reduce`` None), added to ("add") or combined with ("prod",
+        "amax", "amin") at ``index`` along ``dim`` from ``src`` or ``value``; ``what``
+        names the call in errors."""
         index = _index(what, index, long_only=True)
         same_device(what, self, index)
         if src is None and python_scalar(value) is None:
@@ -362,19 +373,18 @@ class TensorIndexOps:
             narrowed = _narrowed(src.reshape(shape) if not self.ndim else src, shape, None)
             source = narrowed.dense()
         _, k, c = _three(shape, d)
-        self._write_indexed(
-            shape,
-            d,
-            lambda target, idx: launch_scatter(
-                value if source is None else source.device_tensor,
-                idx,
-                target,
-                (index.numel(), k, c, size),
-                line=False,
-                add=add,
-            ),
-            index,
-        )
+        given = value if source is None else source.device_tensor
+        if reduce in (None, "add"):
+
+            def launch(target: DeviceTensor, idx: DeviceTensor) -> None:
+                counts = (index.numel(), k, c, size)
+                launch_scatter(given, idx, target, counts, line=False, add=reduce == "add")
+        else:
+
+            def launch(target: DeviceTensor, idx: DeviceTensor) -> None:
+                launch_update(given, idx, target, (k, c, size), reduce)
+
+        self._write_indexed(shape, d, launch, index)
         if source is not None:
             _free_made(source, narrowed)
         return self

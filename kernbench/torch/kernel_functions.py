@@ -20,6 +20,7 @@ __all__ = [
     "take",
     "scatter",
     "scatter_add",
+    "scatter_reduce",
     "index_add",
     "index_copy",
     "argsort",
@@ -248,6 +249,22 @@ def scatter(
 def scatter_add(input: Tensor, dim: Any, index: Any, src: Any) -> Tensor:  # noqa: A002
     """``torch.scatter_add``: :meth:`Tensor.scatter_add`."""
     return _tensor(input, "scatter_add").scatter_add(dim, index, src)
+
+
+@with_out
+def scatter_reduce(
+    input: Tensor,  # noqa: A002
+    dim: Any,
+    index: Any,
+    src: Any,
+    reduce: Any,
+    *,
+    include_self: Any = True,
+) -> Tensor:
+    """``torch.scatter_reduce``: :meth:`Tensor.scatter_reduce`."""
+    return _tensor(input, "scatter_reduce").scatter_reduce(
+        dim, index, src, reduce, include_self=include_self
+    )
 
 
 @with_out

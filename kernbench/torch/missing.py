@@ -39,7 +39,7 @@ _NOT_MODELLED = (
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
-    "kthvalue", "mode", "logcumsumexp", "histc", "scatter_reduce",
+    "kthvalue", "mode", "logcumsumexp", "histc",
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)

@@ -98,6 +98,7 @@ from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.rounding import TensorRounding
 from kernbench.torch.scans import TensorScans
+from kernbench.torch.scatter_reduce import TensorScatterReduce
 from kernbench.torch.selection import TensorSelection
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.sorting import TensorSorting
@@ -152,6 +153,7 @@ class Tensor(
     TensorSorting,
     TensorSelection,
     TensorIndexOps,
+    TensorScatterReduce,
     TensorLogic,
     TensorReductions,
     TensorPointwise,
