@@ -260,8 +260,9 @@ def read_advanced(t: Tensor, key: Any) -> Tensor:
     return out
 
 
-def write_advanced(t: Tensor, key: Any, value: Any) -> None:
-    """``t[key] = value`` for a key with index arrays: one scatter kernel."""
+def write_advanced(t: Tensor, key: Any, value: Any, *, accumulate: bool = False) -> None:
+    """``t[key] = value`` for a key with index arrays: one scatter kernel; ``accumulate``
+    adds the values instead (``index_put_``), repeated indices adding up."""
     name = t.storage_device_tensor.name
     plan = _plan(t, key)
     _check_bounds(plan, name)
@@ -293,7 +294,7 @@ def write_advanced(t: Tensor, key: Any, value: Any) -> None:
         dense = target.dense()
         counts = (source.numel(), math.prod(plan.shape), math.prod(rest), size)
         launch_scatter(source.device_tensor, rows_dense.device_tensor, dense.device_tensor,
-                       counts, line=True, add=False, wrap=True)  # fmt: skip
+                       counts, line=True, add=accumulate, wrap=True)  # fmt: skip
         if dense is not target:
             target.copy_(dense)
             dense.free()

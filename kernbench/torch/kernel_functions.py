@@ -23,6 +23,8 @@ __all__ = [
     "scatter_reduce",
     "index_add",
     "index_copy",
+    "index_put",
+    "index_put_",
     "argsort",
     "sort",
     "topk",
@@ -277,3 +279,14 @@ def index_add(input: Tensor, dim: Any, index: Any, source: Any, *, alpha: Any = 
 def index_copy(input: Tensor, dim: Any, index: Any, source: Any) -> Tensor:  # noqa: A002
     """``torch.index_copy``: :meth:`Tensor.index_copy`."""
     return _tensor(input, "index_copy").index_copy(dim, index, source)
+
+
+@with_out
+def index_put(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """``torch.index_put``: :meth:`Tensor.index_put`."""
+    return _tensor(input, "index_put").index_put(indices, values, accumulate)
+
+
+def index_put_(input: Tensor, indices: Any, values: Any, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """``torch.index_put_``: :meth:`Tensor.index_put_` (``input`` written in place)."""
+    return _tensor(input, "index_put_").index_put_(indices, values, accumulate)

@@ -10,7 +10,9 @@ scatter kernel).  A boolean mask (a bool tensor, array or list of bools) over
 the leading dims reads the selected elements (or rows) as a new 1-D (or
 row) tensor, by one gather kernel; the mask is read to the host first, as
 torch waits for the count.  ``t[mask] = value`` runs ``masked_fill_`` for a
-scalar and a scatter kernel for a tensor of values.
+scalar and a scatter kernel for a tensor of values.  ``index_put_`` is
+``t[indices] = values`` with torch's checks, or with ``accumulate`` the scatter
+kernel adding (``tl.atomic_add``), so repeated indices add up.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from kernbench.torch.advanced_indexing import (
 )
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
 from kernbench.torch.index_ops import launch_gather, launch_scatter
-from kernbench.torch.shapes import dim_index, int_argument, int_sequence
+from kernbench.torch.shapes import dim_index, flag_argument, int_argument, int_sequence
 from kernbench.torch.views import Geometry, index_geometry, reshape_shape, view_strides
 
 if TYPE_CHECKING:
@@ -101,6 +103,43 @@ class TensorLayout:
             self[key].fill_(value)
         else:
             self[key].copy_(value)
+
+    def index_put_(self: Tensor, indices: Any, values: Any, accumulate: Any = False) -> Tensor:
+        """``self[indices] = values`` (``indices`` a tuple of index tensors, None for a
+        whole dim; ``values`` a tensor of ``self``'s dtype, broadcast), or with
+        ``accumulate`` ``self[indices] += values`` with repeated indices adding up, by one
+        scatter kernel, as torch."""
+        what = f"index_put_ of {self.storage_device_tensor.name!r}"
+        accumulate = flag_argument(accumulate, "index_put_", "accumulate")
+        if not isinstance(indices, tuple | list) or not all(
+            k is None or isinstance(k, TensorLayout) for k in indices
+        ):
+            raise TensorTypeError(
+                f"{what}: indices must be a tuple of Tensors (None for a whole dim), as torch "
+                f"takes them; got {indices!r}"
+            )
+        if not isinstance(values, TensorLayout):
+            raise TensorTypeError(
+                f"{what}: values must be a Tensor (as torch), got {type(values).__name__}"
+            )
+        if values.dtype is not self.dtype:
+            raise TensorError(
+                f"{what}: Index put requires the source and destination dtypes match, got "
+                f"{self.dtype!r} for the destination and {values.dtype!r} for the source."
+            )
+        key = self._scalar_keys(tuple(slice(None) if k is None else k for k in indices))
+        value = _without_leading_ones(values)
+        if has_advanced(key):
+            write_advanced(self, key, value, accumulate=accumulate)
+        elif accumulate:
+            self[key].add_(value)
+        else:
+            self[key].copy_(value)
+        return self
+
+    def index_put(self: Tensor, indices: Any, values: Any, accumulate: Any = False) -> Tensor:
+        """:meth:`index_put_` into a copy of ``self``."""
+        return self.clone().index_put_(indices, values, accumulate)
 
     def _scalar_keys(self: Tensor, key: Any) -> Any:
         """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor)."""

@@ -1,6 +1,6 @@
 """What to say when a script asks a tensor for something kernbench.torch does not have.
 
-A PyTorch script that calls ``t.backward()`` or ``t.scatter_(...)`` gets a
+A PyTorch script that calls ``t.backward()`` or ``t.kthvalue(...)`` gets a
 :class:`~kernbench.errors.TensorAttributeError` (also an ``AttributeError``,
 so ``hasattr`` and ``getattr(t, name, default)`` keep working) that names the
 call and the nearest supported one: a hint written for the PyTorch methods
@@ -24,7 +24,6 @@ _NO_AUTOGRAD = (
     "there is no autograd in kernbench.torch: write the gradients by hand (dW = X.T @ dY, "
     "as benches/dp_training_step.py does); grad is a plain slot you assign"
 )
-_INDEX_WRITE = "write through indexing instead: t[i] = v, t[a:b] = other, t[[i, j]] = v"
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
 _NO_KERNEL = (
@@ -48,7 +47,6 @@ HINTS = {  # (the named entries after the groups win)
     "retain_grad": _NO_AUTOGRAD,
     "register_hook": _NO_AUTOGRAD,
     "grad_fn": _NO_AUTOGRAD,
-    "index_put_": _INDEX_WRITE,
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
