@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mode_helpers import assert_same_values, in_every_mode
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError, TensorTypeError
@@ -85,22 +86,12 @@ def _puts(context):
     table.index_put_((rows,), values)
     copy = table.index_put((rows[:200],), values[:200], accumulate=True)
     elapsed = context.now - start
-    return elapsed, [] if context.timing_only else [table.numpy(), copy.numpy()]
+    return elapsed, [table, copy]
 
 
 def test_index_put_takes_the_same_time_timing_only_and_the_same_values_on_the_fast_backend():
-    times, values = [], []
-    for timing_only, backend in ((False, "detailed"), (True, "detailed"), (False, "fast")):
-        context = RuntimeContext(
-            "tiny", timing_only=timing_only, overrides=(f"simulation.backend={backend}",)
-        )
-        with use_context(context):
-            elapsed, got = _puts(context)
-        times.append(elapsed)
-        if not timing_only:
-            values.append(got)
+    times, (detailed, fast) = in_every_mode(_puts)
     # an accumulating put adds through tl.atomic_add, whose traffic counts the distinct places
     # the lanes hit (one in timing-only mode, where the indices read as zeros): a little less
     assert 0.9 * times[0] <= times[1] <= times[0]
-    for fast, detailed in zip(values[1], values[0], strict=True):
-        np.testing.assert_array_equal(fast, detailed)
+    assert_same_values(detailed, fast)

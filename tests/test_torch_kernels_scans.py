@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mode_helpers import assert_same_values, in_every_mode
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError, TensorTypeError
@@ -204,22 +205,17 @@ def test_cummax_forms_and_errors(ctx):
         torch.cummax(t)
 
 
+def _extremes(context):
+    x = torch.from_numpy(_values((40, 1300), seed=8))
+    start = context.now
+    found = [*x.cummax(1), *x.cummin(0)]
+    return context.now - start, found
+
+
 def test_cummax_takes_the_same_time_timing_only_and_the_same_values_on_the_fast_backend():
-    times, values = [], []
-    for timing_only, backend in ((False, "detailed"), (True, "detailed"), (False, "fast")):
-        context = RuntimeContext(
-            "tiny", timing_only=timing_only, overrides=(f"simulation.backend={backend}",)
-        )
-        with use_context(context):
-            x = torch.from_numpy(_values((40, 1300), seed=8))
-            start = context.now
-            found = [*x.cummax(1), *x.cummin(0)]
-            times.append(context.now - start)
-            if not timing_only:
-                values.append([f.numpy() for f in found])
+    times, (detailed, fast) = in_every_mode(_extremes)
     assert times[0] == times[1]
-    for fast, detailed in zip(values[1], values[0], strict=True):
-        np.testing.assert_array_equal(fast, detailed)
+    assert_same_values(detailed, fast)
 
 
 def test_a_running_extreme_costs_a_few_streaming_passes():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mode_helpers import assert_same_values, in_every_mode, simulated_ps
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError
@@ -146,23 +147,13 @@ def _scatters(context):
     # lanes hit (all one place in timing-only mode, where the index reads as zeros), so its
     # time is compared on the fast backend only
     results.append(targets[3].scatter_reduce_(0, index, src, "mean", include_self=False))
-    return elapsed, [] if context.timing_only else [r.numpy() for r in results]
+    return elapsed, results
 
 
 def test_scatter_reduce_takes_the_same_time_timing_only_and_values_on_the_fast_backend():
-    times, values = [], []
-    for timing_only, backend in ((False, "detailed"), (True, "detailed"), (False, "fast")):
-        context = RuntimeContext(
-            "tiny", timing_only=timing_only, overrides=(f"simulation.backend={backend}",)
-        )
-        with use_context(context):
-            elapsed, got = _scatters(context)
-        times.append(elapsed)
-        if not timing_only:
-            values.append(got)
+    times, (detailed, fast) = in_every_mode(_scatters)
     assert times[0] == times[1]
-    for fast, detailed in zip(values[1], values[0], strict=True):
-        np.testing.assert_array_equal(fast, detailed)
+    assert_same_values(detailed, fast)
 
 
 def test_a_reducing_scatter_costs_about_what_an_adding_one_does():
@@ -172,9 +163,7 @@ def test_a_reducing_scatter_costs_about_what_an_adding_one_does():
         src, target = torch.ones(256, 1024), torch.ones(64, 1024)
 
         def cost(call):
-            before = context.now
-            call()
-            return context.now - before
+            return simulated_ps(context, call)
 
         add = cost(lambda: target.scatter_add_(0, index, src))
         for reduce in ("prod", "amax"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mode_helpers import assert_same_values, in_every_mode, simulated_ps
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError
@@ -132,23 +133,13 @@ def _searches(context):
         torch.searchsorted(flat, values, sorter=torch.arange(1000)),
     ]
     elapsed = context.now - start
-    return elapsed, [] if context.timing_only else [r.numpy() for r in results]
+    return elapsed, results
 
 
 def test_search_takes_the_same_time_timing_only_and_the_same_values_on_the_fast_backend():
-    times, values = [], []
-    for timing_only, backend in ((False, "detailed"), (True, "detailed"), (False, "fast")):
-        context = RuntimeContext(
-            "tiny", timing_only=timing_only, overrides=(f"simulation.backend={backend}",)
-        )
-        with use_context(context):
-            elapsed, got = _searches(context)
-        times.append(elapsed)
-        if not timing_only:
-            values.append(got)
+    times, (detailed, fast) = in_every_mode(_searches)
     assert times[0] == times[1]
-    for fast, detailed in zip(values[1], values[0], strict=True):
-        np.testing.assert_array_equal(fast, detailed)
+    assert_same_values(detailed, fast)
 
 
 def test_a_search_costs_log2_of_the_line_loads_a_value():
@@ -157,9 +148,7 @@ def test_a_search_costs_log2_of_the_line_loads_a_value():
         values = torch.ones(1 << 18)
 
         def cost(call):
-            before = context.now
-            call()
-            return context.now - before
+            return simulated_ps(context, call)
 
         copy = cost(lambda: values.clone())
         lines = [torch.ones(n) for n in (16, 256, 65536)]

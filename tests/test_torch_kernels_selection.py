@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mode_helpers import assert_same_values, in_every_mode, simulated_ps
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError, TensorIndexError
@@ -17,12 +18,6 @@ def ctx():
     context = RuntimeContext("tiny")
     with use_context(context):
         yield context
-
-
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
 
 
 def _median_reference(a, axis, ignore_nan):
@@ -181,31 +176,21 @@ def _selections(context):
         x.nanquantile(0.4, 0, interpolation="nearest"),
     ]
     elapsed = context.now - start
-    return elapsed, [] if context.timing_only else [r.numpy() for r in results]
+    return elapsed, results
 
 
 def test_selection_takes_the_same_time_timing_only_and_the_same_values_on_the_fast_backend():
-    times, values = [], []
-    for timing_only, backend in ((False, "detailed"), (True, "detailed"), (False, "fast")):
-        context = RuntimeContext(
-            "tiny", timing_only=timing_only, overrides=(f"simulation.backend={backend}",)
-        )
-        with use_context(context):
-            elapsed, got = _selections(context)
-        times.append(elapsed)
-        if not timing_only:
-            values.append(got)
+    times, (detailed, fast) = in_every_mode(_selections)
     assert times[0] == times[1]
-    for fast, detailed in zip(values[1], values[0], strict=True):
-        np.testing.assert_array_equal(fast, detailed)
+    assert_same_values(detailed, fast)
 
 
 def test_a_median_costs_a_sort_and_a_small_pick():
     context = RuntimeContext("ring8", timing_only=True)
     with use_context(context):
         x = torch.ones(1024, 1024)
-        sort = _cost(context, lambda: x.sort(1))
-        median = _cost(context, lambda: x.median(1))
-        quantile = _cost(context, lambda: x.quantile(torch.tensor([0.1, 0.5, 0.9]), 1))
+        sort = simulated_ps(context, lambda: x.sort(1))
+        median = simulated_ps(context, lambda: x.median(1))
+        quantile = simulated_ps(context, lambda: x.quantile(torch.tensor([0.1, 0.5, 0.9]), 1))
         assert sort < median < 1.2 * sort
         assert sort < quantile < 1.2 * sort

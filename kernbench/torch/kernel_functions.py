@@ -180,30 +180,24 @@ def _selected(what: str, input: Any, dim: Any, keepdim: Any, out: Any) -> Any:  
     return _into_pair(f"torch.{what}", out, result)
 
 
-@with_out
-def quantile(
-    input: Tensor,  # noqa: A002
-    q: Any,
-    dim: Any = None,
-    keepdim: bool = False,
-    *,
-    interpolation: str = "linear",
-) -> Tensor:
-    """``torch.quantile``: :meth:`Tensor.quantile`."""
-    return _tensor(input, "quantile").quantile(q, dim, keepdim, interpolation=interpolation)
+def _quantile(name: str) -> Callable[..., Tensor]:
+    def fn(
+        input: Tensor,  # noqa: A002
+        q: Any,
+        dim: Any = None,
+        keepdim: bool = False,
+        *,
+        interpolation: str = "linear",
+    ) -> Tensor:
+        return getattr(_tensor(input, name), name)(q, dim, keepdim, interpolation=interpolation)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"``torch.{name}``: :meth:`Tensor.{name}` of ``input``."
+    return fn
 
 
-@with_out
-def nanquantile(
-    input: Tensor,  # noqa: A002
-    q: Any,
-    dim: Any = None,
-    keepdim: bool = False,
-    *,
-    interpolation: str = "linear",
-) -> Tensor:
-    """``torch.nanquantile``: :meth:`Tensor.nanquantile`."""
-    return _tensor(input, "nanquantile").nanquantile(q, dim, keepdim, interpolation=interpolation)
+quantile = with_out(_quantile("quantile"))
+nanquantile = with_out(_quantile("nanquantile"))
 
 
 def _into_pair(what: str, out: Any, result: Any) -> Any:

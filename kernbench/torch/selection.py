@@ -178,6 +178,26 @@ def launch_pick(
     )
 
 
+def _quantile_method(name: str, doc: str) -> Any:
+    """``Tensor.quantile`` or ``Tensor.nanquantile`` (``name``), documented by ``doc``."""
+
+    def method(
+        self: Tensor,
+        q: Any,
+        dim: Any = None,
+        keepdim: bool = False,
+        *,
+        interpolation: str = "linear",
+    ) -> Tensor:
+        return self._quantile(
+            name, q, dim, keepdim, interpolation, ignore_nan=name == "nanquantile"
+        )
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = doc
+    return method
+
+
 class TensorSelection:
     """``median``, ``nanmedian``, ``quantile`` and ``nanquantile``: a sort, then a pick."""
 
@@ -192,28 +212,14 @@ class TensorSelection:
         """:meth:`median` of the elements that are not NaN (NaN when there are none)."""
         return self._median("nanmedian", dim, keepdim, ignore_nan=True)
 
-    def quantile(
-        self: Tensor,
-        q: Any,
-        dim: Any = None,
-        keepdim: bool = False,
-        *,
-        interpolation: str = "linear",
-    ) -> Tensor:
+    quantile = _quantile_method(
+        "quantile",
         """The ``q``-th quantiles (a number, or a 1-D tensor of them: its size leads the
-        result's shape) of all elements or along ``dim``; NaN where a line has a NaN."""
-        return self._quantile("quantile", q, dim, keepdim, interpolation, ignore_nan=False)
-
-    def nanquantile(
-        self: Tensor,
-        q: Any,
-        dim: Any = None,
-        keepdim: bool = False,
-        *,
-        interpolation: str = "linear",
-    ) -> Tensor:
-        """:meth:`quantile` of the elements that are not NaN."""
-        return self._quantile("nanquantile", q, dim, keepdim, interpolation, ignore_nan=True)
+        result's shape) of all elements or along ``dim``; NaN where a line has a NaN.""",
+    )
+    nanquantile = _quantile_method(
+        "nanquantile", """:meth:`quantile` of the elements that are not NaN."""
+    )
 
     # -- the common part --------------------------------------------------------------
     def _median(self: Tensor, what: str, dim: Any, keepdim: Any, *, ignore_nan: bool) -> Any:
