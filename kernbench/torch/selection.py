@@ -86,7 +86,8 @@ def _pick_kernel(
     if FLOAT:  # the numbers of a line: NaN sorts last, so where the first NaN is
         lo = tl.zeros((BLOCK,), tl.int32)
         hi = lo + L
-        for _ in range(STEPS):  # every lane loads every step: the cost is the values'
+        # every lane loads every step, so the cost does not depend on the values
+        for _ in range(STEPS):
             active = lo < hi
             mid = lo + (hi - lo) // 2
             v = tl.load(sorted_ptr + base + tl.minimum(mid, L - 1) * C, mask=mask, other=0)
