@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mode_helpers import assert_same_values, in_every_mode, simulated_ps
+from run_modes import assert_same_values, in_every_mode, simulated_ps
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError

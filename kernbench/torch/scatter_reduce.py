@@ -122,7 +122,7 @@ def launch_update(
 
 def _identity(op: str, dt: TorchDType) -> int | float | bool:
     """What ``include_self=False`` starts each reduced place from, as torch's
-    ``scatter_reduce_exclude_self_helper``."""
+    ``scatter_reduce`` initialises them."""
     if op in ("sum", "mean"):
         return 0
     if op == "prod":
