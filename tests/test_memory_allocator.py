@@ -172,6 +172,21 @@ def test_free_hbm_round_trip() -> None:
         memory.free(PhysAddr(0, 0, 0, 2, MemoryKind.HBM, pa.offset))
 
 
+def test_rounded_size_and_usage_by_place() -> None:
+    memory = _machine()
+    a = memory.alloc(MemoryKind.HBM, 1, 2, 3, 1000)
+    b = memory.alloc(MemoryKind.HBM, 1, 3, 0, 300)
+    memory.alloc(MemoryKind.HBM, 0, 2, 3, 256)
+    assert (memory.size_of(a), memory.size_of(b)) == (1024, 512)
+    assert memory.used_bytes(MemoryKind.HBM, sip=1) == 1536
+    assert memory.used_bytes(MemoryKind.HBM, sip=1, cube=2) == 1024
+    assert memory.used_bytes(MemoryKind.HBM, cube=2, pe=3) == 1280
+    assert memory.used_bytes(MemoryKind.HBM, sip=1, cube=2, pe=4) == 0
+    memory.free(a)
+    with pytest.raises(AllocationError, match="no live allocation"):
+        memory.size_of(a)
+
+
 def test_large_machine_is_cheap_to_build() -> None:
     memory = _machine(sips=16, cubes_per_sip=8, pes_per_cube=8)
     assert memory.usage() == []

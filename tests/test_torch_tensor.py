@@ -721,7 +721,7 @@ def test_chunk_and_split_are_views_as_in_torch(ctx):
         ("torch", "compile", "drop the line"),
         ("torch", "vmap", "loop over the batch"),
         ("torch", "zerso", "nearest: zeros"),
-        ("torch.cuda", "memory_allocated", "no allocator counter"),
+        ("torch.cuda", "get_device_capability", "no compute capability"),
         ("torch.cuda", "Stream", "streams and graphs are not modelled"),
     ],
 )

@@ -278,8 +278,8 @@ class MachineMemory:
             offset += pe * self.hbm_partition_bytes
         return PhysAddr(self.rack, sip, cube, pe, kind, offset)
 
-    def free(self, pa: PhysAddr) -> None:
-        """Free an allocation made by :meth:`alloc`, given its start address."""
+    def _located(self, pa: PhysAddr) -> tuple[RangeAllocator, int]:
+        """The allocator that handed out ``pa`` and the offset of ``pa`` in it."""
         if pa.rack != self.rack:
             raise AllocationError(f"{pa} is in rack {pa.rack}, this machine is rack {self.rack}")
         self._check_location(pa.sip, pa.cube, pa.pe)
@@ -295,7 +295,17 @@ class MachineMemory:
         allocator = self._allocators.get((pa.kind, pa.sip, pa.cube, pa.pe))
         if allocator is None:
             raise AllocationError(f"{pa} was never allocated (double free or foreign address)")
+        return allocator, offset
+
+    def free(self, pa: PhysAddr) -> None:
+        """Free an allocation made by :meth:`alloc`, given its start address."""
+        allocator, offset = self._located(pa)
         allocator.free(offset)
+
+    def size_of(self, pa: PhysAddr) -> int:
+        """Bytes the live allocation at ``pa`` holds: its size rounded up to the alignment."""
+        allocator, offset = self._located(pa)
+        return allocator.size_of(offset)
 
     def hbm_slice_of(self, pa: PhysAddr) -> int:
         """Index of the HBM slice that holds the byte at ``pa``."""
@@ -315,12 +325,22 @@ class MachineMemory:
             MemoryKind.TCM: self.tcm_bytes_per_pe,
         }[MemoryKind(kind)]
 
-    def used_bytes(self, kind: MemoryKind | None = None) -> int:
-        """Bytes in use machine-wide, in every memory or only in those of ``kind``."""
+    def used_bytes(
+        self,
+        kind: MemoryKind | None = None,
+        *,
+        sip: int | None = None,
+        cube: int | None = None,
+        pe: int | None = None,
+    ) -> int:
+        """Bytes in use (rounded to the alignment), in every memory or only in those of
+        ``kind``; ``sip``, ``cube`` and ``pe`` narrow it to the memories at that place."""
+        place = (sip, cube, pe)
         return sum(
             allocator.used
-            for (alloc_kind, *_), allocator in self._allocators.items()
-            if kind is None or alloc_kind == kind
+            for (alloc_kind, *where), allocator in self._allocators.items()
+            if (kind is None or alloc_kind == kind)
+            and all(want is None or want == have for want, have in zip(place, where, strict=True))
         )
 
     def usage(self) -> list[MemoryUsage]:

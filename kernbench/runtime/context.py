@@ -34,6 +34,7 @@ from kernbench.runtime import sizes
 from kernbench.runtime.device_namespaces import AcceleratorNamespace, AhbmNamespace
 from kernbench.runtime.dtypes import DType, as_dtype
 from kernbench.runtime.ipcq_install import ipcq_installer
+from kernbench.runtime.memory_stats import DeviceMemoryStats, MemoryLedger
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
 from kernbench.topology import Topology, load_topology, names
 from kernbench.units import format_size
@@ -110,6 +111,9 @@ class RuntimeContext:
             self.page_size, size=_va_size(self.memory.total_bytes, self.page_size)
         )
         self._devices: dict[Any, int] = {}
+        # Each rank's (greenlet's) allocation counters, as torch's allocator keeps them
+        # per process: weakly, so a finished rank's go with it.
+        self._ledgers: weakref.WeakKeyDictionary[Any, MemoryLedger] = weakref.WeakKeyDictionary()
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
         self._pending_release: list[Allocation] = []
@@ -240,6 +244,16 @@ class RuntimeContext:
         if level == "cube":
             return device // cps, device % cps, None
         return device // (cps * ppc), (device // ppc) % cps, device % ppc
+
+    def device_of(self, sip: int, cube: int, pe: int) -> int:
+        """The device (at the topology's device level) that holds PE ``(sip, cube, pe)``."""
+        level = self.topology.system.device_level
+        cps, ppc = self.topology.cubes_per_sip, self.topology.pes_per_cube
+        if level == "sip":
+            return sip
+        if level == "cube":
+            return sip * cps + cube
+        return (sip * cps + cube) * ppc + pe
 
     def device_pe(self, device: int) -> str:
         """The PE a device's tensors and collectives start on (its first PE)."""
@@ -394,19 +408,27 @@ class RuntimeContext:
         with self._changing_memory():
             placements: list[ShardPlacement] = []
             page = self.page_size
+            ledger = self._ledger()
+            charges = []
             try:
                 for shard in shards:
                     pa = None
                     node = names.hbm(shard.sip, shard.cube, 0)
                     if shard.nbytes:
-                        pa = self.memory.alloc(
-                            MemoryKind.HBM,
-                            shard.sip,
-                            shard.cube,
-                            shard.pe,
-                            shard.nbytes,
-                            owner=name,
-                        )
+                        stats = ledger.device(self.device_of(shard.sip, shard.cube, shard.pe))
+                        try:
+                            pa = self.memory.alloc(
+                                MemoryKind.HBM,
+                                shard.sip,
+                                shard.cube,
+                                shard.pe,
+                                shard.nbytes,
+                                owner=name,
+                            )
+                        except OutOfMemoryError:
+                            stats.num_ooms += 1
+                            raise
+                        charges.append((stats, shard.nbytes, self.memory.size_of(pa)))
                         slice_index = self.memory.hbm_slice_of(pa)
                         node = names.hbm(shard.sip, shard.cube, slice_index)
                     placements.append(ShardPlacement(shard, pa, 0, node))
@@ -417,6 +439,8 @@ class RuntimeContext:
                 raise OutOfMemoryError(
                     f"tensor {name!r} (shape {shape}, {dtype.name}) does not fit: {exc}"
                 ) from None
+            for stats, requested, rounded in charges:
+                stats.charge(requested, rounded)
             va_bytes = sum(-(-p.shard.nbytes // page) * page for p in placements)
             va_base = self.va.alloc(va_bytes, owner=name) if va_bytes else 0
             offset = 0
@@ -427,7 +451,7 @@ class RuntimeContext:
                     self.store.create(
                         placement.pa, placement.shard.nbytes, label=f"{name}@{placement.pe_name}"
                     )
-            return Allocation(name, va_base, va_bytes, placements)
+            return Allocation(name, va_base, va_bytes, placements, charges=tuple(charges))
 
     def _by_cube(self, allocation: Allocation) -> dict[tuple[int, int], list[ShardPlacement]]:
         groups: dict[tuple[int, int], list[ShardPlacement]] = defaultdict(list)
@@ -607,6 +631,42 @@ class RuntimeContext:
                 pieces[p.shard.coord] = raw.view(storage).reshape(p.shard.shape)
         return tensor.dtype.from_storage(gather(shards, pieces, tensor.shape, storage))
 
+    # -- memory counters (torch.cuda.memory_allocated and its kin) ----------------------
+    def _ledger(self) -> MemoryLedger:
+        """The calling rank's counters (made on its first allocation or question)."""
+        rank = getcurrent()
+        ledger = self._ledgers.get(rank)
+        if ledger is None:
+            ledger = self._ledgers[rank] = MemoryLedger()
+        return ledger
+
+    def memory_stats(self, device: int) -> DeviceMemoryStats:
+        """The calling rank's allocation counters on ``device``: the tensors it made there
+        and has not dropped (see :mod:`kernbench.runtime.memory_stats`).
+
+        Tensors dropped while memory was being changed, whose memory would otherwise
+        come back with the next tensor, are given back first (no simulated time passes).
+        """
+        self._check_device(device)
+        if not self._bookkeeping:
+            for allocation in self._pending_release:
+                self._give_back(allocation)
+        return self._ledger().device(device)
+
+    def device_memory(self, device: int) -> tuple[int, int]:
+        """``(used, capacity)`` bytes of ``device``'s HBM: the partitions of all its PEs,
+        ``used`` by every rank's tensors (rounded to the allocator's alignment)."""
+        self._check_device(device)
+        sip, cube, pe = self.device_coords(device)
+        topo = self.topology
+        pes = (
+            1
+            if pe is not None
+            else topo.pes_per_cube * (1 if cube is not None else topo.cubes_per_sip)
+        )
+        used = self.memory.used_bytes(MemoryKind.HBM, sip=sip, cube=cube, pe=pe)
+        return used, pes * self.memory.hbm_partition_bytes
+
     # -- release -----------------------------------------------------------------------
     def _give_back(self, allocation: Allocation) -> None:
         """Return an allocation's physical memory and stored bytes (once)."""
@@ -620,6 +680,9 @@ class RuntimeContext:
                     self.memory.free(p.pa)
                     if self.host_memory_limit is not None:
                         self._host_bytes -= p.shard.nbytes
+            for stats, requested, rounded in allocation.charges:
+                stats.give_back(requested, rounded)
+            allocation.charges = ()
 
     def release(self, allocation: Allocation) -> None:
         if allocation.released:

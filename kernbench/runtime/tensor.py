@@ -54,6 +54,9 @@ class Allocation:
     released: bool = False  # unmapped, and its memory and addresses given back
     memory_returned: bool = False  # its physical memory given back (it may still be mapped)
     layout: Any = None  # element -> shard map, built by the kernel layer on first launch
+    # (the owner's DeviceMemoryStats, requested bytes, rounded bytes) per placed shard,
+    # given back when the memory is
+    charges: tuple = ()
 
 
 class HostTensor:

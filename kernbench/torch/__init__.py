@@ -14,7 +14,11 @@ from contextlib import ContextDecorator
 from typing import Any
 
 from kernbench.errors import unsupported_name
-from kernbench.torch import random, testing
+from kernbench.torch import (
+    cuda_memory,  # noqa: F401 - registers torch.cuda's memory counters
+    random,
+    testing,
+)
 from kernbench.torch.composite_functions import (
     addmm,
     amax,

@@ -88,18 +88,6 @@ MODULE_HINTS = {
 
 # torch.cuda.<name> (and torch.ahbm, torch.accelerator).
 CUDA_HINTS = {
-    **dict.fromkeys(
-        (
-            "memory_allocated",
-            "max_memory_allocated",
-            "memory_reserved",
-            "max_memory_reserved",
-            "reset_peak_memory_stats",
-            "memory_summary",
-            "mem_get_info",
-        ),
-        "there is no allocator counter; the run report (kernbench run) gives each memory's use",
-    ),
     "get_device_properties": (
         "get_device_name(); triton.runtime.driver.active.utils.get_device_properties(i) "
         "counts the device's PEs"
