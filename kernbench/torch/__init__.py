@@ -215,6 +215,13 @@ from kernbench.torch.kernel_functions import (
     topk,
     trunc,
 )
+from kernbench.torch.memory_formats import (
+    channels_last,
+    channels_last_3d,
+    contiguous_format,
+    memory_format,
+    preserve_format,
+)
 from kernbench.torch.missing import MODULE_HINTS, install_import_hints
 from kernbench.torch.nn.activations import celu, selu
 from kernbench.torch.nn.losses_more import cosine_similarity, pairwise_distance
@@ -227,7 +234,15 @@ from kernbench.torch.preamble import (
     set_rng_state,
 )
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
-from kernbench.torch.sampling import rand, rand_like, randint, randn, randn_like, randperm
+from kernbench.torch.sampling import (
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+)
 from kernbench.torch.searching import bucketize, searchsorted
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
@@ -256,6 +271,12 @@ complex64 = UNSUPPORTED["complex64"]
 complex128 = cdouble = UNSUPPORTED["complex128"]
 
 __all__ = [
+    "memory_format",
+    "contiguous_format",
+    "preserve_format",
+    "channels_last",
+    "channels_last_3d",
+    "randint_like",
     "celu",
     "celu_",
     "selu",

@@ -31,6 +31,7 @@ from kernbench.torch.dtypes import (
     scalar_dtype,
 )
 from kernbench.torch.functions import with_out
+from kernbench.torch.memory_formats import check_memory_format
 from kernbench.torch.shapes import dim_index, flag_argument, int_argument, shape_argument
 from kernbench.torch.tensor import Tensor, new_tensor
 
@@ -89,9 +90,12 @@ def empty(
     dtype: Any = None,
     device: Any = None,
     requires_grad: bool = False,
+    memory_format: Any = None,
     dp: Any = None,
 ) -> Tensor:
-    """Allocated and mapped, values not written."""
+    """Allocated and mapped, values not written (row-major: ``memory_format`` may only be
+    ``torch.contiguous_format``)."""
+    check_memory_format(memory_format, "torch.empty", preserve=False)
     shape = shape_argument(sizes, "empty", size)
     t = new_tensor(shape, as_torch_dtype(dtype), index=device_index(device), dp=dp)
     return _grad(t, requires_grad)
@@ -136,6 +140,7 @@ def zeros_like(
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
+    check_memory_format(memory_format, "torch.zeros_like")
     dt, index = like_arguments(input, dtype, device)
     t = new_tensor(input.shape, dt, index=index, dp=input.dp, zero=True)
     return _grad(t, requires_grad)
@@ -149,6 +154,7 @@ def empty_like(
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
+    check_memory_format(memory_format, "torch.empty_like")
     dt, index = like_arguments(input, dtype, device)
     return _grad(new_tensor(input.shape, dt, index=index, dp=input.dp), requires_grad)
 
@@ -162,6 +168,7 @@ def full_like(
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
+    check_memory_format(memory_format, "torch.full_like")
     out = empty_like(input, dtype=dtype, device=device).fill_(fill_value)
     return _grad(out, requires_grad)
 
@@ -174,6 +181,7 @@ def ones_like(
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
+    check_memory_format(memory_format, "torch.ones_like")
     return full_like(input, 1, dtype=dtype, device=device, requires_grad=requires_grad)
 
 

@@ -433,7 +433,7 @@ def equal(input: Tensor, other: Tensor) -> bool:  # noqa: A002
 
 
 def clone(input: Tensor, *, memory_format: Any = None) -> Tensor:  # noqa: A002
-    return _tensor(input, "clone").clone()
+    return _tensor(input, "clone").clone(memory_format=memory_format)
 
 
 def reshape(input: Tensor, shape: Any) -> Tensor:  # noqa: A002

@@ -77,10 +77,6 @@ MODULE_HINTS = {
         ("compile", "jit", "amp"),
         _NOT_MODELLED,
     ),
-    **dict.fromkeys(
-        ("contiguous_format", "channels_last", "preserve_format"),
-        "every tensor is row-major here; drop memory_format=",
-    ),
     **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),
     "save": "tensors live on the simulated machine: np.save(path, t.numpy())",
     "load": "torch.from_numpy(np.load(path))",

@@ -22,10 +22,20 @@ from kernbench.torch import random as torch_random
 from kernbench.torch.devices import device_index
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, TorchDType, as_torch_dtype
 from kernbench.torch.factories import like_arguments
+from kernbench.torch.memory_formats import check_memory_format
 from kernbench.torch.shapes import shape_argument
 from kernbench.torch.tensor import Tensor, new_tensor
 
-__all__ = ["keep_mask", "rand", "rand_like", "randint", "randn", "randn_like", "randperm"]
+__all__ = [
+    "keep_mask",
+    "rand",
+    "rand_like",
+    "randint",
+    "randint_like",
+    "randn",
+    "randn_like",
+    "randperm",
+]
 
 
 def _floating(dtype: Any, what: str) -> TorchDType:
@@ -185,6 +195,7 @@ def rand_like(
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
+    check_memory_format(memory_format, "torch.rand_like")
     dt, index = like_arguments(input, dtype, device)
     return rand(input.shape, dtype=dt, device=index, requires_grad=requires_grad, dp=input.dp)
 
@@ -197,8 +208,35 @@ def randn_like(
     requires_grad: bool = False,
     memory_format: Any = None,
 ) -> Tensor:
+    check_memory_format(memory_format, "torch.randn_like")
     dt, index = like_arguments(input, dtype, device)
     return randn(input.shape, dtype=dt, device=index, requires_grad=requires_grad, dp=input.dp)
+
+
+def randint_like(
+    input: Tensor,  # noqa: A002
+    *bounds: Any,
+    low: Any = None,
+    high: Any = None,
+    dtype: Any = None,
+    device: Any = None,
+    requires_grad: bool = False,
+    memory_format: Any = None,
+) -> Tensor:
+    """``randint_like(input, high)`` or ``randint_like(input, low, high)``: :func:`randint`
+    of ``input``'s shape, with its dtype (a float input gives whole floats, as torch) and
+    device unless ``dtype``/``device`` say otherwise."""
+    check_memory_format(memory_format, "torch.randint_like")
+    given = [*((low,) if low is not None else ()), *bounds, *((high,) if high is not None else ())]
+    if len(given) not in (1, 2) or (low is not None and high is None):
+        raise TensorError(
+            "randint_like takes (input, high) or (input, low, high); got "
+            f"{len(given)} bounds (low={low!r}, high={high!r})"
+        )
+    dt, index = like_arguments(input, dtype, device)
+    return randint(
+        *given, input.shape, dtype=dt, device=index, requires_grad=requires_grad, dp=input.dp
+    )
 
 
 def keep_mask(like: Tensor, keep: float, what: str) -> Tensor:

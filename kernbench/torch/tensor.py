@@ -91,6 +91,12 @@ from kernbench.torch.host_values import TensorHostValues
 from kernbench.torch.index_ops import TensorIndexOps
 from kernbench.torch.layout import TensorLayout
 from kernbench.torch.logic import TensorLogic
+from kernbench.torch.memory_formats import (
+    check_memory_format,
+    contiguous_format,
+    is_contiguous_as,
+    preserve_format,
+)
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.rearrange import TensorRearrange
@@ -343,12 +349,26 @@ class Tensor(
         """The virtual address of the tensor's first element."""
         return self._storage.va_base + self._geometry.offset * self.itemsize
 
-    def is_contiguous(self, memory_format: Any = None) -> bool:
-        return self._geometry.is_contiguous
+    def is_contiguous(self, memory_format: Any = contiguous_format) -> bool:
+        """Row-major contiguity; with ``torch.channels_last`` (``_3d``) whether the strides
+        are those of that layout, as torch answers."""
+        geo = self._geometry
+        return is_contiguous_as(memory_format, geo.shape, geo.strides, geo.is_contiguous)
 
-    def contiguous(self, memory_format: Any = None) -> Tensor:
-        """The tensor itself when contiguous, else a contiguous copy (device copy kernel)."""
-        return self if self.is_contiguous() else self.dense()
+    def contiguous(self, memory_format: Any = contiguous_format) -> Tensor:
+        """The tensor itself when contiguous, else a contiguous copy (device copy kernel).
+
+        ``memory_format`` may only be ``torch.contiguous_format`` (or, for a tensor
+        already contiguous, ``preserve_format``, which torch refuses to copy with)."""
+        fmt = check_memory_format(memory_format, "Tensor.contiguous", optional=False)
+        if self._geometry.is_contiguous:
+            return self
+        if fmt is preserve_format:
+            raise TensorError(
+                "Tensor.contiguous: preserve memory format is unsupported by the contiguous "
+                "operator (as torch); use torch.contiguous_format"
+            )
+        return self.dense()
 
     def free(self) -> None:
         """Return the tensor's memory now (KernBench only; otherwise freed when unreferenced)."""
@@ -459,8 +479,10 @@ class Tensor(
         bits = np.zeros(shape, rt.storage) if values is None else rt.to_storage(values)
         return _rebuilt, (bits.reshape(shape), rt.name, self.requires_grad)
 
-    def clone(self, memory_format: Any = None) -> Tensor:
-        """A contiguous copy made on the device by the copy kernel."""
+    def clone(self, *, memory_format: Any = None) -> Tensor:
+        """A contiguous copy made on the device by the copy kernel (``preserve_format``
+        too: every result here is row-major)."""
+        check_memory_format(memory_format, "Tensor.clone")
         out = self.new_empty(self.shape)
         out.copy_(self)
         return out
@@ -551,7 +573,7 @@ class Tensor(
         dt, dev = kwargs.pop("dtype", None), kwargs.pop("device", None)
         copy = kwargs.pop("copy", False)
         kwargs.pop("non_blocking", None)
-        kwargs.pop("memory_format", None)
+        check_memory_format(kwargs.pop("memory_format", None), "Tensor.to")
         if kwargs:
             raise TensorError(f"to(): unexpected arguments {sorted(kwargs)}")
         for arg in args:
@@ -578,46 +600,54 @@ class Tensor(
         out.copy_(self)
         return out
 
-    def cuda(self, device: Any = None, non_blocking: bool = False) -> Tensor:
+    def cuda(
+        self, device: Any = None, non_blocking: bool = False, *, memory_format: Any = None
+    ) -> Tensor:
+        check_memory_format(memory_format, "Tensor.cuda")
         return self.to(device_index(device) if device is not None else device_index(ACCELERATOR))
 
-    def cpu(self) -> Tensor:
+    def cpu(self, *, memory_format: Any = None) -> Tensor:
         """A copy, as PyTorch's copy to the host is (later writes to either are not seen
         by the other); there is no host tensor, so it stays on the device and costs
         the device copy kernel.  ``numpy()`` reads values back."""
+        check_memory_format(memory_format, "Tensor.cpu")
         return self.to(copy=True)
 
-    def float(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["float32"])
+    def _as(self, method: str, dtype_name: str, memory_format: Any) -> Tensor:
+        check_memory_format(memory_format, f"Tensor.{method}")
+        return self.to(DTYPE_OBJECTS[dtype_name])
 
-    def double(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["float64"])
+    def float(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("float", "float32", memory_format)
 
-    def half(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["float16"])
+    def double(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("double", "float64", memory_format)
 
-    def bfloat16(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["bfloat16"])
+    def half(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("half", "float16", memory_format)
 
-    def int(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["int32"])
+    def bfloat16(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("bfloat16", "bfloat16", memory_format)
 
-    def long(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["int64"])
+    def int(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("int", "int32", memory_format)
 
-    def short(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["int16"])
+    def long(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("long", "int64", memory_format)
 
-    def char(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["int8"])
+    def short(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("short", "int16", memory_format)
 
-    def byte(self) -> Tensor:
-        return self.to(DTYPE_OBJECTS["uint8"])
+    def char(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("char", "int8", memory_format)
 
-    def bool(self) -> Tensor:
+    def byte(self, *, memory_format: Any = None) -> Tensor:
+        return self._as("byte", "uint8", memory_format)
+
+    def bool(self, *, memory_format: Any = None) -> Tensor:
         """``torch.bool`` values: True where the value is nonzero (NaN too), by the copy
         kernel."""
-        return self.to(DTYPE_OBJECTS["bool"])
+        return self._as("bool", "bool", memory_format)
 
     def type_as(self, other: Tensor) -> Tensor:
         if not isinstance(other, Tensor):

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from kernbench.errors import ModuleAttributeError, TensorError, TensorTypeError
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.memory_formats import check_memory_format
 from kernbench.torch.nn.parameter import Buffer, Parameter
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
@@ -413,6 +414,7 @@ class Module:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or ``to(tensor)``: in place;
         a dtype converts the floating parameters and buffers only, as torch."""
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
+        check_memory_format(kwargs.pop("memory_format", None), "nn.Module.to")
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
