@@ -829,6 +829,53 @@ def test_testing_assert_close_as_torch(ctx):
         torch.testing.assert_close(a, a, rtol=1e-3)
 
 
+def test_assert_close_compares_integers_exactly(ctx):
+    big = torch.tensor([2**53, 7], dtype=torch.int64)
+    torch.testing.assert_close(big, torch.tensor([2**53, 7], dtype=torch.int64))
+    with pytest.raises(AssertionError) as info:  # equal as float64, as they were compared
+        torch.testing.assert_close(big, torch.tensor([2**53 + 1, 7], dtype=torch.int64))
+    assert str(info.value).splitlines() == [
+        "Tensor-likes are not equal!",
+        "",
+        "Mismatched elements: 1 / 2 (50.0%)",
+        "Greatest absolute difference: 1 at index (0,)",
+        f"Greatest relative difference: {1 / 2**53!r} at index (0,)",
+    ]
+    with pytest.raises(
+        AssertionError, match=r"^Scalars are not equal!\n\nAbsolute difference: 1\n"
+    ):
+        torch.testing.assert_close(big[0], big[0] + 1)
+    with pytest.raises(AssertionError, match="Scalars are not equal!"):
+        torch.testing.assert_close(2**53, 2**53 + 1)  # Python ints, as torch's NumberPair
+    torch.testing.assert_close(2**70, 2**70)
+    top = np.array([2**64 - 1], np.uint64)
+    with pytest.raises(AssertionError, match="Greatest absolute difference: 1 at index"):
+        torch.testing.assert_close(top, top - np.uint64(1))
+    flags = torch.tensor([True, False, True])
+    with pytest.raises(AssertionError, match="Mismatched elements: 1 / 3"):
+        torch.testing.assert_close(flags, torch.tensor([True, True, True]))
+    with pytest.raises(AssertionError, match="Booleans mismatch: True is not False"):
+        torch.testing.assert_close(True, False)
+
+
+def test_assert_close_checks_dtypes_as_torch(ctx):
+    ints = torch.tensor([1, 2], dtype=torch.int64)
+    with pytest.raises(
+        AssertionError, match="attribute 'dtype' do not match: torch.int64 != torch.int32"
+    ):
+        torch.testing.assert_close(ints, ints.int())
+    torch.testing.assert_close(ints, ints.int(), check_dtype=False)
+    with pytest.raises(AssertionError, match="attribute 'dtype' do not match"):
+        torch.testing.assert_close(np.arange(3), np.arange(3.0))
+    with pytest.raises(AssertionError, match=r"The \(d\)types do not match: <class 'int'>"):
+        torch.testing.assert_close(1, 1.0)
+    torch.testing.assert_close(1, 1.0, check_dtype=False)
+    # the looser dtype's default tolerances, as torch: float32's for int64 with float32
+    near = torch.tensor([1.0, 2.000001])
+    torch.testing.assert_close(ints, near, check_dtype=False)
+    torch.testing.assert_close(near, ints, check_dtype=False)
+
+
 def test_assert_close_checks_the_device_and_reports_infinite_differences():
     # equal values on two devices passed; an infinite difference read 1.79769e+308
     with use_context(RuntimeContext("tiny", overrides=["system.device_level=pe"])):
