@@ -173,6 +173,33 @@ def test_a_script_that_fails_to_load_is_a_user_error(
     assert err == [expected.format(path=path)]
 
 
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "class Stop(BaseException):\n    pass\n\nraise Stop('early')\n",
+            "error: {path}:4: importing the bench script raised Stop: early",
+        ),
+        (
+            "raise GeneratorExit('at import')\n",
+            "error: {path}:1: importing the bench script raised GeneratorExit: at import",
+        ),
+        (
+            "class Stop(BaseException):\n    pass\n\nif __name__ == '__main__':\n"
+            "    raise Stop('in the main block')\n",
+            "error: {path}:5: running the bench script raised Stop: in the main block",
+        ),
+    ],
+    ids=["own-base-exception", "generator-exit", "in-the-main-block"],
+)
+def test_a_base_exception_outside_the_ranks_is_the_scripts_error(
+    tmp_path: Path, capsys, body: str, expected: str
+) -> None:
+    path = _script(tmp_path, body)
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [expected.format(path=path)]
+
+
 def test_a_script_sys_exit_keeps_its_status_and_message(tmp_path: Path, capsys) -> None:
     assert main(["run", _script(tmp_path, "import sys\ndef main():\n    sys.exit(3)\n")]) == 3
     quit_with_text = _script(

@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from greenlet import GreenletExit
+
 from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import Run, SimResult
@@ -127,6 +129,11 @@ def _has_main_block(tree: ast.Module) -> bool:
     return any(_is_main_guard(node) for node in tree.body) and not _defines(tree, "main")
 
 
+# What a script's import lets through as it is: Ctrl-C, the wall-time limit, a greenlet
+# being unwound (each has its own handling above it).  SystemExit is handled apart.
+_PASSED_THROUGH = (KeyboardInterrupt, WallTimeExpired, GreenletExit)
+
+
 def load_script(path: str | Path, *, as_main: bool = False, source: str | None = None) -> Any:
     """Import a bench script by path; its ``__main__`` block runs only with ``as_main``.
 
@@ -157,7 +164,11 @@ def load_script(path: str | Path, *, as_main: bool = False, source: str | None =
         if as_main and exc.code in (None, 0):  # sys.exit() at the end of a finished run
             return module
         raise
-    except Exception as exc:  # noqa: BLE001 - any error of the script's own import
+    except _PASSED_THROUGH:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any error of the script's own import
+        # BaseException: a script's own `class Stop(BaseException)` or a GeneratorExit
+        # raised at module level is the script's error too, not one to escape the CLI.
         if as_main and isinstance(exc, KernBenchError):
             raise  # a rank's error, a deadlock or a limit: already says where
         if not as_main:
