@@ -392,3 +392,58 @@ def test_a_trace_that_cannot_be_written_is_refused_before_any_point_runs(
     result = run_cli(sweep, "-o", str(out), "--trace")
     assert result.returncode == 2 and "trace target is a directory" in result.stderr
     assert {label: path.read_text() for label, path in paths.items()} == before
+
+
+MOODY_BENCH = """\
+from pathlib import Path
+
+import kernbench.torch.distributed as dist
+
+
+def main():
+    dist.init_process_group()
+    if (Path(__file__).parent / "mood.txt").read_text() == "fail":
+        raise RuntimeError("not today")
+    return [{"n": 1}]
+"""
+
+
+@pytest.mark.parametrize("rerun", ["succeeds", "fails"])
+def test_a_point_file_linked_to_its_own_record_is_rerun_for_its_trace(
+    tmp_path: Path, rerun: str
+) -> None:
+    """A point file that is a symlink to a good record of its point (results gathered from
+    elsewhere) is used as it is; run again for a trace, the link is moved aside so that
+    the new record can be written, and a failed trace run writes the kept record back."""
+    bench = write_bench(tmp_path, "moody.py", MOODY_BENCH)
+    (tmp_path / "mood.txt").write_text("ok")
+    copy_topology(tmp_path)
+    sweep = write_sweep(tmp_path, {"bench": bench.name, "topologies": ["tiny.yaml"]})
+    out = tmp_path / "out"
+    assert run_cli(sweep, "-o", str(out)).returncode == 0
+    (target,) = (out / "points").glob("*.json")
+    elsewhere = tmp_path / "gathered.json"
+    shutil.move(target, elsewhere)
+    target.symlink_to(elsewhere)
+    gathered = elsewhere.read_bytes()
+    (tmp_path / "mood.txt").write_text("ok" if rerun == "succeeds" else "fail")
+
+    result = run_cli(sweep, "-o", str(out), "--trace")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "error:" not in result.stderr
+    assert "no trace yet; running it again; moved aside to " in result.stderr
+    assert target.is_file() and not target.is_symlink()
+    record = json.loads(target.read_text())
+    assert record["status"] == "ok" and record["report"]["results"] == [{"n": 1}]
+    assert elsewhere.read_bytes() == gathered
+    (aside,) = (out / "points").glob("*.invalid-*")
+    assert aside.is_symlink() and aside.resolve() == elsewhere
+    traces = list((out / "traces").glob("*.json"))
+    if rerun == "fails":
+        assert "its trace could not be made" in result.stderr
+        assert "not today" in result.stderr and not traces
+        assert target.read_bytes() == gathered
+    else:
+        assert len(traces) == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["ok"], summary["failed"]) == (1, [])

@@ -22,6 +22,7 @@ import hashlib
 import itertools
 import json
 import math
+import os
 import sys
 import traceback
 import uuid
@@ -506,11 +507,13 @@ def _stored_points(
             records[point["id"]] = stored.record
             continue
         pending.append(point)
+        # What is not a regular file (a symlink to this point's record too) cannot be
+        # replaced by the new record: moved aside before the point runs, not found after.
+        aside = f"; moved aside to {move_aside(path)}" if not_regular(path) else ""
         if done:  # --trace asked for a trace this point has not got
             for_trace[point["id"]] = stored.record
-            warn(f"note: {point['label']} ({point['id']}): no trace yet; running it again")
+            warn(f"note: {point['label']} ({point['id']}): no trace yet; running it again{aside}")
             continue
-        aside = f"; moved aside to {move_aside(path)}" if not_regular(path) else ""
         if stored.stale:
             note = f"note: {point['label']} ({point['id']}): {stored.stale}{aside}"
             warn(f"{note}; running it again")
@@ -623,6 +626,8 @@ def _run_points(
                         f"made ({record.get('error', 'failed')}); its result is kept"
                     )
                     records[point["id"]] = kept
+                    if not os.path.lexists(path):  # a link moved aside: the record goes back
+                        files.write_text(path, json_text(kept), what="point file")
                     bar.update(1)
                     continue
                 files.write_text(path, json_text(record), what="point file")
