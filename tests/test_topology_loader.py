@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 import time
 from pathlib import Path
 
@@ -573,3 +574,58 @@ def test_an_override_into_a_list_says_to_give_the_whole_list(override, at):
     assert f"{at} is a list, and --set does not index lists" in str(info.value)
     assert f"--set {at}=[...]" in str(info.value)
     assert load_topology("tiny", ["cube.pe_layout.corners=[NE]"]).cube.pe_layout.corners == ["NE"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (
+            "system.sips.count=2",
+            "--set: overrides are a list of 'key.path=value' texts, not one text "
+            "('system.sips.count=2'); give ['system.sips.count=2']",
+        ),
+        (
+            ["system.sips.count=2", 5],
+            "--set: override 1 must be a 'key.path=value' text (got int 5)",
+        ),
+        ([None], "--set: override 0 must be a 'key.path=value' text (got NoneType None)"),
+        (4, "--set: overrides are a list of 'key.path=value' texts (got int 4)"),
+    ],
+    ids=["one-text", "a-number", "none", "not-a-list"],
+)
+def test_overrides_that_are_not_a_list_of_texts_are_refused(overrides, message):
+    """One text used to be read character by character; a number in the list raised
+    AttributeError."""
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        load_topology("tiny", overrides)
+
+
+@pytest.mark.parametrize(
+    ("topology", "message"),
+    [
+        ("", "the topology path is empty; name a topology file or a bundled machine ("),
+        (
+            None,
+            "topology: a topology is named by a file's path or a bundled machine's name "
+            "(got NoneType None)",
+        ),
+        (
+            5,
+            "topology: a topology is named by a file's path or a bundled machine's name "
+            "(got int 5)",
+        ),
+    ],
+    ids=["empty", "none", "number"],
+)
+def test_a_topology_named_by_nothing_usable_is_refused(topology, message):
+    """ "" used to be read as the current directory ("." is a directory), None and 5 as
+    files named "None" and "5"."""
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}"):
+        load_topology(topology)
+
+
+def test_simulate_checks_its_overrides_the_same_way():
+    import kernbench
+
+    with pytest.raises(ConfigError, match=re.escape("override 0 must be a 'key.path=value' text")):
+        kernbench.simulate(lambda: None, topology="tiny", overrides=[b"system.sips.count=2"])

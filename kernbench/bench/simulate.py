@@ -19,7 +19,7 @@ from kernbench.errors import SimulationLimitError
 from kernbench.machine import TraceRow
 from kernbench.machine.observe import LinkBytes
 from kernbench.runtime import RuntimeContext, use_context
-from kernbench.topology import Topology, load_topology, names
+from kernbench.topology import Topology, load_topology, names, override_texts
 from kernbench.torch import multiprocessing as mp
 from kernbench.units import PS_PER_S
 
@@ -69,7 +69,7 @@ class Run:
         from kernbench.torch import random as torch_random
 
         limit_blas_threads()
-        self.overrides = tuple(overrides or ())
+        self.overrides = override_texts(overrides)
         self.seed = seed
         topology_overrides, ccl_overrides = split_overrides(self.overrides)
         if not isinstance(topology, Topology):

@@ -8,6 +8,7 @@ from kernbench.topology.loader import (
     load_topology,
     load_topology_document,
     load_topology_sources,
+    override_texts,
     topology_digest,
     validate_topology,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "load_topology",
     "load_topology_document",
     "load_topology_sources",
+    "override_texts",
     "topology_digest",
     "validate_topology",
 ]

@@ -48,6 +48,12 @@ def resolve_topology_path(spec: str | Path) -> Path:
     machines when neither a file nor a bundled machine has that name.
     """
     text = str(spec)
+    if not text:  # Path("") is the current directory, which no one means by it
+        raise InputFileError(
+            "the topology path is empty; name a topology file or a bundled machine "
+            f"({', '.join(bundled_names())})",
+            path=text,
+        )
     path = Path(text)
     try:
         if path.exists():

@@ -33,6 +33,7 @@ __all__ = [
     "load_topology_sources",
     "parse_override",
     "apply_overrides",
+    "override_texts",
     "validate_topology",
     "document_digest",
     "topology_digest",
@@ -88,6 +89,13 @@ def load_topology_sources(path: str | Path) -> tuple[dict[str, Any], list[str]]:
 
 
 def _extends_chain(path: str | Path) -> tuple[dict[str, Any], list[str]]:
+    if not isinstance(path, str | os.PathLike):
+        # str() of any object is some path: say what a topology is named by instead
+        raise ConfigError(
+            f"a topology is named by a file's path or a bundled machine's name (got "
+            f"{type(path).__name__} {shown_value(path)})",
+            source="topology",
+        )
     name = str(path)
     if "\x00" not in name:
         name = str(resolve_topology_path(name))
@@ -167,6 +175,38 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     return parts, value
 
 
+def override_texts(overrides: Iterable[str] | None) -> tuple[str, ...]:
+    """``overrides`` (``None``, or a list of ``key.path=value`` texts) as a tuple.
+
+    One text instead of a list (which would be read character by character), or an
+    item that is not a text, is a :class:`~kernbench.errors.ConfigError`.
+    """
+    if overrides is None:
+        return ()
+    if isinstance(overrides, str | bytes):
+        raise ConfigError(
+            f"overrides are a list of 'key.path=value' texts, not one text "
+            f"({shown_value(overrides)}); give [{shown_value(overrides)}]",
+            source="--set",
+        )
+    try:
+        texts = tuple(overrides)
+    except TypeError:
+        raise ConfigError(
+            f"overrides are a list of 'key.path=value' texts (got {type(overrides).__name__} "
+            f"{shown_value(overrides)})",
+            source="--set",
+        ) from None
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ConfigError(
+                f"override {index} must be a 'key.path=value' text (got {type(text).__name__} "
+                f"{shown_value(text)})",
+                source="--set",
+            )
+    return texts
+
+
 def apply_overrides(document: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
     """Apply ``key.path=value`` overrides in order to a copy of ``document``.
 
@@ -174,7 +214,7 @@ def apply_overrides(document: Mapping[str, Any], overrides: Iterable[str]) -> di
     that ``extends:`` another.
     """
     result = copy.deepcopy(dict(document))
-    for text in overrides:
+    for text in override_texts(overrides):
         parts, value = parse_override(text)
         node: Any = result
         for depth, part in enumerate(parts):
