@@ -343,3 +343,17 @@ def test_a_bad_limit_is_a_usage_error_naming_the_option(tmp_path, option, value,
     assert result.returncode == 2
     assert f"error: Invalid value for '{option}': {says}" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("limit", "shown"),
+    [(0, "0"), (-1, "-1"), (1000.5, "1000.5"), (float("nan"), "nan"), ("1ms", "'1ms'")]
+    + [(True, "True"), (float("inf"), "inf")],
+    ids=["zero", "negative", "fraction", "nan", "text", "true", "inf"],
+)
+def test_a_max_sim_time_that_is_not_a_positive_whole_number_is_refused(limit, shown):
+    """The clock is whole picoseconds: a text used to fail a comparison mid-run, NaN and
+    infinity never stopped it, a fraction moved the clock to a fraction of a ps."""
+    message = "--max-sim-time must be a positive whole number of picoseconds (got {})"
+    with pytest.raises(KernBenchError, match=re.escape(message.format(shown))):
+        kernbench.simulate(_forever, topology="multi_sip", max_sim_time_ps=limit)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import math
+import numbers
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from kernbench.errors import (
     SimulationLimitError,
 )
 from kernbench.machine.api import Clock, Event
+from kernbench.validation import shown_value
 
 __all__ = ["UNWIND_THROWS", "RankState", "Scheduler", "current_rank"]
 
@@ -174,6 +176,17 @@ class Scheduler:
             raise SimulationError(
                 f"--max-wall-time must be a positive, finite number of seconds (got {limit!r})"
             )
+        sim_limit = self.max_sim_ps
+        if sim_limit is not None:
+            # The clock is whole picoseconds; a text would fail a comparison mid-run, NaN
+            # would never stop it, a fraction would move the clock to a fraction.
+            whole = isinstance(sim_limit, numbers.Integral) and not isinstance(sim_limit, bool)
+            if not (whole and sim_limit > 0):
+                raise SimulationError(
+                    "--max-sim-time must be a positive whole number of picoseconds "
+                    f"(got {shown_value(sim_limit)})"
+                )
+            self.max_sim_ps = int(sim_limit)
         self._running, self._interrupted = None, None
         with _fewer_collections():
             shared = self.wall_clock
