@@ -231,8 +231,10 @@ class _StrictConstructor(SafeConstructor):
     def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
-        except (ValueError, TypeError, OverflowError, ArithmeticError) as exc:
-            # e.g. a timestamp with month 13, an int past Python's digit limit.  The
+        except (ValueError, TypeError, ArithmeticError, LookupError, AttributeError) as exc:
+            # e.g. a timestamp with month 13, an int past Python's digit limit; PyYAML's
+            # own constructors fail on explicit tags with KeyError (`!!bool 2`),
+            # IndexError (an empty `!!float`) or AttributeError (`!!timestamp 8`).  The
             # exception's text may quote the value, so only the tag is named.
             kind = str(node.tag).rsplit(":", 1)[-1]
             raise ConstructorError(

@@ -184,6 +184,25 @@ def test_values_the_constructor_rejects_are_config_errors(text):
     assert "f.yaml" in str(error) and "line 1" in str(error)
 
 
+@pytest.mark.parametrize(
+    ("text", "tag", "failure"),
+    [
+        ("w: !!bool 4", "bool", "KeyError"),
+        ("w: !<tag:yaml.org,2002:bool> '1'", "bool", "KeyError"),
+        ("w: !!float", "float", "IndexError"),
+        ("count: !!timestamp 8", "timestamp", "AttributeError"),
+    ],
+)
+def test_explicit_tags_pyyamls_constructors_fail_on_are_config_errors(text, tag, failure):
+    """PyYAML's own constructors raise KeyError, IndexError or AttributeError on these;
+    they used to escape as an internal error."""
+    with pytest.raises(
+        ConfigError,
+        match=f"^s.yaml: line 1, column [0-9]+: this value is not a valid {tag} \\({failure}\\)$",
+    ):
+        parse_yaml(text, source="s.yaml")
+
+
 # --- syntax errors never echo the text ------------------------------------------------
 
 
@@ -259,6 +278,7 @@ def test_the_pure_python_parser_is_bounded_the_same_way():
         "control": "a: 1\nb: \x07",
         "syntax": "a: [1",
         "timestamp": "x: !!timestamp 2024-13-45",
+        "bool": "x: !!bool 2",
     }
     script = (
         "import json, sys, yaml\n"
@@ -287,6 +307,7 @@ def test_the_pure_python_parser_is_bounded_the_same_way():
     assert "line 2" in out["control"] and "U+0007" in out["control"]
     assert "invalid YAML at line 1" in out["syntax"]
     assert "not a valid timestamp" in out["timestamp"]
+    assert "not a valid bool (KeyError)" in out["bool"]
 
 
 @pytest.mark.parametrize(
