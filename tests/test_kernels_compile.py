@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import tempfile
 from pathlib import Path
 
@@ -10,7 +13,7 @@ import numpy as np
 import pytest
 
 import kernbench.kernels.language as tl
-from kernbench.errors import KernelError
+from kernbench.errors import InputFileError, KernelError, OutputFileError
 from kernbench.kernels import DeviceKernel, clear_cache, elementwise_kernel, jit
 from kernbench.kernels.ranks import DistributedState, distributed_state, set_rank_provider
 
@@ -445,3 +448,57 @@ def test_compile_and_load_across_simulated_ranks(spmd, tmp_path):
         assert len({path for _, path, _ in result.returns}) == 1
     else:  # every rank compiles into its own directory
         assert (stats.compilations, stats.loads) == (4, 0)
+
+
+# ----------------------------------------------------------------------------- artifacts as files
+
+
+def _artifact_place(tmp_path) -> Path:
+    """Where compiling axpy into tmp_path/"b" puts its artifact (learnt by compiling into "a")."""
+    content_hash = compile_axpy(tmp_path / "a", axpy_inputs()).content_hash
+    clear_cache()
+    place = tmp_path / "b" / content_hash / "kernel.json"
+    place.parent.mkdir(parents=True)
+    return place
+
+
+def test_an_artifact_target_that_is_a_link_is_refused_not_written_through(tmp_path):
+    place = _artifact_place(tmp_path)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    place.symlink_to(victim)
+    with pytest.raises(OutputFileError, match="kernel artifact target is a symbolic link"):
+        compile_axpy(tmp_path / "b", axpy_inputs())
+    assert place.is_symlink() and victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("kind", "error", "message"),
+    [
+        ("fifo", InputFileError, "kernel 'axpy_kernel''s artifact is a FIFO"),
+        ("list", KernelError, "kernel.json is not a kernel artifact"),
+        ("half", KernelError, "kernel.json is not a kernel artifact"),
+    ],
+)
+def test_rank0s_artifact_that_cannot_be_read_is_an_error_not_a_hang(
+    tmp_path, no_rank_provider, kind, error, message
+):
+    """A FIFO used to block the rank forever; a JSON list raised AttributeError."""
+    place = _artifact_place(tmp_path)
+    if kind == "fifo":
+        os.mkfifo(place)
+    else:
+        place.write_text("[1]" if kind == "list" else '{"kernel": ')
+    FakeGroup().become(1)
+
+    def hung(*_):
+        pytest.fail("reading rank 0's artifact hung")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.setitimer(signal.ITIMER_REAL, 10)
+    try:
+        with pytest.raises(error, match=re.escape(message)):
+            compile_axpy(tmp_path / "b", axpy_inputs())
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -60,6 +60,7 @@ import numpy as np
 
 import kernbench.kernels.language as tl
 from kernbench.errors import KernelError
+from kernbench.files import RESULTS_LIMIT, read_text, write_text
 from kernbench.kernels.grid import Grid
 from kernbench.kernels.interpreter import ShapeOnlyBuffer
 from kernbench.kernels.jit import JITFunction
@@ -290,20 +291,26 @@ def _choose_mode(
 
 
 def _write_artifact(path: Path, artifact: Mapping[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    partial.write_text(json.dumps(artifact, indent=2, sort_keys=True) + "\n")
-    os.replace(partial, path)  # readers never see a half-written file
+    # Atomic (readers never see a half-written file), and only over a regular file: a
+    # build directory is the user's, and a link or FIFO planted in it is not written through.
+    text = json.dumps(artifact, indent=2, sort_keys=True) + "\n"
+    write_text(path, text, what="kernel artifact")
 
 
 def _read_artifact(path: Path, kernel: str, content_hash: str) -> dict[str, Any]:
-    try:
-        artifact = json.loads(path.read_text())
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         raise KernelError(
             f"kernel {kernel!r}: rank 0's artifact {path} does not exist after the barrier; "
             "SPMD ranks must share build_dir and launch the same kernel and input shapes"
-        ) from None
+        )
+    # Bounded and regular-file-only (a FIFO would block the rank forever).
+    text = read_text(path, what=f"kernel {kernel!r}'s artifact", limit=RESULTS_LIMIT)
+    try:
+        artifact = json.loads(text)
+    except (ValueError, RecursionError):
+        artifact = None
+    if not isinstance(artifact, dict):
+        raise KernelError(f"kernel {kernel!r}: artifact {path} is not a kernel artifact")
     if artifact.get("content_hash") != content_hash or artifact.get("kernel") != kernel:
         raise KernelError(f"kernel {kernel!r}: artifact {path} belongs to another kernel")
     return artifact
