@@ -50,6 +50,7 @@ def _grid() -> torch.Tensor:
         (lambda t: torch.cat(None), "cat needs a non-empty sequence of Tensors, got NoneType"),
         (lambda t: torch.stack(t, None), "stack: dim must be an int, got None"),
         (lambda t: torch.stack(t, float), "stack: dim must be an int"),
+        (lambda t: torch.numel([3]), "torch.numel: expected a Tensor, got list"),
     ],
 )
 def test_wrong_kinds_of_argument_name_the_call(ctx, call, message):

@@ -244,7 +244,7 @@ from kernbench.torch.sampling import (
     randperm,
 )
 from kernbench.torch.searching import bucketize, searchsorted
-from kernbench.torch.shapes import Size
+from kernbench.torch.shapes import Size, tensor_argument
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.type_info import finfo, iinfo
 
@@ -550,7 +550,7 @@ def is_tensor(obj: Any) -> bool:
 
 
 def numel(input: Tensor) -> int:  # noqa: A002 - torch's name
-    return input.numel()
+    return tensor_argument(input, "torch.numel").numel()
 
 
 def selu_(input: Tensor) -> Tensor:  # noqa: A002 - torch's name
