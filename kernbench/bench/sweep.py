@@ -34,6 +34,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, StrictBool, ValidationError, model_validator
 
 from kernbench import files
+from kernbench.bench.outputs import check_outputs
 from kernbench.bench.runner import write_csv_atomic
 from kernbench.bench.sweep_records import (
     IDENTITY_KEYS,
@@ -468,11 +469,26 @@ def _check_output_directory(output: Path) -> None:
         )
 
 
-def _prepare_output(output: Path) -> Path:
-    """Make OUTPUT/points and refuse, before anything runs, outputs that cannot be written."""
+def _input_files(sweep: SweepFile, sweep_path: Path) -> list[str]:
+    """The files a sweep reads: itself, its bench, its topologies and what they extend."""
+    from kernbench.topology import load_topology_sources
+
+    base = sweep_path.resolve().parent
+    inputs = [str(sweep_path), str(base / sweep.bench)]
+    for topology in sweep.topologies:
+        try:
+            inputs += load_topology_sources(base / topology)[1]
+        except KernBenchError:  # its points report what is wrong with it
+            inputs.append(str(base / topology))
+    return inputs
+
+
+def _prepare_output(output: Path, inputs: list[str]) -> Path:
+    """Make OUTPUT/points and refuse, before anything runs, outputs that cannot be written
+    or that would replace one of the sweep's ``inputs``."""
     _check_output_directory(output)
-    for name in ("summary.json", "results.csv", "busbw.png"):
-        files.check_output_target(output / name, what=name)
+    names = ("summary.json", "results.csv", "busbw.png")
+    check_outputs({name: output / name for name in names}, inputs=inputs)
     points_dir = output / "points"
     files.check_output_target(points_dir / "x.json", what="point file")
     try:
@@ -566,7 +582,7 @@ def run_sweep(
         )
     output = Path(output)
     points = expand_points(sweep, sweep_path, output, trace=trace)
-    points_dir = _prepare_output(output)
+    points_dir = _prepare_output(output, _input_files(sweep, sweep_path))
     for point in points:  # a trace that could not be written would fail a point late
         if point["trace_path"] is not None:
             files.check_output_target(point["trace_path"], what="trace")
