@@ -477,3 +477,29 @@ def test_an_output_may_not_replace_one_of_the_sweeps_inputs(
     )
     assert (tmp_path / as_name).read_bytes() == before
     assert not (tmp_path / "points").exists()
+
+
+def test_an_edited_tune_table_makes_its_results_stale(tmp_path: Path) -> None:
+    """A point run with --set ccl.tune_table=PATH depends on that file as on its bench: its
+    result used to be reused after the table changed."""
+    table = tmp_path / "table.yaml"
+    tune = ["tune", "-t", "tiny", "--set", "system.device_level=pe", "-o", str(table)]
+    assert main([*tune, "--min-size", "4KiB", "--max-size", "4KiB"]) == 0
+    copy_topology(tmp_path)
+    write_bench(tmp_path, "bench.py", "def main():\n    return [{'n': 1}]\n")
+    document = {
+        "bench": "bench.py",
+        "topologies": ["tiny.yaml"],
+        "set": {"system.device_level": ["pe"], "ccl.tune_table": [str(table)]},
+    }
+    sweep, out = write_sweep(tmp_path, document), tmp_path / "out"
+    assert run_cli(sweep, "-o", str(out)).returncode == 0
+    again = run_cli(sweep, "-o", str(out))
+    assert "1 points, 1 already done (skipped), 0 to run" in again.stdout, again.stderr
+
+    table.write_text(table.read_text() + "# measured again\n")
+    result = run_cli(sweep, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "1 points, 0 already done (skipped), 1 to run" in result.stdout
+    notes = [line for line in result.stderr.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 1 and "the tune table changed since this point ran" in notes[0]

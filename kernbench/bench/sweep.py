@@ -271,6 +271,24 @@ def _topology_digest(path: Path) -> str | None:
     return "bytes:" + hashlib.sha256(data).hexdigest()[:16]
 
 
+def _tune_table_digest(overrides: list[str]) -> str | None:
+    """The content hash of the tune table a point's ``--set ccl.tune_table=PATH`` names (the
+    last one, as the run reads them), or None: no table, or one the point will report
+    it cannot read.  A relative path is the run's, relative to the working directory."""
+    path = ""
+    for text in overrides:
+        key, _, value = text.partition("=")
+        if key == "ccl.tune_table":
+            path = value
+    if not path:
+        return None
+    try:
+        data = files.read_bytes(path, what="tune table", limit=files.CONFIG_LIMIT)
+    except KernBenchError:
+        return None
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def expand_points(
     sweep: SweepFile, sweep_path: str | Path, output: str | Path, *, trace: bool
 ) -> list[dict[str, Any]]:
@@ -278,8 +296,8 @@ def expand_points(
 
     The id covers :data:`~kernbench.bench.sweep_records.IDENTITY_KEYS`: what the
     run receives, not how the sweep file spells it nor where the output goes.
-    ``bench_sha256`` and ``topology_digest`` record the files' contents, which
-    decide whether a stored result is still valid.
+    ``bench_sha256``, ``topology_digest`` and ``tune_table_sha256`` record the
+    files' contents, which decide whether a stored result is still valid.
     """
     base = Path(sweep_path).resolve().parent
     output = Path(output).resolve()
@@ -321,6 +339,7 @@ def expand_points(
                         **point,
                         "bench_sha256": bench_sha256,
                         "topology_digest": topology_digest,
+                        "tune_table_sha256": _tune_table_digest(overrides),
                         "trace_path": str(output / "traces" / f"{pid}.json") if trace else None,
                         "max_wall_s": None
                         if sweep.max_wall_time is None

@@ -8,9 +8,10 @@ has how the point's process ended (``exit_status`` or ``signal``), its
 characters of its ``stdout`` and ``stderr``.
 
 On resume a stored record counts only if it is whole and describes this very
-point (same id and :data:`IDENTITY_KEYS`), and an ok record only if the bench
-and topology still have the contents it ran with (``bench_sha256``,
-``topology_digest``); anything else is run again.
+point (same id and :data:`IDENTITY_KEYS`), and an ok record only if the bench,
+the topology and the tune table a ``--set ccl.tune_table`` names still have the
+contents it ran with (``bench_sha256``, ``topology_digest``,
+``tune_table_sha256``); anything else is run again.
 """
 
 from __future__ import annotations
@@ -147,6 +148,8 @@ def stored_record(path: Path, point: dict[str, Any]) -> Stored:
             return Stored(record, stale="the bench changed since this point ran")
         if stored_point.get("topology_digest") != point["topology_digest"]:
             return Stored(record, stale="the topology changed since this point ran")
+        if stored_point.get("tune_table_sha256") != point.get("tune_table_sha256"):
+            return Stored(record, stale="the tune table changed since this point ran")
     return Stored(record)
 
 
