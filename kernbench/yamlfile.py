@@ -2,8 +2,9 @@
 
 One loader for every kind.  Files are read through :mod:`kernbench.files`
 (regular files only, a size limit, UTF-8 only).  The loader is a safe one, and
-stricter: a key written twice in one mapping, or a key that is not a plain
-value (``? [a, b]: 1``), is an error.  It bounds the work a small document can
+stricter: a key written twice in one mapping, a key that is not a plain
+value (``? [a, b]: 1``), or a ``!!set`` (whose order changes from one process
+to the next) is an error.  It bounds the work a small document can
 cause: collections nest at most :data:`MAX_DEPTH` levels, and aliases may add
 at most :data:`MAX_ALIAS_NODES` nodes to the document ("billion laughs", 500
 bytes that expand to 10^9 strings, is refused at the first alias past the
@@ -283,6 +284,21 @@ def _construct_core_int(constructor: SafeConstructor, node: Node) -> int:
 
 
 _StrictConstructor.add_constructor(_TAG + "int", _construct_core_int)
+
+
+def _refuse_set(_constructor: SafeConstructor, node: Node) -> None:
+    # A set iterates in an order that changes from one process to the next (string
+    # hashing is randomised), so a list key given one would make another machine
+    # each run; no key takes a set.
+    raise ConstructorError(
+        None,
+        None,
+        "a set (!!set) has no order, and no key takes one; write a list such as [a, b]",
+        node.start_mark,
+    )
+
+
+_StrictConstructor.add_constructor(_TAG + "set", _refuse_set)
 
 
 def _loader_class() -> type:
