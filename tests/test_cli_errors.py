@@ -475,3 +475,60 @@ def test_outputs_and_rows_with_arguments_that_are_not_utf8(tmp_path: Path) -> No
     assert report.exists()
     row = (tmp_path / "r.csv").read_text(encoding="utf-8").splitlines()[1]
     assert row.startswith("1,\\udcff\\udcfe,")
+
+
+# --- a script that changes the process it runs in ----------------------------------------------
+
+
+def test_a_script_that_changes_directory_does_not_move_its_outputs(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """Outputs are checked where they were asked for; a module-level os.chdir used to send
+    them to another directory, unchecked."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    path = _script(
+        tmp_path,
+        f"import os\nos.chdir({str(elsewhere)!r})\n\ndef main():\n    return [{{'n': 1}}]\n",
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", path, "-t", TINY, "--report", "r.json", "--csv", "r.csv"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "bench.py",
+        "elsewhere",
+        "r.csv",
+        "r.json",
+    ]
+    assert list(elsewhere.iterdir()) == []
+    assert "report: r.json" in capsys.readouterr().out
+
+
+def test_a_script_that_rebinds_stdout_keeps_the_summary(tmp_path: Path, capsys) -> None:
+    path = _script(
+        tmp_path, "import io, sys\nsys.stdout = io.StringIO()\n\ndef main():\n    print('hidden')\n"
+    )
+    assert main(["run", path, "-t", TINY]) == 0
+    assert capsys.readouterr().out.startswith("simulated time: ")
+
+
+def test_a_script_that_closes_stdout_and_stderr_keeps_the_summary_and_error_line(
+    tmp_path: Path,
+) -> None:
+    """Closing them used to end in an internal error (the summary) or Python's
+    'lost sys.stderr' (the error line)."""
+    fine = _script(tmp_path, "import sys\nsys.stdout.close()\n\ndef main():\n    pass\n", "a.py")
+    failing = _script(
+        tmp_path,
+        "import sys\n\ndef main():\n    sys.stderr.close()\n    raise ValueError('x')\n",
+        "b.py",
+    )
+    done = _kernbench("run", fine, "-t", TINY, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 0, err
+    assert out.decode().startswith("simulated time: ")
+    raised = _kernbench("run", failing, "-t", TINY, stderr=subprocess.PIPE)
+    _, err = raised.communicate(timeout=60)
+    assert raised.returncode == EXIT_USER_ERROR
+    assert err.decode().splitlines() == [
+        f"error: rank 0 raised ValueError: x (at {failing}:5 in main; {HINT})"
+    ]

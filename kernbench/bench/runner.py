@@ -8,12 +8,13 @@ import csv
 import hashlib
 import inspect
 import io
+import os
 import re
 import sys
 import traceback
 import types
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from kernbench.errors import (
     UnsupportedNameError,
     shown,
 )
-from kernbench.files import SCRIPT_LIMIT, read_text, write_text
+from kernbench.files import SCRIPT_LIMIT, is_stream_target, read_text, write_text
 from kernbench.machine.observe import CollectiveRefused
 from kernbench.runtime import default_topology_path
 from kernbench.topology import (
@@ -366,6 +367,39 @@ class _RefusalNotes:
         )
 
 
+def _anchored(path: str | None) -> str | None:
+    """``path`` made absolute against the working directory of now (a stream name as it is)."""
+    if path is None or is_stream_target(path) or "\x00" in str(path):
+        return path
+    return os.path.abspath(path)
+
+
+@contextlib.contextmanager
+def _streams_kept() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` as they were before the script, once it is done.
+
+    A script that rebinds them (``sys.stdout = io.StringIO()``) or closes them must not
+    take the run's summary and error line with it.  A closed stream is opened again on
+    its file descriptor, which closing a standard stream leaves open.
+    """
+    stdout, stderr = sys.stdout, sys.stderr
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = _usable(stdout, 1), _usable(stderr, 2)
+
+
+def _usable(stream: Any, fd: int) -> Any:
+    if stream is None or not getattr(stream, "closed", False):
+        return stream
+    try:
+        return open(  # noqa: SIM115 - the stream lives as long as the process
+            fd, "w", encoding="utf-8", errors="backslashreplace", closefd=False
+        )
+    except OSError:  # the descriptor itself was closed: nothing to write to
+        return stream
+
+
 def run_script(
     script: str,
     *,
@@ -414,6 +448,9 @@ def run_script(
     # or a parent its extends: chain names).
     document, topology_files = load_topology_sources(topology_path)  # before --set
     check_outputs(outputs, inputs=[script, *topology_files])
+    # Where the outputs go is fixed now: a script that changes the working directory
+    # (os.chdir) would otherwise move them to a place no check has seen.
+    written = {what: _anchored(path) for what, path in outputs.items()}
     source = read_text(script, what="bench script", limit=SCRIPT_LIMIT)
     script_digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     as_main = runs_as_main(script, source)
@@ -442,7 +479,10 @@ def run_script(
     wall = WallClock(max_wall_s) if limited else None
     run_settings(run.ctx).wall_clock = wall  # the ranks' scheduler shares it
     try:
-        with contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext():
+        with (
+            _streams_kept(),
+            contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext(),
+        ):
             if per_rank:
                 result = _passing_script_exit(
                     lambda: _each_rank_as_main(run, script, source), script
@@ -470,7 +510,7 @@ def run_script(
         if wall is not None:
             wall.stop()  # first: nothing may interrupt writing what was done
         if report_path and exc.report is not None:  # what happened before the stop is kept
-            write_json_atomic(report_path, exc.report, what="partial report")
+            write_json_atomic(written["report"], exc.report, what="partial report")
             echo(f"partial report: {report_path}")
         raise
     finally:
@@ -493,10 +533,11 @@ def run_script(
     }
     echo(format_run_summary(result))
     if report_path:
-        write_json_atomic(report_path, result.report, what="report")
+        write_json_atomic(written["report"], result.report, what="report")
         echo(f"report: {report_path}")
     if csv_path:
-        write_csv_atomic(csv_path, result.report.get("results", []), result.report["metadata"])
+        rows = result.report.get("results", [])
+        write_csv_atomic(written["CSV"], rows, result.report["metadata"])
         echo(f"csv: {csv_path}")
     if trace_path:
         trace = chrome_trace(
@@ -505,7 +546,7 @@ def run_script(
             edges=result.context.machine.graph.edges,
             metadata=result.report,
         )
-        write_json_atomic(trace_path, trace, what="trace")
+        write_json_atomic(written["trace"], trace, what="trace")
         echo(f"trace: {trace_path}")
     return result
 
