@@ -14,10 +14,18 @@ import numpy as np
 import pytest
 from greenlet import greenlet
 
-from kernbench.errors import MemoryFaultError, OutOfMemoryError, PlacementError, TensorError
+import kernbench
+from kernbench.errors import (
+    ConfigError,
+    MemoryFaultError,
+    OutOfMemoryError,
+    PlacementError,
+    TensorError,
+)
 from kernbench.memory import MemoryKind
 from kernbench.placement import DPPolicy
 from kernbench.runtime import DeviceTensor, RuntimeContext
+from kernbench.validation import shown_value
 
 DEFAULT = "default"
 TINY = "tiny"
@@ -667,3 +675,14 @@ def test_copied_in_shards_are_the_stores_own_and_replicas_independent():
     for p in others:
         held = ctx.store.read(p.pa, p.shard.nbytes).view(np.float32).reshape(8, 12)
         np.testing.assert_array_equal(held, values, err_msg=p.pe_name)
+
+
+@pytest.mark.parametrize("flag", ["no", None, 1, [True]])
+def test_timing_only_takes_only_true_or_false(flag):
+    """ "no" used to be true (a timing-only run, reported as timing_only: "no")."""
+    message = f"timing_only must be True or False (got {shown_value(flag)})"
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        RuntimeContext("tiny", timing_only=flag)
+    with pytest.raises(ConfigError, match=f"^{re.escape(message)}$"):
+        kernbench.simulate(lambda: None, topology="tiny", timing_only=flag)
+    assert RuntimeContext("tiny", timing_only=np.bool_(True)).timing_only is True

@@ -23,7 +23,13 @@ from greenlet import getcurrent
 
 import kernbench.fabric  # noqa: F401 - registers the detailed backend
 import kernbench.fast  # noqa: F401 - registers the fast backend
-from kernbench.errors import KernelError, OutOfMemoryError, PlacementError, TensorError
+from kernbench.errors import (
+    ConfigError,
+    KernelError,
+    OutOfMemoryError,
+    PlacementError,
+    TensorError,
+)
 from kernbench.machine import MMU_ENTRY_BYTES, MemoryRead, MemoryWrite, Message, MmuMap, MmuUnmap
 from kernbench.machine.api import Handle, Machine
 from kernbench.machine.backends import build_machine
@@ -38,6 +44,7 @@ from kernbench.runtime.memory_stats import DeviceMemoryStats, MemoryLedger
 from kernbench.runtime.tensor import Allocation, DeviceTensor, HostTensor, ShardPlacement
 from kernbench.topology import Topology, load_topology, names
 from kernbench.units import format_size
+from kernbench.validation import shown_value
 
 __all__ = ["RuntimeContext"]
 
@@ -72,6 +79,10 @@ class RuntimeContext:
         """``host_memory_limit``: bytes of tensor values a functional run may hold on the
         host (default: :func:`~kernbench.runtime.sizes.available_host_memory` when the
         context is made)."""
+        if not isinstance(timing_only, bool | np.bool_):
+            # "no" would be true: a timing-only run, reported as timing_only: "no"
+            raise ConfigError(f"timing_only must be True or False (got {shown_value(timing_only)})")
+        timing_only = bool(timing_only)
         if not isinstance(topology, Topology):
             topology = load_topology(topology, overrides)
         self.topology = topology
