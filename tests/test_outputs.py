@@ -149,6 +149,23 @@ def test_an_output_may_not_replace_an_input(bench: str, results_csv: str, capsys
     assert Path(bench).read_text() == script_text
 
 
+def test_a_run_output_may_not_replace_the_tune_table_it_reads(
+    bench: str, tmp_path: Path, capsys
+) -> None:
+    """--set ccl.tune_table=PATH is an input of the run: --report PATH used to replace it."""
+    table = tmp_path / "table.yaml"
+    tune = ["tune", "-t", TINY, "--set", "system.device_level=pe", "-o", str(table)]
+    assert main([*tune, "--min-size", "4KiB", "--max-size", "4KiB"]) == 0
+    before = table.read_bytes()
+    capsys.readouterr()
+    run = ["run", bench, "-t", TINY, "--set", "system.device_level=pe"]
+    assert main([*run, "--set", f"ccl.tune_table={table}", "--report", str(table)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {table}: report would replace the input file {table}; write it somewhere else"
+    )
+    assert table.read_bytes() == before
+
+
 # --- '-' and /dev/stdout write the output itself to standard output --------------------------
 
 

@@ -451,24 +451,29 @@ def test_a_point_file_linked_to_its_own_record_is_rerun_for_its_trace(
 
 @pytest.mark.parametrize(
     ("renamed", "as_name"),
-    [("topology", "summary.json"), ("bench", "results.csv"), ("sweep", "summary.json")],
+    [
+        ("topology", "summary.json"),
+        ("bench", "results.csv"),
+        ("sweep", "summary.json"),
+        ("tune table", "summary.json"),
+    ],
 )
 def test_an_output_may_not_replace_one_of_the_sweeps_inputs(
     tmp_path: Path, capsys, renamed: str, as_name: str
 ) -> None:
     """With the output in the sweep's own directory, summary.json or results.csv used to
-    replace a topology, bench or sweep file of that name."""
+    replace a topology, bench, sweep file or tune table of that name."""
     names = {"topology": "tiny.yaml", "bench": "bench.py", "sweep": "sweep.yaml"}
     names[renamed] = as_name
     copy_topology(tmp_path)
     if renamed == "topology":
         (tmp_path / "tiny.yaml").rename(tmp_path / as_name)
     write_bench(tmp_path, names["bench"], "def main():\n    return [{'n': 1}]\n")
-    sweep = write_sweep(
-        tmp_path,
-        {"bench": names["bench"], "topologies": [names["topology"]], "output": "."},
-        names["sweep"],
-    )
+    document = {"bench": names["bench"], "topologies": [names["topology"]], "output": "."}
+    if renamed == "tune table":
+        (tmp_path / as_name).write_text("results: []\n")
+        document["set"] = {"ccl.tune_table": [str(tmp_path / as_name)]}
+    sweep = write_sweep(tmp_path, document, names["sweep"])
     before = (tmp_path / as_name).read_bytes()
     assert main(["sweep", str(sweep)]) == 2
     assert capsys.readouterr().err.strip() == (

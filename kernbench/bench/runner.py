@@ -24,7 +24,7 @@ from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import Run, SimResult
 from kernbench.bench.trace import chrome_trace, write_json_atomic
-from kernbench.ccl.settings import split_overrides
+from kernbench.ccl.settings import named_tune_table, split_overrides
 from kernbench.distributed.environment import TORCHRUN_VARIABLES
 from kernbench.distributed.watchdog import WallClock, WallTimeExpired, where_it_ran
 from kernbench.distributed.world import run_settings
@@ -445,9 +445,9 @@ def run_script(
     # Read once, before the run (the script is compiled and the machine built from what
     # was read here): what the report records is what ran, whatever happens to the
     # files meanwhile, and no output may replace any of them (a bundled machine's file,
-    # or a parent its extends: chain names).
+    # a parent its extends: chain names, the tune table --set ccl.tune_table names).
     document, topology_files = load_topology_sources(topology_path)  # before --set
-    check_outputs(outputs, inputs=[script, *topology_files])
+    check_outputs(outputs, inputs=[script, *topology_files, named_tune_table(overrides)])
     # Where the outputs go is fixed now: a script that changes the working directory
     # (os.chdir) would otherwise move them to a place no check has seen.
     written = {what: _anchored(path) for what, path in outputs.items()}

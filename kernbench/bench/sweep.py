@@ -45,6 +45,7 @@ from kernbench.bench.sweep_records import (
     stored_record,
 )
 from kernbench.bench.trace import json_text
+from kernbench.ccl.settings import named_tune_table
 from kernbench.errors import ConfigError, KernBenchError, OutputFileError, shown
 from kernbench.topology.quantities import Time
 from kernbench.topology.schema import KeyedValueError
@@ -272,15 +273,11 @@ def _topology_digest(path: Path) -> str | None:
 
 
 def _tune_table_digest(overrides: list[str]) -> str | None:
-    """The content hash of the tune table a point's ``--set ccl.tune_table=PATH`` names (the
-    last one, as the run reads them), or None: no table, or one the point will report
-    it cannot read.  A relative path is the run's, relative to the working directory."""
-    path = ""
-    for text in overrides:
-        key, _, value = text.partition("=")
-        if key == "ccl.tune_table":
-            path = value
-    if not path:
+    """The content hash of the tune table a point's ``--set ccl.tune_table=PATH`` names, or
+    None: no table, or one the point will report it cannot read.  A relative path is
+    the run's, relative to the working directory."""
+    path = named_tune_table(overrides)
+    if path is None:
         return None
     try:
         data = files.read_bytes(path, what="tune table", limit=files.CONFIG_LIMIT)
@@ -489,11 +486,14 @@ def _check_output_directory(output: Path) -> None:
 
 
 def _input_files(sweep: SweepFile, sweep_path: Path) -> list[str]:
-    """The files a sweep reads: itself, its bench, its topologies and what they extend."""
+    """The files a sweep reads: itself, its bench, its tune tables, its topologies and what
+    they extend."""
     from kernbench.topology import load_topology_sources
 
     base = sweep_path.resolve().parent
     inputs = [str(sweep_path), str(base / sweep.bench)]
+    tables = sweep.set.get("ccl.tune_table", [])
+    inputs += [str(table) for table in tables if isinstance(table, str) and table]
     for topology in sweep.topologies:
         try:
             inputs += load_topology_sources(base / topology)[1]

@@ -22,6 +22,17 @@ __all__ = ["CclSettings", "ccl_settings", "use_settings", "split_overrides"]
 EXTENSION = "ccl"
 
 
+def named_tune_table(overrides: Iterable[str]) -> str | None:
+    """The file the last ``ccl.tune_table=PATH`` of ``overrides`` names (as the run reads
+    it), or None; an input of the run, like its topology."""
+    path = None
+    for text in overrides:
+        key, sep, value = text.partition("=")
+        if sep and key == "ccl.tune_table":
+            path = value or None
+    return path
+
+
 def split_overrides(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
     """(topology overrides, ``ccl.*`` overrides without their prefix)."""
     topology, ccl = [], []
