@@ -532,3 +532,33 @@ def test_a_script_that_closes_stdout_and_stderr_keeps_the_summary_and_error_line
     assert err.decode().splitlines() == [
         f"error: rank 0 raised ValueError: x (at {failing}:5 in main; {HINT})"
     ]
+
+
+def test_a_script_that_changes_directory_keeps_its_tune_table(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
+    """auto reads the table again when the file changes: a relative --set ccl.tune_table
+    used to name nothing once a script had changed directory."""
+    machine = ["-t", TINY, "--set", "system.device_level=pe"]
+    monkeypatch.chdir(tmp_path)
+    tune = ["tune", *machine, "--min-size", "4KiB", "--max-size", "4KiB", "-o", "table.yaml"]
+    assert main(tune) == 0
+    (tmp_path / "elsewhere").mkdir()
+    path = _script(
+        tmp_path,
+        """\
+        import os
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        os.chdir("elsewhere")
+
+
+        def main():
+            dist.init_process_group()
+            dist.all_reduce(torch.ones(1024))
+        """,
+    )
+    capsys.readouterr()
+    auto = ["--set", "ccl.all_reduce=auto", "--set", "ccl.tune_table=table.yaml"]
+    assert main(["run", path, *machine, *auto]) == 0, capsys.readouterr().err

@@ -7,6 +7,7 @@ use a table measured by ``kernbench tune``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from kernbench.ccl.catalogue import AlgorithmConfig, Catalogue, load_catalogue
 from kernbench.errors import ConfigError
 from kernbench.runtime import RuntimeContext
 
-__all__ = ["CclSettings", "ccl_settings", "use_settings", "split_overrides"]
+__all__ = ["CclSettings", "ccl_settings", "use_settings", "split_overrides", "named_tune_table"]
 
 # The key of the collectives' settings among a run context's extensions.
 EXTENSION = "ccl"
@@ -70,7 +71,9 @@ class CclSettings:
             elif key in OPS:
                 choices[key] = value
             elif key == "tune_table":
-                tune_table = value
+                # Fixed now: auto reads the file again when it changes, and a script that
+                # changes directory (os.chdir) must not make a relative path name another.
+                tune_table = os.path.abspath(value) if value and "\x00" not in value else value
             else:
                 catalogue_overrides.append(text)
         catalogue = load_catalogue(catalogue_path, catalogue_overrides)
