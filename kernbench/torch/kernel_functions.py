@@ -30,6 +30,8 @@ __all__ = [
     "topk",
     "median",
     "nanmedian",
+    "kthvalue",
+    "mode",
     "quantile",
     "nanquantile",
     "cummax",
@@ -169,6 +171,25 @@ def median(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = 
 def nanmedian(input: Tensor, dim: Any = None, keepdim: bool = False, *, out: Any = None) -> Any:  # noqa: A002
     """``torch.nanmedian``: :func:`median` of the elements that are not NaN."""
     return _selected("nanmedian", input, dim, keepdim, out)
+
+
+def kthvalue(
+    input: Tensor,  # noqa: A002
+    k: Any,
+    dim: Any = -1,
+    keepdim: bool = False,
+    *,
+    out: Any = None,
+) -> Any:
+    """``torch.kthvalue``: the ``k``-th smallest along ``dim`` and its index."""
+    result = _tensor(input, "kthvalue").kthvalue(k, dim, keepdim)
+    return result if out is None else _into_pair("torch.kthvalue", out, result)
+
+
+def mode(input: Tensor, dim: Any = -1, keepdim: bool = False, *, out: Any = None) -> Any:  # noqa: A002
+    """``torch.mode``: the most frequent value along ``dim`` and an index of it."""
+    result = _tensor(input, "mode").mode(dim, keepdim)
+    return result if out is None else _into_pair("torch.mode", out, result)
 
 
 def _selected(what: str, input: Any, dim: Any, keepdim: Any, out: Any) -> Any:  # noqa: A002

@@ -18,6 +18,7 @@ are in :mod:`~kernbench.torch.arithmetic`, reductions in
 :mod:`~kernbench.torch.division`, ``prod``/``cumsum`` in
 :mod:`~kernbench.torch.scans`, ``sort``/``topk`` in :mod:`~kernbench.torch.sorting`,
 ``median``/``quantile`` in :mod:`~kernbench.torch.selection`,
+``kthvalue``/``mode`` in :mod:`~kernbench.torch.ranks`,
 ``gather``/``scatter_``/``index_add_``/... in :mod:`~kernbench.torch.index_ops`,
 dtypes in :mod:`~kernbench.torch.dtypes`,
 the factories in :mod:`~kernbench.torch.factories` and
@@ -99,6 +100,7 @@ from kernbench.torch.memory_formats import (
 )
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
+from kernbench.torch.ranks import TensorRanks
 from kernbench.torch.rearrange import TensorRearrange
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
@@ -158,6 +160,7 @@ class Tensor(
     TensorScans,
     TensorSorting,
     TensorSelection,
+    TensorRanks,
     TensorIndexOps,
     TensorScatterReduce,
     TensorLogic,
