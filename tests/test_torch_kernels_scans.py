@@ -226,3 +226,69 @@ def test_a_running_extreme_costs_a_few_streaming_passes():
         cumsum = _cost(context, lambda: x.cumsum(1))
         # two combines an element, a few compares and selects each, and an int64 index written
         assert cumsum < _cost(context, lambda: x.cummax(1)) < 6 * elementwise
+
+
+def _log_cumsum_exp_reference(a, axis):
+    with np.errstate(invalid="ignore"):  # inf - inf inside NumPy's logaddexp
+        return np.logaddexp.accumulate(a, axis=axis)
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 2500), (4, 5, 6)])
+def test_logcumsumexp_of_float64_along_every_dim_is_numpys(ctx, shape):
+    a = np.random.default_rng(9).standard_normal(shape) * 30
+    a.flat[3] = np.inf
+    a.flat[-1] = np.nan
+    a.flat[:2] = -np.inf
+    t = torch.from_numpy(a)
+    for dim in range(-len(shape), len(shape)):
+        got = torch.logcumsumexp(t, dim)
+        assert got.dtype == torch.float64 and tuple(got.shape) == shape
+        expected = _log_cumsum_exp_reference(a, dim)
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_logcumsumexp_of_float32_and_float16_and_its_infinities(ctx):
+    a = np.random.default_rng(10).standard_normal((5, 300)).astype(np.float32) * 10
+    got = torch.from_numpy(a).logcumsumexp(1)
+    assert got.dtype == torch.float32
+    np.testing.assert_allclose(got.numpy(), _log_cumsum_exp_reference(a, 1), rtol=1e-6)
+    half = torch.from_numpy(a.astype(np.float16)).logcumsumexp(0)
+    assert half.dtype == torch.float16
+    expected = _log_cumsum_exp_reference(a.astype(np.float16).astype(np.float32), 0)
+    np.testing.assert_allclose(half.numpy().astype(np.float32), expected, rtol=1e-3)
+    inf = float("inf")
+    assert torch.tensor([-inf, -inf, 0.0]).logcumsumexp(0).tolist() == [-inf, -inf, 0.0]
+    assert torch.tensor([inf, inf, -inf]).logcumsumexp(0).tolist() == [inf, inf, inf]
+    assert torch.tensor(3.0).logcumsumexp(0).item() == 3.0
+    assert tuple(torch.ones(0, 2).logcumsumexp(0).shape) == (0, 2)
+
+
+def test_logcumsumexp_errors(ctx):
+    with pytest.raises(TensorError, match="not implemented for torch.int64"):
+        torch.logcumsumexp(torch.arange(3), 0)
+    with pytest.raises(TensorError, match="dim must be an int"):
+        torch.ones(3).logcumsumexp(None)
+    with pytest.raises(TensorError, match="out of range"):
+        torch.ones(3).logcumsumexp(1)
+
+
+def _log_sums(context):
+    x = torch.from_numpy(_values((40, 1300), seed=8))
+    start = context.now
+    found = [x.logcumsumexp(1), torch.logcumsumexp(x, 0)]
+    return context.now - start, found
+
+
+def test_logcumsumexp_takes_the_same_time_timing_only_and_the_same_values_on_the_fast_backend():
+    times, (detailed, fast) = in_every_mode(_log_sums)
+    assert times[0] == times[1] > 0
+    assert_same_values(detailed, fast)
+
+
+def test_a_logcumsumexp_costs_a_few_streaming_passes():
+    context = RuntimeContext("ring8", timing_only=True)
+    with use_context(context):
+        x, y = torch.ones(2048, 1000), torch.ones(2048, 1000)
+        elementwise = _cost(context, lambda: x + y)
+        cumsum = _cost(context, lambda: x.cumsum(1))
+        assert cumsum < _cost(context, lambda: x.logcumsumexp(1)) < 8 * elementwise

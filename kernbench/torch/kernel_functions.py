@@ -38,6 +38,7 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "logcumsumexp",
     "prod",
     "ceil",
     "exp2",
@@ -115,6 +116,12 @@ def cumsum(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A0
 def cumprod(input: Tensor, dim: Any, *, dtype: Any = None) -> Tensor:  # noqa: A002
     """``torch.cumprod``: running products along ``dim``."""
     return _tensor(input, "cumprod").cumprod(dim, dtype=dtype)
+
+
+@with_out
+def logcumsumexp(input: Tensor, dim: Any) -> Tensor:  # noqa: A002
+    """``torch.logcumsumexp``: ``log(cumsum(exp(input)))`` along ``dim``, without overflow."""
+    return _tensor(input, "logcumsumexp").logcumsumexp(dim)
 
 
 def cummax(input: Tensor, dim: Any = None, *, out: Any = None) -> Any:  # noqa: A002

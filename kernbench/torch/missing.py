@@ -38,7 +38,7 @@ _NOT_MODELLED = (
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
-    "logcumsumexp", "histc", "histogramdd", "isin", "unique_consecutive",
+    "histc", "histogramdd", "isin", "unique_consecutive",
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)

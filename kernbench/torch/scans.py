@@ -1,5 +1,6 @@
 """Products, running sums and running extremes of :class:`~kernbench.torch.Tensor`:
-``prod``, ``cumsum``, ``cumprod`` (and ``cumsum_``/``cumprod_``), ``cummax``, ``cummin``.
+``prod``, ``cumsum``, ``cumprod`` (and ``cumsum_``/``cumprod_``), ``cummax``, ``cummin``,
+``logcumsumexp``.
 
 :class:`TensorScans` is mixed into the tensor class.  Each runs one kernel over the
 tensor viewed as (rows, length, cols) around its dim, as the reductions do
@@ -19,6 +20,13 @@ a few compares and selects.  Values and int64 indices as torch's CPU loop gives 
 a later element takes over when it is NaN or when the running value is not NaN and it
 is ``>=`` (``<=`` for ``cummin``) the running one, so ties give the last index and a
 NaN sticks, each later NaN taking over its index.
+
+``logcumsumexp`` runs the same walk with ``tl.associative_scan`` of torch's
+``_log_add_exp_helper`` (``max + log1p(exp(min - max))``, the first operand when both
+are the same infinity, NaN when either is NaN), a step's scan combined with the value
+carried from the step before: about two combines an element, each an ``exp`` and a
+``log``.  Float16 accumulates in float32, float32 in float32 (torch's CPU loop carries
+a double, so the last bits may differ), float64 in float64.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ __all__ = [
     "CumminResult",
     "TensorScans",
     "launch_extreme_scan",
+    "launch_log_cumsum_exp",
     "launch_prod",
     "launch_scan",
 ]
@@ -137,6 +146,50 @@ def _extreme_scan_kernel(
 
 
 @jit
+def _log_add_exp(a, b):
+    # torch's _log_add_exp_helper: max + log1p(exp(min - max)), Goldberg's log1p
+    low = tl.minimum(a, b)
+    high = tl.maximum(a, b)
+    e = tl.exp(low - high)
+    u = e + 1.0
+    log1p = tl.where(u == 1.0, e, tl.log(u) * (e / tl.where(u == 1.0, 2.0, u - 1.0)))
+    same_infinity = (low == high) & (low - low != 0)
+    either_nan = (a != a) | (b != b)
+    return tl.where(either_nan, a + b, tl.where(same_infinity, a, high + log1p))
+
+
+@jit
+def _log_cumsum_exp_kernel(
+    x_ptr,
+    out_ptr,
+    n_lines,
+    R,
+    C,
+    ACC: tl.constexpr,
+    OBLOCK: tl.constexpr,
+    RBLOCK: tl.constexpr,
+):
+    # Line o = (a, c): out[a, r, c] = log(exp(x[a, 0, c]) + ... + exp(x[a, r, c])), a step
+    # of RBLOCK scanned at once and combined with the value carried from the step before.
+    o = tl.program_id(0) * OBLOCK + tl.arange(0, OBLOCK)
+    o_mask = o < n_lines
+    base = (o // C) * (R * C) + o % C
+    last = (tl.arange(0, RBLOCK) == RBLOCK - 1)[None, :]
+    carry = tl.full((OBLOCK,), float("-inf"), ACC)
+    for start in range(0, R, RBLOCK):
+        r = start + tl.arange(0, RBLOCK)
+        mask = o_mask[:, None] & (r < R)[None, :]
+        offsets = base[:, None] + r[None, :] * C
+        x = tl.load(x_ptr + offsets, mask=mask, other=float("-inf")).to(ACC)
+        s = tl.associative_scan(x, 1, _log_add_exp)
+        if start > 0:
+            s = _log_add_exp(carry[:, None], s)
+        tl.store(out_ptr + offsets, s, mask=mask)
+        # masked-off lanes add exp(-inf) = 0, so the last lane holds the running value
+        carry = tl.sum(tl.where(last, s, 0), axis=1)
+
+
+@jit
 def _prod_kernel(
     x_ptr,
     out_ptr,
@@ -202,6 +255,16 @@ def launch_extreme_scan(
     )
 
 
+def launch_log_cumsum_exp(x: DeviceTensor, out: DeviceTensor, lines: ScanLines) -> None:
+    """``out`` = the running log-sum-exp of ``x`` viewed as (rows, length, cols) along its
+    middle axis."""
+    n_lines, length, cols = lines
+    oblock, rblock = reduction_blocks(n_lines, length)
+    _log_cumsum_exp_kernel[(-(-n_lines // oblock),)](
+        x, out, n_lines, length, cols, ACC=accumulator(out.dtype), OBLOCK=oblock, RBLOCK=rblock
+    )
+
+
 def _result_dtype(self: Tensor, dtype: Any) -> TorchDType:
     if dtype is not None:
         return as_torch_dtype(dtype)
@@ -262,6 +325,27 @@ class TensorScans:
     def cummin(self: Tensor, dim: Any) -> CumminResult:
         """The running minimum along ``dim`` and the index of each, as :meth:`cummax`."""
         return CumminResult(*self._extreme_scan("cummin", dim, largest=False))
+
+    def logcumsumexp(self: Tensor, dim: Any) -> Tensor:
+        """``log(cumsum(exp(self)))`` along ``dim``, without overflow (floats only)."""
+        name = f"logcumsumexp() of {self.storage_device_tensor.name!r}"
+        if not self.dtype.is_floating_point:
+            raise TensorError(
+                f'{name}: "logcumsumexp_out_cpu" not implemented for {self.dtype!r} (as '
+                "torch); convert with .float() or .double() first"
+            )
+        if dim is None:
+            raise TensorError(f"{name}: dim must be an int (torch needs it), got None")
+        rows, length, cols, _ = self._split(dim)
+        result = self.new_empty(self.shape)
+        if result.numel():
+            dense = self.dense()
+            launch_log_cumsum_exp(
+                dense.device_tensor, result.device_tensor, ScanLines(rows * cols, length, cols)
+            )
+            if dense is not self:
+                dense.free()
+        return result
 
     def _extreme_scan(self: Tensor, what: str, dim: Any, *, largest: bool) -> tuple[Any, Any]:
         if dim is None:
