@@ -31,6 +31,7 @@ __all__ = [
     "median",
     "nanmedian",
     "kthvalue",
+    "histc",
     "mode",
     "quantile",
     "nanquantile",
@@ -191,6 +192,13 @@ def kthvalue(
     """``torch.kthvalue``: the ``k``-th smallest along ``dim`` and its index."""
     result = _tensor(input, "kthvalue").kthvalue(k, dim, keepdim)
     return result if out is None else _into_pair("torch.kthvalue", out, result)
+
+
+@with_out
+def histc(input: Tensor, bins: Any = 100, min: Any = 0, max: Any = 0) -> Tensor:  # noqa: A002
+    """``torch.histc``: counts in ``bins`` equal bins of ``[min, max]`` (the data's range
+    when ``min == max``)."""
+    return _tensor(input, "histc").histc(bins, min, max)
 
 
 def mode(input: Tensor, dim: Any = -1, keepdim: bool = False, *, out: Any = None) -> Any:  # noqa: A002

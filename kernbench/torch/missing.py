@@ -1,6 +1,6 @@
 """What to say when a script asks a tensor for something kernbench.torch does not have.
 
-A PyTorch script that calls ``t.backward()`` or ``t.histc(...)`` gets a
+A PyTorch script that calls ``t.backward()`` or ``t.isin(...)`` gets a
 :class:`~kernbench.errors.TensorAttributeError` (also an ``AttributeError``,
 so ``hasattr`` and ``getattr(t, name, default)`` keep working) that names the
 call and the nearest supported one: a hint written for the PyTorch methods
@@ -38,7 +38,7 @@ _NOT_MODELLED = (
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
-    "histc", "histogramdd", "isin", "unique_consecutive",
+    "histogramdd", "isin", "unique_consecutive",
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)

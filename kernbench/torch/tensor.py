@@ -18,7 +18,8 @@ are in :mod:`~kernbench.torch.arithmetic`, reductions in
 :mod:`~kernbench.torch.division`, ``prod``/``cumsum`` in
 :mod:`~kernbench.torch.scans`, ``sort``/``topk`` in :mod:`~kernbench.torch.sorting`,
 ``median``/``quantile`` in :mod:`~kernbench.torch.selection`,
-``kthvalue``/``mode`` in :mod:`~kernbench.torch.ranks`,
+``kthvalue``/``mode`` in :mod:`~kernbench.torch.ranks`, ``histc`` in
+:mod:`~kernbench.torch.histograms`,
 ``gather``/``scatter_``/``index_add_``/... in :mod:`~kernbench.torch.index_ops`,
 dtypes in :mod:`~kernbench.torch.dtypes`,
 the factories in :mod:`~kernbench.torch.factories` and
@@ -87,6 +88,7 @@ from kernbench.torch.dtypes import (
     runtime_dtype,
 )
 from kernbench.torch.grad_slots import TensorGradSlots
+from kernbench.torch.histograms import TensorHistograms
 from kernbench.torch.host_ops import TensorHostOps
 from kernbench.torch.host_values import TensorHostValues
 from kernbench.torch.index_ops import TensorIndexOps
@@ -161,6 +163,7 @@ class Tensor(
     TensorSorting,
     TensorSelection,
     TensorRanks,
+    TensorHistograms,
     TensorIndexOps,
     TensorScatterReduce,
     TensorLogic,
