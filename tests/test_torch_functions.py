@@ -876,6 +876,47 @@ def test_assert_close_checks_dtypes_as_torch(ctx):
     torch.testing.assert_close(near, ints, check_dtype=False)
 
 
+def test_assert_close_compares_sequences_and_mappings_item_by_item_as_torch(ctx):
+    close = torch.testing.assert_close
+    close([1, 2, (3.0,)], (1, 2, [3.0]))  # any two sequences, each item its own pair
+    close({"b": [1], "a": torch.ones(2)}, {"a": torch.ones(2), "b": [1]})
+    with pytest.raises(AssertionError) as info:
+        close([1, 2], [1, 2, 3])
+    assert str(info.value) == "The length of the sequences mismatch: 2 != 3"
+    with pytest.raises(AssertionError) as info:  # each item keeps its own type rules
+        close([1, 2], [1.0, 2.0])
+    assert str(info.value) == (
+        "The (d)types do not match: <class 'int'> != <class 'float'>.\n\n"
+        "The failure occurred for item [0]"
+    )
+    close([1, 2], [1.0, 2.0], check_dtype=False)
+    with pytest.raises(AssertionError) as info:
+        close([torch.ones(2), torch.ones(3)], [torch.ones(2), torch.zeros(3)])
+    assert str(info.value).startswith("Tensor-likes are not close!")
+    assert str(info.value).endswith("\n\nThe failure occurred for item [1]")
+    with pytest.raises(AssertionError) as info:
+        close({"a": 1, "c": 2}, {"a": 1, "b": 2})
+    assert str(info.value) == (
+        "The keys of the mappings do not match:\n"
+        "Missing keys in the actual mapping: ['b']\n"
+        "Additional keys in the actual mapping: ['c']"
+    )
+    with pytest.raises(AssertionError, match=r"item \['x'\]\[1\]\[1\]$"):
+        close({"x": [1, [2, 3]]}, {"x": [1, [2, 4]]})
+    with pytest.raises(AssertionError) as info:
+        close([2**60], [2**60 + 1])  # Python ints compare exactly, not as one float array
+    assert "Absolute difference: 1" in str(info.value)
+    with pytest.raises(TypeError, match=r"<class 'str'> and <class 'str'>.\n\n.*item \[0\]"):
+        close(["a"], ["a"])
+    with pytest.raises(TypeError, match="No comparison pair"):
+        close([1.0], torch.ones(1))
+    with pytest.raises(AssertionError) as info:
+        close([1], [2], msg="custom")
+    assert str(info.value) == "custom"
+    with pytest.raises(AssertionError, match=r"(?s)^> Scalars are not equal!.*item \[0\]$"):
+        close([1], [2], msg=lambda generated: "> " + generated)
+
+
 def test_assert_close_checks_the_device_and_reports_infinite_differences():
     # equal values on two devices passed; an infinite difference read 1.79769e+308
     with use_context(RuntimeContext("tiny", overrides=["system.device_level=pe"])):

@@ -3,18 +3,20 @@
 Tensors are read through the fabric (``.numpy()``: the reads cost time, the
 comparison none).  Default tolerances are PyTorch's per dtype; a mismatch
 raises ``AssertionError`` with PyTorch's message (mismatched elements, the
-greatest absolute and relative differences and where).
+greatest absolute and relative differences and where).  Sequences (lists, tuples;
+not strings) and mappings are compared item by item, as torch's ``originate_pairs``
+does: their lengths or keys first, then each pair with its own dtype rules, the first
+failing one reported with torch's "The failure occurred for item [i]" line.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
 from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.tensor import Tensor
 
@@ -28,24 +30,21 @@ _TOLERANCES = {
     "float64": (1e-7, 1e-7),
 }
 _PYTHON_KINDS = {bool: "bool", int: "int64", float: "float64"}
+# What one pair compares (a sequence or mapping is split into pairs first).
+_COMPARABLE = (Tensor, np.ndarray, bool, int, float, np.generic)
 
 
-def _values(value: Any, which: str) -> tuple[np.ndarray, Any, str]:
-    """The values in their own dtype (``bfloat16`` read as float32), the dtype
-    ``check_dtype`` compares (None for lists, which torch compares element by element, and
-    for a number against an array)
+def _values(value: Any) -> tuple[np.ndarray, Any, str]:
+    """The values of a tensor, an array or a number in their own dtype (``bfloat16`` read
+    as float32), the dtype ``check_dtype`` compares (None for a number against an array)
     and the dtype's name that picks the default tolerances."""
     if isinstance(value, Tensor):
         return np.asarray(value.numpy()), value.dtype, value.dtype.name
     if isinstance(value, np.ndarray):
         name = value.dtype.name
         return value, DTYPE_OBJECTS.get(name, value.dtype), name
-    if isinstance(value, bool | int | float | np.generic | list | tuple):
-        given = np.asarray(value)
-        return given, None, "float64" if given.dtype.kind == "f" else "int64"
-    raise TensorError(
-        f"torch.testing.assert_close: {which} is a Tensor or numbers, got {type(value).__name__}"
-    )
+    given = np.asarray(value)  # a number (the pairs hold nothing else)
+    return given, None, "float64" if given.dtype.kind == "f" else "int64"
 
 
 def _tolerances(*kinds: str) -> tuple[float, float]:
@@ -54,12 +53,74 @@ def _tolerances(*kinds: str) -> tuple[float, float]:
     return max(rtols), max(atols)
 
 
-def _fail(message: str, msg: str | Callable[[str], str] | None) -> None:
-    if callable(msg):
-        message = msg(message)
-    elif msg is not None:
-        message = msg
-    raise AssertionError(message)
+class _Failure(Exception):
+    """A comparison that failed: the error type and torch's message, before the item's
+    place and the caller's ``msg`` are added (torch's ``ErrorMeta``)."""
+
+    def __init__(self, kind: type[Exception], message: str, where: tuple[Any, ...] = ()):
+        super().__init__(message)
+        self.kind, self.message, self.where = kind, message, where
+
+    def error(self, msg: str | Callable[[str], str] | None) -> Exception:
+        if isinstance(msg, str):
+            return self.kind(msg)
+        message = self.message
+        if self.where:
+            message += "\n\nThe failure occurred for item " + "".join(
+                str([item]) for item in self.where
+            )
+        return self.kind(msg(message) if callable(msg) else message)
+
+
+def _fail(message: str) -> None:
+    raise _Failure(AssertionError, message)
+
+
+def _pairs(actual: Any, expected: Any, where: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    """(where, actual, expected) for each leaf pair, as torch's ``originate_pairs``:
+    sequences by index (their lengths must match), mappings by key (their keys must)."""
+    if (
+        isinstance(actual, Sequence)
+        and not isinstance(actual, str)
+        and isinstance(expected, Sequence)
+        and not isinstance(expected, str)
+    ):
+        if len(actual) != len(expected):
+            raise _Failure(
+                AssertionError,
+                f"The length of the sequences mismatch: {len(actual)} != {len(expected)}",
+                where,
+            )
+        for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            yield from _pairs(a, e, (*where, index))
+    elif isinstance(actual, Mapping) and isinstance(expected, Mapping):
+        actual_keys, expected_keys = set(actual.keys()), set(expected.keys())
+        if actual_keys != expected_keys:
+            raise _Failure(
+                AssertionError,
+                "The keys of the mappings do not match:\n"
+                f"Missing keys in the actual mapping: {sorted(expected_keys - actual_keys)}\n"
+                f"Additional keys in the actual mapping: {sorted(actual_keys - expected_keys)}",
+                where,
+            )
+        keys: Any = actual_keys
+        try:
+            keys = sorted(keys)
+        except TypeError:
+            pass
+        for key in keys:
+            yield from _pairs(actual[key], expected[key], (*where, key))
+    elif isinstance(actual, Tensor) != isinstance(expected, Tensor) or not all(
+        isinstance(v, _COMPARABLE) for v in (actual, expected)
+    ):
+        raise _Failure(
+            TypeError,
+            f"No comparison pair was able to handle inputs of type {type(actual)} and "
+            f"{type(expected)}.",
+            where,
+        )
+    else:
+        yield where, actual, expected
 
 
 def _number(value: Any) -> bool | int | float | None:
@@ -88,16 +149,15 @@ def _compare_numbers(
     atol: float | None,
     equal_nan: bool,
     check_dtype: bool,
-    msg: str | Callable[[str], str] | None,
 ) -> None:
     """Two Python numbers, as torch's ``BooleanPair`` and ``NumberPair``: exact in Python's
     arithmetic (so ints of any size), the types compared when ``check_dtype``."""
     if isinstance(actual, bool) and isinstance(expected, bool):
         if actual is not expected:
-            _fail(f"Booleans mismatch: {actual} is not {expected}", msg)
+            _fail(f"Booleans mismatch: {actual} is not {expected}")
         return
     if check_dtype and type(actual) is not type(expected):
-        _fail(f"The (d)types do not match: {type(actual)} != {type(expected)}.", msg)
+        _fail(f"The (d)types do not match: {type(actual)} != {type(expected)}.")
     if rtol is None or atol is None:
         rtol, atol = _tolerances(_PYTHON_KINDS[type(actual)], _PYTHON_KINDS[type(expected)])
     if actual == expected or (equal_nan and math.isnan(actual) and math.isnan(expected)):
@@ -107,7 +167,7 @@ def _compare_numbers(
         return
     relative = math.inf if expected == 0 else difference / abs(expected)
     lines = [("Absolute", difference, "", atol), ("Relative", relative, "", rtol)]
-    _fail(_mismatch("Scalars", lines, rtol, atol), msg)
+    _fail(_mismatch("Scalars", lines, rtol, atol))
 
 
 def _exact_pair(a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -137,34 +197,51 @@ def assert_close(
 
     Integer and bool values compare exactly (int64 values past 2**53 included), as
     torch's default tolerances of 0 for them do; with tolerances given, integers that
-    differ are compared as floats, as torch's ``isclose`` does.
+    differ are compared as floats, as torch's ``isclose`` does.  Sequences and mappings
+    are compared item by item (lengths and keys first).
     """
     if (rtol is None) != (atol is None):
         missing = "atol" if atol is None else "rtol"
         raise ValueError(
             f"Both 'rtol' and 'atol' must be either specified or omitted, but got no {missing}."
         )
-    if isinstance(actual, Tensor) != isinstance(expected, Tensor):
-        raise TypeError(
-            f"No comparison pair was able to handle inputs of type {type(actual)} and "
-            f"{type(expected)}."
-        )
+    try:
+        pairs = list(_pairs(actual, expected, ()))  # torch checks every length and key first
+        for where, a, e in pairs:
+            try:
+                _compare(a, e, rtol, atol, equal_nan, check_device, check_dtype)
+            except _Failure as failure:
+                failure.where = where
+                raise
+    except _Failure as failure:
+        raise failure.error(msg) from None
+
+
+def _compare(
+    actual: Any,
+    expected: Any,
+    rtol: float | None,
+    atol: float | None,
+    equal_nan: bool,
+    check_device: bool,
+    check_dtype: bool,
+) -> None:
+    """One pair (tensors, arrays or numbers), as torch's ``TensorLikePair`` and
+    ``NumberPair``; a :class:`_Failure` when they differ."""
     a_number, e_number = _number(actual), _number(expected)
     if a_number is not None and e_number is not None:
-        _compare_numbers(a_number, e_number, rtol, atol, equal_nan, check_dtype, msg)
+        _compare_numbers(a_number, e_number, rtol, atol, equal_nan, check_dtype)
         return
-    a, a_dtype, a_kind = _values(actual, "actual")
-    e, e_dtype, e_kind = _values(expected, "expected")
+    a, a_dtype, a_kind = _values(actual)
+    e, e_dtype, e_kind = _values(expected)
     if a.shape != e.shape:
-        _fail(f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}.", msg)
+        _fail(f"The values for attribute 'shape' do not match: {a.shape} != {e.shape}.")
     if check_device and isinstance(actual, Tensor) and actual.device != expected.device:
         _fail(
-            f"The values for attribute 'device' do not match: {actual.device} != "
-            f"{expected.device}.",
-            msg,
+            f"The values for attribute 'device' do not match: {actual.device} != {expected.device}."
         )
     if check_dtype and a_dtype is not None and e_dtype is not None and a_dtype != e_dtype:
-        _fail(f"The values for attribute 'dtype' do not match: {a_dtype} != {e_dtype}.", msg)
+        _fail(f"The values for attribute 'dtype' do not match: {a_dtype} != {e_dtype}.")
     if rtol is None or atol is None:
         rtol, atol = _tolerances(a_kind, e_kind)
     exact_values = a.dtype.kind in "biu" and e.dtype.kind in "biu"
@@ -198,7 +275,7 @@ def assert_close(
     biggest_abs = int(biggest_abs) if exact_values else float(biggest_abs)
     if not a.shape:
         lines = [("Absolute", biggest_abs, "", atol), ("Relative", biggest_rel, "", rtol)]
-        _fail(_mismatch("Scalars", lines, rtol, atol), msg)
+        _fail(_mismatch("Scalars", lines, rtol, atol))
     count = int(bad.sum())
     where_abs = f" at index {tuple(int(i) for i in np.unravel_index(at_abs, a.shape))}"
     where_rel = f" at index {tuple(int(i) for i in np.unravel_index(at_rel, a.shape))}"
@@ -208,4 +285,4 @@ def assert_close(
     ]
     message = _mismatch("Tensor-likes", lines, rtol, atol).split("\n")
     message.insert(2, f"Mismatched elements: {count} / {a.size} ({100 * count / a.size:.1f}%)")
-    _fail("\n".join(message), msg)
+    _fail("\n".join(message))
