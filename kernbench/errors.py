@@ -213,7 +213,7 @@ class RankError(KernBenchError):
     def __init__(self, rank: int, cause: BaseException) -> None:
         self.rank = rank
         self.original = cause
-        self.first = False  # raised before any other rank had started
+        self.first = False  # raised before the run did anything (no other rank started)
         super().__init__(f"rank {rank} raised {type(cause).__name__}: {cause}")
 
 

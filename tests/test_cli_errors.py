@@ -355,6 +355,43 @@ def test_a_rank_exiting_0_is_done_and_the_others_waiting_for_it_are_told(
     assert report.exists()
 
 
+def test_a_lone_rank_exiting_0_once_it_has_run_writes_the_report(tmp_path: Path) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import sys
+        import kernbench.torch as torch
+
+        def main():
+            torch.ones(8).numpy()
+            sys.exit(0)
+        """,
+    )
+    report = tmp_path / "r.json"
+    assert main(["run", path, "-t", TINY, "--report", str(report)]) == 0
+    assert report.exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import sys\ndef main():\n    pass\nsys.exit(0)\n",
+        "import argparse\ndef main():\n    argparse.ArgumentParser().parse_args(['--help'])\n",
+    ],
+)
+def test_a_script_exiting_0_before_its_run_says_the_report_was_not_written(
+    tmp_path: Path, capsys, body: str
+) -> None:
+    path = _script(tmp_path, body)
+    report = tmp_path / "r.json"
+    assert main(["run", path, "-t", TINY, "--report", str(report)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith(f"error: {path}:") and "called sys.exit(0) before its run" in err
+    assert f"no report ({report}) was written" in err
+    assert not report.exists()
+    assert main(["run", path, "-t", TINY]) == 0  # no output asked for: its own status
+
+
 @pytest.mark.parametrize(
     ("body", "says"),
     [

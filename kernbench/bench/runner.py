@@ -498,6 +498,19 @@ def run_script(
                     module = load_script(script, source=source)
                 fn, rank_args = _entry(module, script)
                 result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args), script)
+    except SystemExit as exc:
+        asked = [f"{what} ({path})" for what, path in outputs.items() if path]
+        if exc.code not in (None, 0) or not asked:
+            raise  # the status the script asked for; no output was asked for
+        line = _script_line(exc, str(script))
+        raise ScriptError(
+            f"{shown(script)}:{line}: the script called sys.exit({exc.code!r}) before its run "
+            f"finished (at module level, or in its first rank before it ran anything), so "
+            f"no {', '.join(asked)} was written; a rank that is done returns from main() or "
+            "run() (or exits 0 once it has run)",
+            path=script,
+            original=exc,
+        ) from None
     except WallTimeExpired as expired:
         if wall is not None:
             wall.stop()

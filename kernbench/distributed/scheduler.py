@@ -79,6 +79,7 @@ class RankState:
     waiting: Event | None = None
     waiting_for: Any = ""  # a description, or a callable giving one when asked
     started: bool = False
+    waited: bool = False  # it has waited on the machine at least once
     finished: bool = False
     result: Any = None
     error: BaseException | None = None
@@ -146,7 +147,7 @@ class Scheduler:
             raise GreenletExit
         if event.processed or (event.triggered and event.callbacks is None):
             return
-        state.waiting, state.waiting_for = event, what
+        state.waiting, state.waiting_for, state.waited = event, what, True
         rank = state.rank
         event.callbacks.append(lambda _ev: self._woken.append(rank))
         self._main.switch()
@@ -261,8 +262,11 @@ class Scheduler:
                 if isinstance(state.error, DeadlockError | SimulationLimitError | WallTimeExpired):
                     raise state.error  # it already names every rank involved
                 if state.error is not None:
-                    # Before any other rank ran: a script's own exit (--help, usage).
-                    first = not any(s.started for s in self.ranks if s is not state)
+                    # Before the run did anything: a script's own exit (--help, usage).
+                    # A rank that waited on the machine (a lone rank's included) is done.
+                    first = not state.waited and not any(
+                        s.started for s in self.ranks if s is not state
+                    )
                     exited = isinstance(state.error, SystemExit) and state.error.code in (None, 0)
                     if exited and not first:
                         # sys.exit() once the others run: this rank is done, as a
