@@ -35,6 +35,7 @@ __all__ = [
     "KernelError",
     "SimulationError",
     "DeadlockError",
+    "ForeignThreadError",
     "RankError",
     "DistributedError",
     "ProcessTargetError",
@@ -197,6 +198,10 @@ class KernelError(KernBenchError):
 
 class SimulationError(KernBenchError):
     """The simulation cannot proceed (a wait that can never complete)."""
+
+
+class ForeignThreadError(SimulationError):
+    """Simulated work was asked for from a thread other than the one the run runs on."""
 
 
 class DeadlockError(SimulationError):

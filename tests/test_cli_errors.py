@@ -599,3 +599,42 @@ def test_a_script_that_changes_directory_keeps_its_tune_table(
     capsys.readouterr()
     auto = ["--set", "ccl.all_reduce=auto", "--set", "ccl.tune_table=table.yaml"]
     assert main(["run", path, *machine, *auto]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("call", "line"),
+    [("dist.all_reduce(t)", 9), ("t.numpy()", 9), ("torch.ones(4)", 9)],
+)
+def test_simulated_work_in_a_thread_a_rank_started_fails_the_run(
+    tmp_path: Path, capsys, call: str, line: int
+) -> None:
+    # The machine's clock is stepped by the ranks' thread alone: such a thread used to
+    # print a traceback (or step the clock itself) and the run ended with status 0.
+    path = _script(
+        tmp_path,
+        f"""\
+        import threading
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        def main():
+            dist.init_process_group()
+            t = torch.ones(4)
+            def work():
+                {call}
+            thread = threading.Thread(target=work, name="helper")
+            thread.start()
+            thread.join()
+        """,
+    )
+    report = tmp_path / "r.json"
+    assert main(["run", path, "-t", TINY, "--report", str(report)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.splitlines() == [
+        f"error: simulated work was asked for from thread 'helper' at {path}:{line} "
+        f"in work ({call}); simulated work must run on the rank's own thread (the one main() "
+        "or run() runs on): call it from the rank's code, and keep other threads to work "
+        "that does not touch the simulated machine"
+    ]
+    assert not report.exists()

@@ -11,6 +11,7 @@ import io
 import os
 import re
 import sys
+import threading
 import traceback
 import types
 from collections import Counter
@@ -30,6 +31,7 @@ from kernbench.distributed.watchdog import WallClock, WallTimeExpired, where_it_
 from kernbench.distributed.world import run_settings
 from kernbench.errors import (
     ConfigError,
+    ForeignThreadError,
     KernBenchError,
     RankError,
     ScriptError,
@@ -389,6 +391,31 @@ def _streams_kept() -> Iterator[None]:
         sys.stdout, sys.stderr = _usable(stdout, 1), _usable(stderr, 2)
 
 
+@contextlib.contextmanager
+def _refusals_in_threads() -> Iterator[list[ForeignThreadError]]:
+    """The simulated work refused to threads a script started, collected for the run.
+
+    Such a thread ends with its ForeignThreadError uncaught; Python would print its
+    traceback and let the run end as if nothing failed.  They are kept here, and the
+    run raises the first once its script is done.  Other errors a thread leaves
+    uncaught go to the hook that was there before.
+    """
+    refused: list[ForeignThreadError] = []
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if isinstance(args.exc_value, ForeignThreadError):
+            refused.append(args.exc_value)
+        else:
+            previous(args)
+
+    threading.excepthook = hook
+    try:
+        yield refused
+    finally:
+        threading.excepthook = previous
+
+
 def _usable(stream: Any, fd: int) -> Any:
     if stream is None or not getattr(stream, "closed", False):
         return stream
@@ -482,6 +509,7 @@ def run_script(
         with (
             _streams_kept(),
             contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext(),
+            _refusals_in_threads() as refused,
         ):
             if per_rank:
                 result = _passing_script_exit(
@@ -498,6 +526,8 @@ def run_script(
                     module = load_script(script, source=source)
                 fn, rank_args = _entry(module, script)
                 result = _passing_script_exit(lambda: run.ranks(fn, rank_args=rank_args), script)
+            if refused:
+                raise refused[0]
     except SystemExit as exc:
         asked = [f"{what} ({path})" for what, path in outputs.items() if path]
         if exc.code not in (None, 0) or not asked:

@@ -29,6 +29,7 @@ import gc
 import math
 import numbers
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,7 @@ from kernbench.errors import (
     SimulationLimitError,
 )
 from kernbench.machine.api import Clock, Event
+from kernbench.runtime.current import refuse_foreign_thread
 from kernbench.validation import shown_value
 
 __all__ = ["UNWIND_THROWS", "RankState", "Scheduler", "current_rank"]
@@ -130,10 +132,16 @@ class Scheduler:
         # Where the last wall-time interrupt found the run: (rank or None, " at FILE:LINE").
         self._interrupted: tuple[int | None, str] | None = None
         self._unwinding = False  # the run has stopped and its ranks are being unwound
+        self._thread = threading.get_ident()  # the one thread that steps the clock
 
     # -- called from rank greenlets ----------------------------------------------
+    def refuse_foreign_thread(self) -> None:
+        """Raise ForeignThreadError unless called on the thread that steps the clock."""
+        refuse_foreign_thread(self._thread)
+
     def block_on(self, event: Event, what: Any) -> None:
         """Suspend the calling rank until ``event`` has fired (or return at once)."""
+        refuse_foreign_thread(self._thread)
         state = current_rank()
         if state is None or self._main is None:
             raise KernBenchError("block_on() called outside a rank")
@@ -155,6 +163,7 @@ class Scheduler:
 
     def wait_until(self, event: Event, what: Any) -> None:
         """Block the current rank, or when called outside ranks step the clock."""
+        refuse_foreign_thread(self._thread)
         if current_rank() is not None:
             self.block_on(event, what)
             return
@@ -189,6 +198,7 @@ class Scheduler:
                 )
             self.max_sim_ps = int(sim_limit)
         self._running, self._interrupted = None, None
+        self._thread = threading.get_ident()
         with _fewer_collections():
             shared = self.wall_clock
             if shared is not None:

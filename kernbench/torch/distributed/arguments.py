@@ -56,6 +56,7 @@ def calling_rank() -> tuple[World, int]:
     world = active_world()
     state = current_rank()
     if state is None:
+        world.scheduler.refuse_foreign_thread()
         raise DistributedError("torch.distributed calls must be made from a rank")
     return world, state.rank
 
