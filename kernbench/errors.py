@@ -44,6 +44,7 @@ __all__ = [
     "InputFileError",
     "OutputFileError",
     "ScriptError",
+    "ResultRowError",
 ]
 
 
@@ -111,6 +112,10 @@ class ScriptError(KernBenchError):
         self.path = path
         self.original = original
         super().__init__(message)
+
+
+class ResultRowError(KernBenchError):
+    """A result row a bench returns holds a value its report or CSV cannot hold."""
 
 
 class RouteError(KernBenchError):

@@ -638,3 +638,46 @@ def test_simulated_work_in_a_thread_a_rank_started_fails_the_run(
         "that does not touch the simulated machine"
     ]
     assert not report.exists()
+
+
+@pytest.mark.parametrize("output", ["--report", "--csv"])
+def test_a_result_row_a_report_cannot_hold_is_refused_as_the_rank_returns_it(
+    tmp_path: Path, capsys, output: str
+) -> None:
+    path = _script(
+        tmp_path,
+        """\
+        import kernbench.torch as torch
+        import kernbench.torch.distributed as dist
+
+        def main():
+            dist.init_process_group()
+            t = torch.ones(4)
+            dist.all_reduce(t)
+            if dist.get_rank() == 0:
+                return [{"size": 4, "time_us": 1.5}, {"size": 8, "value": t}]
+            return None
+        """,
+    )
+    written = tmp_path / "out"
+    assert main(["run", path, "-t", "ring8", output, str(written)]) == EXIT_USER_ERROR
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith(
+            "error: rank 0 raised ResultRowError: result row 1 of rank 0's return, key 'value': "
+            "a value of type Tensor cannot go in a report or CSV (a tensor: .item() or "
+            ".tolist()); row values are numbers, text, booleans, None, NumPy numbers and arrays"
+        )
+    )
+    assert not written.exists()
+
+
+def test_a_result_row_needs_text_keys_and_plain_values_only_for_an_output(tmp_path, capsys):
+    path = _script(tmp_path, "def main():\n    return [{('a', 1): 2}]\n")
+    assert main(["run", path, "-t", TINY, "--report", str(tmp_path / "r.json")]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "error: rank 0 raised ResultRowError: result row 0 of rank 0's return has a key "
+        "('a', 1) of type tuple; row keys are text (column names)"
+    )
+    assert main(["run", path, "-t", TINY]) == 0  # no report: the return is the script's own

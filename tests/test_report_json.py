@@ -109,7 +109,23 @@ def test_a_bench_returning_an_object_in_a_row_is_one_error_line(tmp_path: Path, 
     assert _run(tmp_path, "object()", "--report", str(report)) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [
-        f"error: {report}: cannot write report: a value of type object is not JSON "
-        "(results hold numbers, text, booleans, lists and dicts)"
+        "error: rank 0 raised ResultRowError: result row 0 of rank 0's return, key "
+        "'time_us': a value of type object cannot go in a report or CSV; row values are "
+        "numbers, text, booleans, None, NumPy numbers and arrays, and lists, tuples and "
+        "dicts (with text keys) of them"
     ]
     assert not report.exists()
+
+
+def test_result_rows_are_checked_for_what_a_report_cannot_hold() -> None:
+    from kernbench.bench.rows import MAX_DEPTH, check_rows
+    from kernbench.errors import ResultRowError
+
+    check_rows([{"a": np.float32(1), "b": [np.arange(3)], "c": (1, "x", None)}], "rank 0")
+    deep: list = []
+    for _ in range(MAX_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(ResultRowError, match=f"lists and dicts nest more than {MAX_DEPTH}"):
+        check_rows([{"a": deep}], "rank 0")
+    with pytest.raises(ResultRowError, match="key 'z': a value of type ndarray of complex128"):
+        check_rows([{"a": 1}, {"z": np.array([1 + 2j])}], "rank 0")

@@ -443,6 +443,7 @@ def run_script(
     script_args: Sequence[str] = (),
     echo: Callable[[str], None] = print,
     per_rank: bool = False,
+    rows_kept: bool = False,
 ) -> SimResult:
     """Run a bench script on a simulated machine and write what was asked for.
 
@@ -460,6 +461,9 @@ def run_script(
     :mod:`kernbench.files`.  When one of them goes to standard output, what
     the script prints goes to standard error, so that standard output carries
     that output alone.
+
+    The result rows a rank returns are checked as it returns them when a report or
+    CSV is written, or when ``rows_kept`` (the caller keeps them: a sweep's point).
     """
     if topology is not None and not str(topology).strip():
         raise ConfigError(
@@ -495,6 +499,7 @@ def run_script(
         detail=bool(trace_path),
         max_sim_time_ps=max_sim_time_ps,
         max_wall_s=max_wall_s,
+        check_rows=bool(rows_kept or report_path or csv_path),
     )
     run.ctx.machine.observers.add(_RefusalNotes())
     saved_argv = sys.argv

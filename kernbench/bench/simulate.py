@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kernbench import limit_blas_threads
+from kernbench.bench.rows import check_rows, is_rows
 from kernbench.bench.trace import TraceCollector
 from kernbench.ccl.mapping import describe_order
 from kernbench.distributed.world import World, run_settings
@@ -63,7 +64,10 @@ class Run:
         detail: bool = False,
         max_sim_time_ps: int | None = None,
         max_wall_s: float | None = None,
+        check_rows: bool = False,
     ) -> None:
+        """``check_rows``: the result rows go on to a report or CSV, so each rank's are
+        checked as it returns them (see :func:`kernbench.bench.rows.check_rows`)."""
         from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
         from kernbench.ccl.tuner import check_run_table
         from kernbench.torch import random as torch_random
@@ -71,6 +75,7 @@ class Run:
         limit_blas_threads()
         self.overrides = override_texts(overrides)
         self.seed = seed
+        self.check_rows = check_rows
         topology_overrides, ccl_overrides = split_overrides(self.overrides)
         if not isinstance(topology, Topology):
             topology = load_topology(topology, topology_overrides)
@@ -100,7 +105,10 @@ class Run:
         size = world.world_size
 
         def body(rank: int) -> Any:
-            return fn(rank, size, *args) if rank_args else fn(*args)
+            returned = fn(rank, size, *args) if rank_args else fn(*args)
+            if self.check_rows and is_rows(returned):  # as the rank hands them over
+                check_rows(returned, f"rank {rank}'s return")
+            return returned
 
         with use_context(ctx):
             returns = self._stopped_with_report(lambda: world.run(body))
@@ -148,8 +156,10 @@ class Run:
         report = run_report(ctx, self._worlds(), self.link_bytes)
         report["overrides"] = list(self.overrides)
         report["seed"] = self.seed
-        rows = next((r for r in returns if _is_rows(r)), None)
+        rows = next((r for r in returns if is_rows(r)), None)
         if rows is not None:
+            if self.check_rows:  # the rows of ranks torch.multiprocessing started
+                check_rows(rows, "the ranks' returns")
             report["results"] = rows
         return SimResult(
             returns,
@@ -210,10 +220,6 @@ def trace_digest(rows: Iterable[TraceRow]) -> str:
     for line in lines:
         digest.update(line.encode())
     return digest.hexdigest()[:32]
-
-
-def _is_rows(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
 def _per_rank_ps(worlds: Sequence[World]) -> list[int]:

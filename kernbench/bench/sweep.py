@@ -369,6 +369,7 @@ def run_point(spec: dict[str, Any]) -> dict[str, Any]:
             script_args=spec["script_args"],
             max_wall_s=spec.get("max_wall_s"),
             echo=lambda _text: None,
+            rows_kept=True,
         )
     except Exception as exc:
         failed = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"}
