@@ -681,3 +681,59 @@ def test_a_result_row_needs_text_keys_and_plain_values_only_for_an_output(tmp_pa
         "('a', 1) of type tuple; row keys are text (column names)"
     )
     assert main(["run", path, "-t", TINY]) == 0  # no report: the return is the script's own
+
+
+@pytest.mark.parametrize("closes", ["1", "1, 2"])
+def test_a_script_closing_standard_descriptors_still_gets_its_report_and_summary(
+    tmp_path: Path, closes: str
+) -> None:
+    script = _script(
+        tmp_path,
+        f"""\
+        import os
+        import kernbench.torch as torch
+
+        def main():
+            torch.ones(4).numpy()
+            for fd in ({closes},):
+                os.close(fd)
+        """,
+    )
+    report = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", "run", script, "-t", TINY, "--report", str(report)],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr  # was 70, an internal error, and no report
+    assert report.exists()
+    if closes == "1":
+        lines = proc.stderr.splitlines()
+        assert lines[0].startswith("note: the script closed standard output")
+        assert lines[1].startswith("simulated time: ") and lines[-1] == f"report: {report}"
+
+
+def test_a_script_closing_standard_error_still_gets_its_error_line(tmp_path: Path) -> None:
+    script = _script(
+        tmp_path,
+        """\
+        import os
+
+        def main():
+            os.close(2)
+            raise ValueError("boom")
+        """,
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", "run", script, "-t", TINY],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == EXIT_USER_ERROR  # was 1, and nothing said
+    assert proc.stdout.startswith("error: rank 0 raised ValueError: boom")

@@ -382,13 +382,57 @@ def _streams_kept() -> Iterator[None]:
 
     A script that rebinds them (``sys.stdout = io.StringIO()``) or closes them must not
     take the run's summary and error line with it.  A closed stream is opened again on
-    its file descriptor, which closing a standard stream leaves open.
+    its file descriptor, which closing a standard stream leaves open.  A descriptor the
+    script closed itself (``os.close(1)``) is pointed at the other standard stream's, so
+    what was to go to it goes there (see :func:`_descriptors_kept`).
     """
     stdout, stderr = sys.stdout, sys.stderr
     try:
         yield
     finally:
+        _descriptors_kept()
         sys.stdout, sys.stderr = _usable(stdout, 1), _usable(stderr, 2)
+
+
+def _descriptors_kept() -> None:
+    """Standard output and error open again if the script closed their descriptors.
+
+    One closed is made a copy of the other, so the summary (or the error line) still
+    reaches the terminal or file the other goes to (standard output's with a note on
+    standard error saying so); both closed are opened on the null device: nothing can
+    be shown, and the exit status still tells.  Left closed, the summary would fail to
+    print (an internal error instead of the run's outcome), and the next file the run
+    opened (the report being written) would be given the free descriptor and take what
+    is printed.
+    """
+    closed = [fd for fd in (1, 2) if not _is_open(fd)]
+    if not closed:
+        return
+    if len(closed) == 2:
+        null = os.open(os.devnull, os.O_WRONLY)
+        for fd in closed:
+            if fd != null:
+                os.dup2(null, fd)
+        if null not in closed:
+            os.close(null)
+        return
+    os.dup2(3 - closed[0], closed[0])
+    if closed == [1]:  # (a note for a closed standard error would be on standard output)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print(
+                "note: the script closed standard output (file descriptor 1); what the run "
+                "prints there goes to standard error",
+                file=sys.__stderr__,
+                flush=True,
+            )
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
