@@ -580,3 +580,27 @@ def test_a_table_measured_with_other_settings_of_its_winner_is_refused(tmp_path)
     path.write_text(yaml.safe_dump(same))
     assert _auto_with_table(path, 1 << 20).report["collectives"][-1]["config"] == "ring"
     assert _auto_with_table(path, 4096).report["collectives"][-1]["config"] == "recursive_doubling"
+
+
+def test_set_ccl_null_removes_the_setting_as_every_set_does(tmp_path):
+    # `--set key=null` removes a key (README); ccl.tune_table=null used to be read as a
+    # file named "null", and ccl.<op>=null as an algorithm named "null".
+    from kernbench.ccl.settings import CclSettings, named_tune_table
+
+    table = str(tmp_path / "t.yaml")
+    assert CclSettings.from_overrides([f"tune_table={table}", "tune_table=null"]).tune_table is None
+    assert CclSettings.from_overrides(["tune_table=~"]).tune_table is None
+    assert named_tune_table([f"ccl.tune_table={table}", "ccl.tune_table=null"]) is None
+    settings = CclSettings.from_overrides(["all=ring", "all_reduce=null", "broadcast=~"])
+    assert "all_reduce" not in settings.choices and "broadcast" not in settings.choices
+    assert settings.choices["all_gather"] == "ring"
+    assert CclSettings.from_overrides(["all=ring", "all=null"]).choices == {}
+    chosen = kernbench.simulate(
+        _all_reduce,
+        topology="ring8",
+        timing_only=True,
+        overrides=["ccl.all_reduce=ring_tcm_8", "ccl.all_reduce=null", "ccl.tune_table=null"],
+        args=(4096,),
+    )
+    default = kernbench.simulate(_all_reduce, topology="ring8", timing_only=True, args=(4096,))
+    assert chosen.report["collectives"] == default.report["collectives"]

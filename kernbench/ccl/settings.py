@@ -2,7 +2,8 @@
 
 ``--set ccl.<op>=<config>`` (or ``ccl.all=<config>``) overrides the
 catalogue's default for a run; ``--set ccl.tune_table=PATH`` makes ``auto``
-use a table measured by ``kernbench tune``.
+use a table measured by ``kernbench tune``.  As every ``--set``, ``null`` (or
+``~``) removes the setting: the catalogue's default holds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kernbench.ccl.algorithms import OPS
 from kernbench.ccl.catalogue import AlgorithmConfig, Catalogue, load_catalogue
 from kernbench.errors import ConfigError
 from kernbench.runtime import RuntimeContext
+from kernbench.topology import parse_override
 
 __all__ = ["CclSettings", "ccl_settings", "use_settings", "split_overrides", "named_tune_table"]
 
@@ -30,8 +32,15 @@ def named_tune_table(overrides: Iterable[str]) -> str | None:
     for text in overrides:
         key, sep, value = text.partition("=")
         if sep and key == "ccl.tune_table":
-            path = value or None
+            path = None if _removes(text) else value or None
     return path
+
+
+def _removes(text: str) -> bool:
+    """Whether the override ``key=value`` removes its key: a YAML null (``null``, ``~``),
+    as ``--set key.path=null`` does for topologies and the catalogue."""
+    value = text.partition("=")[2]
+    return bool(value.strip()) and parse_override(text)[1] is None
 
 
 def split_overrides(overrides: Iterable[str]) -> tuple[list[str], list[str]]:
@@ -66,7 +75,14 @@ class CclSettings:
             key, sep, value = text.partition("=")
             if not sep:
                 raise ConfigError(f"override ccl.{text!r} must look like ccl.KEY=VALUE")
-            if key == "all":
+            if key in (*OPS, "all", "tune_table") and _removes(text):
+                if key == "all":
+                    choices.clear()
+                elif key == "tune_table":
+                    tune_table = None
+                else:
+                    choices.pop(key, None)
+            elif key == "all":
                 choices.update(dict.fromkeys(OPS, value))
             elif key in OPS:
                 choices[key] = value

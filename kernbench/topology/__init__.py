@@ -9,6 +9,7 @@ from kernbench.topology.loader import (
     load_topology_document,
     load_topology_sources,
     override_texts,
+    parse_override,
     topology_digest,
     validate_topology,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "load_topology_document",
     "load_topology_sources",
     "override_texts",
+    "parse_override",
     "topology_digest",
     "validate_topology",
 ]
