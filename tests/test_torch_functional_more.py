@@ -371,8 +371,9 @@ def _cost(context, call) -> int:
 def test_fused_activations_and_losses_cost_one_pass_or_less_than_their_composition(ring8):
     # The vector engine is charged a FLOP an element for each operation: piecewise-linear
     # activations cost one memory pass; the exp/log ones cost less than the tensor ops that
-    # compose them (one kernel, not several passes).
-    x, y = torch.ones(4096, 1024), torch.ones(4096, 1024)
+    # compose them (one kernel, not several passes).  2M elements: enough that a kernel's
+    # fixed launch cost is amortised within these bounds (at 1M the mean's 1.2 no longer holds).
+    x, y = torch.ones(2048, 1024), torch.ones(2048, 1024)
     unary = _cost(ring8, lambda: x.sigmoid())
     for call in (F.leaky_relu, F.hardswish, F.hardsigmoid, F.softsign, F.relu6, F.glu):
         assert _cost(ring8, lambda c=call: c(x)) <= 1.1 * unary
