@@ -163,10 +163,10 @@ class Scheduler:
 
     def wait_until(self, event: Event, what: Any) -> None:
         """Block the current rank, or when called outside ranks step the clock."""
-        refuse_foreign_thread(self._thread)
         if current_rank() is not None:
-            self.block_on(event, what)
+            self.block_on(event, what)  # which refuses a foreign thread itself
             return
+        refuse_foreign_thread(self._thread)
         limit = self.max_sim_ps
         while not event.processed:
             if self.env.peek() == _IDLE:
