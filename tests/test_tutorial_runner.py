@@ -22,7 +22,7 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.bench.runner import run_script, runs_as_main
+from kernbench.bench.runner import calls_main_at_module_level, run_script, runs_as_main
 from kernbench.errors import ConfigError, DistributedError, InputFileError, RankError
 from kernbench.runtime import default_topology_path
 
@@ -142,6 +142,50 @@ def test_main_wins_over_the_main_block_and_run_is_the_last_resort(tmp_path) -> N
     only_run = _script(tmp_path, "def run(rank, size):\n    return rank\n", "b.py")
     assert not runs_as_main(with_main) and not runs_as_main(only_run)
     assert run_script(only_run, topology="multi_sip", world_size=2, echo=_quiet).returns == [0, 1]
+
+
+SELF_STARTING = """\
+    import sys
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    def main():
+        dist.init_process_group()
+        t = torch.ones(8) * (dist.get_rank() + 1)
+        dist.all_reduce(t)
+        assert t.tolist() == [6.0] * 8
+        return 0
+
+    {last_line}
+"""
+
+
+@pytest.mark.parametrize("last_line", ["main()", "sys.exit(main())", "status = main()"])
+def test_a_script_calling_its_own_main_at_module_level_runs_it_once_per_rank(
+    tmp_path, last_line
+) -> None:
+    path = _script(tmp_path, SELF_STARTING.format(last_line=last_line))
+    assert not runs_as_main(path) and calls_main_at_module_level(path)
+    result = run_script(path, topology="multi_sip", world_size=3, echo=_quiet)
+    # once per rank: imported and then called per rank, main() would run twice
+    assert [c["op"] for c in result.report["collectives"]] == ["all_reduce"]
+    assert result.report["world_size"] == 3 and len(result.per_rank_ps) == 3
+
+
+@pytest.mark.parametrize(
+    ("body", "calls"),
+    [
+        ("def main():\n    pass\nif __name__ == '__main__':\n    main()\n", False),
+        ("def main():\n    pass\nif '__main__' == __name__:\n    main()\n", False),
+        ("def main():\n    pass\nlater = lambda: main()\n", False),
+        ("def main():\n    pass\nclass A:\n    def f(self):\n        main()\n", False),
+        ("def main():\n    pass\nif True:\n    main()\n", True),
+        ("def main():\n    pass\nprint(main())\n", True),
+    ],
+    ids=["guard", "guard-reversed", "lambda", "method", "plain-if", "nested-call"],
+)
+def test_which_module_level_lines_call_main(tmp_path, body, calls) -> None:
+    assert calls_main_at_module_level(_script(tmp_path, body)) is calls
 
 
 def test_a_script_without_any_entry_says_what_would_do(tmp_path) -> None:

@@ -53,6 +53,7 @@ from kernbench.units import format_size_iec, format_time
 __all__ = [
     "load_script",
     "runs_as_main",
+    "calls_main_at_module_level",
     "run_script",
     "format_run_summary",
     "csv_text",
@@ -130,6 +131,28 @@ def runs_as_main(path: str | Path, source: str | None = None) -> bool:
 
 def _has_main_block(tree: ast.Module) -> bool:
     return any(_is_main_guard(node) for node in tree.body) and not _defines(tree, "main")
+
+
+def calls_main_at_module_level(path: str | Path, source: str | None = None) -> bool:
+    """Whether the script calls ``main()`` itself at module level, outside any
+    ``if __name__ == "__main__":`` block (``main()`` or ``sys.exit(main())`` as its last
+    line).
+
+    Such a script starts itself, as ``python SCRIPT.py`` and ``torchrun`` run it: the
+    whole script runs once per rank, and ``main()`` is not called a second time.
+    """
+    _, _, tree = _compiled(path, source)
+    return any(_calls_main(node) for node in tree.body if not _is_main_guard(node))
+
+
+def _calls_main(node: ast.AST) -> bool:
+    """Whether running ``node`` calls ``main`` (bodies of functions, classes and lambdas
+    defined in it run later, if at all)."""
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+        return False
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "main":
+        return True
+    return any(_calls_main(child) for child in ast.iter_child_nodes(node))
 
 
 # What a script's import lets through as it is: Ctrl-C, the wall-time limit, a greenlet
@@ -493,7 +516,8 @@ def run_script(
 
     The machine is built first and the script imported on it (module-level
     code runs on ``topology`` and costs time on the run's clock).  A script
-    with a ``main()`` runs it once per rank; one with an ``if __name__ ==
+    with a ``main()`` runs it once per rank (a script calling its own ``main()`` at
+    module level runs whole in each rank, as with ``per_rank``); one with an ``if __name__ ==
     "__main__":`` block and no ``main()`` runs as ``__main__``, starting its own
     ranks with ``torch.multiprocessing`` (see :func:`runs_as_main`); otherwise
     ``run(rank, world_size)`` runs once per rank.  With ``per_rank`` the whole
@@ -529,6 +553,9 @@ def run_script(
     source = read_text(script, what="bench script", limit=SCRIPT_LIMIT)
     script_digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     as_main = runs_as_main(script, source)
+    # A script calling its own main() at module level is run whole in each rank, as
+    # torchrun runs it: imported once and then main() per rank, main() would run twice.
+    per_rank = per_rank or calls_main_at_module_level(script, source)
     machine = validate_topology(
         apply_overrides(document, split_overrides(overrides)[0]), source=str(topology_path)
     )
