@@ -251,6 +251,13 @@ def test_to_and_half_convert_floating_params_and_buffers_in_place(ctx):
     assert bn.float().bias.dtype is torch.float32 and bn.cuda() is bn
     with pytest.raises(TensorTypeError, match="only accepts floating point or complex dtypes"):
         bn.to(torch.int32)
+    assert bn.to("cuda", torch.float16, non_blocking=True).weight.dtype is torch.float16
+    assert bn.to(torch.float32, True).weight.dtype is torch.float32  # non_blocking, positional
+    with pytest.raises(TensorTypeError, match=r"unexpected keyword argument 'blocking'; it tak"):
+        bn.to(torch.float16, blocking=False)
+    assert bn.weight.dtype is torch.float32  # refused before anything was converted
+    with pytest.raises(TensorTypeError, match="at most a device and a dtype"):
+        bn.to("cuda", torch.float16, torch.float32)
 
 
 # --------------------------------------------------------------------------------- parameter

@@ -131,15 +131,27 @@ def _number(value: Any) -> bool | int | float | None:
 
 
 def _mismatch(
-    what: str, differences: list[tuple[str, Any, str, float]], rtol: float, atol: float
+    what: str,
+    differences: list[tuple[str, Any, str, float]],
+    rtol: float,
+    atol: float,
+    extra: str = "",
 ) -> str:
-    """torch's message: the verdict, then each (kind, difference, where, allowed) line."""
+    """torch's message: the verdict, its ``extra`` line, then each (kind, difference,
+    where, allowed) line."""
     exact = rtol == 0 and atol == 0
     lines = [f"{what} are not {'equal' if exact else 'close'}!", ""]
+    if extra:
+        lines.append(extra)
     for kind, difference, where, allowed in differences:
         tail = "" if exact else f" (up to {allowed} allowed)"
         lines.append(f"{kind} difference: {difference}{where}{tail}")
     return "\n".join(lines)
+
+
+def _expected_line(actual: Any, expected: Any) -> str:
+    """The line torch's scalar mismatch message has before the differences."""
+    return f"Expected {expected} but got {actual}."
 
 
 def _compare_numbers(
@@ -167,7 +179,7 @@ def _compare_numbers(
         return
     relative = math.inf if expected == 0 else difference / abs(expected)
     lines = [("Absolute", difference, "", atol), ("Relative", relative, "", rtol)]
-    _fail(_mismatch("Scalars", lines, rtol, atol))
+    _fail(_mismatch("Scalars", lines, rtol, atol, _expected_line(actual, expected)))
 
 
 def _exact_pair(a: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -273,9 +285,12 @@ def _compare(
     at_rel = int(np.argmax(relative)) if a.size else 0
     biggest_abs, biggest_rel = absolute.flat[at_abs], float(relative.flat[at_rel])
     biggest_abs = int(biggest_abs) if exact_values else float(biggest_abs)
-    if not a.shape:
-        lines = [("Absolute", biggest_abs, "", atol), ("Relative", biggest_rel, "", rtol)]
-        _fail(_mismatch("Scalars", lines, rtol, atol))
+    if not a.shape:  # torch reports a 0-dim pair by its item()s, in Python's arithmetic
+        x, y = a.item(), e.item()
+        difference = abs(x - y)
+        relative = math.inf if y == 0 else difference / abs(y)
+        lines = [("Absolute", difference, "", atol), ("Relative", relative, "", rtol)]
+        _fail(_mismatch("Scalars", lines, rtol, atol, _expected_line(x, y)))
     count = int(bad.sum())
     where_abs = f" at index {tuple(int(i) for i in np.unravel_index(at_abs, a.shape))}"
     where_rel = f" at index {tuple(int(i) for i in np.unravel_index(at_rel, a.shape))}"

@@ -415,6 +415,18 @@ class Module:
         a dtype converts the floating parameters and buffers only, as torch."""
         dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
         check_memory_format(kwargs.pop("memory_format", None), "nn.Module.to")
+        kwargs.pop("non_blocking", None)  # every copy here finishes before it returns
+        kwargs.pop("copy", None)  # torch's parser takes it too; parameters convert in place
+        if kwargs:
+            raise TensorTypeError(
+                f"nn.Module.to() got an unexpected keyword argument {next(iter(kwargs))!r}; "
+                "it takes device, dtype, non_blocking, copy and memory_format (or a tensor)"
+            )
+        if len(args) > 3 or sum(not isinstance(arg, bool) for arg in args) > 2:
+            raise TensorTypeError(
+                f"nn.Module.to() takes at most a device and a dtype (or a tensor) and "
+                f"non_blocking; got {len(args)} positional arguments"
+            )
         for arg in args:
             if isinstance(arg, Tensor):
                 dtype, device = arg.dtype, arg.device
