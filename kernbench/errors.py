@@ -24,6 +24,7 @@ __all__ = [
     "AllocationError",
     "MemoryFaultError",
     "TensorError",
+    "CheckpointError",
     "TensorAttributeError",
     "TensorTypeError",
     "TensorIndexError",
@@ -140,6 +141,11 @@ class MemoryFaultError(KernBenchError):
 
 class TensorError(KernBenchError):
     """Misuse of a tensor: use after free, wrong dtype, shape mismatch."""
+
+
+class CheckpointError(KernBenchError):
+    """A checkpoint ``torch.save`` cannot write or ``torch.load`` cannot read: an object
+    of a kind it does not keep, a file it did not write, one without values."""
 
 
 class TensorAttributeError(TensorError, AttributeError):

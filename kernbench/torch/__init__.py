@@ -248,6 +248,7 @@ from kernbench.torch.sampling import (
     randperm,
 )
 from kernbench.torch.searching import bucketize, searchsorted
+from kernbench.torch.serialization import load, save
 from kernbench.torch.shapes import Size, tensor_argument
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.type_info import finfo, iinfo
@@ -485,6 +486,8 @@ __all__ = [
     "tanh",
     "tensor",
     "testing",
+    "save",
+    "load",
     "transpose",
     "tril",
     "triu",

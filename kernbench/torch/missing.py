@@ -78,8 +78,6 @@ MODULE_HINTS = {
         _NOT_MODELLED,
     ),
     **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),
-    "save": "tensors live on the simulated machine: np.save(path, t.numpy())",
-    "load": "torch.from_numpy(np.load(path))",
 }
 
 # torch.cuda.<name> (and torch.ahbm, torch.accelerator).

@@ -1,0 +1,363 @@
+"""``torch.save`` and ``torch.load``: checkpoints of tensors and the containers around them.
+
+torch pickles whatever it is given, and a pickle can run code when it is loaded; torch's
+own default is now ``weights_only=True``, which loads tensors, numbers, strings and
+containers of them only.  That is the set kernbench saves, in a file of its own: a zip
+archive holding ``checkpoint/tree.json`` (the object, each tensor a reference into the
+archive) and one ``.npy`` per tensor (``checkpoint/tensors/<i>.npy``, read back with
+``allow_pickle=False``).  So a checkpoint round-trips a model's and an optimizer's
+``state_dict()``, a step count, a config dict or a list of tensors, and loading one runs
+no code.  A file torch wrote (pickled) is refused with what to do instead.
+
+* **What is kept**: ``None``, bools, ints (any size), floats (NaN and infinities too),
+  strings, lists, tuples, dicts with keys of those kinds (``OrderedDict`` stays one),
+  tensors (dtype, shape, values, ``requires_grad``; an ``nn.Parameter`` comes back as
+  one), ``torch.dtype``, ``torch.device`` and ``torch.Size``.  One tensor object saved
+  twice comes back as one object; views of one storage come back as separate tensors.
+* **Costs**: saving reads each tensor to the host and loading writes it back, through
+  the fabric, as ``numpy()`` and ``torch.tensor`` do; the disk costs nothing.
+* **Timing-only runs** have no values: their checkpoints hold dtypes and shapes only.
+  A timing-only run loads any checkpoint (as zeros); a functional run refuses one
+  without values.
+* **Files** are written atomically through :mod:`kernbench.files` (a symlink, FIFO or
+  device is never replaced) and read as regular files of at most
+  :data:`CHECKPOINT_LIMIT` bytes; a file-like object (``io.BytesIO``) works too.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import CheckpointError
+from kernbench.files import is_stream_target, read_bytes, write_bytes
+from kernbench.runtime.current import current_context
+from kernbench.torch.devices import device as torch_device
+from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType
+from kernbench.torch.factories import tensor as make_tensor
+from kernbench.torch.host_values import checked_read
+from kernbench.torch.nn.parameter import Parameter
+from kernbench.torch.shapes import Size
+from kernbench.torch.tensor import Tensor
+
+__all__ = ["CHECKPOINT_LIMIT", "load", "save"]
+
+# The largest checkpoint load() reads (the whole file is read into memory).
+CHECKPOINT_LIMIT = 2 * 2**30
+FORMAT = "kernbench-checkpoint"
+VERSION = 1
+_TREE = "checkpoint/tree.json"
+_KINDS = {"list", "tuple", "dict", "tensor", "dtype", "device", "size"}
+_DEPTH = 200  # containers nested deeper than this are refused (and so are cycles)
+_KEPT = (
+    "None, bools, ints, floats, strings, lists, tuples, dicts, tensors, torch.dtype, "
+    "torch.device and torch.Size"
+)
+
+
+def save(
+    obj: Any,
+    f: Any,
+    pickle_module: Any = None,
+    pickle_protocol: int = 2,
+    _use_new_zipfile_serialization: bool = True,
+    _disable_byteorder_record: bool = False,
+) -> None:
+    """Write ``obj`` to the file ``f`` (a path or a binary file object), as ``torch.save``."""
+    if pickle_module is not None:
+        raise CheckpointError(
+            "torch.save(pickle_module=...): kernbench writes its own checkpoint format, "
+            "not a pickle; leave pickle_module out"
+        )
+    writer = _Writer(current_context().timing_only)
+    tree = writer.node(obj, 0, ())
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+        header = {"format": FORMAT, "version": VERSION, "values": writer.values, "root": tree}
+        archive.writestr(_TREE, json.dumps(header))
+        for i, array in enumerate(writer.arrays):
+            data = io.BytesIO()
+            np.save(data, array, allow_pickle=False)
+            archive.writestr(f"checkpoint/tensors/{i}.npy", data.getvalue())
+    _write(f, buffer.getvalue())
+
+
+def load(
+    f: Any,
+    map_location: Any = None,
+    pickle_module: Any = None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+    **pickle_load_args: Any,
+) -> Any:
+    """The object :func:`save` wrote to ``f`` (a path or a binary file object), its tensors
+    on the device ``map_location`` names (the current device by default), as ``torch.load``.
+
+    Every checkpoint holds only what ``weights_only=True`` allows, so either value of
+    ``weights_only`` loads it the same way, and loading runs no code.
+    """
+    if pickle_module is not None or pickle_load_args:
+        given = "pickle_module" if pickle_module is not None else next(iter(pickle_load_args))
+        raise CheckpointError(
+            f"torch.load({given}=...): a kernbench checkpoint is not a pickle; leave it out"
+        )
+    device = _device_of(map_location)
+    data, name = _read(f)
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        header = json.loads(archive.read(_TREE))
+    except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError):
+        raise CheckpointError(
+            f"torch.load: {name} is not a checkpoint kernbench.torch.save wrote (one PyTorch "
+            "wrote is pickled objects, which kernbench does not unpickle: from PyTorch, save "
+            "each tensor with np.save(path, t.cpu().numpy()) and load it here with "
+            "torch.from_numpy(np.load(path)))"
+        ) from None
+    with archive:
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            raise CheckpointError(f"torch.load: {name} is not a kernbench checkpoint")
+        if header.get("version") != VERSION:
+            raise CheckpointError(
+                f"torch.load: {name} is checkpoint version {header.get('version')!r}; this "
+                f"kernbench reads version {VERSION}"
+            )
+        values = header.get("values") is True
+        timing_only = current_context().timing_only
+        if not values and not timing_only:
+            raise CheckpointError(
+                f"torch.load: {name} was saved by a timing-only run and holds dtypes and "
+                "shapes but no values; load it in a timing-only run (--timing-only), or save "
+                "it again from a functional run"
+            )
+        if sum(info.file_size for info in archive.infolist()) > CHECKPOINT_LIMIT:
+            raise CheckpointError(
+                f"torch.load: {name} unpacks to more than {CHECKPOINT_LIMIT} bytes"
+            )
+        reader = _Reader(archive, name, device, values)
+        return reader.node(header.get("root"), 0)
+
+
+class _Writer:
+    """The object as a JSON tree; tensors' values gathered as arrays."""
+
+    def __init__(self, timing_only: bool) -> None:
+        self.values = not timing_only
+        self.arrays: list[np.ndarray] = []
+        self._tensors: dict[int, int] = {}  # id(tensor) -> its index in arrays
+        self._keep: list[Tensor] = []  # the tensors indexed, so their ids stay theirs
+
+    def node(self, obj: Any, depth: int, path: tuple) -> Any:
+        if depth > _DEPTH:
+            raise CheckpointError(
+                f"torch.save: containers nested more than {_DEPTH} deep at {_where(path)} "
+                "(a container that holds itself?)"
+            )
+        if obj is None or isinstance(obj, bool | int | float | str):
+            return obj
+        if isinstance(obj, Tensor):
+            return self._tensor(obj)
+        if isinstance(obj, TorchDType):
+            return {"dtype": obj.name}
+        if isinstance(obj, torch_device):
+            return {"device": str(obj)}
+        if isinstance(obj, Size):
+            return {"size": list(obj)}
+        if isinstance(obj, np.generic) and obj.dtype.kind in "biuf":
+            return obj.item()
+        if isinstance(obj, list | tuple) and type(obj) in (list, tuple):
+            kind = "list" if isinstance(obj, list) else "tuple"
+            return {kind: [self.node(v, depth + 1, (*path, i)) for i, v in enumerate(obj)]}
+        if type(obj) in (dict, OrderedDict):
+            items = []
+            for key, value in obj.items():
+                if not (key is None or isinstance(key, bool | int | float | str | tuple)):
+                    raise CheckpointError(
+                        f"torch.save: a dict key of type {type(key).__name__} at "
+                        f"{_where(path)}; keys may be None, bools, numbers, strings or tuples"
+                    )
+                items.append(
+                    [self.node(key, depth + 1, path), self.node(value, depth + 1, (*path, key))]
+                )
+            return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
+        raise CheckpointError(
+            f"torch.save: cannot save an object of type {type(obj).__name__} at {_where(path)}; "
+            f"a kernbench checkpoint holds {_KEPT} (what torch.load(weights_only=True) "
+            "loads); save its state_dict() or its fields instead"
+        )
+
+    def _tensor(self, t: Tensor) -> dict:
+        index = self._tensors.get(id(t))
+        if index is None:
+            values = checked_read(t)  # the read to the host, in either mode
+            if values is None:
+                values = np.zeros(tuple(t.shape), dtype=np.dtype(_host_dtype(t.dtype)))
+            index = self._tensors[id(t)] = len(self.arrays)
+            self.arrays.append(np.ascontiguousarray(values).reshape(tuple(t.shape)))
+            self._keep.append(t)
+        return {
+            "tensor": index,
+            "dtype": t.dtype.name,
+            "shape": list(t.shape),
+            "requires_grad": bool(t.requires_grad),
+            "parameter": isinstance(t, Parameter),
+        }
+
+
+class _Reader:
+    """The tree back as objects; each tensor made once, on ``device``."""
+
+    def __init__(self, archive: zipfile.ZipFile, name: str, device: Any, values: bool) -> None:
+        self.archive = archive
+        self.name = name
+        self.device = device
+        self.values = values
+        self._made: dict[int, Tensor] = {}
+
+    def bad(self, what: str) -> CheckpointError:
+        return CheckpointError(f"torch.load: {self.name} is damaged: {what}")
+
+    def node(self, node: Any, depth: int) -> Any:
+        if depth > _DEPTH:
+            raise self.bad(f"containers nested more than {_DEPTH} deep")
+        if node is None or isinstance(node, bool | int | float | str):
+            return node
+        if not isinstance(node, dict) or not node.keys() & _KINDS:
+            raise self.bad(f"an entry {str(node)[:60]!r}")
+        if "list" in node or "tuple" in node:
+            items = node.get("list", node.get("tuple"))
+            if not isinstance(items, list):
+                raise self.bad("a list entry")
+            out = [self.node(v, depth + 1) for v in items]
+            return out if "list" in node else tuple(out)
+        if "dict" in node:
+            pairs = node["dict"]
+            if not isinstance(pairs, list) or not all(
+                isinstance(p, list) and len(p) == 2 for p in pairs
+            ):
+                raise self.bad("a dict entry")
+            made = OrderedDict() if node.get("ordered") else {}
+            for key, value in pairs:
+                made[self._key(self.node(key, depth + 1))] = self.node(value, depth + 1)
+            return made
+        if "tensor" in node:
+            return self._tensor(node)
+        if "dtype" in node:
+            return self._dtype(node["dtype"])
+        if "device" in node:
+            return torch_device(str(node["device"]))
+        if "size" in node:
+            return Size(int(v) for v in node["size"])
+        raise self.bad(f"an entry {str(node)[:60]!r}")  # pragma: no cover - _KINDS covers it
+
+    def _key(self, key: Any) -> Any:
+        try:
+            hash(key)
+        except TypeError:
+            raise self.bad("a dict key that cannot be one") from None
+        return key
+
+    def _dtype(self, name: Any) -> TorchDType:
+        dt = DTYPE_OBJECTS.get(name) if isinstance(name, str) else None
+        if dt is None:
+            raise self.bad(f"an unknown dtype {name!r}")
+        return dt
+
+    def _tensor(self, node: dict) -> Tensor:
+        index = node["tensor"]
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise self.bad("a tensor entry")
+        made = self._made.get(index)
+        if made is not None:
+            return made
+        dt = self._dtype(node.get("dtype"))
+        shape = node.get("shape")
+        if not isinstance(shape, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
+        ):
+            raise self.bad(f"tensor {index}'s shape")
+        try:
+            raw = self.archive.read(f"checkpoint/tensors/{index}.npy")
+            array = np.load(io.BytesIO(raw), allow_pickle=False)
+        except (KeyError, ValueError, OSError, EOFError):
+            raise self.bad(f"tensor {index}'s values") from None
+        if list(array.shape) != shape or array.dtype != np.dtype(_host_dtype(dt)):
+            raise self.bad(f"tensor {index} is {array.dtype}{list(array.shape)}")
+        t = make_tensor(array, dtype=dt, device=self.device)
+        if node.get("parameter"):
+            t = Parameter(t, requires_grad=bool(node.get("requires_grad")))
+        elif node.get("requires_grad"):
+            t.requires_grad_()
+        self._made[index] = t
+        return t
+
+
+def _host_dtype(dt: TorchDType) -> str:
+    """The NumPy dtype a tensor of ``dt`` reads to the host as (bfloat16 reads as float32)."""
+    return "float32" if dt.name == "bfloat16" else dt.runtime_dtype_name
+
+
+def _where(path: tuple) -> str:
+    return "the top" if not path else "".join(f"[{key!r}]" for key in path)
+
+
+def _device_of(map_location: Any) -> Any:
+    """The device tensors are loaded to: every tensor lives on the simulated machine, so
+    ``"cpu"`` (and ``None``) mean the current device, as ``.to("cpu")`` keeps them there."""
+    if map_location is None or isinstance(map_location, str | torch_device | int):
+        if isinstance(map_location, bool):
+            raise CheckpointError("torch.load: map_location must be a device, not a bool")
+        where = torch_device(map_location) if map_location is not None else None
+        return None if where is None or not where.is_accelerator else where
+    raise CheckpointError(
+        f"torch.load(map_location={type(map_location).__name__}): give a device "
+        "('cuda:0', torch.device, an index or 'cpu'); a dict or function of devices is not "
+        "supported here"
+    )
+
+
+def _write(f: Any, data: bytes) -> None:
+    if isinstance(f, str | os.PathLike):
+        name = os.fspath(f)
+        if isinstance(name, bytes) or is_stream_target(name):
+            raise CheckpointError(
+                f"torch.save: {name!r} is not a file name; name a checkpoint file"
+            )
+        write_bytes(name, data, what="checkpoint")
+        return
+    write = getattr(f, "write", None)
+    if not callable(write):
+        raise CheckpointError(
+            f"torch.save: f must be a file name or a binary file object, got {type(f).__name__}"
+        )
+    try:
+        write(data)
+    except TypeError:
+        raise CheckpointError(
+            "torch.save: the file object takes text; open it in binary mode ('wb')"
+        ) from None
+
+
+def _read(f: Any) -> tuple[bytes, str]:
+    if isinstance(f, str | os.PathLike):
+        name = os.fspath(f)
+        if isinstance(name, bytes):
+            name = name.decode(errors="replace")
+        return read_bytes(name, what="checkpoint", limit=CHECKPOINT_LIMIT), repr(name)
+    read = getattr(f, "read", None)
+    if not callable(read):
+        raise CheckpointError(
+            f"torch.load: f must be a file name or a binary file object, got {type(f).__name__}"
+        )
+    data = read(CHECKPOINT_LIMIT + 1)
+    if isinstance(data, str):
+        raise CheckpointError("torch.load: the file object gives text; open it in binary mode")
+    if len(data) > CHECKPOINT_LIMIT:
+        raise CheckpointError(f"torch.load: the checkpoint is over {CHECKPOINT_LIMIT} bytes")
+    return bytes(data), "the file object"
