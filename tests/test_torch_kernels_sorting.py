@@ -1,5 +1,6 @@
-"""``sort``, ``argsort`` and ``topk`` as a rank-counting device kernel, against NumPy's
-stable sort (values, int64 indices, NaN last as torch), errors, and what they cost."""
+"""``sort``, ``argsort`` and ``topk`` as device kernels (a bitonic network; twice for
+8-byte dtypes), against NumPy's stable sort (values, int64 indices, NaN last as torch),
+errors, and what they cost."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 import kernbench.torch as torch
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
+from kernbench.torch.sorting import MAX_BITONIC
 
 
 @pytest.fixture
@@ -28,7 +30,12 @@ def _stable(a, axis, descending):
     """NumPy's stable order, descending as torch's (equal values keep their order)."""
     if not descending:
         return np.argsort(a, axis=axis, kind="stable")
-    keys = -a if a.dtype.kind in "fiu" and a.dtype.kind != "u" else np.iinfo(a.dtype).max - a
+    if a.dtype.kind == "f":
+        keys = -a
+    elif a.dtype.kind == "i":
+        keys = ~a  # -a - 1: reversed, and no overflow at the dtype's minimum
+    else:
+        keys = np.iinfo(a.dtype).max - a
     if a.dtype.kind == "f":  # NaN first when descending, as torch
         keys = np.where(np.isnan(a), -np.inf, keys)
         order = np.argsort(keys, axis=axis, kind="stable")
@@ -39,7 +46,7 @@ def _stable(a, axis, descending):
 
 @pytest.mark.parametrize("shape", [(9,), (4, 300), (3, 5, 7), (130, 2)])
 @pytest.mark.parametrize("descending", [False, True])
-@pytest.mark.parametrize("dtype", ["float32", "float64"])  # a bitonic network; a rank count
+@pytest.mark.parametrize("dtype", ["float32", "float64"])  # one bitonic network; two
 def test_sort_matches_a_stable_numpy_sort_along_every_dim(ctx, shape, descending, dtype):
     a = np.random.default_rng(3).integers(-20, 20, shape).astype(dtype)  # many ties
     t = torch.from_numpy(a)
@@ -79,6 +86,34 @@ def test_sort_keeps_the_dtype(ctx, dtype):
     np.testing.assert_array_equal(result.indices.numpy(), np.argsort(a, kind="stable"))
 
 
+@pytest.mark.parametrize("dtype", ["int64", "uint64", "float64"])
+@pytest.mark.parametrize("descending", [False, True])
+def test_eight_byte_values_sort_by_all_64_bits(ctx, dtype, descending):
+    rng = np.random.default_rng(5)
+    if dtype == "float64":
+        a = rng.standard_normal(3000) * 10.0 ** rng.integers(-300, 300, 3000)
+        a[::11] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 5e-324, -5e-324] * 39
+    else:
+        info = np.iinfo(dtype)
+        a = rng.integers(info.min, info.max, 3000, dtype=dtype, endpoint=True)
+        a[::11] = np.array([info.min, info.max, 0, 1, info.max - 1], dtype=dtype).repeat(55)[:273]
+        a[1::13] = a[2]  # ties across the whole range, on both words
+    t = torch.from_numpy(a)
+    order = _stable(a, 0, descending)
+    result = t.sort(descending=descending)
+    np.testing.assert_array_equal(result.indices.numpy(), order)
+    np.testing.assert_array_equal(result.values.numpy(), a[order])
+    top = t.topk(17, largest=descending)
+    np.testing.assert_array_equal(top.indices.numpy(), order[:17])
+
+
+def test_a_long_int64_line_sorts_past_the_old_rank_count_cap(ctx):
+    a = np.random.default_rng(6).integers(-(2**62), 2**62, 70000)
+    a[::5] = a[1]
+    result = torch.from_numpy(a).sort()
+    np.testing.assert_array_equal(result.indices.numpy(), np.argsort(a, kind="stable"))
+
+
 @pytest.mark.parametrize("largest", [True, False])
 def test_topk_gives_the_k_largest_or_smallest_in_order(ctx, largest):
     a = np.random.default_rng(2).standard_normal((5, 200)).astype(np.float32)
@@ -113,8 +148,8 @@ def test_sort_and_topk_errors_name_the_call(ctx):
         t.sort(descending="yes")
     with pytest.raises(TensorError, match="out must be a .values, indices. pair"):
         torch.sort(t, out=torch.empty(2, 5))
-    with pytest.raises(TensorError, match="sort of .*a line of 70000 torch.int64 elements"):
-        torch.zeros(70000, dtype=torch.int64).sort()
+    with pytest.raises(TensorError, match=r"sort of .*a line of 1048577 elements; lines of at"):
+        torch.zeros(MAX_BITONIC + 1, dtype=torch.int8).sort()
     values, indices = torch.empty(2, 5), torch.empty(2, 5, dtype=torch.int64)
     result = torch.sort(t, out=(values, indices))
     assert result.values is values and result.indices is indices
@@ -131,9 +166,9 @@ def test_sort_cost_follows_the_network_it_runs():
         assert 1.1 * by_short < _cost(context, lambda: long.sort())
         assert 2 * by_short < _cost(context, lambda: longest.sort()) <= 6 * by_short
         assert _cost(context, lambda: long.topk(5)) >= 0.9 * _cost(context, lambda: long.sort())
-        # float64: a rank count, L compares an element
-        narrow, wide = (torch.ones(s, dtype=torch.float64) for s in ((256, 256), (64, 1024)))
-        assert _cost(context, lambda: wide.sort()) > 2.5 * _cost(context, lambda: narrow.sort())
+        # 8-byte dtypes: the network twice (by the low, then the high 32 bits)
+        for wide in (short.to(torch.float64), short.to(torch.int64)):
+            assert 1.7 * by_short < _cost(context, wide.sort) < 2.5 * by_short
 
 
 def test_sort_takes_the_same_time_timing_only():

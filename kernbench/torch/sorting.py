@@ -9,12 +9,14 @@ reductions view it; nothing goes to the host.
   int64 keys that pack the value's order and its index (so ties keep their order:
   the sort is stable) -- ``log2(L) * (log2(L) + 1) / 2`` compare-exchange stages,
   then the values loaded again through the sorted indices.
-* Otherwise (float64, int64, uint64, longer lines): a rank count.  Each element
-  counts the elements of its line that go before it (smaller, larger when
-  descending, or equal and earlier) and is stored at that place with its index:
-  L * L compares a line of L.  The cost model charges integer compares as index
-  math (nothing), so an int64 sort costs its memory traffic; float64 compares are
-  vector FLOPs.
+* 8-byte dtypes (float64, int64, uint64), lines of at most :data:`MAX_BITONIC`: the
+  same network twice, as a two-digit LSD radix sort.  Each value maps to a 64-bit
+  order (its bits, the sign flipped; a negative float's bits inverted; every bit
+  inverted when descending); a first sort orders the line by the low 32 bits (and
+  index), a second by the high 32 bits (and place after the first), which is the
+  64-bit order with ties in index order.  The first order is kept in a scratch line
+  of int64 between the two.  About twice a 4-byte sort.
+* Lines past :data:`MAX_BITONIC` are refused.
 
 Both are stable, which torch's ``stable=False`` also allows; NaN sorts after every
 number (first when descending) and -0.0 ties 0.0, as torch's.  ``topk`` keeps the
@@ -40,82 +42,25 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_BITONIC",
-    "MAX_RANK_LINE",
     "SortResult",
     "TensorSorting",
     "TopkResult",
     "launch_bitonic_sort",
-    "launch_rank_sort",
+    "launch_wide_bitonic_sort",
     "ranked",
 ]
 
 SortResult = namedtuple("sort", ["values", "indices"])  # torch.return_types.sort
 TopkResult = namedtuple("topk", ["values", "indices"])  # torch.return_types.topk
 
-# Compare lanes a step of the rank kernel takes (lines x elements x others).
-_PAIRS = 1 << 15
 # Lanes of a bitonic sort program (lines x padded line), and the longest line it sorts.
 _LANES = 1 << 14
 MAX_BITONIC = 1 << 20
-# The longest line the rank count takes: its L * L compares run on the host interpreter
-# too, about a minute for a line of 2**16.
-MAX_RANK_LINE = 1 << 16
 INDEX_BITS = 21  # an index below MAX_BITONIC fits; keys stay within +-2**54
 INDEX_SPAN = 1 << INDEX_BITS
 PADDING = 1 << 62  # after every key
-
-
-@jit
-def _rank_sort_kernel(
-    x_ptr,
-    val_ptr,
-    idx_ptr,
-    n_lines,
-    L,
-    C,
-    K,
-    DESCENDING: tl.constexpr,
-    FLOAT: tl.constexpr,
-    LB: tl.constexpr,
-    BI: tl.constexpr,
-    BJ: tl.constexpr,
-):
-    # Lines (a, c) of x[a, :, c]; element i of a line goes to place rank(i) < K of its
-    # output line, rank(i) = #{j: x[j] before x[i]} + #{j < i: x[j] ties x[i]}.
-    line = tl.program_id(0) * LB + tl.arange(0, LB)
-    line_mask = line < n_lines
-    a = line // C
-    c = line % C
-    i = tl.program_id(1) * BI + tl.arange(0, BI)
-    i_mask = line_mask[:, None] & (i < L)[None, :]
-    xi = tl.load(x_ptr + (a * (L * C) + c)[:, None] + i[None, :] * C, mask=i_mask, other=0)
-    mine = xi[:, :, None]
-    rank = tl.zeros((LB, BI), tl.int32)
-    for start in range(0, L, BJ):
-        j = start + tl.arange(0, BJ)
-        j_mask = line_mask[:, None] & (j < L)[None, :]
-        xj = tl.load(x_ptr + (a * (L * C) + c)[:, None] + j[None, :] * C, mask=j_mask, other=0)
-        other = xj[:, None, :]
-        if DESCENDING:
-            before = other > mine
-        else:
-            before = other < mine
-        ties = other == mine
-        if FLOAT:  # NaN is after every number (before it, descending); NaNs tie
-            nan_other = other != other
-            nan_mine = mine != mine
-            if DESCENDING:
-                before = before | (nan_other & ~nan_mine)
-            else:
-                before = before | (nan_mine & ~nan_other)
-            ties = ties | (nan_other & nan_mine)
-        earlier = (j[None, :] < i[:, None])[None, :, :]
-        hit = (before | (ties & earlier)) & (j < L)[None, None, :]
-        rank += tl.sum(hit.to(tl.int32), axis=2)
-    keep = i_mask & (rank < K)
-    at = (a * (K * C) + c)[:, None] + rank * C
-    tl.store(val_ptr + at, xi, mask=keep)
-    tl.store(idx_ptr + at, (i[None, :] + rank * 0).to(tl.int64), mask=keep)
+SIGN = -(1 << 63)  # the sign bit of an int64
+WORD = (1 << 32) - 1  # the low 32 bits
 
 
 @jit
@@ -161,6 +106,104 @@ def _bitonic_sort_kernel(
     tl.store(idx_ptr + at, index, mask=keep)
 
 
+@jit
+def _wide_bitonic_sort_kernel(
+    x_ptr,
+    val_ptr,
+    idx_ptr,
+    tmp_ptr,
+    n_lines,
+    L,
+    C,
+    K,
+    DESCENDING: tl.constexpr,
+    KIND: tl.constexpr,
+    LB: tl.constexpr,
+    N: tl.constexpr,
+):
+    # 8-byte values, two passes of the network of _bitonic_sort_kernel: by the low 32
+    # bits of each value's 64-bit order, then (stably) by the high 32 bits.  KIND: 0 a
+    # signed int, 1 an unsigned int, 2 a float.
+    line = tl.program_id(0) * LB + tl.arange(0, LB)
+    line_mask = line < n_lines
+    base = (line // C) * (L * C) + line % C
+    i = tl.arange(0, N)
+    mask = line_mask[:, None] & (i < L)[None, :]
+    x = tl.load(x_ptr + base[:, None] + i[None, :] * C, mask=mask, other=0)
+    if KIND == 2:
+        u = x + 0.0  # -0.0 ties 0.0, as torch compares them
+        u = tl.where(u != u, float("nan"), u)  # one NaN, after +inf in bit order
+        bits = u.to(tl.int64, bitcast=True)
+        order = tl.where(bits < 0, ~bits, bits ^ SIGN)
+    elif KIND == 1:
+        order = x.to(tl.int64, bitcast=True)
+    else:
+        order = x ^ SIGN
+    if DESCENDING:
+        order = ~order
+    low = order & WORD
+    first = tl.sort(tl.where(mask, low * INDEX_SPAN + i[None, :], PADDING), dim=1)
+    by_low = first & (INDEX_SPAN - 1)
+    scratch = line[:, None] * L + i[None, :]
+    tl.store(tmp_ptr + scratch, by_low, mask=mask)
+    moved = tl.load(x_ptr + base[:, None] + by_low * C, mask=mask, other=0)
+    if KIND == 2:
+        u = moved + 0.0
+        u = tl.where(u != u, float("nan"), u)
+        bits = u.to(tl.int64, bitcast=True)
+        order = tl.where(bits < 0, ~bits, bits ^ SIGN)
+    elif KIND == 1:
+        order = moved.to(tl.int64, bitcast=True)
+    else:
+        order = moved ^ SIGN
+    if DESCENDING:
+        order = ~order
+    high = (order >> 32) & WORD
+    second = tl.sort(tl.where(mask, high * INDEX_SPAN + i[None, :], PADDING), dim=1)
+    place = second & (INDEX_SPAN - 1)
+    keep = line_mask[:, None] & (i < K)[None, :] & (i < L)[None, :]
+    index = tl.load(tmp_ptr + line[:, None] * L + place, mask=keep, other=0)
+    values = tl.load(x_ptr + base[:, None] + index * C, mask=keep, other=0)
+    at = ((line // C) * (K * C) + line % C)[:, None] + i[None, :] * C
+    tl.store(val_ptr + at, values, mask=keep)
+    tl.store(idx_ptr + at, index, mask=keep)
+
+
+def launch_wide_bitonic_sort(
+    x: DeviceTensor,
+    values: DeviceTensor,
+    indices: DeviceTensor,
+    scratch: DeviceTensor,
+    lines: tuple[int, int, int],
+    k: int,
+    *,
+    descending: bool,
+) -> None:
+    """As :func:`launch_bitonic_sort`, for 8-byte dtypes: two passes of the network
+    (low then high 32 bits of each value's order); ``scratch`` holds ``lines[0] *
+    lines[1]`` int64 (the first pass's order)."""
+    n_lines, length, cols = lines
+    check_elements(n_lines * length, "a sort")
+    n = tl.next_power_of_2(max(1, length))
+    lb = tl.next_power_of_2(max(1, min(n_lines, _LANES // n)))
+    dtype = x.dtype
+    kind = 2 if dtype.is_floating_point else (1 if dtype.name.startswith("uint") else 0)
+    _wide_bitonic_sort_kernel[(-(-n_lines // lb),)](
+        x,
+        values,
+        indices,
+        scratch,
+        n_lines,
+        length,
+        cols,
+        k,
+        DESCENDING=descending,
+        KIND=kind,
+        LB=lb,
+        N=n,
+    )
+
+
 def launch_bitonic_sort(
     x: DeviceTensor,
     values: DeviceTensor,
@@ -170,9 +213,10 @@ def launch_bitonic_sort(
     *,
     descending: bool,
 ) -> None:
-    """As :func:`launch_rank_sort`, by a bitonic network (``tl.sort``) over each line
-    padded to a power of two; for dtypes of at most 4 bytes and lines of at most
-    :data:`MAX_BITONIC` elements."""
+    """The first ``k`` of each line of ``x`` (viewed as ``lines`` = (rows x cols, length,
+    cols)) in order, into ``values`` and ``indices`` viewed as (rows, ``k``, cols), by a
+    bitonic network (``tl.sort``) over each line padded to a power of two; for dtypes of
+    at most 4 bytes and lines of at most :data:`MAX_BITONIC` elements."""
     n_lines, length, cols = lines
     check_elements(n_lines * length, "a sort")
     n = tl.next_power_of_2(max(1, length))
@@ -192,40 +236,8 @@ def launch_bitonic_sort(
     )
 
 
-def launch_rank_sort(
-    x: DeviceTensor,
-    values: DeviceTensor,
-    indices: DeviceTensor,
-    lines: tuple[int, int, int],
-    k: int,
-    *,
-    descending: bool,
-) -> None:
-    """The first ``k`` of each line of ``x`` (viewed as ``lines`` = (rows x cols, length,
-    cols)) in order, into ``values`` and ``indices`` viewed as (rows, ``k``, cols)."""
-    n_lines, length, cols = lines
-    check_elements(n_lines * length, "a sort")
-    block = tl.next_power_of_2(max(1, min(length, 128)))
-    lb = tl.next_power_of_2(max(1, min(n_lines, _PAIRS // (block * block))))
-    grid = (-(-n_lines // lb), -(-length // block))
-    _rank_sort_kernel[grid](
-        x,
-        values,
-        indices,
-        n_lines,
-        length,
-        cols,
-        k,
-        DESCENDING=descending,
-        FLOAT=x.dtype.is_floating_point,
-        LB=lb,
-        BI=block,
-        BJ=block,
-    )
-
-
 class TensorSorting:
-    """``sort``, ``argsort`` and ``topk`` along a dim (a bitonic or rank-counting kernel)."""
+    """``sort``, ``argsort`` and ``topk`` along a dim (a bitonic network, twice for 8 bytes)."""
 
     __slots__ = ()
 
@@ -269,7 +281,7 @@ class TensorSorting:
 def ranked(t: Tensor, what: str, d: int, k: int, descending: bool) -> tuple[Any, Any]:
     """The first ``k`` of each line of ``t`` along dim ``d`` in order (descending or not),
     as (values, int64 indices) of ``t``'s shape with ``k`` along ``d``, by the bitonic
-    network or the rank count; ``what`` names the call in errors."""
+    network (twice for 8-byte dtypes); ``what`` names the call in errors."""
     shape = tuple(t.shape)
     out_shape = shape[:d] + (k,) + shape[d + 1 :] if shape else ()
     values = t.new_empty(out_shape)
@@ -278,25 +290,25 @@ def ranked(t: Tensor, what: str, d: int, k: int, descending: bool) -> tuple[Any,
     length = shape[d] if shape else 1
     cols = math.prod(shape[d + 1 :]) if shape else 1
     if values.numel():
-        x = t.dense()
-        bitonic = t.dtype.itemsize <= 4 and length <= MAX_BITONIC
-        if not bitonic and length > MAX_RANK_LINE:
+        if length > MAX_BITONIC:
             raise TensorError(
                 f"{what} of {t.storage_device_tensor.name!r}: a line of {length} "
-                f"{t.dtype!r} elements; 8-byte dtypes (and lines past {MAX_BITONIC}) "
-                f"sort by a rank count of L * L compares, for lines of at most "
-                f"{MAX_RANK_LINE} here; convert to a 4-byte dtype (float32, int32) when "
-                "the values fit, or sort shorter lines"
+                f"elements; lines of at most {MAX_BITONIC} sort here (a bitonic network "
+                "in one program a line); sort shorter lines"
             )
-        launch = launch_bitonic_sort if bitonic else launch_rank_sort
-        launch(
-            x.device_tensor,
-            values.device_tensor,
-            indices.device_tensor,
-            (rows * cols, length, cols),
-            k,
-            descending=descending,
-        )
+        x = t.dense()
+        lines = (rows * cols, length, cols)
+        args = (x.device_tensor, values.device_tensor, indices.device_tensor)
+        if t.dtype.itemsize <= 4:
+            launch_bitonic_sort(*args, lines, k, descending=descending)
+        else:
+            scratch = t.new_empty((rows * cols, length), dtype=DTYPE_OBJECTS["int64"])
+            try:
+                launch_wide_bitonic_sort(
+                    *args, scratch.device_tensor, lines, k, descending=descending
+                )
+            finally:
+                scratch.free()
         if x is not t:
             x.free()
     return values, indices
