@@ -537,8 +537,8 @@ def test_mm_takes_only_matrices_as_torch(ctx):
 @pytest.mark.parametrize(
     ("name", "hint"),
     [
-        ("normal_", "t.copy_(torch.randn(t.shape) * std + mean)"),
-        ("uniform_", "t.copy_(torch.rand(t.shape) * (high - low) + low)"),
+        ("share_memory_", "there is no host tensor"),
+        ("backward", "there is no autograd"),
         ("pin_memory", "there is no host tensor"),
         ("sizee", "nearest supported: size"),
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),

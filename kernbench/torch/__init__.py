@@ -238,6 +238,7 @@ from kernbench.torch.preamble import (
     set_rng_state,
 )
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
+from kernbench.torch.random_functions import bernoulli, normal, poisson
 from kernbench.torch.sampling import (
     rand,
     rand_like,
@@ -250,6 +251,34 @@ from kernbench.torch.sampling import (
 from kernbench.torch.searching import bucketize, searchsorted
 from kernbench.torch.serialization import load, save
 from kernbench.torch.shapes import Size, tensor_argument
+from kernbench.torch.special_functions import (
+    bitwise_left_shift,
+    bitwise_right_shift,
+    copysign,
+    deg2rad,
+    digamma,
+    erfinv,
+    float_power,
+    fmax,
+    fmin,
+    frexp,
+    heaviside,
+    hypot,
+    i0,
+    ldexp,
+    lgamma,
+    logaddexp,
+    logaddexp2,
+    logit,
+    nextafter,
+    positive,
+    rad2deg,
+    sgn,
+    signbit,
+    sinc,
+    true_divide,
+    xlogy,
+)
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.type_info import finfo, iinfo
 
@@ -528,6 +557,35 @@ __all__ = [
     "masked_select",
     "nonzero",
     "where",
+    "bitwise_left_shift",
+    "bitwise_right_shift",
+    "copysign",
+    "deg2rad",
+    "digamma",
+    "erfinv",
+    "float_power",
+    "fmax",
+    "fmin",
+    "frexp",
+    "heaviside",
+    "hypot",
+    "i0",
+    "ldexp",
+    "lgamma",
+    "logaddexp",
+    "logaddexp2",
+    "logit",
+    "nextafter",
+    "positive",
+    "rad2deg",
+    "sgn",
+    "signbit",
+    "sinc",
+    "true_divide",
+    "xlogy",
+    "bernoulli",
+    "normal",
+    "poisson",
 ]
 
 

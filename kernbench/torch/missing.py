@@ -49,11 +49,8 @@ HINTS = {  # (the named entries after the groups win)
     "grad_fn": _NO_AUTOGRAD,
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
-    "normal_": "t.copy_(torch.randn(t.shape) * std + mean)",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",
-    "uniform_": "t.copy_(torch.rand(t.shape) * (high - low) + low)",
-    "random_": "t.copy_(torch.randint(low, high, t.shape))",
     "is_floating_point": "t.dtype.is_floating_point",
     **dict.fromkeys(
         ("t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_"),

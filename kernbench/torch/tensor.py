@@ -102,6 +102,7 @@ from kernbench.torch.memory_formats import (
 )
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
+from kernbench.torch.random_fills import TensorRandomFills
 from kernbench.torch.ranks import TensorRanks
 from kernbench.torch.rearrange import TensorRearrange
 from kernbench.torch.reductions import TensorReductions
@@ -112,6 +113,7 @@ from kernbench.torch.scatter_reduce import TensorScatterReduce
 from kernbench.torch.selection import TensorSelection
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.sorting import TensorSorting
+from kernbench.torch.special import TensorSpecial
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
 from kernbench.torch.view_kernels import launch_strided_copy, launch_strided_fill
@@ -169,6 +171,8 @@ class Tensor(
     TensorLogic,
     TensorReductions,
     TensorPointwise,
+    TensorSpecial,
+    TensorRandomFills,
     TensorTriangular,
     TensorComposites,
     TensorRepeats,
