@@ -213,7 +213,8 @@ def _special_kernel(
             a = tl.abs(w)
             special = (a == 0) | (a == float("inf")) | (w != w)
             e = tl.floor(tl.log2(tl.where(special, 1.0, a))) + 1.0
-            y = w * tl.exp2(-e)
+            half = tl.floor(-e * 0.5)  # 2 ** -e in two steps: past float64's range alone
+            y = w * tl.exp2(half) * tl.exp2(-e - half)
             big = tl.abs(y) >= 1.0
             y = tl.where(big, y * 0.5, y)
             e = tl.where(big, e + 1.0, e)
@@ -231,6 +232,18 @@ def _float_power(a, b):
     # fractional power of a negative base, 1 for b == 0 and for a == 1).
     r = tl.exp(b * tl.log(tl.abs(a)))
     integral = b == tl.floor(b)
+    # a small integral power by repeated squaring, exact where the power is representable
+    steps = tl.where(integral & (tl.abs(b) < 128), tl.abs(b), 0.0)
+    base = tl.abs(a)
+    product = tl.where(base == base, 1.0, 1.0)  # ones, an infinite base's lane too
+    for _ in range(7):
+        odd_step = steps - 2.0 * tl.floor(steps * 0.5) == 1.0
+        product = tl.where(odd_step, product * base, product)
+        base = base * base
+        steps = tl.floor(steps * 0.5)
+    exact = integral & (tl.abs(b) < 128) & (b != 0)
+    r = tl.where(exact, tl.where(b < 0, 1.0 / product, product), r)
+    r = tl.where(b == 0.5, tl.sqrt(tl.abs(a)), r)  # as C's pow: sqrt, correctly rounded
     odd = integral & (b - 2.0 * tl.floor(b * 0.5) == 1.0)
     negative = a < 0
     r = tl.where(negative & odd, -r, r)
