@@ -243,6 +243,8 @@ def test_two_operand_ops_refuse_what_torch_refuses(ctx):
         torch.tensor([1.0]).float_power_(2)
     x = torch.tensor([2.0], dtype=torch.float64)
     assert x.float_power_(3) is x and x.item() == 8.0
+    with pytest.raises(TensorError, match="float_power: one of input and other must be a Tensor"):
+        torch.float_power(2, 3)
     with pytest.raises(TensorError, match="torch.xlogy: it takes torch.xlogy"):
         torch.xlogy(torch.tensor([1.0]))
     with pytest.raises(TensorError, match="doesn't match the broadcast shape"):

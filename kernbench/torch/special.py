@@ -132,9 +132,14 @@ def special_binary(op: str, a: Any, b: Any, out: Tensor | None = None) -> Tensor
     takes one."""
     label = _NAMES.get(op, op)
     a_tensor, b_tensor = isinstance(a, TensorSpecial), isinstance(b, TensorSpecial)
+    if not (a_tensor or b_tensor):
+        raise TensorError(
+            f"{label}: one of input and other must be a Tensor (as in torch), got "
+            f"{type(a).__name__} and {type(b).__name__}"
+        )
     anchor = a if a_tensor else b
     name = f"{label}_" if out is not None else label
-    what = f"{name} of {anchor.storage_device_tensor.name!r}" if (a_tensor or b_tensor) else name
+    what = f"{name} of {anchor.storage_device_tensor.name!r}"
     for value, tensor, allowed, role in (
         (a, a_tensor, _SCALAR_INPUT, "input"),
         (b, b_tensor, _SCALAR_OTHER, "other"),
