@@ -25,6 +25,7 @@ __all__ = [
     "MemoryFaultError",
     "TensorError",
     "CheckpointError",
+    "DataError",
     "TensorAttributeError",
     "TensorTypeError",
     "TensorIndexError",
@@ -146,6 +147,11 @@ class TensorError(KernBenchError):
 class CheckpointError(KernBenchError):
     """A checkpoint ``torch.save`` cannot write or ``torch.load`` cannot read: an object
     of a kind it does not keep, a file it did not write, one without values."""
+
+
+class DataError(KernBenchError, ValueError):
+    """A dataset, sampler or data loader given what ``torch.utils.data`` refuses (torch
+    raises ``ValueError`` for these too)."""
 
 
 class TensorAttributeError(TensorError, AttributeError):

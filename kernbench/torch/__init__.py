@@ -641,5 +641,5 @@ def __getattr__(name: str) -> Any:
 install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
-# torch.optim and torch.linalg.
-from kernbench.torch import distributed, linalg, multiprocessing, nn, optim  # noqa: E402,F401
+# torch.optim, torch.linalg and torch.utils.
+from kernbench.torch import distributed, linalg, multiprocessing, nn, optim, utils  # noqa: E402,F401
