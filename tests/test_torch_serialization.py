@@ -207,6 +207,17 @@ def test_a_pickle_or_a_damaged_file_is_refused_with_what_to_do(ctx, tmp_path):
     damaged.seek(0)
     with pytest.raises(CheckpointError, match=r"damaged: tensor 0 is float32\[2\]"):
         torch.load(damaged)
+    huge = io.BytesIO()  # a header claiming 2**40 elements over a few bytes of data
+    header = {"descr": "<f4", "fortran_order": False, "shape": (2**40,)}
+    np.lib.format.write_array_header_1_0(huge, header)
+    tree["root"]["dict"][0][1]["shape"] = [2**40]
+    claims = io.BytesIO()
+    with zipfile.ZipFile(claims, "w") as archive:
+        archive.writestr("checkpoint/tree.json", json.dumps(tree))
+        archive.writestr("checkpoint/tensors/0.npy", huge.getvalue() + b"\0" * 8)
+    claims.seek(0)
+    with pytest.raises(CheckpointError, match="tensor 0's values are cut short"):
+        torch.load(claims)  # refused before np.load sizes an array by the header
     tree["version"] = 99
     newer = io.BytesIO()
     with zipfile.ZipFile(newer, "w") as archive:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import zipfile
 from collections import OrderedDict
@@ -282,13 +283,29 @@ class _Reader:
             isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape
         ):
             raise self.bad(f"tensor {index}'s shape")
+        expected = np.dtype(_host_dtype(dt))
         try:
             raw = self.archive.read(f"checkpoint/tensors/{index}.npy")
-            array = np.load(io.BytesIO(raw), allow_pickle=False)
-        except (KeyError, ValueError, OSError, EOFError):
+            stream = io.BytesIO(raw)
+            version = np.lib.format.read_magic(stream)
+            if version == (1, 0):
+                header = np.lib.format.read_array_header_1_0(stream)
+            elif version == (2, 0):
+                header = np.lib.format.read_array_header_2_0(stream)
+            else:
+                raise ValueError(f"npy format {version}")
+        except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile):
             raise self.bad(f"tensor {index}'s values") from None
-        if list(array.shape) != shape or array.dtype != np.dtype(_host_dtype(dt)):
-            raise self.bad(f"tensor {index} is {array.dtype}{list(array.shape)}")
+        stored, fortran, dtype = header
+        if list(stored) != shape or dtype != expected or fortran:
+            raise self.bad(f"tensor {index} is {dtype}{list(stored)}")
+        # the header is checked before anything is allocated: it sizes the array np.load makes
+        if math.prod(stored) * dtype.itemsize > len(raw) - stream.tell():
+            raise self.bad(f"tensor {index}'s values are cut short")
+        try:
+            array = np.load(io.BytesIO(raw), allow_pickle=False)
+        except (ValueError, OSError, EOFError):
+            raise self.bad(f"tensor {index}'s values") from None
         t = make_tensor(array, dtype=dt, device=self.device)
         if node.get("parameter"):
             t = Parameter(t, requires_grad=bool(node.get("requires_grad")))
