@@ -218,6 +218,12 @@ def test_a_pickle_or_a_damaged_file_is_refused_with_what_to_do(ctx, tmp_path):
     claims.seek(0)
     with pytest.raises(CheckpointError, match="tensor 0's values are cut short"):
         torch.load(claims)  # refused before np.load sizes an array by the header
+    deep = io.BytesIO()
+    with zipfile.ZipFile(deep, "w") as archive:
+        archive.writestr("checkpoint/tree.json", "[" * 100_000 + "]" * 100_000)
+    deep.seek(0)
+    with pytest.raises(CheckpointError, match="not a checkpoint"):
+        torch.load(deep)
     tree["version"] = 99
     newer = io.BytesIO()
     with zipfile.ZipFile(newer, "w") as archive:

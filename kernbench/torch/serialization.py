@@ -114,7 +114,7 @@ def load(
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         header = json.loads(archive.read(_TREE))
-    except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError):
+    except (zipfile.BadZipFile, KeyError, ValueError, UnicodeDecodeError, RecursionError):
         raise CheckpointError(
             f"torch.load: {name} is not a checkpoint kernbench.torch.save wrote (one PyTorch "
             "wrote is pickled objects, which kernbench does not unpickle: from PyTorch, save "
