@@ -14,6 +14,9 @@ Further activations are in :mod:`~kernbench.torch.nn.activations`, the
 elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
 ``group_norm``/``batch_norm``/``instance_norm`` in :mod:`~kernbench.torch.nn.norms`.
 ``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
+``conv1d``/``conv2d`` (an implicit-GEMM kernel, :mod:`~kernbench.torch.nn.convolution`)
+and the max, average and adaptive pools (one kernel each,
+:mod:`~kernbench.torch.nn.pooling`) take torch's arguments.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here; ``one_hot`` gives ``int64``, as torch.
 """
@@ -47,6 +50,7 @@ from kernbench.torch.nn.activations import (
 )
 from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
+from kernbench.torch.nn.convolution import conv1d, conv2d
 from kernbench.torch.nn.losses_more import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -57,6 +61,16 @@ from kernbench.torch.nn.losses_more import (
     smooth_l1_loss,
 )
 from kernbench.torch.nn.norms import batch_norm, group_norm, instance_norm
+from kernbench.torch.nn.pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
 from kernbench.torch.shapes import flag_argument, int_sequence, tensor_argument
@@ -107,6 +121,16 @@ __all__ = [
     "silu",
     "softmax",
     "tanh",
+    "conv1d",
+    "conv2d",
+    "max_pool1d",
+    "max_pool2d",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
 ]
 
 
@@ -483,8 +507,18 @@ def pad(
     return out
 
 
+# What to write for the functional names CNN code reaches for that have no kernel here.
+_HINTS = dict.fromkeys(
+    ("conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "interpolate",
+     "upsample", "grid_sample", "unfold", "fold", "max_pool3d", "avg_pool3d", "lp_pool1d",
+     "lp_pool2d", "max_unpool1d", "max_unpool2d", "pixel_shuffle"),
+    "only conv1d/conv2d and the 1-D and 2-D max, average and adaptive pools have kernels "
+    "here; ",
+)  # fmt: skip
+
+
 def __getattr__(name: str) -> Any:
     raise TensorAttributeError(
-        f"module 'kernbench.torch.nn.functional' has no attribute {name!r}: there are "
-        f"{', '.join(__all__)} (as device kernels)"
+        f"module 'kernbench.torch.nn.functional' has no attribute {name!r}: "
+        f"{_HINTS.get(name, '')}there are {', '.join(__all__)} (as device kernels)"
     )
