@@ -503,7 +503,7 @@ def test_grad_mode_switches_are_no_ops_and_nn_names_say_what_to_write(ctx):
     for name, says in (
         ("TransformerEncoderLayer", "F.scaled_dot_product_attention"),
         ("parallel", "there is no DistributedDataParallel"),
-        ("Conv2d", "there are no convolution or pooling kernels"),
+        ("ConvTranspose2d", "only Conv1d/Conv2d and the 1-D and 2-D max, average and adaptive"),
     ):
         with pytest.raises(TensorAttributeError, match=f"no attribute '{name}': .*{says}"):
             getattr(torch.nn, name)

@@ -5,7 +5,7 @@ Modules run their ``forward`` as the ``functional`` ops they call and cost
 what those ops cost.  There is no autograd: parameters have
 ``requires_grad=True`` and a ``grad`` slot the script assigns (a hand-written
 backward), which ``torch.optim`` reads.  Names torch has and this package
-does not (``nn.Conv2d``, ``nn.parallel``, ...) raise a
+does not (``nn.Conv3d``, ``nn.parallel``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
 instead.
 """
@@ -22,6 +22,18 @@ from kernbench.torch.nn.containers import (
     ParameterDict,
     ParameterList,
     Sequential,
+)
+from kernbench.torch.nn.conv_layers import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    Conv1d,
+    Conv2d,
+    MaxPool1d,
+    MaxPool2d,
 )
 from kernbench.torch.nn.functional_modules import (
     ELU,
@@ -110,6 +122,16 @@ __all__ = [
     "SmoothL1Loss",
     "HuberLoss",
     "KLDivLoss",
+    "Conv1d",
+    "Conv2d",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
 ]
 
 
@@ -121,8 +143,12 @@ _FUNCTIONAL = (
 HINTS = {
     **dict.fromkeys(("TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"),
                     _FUNCTIONAL),
-    **dict.fromkeys(("Conv1d", "Conv2d", "Conv3d", "MaxPool2d", "AvgPool2d"),
-                    "there are no convolution or pooling kernels here"),
+    **dict.fromkeys(("Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+                     "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
+                     "LPPool1d", "LPPool2d", "FractionalMaxPool2d", "MaxUnpool2d", "Unfold",
+                     "Fold", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"),
+                    "only Conv1d/Conv2d and the 1-D and 2-D max, average and adaptive pools "
+                    "have kernels here"),
     "parallel": "there is no DistributedDataParallel (it needs autograd hooks): all_reduce "
     "the gradients with torch.distributed (as benches/dp_training_step.py does)",
 }  # fmt: skip

@@ -1,0 +1,288 @@
+"""``Conv1d``/``Conv2d`` and the pooling modules, forward only.
+
+Each ``forward`` calls the ``torch.nn.functional`` op torch's does, so a module costs
+what its op costs.  A convolution's weight and bias are initialised as torch's
+``reset_parameters`` (``kaiming_uniform_(a=sqrt(5))``, bias ``U(-1/sqrt(fan_in),
+1/sqrt(fan_in))``), drawn on the host from the rank's generator.  Constructor checks
+raise torch's ``ValueError``; ``padding_mode`` other than ``'zeros'`` is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kernbench.errors import TensorError
+from kernbench.torch.factories import empty
+from kernbench.torch.nn import functional as F
+from kernbench.torch.nn import init
+from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.parameter import Parameter
+from kernbench.torch.shapes import int_sequence
+from kernbench.torch.tensor import Tensor
+
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "Conv1d",
+    "Conv2d",
+    "MaxPool1d",
+    "MaxPool2d",
+]
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def _tuple(value: Any, dims: int, what: str, name: str) -> tuple[int, ...]:
+    items = int_sequence(value, what, name)
+    return items * dims if len(items) == 1 else items
+
+
+class _ConvNd(Module):
+    _dims = 0
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: Any,
+        stride: Any = 1,
+        padding: Any = 0,
+        dilation: Any = 1,
+        groups: int = 1,
+        bias: bool = True,
+        padding_mode: str = "zeros",
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__()
+        name, dims = type(self).__name__, self._dims
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        self.stride = _tuple(stride, dims, name, "stride")
+        self.dilation = _tuple(dilation, dims, name, "dilation")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}"
+                )
+            if padding == "same" and any(s != 1 for s in self.stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            self.padding: Any = padding
+        else:
+            self.padding = _tuple(padding, dims, name, "padding")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
+        if padding_mode != "zeros":
+            raise TensorError(
+                f"{name}: padding_mode={padding_mode!r} is not supported here, only 'zeros'; "
+                "pad with torch.nn.functional.pad or torch.cat of the edges and use padding=0"
+            )
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size = _tuple(kernel_size, dims, name, "kernel_size")
+        self.padding_mode = padding_mode
+        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.weight = Parameter(empty(shape, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init.fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        text = (
+            f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+            f"stride={self.stride}"
+        )
+        if self.padding != (0,) * self._dims:
+            text += f", padding={self.padding}"
+        if self.dilation != (1,) * self._dims:
+            text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class Conv1d(_ConvNd):
+    """A 1-D convolution layer (:func:`F.conv1d`)."""
+
+    _dims = 1
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.conv1d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class Conv2d(_ConvNd):
+    """A 2-D convolution layer (:func:`F.conv2d`)."""
+
+    _dims = 2
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.conv2d(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
+
+class _MaxPoolNd(Module):
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        dilation: Any = 1,
+        return_indices: bool = False,
+        ceil_mode: bool = False,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def extra_repr(self) -> str:
+        return (
+            f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+            f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
+        )
+
+
+class MaxPool1d(_MaxPoolNd):
+    """The maximum of each window (:func:`F.max_pool1d`)."""
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
+        return F.max_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            self.ceil_mode, self.return_indices,
+        )  # fmt: skip
+
+
+class MaxPool2d(_MaxPoolNd):
+    """The maximum of each window (:func:`F.max_pool2d`)."""
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
+        return F.max_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            self.ceil_mode, self.return_indices,
+        )  # fmt: skip
+
+
+class AvgPool1d(Module):
+    """The mean of each window (:func:`F.avg_pool1d`)."""
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.avg_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool2d(Module):
+    """The mean of each window (:func:`F.avg_pool2d`)."""
+
+    def __init__(
+        self,
+        kernel_size: Any,
+        stride: Any = None,
+        padding: Any = 0,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        divisor_override: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.avg_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad, self.divisor_override,
+        )  # fmt: skip
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class _AdaptivePool(Module):
+    def __init__(self, output_size: Any, return_indices: bool = False) -> None:
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(_AdaptivePool):
+    """The mean over torch's adaptive windows (:func:`F.adaptive_avg_pool1d`)."""
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__(output_size)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(_AdaptivePool):
+    """The mean over torch's adaptive windows (:func:`F.adaptive_avg_pool2d`)."""
+
+    def __init__(self, output_size: Any) -> None:
+        super().__init__(output_size)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """The maximum over torch's adaptive windows (:func:`F.adaptive_max_pool1d`)."""
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
+    """The maximum over torch's adaptive windows (:func:`F.adaptive_max_pool2d`)."""
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
