@@ -255,3 +255,43 @@ def test_conv_costs_its_flops_on_the_matrix_engine_and_what_its_gemm_costs(timin
     x, w = torch.ones(2, 64, 16, 16), torch.ones(64, 16, 3, 3)
     grouped = _cost(timing, lambda: F.conv2d(x, w, groups=4))
     assert 2 * 64 * 14 * 14 * 16 * 9 * 2 / rate * 1e12 <= grouped <= 1.1 * costs[2, 64, 64]
+
+
+class MnistNet(torch.nn.Module):
+    """The PyTorch examples' MNIST network, as written there."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = torch.nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = torch.nn.Dropout(0.25)
+        self.fc1 = torch.nn.Linear(9216, 128)
+        self.fc2 = torch.nn.Linear(128, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def test_the_mnist_example_network_runs_forward_as_written(ctx):
+    torch.manual_seed(1)
+    net = MnistNet().eval()
+    x = torch.randn(2, 1, 28, 28)
+    start = ctx.now
+    out = net(x)
+    assert tuple(out.shape) == (2, 10) and ctx.now > start
+    # the same forward pass in NumPy from the module's weights
+    p = {name: t.numpy().astype(np.float64) for name, t in net.state_dict().items()}
+    h = conv_reference(x.numpy(), p["conv1.weight"], p["conv1.bias"], (1, 1), (0, 0), (0, 0),
+                       (1, 1), 1).clip(0)  # fmt: skip
+    h = conv_reference(h, p["conv2.weight"], p["conv2.bias"], (1, 1), (0, 0), (0, 0), (1, 1), 1)
+    h = h.clip(0).reshape(2, 64, 12, 2, 12, 2).max(axis=(3, 5)).reshape(2, -1)
+    h = (h @ p["fc1.weight"].T + p["fc1.bias"]).clip(0) @ p["fc2.weight"].T + p["fc2.bias"]
+    shifted = h - h.max(1, keepdims=True)
+    expected = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
