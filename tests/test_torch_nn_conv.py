@@ -295,3 +295,15 @@ def test_the_mnist_example_network_runs_forward_as_written(ctx):
     shifted = h - h.max(1, keepdims=True)
     expected = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
     np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_what_has_no_kernel_says_so_and_torch_level_forms_point_at_functional():
+    from kernbench.errors import TensorAttributeError, UnsupportedNameError
+
+    with pytest.raises(UnsupportedNameError, match="torch.nn.functional.conv2d takes the same"):
+        torch.conv2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="only Conv1d/Conv2d and the 1-D and 2-D"):
+        torch.nn.ConvTranspose2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="'interpolate': only conv1d/conv2d and the"):
+        F.interpolate  # noqa: B018
+    assert hasattr(torch.nn, "Conv2d") and hasattr(F, "adaptive_max_pool2d")

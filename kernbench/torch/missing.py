@@ -59,6 +59,12 @@ HINTS = {  # (the named entries after the groups win)
 }
 
 
+# torch.<name> forms of torch.nn.functional ops (the convolutions and pools).
+_FUNCTIONAL = (
+    "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "adaptive_avg_pool1d",
+    "adaptive_max_pool1d",
+)  # fmt: skip
+
 # torch.<name> that scripts reach for and kernbench.torch does not have.
 MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
@@ -75,6 +81,7 @@ MODULE_HINTS = {
         _NOT_MODELLED,
     ),
     **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),
+    **{name: f"torch.nn.functional.{name} takes the same arguments" for name in _FUNCTIONAL},
 }
 
 # torch.cuda.<name> (and torch.ahbm, torch.accelerator).
