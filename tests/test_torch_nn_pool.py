@@ -189,6 +189,8 @@ def test_output_shapes_of_familiar_networks(ctx):
     assert tuple(F.max_pool2d(torch.ones(1, 1, 6, 6), 3, 2, ceil_mode=True).shape) == (1, 1, 3, 3)
     assert tuple(F.avg_pool2d(torch.ones(1, 1, 5, 5), 2, ceil_mode=True).shape) == (1, 1, 3, 3)
     assert tuple(F.adaptive_avg_pool2d(torch.ones(2, 8, 7, 7), 1).shape) == (2, 8, 1, 1)
+    assert tuple(F.avg_pool2d(torch.ones(1, 1, 6, 6), (3, 2), np.int64(1)).shape) == (1, 1, 4, 5)
+    assert tuple(F.avg_pool2d(torch.ones(1, 1, 6, 6), 3, []).shape) == (1, 1, 2, 2)  # stride=[]
     empty = F.max_pool2d(torch.ones(0, 2, 4, 4), 2)
     assert tuple(empty.shape) == (0, 2, 2, 2)
 

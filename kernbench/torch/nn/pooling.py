@@ -96,7 +96,7 @@ def _windowed(
     call = f"torch.nn.functional.{what}"
     x = _input(input, call, what, dims)
     kernel = spatial_argument(kernel_size, call, "kernel_size", dims)
-    no_stride = stride is None or (not isinstance(stride, int) and len(stride) == 0)
+    no_stride = stride is None or (isinstance(stride, list | tuple) and len(stride) == 0)
     strides = kernel if no_stride else spatial_argument(stride, call, "stride", dims)
     pads = spatial_argument(padding, call, "padding", dims)
     dilations = spatial_argument(dilation, call, "dilation", dims)
