@@ -66,6 +66,7 @@ CASES = [  # (x shape, weight shape, stride, padding, dilation, groups, bias)
     ((2, 5, 7, 9), (3, 5, 2, 3), (1, 1), "same", (2, 1), 1, True),  # uneven 'same'
     ((1, 6, 6, 7), (70, 6, 3, 3), (1, 1), "valid", (1, 1), 1, True),  # two channel blocks
     ((1, 2, 12, 5), (4, 2, 5, 1), (3, 1), (2, 0), (1, 1), 1, False),
+    ((2, 40, 6, 6), (16, 40, 1, 1), (2, 2), (0, 0), (1, 1), 1, False),  # a 1x1 downsample
 ]
 
 

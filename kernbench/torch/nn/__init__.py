@@ -1,5 +1,6 @@
 """``torch.nn`` for KernBench: modules and parameters (forward only), ``torch.nn.functional``
-(activations, norms, losses), ``torch.nn.init`` and ``torch.nn.utils`` (gradient clipping).
+(activations, norms, losses, convolutions, pools), ``torch.nn.init`` and ``torch.nn.utils``
+(gradient clipping).
 
 Modules run their ``forward`` as the ``functional`` ops they call and cost
 what those ops cost.  There is no autograd: parameters have
