@@ -260,19 +260,21 @@ def test_a_pool_costs_about_one_streaming_pass_over_its_input(timing, dtype):
     one_pass = _cost(timing, lambda: x * 2)  # reads and writes every element once
     # reading x once and writing a quarter of it (and three compares a window position
     # for a max): more than half a pass, less than one
-    for pool in (
-        lambda: F.max_pool2d(x, 2),
-        lambda: F.avg_pool2d(x, 2),
-        lambda: F.max_pool1d(x.view(16, 64, -1), 4),
-    ):
-        assert 0.5 * one_pass <= _cost(timing, pool) <= 0.85 * one_pass
-    # read once, written 1/1024th: under half a pass, over a third
-    assert 0.3 * one_pass <= _cost(timing, lambda: F.adaptive_avg_pool2d(x, 1)) <= 0.5 * one_pass
-    # overlapping 3x3 windows at stride 2 load each element about 9/4 times (no cache)
-    assert one_pass <= _cost(timing, lambda: F.max_pool2d(x, 3, 2, 1)) <= 2.5 * one_pass
-    if dtype == "float32":  # twice the input, twice the time
-        twice = torch.ones(32, 64, 32, 32)
-        ratio = _cost(timing, lambda: F.max_pool2d(twice, 2)) / _cost(
-            timing, lambda: F.max_pool2d(x, 2)
-        )
-        assert 1.8 <= ratio <= 2.1
+    assert 0.5 * one_pass <= _cost(timing, lambda: F.max_pool2d(x, 2)) <= 0.85 * one_pass
+    assert 0.5 * one_pass <= _cost(timing, lambda: F.avg_pool2d(x, 2)) <= 0.85 * one_pass
+    if dtype == "float16":
+        return
+    assert (
+        0.5 * one_pass
+        <= _cost(timing, lambda: F.max_pool1d(x.view(16, 64, -1), 4))
+        <= (0.85 * one_pass)
+    )
+    # 4x4 windows: read once, written a sixteenth: about half a pass
+    assert 0.4 * one_pass <= _cost(timing, lambda: F.adaptive_avg_pool2d(x, 8)) <= 0.7 * one_pass
+    # half the input: half the time; overlapping 3x3 windows at stride 2 load each
+    # element about 9/4 times (no cache)
+    half = torch.ones(8, 64, 32, 32)
+    half_pass = _cost(timing, lambda: half * 2)
+    ratio = _cost(timing, lambda: F.max_pool2d(x, 2)) / _cost(timing, lambda: F.max_pool2d(half, 2))
+    assert 1.8 <= ratio <= 2.1
+    assert half_pass <= _cost(timing, lambda: F.max_pool2d(half, 3, 2, 1)) <= 2.5 * half_pass
