@@ -59,23 +59,6 @@ def test_backend_flags_refuse_what_torch_refuses(ctx):
         torch.backends.opt_einsum  # noqa: B018
 
 
-def test_autocast_is_a_context_manager_and_decorator_that_casts_nothing(ctx):
-    a = torch.ones(4, 4)
-    with torch.autocast("cuda", dtype=torch.bfloat16) as cast:
-        assert (a @ a).dtype is torch.float32
-    assert cast.fast_dtype is torch.bfloat16
-    assert torch.autocast("cpu").fast_dtype is torch.bfloat16
-    assert torch.autocast(device_type="cuda").fast_dtype is torch.float16
-
-    @torch.autocast("cuda")
-    def step(x):
-        return x @ x
-
-    assert step(a.half()).dtype is torch.float16
-    with pytest.raises(TensorError, match="torch.autocast: device_type must be one of"):
-        torch.autocast("tpu")
-
-
 def test_rng_state_round_trips(ctx):
     torch.manual_seed(4)
     state = torch.get_rng_state()

@@ -10,6 +10,7 @@ and :mod:`kernbench.torch.devices` for devices and events.
 
 from __future__ import annotations
 
+import sys
 from contextlib import ContextDecorator
 from typing import Any
 
@@ -19,6 +20,7 @@ from kernbench.torch import (
     random,
     testing,
 )
+from kernbench.torch.amp import get_autocast_dtype, is_autocast_enabled
 from kernbench.torch.composite_functions import (
     addmm,
     amax,
@@ -517,6 +519,8 @@ __all__ = [
     "testing",
     "save",
     "load",
+    "is_autocast_enabled",
+    "get_autocast_dtype",
     "transpose",
     "tril",
     "triu",
@@ -642,4 +646,16 @@ install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
 # torch.optim, torch.linalg and torch.utils.
-from kernbench.torch import distributed, linalg, multiprocessing, nn, optim, utils  # noqa: E402,F401
+from kernbench.torch import (  # noqa: E402,F401
+    amp,  # noqa: E402,F401
+    distributed,
+    linalg,
+    multiprocessing,
+    nn,
+    optim,
+    utils,
+)
+
+ahbm.provide("amp", amp.CudaAmp())
+# Last of all: autocast's casts come before anything else that wraps these ops.
+amp.install_autocast(Tensor, sys.modules[__name__], nn.functional)

@@ -31,8 +31,7 @@ _NO_KERNEL = (
     "or compute on the host from t.numpy()"
 )
 _NOT_MODELLED = (
-    "not modelled here (matmul runs in its tensors' dtype; no TF32, autocast or "
-    "compiler): drop the line"
+    "not modelled here (matmul runs in its tensors' dtype; no TF32 or compiler): drop the line"
 )
 
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
@@ -77,7 +76,7 @@ MODULE_HINTS = {
     "autograd": _NO_AUTOGRAD,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     **dict.fromkeys(
-        ("compile", "jit", "amp"),
+        ("compile", "jit"),
         _NOT_MODELLED,
     ),
     **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),

@@ -1,25 +1,25 @@
 """The set-up lines of training scripts, accepted as documented no-ops, and the RNG state.
 
-``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.*``,
-``torch.set_float32_matmul_precision`` and ``torch.autocast`` keep torch's
-types and values (``allow_tf32`` reads and writes the matmul precision, as
-torch's does) but change nothing: a matmul runs in its tensors' dtype, with
-no TF32 and no autocast casts (ADR 0016).  ``torch.get_rng_state`` /
+``torch.backends.cuda.matmul.allow_tf32``, ``torch.backends.cudnn.*`` and
+``torch.set_float32_matmul_precision`` keep torch's types and values (``allow_tf32``
+reads and writes the matmul precision, as torch's does) but change nothing: a matmul
+runs in its tensors' dtype, with no TF32 (ADR 0016).  ``torch.autocast`` casts, as
+torch's does (:mod:`kernbench.torch.amp`).  ``torch.get_rng_state`` /
 ``set_rng_state`` (and ``torch.cuda``'s) save and restore the calling rank's
 generator as torch's ``uint8`` state tensor.
 """
 
 from __future__ import annotations
 
-from contextlib import ContextDecorator
 from typing import Any
 
 import numpy as np
 
 from kernbench.errors import TensorAttributeError, TensorError, unsupported_name
 from kernbench.torch import random as torch_random
+from kernbench.torch.amp import autocast
 from kernbench.torch.devices import ahbm
-from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.factories import from_numpy
 from kernbench.torch.shapes import tensor_argument
 
@@ -164,39 +164,6 @@ class _Backends:
 
 
 backends = _Backends()
-
-_AUTOCAST_DTYPES = {"cuda": "float16", "ahbm": "float16", "cpu": "bfloat16"}
-
-
-class autocast(ContextDecorator):  # noqa: N801 - torch's name
-    """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``: a
-    context manager and decorator that changes nothing.  A matmul inside runs in its
-    tensors' dtype (cast them with ``.half()``/``.bfloat16()`` to measure that)."""
-
-    def __init__(
-        self,
-        device_type: str,
-        dtype: Any = None,
-        enabled: bool = True,
-        cache_enabled: bool | None = None,
-    ) -> None:
-        if not isinstance(device_type, str) or device_type not in _AUTOCAST_DTYPES:
-            raise TensorError(
-                f"torch.autocast: device_type must be one of "
-                f"{', '.join(map(repr, _AUTOCAST_DTYPES))}, got {device_type!r}"
-            )
-        self.device = device_type
-        self.fast_dtype: TorchDType = as_torch_dtype(
-            dtype, DTYPE_OBJECTS[_AUTOCAST_DTYPES[device_type]]
-        )
-        self._enabled = _flag(enabled, "torch.autocast: enabled")
-
-    def __enter__(self) -> autocast:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
 
 # The PCG64 state as bytes: state (16), inc (16), has_uint32 (1), uinteger (4).
 _STATE_BYTES = 37
