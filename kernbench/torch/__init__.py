@@ -54,6 +54,13 @@ from kernbench.torch.dtypes import (
 )
 from kernbench.torch.dtypes import TorchDType as dtype
 from kernbench.torch.einsum import einsum
+from kernbench.torch.element_writes import (
+    argwhere,
+    index_fill,
+    masked_scatter,
+    put,
+    take_along_dim,
+)
 from kernbench.torch.factories import (
     arange,
     as_tensor,
@@ -221,6 +228,7 @@ from kernbench.torch.kernel_functions import (
     topk,
     trunc,
 )
+from kernbench.torch.membership import isin
 from kernbench.torch.memory_formats import (
     channels_last,
     channels_last_3d,
@@ -239,8 +247,18 @@ from kernbench.torch.preamble import (
     set_float32_matmul_precision,
     set_rng_state,
 )
+from kernbench.torch.product_functions import (
+    block_diag,
+    cdist,
+    column_stack,
+    cross,
+    kron,
+    tensordot,
+    trace,
+)
 from kernbench.torch.random import Generator, initial_seed, manual_seed, seed
 from kernbench.torch.random_functions import bernoulli, normal, poisson
+from kernbench.torch.runs import unique_consecutive
 from kernbench.torch.sampling import (
     rand,
     rand_like,
@@ -252,6 +270,17 @@ from kernbench.torch.sampling import (
 )
 from kernbench.torch.searching import bucketize, searchsorted
 from kernbench.torch.serialization import load, save
+from kernbench.torch.shape_views import (
+    atleast_1d,
+    atleast_2d,
+    atleast_3d,
+    broadcast_tensors,
+    broadcast_to,
+    narrow,
+    swapaxes,
+    swapdims,
+    tensor_split,
+)
 from kernbench.torch.shapes import Size, tensor_argument
 from kernbench.torch.special_functions import (
     bitwise_left_shift,
@@ -590,6 +619,29 @@ __all__ = [
     "bernoulli",
     "normal",
     "poisson",
+    "argwhere",
+    "index_fill",
+    "masked_scatter",
+    "put",
+    "take_along_dim",
+    "isin",
+    "block_diag",
+    "cdist",
+    "column_stack",
+    "cross",
+    "kron",
+    "tensordot",
+    "trace",
+    "unique_consecutive",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    "broadcast_tensors",
+    "broadcast_to",
+    "narrow",
+    "swapaxes",
+    "swapdims",
+    "tensor_split",
 ]
 
 

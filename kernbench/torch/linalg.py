@@ -1,5 +1,6 @@
 """``torch.linalg``: the vector norms gradient clipping reaches for.
 
+``cross`` is ``torch.cross`` with ``dim=-1`` (:mod:`~kernbench.torch.products`).
 ``vector_norm`` and ``norm`` (of vectors, or the Frobenius norm of a matrix)
 take torch's arguments and run as :meth:`kernbench.torch.Tensor.norm` does:
 one reduction on the device, for orders 1 and 2.  There are no
@@ -11,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorError, unsupported_name
+from kernbench.torch.product_functions import linalg_cross_function as cross
 from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["norm", "vector_norm"]
+__all__ = ["cross", "norm", "vector_norm"]
 
 
 def _input(value: Any, what: str) -> Tensor:

@@ -1,6 +1,6 @@
 """What to say when a script asks a tensor for something kernbench.torch does not have.
 
-A PyTorch script that calls ``t.backward()`` or ``t.isin(...)`` gets a
+A PyTorch script that calls ``t.backward()`` or ``t.histogramdd(...)`` gets a
 :class:`~kernbench.errors.TensorAttributeError` (also an ``AttributeError``,
 so ``hasattr`` and ``getattr(t, name, default)`` keep working) that names the
 call and the nearest supported one: a hint written for the PyTorch methods
@@ -37,7 +37,7 @@ _NOT_MODELLED = (
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
-    "histogramdd", "isin", "unique_consecutive",
+    "histogramdd",
 )  # fmt: skip
 
 HINTS = {  # (the named entries after the groups win)
@@ -51,6 +51,7 @@ HINTS = {  # (the named entries after the groups win)
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",
     "is_floating_point": "t.dtype.is_floating_point",
+    "isin": "torch.isin(t, test_elements) (a function in torch, not a Tensor method)",
     **dict.fromkeys(
         ("t_", "transpose_", "squeeze_", "unsqueeze_", "resize_", "as_strided_"),
         "the view without _ (t = t.t(), t = t.unsqueeze(0)); views change no memory",

@@ -87,6 +87,7 @@ from kernbench.torch.dtypes import (
     python_scalar,
     runtime_dtype,
 )
+from kernbench.torch.element_writes import TensorElementWrites
 from kernbench.torch.grad_slots import TensorGradSlots
 from kernbench.torch.histograms import TensorHistograms
 from kernbench.torch.host_ops import TensorHostOps
@@ -102,15 +103,18 @@ from kernbench.torch.memory_formats import (
 )
 from kernbench.torch.missing import missing_attribute
 from kernbench.torch.pointwise import TensorPointwise
+from kernbench.torch.products import TensorProducts
 from kernbench.torch.random_fills import TensorRandomFills
 from kernbench.torch.ranks import TensorRanks
 from kernbench.torch.rearrange import TensorRearrange
 from kernbench.torch.reductions import TensorReductions
 from kernbench.torch.repeats import TensorRepeats
 from kernbench.torch.rounding import TensorRounding
+from kernbench.torch.runs import TensorRuns
 from kernbench.torch.scans import TensorScans
 from kernbench.torch.scatter_reduce import TensorScatterReduce
 from kernbench.torch.selection import TensorSelection
+from kernbench.torch.shape_views import TensorShapeViews
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.sorting import TensorSorting
 from kernbench.torch.special import TensorSpecial
@@ -166,6 +170,10 @@ class Tensor(
     TensorSelection,
     TensorRanks,
     TensorHistograms,
+    TensorElementWrites,
+    TensorShapeViews,
+    TensorProducts,
+    TensorRuns,
     TensorIndexOps,
     TensorScatterReduce,
     TensorLogic,
