@@ -12,8 +12,9 @@ runs in timing-only mode and on the fast backend:
 * ``put_`` is ``index_put_`` on the tensor seen as 1-D (row-major; a non-contiguous
   tensor through a dense copy written back); ``accumulate`` adds atomically.
 * ``masked_scatter_`` reads the mask to the host (torch waits for the count too), then
-  scatters the first ``count`` elements of ``source`` into the masked places; like
-  ``t[mask] = v``, in timing-only mode the mask reads as zeros, so nothing is scattered.
+  scatters the first ``count`` elements of ``source`` into the masked places.  In
+  timing-only mode, which carries no values, the mask is taken to select the first
+  places ``source`` can fill (the most it can scatter: an upper bound on the time).
 * ``take_along_dim`` broadcasts the input and the indices but along ``dim`` (views) and
   gathers; ``argwhere`` is ``nonzero``.
 """
@@ -26,6 +27,7 @@ import numpy as np
 
 from kernbench.errors import TensorError, TensorIndexError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, python_scalar
+from kernbench.torch.host_values import checked_read
 from kernbench.torch.shapes import dim_index, flag_argument, tensor_argument
 from kernbench.torch.views import Geometry, broadcast_shapes
 
@@ -198,7 +200,11 @@ class TensorElementWrites:
             )
         self._check_writable(what)
         target = self if self.ndim else self.reshape(1)
-        chosen = np.broadcast_to(mask.numpy(), tuple(self.shape)).reshape(target.shape)
+        marks = checked_read(mask)  # the count decides what is read from source
+        if marks is None:  # timing-only: no values; the first places source can fill
+            marks = np.arange(self.numel()).reshape(tuple(self.shape)) < source.numel()
+        marks = np.asarray(marks, bool)
+        chosen = np.broadcast_to(marks, tuple(self.shape)).reshape(target.shape)
         count = int(np.count_nonzero(chosen))
         if count > source.numel():
             raise TensorError(

@@ -4,7 +4,9 @@ binary search on the device.
 The test elements are flattened and sorted (the sorting kernels), each element's place
 among them is found by ``searchsorted`` (one binary-search kernel), and the sorted value
 there is compared with the element (a gather and one comparison kernel), so it costs
-about a sort of the test elements and a few passes over the elements, whatever
+about a sort of the test elements and a few passes over the elements (floats one more
+over the sorted ones: their NaNs, sorted last, are searched as +inf, as torch's bisection
+gives no order beside a NaN, and the sorted value found is still the NaN), whatever
 ``assume_unique`` says (torch uses it only to pick an algorithm).  Values compare in the
 dtype torch promotes the two to; NaN is in nothing.  A number as ``test_elements`` is one
 comparison (``eq``, or ``ne`` with ``invert``); a number as ``elements`` gives a 0-d result.
@@ -64,7 +66,12 @@ def isin(
     if probe is not elements:
         made.append(probe)
     ordered = flat.sort().values
-    place = searchsorted(ordered, probe).clamp_max_(flat.numel() - 1)
+    sequence = ordered
+    if ordered.dtype.is_floating_point:  # NaNs sort last; searched as +inf, never equal
+        inf = float("inf")
+        sequence = ordered.nan_to_num(nan=inf, posinf=inf, neginf=-inf)
+        made.append(sequence)
+    place = searchsorted(sequence, probe).clamp_max_(flat.numel() - 1)
     found = ordered.take(place)
     result = found.ne(probe) if invert else found.eq(probe)
     for t in (*made, ordered, place, found):
