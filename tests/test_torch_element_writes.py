@@ -220,3 +220,9 @@ def test_masked_scatter_runs_timing_only_as_if_the_mask_took_what_source_can_fil
                 simulated_ps(context, lambda x=x, m=mask, s=source: x.masked_scatter_(m, s))
             )
     assert 0 < times[0] == times[1]
+
+
+def test_take_along_dim_takes_out(ctx):
+    out = torch.empty(1, 2)
+    got = torch.take_along_dim(torch.tensor([[1.0, 2.0]]), torch.tensor([[1, 0]]), 1, out=out)
+    assert got is out and out.tolist() == [[2.0, 1.0]]

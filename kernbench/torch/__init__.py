@@ -59,7 +59,6 @@ from kernbench.torch.element_writes import (
     index_fill,
     masked_scatter,
     put,
-    take_along_dim,
 )
 from kernbench.torch.factories import (
     arange,
@@ -253,6 +252,7 @@ from kernbench.torch.product_functions import (
     column_stack,
     cross,
     kron,
+    take_along_dim,
     tensordot,
     trace,
 )

@@ -14,6 +14,8 @@
   last dim (``p`` 0, 1, 2, inf or any other ``p >= 0``).
 * ``column_stack`` makes 0-d and 1-D tensors columns (views) and concatenates along
   dim 1 (one copy kernel each).
+
+``torch.take_along_dim`` is here too, for the ``out=`` of this module's functions.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import get_default_dtype, promote_types
+from kernbench.torch.element_writes import take_along_dim as _take_along_dim
 from kernbench.torch.factories import cat
 from kernbench.torch.functions import with_out
 from kernbench.torch.products import linalg_cross
@@ -39,6 +42,7 @@ __all__ = [
     "cross",
     "kron",
     "linalg_cross_function",
+    "take_along_dim",
     "tensordot",
     "trace",
 ]
@@ -69,6 +73,9 @@ def cross(input: Tensor, other: Tensor, dim: Any = None) -> Tensor:  # noqa: A00
 def linalg_cross_function(input: Tensor, other: Tensor, *, dim: int = -1) -> Tensor:  # noqa: A002
     """``torch.linalg.cross``: the cross product along ``dim`` (default the last)."""
     return linalg_cross(_tensor(input, "linalg.cross"), other, dim, "linalg.cross")
+
+
+take_along_dim = with_out(_take_along_dim)  # torch's out= (the gather's result copied in)
 
 
 def _dims_lists(dims: Any, a: Tensor, b: Tensor) -> tuple[list[int], list[int]]:
