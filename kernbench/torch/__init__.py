@@ -3,7 +3,8 @@
 Tensors live on the simulated machine of the current
 :class:`~kernbench.runtime.RuntimeContext`; their arithmetic runs device
 kernels and costs simulated time.  See :mod:`kernbench.torch.tensor` for what
-differs from PyTorch (no autograd, how views map to memory)
+differs from PyTorch (how views map to memory; autograd in
+:mod:`kernbench.torch.autograd`)
 and :mod:`kernbench.torch.devices` for devices and events.
 ``torch.cuda`` is the same object as ``torch.ahbm``.
 """
@@ -11,16 +12,23 @@ and :mod:`kernbench.torch.devices` for devices and events.
 from __future__ import annotations
 
 import sys
-from contextlib import ContextDecorator
 from typing import Any
 
 from kernbench.errors import unsupported_name
 from kernbench.torch import (
+    autograd,
     cuda_memory,  # noqa: F401 - registers torch.cuda's memory counters
     random,
     testing,
 )
 from kernbench.torch.amp import get_autocast_dtype, is_autocast_enabled
+from kernbench.torch.autograd import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
 from kernbench.torch.composite_functions import (
     addmm,
     amax,
@@ -546,6 +554,7 @@ __all__ = [
     "tanh",
     "tensor",
     "testing",
+    "autograd",
     "save",
     "load",
     "is_autocast_enabled",
@@ -645,31 +654,6 @@ __all__ = [
 ]
 
 
-class no_grad(ContextDecorator):  # noqa: N801 - torch's name
-    """No-op context manager and decorator: there is no autograd to switch off."""
-
-    def __enter__(self) -> no_grad:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-inference_mode = enable_grad = no_grad
-
-
-class set_grad_enabled(no_grad):  # noqa: N801 - torch's name
-    """No-op, as a call, a context manager or a decorator: there is no autograd."""
-
-    def __init__(self, mode: bool) -> None:
-        self.mode = mode
-
-
-def is_grad_enabled() -> bool:
-    """False: there is no autograd (gradients are written by hand)."""
-    return False
-
-
 def is_tensor(obj: Any) -> bool:
     return isinstance(obj, Tensor)
 
@@ -699,7 +683,7 @@ install_import_hints()
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
 # torch.optim, torch.linalg and torch.utils.
 from kernbench.torch import (  # noqa: E402,F401
-    amp,  # noqa: E402,F401
+    amp,
     distributed,
     linalg,
     multiprocessing,
@@ -709,5 +693,11 @@ from kernbench.torch import (  # noqa: E402,F401
 )
 
 ahbm.provide("amp", amp.CudaAmp())
-# Last of all: autocast's casts come before anything else that wraps these ops.
+
+# Autograd over every entry point above (ADR 0020), once they all exist.
+from kernbench.torch.autograd.install import install_autograd  # noqa: E402
+
+install_autograd(sys.modules[__name__])
+# Last of all: autocast's casts come before anything else that wraps these ops, so an
+# op recorded for backward sees the cast inputs.
 amp.install_autocast(Tensor, sys.modules[__name__], nn.functional)

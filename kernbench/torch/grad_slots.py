@@ -1,16 +1,16 @@
-"""The autograd slots of :class:`~kernbench.torch.Tensor`: ``requires_grad``, ``grad``, ``data``.
+"""The autograd slots of :class:`~kernbench.torch.Tensor`: ``requires_grad``, ``grad``,
+``grad_fn``, ``is_leaf``, ``data``, ``detach`` and ``backward``.
 
-There is no autograd in kernbench.torch.  Scripts still set
-``requires_grad``, assign ``param.grad`` and write through ``param.grad.data``
-(the distributed tutorial's gradient averaging), so
-:class:`TensorGradSlots` keeps them: a flag, a slot holding a tensor of the
-same shape (None by default), and ``data``/``detach()`` as new tensors over
-the same memory.  ``backward()`` raises (see :mod:`~kernbench.torch.missing`).
+The graph itself is :mod:`kernbench.torch.autograd`'s: an operation recorded there sets
+its result's ``grad_fn`` (:func:`set_history`), and ``backward()`` runs the engine that
+package registers (:func:`register_engine`), so this module, below it, imports none of it.
+``data``/``detach()`` are new tensors over the same memory, outside the graph.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.shapes import flag_argument
@@ -18,18 +18,53 @@ from kernbench.torch.shapes import flag_argument
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorGradSlots"]
+__all__ = ["TensorGradSlots", "register_engine", "set_history"]
+
+_ENGINE: list[Callable[..., None]] = []
+
+
+def register_engine(run_backward: Callable[..., None]) -> None:
+    """Install what ``Tensor.backward`` runs (:mod:`kernbench.torch.autograd` does, once)."""
+    _ENGINE[:] = [run_backward]
+
+
+def set_history(tensor: Tensor, node: Any) -> None:
+    """Make ``tensor`` the result of graph node ``node``: it requires grad and is no leaf."""
+    tensor._grad_fn = node  # noqa: SLF001 - the slot this module keeps for the tensor
+    tensor._requires_grad = True  # noqa: SLF001
 
 
 class TensorGradSlots:
     """``requires_grad``, ``grad``, ``data`` and ``detach`` of a tensor."""
 
     __slots__ = ()
+    _grad_fn: Any = None  # the autograd node that made this tensor; None for a leaf
 
     @property
     def requires_grad(self: Tensor) -> bool:
-        """A flag kept for scripts that set it; nothing computes gradients."""
+        """True for a leaf that asked for gradients and for results recorded from one."""
         return self._requires_grad
+
+    @property
+    def grad_fn(self: Tensor) -> Any:
+        """The graph node that made this tensor (``<MulBackward0 ...>``), None for a leaf."""
+        return self._grad_fn
+
+    @property
+    def is_leaf(self: Tensor) -> bool:
+        """True unless the tensor is the recorded result of an operation (has a grad_fn)."""
+        return self._grad_fn is None
+
+    def backward(
+        self: Tensor,
+        gradient: Any = None,
+        retain_graph: bool | None = None,
+        create_graph: bool = False,
+        inputs: Any = None,
+    ) -> None:
+        """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see
+        :func:`kernbench.torch.autograd.backward`)."""
+        _ENGINE[0](self, gradient, retain_graph, create_graph, inputs)
 
     @requires_grad.setter
     def requires_grad(self: Tensor, value: bool) -> None:
@@ -37,6 +72,14 @@ class TensorGradSlots:
 
     def requires_grad_(self: Tensor, requires_grad: bool = True) -> Tensor:
         requires_grad = flag_argument(requires_grad, "requires_grad_", "requires_grad")
+        if self._grad_fn is not None:
+            if requires_grad:
+                return self
+            raise TensorError(
+                "you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach() (as torch)"
+            )
         if requires_grad and not self.dtype.is_floating_point:
             raise TensorError(
                 f"requires_grad on {self.storage_device_tensor.name!r}: only tensors of "
@@ -63,7 +106,7 @@ class TensorGradSlots:
 
     @property
     def data(self: Tensor) -> Tensor:
-        """The same memory as a new tensor (detached; there is no autograd)."""
+        """The same memory as a new tensor outside the graph (no grad_fn, no requires_grad)."""
         return self._view(self.geometry)
 
     @data.setter
@@ -78,4 +121,7 @@ class TensorGradSlots:
         return self._view(self.geometry)
 
     def detach_(self: Tensor) -> Tensor:
+        """Take the tensor out of the graph: a leaf that does not require grad."""
+        self._grad_fn = None
+        self._requires_grad = False
         return self

@@ -140,6 +140,8 @@ class TensorHostValues:
         inferred = (get_default_dtype(),) if empty else (get_default_dtype(), DTYPE_INT64, BOOL)
         if self.dtype not in inferred:
             extras.append(f"dtype={self.dtype!r}")
-        if self.requires_grad:
+        if self.grad_fn is not None:  # as torch's: a recorded result names its node
+            extras.append(f"grad_fn=<{self.grad_fn.name()}>")
+        elif self.requires_grad:
             extras.append("requires_grad=True")
         return f"tensor({body}, {', '.join(extras)})"

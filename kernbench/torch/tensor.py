@@ -53,8 +53,9 @@ Decisions a PyTorch user would otherwise have to guess:
   ``.cpu()`` and ``.to("cpu")`` return a copy on the device (a snapshot, as
   PyTorch's copy to the host is); ``numpy()`` is the read to the host and
   returns a copy (``bfloat16`` reads back as float32).
-* No autograd: ``requires_grad`` is a flag and ``grad`` a slot that hold what
-  they are given; ``backward()`` raises.
+* Autograd (:mod:`kernbench.torch.autograd`): operations on tensors that require
+  grad record a graph; ``backward()`` runs it with the same device ops, so it costs
+  simulated time (ADR 0020).
 * ``zeros`` is written by the runtime (a host write); ``ones``/``full`` run
   the fill kernel, ``arange`` a device kernel, ``clone``/``to`` the copy
   kernel, ``sum``/``mean``/``max``/... a reduction kernel whose result stays
@@ -331,10 +332,6 @@ class Tensor(
         """True: every tensor lives on the accelerator."""
         return True
 
-    @property
-    def is_leaf(self) -> bool:
-        return True
-
     def numel(self) -> int:
         return self._geometry.numel
 
@@ -473,7 +470,7 @@ class Tensor(
     def __deepcopy__(self, memo: dict) -> Tensor:
         """``copy.deepcopy``: a copy on the device (the copy kernel), with its ``requires_grad``
         and a deep copy of its ``grad``, as torch's."""
-        out = self.clone()
+        out = self.detach().clone()  # a leaf, as torch's (outside the graph)
         memo[id(self)] = out
         if self.requires_grad:
             out.requires_grad_()

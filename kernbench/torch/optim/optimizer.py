@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kernbench.errors import TensorError, TensorTypeError
+from kernbench.torch.autograd import enable_grad
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["Optimizer", "required"]
@@ -103,7 +104,10 @@ class Optimizer:
         raise NotImplementedError
 
     def _closure_loss(self, closure: Callable[[], Any] | None) -> Any:
-        return None if closure is None else closure()
+        if closure is None:
+            return None
+        with enable_grad():  # torch's closure records its forward and runs backward
+            return closure()
 
     # -- state dict ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.torch.autograd import no_grad
 from kernbench.torch.factories import zeros_like
 from kernbench.torch.functions import maximum
 from kernbench.torch.optim.optimizer import Optimizer, parameters_with_grads
@@ -61,6 +62,7 @@ class SGD(Optimizer):
         }
         super().__init__(params, defaults)
 
+    @no_grad()  # as torch: the update is not recorded (the closure is, see _closure_loss)
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = self._closure_loss(closure)
         for group in self.param_groups:
@@ -133,6 +135,7 @@ class Adam(Optimizer):
                 state["max_exp_avg_sq"] = zeros_like(param)
         return state
 
+    @no_grad()  # as torch: the update is not recorded (the closure is, see _closure_loss)
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         loss = self._closure_loss(closure)
         for group in self.param_groups:

@@ -1,0 +1,37 @@
+"""``torch.autograd`` for KernBench: reverse-mode gradients over the facade's ops (ADR 0020).
+
+An operation on tensors of which one requires grad, with recording on, gives a result
+with ``requires_grad=True`` and a ``grad_fn`` node (``<MulBackward0 ...>``);
+``loss.backward()`` runs the graph in reverse with the same device ops, so the backward
+pass costs simulated time, and adds each leaf's gradient into its ``.grad``.
+``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode`` switch recording
+per rank.  Which ops have formulas and what happens to the others:
+:mod:`~kernbench.torch.autograd.install`.
+"""
+
+from __future__ import annotations
+
+from kernbench.torch.autograd.engine import backward, grad, queue_callback, tensor_backward
+from kernbench.torch.autograd.grad_mode import (
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from kernbench.torch.autograd.graph import Node
+from kernbench.torch.grad_slots import register_engine
+
+__all__ = [
+    "Node",
+    "backward",
+    "enable_grad",
+    "grad",
+    "inference_mode",
+    "is_grad_enabled",
+    "no_grad",
+    "queue_callback",
+    "set_grad_enabled",
+]
+
+register_engine(tensor_backward)

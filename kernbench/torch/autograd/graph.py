@@ -1,0 +1,129 @@
+"""The recorded graph: a :class:`Node` per differentiable operation, an
+:class:`AccumulateGrad` per leaf that requires grad.
+
+A node holds the edges to the nodes that made its inputs (``next_functions``, as
+torch's), the tensors its backward needs (``saved``, detached views of the same memory,
+so no reference cycle runs through a result and its node) and the function that turns
+the gradient of its output into gradients of its inputs.  Saved tensors are held until
+a backward without ``retain_graph`` frees them, as torch's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kernbench.errors import TensorError
+from kernbench.torch.grad_slots import set_history
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["AccumulateGrad", "Node", "UnsupportedBackward", "edge", "record", "saved"]
+
+_SEQUENCE = itertools.count()
+
+FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class Node:
+    """One recorded operation: ``name()`` is torch's (``AddBackward0``, ``MmBackward0``)."""
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[Any],
+        backward: Callable[..., Sequence[Any]],
+        saved_tensors: Sequence[Any] = (),
+    ) -> None:
+        self._name = name
+        self.next_functions = tuple((edge(t), 0) for t in inputs)
+        self._backward = backward
+        self._saved: tuple[Any, ...] | None = tuple(saved_tensors)
+        self._saves = bool(saved_tensors)
+        self.sequence_nr = next(_SEQUENCE)
+
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<{self._name} object at {id(self):#x}>"
+
+    def apply(self, grad: Tensor) -> Sequence[Any]:
+        """Gradients of the inputs (None where an input needs none) from the output's."""
+        if self._saved is None:
+            raise TensorError(FREED)
+        return self._backward(grad, *self._saved)
+
+    def release(self) -> None:
+        """Drop the saved tensors (after a backward without ``retain_graph``)."""
+        if self._saves:
+            self._saved = None
+
+
+class UnsupportedBackward(Node):
+    """The node of an operation without a backward formula: running it raises, naming it."""
+
+    def __init__(self, op: str, inputs: Sequence[Any]) -> None:
+        self.op = op
+        super().__init__(f"NotImplemented[{op}]", inputs, self._refuse)
+
+    def _refuse(self, grad: Tensor) -> Sequence[Any]:
+        raise TensorError(
+            f"backward through torch.{self.op} is not supported yet: kernbench.torch's autograd "
+            "has formulas for the ops ADR 0020 lists; compute this part under torch.no_grad() "
+            "(or detach() its inputs), or write its gradient by hand"
+        )
+
+
+class AccumulateGrad(Node):
+    """The end of a path at a leaf: adds the gradient into ``variable.grad``."""
+
+    def __init__(self, variable: Tensor) -> None:
+        self.variable = variable
+        super().__init__("torch::autograd::AccumulateGrad", (), _no_inputs)
+
+    def release(self) -> None:
+        return None
+
+
+def _no_inputs(grad: Tensor) -> Sequence[Any]:
+    return ()
+
+
+# One AccumulateGrad per live leaf (held by the nodes that point at it, as torch's).
+_ACCUMULATORS: weakref.WeakValueDictionary[int, AccumulateGrad] = weakref.WeakValueDictionary()
+
+
+def edge(t: Any) -> Node | None:
+    """The node a gradient for input ``t`` goes to: its grad_fn, its leaf's
+    accumulator, or None (a number, or a tensor that does not require grad)."""
+    if not getattr(t, "requires_grad", False):
+        return None
+    if t.grad_fn is not None:
+        return t.grad_fn
+    found = _ACCUMULATORS.get(id(t))
+    if found is None or found.variable is not t:
+        found = _ACCUMULATORS[id(t)] = AccumulateGrad(t)
+    return found
+
+
+def saved(t: Any) -> Any:
+    """What a node keeps of tensor ``t``: a detached tensor over the same memory."""
+    return t.detach() if hasattr(t, "detach") else t
+
+
+def record(outputs: Any, node: Node) -> Any:
+    """Make the floating tensors in ``outputs`` (a tensor or a tuple) results of ``node``."""
+    for out in outputs if isinstance(outputs, tuple | list) else (outputs,):
+        if hasattr(out, "grad_fn") and out.dtype.is_floating_point:
+            set_history(out, node)
+    return outputs

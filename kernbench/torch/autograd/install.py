@@ -1,0 +1,206 @@
+"""Putting autograd over the facade's entry points, once, when ``kernbench.torch`` loads.
+
+Every public tensor method (and the arithmetic operators, ``[]``, ``T``, ``mT``), every
+function of ``torch``, ``torch.nn.functional`` and ``torch.linalg`` is replaced by a
+wrapper that calls it unchanged unless one of its tensor arguments requires grad and
+recording is on.  Then the wrapper
+
+* runs the op's rule (:data:`~kernbench.torch.autograd.formulas.RULES`,
+  :data:`~kernbench.torch.autograd.nn_formulas.NN_RULES`): the forward with recording
+  off, and one node with its backward formula;
+* refuses an in-place op (a method ending in ``_``, ``+=``, ``[...] =``, ``inplace=True``)
+  with torch's error for a leaf and a clear one otherwise;
+* for any other op, runs it with recording off and gives its floating results an
+  :class:`~kernbench.torch.autograd.graph.UnsupportedBackward` node, so a backward that
+  reaches it raises naming the op instead of dropping that path's gradient.
+
+``torch.<name>`` functions that only call the tensor method of the same name pass
+through (the method records).  Code that changes parameters in place as torch does
+under ``no_grad`` (``nn.init``, ``clip_grad_*``, ``load_state_dict``) runs with
+recording off.  New ops added to the facade are covered by the same sweep: they get the
+"not supported yet" node until a rule is written for them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from kernbench.torch import functions, linalg
+from kernbench.torch.autograd.formulas import RULES, Unsupported, untracked
+from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
+from kernbench.torch.autograd.graph import UnsupportedBackward
+from kernbench.torch.autograd.nn_formulas import NN_RULES, in_place_error
+from kernbench.torch.grad_slots import set_history
+from kernbench.torch.nn import functional as F
+from kernbench.torch.nn import init as nn_init
+from kernbench.torch.nn import utils as nn_utils
+from kernbench.torch.nn.modules import Module
+from kernbench.torch.tensor import Tensor
+
+__all__ = ["install_autograd"]
+
+_OPERATORS = {
+    "__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__",
+    "__rtruediv__", "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__",
+    "__rpow__", "__matmul__", "__rmatmul__", "__neg__", "__pos__", "__abs__", "__getitem__",
+}  # fmt: skip
+_IN_PLACE_OPERATORS = {
+    "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
+    "__ipow__", "__imatmul__", "__setitem__", "__iand__", "__ior__", "__ixor__",
+    "__ilshift__", "__irshift__",
+}  # fmt: skip
+# Methods outside the graph by nature: autograd's own, host reads, and new tensors that
+# take only a dtype and device from the tensor.
+_LEFT_ALONE = {
+    "backward", "requires_grad_", "detach", "detach_", "numpy", "item", "tolist",
+    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "free", "size", "stride",
+    "dim", "numel", "nelement", "element_size", "storage_offset", "data_ptr",
+    "is_contiguous", "get_device", "contiguous_device_tensor",
+}  # fmt: skip
+_PROPERTIES = {"T", "mT"}
+# torch.<name> that call the tensor method of the same name (which records).
+_PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negative"}
+_F_PASS_THROUGH = {"softmax", "log_softmax", "relu", "sigmoid", "tanh"}
+# torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
+# device or values copied as a new leaf), seeds, files, predicates.
+_TORCH_LEFT_ALONE = {
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "arange",
+    "linspace", "logspace", "eye", "rand", "randn", "randint", "randperm", "zeros_like",
+    "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "randint_like",
+    "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "save", "load",
+    "is_tensor", "numel", "get_default_dtype", "set_default_dtype", "allclose", "equal",
+    "set_float32_matmul_precision", "get_float32_matmul_precision", "tril_indices",
+    "triu_indices", "is_grad_enabled",
+}  # fmt: skip
+
+
+_INSTALLED: list[bool] = []
+
+
+def _grad_tensors(args: tuple, kwargs: dict) -> list[Tensor]:
+    """The tensors among the arguments (and in list/tuple arguments) that require grad."""
+    found = []
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, Tensor):
+            if value.requires_grad:
+                found.append(value)
+        elif isinstance(value, list | tuple):
+            found.extend(v for v in value if isinstance(v, Tensor) and v.requires_grad)
+    return found
+
+
+def _inplace_flag(fn: Callable, args: tuple, kwargs: dict) -> bool:
+    if "inplace" in kwargs:
+        return kwargs["inplace"] is True
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return False
+    return bound.arguments.get("inplace") is True
+
+
+def _unsupported(fn: Callable, op: str, inputs: list[Tensor], args: tuple, kwargs: dict) -> Any:
+    if _inplace_flag(fn, args, kwargs):
+        raise in_place_error(f"torch.{op}(inplace=True)", inputs[0])
+    out = untracked(fn, *args, **kwargs)
+    outs = out if isinstance(out, tuple | list) else (out,)
+    for item in outs:
+        if (
+            isinstance(item, Tensor)
+            and item.dtype.is_floating_point
+            and not any(item is t for t in inputs)
+        ):
+            set_history(item, UnsupportedBackward(op, inputs))
+    return out
+
+
+def _wrap(fn: Callable, op: str, rule: Callable | None) -> Callable:
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        inputs = _grad_tensors(args, kwargs)
+        if not inputs or not is_grad_enabled():
+            return fn(*args, **kwargs)
+        if rule is not None:
+            try:
+                return rule(fn, *args, **kwargs)
+            except Unsupported:
+                pass
+        return _unsupported(fn, op, inputs, args, kwargs)
+
+    return call
+
+
+def _wrap_in_place(fn: Callable, op: str) -> Callable:
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        inputs = _grad_tensors(args, kwargs)
+        if inputs and is_grad_enabled():
+            target = args[0] if args and isinstance(args[0], Tensor) else None
+            raise in_place_error(op, target if target in inputs else None)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _untracked_call(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        with no_grad():
+            return fn(*args, **kwargs)
+
+    return call
+
+
+def _is_in_place(name: str) -> bool:
+    return name in _IN_PLACE_OPERATORS or (name.endswith("_") and not name.startswith("_"))
+
+
+def _install_methods() -> None:
+    for name in dir(Tensor):
+        if name in _LEFT_ALONE or (name.startswith("_") and name not in _OPERATORS | _IN_PLACE_OPERATORS):
+            continue
+        raw = inspect.getattr_static(Tensor, name)
+        if isinstance(raw, property):
+            if name in _PROPERTIES and raw.fget is not None:
+                fget = _wrap(raw.fget, f"Tensor.{name}", RULES.get(name))
+                setattr(Tensor, name, property(fget, raw.fset, raw.fdel, raw.__doc__))
+            continue
+        if not inspect.isfunction(raw):
+            continue
+        if _is_in_place(name):
+            setattr(Tensor, name, _wrap_in_place(raw, f"Tensor.{name}"))
+        else:
+            setattr(Tensor, name, _wrap(raw, f"Tensor.{name}", RULES.get(name)))
+
+
+def _install_functions(module: ModuleType, prefix: str, names: Any, rules: dict, skip: set) -> None:
+    for name in names:
+        fn = getattr(module, name, None)
+        if name in skip or not inspect.isfunction(fn):
+            continue
+        if _is_in_place(name):
+            setattr(module, name, _wrap_in_place(fn, f"{prefix}{name}"))
+        else:
+            setattr(module, name, _wrap(fn, f"{prefix}{name}", rules.get(name)))
+
+
+def install_autograd(torch_module: ModuleType) -> None:
+    """Wrap the facade's entry points (``torch_module`` is ``kernbench.torch``); once."""
+    if _INSTALLED:
+        return
+    _install_methods()
+    _install_functions(
+        torch_module, "", torch_module.__all__, {}, _PASS_THROUGH | _TORCH_LEFT_ALONE
+    )
+    _install_functions(F, "nn.functional.", F.__all__, NN_RULES, _F_PASS_THROUGH | {"one_hot"})
+    _install_functions(linalg, "linalg.", linalg.__all__, {}, set())
+    for name in nn_init.__all__:
+        setattr(nn_init, name, _untracked_call(getattr(nn_init, name)))
+    for name in nn_utils.__all__:
+        setattr(nn_utils, name, _untracked_call(getattr(nn_utils, name)))
+    Module.load_state_dict = _untracked_call(Module.load_state_dict)
+    _INSTALLED.append(True)
