@@ -17,6 +17,7 @@ import heapq
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kernbench.distributed.scheduler import current_rank
 from kernbench.errors import TensorError
 from kernbench.torch.autograd.grad_mode import no_grad
 from kernbench.torch.autograd.graph import AccumulateGrad, Node, edge
@@ -26,14 +27,24 @@ if TYPE_CHECKING:
 
 __all__ = ["backward", "grad", "queue_callback", "tensor_backward"]
 
-_CALLBACKS: list[list[Callable[[], None]]] = []  # one list per backward running
+_RANK_KEY = "torch.autograd.callbacks"
+_GLOBAL_CALLBACKS: list[list[Callable[[], None]]] = []
+
+
+def _callbacks() -> list[list[Callable[[], None]]]:
+    """The calling rank's backwards running (a rank may yield inside one), innermost last."""
+    rank = current_rank()
+    if rank is None:
+        return _GLOBAL_CALLBACKS
+    return rank.local.setdefault(_RANK_KEY, [])
 
 
 def queue_callback(callback: Callable[[], None]) -> None:
-    """Run ``callback`` when the backward now running has finished its graph."""
-    if not _CALLBACKS:
+    """Run ``callback`` when the calling rank's backward now running has finished its graph."""
+    running = _callbacks()
+    if not running:
         raise TensorError("queue_callback: no backward is running")
-    _CALLBACKS[-1].append(callback)
+    running[-1].append(callback)
 
 
 def _tensors(value: Any, what: str) -> list[Any]:
@@ -87,7 +98,8 @@ def _run(
     ready = [(-n.sequence_nr, id(n), n) for n in buffers if dependencies.get(n, 0) == 0]
     heapq.heapify(ready)
     callbacks: list[Callable[[], None]] = []
-    _CALLBACKS.append(callbacks)
+    running = _callbacks()
+    running.append(callbacks)
     try:
         with no_grad():
             while ready:
@@ -117,7 +129,7 @@ def _run(
             for callback in callbacks:
                 callback()
     finally:
-        _CALLBACKS.pop()
+        running.pop()
 
 
 def _dependencies(buffers: dict[Node, Tensor]) -> dict[Node, int]:

@@ -188,6 +188,13 @@ def _install_functions(module: ModuleType, prefix: str, names: Any, rules: dict,
             setattr(module, name, _wrap(fn, f"{prefix}{name}", rules.get(name)))
 
 
+def _subclasses(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_subclasses(sub)]
+    return found
+
+
 def install_autograd(torch_module: ModuleType) -> None:
     """Wrap the facade's entry points (``torch_module`` is ``kernbench.torch``); once."""
     if _INSTALLED:
@@ -203,4 +210,8 @@ def install_autograd(torch_module: ModuleType) -> None:
     for name in nn_utils.__all__:
         setattr(nn_utils, name, _untracked_call(getattr(nn_utils, name)))
     Module.load_state_dict = _untracked_call(Module.load_state_dict)
+    for cls in _subclasses(Module):  # torch initializes parameters under no_grad
+        for name in ("reset_parameters", "_reset_parameters"):
+            if name in vars(cls):
+                setattr(cls, name, _untracked_call(vars(cls)[name]))
     _INSTALLED.append(True)

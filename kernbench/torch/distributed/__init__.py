@@ -21,7 +21,10 @@ from typing import Any
 from kernbench.distributed.world import ProcessGroup, Work
 from kernbench.errors import unsupported_name
 from kernbench.kernels.ranks import DistributedState, set_rank_provider
-from kernbench.torch.distributed import ipcq_install  # noqa: F401 - registers install_ipcq
+from kernbench.torch.distributed import (
+    data_parallel,  # noqa: F401 - registers torch.nn.parallel (DistributedDataParallel)
+    ipcq_install,  # noqa: F401 - registers install_ipcq
+)
 from kernbench.torch.distributed.all_to_all import all_to_all, all_to_all_single
 from kernbench.torch.distributed.collectives import (
     all_gather,

@@ -1,12 +1,13 @@
-"""``torch.nn`` for KernBench: modules and parameters (forward only), ``torch.nn.functional``
+"""``torch.nn`` for KernBench: modules and parameters, ``torch.nn.functional``
 (activations, norms, losses, convolutions, pools), ``torch.nn.init`` and ``torch.nn.utils``
 (gradient clipping).
 
 Modules run their ``forward`` as the ``functional`` ops they call and cost
-what those ops cost.  There is no autograd: parameters have
-``requires_grad=True`` and a ``grad`` slot the script assigns (a hand-written
-backward), which ``torch.optim`` reads.  Names torch has and this package
-does not (``nn.Conv3d``, ``nn.parallel``, ...) raise a
+what those ops cost.  Parameters have ``requires_grad=True``; ``loss.backward()``
+fills their ``grad`` (:mod:`kernbench.torch.autograd`), which ``torch.optim`` reads.
+``nn.parallel`` (DistributedDataParallel) is registered by
+:mod:`kernbench.torch.distributed.data_parallel`.  Names torch has and this package
+does not (``nn.Conv3d``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
 instead.
 """
@@ -150,8 +151,8 @@ HINTS = {
                      "Fold", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"),
                     "only Conv1d/Conv2d and the 1-D and 2-D max, average and adaptive pools "
                     "have kernels here"),
-    "parallel": "there is no DistributedDataParallel (it needs autograd hooks): all_reduce "
-    "the gradients with torch.distributed (as benches/dp_training_step.py does)",
+    "parallel": "import kernbench.torch (its distributed package registers nn.parallel, "
+    "DistributedDataParallel)",
 }  # fmt: skip
 
 

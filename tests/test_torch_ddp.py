@@ -1,0 +1,131 @@
+"""torch.nn.parallel.DistributedDataParallel: the DDP tutorial's ToyModel trained on 2 and 4
+simulated ranks, as written; gradients equal the average of the ranks' own gradients
+(NumPy), parameters stay identical across ranks, ``no_sync`` defers the reduction, and a
+missing process group is torch's error."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernbench
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+from kernbench.errors import DistributedError, RankError
+from kernbench.torch import nn, optim
+from kernbench.torch.nn.parallel import DistributedDataParallel as DDP
+
+LR = 0.05
+
+
+class ToyModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net1 = nn.Linear(10, 10)
+        self.relu = nn.ReLU()
+        self.net2 = nn.Linear(10, 5)
+
+    def forward(self, x):
+        return self.net2(self.relu(self.net1(x)))
+
+
+def _data(rank, step):
+    rng = np.random.default_rng([rank, step])
+    return rng.standard_normal((20, 10), np.float32), rng.standard_normal((20, 5), np.float32)
+
+
+def _params(model):
+    return {k: v.numpy().copy() for k, v in model.state_dict().items()}
+
+
+def _train(rank, world_size, steps):
+    dist.init_process_group()
+    torch.manual_seed(rank)  # different on every rank: DDP broadcasts rank 0's
+    model = ToyModel().to(rank)
+    ddp = DDP(model, device_ids=[rank])
+    initial = _params(model)
+    loss_fn = nn.MSELoss()
+    opt = optim.SGD(ddp.parameters(), lr=LR)
+    grads = []
+    for step in range(steps):
+        x, y = _data(rank, step)
+        opt.zero_grad()
+        outputs = ddp(torch.from_numpy(x))
+        labels = torch.from_numpy(y).to(rank)
+        loss_fn(outputs, labels).backward()
+        grads.append({k: p.grad.numpy().copy() for k, p in model.named_parameters()})
+        opt.step()
+    dist.destroy_process_group()
+    return {"initial": initial, "grads": grads, "final": _params(model)}
+
+
+def _local_grads(p, x, y):
+    h = x @ p["net1.weight"].T + p["net1.bias"]
+    r = np.maximum(h, 0)
+    o = r @ p["net2.weight"].T + p["net2.bias"]
+    go = 2 * (o - y) / o.size
+    gh = (go @ p["net2.weight"]) * (h > 0)
+    return {"net2.weight": go.T @ r, "net2.bias": go.sum(0), "net1.weight": gh.T @ x,
+            "net1.bias": gh.sum(0)}  # fmt: skip
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ddp_toy_model_averages_gradients_and_keeps_ranks_equal(world):
+    steps = 2
+    result = kernbench.simulate(
+        _train, topology="multi_sip", world_size=world, rank_args=True, args=(steps,)
+    )
+    first = result.returns[0]
+    for rank in range(world):
+        for part in ("initial", "final"):
+            for name, value in result.returns[rank][part].items():
+                np.testing.assert_array_equal(value, first[part][name], err_msg=name)
+    params = {k: v.astype(np.float64) for k, v in first["initial"].items()}
+    for step in range(steps):
+        local = [_local_grads(params, *(a.astype(np.float64) for a in _data(r, step)))
+                 for r in range(world)]  # fmt: skip
+        for name in params:
+            average = sum(g[name] for g in local) / world
+            for rank in range(world):
+                got = result.returns[rank]["grads"][step][name]
+                np.testing.assert_allclose(got, average, rtol=1e-4, atol=1e-6, err_msg=name)
+            params[name] = params[name] - LR * average
+    for name, value in first["final"].items():
+        np.testing.assert_allclose(value, params[name], rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def _no_sync(rank, world_size):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = nn.Linear(3, 1, bias=False)
+    ddp = DDP(model)
+    x = torch.full((1, 3), float(rank + 1))
+    with ddp.no_sync():
+        ddp(x).sum().backward()
+    local = model.weight.grad.numpy().copy()
+    ddp(x).sum().backward()  # reduces what both backwards accumulated
+    assert isinstance(ddp.module, nn.Linear) and ddp.module is model
+    assert list(ddp.state_dict()) == ["module.weight"]
+    assert ddp(x).grad_fn.name() == "_DDPSinkBackward"
+    return local, model.weight.grad.numpy()
+
+
+def test_ddp_no_sync_defers_the_reduction():
+    result = kernbench.simulate(_no_sync, topology="multi_sip", world_size=2, rank_args=True)
+    for rank in range(2):
+        local, reduced = result.returns[rank]
+        np.testing.assert_allclose(local, [[rank + 1] * 3])
+        np.testing.assert_allclose(reduced, [[3.0] * 3])  # (2*1 + 2*2) / 2
+
+
+def _without_group():
+    DDP(nn.Linear(2, 2))
+
+
+def test_ddp_needs_a_process_group():
+    with pytest.raises(RankError, match="Default process group has not been initialized"):
+        kernbench.simulate(_without_group, topology="multi_sip", world_size=2)
+    assert torch.nn.parallel.DistributedDataParallel is DDP
+    with pytest.raises(AttributeError, match="DistributedDataParallel"):
+        torch.nn.parallel.DataParallel  # noqa: B018
+    assert issubclass(RankError, Exception) and issubclass(DistributedError, Exception)
