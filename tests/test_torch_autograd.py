@@ -89,22 +89,41 @@ def test_binary_ops_gradients_with_broadcasting(ctx, name, torch_fn, numpy_fn, s
 
 
 UNARY = [
-    ("scalar_ops", lambda x: (2.0 - x) * 3.0 / 4.0 + 1.0 - x / 2.0,
-     lambda x: (2.0 - x) * 3.0 / 4.0 + 1.0 - x / 2.0, False),
+    (
+        "scalar_ops",
+        lambda x: (2.0 - x) * 3.0 / 4.0 + 1.0 - x / 2.0,
+        lambda x: (2.0 - x) * 3.0 / 4.0 + 1.0 - x / 2.0,
+        False,
+    ),
     ("rdiv", lambda x: 1.5 / x, lambda x: 1.5 / x, True),
     ("neg", lambda x: -x + torch.neg(x), lambda x: -2 * x, False),
     ("pow", lambda x: x**3 + x.pow(2) + torch.pow(x, 0.5), lambda x: x**3 + x**2 + x**0.5, True),
     ("sum_all", lambda x: x.sum(), lambda x: x.sum(), False),
     ("sum_dim", lambda x: x.sum(1), lambda x: x.sum(1), False),
-    ("sum_dims_keepdim", lambda x: torch.sum(x, (0, 2), keepdim=True),
-     lambda x: x.sum((0, 2), keepdims=True), False),
+    (
+        "sum_dims_keepdim",
+        lambda x: torch.sum(x, (0, 2), keepdim=True),
+        lambda x: x.sum((0, 2), keepdims=True),
+        False,
+    ),
     ("mean", lambda x: x.mean(), lambda x: x.mean(), False),
     ("mean_dim", lambda x: x.mean(-1, keepdim=True), lambda x: x.mean(-1, keepdims=True), False),
-    ("views", lambda x: x.view(6, 2).reshape(3, 4).flatten().unsqueeze(0).squeeze(0),
-     lambda x: x.reshape(-1), False),
-    ("transposes", lambda x: x.transpose(0, 2).permute(2, 0, 1) * 1.0,
-     lambda x: x.transpose(2, 0, 1).transpose(1, 2, 0).transpose(2, 0, 1)
-     if False else np.transpose(np.swapaxes(x, 0, 2), (2, 0, 1)), False),
+    (
+        "views",
+        lambda x: x.view(6, 2).reshape(3, 4).flatten().unsqueeze(0).squeeze(0),
+        lambda x: x.reshape(-1),
+        False,
+    ),
+    (
+        "transposes",
+        lambda x: x.transpose(0, 2).permute(2, 0, 1) * 1.0,
+        lambda x: (
+            x.transpose(2, 0, 1).transpose(1, 2, 0).transpose(2, 0, 1)
+            if False
+            else np.transpose(np.swapaxes(x, 0, 2), (2, 0, 1))
+        ),
+        False,
+    ),
     ("t_and_T", lambda x: x[0].t() + x[1].T + x[0].mT, lambda x: x[0].T + x[1].T + x[0].T, False),
     ("getitem", lambda x: x[1:, ::2] * x[0, 1], lambda x: x[1:, ::2] * x[0, 1], False),
     ("relu", lambda x: x.relu() + torch.relu(x) + F.relu(x), lambda x: 3 * np.maximum(x, 0), False),
@@ -116,8 +135,12 @@ UNARY = [
     ("softmax_dim0", lambda x: F.softmax(x, dim=0), lambda x: _softmax(x, 0), False),
     ("log_softmax", lambda x: F.log_softmax(x, 1), lambda x: np.log(_softmax(x, 1)), False),
     ("gelu", F.gelu, lambda x: 0.5 * x * (1 + _erf(x / np.sqrt(2))), False),
-    ("gelu_tanh", lambda x: F.gelu(x, approximate="tanh"),
-     lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))), False),
+    (
+        "gelu_tanh",
+        lambda x: F.gelu(x, approximate="tanh"),
+        lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))),
+        False,
+    ),
     ("silu", F.silu, lambda x: x / (1 + np.exp(-x)), False),
     ("clone_contiguous", lambda x: x.t().contiguous().clone(), lambda x: x.T, False),
 ]

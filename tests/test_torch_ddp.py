@@ -13,8 +13,8 @@ import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.errors import DistributedError, RankError
 from kernbench.torch import nn, optim
-from kernbench.torch.nn.parallel import DistributedDataParallel as DDP
 
+DDP = nn.parallel.DistributedDataParallel
 LR = 0.05
 
 
@@ -125,7 +125,9 @@ def _without_group():
 def test_ddp_needs_a_process_group():
     with pytest.raises(RankError, match="Default process group has not been initialized"):
         kernbench.simulate(_without_group, topology="multi_sip", world_size=2)
-    assert torch.nn.parallel.DistributedDataParallel is DDP
+    from kernbench.torch.nn.parallel import DistributedDataParallel  # torch's import path
+
+    assert DistributedDataParallel is DDP
     with pytest.raises(AttributeError, match="DistributedDataParallel"):
         torch.nn.parallel.DataParallel  # noqa: B018
     assert issubclass(RankError, Exception) and issubclass(DistributedError, Exception)

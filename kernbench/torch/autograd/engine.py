@@ -208,7 +208,9 @@ def backward(
             f"grad can be implicitly created only for scalar outputs: got {len(given_list)} "
             f"gradients for {len(roots)} tensors"
         )
-    gradients = [_root_gradient(r, g, i) for i, (r, g) in enumerate(zip(roots, given_list))]
+    gradients = [
+        _root_gradient(r, g, i) for i, (r, g) in enumerate(zip(roots, given_list, strict=True))
+    ]
     _run(roots, gradients, bool(retain_graph))
 
 
@@ -238,9 +240,13 @@ def grad(
     targets = _tensors(inputs, "autograd.grad")
     for i, t in enumerate(targets):
         if not t.requires_grad:
-            raise TensorError(f"One of the differentiated Tensors (input {i}) does not require grad")
+            raise TensorError(
+                f"One of the differentiated Tensors (input {i}) does not require grad"
+            )
     given_list = [None] * len(roots) if grad_outputs is None else _listed(grad_outputs)
-    gradients = [_root_gradient(r, g, i) for i, (r, g) in enumerate(zip(roots, given_list))]
+    gradients = [
+        _root_gradient(r, g, i) for i, (r, g) in enumerate(zip(roots, given_list, strict=True))
+    ]
     nodes = [edge(t) for t in targets]
     capture: dict[int, Any] = {id(n): None for n in nodes}
     _run(roots, gradients, bool(retain_graph), capture)

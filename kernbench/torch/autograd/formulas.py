@@ -267,7 +267,9 @@ def _reduction(mean: bool) -> Callable[..., Any]:
             return (_expand_back(g, shape, dims, keepdim),)
 
         suffix = "0" if dims is None else "1"
-        return recorded(out, ("MeanBackward" if mean else "SumBackward") + suffix, (self,), backward)
+        return recorded(
+            out, ("MeanBackward" if mean else "SumBackward") + suffix, (self,), backward
+        )
 
     return rule
 
@@ -389,7 +391,9 @@ def _softmax_dim(self: Tensor, dim: Any, axis: Any) -> int:
     return d % max(self.ndim, 1)
 
 
-def _softmax(fn: Callable, self: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None):
+def _softmax(
+    fn: Callable, self: Tensor, dim: Any = None, dtype: Any = None, *, axis: Any = None
+) -> Any:
     d = _softmax_dim(self, dim, axis)
     out = untracked(fn, self, dim, dtype, axis=axis)
     in_dtype = self.dtype
@@ -401,7 +405,9 @@ def _softmax(fn: Callable, self: Tensor, dim: Any = None, dtype: Any = None, *, 
     return recorded(out, "SoftmaxBackward0", (self,), backward, (out,))
 
 
-def _log_softmax(fn: Callable, self: Tensor, dim: Any = None, dtype: Any = None, **kwargs: Any):
+def _log_softmax(
+    fn: Callable, self: Tensor, dim: Any = None, dtype: Any = None, **kwargs: Any
+) -> Any:
     d = _softmax_dim(self, dim, kwargs.get("axis"))
     out = untracked(fn, self, dim, dtype, **kwargs)
     in_dtype = self.dtype

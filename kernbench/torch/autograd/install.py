@@ -161,7 +161,8 @@ def _is_in_place(name: str) -> bool:
 
 def _install_methods() -> None:
     for name in dir(Tensor):
-        if name in _LEFT_ALONE or (name.startswith("_") and name not in _OPERATORS | _IN_PLACE_OPERATORS):
+        operator = name in _OPERATORS or name in _IN_PLACE_OPERATORS
+        if name in _LEFT_ALONE or (name.startswith("_") and not operator):
             continue
         raw = inspect.getattr_static(Tensor, name)
         if isinstance(raw, property):

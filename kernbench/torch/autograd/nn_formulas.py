@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.autograd.formulas import Unsupported, untracked, recorded, sum_to
+from kernbench.torch.autograd.formulas import Unsupported, recorded, sum_to, untracked
 from kernbench.torch.logic import where
 from kernbench.torch.nn import functional as F
 from kernbench.torch.sampling import keep_mask
@@ -122,7 +122,7 @@ def _layer_norm(
         gx = gw = gb = None
         if need_x:
             gh = g * w if w is not None else g
-            gx = (gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True))
+            gx = gh - gh.mean(dims, keepdim=True) - xhat * (gh * xhat).mean(dims, keepdim=True)
             gx = gx * rstd
         if need_w:
             gw = sum_to(g * xhat, shape)

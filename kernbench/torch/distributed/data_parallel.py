@@ -108,7 +108,8 @@ class DistributedDataParallel(Module):
                 for t in self.module.buffers():
                     broadcast(t, group=self.process_group, group_src=0)
         if self.device_ids:  # as torch's: inputs move to the module's device first
-            inputs, kwargs = _to_device(inputs, self.device_ids[0]), _to_device(kwargs, self.device_ids[0])
+            device = self.device_ids[0]
+            inputs, kwargs = _to_device(inputs, device), _to_device(kwargs, device)
         output = self.module(*inputs, **kwargs)
         if self.require_backward_grad_sync and is_grad_enabled():
             output = self._sink(output)
@@ -180,7 +181,8 @@ def _register() -> None:
     """``torch.nn.parallel`` as a module of the facade: ``nn.parallel`` and the import path."""
     parallel = ModuleType(
         "kernbench.torch.nn.parallel",
-        "``torch.nn.parallel``: DistributedDataParallel (kernbench.torch.distributed.data_parallel).",
+        "``torch.nn.parallel``: DistributedDataParallel "
+        "(kernbench.torch.distributed.data_parallel).",
     )
     parallel.DistributedDataParallel = DistributedDataParallel
     parallel.__all__ = ["DistributedDataParallel"]
