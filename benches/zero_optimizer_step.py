@@ -5,8 +5,8 @@ float32, kept as one flat parameter tensor) and its own batch ``(X_r, T_r)``.
 One step, as ZeRO stage 2 runs it:
 
 1. gradient of the mean squared error ``|X_r·W - T_r|² / batch``, written by
-   hand (``dW = 2/batch · X_rᵀ·(X_r·W - T_r)``; there is no autograd, and
-   ``torch.optim`` is not there either: the update is written out);
+   hand (``dW = 2/batch · X_rᵀ·(X_r·W - T_r)``, so the step holds only ZeRO's
+   own work; the update is written out too);
 2. ``--reduce reduce_scatter``: ``dist.reduce_scatter_tensor(..., op=AVG,
    async_op=True)`` leaves each rank the rank-averaged gradient of its ``1/n``
    of the parameters; ``--reduce all_reduce``: ``dist.all_reduce(..., op=AVG)``

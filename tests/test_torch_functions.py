@@ -544,7 +544,7 @@ def test_mm_takes_only_matrices_as_torch(ctx):
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
         ("histogramdd", "there is no device kernel for it"),
         ("isin", "torch.isin(t, test_elements)"),
-        ("retain_grad", "there is no autograd"),
+        ("retain_grad", "not in kernbench.torch's autograd (v1"),
         ("is_floating_point", "t.dtype.is_floating_point"),
         ("unsqueeze_", "the view without _"),
     ],
@@ -555,8 +555,7 @@ def test_missing_tensor_methods_say_what_to_write_instead(ctx, name, hint):
 
 
 def test_missing_torch_functions_say_what_to_write_instead():
-    with pytest.raises(AttributeError, match=re.escape("write the gradients by hand")):
-        torch.autograd  # noqa: B018
+    assert callable(torch.autograd.backward) and callable(torch.autograd.grad)
     with pytest.raises(AttributeError, match="every run is deterministic here"):
         torch.use_deterministic_algorithms  # noqa: B018
     for name, hint in (

@@ -717,7 +717,7 @@ def test_chunk_and_split_are_views_as_in_torch(ctx):
 @pytest.mark.parametrize(
     ("module", "name", "says"),
     [
-        ("torch", "autograd", "write the gradients by hand"),
+        ("torch", "func", "no vmap or functional transform"),
         ("torch", "compile", "drop the line"),
         ("torch", "vmap", "loop over the batch"),
         ("torch", "zerso", "nearest: zeros"),

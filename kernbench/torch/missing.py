@@ -1,6 +1,6 @@
 """What to say when a script asks a tensor for something kernbench.torch does not have.
 
-A PyTorch script that calls ``t.backward()`` or ``t.histogramdd(...)`` gets a
+A PyTorch script that calls ``t.register_hook(...)`` or ``t.histogramdd(...)`` gets a
 :class:`~kernbench.errors.TensorAttributeError` (also an ``AttributeError``,
 so ``hasattr`` and ``getattr(t, name, default)`` keep working) that names the
 call and the nearest supported one: a hint written for the PyTorch methods
@@ -20,9 +20,9 @@ from kernbench.errors import KernBenchError, TensorAttributeError, UnsupportedMo
 
 __all__ = ["missing_attribute", "install_import_hints", "MODULE_HINTS", "CUDA_HINTS"]
 
-_NO_AUTOGRAD = (
-    "there is no autograd in kernbench.torch: write the gradients by hand (dW = X.T @ dY, "
-    "as benches/dp_training_step.py does); grad is a plain slot you assign"
+_NOT_IN_AUTOGRAD = (
+    "not in kernbench.torch's autograd (v1, ADR 0020): read the leaves' .grad after "
+    "backward(), or torch.autograd.grad(out, [t]) for another tensor's gradient"
 )
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
@@ -42,10 +42,8 @@ KERNEL_NAMES = (
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
-    "backward": _NO_AUTOGRAD,
-    "retain_grad": _NO_AUTOGRAD,
-    "register_hook": _NO_AUTOGRAD,
-    "grad_fn": _NO_AUTOGRAD,
+    "retain_grad": _NOT_IN_AUTOGRAD,
+    "register_hook": _NOT_IN_AUTOGRAD,
     "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "gelu": "torch.nn.functional.gelu(t)",
@@ -71,10 +69,9 @@ MODULE_HINTS = {
     "is_floating_point": HINTS["is_floating_point"],
     **dict.fromkeys(
         ("func", "vmap"),
-        "there is no autograd or vmap: use batched ops (matmul broadcasts its batch dims) or "
-        "loop over the batch",
+        "there is no vmap or functional transform: use batched ops (matmul broadcasts its "
+        "batch dims) or loop over the batch",
     ),
-    "autograd": _NO_AUTOGRAD,
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     **dict.fromkeys(
         ("compile", "jit"),

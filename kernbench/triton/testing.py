@@ -8,8 +8,8 @@ time is deterministic, so more repetitions would measure the same time again:
 ``warmup`` and ``rep`` (milliseconds of a real device's time) are accepted and
 change nothing, every quantile asked for is that one time, and ``return_mode``
 ``"min"``, ``"max"``, ``"mean"`` and ``"median"`` all give it (``"all"`` gives
-``[ms]``).  Both calls advance the clock.  There is no autograd, so
-``grad_to_none`` is accepted and ignored.  ``do_bench_cudagraph(fn, rep,
+``[ms]``).  Both calls advance the clock.  ``grad_to_none``
+is accepted and ignored (gradients are not reset between runs).  ``do_bench_cudagraph(fn, rep,
 grad_to_none, quantiles, return_mode)`` is the same measurement: ``fn`` runs
 as it is, with no graph captured.
 

@@ -155,13 +155,14 @@ _HINTS = {
     "reduce_scatter_tensor the "
     "gradients, update your shard with tensor ops and all_gather_into_tensor it, as "
     "benches/zero_optimizer_step.py does",
-    "fsdp": "there is no FSDP wrapper (no autograd): all_gather_into_tensor each shard before "
+    "fsdp": "there is no FSDP wrapper: all_gather_into_tensor each shard before "
     "use and reduce_scatter_tensor the gradients, as benches/zero_optimizer_step.py does",
     "pipelining": "there is no pipeline runtime: pass activations with isend/irecv or "
     "batch_isend_irecv, as benches/pipeline_parallel.py does (GPipe and 1F1B)",
     "tensor": "there is no DTensor: shard tensors yourself and call the collectives, as "
     "benches/tp_mlp.py and benches/attention_block.py do",
-    "algorithms": "there are no DDP communication hooks (no modules): call the collectives "
+    "algorithms": "there are no DDP communication hooks (DDP all-reduces each gradient): "
+    "call the collectives "
     "on your gradient buckets, as benches/dp_training_step.py does",
 }
 

@@ -6,8 +6,8 @@ order with torch's dotted names (``named_parameters``, ``state_dict``, ...)
 and prints itself as torch does.  Calling a module runs its forward pre-hooks,
 ``forward`` and its forward hooks.  Conversions (``to``, ``half``, ``cuda``)
 change the module in place and return it, converting floating parameters and
-buffers only, as torch.  There is no autograd: parameters have
-``requires_grad=True`` and an empty ``grad`` slot the script assigns.
+buffers only, as torch.  Parameters have
+``requires_grad=True`` and a ``grad`` that ``backward()`` fills (ADR 0020).
 """
 
 from __future__ import annotations

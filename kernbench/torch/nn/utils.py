@@ -5,8 +5,8 @@ norm of those norms, and scales every gradient in place by
 ``min(1, max_norm / (total + 1e-6))`` as torch's (a few tiny kernels and one
 multiply a gradient); the scale stays on the device, so nothing is read to
 the host unless ``error_if_nonfinite`` asks (torch reads it too).
-``clip_grad_value_`` clamps each gradient in place.  There is no autograd:
-the gradients are the ``grad`` slots the script assigned.
+``clip_grad_value_`` clamps each gradient in place.  The gradients are
+the ``grad`` slots (filled by ``backward()`` or assigned); nothing is recorded.
 """
 
 from __future__ import annotations

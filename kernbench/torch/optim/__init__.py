@@ -1,5 +1,5 @@
-"""``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW`` over the ``grad`` slots a
-script assigned (there is no autograd), and ``torch.optim.lr_scheduler``.
+"""``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW`` over the ``grad`` slots
+``backward()`` filled (or a script assigned), and ``torch.optim.lr_scheduler``.
 
 ``step()`` updates each parameter whose ``grad`` is set with torch's
 single-tensor formulas as in-place device ops, so it costs device time

@@ -1,7 +1,7 @@
 """``torch.optim.Optimizer``: parameter groups, per-parameter state, ``zero_grad`` and the
 state dict, as torch's.
 
-There is no autograd: ``step()`` reads the ``grad`` slots the script assigned
+``step()`` reads the ``grad`` slots ``backward()`` filled or the script assigned
 (a parameter whose ``grad`` is None is skipped, as torch skips it) and
 updates the parameters with in-place device ops, so a step costs device time.
 The step counter of Adam-style state is a Python float (torch keeps a CPU
