@@ -10,10 +10,13 @@ without a traceback and exits with status 2.
 from __future__ import annotations
 
 import difflib
+import os
+import sys
 from collections.abc import Iterable, Mapping
 
 __all__ = [
     "shown",
+    "user_stacklevel",
     "KernBenchError",
     "ConfigError",
     "UnitError",
@@ -266,3 +269,18 @@ class SimulationLimitError(SimulationError):
         super().__init__(message)
         self.blocked = dict(blocked)
         self.report: dict | None = None
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that shows the
+    warning at the first frame outside the kernbench package (the user's line), however
+    many of kernbench's own frames (autograd's wrappers included) lie between."""
+    frame = sys._getframe(1)  # noqa: SLF001 - the frames above the warning's caller
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        frame = frame.f_back
+        level += 1
+    return level

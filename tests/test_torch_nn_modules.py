@@ -275,12 +275,14 @@ def test_parameter_is_a_tensor_over_the_same_memory(ctx):
     p.grad = torch.ones(2)  # a plain tensor is a valid grad
     deep = copy.deepcopy(p)
     assert isinstance(deep, nn.Parameter) and deep.grad.tolist() == [1.0, 1.0]
-    deep.fill_(0.0)
+    with torch.no_grad():  # a Parameter is a leaf that requires grad: in place only here
+        deep.fill_(0.0)
     assert p.tolist() == [3.0, 3.0]
     # the facade's mixins accept a Parameter where they check for a tensor
     assert p[torch.tensor([1, 0])].tolist() == [3.0, 3.0]
     assert p[torch.tensor([True, False])].tolist() == [3.0]
-    p[torch.tensor([True, False])] = torch.tensor(5.0)
+    with torch.no_grad():
+        p[torch.tensor([True, False])] = torch.tensor(5.0)
     assert p.tolist() == [5.0, 3.0]
     with pytest.raises(TensorTypeError, match="data must be a Tensor"):
         nn.Parameter([1.0])
@@ -376,8 +378,9 @@ def test_norm_layers_match_numpy(ctx):
     x = _values((4, 6, 5))
     t = torch.from_numpy(x)
     ln = nn.LayerNorm(5)
-    ln.weight.fill_(2.0)
-    ln.bias.fill_(0.5)
+    with torch.no_grad():  # as torch: parameters are changed in place outside the graph
+        ln.weight.fill_(2.0)
+        ln.bias.fill_(0.5)
     mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     np.testing.assert_allclose(
         ln(t).numpy(), (x - mean) / np.sqrt(var + 1e-5) * 2 + 0.5, rtol=1e-4, atol=1e-5
@@ -570,8 +573,9 @@ def test_multihead_attention_matches_numpy_with_masks(ctx):
         "out_features=8, bias=True)\n)"
     )
     assert mha.in_proj_bias.sum().item() == 0  # torch's init: zero biases
-    mha.in_proj_bias.copy_(torch.from_numpy(_values((3 * E,), 9)))
-    mha.out_proj.bias.copy_(torch.from_numpy(_values((E,), 10)))
+    with torch.no_grad():
+        mha.in_proj_bias.copy_(torch.from_numpy(_values((3 * E,), 9)))
+        mha.out_proj.bias.copy_(torch.from_numpy(_values((E,), 10)))
     q, k, v = _values((N, L, E), 1), _values((N, S, E), 2), _values((N, S, E), 3)
     causal = np.triu(np.ones((L, S), bool), 1)  # True: not attended
     padding = np.zeros((N, S), bool)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernbench.errors import TensorError, TensorIndexError
+from kernbench.errors import TensorError, TensorIndexError, user_stacklevel
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
 from kernbench.torch.index_ops import launch_gather, launch_scatter
 
@@ -46,11 +46,12 @@ _INT64 = DTYPE_OBJECTS["int64"]
 
 def warn_uint8_mask(frames: int) -> None:
     """torch's warning for a uint8 index, which it takes as a mask (deprecated there),
-    shown at the script's line ``frames`` calls up."""
+    shown at the script's line (the first frame outside kernbench, whatever ``frames``
+    says: autograd's wrappers add frames)."""
     warnings.warn(
         "indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool instead.",
         UserWarning,
-        stacklevel=frames + 1,
+        stacklevel=user_stacklevel(),
     )
 
 

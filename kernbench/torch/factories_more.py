@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, user_stacklevel
 from kernbench.torch.devices import device_index
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, as_torch_dtype, get_default_dtype
 from kernbench.torch.factories import _tensor_list, cat, stack, zeros
@@ -239,7 +239,7 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
             "torch.meshgrid: in an upcoming release, it will be required to pass the indexing "
             "argument.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
         indexing = "ij"
     if indexing not in ("ij", "xy"):

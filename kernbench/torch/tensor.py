@@ -423,16 +423,14 @@ class Tensor(
         self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
     ) -> Tensor:
         """As :meth:`new_empty`, filled with zeros (by the fill kernel)."""
-        return self.new_empty(
-            *size, dtype=dtype, device=device, requires_grad=requires_grad
-        ).zero_()
+        out = self.new_empty(*size, dtype=dtype, device=device).zero_()
+        return out.requires_grad_() if requires_grad else out  # after the fill, as torch
 
     def new_ones(
         self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
     ) -> Tensor:
-        return self.new_empty(*size, dtype=dtype, device=device, requires_grad=requires_grad).fill_(
-            1
-        )
+        out = self.new_empty(*size, dtype=dtype, device=device).fill_(1)
+        return out.requires_grad_() if requires_grad else out
 
     def new_full(
         self,
@@ -443,8 +441,8 @@ class Tensor(
         device: Any = None,
         requires_grad: bool = False,
     ) -> Tensor:
-        out = self.new_empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
-        return out.fill_(fill_value)
+        out = self.new_empty(size, dtype=dtype, device=device).fill_(fill_value)
+        return out.requires_grad_() if requires_grad else out
 
     def dense(self, dtype: Any = None, *, index: int | None = None) -> Tensor:
         """This tensor's values in ``dtype`` as a tensor over one run of memory (KernBench only).

@@ -118,7 +118,20 @@ def _unsupported(fn: Callable, op: str, inputs: list[Tensor], args: tuple, kwarg
     return out
 
 
+_WRAPPED: dict[int, tuple[Callable, Callable]] = {}  # id(original) -> (original, wrapper)
+
+
 def _wrap(fn: Callable, op: str, rule: Callable | None) -> Callable:
+    """The wrapper of ``fn``; one per function, so aliases (``concat is cat``) stay aliases."""
+    known = _WRAPPED.get(id(fn))
+    if known is not None and known[0] is fn and rule is None:
+        return known[1]
+    call = _wrapper(fn, op, rule)
+    _WRAPPED[id(fn)] = (fn, call)
+    return call
+
+
+def _wrapper(fn: Callable, op: str, rule: Callable | None) -> Callable:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         inputs = _grad_tensors(args, kwargs)
@@ -135,6 +148,15 @@ def _wrap(fn: Callable, op: str, rule: Callable | None) -> Callable:
 
 
 def _wrap_in_place(fn: Callable, op: str) -> Callable:
+    known = _WRAPPED.get(id(fn))
+    if known is not None and known[0] is fn:
+        return known[1]
+    call = _in_place_wrapper(fn, op)
+    _WRAPPED[id(fn)] = (fn, call)
+    return call
+
+
+def _in_place_wrapper(fn: Callable, op: str) -> Callable:
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         inputs = _grad_tensors(args, kwargs)
@@ -183,10 +205,11 @@ def _install_functions(module: ModuleType, prefix: str, names: Any, rules: dict,
         fn = getattr(module, name, None)
         if name in skip or not inspect.isfunction(fn):
             continue
+        op = prefix + (fn.__name__ if not fn.__name__.startswith("_") else name)  # cat, not concat
         if _is_in_place(name):
-            setattr(module, name, _wrap_in_place(fn, f"{prefix}{name}"))
+            setattr(module, name, _wrap_in_place(fn, op))
         else:
-            setattr(module, name, _wrap(fn, f"{prefix}{name}", rules.get(name)))
+            setattr(module, name, _wrap(fn, op, rules.get(name)))
 
 
 def _subclasses(cls: type) -> list[type]:

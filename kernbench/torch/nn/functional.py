@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorAttributeError, TensorError
+from kernbench.errors import TensorAttributeError, TensorError, user_stacklevel
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS
 from kernbench.torch.factories import arange
 from kernbench.torch.nn.activations import (
@@ -233,7 +233,7 @@ def _loss(
             f"({x.shape}). This will likely lead to incorrect results due to "
             "broadcasting. Please ensure they have the same size.",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     diff = x - y
     if what == "mse_loss":

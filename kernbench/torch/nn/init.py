@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, user_stacklevel
 from kernbench.torch import random as torch_random
 from kernbench.torch.tensor import Tensor
 
@@ -136,7 +136,7 @@ def trunc_normal_(
         warnings.warn(
             "mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution "
             "of values may be incorrect.",
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
 
     def draw(rng: np.random.Generator, shape: tuple) -> np.ndarray:
@@ -181,7 +181,7 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> 
 
 def _kaiming_std(tensor: Tensor, a: float, mode: str, nonlinearity: str) -> float | None:
     if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=user_stacklevel())
         return None
     return calculate_gain(nonlinearity, a) / math.sqrt(_correct_fan(tensor, mode))
 

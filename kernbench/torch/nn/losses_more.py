@@ -15,7 +15,7 @@ import numbers
 import warnings
 from typing import Any
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, user_stacklevel
 from kernbench.torch.dtypes import get_default_dtype, promote_types
 from kernbench.torch.nn.pointwise_loss_kernels import launch_pointwise_loss
 from kernbench.torch.shapes import dim_index, flag_argument, tensor_argument
@@ -92,7 +92,7 @@ def _elementwise_loss(
                 f"({x.shape}). This will likely lead to incorrect results due to "
                 "broadcasting. Please ensure they have the same size.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
     shape = broadcast_shapes(x.shape, y.shape, _call(what))
     dtype = promote_types(x.dtype, y.dtype)
@@ -204,7 +204,7 @@ def kl_div(
             "definition.'mean' will be changed to behave the same as 'batchmean' in the next "
             "major release.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     op = "kl_div_log" if flag_argument(log_target, _call(what), "log_target") else "kl_div"
     divisor = None
