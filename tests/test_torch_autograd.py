@@ -143,6 +143,7 @@ UNARY = [
     ),
     ("silu", F.silu, lambda x: x / (1 + np.exp(-x)), False),
     ("clone_contiguous", lambda x: x.t().contiguous().clone(), lambda x: x.T, False),
+    ("casts", lambda x: x.float().to(torch.float64) * 2, lambda x: 2 * x, False),
 ]
 
 

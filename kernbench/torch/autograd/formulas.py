@@ -348,10 +348,12 @@ def _getitem(fn: Callable, self: Tensor, key: Any) -> Any:
 def _copy_like(name: str) -> Callable[..., Any]:
     def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
         out = untracked(fn, self, *args, **kwargs)
-        dtype = self.dtype
+        dtype, device = self.dtype, self.device
 
         def backward(g: Tensor) -> Sequence[Any]:
-            return (g if g.dtype is dtype else g.to(dtype),)
+            if g.dtype is dtype and g.device == device:
+                return (g,)
+            return (g.to(device, dtype),)  # back to the input's device and dtype
 
         return recorded(out, name, (self,), backward)
 
