@@ -154,6 +154,13 @@ def test_unary_ops_gradients(ctx, name, torch_fn, numpy_fn, positive):
     _check(torch_fn, numpy_fn, shape, positive=positive)
 
 
+def test_cat_and_stack_gradients(ctx):
+    _check(lambda a, b: torch.cat([a, b * 2], dim=1), lambda a, b: np.concatenate([a, b * 2], 1),
+           (2, 3), (2, 1))  # fmt: skip
+    _check(lambda a, b: torch.stack((a, b), -1), lambda a, b: np.stack((a, b), -1), (2, 3), (2, 3))
+    assert torch.concatenate is torch.cat
+
+
 def _layer_norm(x, w, b, eps=1e-5):
     mu = x.mean(-1, keepdims=True)
     var = ((x - mu) ** 2).mean(-1, keepdims=True)
@@ -285,9 +292,9 @@ def test_in_place_and_unsupported_ops_raise(ctx):
     with torch.no_grad():
         w.add_(1)  # as torch: allowed without recording
     np.testing.assert_allclose(w.numpy(), [2.0, 2.0, 2.0])
-    out = torch.cat([w, w * 2]).sum()  # no formula for cat: a node that refuses
+    out = torch.cumsum(w * 2, 0).sum()  # no formula for cumsum: a node that refuses
     assert out.requires_grad
-    with pytest.raises(TensorError, match=r"backward through torch\.cat is not supported yet"):
+    with pytest.raises(TensorError, match=r"backward through torch\.cumsum is not supported yet"):
         out.backward()
     with pytest.raises(TensorError, match=r"backward through torch\.Tensor\.cumsum"):
         w.cumsum(0).sum().backward()

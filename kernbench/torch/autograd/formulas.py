@@ -21,7 +21,7 @@ from kernbench.torch.autograd.graph import Node, record, saved
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["RULES", "Unsupported", "recorded", "sum_to", "untracked"]
+__all__ = ["FUNCTION_RULES", "RULES", "Unsupported", "recorded", "sum_to", "untracked"]
 
 
 class Unsupported(Exception):  # noqa: N818 - a signal between rules and the installer
@@ -420,6 +420,33 @@ def _log_softmax(
 
     return recorded(out, "LogSoftmaxBackward0", (self,), backward, (out,))
 
+
+# -- joins (torch.cat, torch.stack) -------------------------------------------------------------
+def _joined(stacked: bool) -> Callable[..., Any]:
+    def rule(fn: Callable, tensors: Any, dim: int = 0) -> Any:
+        items = list(tensors) if isinstance(tensors, list | tuple) else None
+        if not items or not all(_is_tensor(t) for t in items):
+            raise Unsupported
+        out = untracked(fn, items, dim)
+        d = dim % out.ndim
+        sizes = [1 if stacked else t.shape[d] for t in items]
+        needs = [t.requires_grad for t in items]
+
+        def backward(g: Tensor) -> Sequence[Any]:
+            grads, start = [], 0
+            for size, need in zip(sizes, needs, strict=True):
+                part = g.narrow(d, start, size) if need else None
+                grads.append(part.squeeze(d) if stacked and part is not None else part)
+                start += size
+            return grads
+
+        return recorded(out, "StackBackward0" if stacked else "CatBackward0", items, backward)
+
+    return rule
+
+
+# torch.<name> functions with a rule of their own (the others call a tensor method).
+FUNCTION_RULES: dict[str, Callable[..., Any]] = {"cat": _joined(False), "stack": _joined(True)}
 
 RULES: dict[str, Callable[..., Any]] = {
     "__add__": _add_op,

@@ -30,7 +30,7 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.torch import functions, linalg
-from kernbench.torch.autograd.formulas import RULES, Unsupported, untracked
+from kernbench.torch.autograd.formulas import FUNCTION_RULES, RULES, Unsupported, untracked
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import UnsupportedBackward
 from kernbench.torch.autograd.nn_formulas import NN_RULES, in_place_error
@@ -124,7 +124,7 @@ _WRAPPED: dict[int, tuple[Callable, Callable]] = {}  # id(original) -> (original
 def _wrap(fn: Callable, op: str, rule: Callable | None) -> Callable:
     """The wrapper of ``fn``; one per function, so aliases (``concat is cat``) stay aliases."""
     known = _WRAPPED.get(id(fn))
-    if known is not None and known[0] is fn and rule is None:
+    if known is not None and known[0] is fn:
         return known[1]
     call = _wrapper(fn, op, rule)
     _WRAPPED[id(fn)] = (fn, call)
@@ -209,7 +209,7 @@ def _install_functions(module: ModuleType, prefix: str, names: Any, rules: dict,
         if _is_in_place(name):
             setattr(module, name, _wrap_in_place(fn, op))
         else:
-            setattr(module, name, _wrap(fn, op, rules.get(name)))
+            setattr(module, name, _wrap(fn, op, rules.get(name) or rules.get(fn.__name__)))
 
 
 def _subclasses(cls: type) -> list[type]:
@@ -225,7 +225,7 @@ def install_autograd(torch_module: ModuleType) -> None:
         return
     _install_methods()
     _install_functions(
-        torch_module, "", torch_module.__all__, {}, _PASS_THROUGH | _TORCH_LEFT_ALONE
+        torch_module, "", torch_module.__all__, FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
     )
     _install_functions(F, "nn.functional.", F.__all__, NN_RULES, _F_PASS_THROUGH | {"one_hot"})
     _install_functions(linalg, "linalg.", linalg.__all__, {}, set())
