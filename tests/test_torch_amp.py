@@ -201,3 +201,31 @@ def test_grad_scaler_scales_unscales_skips_and_updates(ctx):
     assert off.scale(torch.tensor(2.0)).item() == 2.0 and off.get_scale() == 1.0
     with pytest.raises(TensorError, match="No inf checks were recorded prior to update"):
         torch.amp.GradScaler().update()
+
+
+def test_backward_through_an_autocast_region_gives_the_explicit_casts_gradients(ctx):
+    def grads(forward):
+        torch.manual_seed(3)
+        layer = nn.Linear(16, 4)
+        x, y = torch.randn(8, 16), torch.tensor([0, 1, 2, 3, 0, 1, 2, 3])
+        loss = forward(layer, x, y)
+        loss.backward()
+        return (
+            loss.dtype,
+            [p.grad.dtype for p in layer.parameters()],
+            [p.grad.numpy() for p in layer.parameters()],
+        )
+
+    def autocast(layer, x, y):
+        with torch.autocast("cuda", dtype=BF16):
+            return F.cross_entropy(layer(x), y)
+
+    def explicit(layer, x, y):
+        out = F.linear(x.to(BF16), layer.weight.to(BF16), layer.bias.to(BF16))
+        return F.cross_entropy(out.float(), y)
+
+    got, expected = grads(autocast), grads(explicit)
+    assert got[0] is expected[0] is torch.float32
+    assert got[1] == expected[1] == [torch.float32, torch.float32]  # back in the leaves' dtype
+    for g, e in zip(got[2], expected[2], strict=True):
+        np.testing.assert_array_equal(g, e)
