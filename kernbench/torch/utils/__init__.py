@@ -10,7 +10,8 @@ from kernbench.torch.utils import data
 __all__ = ["data"]
 
 _HINTS = {
-    "checkpoint": "there is no autograd to recompute for: call the function directly",
+    "checkpoint": "activation checkpointing is not modelled: call the function directly "
+    "(its activations are kept for backward)",
     "tensorboard": "read the run's report, trace and plots (kernbench run --report/--trace)",
     "benchmark": "time on the simulated clock: torch.cuda.Event(enable_timing=True) or "
     "triton.testing.do_bench",
