@@ -107,6 +107,25 @@ def _bitonic_sort_kernel(
 
 
 @jit
+def _order64(x, KIND: tl.constexpr, DESCENDING: tl.constexpr):
+    # Each 8-byte value's 64-bit order as int64 bits: the sign bit flipped (a negative
+    # float's bits inverted, -0.0 made 0.0, every NaN one NaN after +inf), all bits
+    # inverted when descending.  KIND: 0 a signed int, 1 an unsigned int, 2 a float.
+    if KIND == 2:
+        u = x + 0.0  # -0.0 ties 0.0, as torch compares them
+        u = tl.where(u != u, float("nan"), u)
+        bits = u.to(tl.int64, bitcast=True)
+        order = tl.where(bits < 0, ~bits, bits ^ SIGN)
+    elif KIND == 1:
+        order = x.to(tl.int64, bitcast=True)
+    else:
+        order = x ^ SIGN
+    if DESCENDING:
+        order = ~order
+    return order
+
+
+@jit
 def _wide_bitonic_sort_kernel(
     x_ptr,
     val_ptr,
@@ -122,43 +141,20 @@ def _wide_bitonic_sort_kernel(
     N: tl.constexpr,
 ):
     # 8-byte values, two passes of the network of _bitonic_sort_kernel: by the low 32
-    # bits of each value's 64-bit order, then (stably) by the high 32 bits.  KIND: 0 a
-    # signed int, 1 an unsigned int, 2 a float.
+    # bits of each value's 64-bit order (_order64), then (stably) by the high 32 bits.
     line = tl.program_id(0) * LB + tl.arange(0, LB)
     line_mask = line < n_lines
     base = (line // C) * (L * C) + line % C
     i = tl.arange(0, N)
     mask = line_mask[:, None] & (i < L)[None, :]
     x = tl.load(x_ptr + base[:, None] + i[None, :] * C, mask=mask, other=0)
-    if KIND == 2:
-        u = x + 0.0  # -0.0 ties 0.0, as torch compares them
-        u = tl.where(u != u, float("nan"), u)  # one NaN, after +inf in bit order
-        bits = u.to(tl.int64, bitcast=True)
-        order = tl.where(bits < 0, ~bits, bits ^ SIGN)
-    elif KIND == 1:
-        order = x.to(tl.int64, bitcast=True)
-    else:
-        order = x ^ SIGN
-    if DESCENDING:
-        order = ~order
-    low = order & WORD
+    low = _order64(x, KIND, DESCENDING) & WORD
     first = tl.sort(tl.where(mask, low * INDEX_SPAN + i[None, :], PADDING), dim=1)
     by_low = first & (INDEX_SPAN - 1)
     scratch = line[:, None] * L + i[None, :]
     tl.store(tmp_ptr + scratch, by_low, mask=mask)
     moved = tl.load(x_ptr + base[:, None] + by_low * C, mask=mask, other=0)
-    if KIND == 2:
-        u = moved + 0.0
-        u = tl.where(u != u, float("nan"), u)
-        bits = u.to(tl.int64, bitcast=True)
-        order = tl.where(bits < 0, ~bits, bits ^ SIGN)
-    elif KIND == 1:
-        order = moved.to(tl.int64, bitcast=True)
-    else:
-        order = moved ^ SIGN
-    if DESCENDING:
-        order = ~order
-    high = (order >> 32) & WORD
+    high = (_order64(moved, KIND, DESCENDING) >> 32) & WORD
     second = tl.sort(tl.where(mask, high * INDEX_SPAN + i[None, :], PADDING), dim=1)
     place = second & (INDEX_SPAN - 1)
     keep = line_mask[:, None] & (i < K)[None, :] & (i < L)[None, :]
