@@ -17,6 +17,7 @@ import textwrap
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import kernbench
@@ -24,7 +25,7 @@ import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.bench.runner import calls_main_at_module_level, run_script, runs_as_main
 from kernbench.errors import ConfigError, DistributedError, InputFileError, RankError
-from kernbench.runtime import default_topology_path
+from kernbench.runtime import RuntimeContext, default_topology_path, use_context
 
 
 def _script(tmp_path: Path, body: str, name: str = "script.py") -> str:
@@ -356,3 +357,26 @@ def test_mp_process_beyond_the_machine_names_the_process_count() -> None:
             p.start()
         with pytest.raises(DistributedError, match="mp.Process count 5 does not fit"):
             processes[0].join()
+
+
+def test_a_ddp_training_script_with_amp_data_loading_and_a_checkpoint_runs_as_written(
+    tmp_path, test_data_dir
+) -> None:
+    checkpoint = tmp_path / "ckpt.pt"
+    lines: list[str] = []
+    result = run_script(
+        str(test_data_dir / "ddp_amp_training.py"),
+        topology="multi_sip",
+        world_size=2,
+        per_rank=True,
+        script_args=[str(checkpoint)],
+        echo=lines.append,
+    )
+    ops = [c["op"] for c in result.report["collectives"]]
+    # DDP's broadcast of 4 parameters, then one all_reduce per parameter per step
+    # (2 epochs of 32 samples each per rank, batches of 8)
+    assert ops.count("broadcast") == 4 and ops.count("all_reduce") == 2 * 4 * 4
+    with use_context(RuntimeContext("tiny")):
+        state = torch.load(checkpoint)
+        assert list(state) == ["net1.weight", "net1.bias", "net2.weight", "net2.bias"]
+        assert all(np.isfinite(v.numpy()).all() for v in state.values())
