@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -139,3 +141,42 @@ def test_clipping_costs_the_same_in_timing_only_mode():
             return context.now - before
 
     assert run(True) == run(False)
+
+
+def _compile_run(compiled: bool):
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU())
+        x = torch.randn(4, 8)
+        if compiled:
+            with pytest.warns(UserWarning, match="runs the model eagerly") as caught:
+                run = torch.compile(model, mode="max-autotune")
+            assert caught[0].filename == __file__  # shown at the script's line
+            assert run is model
+        else:
+            run = model
+        start = context.now
+        out = run(x)
+        return out.numpy(), context.now - start
+
+
+def test_compile_returns_the_model_run_eagerly_and_says_so():
+    compiled, eager = _compile_run(True), _compile_run(False)
+    np.testing.assert_array_equal(compiled[0], eager[0])
+    assert compiled[1] == eager[1] > 0  # the eager program's time
+
+    def step(x):
+        return x * 2
+
+    with pytest.warns(UserWarning):
+        assert torch.compile(step) is step
+    with pytest.warns(UserWarning):
+        assert torch.compile(mode="reduce-overhead")(step) is step
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # disable=True: nothing compiled, nothing to say
+        assert torch.compile(step, disable=True) is step
+    with pytest.raises(TensorError, match="Unrecognized mode='fast', should be one of"):
+        torch.compile(step, mode="fast")
+    with pytest.raises(TensorError, match="model must be a module or a function"):
+        torch.compile(3)

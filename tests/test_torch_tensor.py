@@ -718,7 +718,7 @@ def test_chunk_and_split_are_views_as_in_torch(ctx):
     ("module", "name", "says"),
     [
         ("torch", "func", "no vmap or functional transform"),
-        ("torch", "compile", "drop the line"),
+        ("torch", "jit", "drop the line"),
         ("torch", "vmap", "loop over the batch"),
         ("torch", "zerso", "nearest: zeros"),
         ("torch.cuda", "get_device_capability", "no compute capability"),

@@ -249,6 +249,7 @@ from kernbench.torch.nn.losses_more import cosine_similarity, pairwise_distance
 from kernbench.torch.preamble import (
     autocast,
     backends,
+    compile,
     get_float32_matmul_precision,
     get_rng_state,
     set_float32_matmul_precision,
@@ -558,6 +559,7 @@ __all__ = [
     "save",
     "load",
     "is_autocast_enabled",
+    "compile",
     "get_autocast_dtype",
     "transpose",
     "tril",

@@ -74,7 +74,7 @@ MODULE_HINTS = {
     ),
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     **dict.fromkeys(
-        ("compile", "jit"),
+        ("jit",),
         _NOT_MODELLED,
     ),
     **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),

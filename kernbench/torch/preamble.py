@@ -11,11 +11,12 @@ generator as torch's ``uint8`` state tensor.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorAttributeError, TensorError, unsupported_name
+from kernbench.errors import TensorAttributeError, TensorError, unsupported_name, user_stacklevel
 from kernbench.torch import random as torch_random
 from kernbench.torch.amp import autocast
 from kernbench.torch.devices import ahbm
@@ -25,6 +26,7 @@ from kernbench.torch.shapes import tensor_argument
 
 __all__ = [
     "autocast",
+    "compile",
     "backends",
     "get_float32_matmul_precision",
     "get_rng_state",
@@ -230,3 +232,48 @@ ahbm.provide("get_rng_state", _cuda_get_rng_state)
 ahbm.provide("set_rng_state", _cuda_set_rng_state)
 ahbm.provide("get_rng_state_all", _cuda_get_rng_state_all)
 ahbm.provide("set_rng_state_all", _cuda_set_rng_state_all)
+
+
+_COMPILE_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(  # noqa: A001 - torch's name
+    model: Any = None,
+    *,
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    backend: Any = "inductor",
+    mode: str | None = None,
+    options: dict | None = None,
+    disable: bool = False,
+) -> Any:
+    """``torch.compile``: ``model`` (a module or a function) itself, run eagerly.
+
+    A compiled callable computes what the eager one does, so the values are torch's;
+    there is no compiler here, so the simulated time is the eager program's (no
+    fusion, no CUDA graphs), which a warning says.  As a decorator (``@torch.compile``
+    or ``@torch.compile(mode=...)``) it returns the function.
+    """
+    if mode not in _COMPILE_MODES:
+        raise TensorError(
+            f"torch.compile: Unrecognized mode={mode!r}, should be one of: "
+            f"{', '.join(m for m in _COMPILE_MODES if m)}"
+        )
+    if mode is not None and options is not None:
+        raise TensorError("torch.compile: Either mode or options can be specified, but both can't")
+    if model is None:
+        return lambda fn: compile(
+            fn, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode,
+            options=options, disable=disable,
+        )  # fmt: skip
+    if not callable(model):
+        raise TensorError(
+            f"torch.compile: model must be a module or a function, got {type(model).__name__}"
+        )
+    if not disable:
+        warnings.warn(
+            "torch.compile: kernbench runs the model eagerly (there is no compiler here), "
+            "so its simulated time is the eager program's: no fusion, no CUDA graphs",
+            stacklevel=user_stacklevel(),
+        )
+    return model
