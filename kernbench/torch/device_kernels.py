@@ -20,6 +20,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 
 __all__ = [
+    "elementwise_operand",
     "BLOCK",
     "MAX_KERNEL_ELEMENTS",
     "check_elements",
@@ -156,6 +157,15 @@ def _extreme_kernel(
             arg = tl.where(take, at + start, arg)
     tl.store(val_ptr + o, best, mask=o_mask)
     tl.store(idx_ptr + o, arg, mask=o_mask)
+
+
+@jit
+def elementwise_operand(ptr, value, i, mask, IS_TENSOR: tl.constexpr, CT: tl.constexpr):
+    # Lanes i of a two-operand kernel's operand in CT: loaded (1 off the mask) when it is
+    # a tensor, else the number ``value`` (a kernel argument) in every lane.
+    if IS_TENSOR:
+        return tl.load(ptr + i, mask=mask, other=1).to(CT)
+    return tl.full(i.shape, value, CT)
 
 
 @jit

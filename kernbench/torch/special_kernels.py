@@ -24,7 +24,7 @@ import kernbench.kernels.language as tl
 from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
-from kernbench.torch.device_kernels import BLOCK, elementwise_grid
+from kernbench.torch.device_kernels import BLOCK, elementwise_grid, elementwise_operand
 
 __all__ = ["BINARY_SPECIAL_OPS", "UNARY_SPECIAL_OPS", "launch_special", "launch_special_binary"]
 
@@ -329,14 +329,8 @@ def _special_binary_kernel(
     # exact ops); a number operand is a kernel argument.
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = i < n
-    if X_TENSOR:
-        x = tl.load(x_ptr + i, mask=mask, other=1).to(CT)
-    else:
-        x = tl.full((BLOCK,), x_value, CT)
-    if Y_TENSOR:
-        y = tl.load(y_ptr + i, mask=mask, other=1).to(CT)
-    else:
-        y = tl.full((BLOCK,), y_value, CT)
+    x = elementwise_operand(x_ptr, x_value, i, mask, X_TENSOR, CT)
+    y = elementwise_operand(y_ptr, y_value, i, mask, Y_TENSOR, CT)
     tl.store(out_ptr + i, _special_pair(x, y, OP, IT, BITS, SIGNED), mask=mask)
 
 
