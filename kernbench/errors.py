@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import types
 from collections.abc import Iterable, Mapping
 
 __all__ = [
@@ -274,13 +275,20 @@ class SimulationLimitError(SimulationError):
 _PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
-def user_stacklevel() -> int:
-    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that shows the
-    warning at the first frame outside the kernbench package (the user's line), however
-    many of kernbench's own frames (autograd's wrappers included) lie between."""
-    frame = sys._getframe(1)  # noqa: SLF001 - the frames above the warning's caller
+def user_frame(depth: int = 1) -> tuple[types.FrameType | None, int]:
+    """The first frame outside the kernbench package (the user's line), searched from the
+    frame that called the caller (``depth`` 1; 2 starts one further up), and how many
+    frames up from that starting frame it is (1: the starting frame itself)."""
+    frame = sys._getframe(depth + 1)  # noqa: SLF001 - the frames above the caller
     level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
         frame = frame.f_back
         level += 1
-    return level
+    return frame, level
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for a ``warnings.warn`` in the calling function that shows the
+    warning at the first frame outside the kernbench package (the user's line), however
+    many of kernbench's own frames (autograd's wrappers included) lie between."""
+    return user_frame()[1]

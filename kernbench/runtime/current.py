@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import linecache
 import os
-import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from kernbench import limit_blas_threads
-from kernbench.errors import ForeignThreadError
+from kernbench.errors import ForeignThreadError, user_frame
 from kernbench.runtime.context import RuntimeContext
 from kernbench.topology import resolve_topology_path
 
@@ -26,8 +25,6 @@ __all__ = ["current_context", "use_context", "default_topology_path", "refuse_fo
 
 _ACTIVE: list[RuntimeContext] = []
 _OWNERS: list[int] = []  # the thread each active context was installed on
-
-_PACKAGE = str(Path(__file__).resolve().parents[1])
 
 
 def default_topology_path() -> Path:
@@ -73,9 +70,7 @@ def refuse_foreign_thread(owner: int) -> None:
     """
     if threading.get_ident() == owner:
         return
-    frame = sys._getframe(1)  # noqa: SLF001 - the caller's line, for the message
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame = frame.f_back
+    frame, _ = user_frame()
     where = ""
     if frame is not None:
         code = frame.f_code
