@@ -53,7 +53,7 @@ from kernbench.machine.api import Clock, Event
 from kernbench.runtime.current import refuse_foreign_thread
 from kernbench.validation import shown_value
 
-__all__ = ["UNWIND_THROWS", "RankState", "Scheduler", "current_rank"]
+__all__ = ["UNWIND_THROWS", "RankState", "Scheduler", "current_rank", "rank_local"]
 
 # Allocations of container objects between young-generation collections while
 # ranks run (CPython's default is 700).  A run allocates millions of short-lived
@@ -108,6 +108,18 @@ _RANK_OF: dict[greenlet, RankState] = {}
 def current_rank() -> RankState | None:
     """The state of the rank whose greenlet is running, or ``None`` outside ranks."""
     return _RANK_OF.get(getcurrent())
+
+
+def rank_local(key: str, make: Callable[[], Any], outside: Any) -> Any:
+    """The calling rank's ``local`` state under ``key`` (made by ``make()`` on its first
+    use), or ``outside`` when no rank is running: per-rank state of the upper layers."""
+    rank = _RANK_OF.get(getcurrent())
+    if rank is None:
+        return outside
+    value = rank.local.get(key)
+    if value is None:
+        value = rank.local[key] = make()
+    return value
 
 
 class Scheduler:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from contextlib import ContextDecorator
 from typing import Any
 
-from kernbench.distributed.scheduler import current_rank
+from kernbench.distributed.scheduler import rank_local
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
 
@@ -70,13 +70,7 @@ _GLOBAL = _State()
 
 
 def _state() -> _State:
-    rank = current_rank()
-    if rank is None:
-        return _GLOBAL
-    state = rank.local.get(_RANK_KEY)
-    if state is None:
-        state = rank.local[_RANK_KEY] = _State()
-    return state
+    return rank_local(_RANK_KEY, _State, _GLOBAL)
 
 
 def _flag(value: Any, what: str) -> bool:

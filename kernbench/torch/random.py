@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.distributed.scheduler import current_rank
+from kernbench.distributed.scheduler import rank_local
 from kernbench.errors import TensorError
 
 __all__ = ["Generator", "current_generator", "initial_seed", "manual_seed", "seed"]
@@ -85,13 +85,12 @@ _GLOBAL = Generator()
 
 def current_generator() -> Generator:
     """The calling rank's default generator (the module-wide one outside ranks)."""
-    rank = current_rank()
-    if rank is None:
-        return _GLOBAL
-    generator = rank.local.get(_RANK_KEY)
-    if generator is None:
-        generator = rank.local[_RANK_KEY] = Generator().manual_seed(_GLOBAL.initial_seed())
-    return generator
+    return rank_local(_RANK_KEY, _rank_generator, _GLOBAL)
+
+
+def _rank_generator() -> Generator:
+    """A rank's first generator: from the module-wide one's seed."""
+    return Generator().manual_seed(_GLOBAL.initial_seed())
 
 
 def manual_seed(seed: int) -> Generator:
