@@ -32,6 +32,7 @@ from typing import Any
 from kernbench.distributed.scheduler import rank_local
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.shapes import flag_argument
 
 __all__ = [
     "CudaAmp",
@@ -73,12 +74,6 @@ def _state() -> _State:
     return rank_local(_RANK_KEY, _State, _GLOBAL)
 
 
-def _flag(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise TensorError(f"{what} must be a bool (True or False), got {value!r}")
-    return value
-
-
 class autocast(ContextDecorator):  # noqa: N801 - torch's name
     """``torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None)``: a
     context manager and decorator running the ops torch autocasts in ``dtype`` (float16 by
@@ -105,8 +100,10 @@ class autocast(ContextDecorator):  # noqa: N801 - torch's name
                 f"torch.autocast: dtype {self.fast_dtype!r} is not supported; on "
                 f"{device_type!r} autocast runs in torch.float16 or torch.bfloat16"
             )
-        self._enabled = _flag(enabled, "torch.autocast: enabled")
-        self._cache = True if cache_enabled is None else _flag(cache_enabled, "cache_enabled")
+        self._enabled = flag_argument(enabled, "torch.autocast", "enabled")
+        self._cache = cache_enabled is None or flag_argument(
+            cache_enabled, "torch.autocast", "cache_enabled"
+        )
 
     def __enter__(self) -> autocast:
         state = _state()
@@ -227,7 +224,7 @@ class GradScaler:
             raise TensorError("The growth factor must be > 1.0.")
         if not 0.0 < backoff_factor < 1.0:
             raise TensorError("The backoff factor must be < 1.0.")
-        self._enabled = _flag(enabled, "GradScaler: enabled")
+        self._enabled = flag_argument(enabled, "GradScaler", "enabled")
         self._scale = float(init_scale)
         self._growth_factor = float(growth_factor)
         self._backoff_factor = float(backoff_factor)
