@@ -10,7 +10,7 @@ each pass, and ``pin_memory``, ``timeout`` and ``prefetch_factor`` change nothin
 from __future__ import annotations
 
 import math
-import operator
+import numbers
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -40,15 +40,6 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
-def _count(value: Any, name: str, message: str) -> int:
-    if isinstance(value, bool):
-        raise DataError(message)
-    try:
-        return operator.index(value)
-    except TypeError:
-        raise DataError(f"{name} must be an int, got {value!r}") from None
-
-
 class DataLoader:
     """Iterating it gives the dataset's batches (see the module docstring)."""
 
@@ -73,13 +64,11 @@ class DataLoader:
         pin_memory_device: str = "",
         in_order: bool = True,
     ) -> None:
-        num_workers = _count(
-            num_workers,
-            "num_workers",
-            "num_workers option should be non-negative; use num_workers=0 to disable "
-            "multiprocessing.",
-        )
-        if num_workers < 0:
+        if (
+            isinstance(num_workers, bool)
+            or not isinstance(num_workers, numbers.Integral)
+            or num_workers < 0
+        ):
             raise DataError(
                 "num_workers option should be non-negative; use num_workers=0 to disable "
                 "multiprocessing."
