@@ -142,6 +142,10 @@ def calls_main_at_module_level(path: str | Path, source: str | None = None) -> b
     whole script runs once per rank, and ``main()`` is not called a second time.
     """
     _, _, tree = _compiled(path, source)
+    return _starts_itself(tree)
+
+
+def _starts_itself(tree: ast.Module) -> bool:
     return any(_calls_main(node) for node in tree.body if not _is_main_guard(node))
 
 
@@ -552,10 +556,11 @@ def run_script(
     written = {what: _anchored(path) for what, path in outputs.items()}
     source = read_text(script, what="bench script", limit=SCRIPT_LIMIT)
     script_digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    as_main = runs_as_main(script, source)
+    _, _, tree = _compiled(script, source)  # a syntax error is reported here, once
+    as_main = _has_main_block(tree)
     # A script calling its own main() at module level is run whole in each rank, as
     # torchrun runs it: imported once and then main() per rank, main() would run twice.
-    per_rank = per_rank or calls_main_at_module_level(script, source)
+    per_rank = per_rank or _starts_itself(tree)
     machine = validate_topology(
         apply_overrides(document, split_overrides(overrides)[0]), source=str(topology_path)
     )
