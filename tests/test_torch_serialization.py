@@ -224,6 +224,17 @@ def test_a_pickle_or_a_damaged_file_is_refused_with_what_to_do(ctx, tmp_path):
     deep.seek(0)
     with pytest.raises(CheckpointError, match="not a checkpoint"):
         torch.load(deep)
+    for entry in ({"size": "ab"}, {"size": [1.5]}, {"dtype": "float128"}, {"tensor": True}):
+        odd = io.BytesIO()
+        with zipfile.ZipFile(odd, "w") as archive:
+            archive.writestr(
+                "checkpoint/tree.json",
+                json.dumps({"format": "kernbench-checkpoint", "version": 1, "values": True,
+                            "root": entry}),
+            )  # fmt: skip
+        odd.seek(0)
+        with pytest.raises(CheckpointError, match="is damaged"):
+            torch.load(odd)
     tree["version"] = 99
     newer = io.BytesIO()
     with zipfile.ZipFile(newer, "w") as archive:

@@ -253,7 +253,12 @@ class _Reader:
             return self._dtype(node["dtype"])
         if "device" in node:
             return torch_device(str(node["device"]))
-        return Size(int(v) for v in node["size"])  # the one kind left of _KINDS
+        sizes = node["size"]  # the one kind left of _KINDS
+        if not isinstance(sizes, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) for n in sizes
+        ):
+            raise self.bad("a torch.Size entry")
+        return Size(sizes)
 
     def _key(self, key: Any) -> Any:
         try:
