@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F
@@ -362,21 +363,15 @@ def ring8():
         yield context
 
 
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
-
-
 def test_fused_activations_and_losses_cost_one_pass_or_less_than_their_composition(ring8):
     # The vector engine is charged a FLOP an element for each operation: piecewise-linear
     # activations cost one memory pass; the exp/log ones cost less than the tensor ops that
     # compose them (one kernel, not several passes).  2M elements: enough that a kernel's
     # fixed launch cost is amortised within these bounds (at 1M the mean's 1.2 no longer holds).
     x, y = torch.ones(2048, 1024), torch.ones(2048, 1024)
-    unary = _cost(ring8, lambda: x.sigmoid())
+    unary = cost(ring8, lambda: x.sigmoid())
     for call in (F.leaky_relu, F.hardswish, F.hardsigmoid, F.softsign, F.relu6, F.glu):
-        assert _cost(ring8, lambda c=call: c(x)) <= 1.1 * unary
+        assert cost(ring8, lambda c=call: c(x)) <= 1.1 * unary
     composed = {
         F.softplus: lambda: x.exp().add_(1).log_(),
         F.mish: lambda: x * x.exp().add_(1).log_().tanh_(),
@@ -385,13 +380,13 @@ def test_fused_activations_and_losses_cost_one_pass_or_less_than_their_compositi
         F.logsigmoid: lambda: x.sigmoid().log_(),
     }
     for call, composition in composed.items():
-        assert _cost(ring8, lambda c=call: c(x)) <= 1.05 * _cost(ring8, composition)
-    binary = _cost(ring8, lambda: x - y)
-    assert _cost(ring8, lambda: F.huber_loss(x, y, reduction="none")) <= 1.1 * binary
-    assert _cost(ring8, lambda: F.kl_div(x, y, reduction="none")) <= 1.1 * binary
-    logits = _cost(ring8, lambda: F.binary_cross_entropy_with_logits(x, y, reduction="none"))
-    assert logits <= _cost(ring8, lambda: (1 - y) * x + (-x).sigmoid().log_().neg_()) / 2
-    mean = _cost(ring8, lambda: F.binary_cross_entropy_with_logits(x, y))
+        assert cost(ring8, lambda c=call: c(x)) <= 1.05 * cost(ring8, composition)
+    binary = cost(ring8, lambda: x - y)
+    assert cost(ring8, lambda: F.huber_loss(x, y, reduction="none")) <= 1.1 * binary
+    assert cost(ring8, lambda: F.kl_div(x, y, reduction="none")) <= 1.1 * binary
+    logits = cost(ring8, lambda: F.binary_cross_entropy_with_logits(x, y, reduction="none"))
+    assert logits <= cost(ring8, lambda: (1 - y) * x + (-x).sigmoid().log_().neg_()) / 2
+    mean = cost(ring8, lambda: F.binary_cross_entropy_with_logits(x, y))
     assert mean <= 1.2 * logits  # and a reduction
 
 
@@ -435,10 +430,10 @@ def test_norms_cost_their_passes(ring8):
     # reductions for the statistics and a multiply and an add (the per-channel work is tiny)
     x = torch.ones(16, 256, 32, 32)
     w, b = torch.ones(256), torch.zeros(256)
-    one_pass = _cost(ring8, lambda: x * 2)
+    one_pass = cost(ring8, lambda: x * 2)
     rows = x.view(16 * 32, -1)
-    layer = _cost(ring8, lambda: F.layer_norm(rows, (rows.shape[-1],)))
-    assert _cost(ring8, lambda: F.group_norm(x, 32, w, b)) <= layer + 2.2 * one_pass
+    layer = cost(ring8, lambda: F.layer_norm(rows, (rows.shape[-1],)))
+    assert cost(ring8, lambda: F.group_norm(x, 32, w, b)) <= layer + 2.2 * one_pass
     rm, rv = torch.zeros(256), torch.ones(256)
-    assert _cost(ring8, lambda: F.batch_norm(x, rm, rv, w, b, training=True)) <= 5 * one_pass
-    assert _cost(ring8, lambda: F.batch_norm(x, rm, rv, w, b)) <= 2.2 * one_pass
+    assert cost(ring8, lambda: F.batch_norm(x, rm, rv, w, b, training=True)) <= 5 * one_pass
+    assert cost(ring8, lambda: F.batch_norm(x, rm, rv, w, b)) <= 2.2 * one_pass

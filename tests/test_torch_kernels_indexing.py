@@ -8,6 +8,7 @@ import re
 
 import numpy as np
 import pytest
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F
@@ -20,12 +21,6 @@ def ctx():
     context = RuntimeContext("tiny")
     with use_context(context):
         yield context
-
-
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
 
 
 RNG = np.random.default_rng(7)
@@ -201,17 +196,17 @@ def test_index_ops_cost_about_a_copy_of_what_they_move():
         table = torch.ones(50000, 256)
         rows = torch.zeros(8192, dtype=torch.int64)
         picked = torch.ones(8192, 256)
-        copy = _cost(context, lambda: picked.clone())
-        select = _cost(context, lambda: table.index_select(0, rows))
+        copy = cost(context, lambda: picked.clone())
+        select = cost(context, lambda: table.index_select(0, rows))
         assert copy < select <= 3 * copy  # the index read on top
         more = torch.zeros(32768, dtype=torch.int64)
-        assert _cost(context, lambda: table.index_select(0, more)) > 3 * select
+        assert cost(context, lambda: table.index_select(0, more)) > 3 * select
         grads = torch.ones(8192, 256)
-        assert copy < _cost(context, lambda: table.index_add_(0, rows, grads)) <= 4 * copy
+        assert copy < cost(context, lambda: table.index_add_(0, rows, grads)) <= 4 * copy
         index = torch.zeros(4096, 256, dtype=torch.int64)
         gathered = torch.ones(4096, 256)
-        half = _cost(context, lambda: gathered.clone())  # the values gathered
-        assert half < _cost(context, lambda: table.gather(0, index)) <= 4 * half
+        half = cost(context, lambda: gathered.clone())  # the values gathered
+        assert half < cost(context, lambda: table.gather(0, index)) <= 4 * half
 
 
 def test_index_ops_take_the_same_time_timing_only():

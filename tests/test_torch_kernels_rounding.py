@@ -7,6 +7,7 @@ import re
 
 import numpy as np
 import pytest
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 from kernbench.errors import KernBenchError, TensorError, TensorZeroDivisionError
@@ -18,12 +19,6 @@ def ctx():
     context = RuntimeContext("tiny")
     with use_context(context):
         yield context
-
-
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
 
 
 EDGES = np.array(
@@ -253,20 +248,20 @@ def test_rounding_and_division_cost_one_elementwise_pass():
         x = torch.ones(1 << 20)
         y = torch.ones(1 << 20)
         big = torch.ones(1 << 22)
-        elementwise = _cost(context, lambda: x.abs())
+        elementwise = cost(context, lambda: x.abs())
         for call in (x.floor, x.round, x.sign, x.trunc):
-            assert 0.9 * elementwise <= _cost(context, call) <= 1.3 * elementwise
+            assert 0.9 * elementwise <= cost(context, call) <= 1.3 * elementwise
         # log1p computes in float64 (a transcendental and a division a lane): more work
-        assert elementwise < _cost(context, x.log1p) <= 2 * elementwise
-        binary = _cost(context, lambda: x + y)
-        assert 0.9 * binary <= _cost(context, lambda: x % y) <= 1.3 * binary
-        assert 0.9 * binary <= _cost(context, lambda: x.fmod(y)) <= 1.3 * binary
+        assert elementwise < cost(context, x.log1p) <= 2 * elementwise
+        binary = cost(context, lambda: x + y)
+        assert 0.9 * binary <= cost(context, lambda: x % y) <= 1.3 * binary
+        assert 0.9 * binary <= cost(context, lambda: x.fmod(y)) <= 1.3 * binary
         # a float floor division is torch's fmod, divide, floor and two corrections a lane
-        assert binary < _cost(context, lambda: x // y) <= 2.5 * binary
+        assert binary < cost(context, lambda: x // y) <= 2.5 * binary
         i = torch.ones(1 << 20, dtype=torch.int32)
         # an integer divisor's zeros are looked up host-side: one pass, as torch's kernel
-        assert 0.5 * binary < _cost(context, lambda: i % i) <= 1.5 * binary
-        assert _cost(context, lambda: big % 3) > 3 * _cost(context, lambda: x % 3)
+        assert 0.5 * binary < cost(context, lambda: i % i) <= 1.5 * binary
+        assert cost(context, lambda: big % 3) > 3 * cost(context, lambda: x % 3)
 
 
 def test_timing_only_runs_take_the_functional_time():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from run_modes import assert_same_values, in_every_mode
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError, TensorTypeError
@@ -17,12 +18,6 @@ def ctx():
     context = RuntimeContext("tiny")
     with use_context(context):
         yield context
-
-
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
 
 
 def _values(shape, seed=0, low=0.5, high=1.5):
@@ -127,13 +122,13 @@ def test_scans_and_prod_cost_about_one_streaming_pass():
     with use_context(context):
         for shape in ((4096, 1000), (64, 1 << 16)):
             x, y = torch.ones(*shape), torch.ones(*shape)
-            elementwise = _cost(context, lambda x=x, y=y: x + y)
+            elementwise = cost(context, lambda x=x, y=y: x + y)
             for dim in (0, 1):
-                assert _cost(context, lambda d=dim, x=x: x.cumsum(d)) <= 1.5 * elementwise
-                assert _cost(context, lambda d=dim, x=x: x.cumprod(d)) <= 1.5 * elementwise
-                assert _cost(context, lambda d=dim, x=x: x.prod(d)) <= 1.3 * elementwise
+                assert cost(context, lambda d=dim, x=x: x.cumsum(d)) <= 1.5 * elementwise
+                assert cost(context, lambda d=dim, x=x: x.cumprod(d)) <= 1.5 * elementwise
+                assert cost(context, lambda d=dim, x=x: x.prod(d)) <= 1.3 * elementwise
         small, large = torch.ones(512, 1024), torch.ones(4096, 1024)
-        assert _cost(context, lambda: large.cumsum(1)) > 4 * _cost(context, lambda: small.cumsum(1))
+        assert cost(context, lambda: large.cumsum(1)) > 4 * cost(context, lambda: small.cumsum(1))
 
 
 def test_scans_take_the_same_time_timing_only():
@@ -222,10 +217,10 @@ def test_a_running_extreme_costs_a_few_streaming_passes():
     context = RuntimeContext("ring8", timing_only=True)
     with use_context(context):
         x, y = torch.ones(2048, 1000), torch.ones(2048, 1000)
-        elementwise = _cost(context, lambda: x + y)
-        cumsum = _cost(context, lambda: x.cumsum(1))
+        elementwise = cost(context, lambda: x + y)
+        cumsum = cost(context, lambda: x.cumsum(1))
         # two combines an element, a few compares and selects each, and an int64 index written
-        assert cumsum < _cost(context, lambda: x.cummax(1)) < 6 * elementwise
+        assert cumsum < cost(context, lambda: x.cummax(1)) < 6 * elementwise
 
 
 def _log_cumsum_exp_reference(a, axis):
@@ -289,6 +284,6 @@ def test_a_logcumsumexp_costs_a_few_streaming_passes():
     context = RuntimeContext("ring8", timing_only=True)
     with use_context(context):
         x, y = torch.ones(2048, 1000), torch.ones(2048, 1000)
-        elementwise = _cost(context, lambda: x + y)
-        cumsum = _cost(context, lambda: x.cumsum(1))
-        assert cumsum < _cost(context, lambda: x.logcumsumexp(1)) < 8 * elementwise
+        elementwise = cost(context, lambda: x + y)
+        cumsum = cost(context, lambda: x.cumsum(1))
+        assert cumsum < cost(context, lambda: x.logcumsumexp(1)) < 8 * elementwise

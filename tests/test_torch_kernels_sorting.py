@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError
@@ -18,12 +19,6 @@ def ctx():
     context = RuntimeContext("tiny")
     with use_context(context):
         yield context
-
-
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
 
 
 def _stable(a, axis, descending):
@@ -160,15 +155,15 @@ def test_sort_cost_follows_the_network_it_runs():
     with use_context(context):
         # float32: a bitonic network, log2(L) * (log2(L) + 1) / 2 stages a line of L
         short, long, longest = torch.ones(4096, 256), torch.ones(1024, 1024), torch.ones(16, 65536)
-        elementwise = _cost(context, lambda: short + short)  # the same elements each
-        by_short = _cost(context, lambda: short.sort())
+        elementwise = cost(context, lambda: short + short)  # the same elements each
+        by_short = cost(context, lambda: short.sort())
         assert elementwise < by_short <= 6 * elementwise
-        assert 1.1 * by_short < _cost(context, lambda: long.sort())
-        assert 2 * by_short < _cost(context, lambda: longest.sort()) <= 6 * by_short
-        assert _cost(context, lambda: long.topk(5)) >= 0.9 * _cost(context, lambda: long.sort())
+        assert 1.1 * by_short < cost(context, lambda: long.sort())
+        assert 2 * by_short < cost(context, lambda: longest.sort()) <= 6 * by_short
+        assert cost(context, lambda: long.topk(5)) >= 0.9 * cost(context, lambda: long.sort())
         # 8-byte dtypes: the network twice (by the low, then the high 32 bits)
         for wide in (short.to(torch.float64), short.to(torch.int64)):
-            assert 1.7 * by_short < _cost(context, wide.sort) < 2.5 * by_short
+            assert 1.7 * by_short < cost(context, wide.sort) < 2.5 * by_short
 
 
 def test_sort_takes_the_same_time_timing_only():

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 from run_modes import assert_same_values, in_every_mode
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F  # noqa: N812 - PyTorch's spelling
@@ -226,12 +227,6 @@ def timing():
         yield context
 
 
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
-
-
 def test_conv_costs_its_flops_on_the_matrix_engine_and_what_its_gemm_costs(timing):
     core = timing.topology.cube.pe_template.components.pe_core.attrs
     rate = core.matrix_flops_per_cycle * core.clock  # FLOP/s of one PE's matrix engine
@@ -240,21 +235,21 @@ def test_conv_costs_its_flops_on_the_matrix_engine_and_what_its_gemm_costs(timin
         x, w = torch.ones(n, c, size, size), torch.ones(cout, c, 3, 3)
         out = size - 2
         flops = 2 * n * cout * out * out * c * 9
-        cost = _cost(timing, lambda x=x, w=w: F.conv2d(x, w))
-        assert cost >= flops / rate * 1e12
+        spent = cost(timing, lambda x=x, w=w: F.conv2d(x, w))
+        assert spent >= flops / rate * 1e12
         # the implicit GEMM costs what the (positions x C*kh*kw) @ (C*kh*kw x Cout) product
         # costs on the same tiles (the same loads and dots), without writing out the patches
         patches, weight = torch.ones(n * out * out, c * 9), torch.ones(c * 9, cout)
-        gemm = _cost(timing, lambda p=patches, m=weight: p @ m)
-        assert abs(cost - gemm) <= 0.01 * gemm
-        costs[n, c, cout] = cost
+        gemm = cost(timing, lambda p=patches, m=weight: p @ m)
+        assert abs(spent - gemm) <= 0.01 * gemm
+        costs[n, c, cout] = spent
     base = costs[2, 32, 64]
     for doubled in ((4, 32, 64), (2, 32, 128), (2, 64, 64)):  # twice the FLOPs, ~twice the time
         assert 1.6 * base <= costs[doubled] <= 2.1 * base
     # groups=4 does a quarter of the FLOPs but reads the same patches of the input, so
     # at this size (memory-bound) it costs about what the ungrouped one costs
     x, w = torch.ones(2, 64, 16, 16), torch.ones(64, 16, 3, 3)
-    grouped = _cost(timing, lambda: F.conv2d(x, w, groups=4))
+    grouped = cost(timing, lambda: F.conv2d(x, w, groups=4))
     assert 2 * 64 * 14 * 14 * 16 * 9 * 2 / rate * 1e12 <= grouped <= 1.1 * costs[2, 64, 64]
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 from run_modes import assert_same_values, in_every_mode
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F  # noqa: N812 - PyTorch's spelling
@@ -248,33 +249,27 @@ def timing():
         yield context
 
 
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_a_pool_costs_about_one_streaming_pass_over_its_input(timing, dtype):
     x = torch.ones(16, 64, 32, 32, dtype=getattr(torch, dtype))
-    one_pass = _cost(timing, lambda: x * 2)  # reads and writes every element once
+    one_pass = cost(timing, lambda: x * 2)  # reads and writes every element once
     # reading x once and writing a quarter of it (and three compares a window position
     # for a max): more than half a pass, less than one
-    assert 0.5 * one_pass <= _cost(timing, lambda: F.max_pool2d(x, 2)) <= 0.85 * one_pass
-    assert 0.5 * one_pass <= _cost(timing, lambda: F.avg_pool2d(x, 2)) <= 0.85 * one_pass
+    assert 0.5 * one_pass <= cost(timing, lambda: F.max_pool2d(x, 2)) <= 0.85 * one_pass
+    assert 0.5 * one_pass <= cost(timing, lambda: F.avg_pool2d(x, 2)) <= 0.85 * one_pass
     if dtype == "float16":
         return
     assert (
         0.5 * one_pass
-        <= _cost(timing, lambda: F.max_pool1d(x.view(16, 64, -1), 4))
+        <= cost(timing, lambda: F.max_pool1d(x.view(16, 64, -1), 4))
         <= (0.85 * one_pass)
     )
     # 4x4 windows: read once, written a sixteenth: about half a pass
-    assert 0.4 * one_pass <= _cost(timing, lambda: F.adaptive_avg_pool2d(x, 8)) <= 0.7 * one_pass
+    assert 0.4 * one_pass <= cost(timing, lambda: F.adaptive_avg_pool2d(x, 8)) <= 0.7 * one_pass
     # half the input: half the time; overlapping 3x3 windows at stride 2 load each
     # element about 9/4 times (no cache)
     half = torch.ones(8, 64, 32, 32)
-    half_pass = _cost(timing, lambda: half * 2)
-    ratio = _cost(timing, lambda: F.max_pool2d(x, 2)) / _cost(timing, lambda: F.max_pool2d(half, 2))
+    half_pass = cost(timing, lambda: half * 2)
+    ratio = cost(timing, lambda: F.max_pool2d(x, 2)) / cost(timing, lambda: F.max_pool2d(half, 2))
     assert 1.8 <= ratio <= 2.1
-    assert half_pass <= _cost(timing, lambda: F.max_pool2d(half, 3, 2, 1)) <= 2.5 * half_pass
+    assert half_pass <= cost(timing, lambda: F.max_pool2d(half, 3, 2, 1)) <= 2.5 * half_pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
 from kernbench.runtime import RuntimeContext, use_context
@@ -23,28 +24,22 @@ def ring8():
         yield context
 
 
-def _cost(context, call) -> int:
-    before = context.now
-    call()
-    return context.now - before
-
-
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("shape", [(4096, 1000), (64, 1 << 16)])
 def test_reductions_cost_about_one_streaming_pass(ring8, shape, dtype):
     x = torch.ones(*shape, dtype=getattr(torch, dtype))
-    elementwise = _cost(ring8, lambda: x * 2)
+    elementwise = cost(ring8, lambda: x * 2)
     for dim in (0, 1):
-        assert _cost(ring8, lambda d=dim: x.sum(d)) <= 1.3 * elementwise
-        assert _cost(ring8, lambda d=dim: x.mean(d)) <= 1.3 * elementwise
-        assert _cost(ring8, lambda d=dim: x.max(d)) <= 1.3 * elementwise
-        assert _cost(ring8, lambda d=dim: x.norm(dim=d)) <= 1.3 * elementwise
-        assert _cost(ring8, lambda d=dim: x.any(d)) <= 1.3 * elementwise
-    assert _cost(ring8, lambda: x.var(1)) <= 1.3 * elementwise  # two passes, over one write
+        assert cost(ring8, lambda d=dim: x.sum(d)) <= 1.3 * elementwise
+        assert cost(ring8, lambda d=dim: x.mean(d)) <= 1.3 * elementwise
+        assert cost(ring8, lambda d=dim: x.max(d)) <= 1.3 * elementwise
+        assert cost(ring8, lambda d=dim: x.norm(dim=d)) <= 1.3 * elementwise
+        assert cost(ring8, lambda d=dim: x.any(d)) <= 1.3 * elementwise
+    assert cost(ring8, lambda: x.var(1)) <= 1.3 * elementwise  # two passes, over one write
     # softmax reads and writes once when a line fits one step, as the elementwise pass;
     # a longer line is read three times (max, sum, write), as torch's kernel reads it
-    assert _cost(ring8, lambda: x.softmax(1)) <= (1.3 if shape[1] <= 1024 else 2) * elementwise
-    assert _cost(ring8, lambda: x.softmax(0)) <= 2 * elementwise
+    assert cost(ring8, lambda: x.softmax(1)) <= (1.3 if shape[1] <= 1024 else 2) * elementwise
+    assert cost(ring8, lambda: x.softmax(0)) <= 2 * elementwise
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
@@ -54,19 +49,19 @@ def test_broadcast_operands_are_read_in_place(ring8, shape, dtype):
     n, c = shape
     x, y = torch.ones(n, c, dtype=dt), torch.ones(n, c, dtype=dt)
     bias, column = torch.ones(c, dtype=dt), torch.ones(n, 1, dtype=dt)
-    same_shape = _cost(ring8, lambda: x + y)
-    assert _cost(ring8, lambda: x + bias) <= 1.1 * same_shape
-    assert _cost(ring8, lambda: x * bias.view(1, c)) <= 1.1 * same_shape
-    assert _cost(ring8, lambda: x - column) <= 1.1 * same_shape
-    assert _cost(ring8, lambda: torch.maximum(x, bias)) <= 1.1 * same_shape
+    same_shape = cost(ring8, lambda: x + y)
+    assert cost(ring8, lambda: x + bias) <= 1.1 * same_shape
+    assert cost(ring8, lambda: x * bias.view(1, c)) <= 1.1 * same_shape
+    assert cost(ring8, lambda: x - column) <= 1.1 * same_shape
+    assert cost(ring8, lambda: torch.maximum(x, bias)) <= 1.1 * same_shape
     transposed = torch.ones(c, n, dtype=dt).T  # a view of (n, c), not one run of memory
-    assert _cost(ring8, lambda: transposed / x) <= 1.1 * same_shape
+    assert cost(ring8, lambda: transposed / x) <= 1.1 * same_shape
     mask = x > 0
-    assert _cost(ring8, lambda: x < bias) <= 1.1 * _cost(ring8, lambda: x < y)
-    assert _cost(ring8, lambda: torch.where(mask, x, bias)) <= 1.1 * _cost(
+    assert cost(ring8, lambda: x < bias) <= 1.1 * cost(ring8, lambda: x < y)
+    assert cost(ring8, lambda: torch.where(mask, x, bias)) <= 1.1 * cost(
         ring8, lambda: torch.where(mask, x, y)
     )
-    assert _cost(ring8, lambda: x.masked_fill(column > 0, 0)) <= 1.1 * _cost(
+    assert cost(ring8, lambda: x.masked_fill(column > 0, 0)) <= 1.1 * cost(
         ring8, lambda: x.masked_fill(mask, 0)
     )
 
@@ -74,8 +69,8 @@ def test_broadcast_operands_are_read_in_place(ring8, shape, dtype):
 def test_a_channel_operand_of_an_image_batch_is_read_in_place(ring8):
     x, y = torch.ones(32, 64, 28, 28), torch.ones(32, 64, 28, 28)
     scale = torch.ones(1, 64, 1, 1)
-    assert _cost(ring8, lambda: x * scale) <= 1.1 * _cost(ring8, lambda: x * y)
-    assert _cost(ring8, lambda: x + torch.tensor(1.0)) <= 1.1 * _cost(ring8, lambda: x * y)
+    assert cost(ring8, lambda: x * scale) <= 1.1 * cost(ring8, lambda: x * y)
+    assert cost(ring8, lambda: x + torch.tensor(1.0)) <= 1.1 * cost(ring8, lambda: x * y)
 
 
 def test_broadcast_operands_run_one_kernel_with_numpys_values():
