@@ -229,3 +229,37 @@ def test_backward_through_an_autocast_region_gives_the_explicit_casts_gradients(
     assert got[1] == expected[1] == [torch.float32, torch.float32]  # back in the leaves' dtype
     for g, e in zip(got[2], expected[2], strict=True):
         np.testing.assert_array_equal(g, e)
+
+
+def test_a_float32_gradient_reaching_a_bfloat16_operand_is_cast_to_its_dtype(ctx):
+    # A residual block in autocast: x + proj(x), proj's output bfloat16 and x float32, so
+    # the sum and its gradient are float32; torch's engine casts the gradient flowing into
+    # the bfloat16 branch to bfloat16 (that input's dtype) before proj's backward.  Before,
+    # proj's backward multiplied a float32 gradient by a bfloat16 weight and raised.
+    def grads(forward):
+        torch.manual_seed(5)
+        proj = nn.Linear(8, 8)
+        x = torch.randn(4, 8, requires_grad=True)
+        out = forward(proj, x)
+        assert out.dtype is torch.float32
+        out.sum().backward()
+        return x.grad, proj.weight.grad
+
+    def autocast(proj, x):
+        with torch.autocast("cuda", dtype=BF16):
+            h = proj(x)
+            assert h.dtype is BF16
+            return x + h
+
+    def explicit(proj, x):
+        h = F.linear(x.to(BF16), proj.weight.to(BF16), proj.bias.to(BF16))
+        return x + h.float()
+
+    (gx, gw), (ex, ew) = grads(autocast), grads(explicit)
+    assert gx.dtype is gw.dtype is torch.float32
+    np.testing.assert_array_equal(gx.numpy(), ex.numpy())
+    np.testing.assert_array_equal(gw.numpy(), ew.numpy())
+    torch.manual_seed(5)
+    w = nn.Linear(8, 8).weight.detach().numpy()
+    ones = np.ones((4, 8), dtype=np.float32)
+    np.testing.assert_allclose(gx.numpy(), ones + ones @ w, rtol=1e-2, atol=1e-2)

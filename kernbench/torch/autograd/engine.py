@@ -119,9 +119,13 @@ def _run(
                 grads = node.apply(g)
                 if not retain_graph:
                     node.release()
-                for (target, _), gi in zip(node.next_functions, grads, strict=False):
+                for (target, _), gi, dtype in zip(
+                    node.next_functions, grads, node.input_dtypes, strict=False
+                ):
                     if target is None or gi is None:
                         continue
+                    if gi.dtype != dtype:  # torch's engine casts it to the input's dtype
+                        gi = gi.to(dtype)
                     _add(buffers, target, gi, handed)
                     dependencies[target] -= 1
                     if dependencies[target] == 0:

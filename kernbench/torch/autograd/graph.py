@@ -46,6 +46,12 @@ class Node:
     ) -> None:
         self._name = name
         self.next_functions = tuple((edge(t), 0) for t in inputs)
+        # The dtype each input's gradient must have (torch's input metadata): a gradient
+        # of another dtype (a float32 sum's, flowing into a bfloat16 operand) is cast.
+        self.input_dtypes = tuple(
+            t.dtype if node is not None else None
+            for t, (node, _) in zip(inputs, self.next_functions, strict=True)
+        )
         self._backward = backward
         self._saved: tuple[Any, ...] | None = tuple(saved_tensors)
         self._saves = bool(saved_tensors)
