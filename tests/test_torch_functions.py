@@ -539,7 +539,6 @@ def test_mm_takes_only_matrices_as_torch(ctx):
     [
         ("share_memory_", "there is no host tensor"),
         ("register_hook", "not in kernbench.torch's autograd (v1"),
-        ("pin_memory", "there is no host tensor"),
         ("sizee", "nearest supported: size"),
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
         ("histogramdd", "there is no device kernel for it"),

@@ -382,6 +382,16 @@ def test_cpu_is_a_snapshot_as_a_copy_to_the_host_is(ctx):
     assert before.dtype == w.dtype and before.device == w.device
 
 
+def test_pin_memory_is_a_copy_as_cpu_is_and_device_tensors_are_not_pinned(ctx):
+    w = torch.ones(4)
+    pinned = w.pin_memory()
+    w -= 0.5  # torch: pin_memory() copies an unpinned tensor
+    assert pinned.tolist() == [1.0] * 4 and pinned.dtype == w.dtype
+    assert not w.is_pinned() and not pinned.is_pinned()
+    moved = pinned.to("cuda", non_blocking=True)
+    assert moved is pinned  # already on the device: to() returns it, as for torch's CUDA tensors
+
+
 def test_tensors_hash_by_identity_and_compare_to_none_as_torchs_do(ctx):
     a, b = torch.ones(3), torch.ones(3)
     assert len({a, b, a}) == 2 and {a: 1, b: 2}[b] == 2

@@ -44,7 +44,6 @@ HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
     "retain_grad": _NOT_IN_AUTOGRAD,
     "register_hook": _NOT_IN_AUTOGRAD,
-    "pin_memory": "there is no host tensor; numpy() reads values back",
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",

@@ -626,6 +626,16 @@ class Tensor(
         check_memory_format(memory_format, "Tensor.cpu")
         return self.to(copy=True)
 
+    def pin_memory(self, device: Any = None) -> Tensor:
+        """A copy in page-locked host memory in PyTorch; there is no host tensor here, so
+        it is the copy ``cpu()`` makes (a training loop's ``x.pin_memory().to(device,
+        non_blocking=True)`` then costs that copy and no transfer)."""
+        return self.to(copy=True)
+
+    def is_pinned(self, device: Any = None) -> bool:
+        """False, as for PyTorch's device tensors (every tensor here is one)."""
+        return False
+
     def _as(self, method: str, dtype_name: str, memory_format: Any) -> Tensor:
         check_memory_format(memory_format, f"Tensor.{method}")
         return self.to(DTYPE_OBJECTS[dtype_name])
