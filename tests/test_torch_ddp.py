@@ -131,3 +131,92 @@ def test_ddp_needs_a_process_group():
     with pytest.raises(AttributeError, match="DistributedDataParallel"):
         torch.nn.parallel.DataParallel  # noqa: B018
     assert issubclass(RankError, Exception) and issubclass(DistributedError, Exception)
+
+
+class _Sized:
+    """What the bucket assignment reads of a tensor."""
+
+    def __init__(self, nbytes, dtype="float32"):
+        self.dtype, self.n = dtype, nbytes
+
+    def numel(self):
+        return self.n // 4
+
+    def element_size(self):
+        return 4
+
+
+def test_bucket_assignment_closes_buckets_at_their_limits_per_dtype_as_torchs():
+    from kernbench.torch.distributed.data_parallel import bucket_assignment
+
+    a, b, c, d = _Sized(400), _Sized(800), _Sized(400), _Sized(4000)
+    # limits [1000, 2000]: a+b reaches 1000 -> closed; the next bucket's limit is 2000
+    assert bucket_assignment([a, b, c, d], [1000, 2000]) == [[a, b], [c, d]]
+    assert bucket_assignment([a, c], [1000, 2000]) == [[a, c]]  # left open, still a bucket
+    h1, h2 = _Sized(600, "bfloat16"), _Sized(600, "bfloat16")
+    # dtypes never share a bucket; each has its own limit sequence
+    assert bucket_assignment([a, h1, b, h2], [1000, 2000]) == [[a, b], [h1, h2]]
+
+
+class Wide(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(32, 32)  # 4096 + 128 bytes
+        self.b = nn.Linear(32, 32)
+        self.c = nn.Linear(32, 8)  # 1024 + 32 bytes
+
+    def forward(self, x):
+        return self.c(self.b(self.a(x)))
+
+
+def _bucketed(rank, world_size, kwargs):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = Wide()
+    ddp = DDP(model, **kwargs)
+    for step in range(3):
+        ddp(torch.full((2, 32), float(rank + step))).sum().backward()
+    return {k: p.grad.numpy().copy() for k, p in model.named_parameters()}
+
+
+# Wide's parameters in registration order: a.weight 1024 elements (4096 B), a.bias 32,
+# b.weight 1024, b.bias 32, c.weight 256, c.bias 8: 2376 elements in all.
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        # default: one bucket first; then rebuilt in reverse registration order with a
+        # first bucket of 1 MiB, which this whole model fits: still one
+        ({}, [[2376]] * 3),
+        # a cap of 5000 B (a custom cap is the first bucket's too): one bucket first, then
+        # c.bias, c.weight, b.bias, b.weight reach 5280 B and close (1320 elements);
+        # a.bias and a.weight (4224 B) stay open: the last bucket
+        ({"bucket_cap_mb": 5000 / 2**20}, [[2376], [1320, 1056], [1320, 1056]]),
+        # parameters may go unused: the buckets are made at once, in registration order
+        # (a.weight, a.bias, b.weight close at 8320 B; b.bias, c.weight, c.bias stay
+        # open), sorted by their first parameter and reduced last first; never rebuilt
+        ({"bucket_cap_mb": 5000 / 2**20, "find_unused_parameters": True}, [[296, 2080]] * 3),
+    ],
+)
+def test_ddp_reduces_gradients_in_torchs_buckets(monkeypatch, kwargs, expected):
+    from kernbench.torch.distributed import data_parallel
+
+    calls: dict[int, list[int]] = {}
+    reduce = data_parallel.all_reduce
+
+    def recording(tensor, *args, **kw):
+        calls.setdefault(dist.get_rank(), []).append(tensor.numel())
+        return reduce(tensor, *args, **kw)
+
+    monkeypatch.setattr(data_parallel, "all_reduce", recording)
+    result = kernbench.simulate(
+        _bucketed, topology="multi_sip", world_size=2, rank_args=True, args=(kwargs,)
+    )
+    flat = [n for step in expected for n in step]
+    assert calls == {0: flat, 1: flat}
+    monkeypatch.setattr(data_parallel, "all_reduce", reduce)
+    baseline = kernbench.simulate(
+        _bucketed, topology="multi_sip", world_size=2, rank_args=True, args=({},)
+    )
+    for rank in range(2):  # the averaged gradients do not depend on the buckets
+        for name, g in result.returns[rank].items():
+            np.testing.assert_allclose(g, baseline.returns[0][name], rtol=1e-6, err_msg=name)

@@ -5,13 +5,18 @@ At construction the parameters and buffers are broadcast from the group's rank 0
 ``broadcast`` per tensor; torch coalesces them into 250 MB buckets).  The forward calls
 the wrapped module and passes its tensor outputs through an identity node
 (``_DDPSinkBackward``, as torch's ``_DDPSink``); when a backward reaches it, it queues
-the reduction to run once the whole graph has run: every parameter that requires grad,
-in reverse registration order (the order its gradient becomes ready), has its ``.grad``
-divided by the world size and ``all_reduce``-d (SUM), one collective per parameter, as
-torch's default communication hook does per bucket.  The reduction does not overlap the
-backward (torch starts a bucket's all-reduce as soon as it is full).  A parameter whose
-gradient is None on this rank (unused in its forward) takes part with zeros, so every
-rank calls the same collectives, and gets the averaged result as its ``.grad``.
+the reduction to run once the whole graph has run.  The gradients are reduced in torch's
+buckets: the first backward reduces one bucket holding every gradient (per dtype), as
+torch does before it has seen the order gradients become ready; the backwards after it
+reduce buckets rebuilt in that order (taken here as reverse registration order), a first
+one of 1 MiB and then ``bucket_cap_mb`` (25 MiB) each, closed when a gradient brings them
+to the limit (``find_unused_parameters=True`` uses those limits from the start and never
+rebuilds).  A bucket's gradients are copied into one flat tensor, divided by the world
+size and ``all_reduce``-d (SUM), and copied back, as torch's reducer does without
+``gradient_as_bucket_view``.  The reduction does not overlap the backward (torch starts a
+bucket's all-reduce as soon as it is full).  A parameter whose gradient is None on this
+rank (unused in its forward) takes part with zeros, so every rank calls the same
+collectives, and gets the averaged result as its ``.grad``.
 
 The module registers itself as ``kernbench.torch.nn.parallel`` (the ``torch.nn.parallel``
 import path), since ``torch.nn`` sits below ``torch.distributed`` here (ADR 0013).
@@ -32,7 +37,7 @@ from kernbench.torch.autograd.graph import Node
 from kernbench.torch.distributed.collectives import all_reduce, broadcast
 from kernbench.torch.distributed.constants import ReduceOp
 from kernbench.torch.distributed.groups import get_world_size, is_initialized
-from kernbench.torch.factories import zeros_like
+from kernbench.torch.factories import cat, zeros_like
 from kernbench.torch.grad_slots import set_history
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.tensor import Tensor
@@ -42,8 +47,9 @@ __all__ = ["DistributedDataParallel"]
 
 class DistributedDataParallel(Module):
     """``DistributedDataParallel(module, device_ids=None, output_device=None, ...)``: torch's
-    arguments are taken; ``bucket_cap_mb``, ``gradient_as_bucket_view`` and
-    ``static_graph`` change nothing here (one all-reduce per parameter, after backward)."""
+    arguments are taken; ``bucket_cap_mb``, ``find_unused_parameters`` and ``static_graph``
+    shape the buckets as torch's; ``gradient_as_bucket_view`` changes nothing (the copies
+    into and out of each bucket are always made)."""
 
     def __init__(
         self,
@@ -97,6 +103,9 @@ class DistributedDataParallel(Module):
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
         self._queued = False
+        # The buckets of the next reduction (lists of parameters); None until the first.
+        self._buckets: list[list[Tensor]] | None = None
+        self._rebuilt = False
         if init_sync:
             with no_grad():
                 for t in [*module.parameters(), *module.buffers()]:
@@ -138,12 +147,39 @@ class DistributedDataParallel(Module):
         """Average every parameter's gradient over the group (after the backward)."""
         self._queued = False
         world = get_world_size(self.process_group)
+        params = [p for p in self.module.parameters() if p.requires_grad]
+        cap = int((25 if self.bucket_cap_mb is None else self.bucket_cap_mb) * MIB)
+        first = MIB if self.bucket_cap_mb is None else cap
+        if self._buckets is None:
+            # torch's first buckets: one (per dtype) unless parameters may go unused; made
+            # in registration order, sorted by their first parameter, reduced last first.
+            one = not self.find_unused_parameters or self.static_graph
+            made = bucket_assignment(params, [sys.maxsize] if one else [first, cap])
+            where = {id(p): i for i, p in enumerate(params)}
+            made.sort(key=lambda bucket: min(where[id(p)] for p in bucket))
+            self._buckets = made[::-1]
         with no_grad():
-            for p in reversed([p for p in self.module.parameters() if p.requires_grad]):
-                if p.grad is None:
-                    p.grad = zeros_like(p)
-                p.grad.div_(world)
-                all_reduce(p.grad, ReduceOp.SUM, group=self.process_group)
+            for bucket in self._buckets:
+                self._reduce_bucket(bucket, world)
+        if not self._rebuilt and (self.static_graph or not self.find_unused_parameters):
+            self._rebuilt = True  # torch rebuilds once, in the order gradients became ready
+            self._buckets = bucket_assignment(params[::-1], [first, cap])
+
+    def _reduce_bucket(self, params: list[Tensor], world: int) -> None:
+        """Copy the bucket's gradients into one tensor, average it over the group, copy back."""
+        grads = []
+        for p in params:
+            if p.grad is None:
+                p.grad = zeros_like(p)
+            grads.append(p.grad)
+        flat = cat([g.reshape(-1) for g in grads])
+        flat.div_(world)
+        all_reduce(flat, ReduceOp.SUM, group=self.process_group)
+        offset = 0
+        for g in grads:
+            n = g.numel()
+            g.copy_(flat[offset : offset + n].view(g.shape))
+            offset += n
 
     @contextmanager
     def no_sync(self) -> Iterator[None]:
@@ -155,6 +191,28 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = previous
+
+
+MIB = 1024 * 1024
+
+
+def bucket_assignment(tensors: list[Tensor], limits: list[int]) -> list[list[Tensor]]:
+    """Torch's ``_compute_bucket_assignment_by_size``: ``tensors`` in order into buckets per
+    dtype; a bucket closes when a tensor brings it to its limit, and the next bucket of that
+    dtype takes the next limit (the last one repeating).  Buckets in the order they close,
+    the ones left open after them."""
+    done: list[list[Tensor]] = []
+    open_: dict[Any, tuple[list[Tensor], int, int]] = {}  # dtype -> (tensors, bytes, limit #)
+    for t in tensors:
+        members, size, which = open_.get(t.dtype, ([], 0, 0))
+        members.append(t)
+        size += t.numel() * t.element_size()
+        if size >= limits[which]:
+            done.append(members)
+            open_[t.dtype] = ([], 0, min(which + 1, len(limits) - 1))
+        else:
+            open_[t.dtype] = (members, size, which)
+    return done + [members for members, _, _ in open_.values() if members]
 
 
 def _to_device(value: Any, device: Any) -> Any:
