@@ -9,6 +9,8 @@ package registers (:func:`register_engine`), so this module, below it, imports n
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +20,46 @@ from kernbench.torch.shapes import flag_argument
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["TensorGradSlots", "register_engine", "set_history"]
+__all__ = [
+    "RemovableHandle",
+    "TensorGradSlots",
+    "post_accumulate_grad_hooks",
+    "register_engine",
+    "set_history",
+]
 
 _ENGINE: list[Callable[..., None]] = []
+_HANDLE_IDS = itertools.count()
+
+
+class _Hooks(dict):
+    """A tensor's hooks by handle id (a dict a handle can refer to weakly)."""
+
+
+class RemovableHandle:
+    """What registering a hook returns (torch.utils.hooks.RemovableHandle): ``remove()``
+    takes the hook off; usable as a context manager that removes it on exit."""
+
+    def __init__(self, hooks: _Hooks, hook_id: int) -> None:
+        self._hooks = weakref.ref(hooks)
+        self.id = hook_id
+
+    def remove(self) -> None:
+        hooks = self._hooks()
+        if hooks is not None:
+            hooks.pop(self.id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def post_accumulate_grad_hooks(tensor: Any) -> list[Callable[[Any], None]]:
+    """The hooks registered on ``tensor`` with ``register_post_accumulate_grad_hook``."""
+    hooks = tensor._post_accumulate_hooks  # noqa: SLF001 - this module's slot
+    return list(hooks.values()) if hooks else []
 
 
 def register_engine(run_backward: Callable[..., None]) -> None:
@@ -39,6 +78,8 @@ class TensorGradSlots:
 
     __slots__ = ()
     _grad_fn: Any = None  # the autograd node that made this tensor; None for a leaf
+    # Hooks run after a backward has accumulated this leaf's gradient (the engine calls them).
+    _post_accumulate_hooks: _Hooks | None = None
 
     @property
     def requires_grad(self: Tensor) -> bool:
@@ -65,6 +106,27 @@ class TensorGradSlots:
         """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see
         :func:`kernbench.torch.autograd.backward`)."""
         _ENGINE[0](self, gradient, retain_graph, create_graph, inputs)
+
+    def register_post_accumulate_grad_hook(
+        self: Tensor, hook: Callable[[Tensor], None]
+    ) -> RemovableHandle:
+        """``hook(tensor)`` after each backward that accumulated a gradient into this
+        leaf's ``.grad`` (in registration order), as torch's; a RemovableHandle."""
+        if self._grad_fn is not None:
+            raise TensorError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if not self._requires_grad:
+            raise TensorError("cannot register a hook on a tensor that doesn't require gradient")
+        if not callable(hook):
+            raise TensorError(
+                f"register_post_accumulate_grad_hook: hook must be callable, got "
+                f"{type(hook).__name__}"
+            )
+        hooks = self._post_accumulate_hooks
+        if hooks is None:
+            hooks = self._post_accumulate_hooks = _Hooks()
+        handle = RemovableHandle(hooks, next(_HANDLE_IDS))
+        hooks[handle.id] = hook
+        return handle
 
     @requires_grad.setter
     def requires_grad(self: Tensor, value: bool) -> None:

@@ -21,6 +21,7 @@ from kernbench.distributed.scheduler import current_rank
 from kernbench.errors import TensorError
 from kernbench.torch.autograd.grad_mode import no_grad
 from kernbench.torch.autograd.graph import AccumulateGrad, Node, edge
+from kernbench.torch.grad_slots import post_accumulate_grad_hooks
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -115,6 +116,8 @@ def _run(
                     if capture is None:
                         owned = handed[key] == 0 and key not in given_ids
                         _accumulate(node.variable, g, owned)
+                        for hook in post_accumulate_grad_hooks(node.variable):
+                            hook(node.variable)
                     continue
                 grads = node.apply(g)
                 if not retain_graph:
