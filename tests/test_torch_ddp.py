@@ -11,7 +11,7 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.errors import DistributedError, RankError
+from kernbench.errors import DistributedError, RankError, TensorError
 from kernbench.torch import nn, optim
 
 DDP = nn.parallel.DistributedDataParallel
@@ -220,3 +220,66 @@ def test_ddp_reduces_gradients_in_torchs_buckets(monkeypatch, kwargs, expected):
     for rank in range(2):  # the averaged gradients do not depend on the buckets
         for name, g in result.returns[rank].items():
             np.testing.assert_allclose(g, baseline.returns[0][name], rtol=1e-6, err_msg=name)
+
+
+def _interleaved(rank, world_size, events):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = Wide()
+    ddp = DDP(model, bucket_cap_mb=5000 / 2**20)
+    for name, p in model.named_parameters():  # after DDP's own hooks: sees them done
+        p.register_post_accumulate_grad_hook(lambda _p, name=name: events[rank].append(name))
+    for step in range(2):
+        events[rank].append(f"step {step}")
+        ddp(torch.full((2, 32), float(rank + step))).sum().backward()
+
+
+def test_ddp_starts_each_buckets_all_reduce_as_soon_as_its_gradients_are_ready(monkeypatch):
+    from kernbench.torch.distributed import data_parallel
+
+    events: dict[int, list[str]] = {0: [], 1: []}
+    reduce = data_parallel.all_reduce
+
+    def recording(tensor, *args, **kw):
+        assert kw.get("async_op") is True  # the backward goes on beside it
+        events[dist.get_rank()].append(f"all_reduce {tensor.numel()}")
+        return reduce(tensor, *args, **kw)
+
+    monkeypatch.setattr(data_parallel, "all_reduce", recording)
+    kernbench.simulate(
+        _interleaved, topology="multi_sip", world_size=2, rank_args=True, args=(events,)
+    )
+    for rank in range(2):
+        got = ["ready" if e.startswith(("a.", "b.", "c.")) else e for e in events[rank]]
+        # (DDP's hook runs before the test's, so a launch shows before the "ready" of the
+        # gradient that completed its bucket.)  The first backward has one bucket,
+        # complete with the last gradient; the second the rebuilt ones: c's and b's
+        # gradients (1320 elements) go as soon as b.weight's is in, while a's are still
+        # being computed, and a's when a's last is in
+        assert got == ["step 0", *["ready"] * 5, "all_reduce 2376", "ready",
+                       "step 1", *["ready"] * 3, "all_reduce 1320", "ready", "ready",
+                       "all_reduce 1056", "ready"]  # fmt: skip
+        assert events[rank][1:3] == ["c.bias", "c.weight"] or events[rank][1:3] == [
+            "c.weight",
+            "c.bias",
+        ]
+
+
+def test_post_accumulate_grad_hooks_run_after_each_accumulation_and_can_be_removed():
+    def body():
+        w = torch.ones(3, requires_grad=True)
+        seen = []
+        handle = w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.tolist()))
+        (w * 2).sum().backward()
+        (w * 3).sum().backward()
+        handle.remove()
+        (w * 3).sum().backward()
+        torch.autograd.grad((w * 4).sum(), [w])  # no accumulation: no hook (as torch)
+        with pytest.raises(TensorError, match="non-leaf"):
+            (w * 2).register_post_accumulate_grad_hook(print)
+        with pytest.raises(TensorError, match="doesn't require gradient"):
+            torch.ones(2).register_post_accumulate_grad_hook(print)
+        return seen, w.grad.tolist()
+
+    seen, grad = kernbench.simulate(body, topology="multi_sip", world_size=1).returns[0]
+    assert seen == [[2.0] * 3, [5.0] * 3] and grad == [8.0] * 3

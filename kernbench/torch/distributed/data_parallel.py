@@ -5,18 +5,20 @@ At construction the parameters and buffers are broadcast from the group's rank 0
 ``broadcast`` per tensor; torch coalesces them into 250 MB buckets).  The forward calls
 the wrapped module and passes its tensor outputs through an identity node
 (``_DDPSinkBackward``, as torch's ``_DDPSink``); when a backward reaches it, it queues
-the reduction to run once the whole graph has run.  The gradients are reduced in torch's
-buckets: the first backward reduces one bucket holding every gradient (per dtype), as
-torch does before it has seen the order gradients become ready; the backwards after it
-reduce buckets rebuilt in that order (taken here as reverse registration order), a first
-one of 1 MiB and then ``bucket_cap_mb`` (25 MiB) each, closed when a gradient brings them
-to the limit (``find_unused_parameters=True`` uses those limits from the start and never
-rebuilds).  A bucket's gradients are copied into one flat tensor, divided by the world
-size and ``all_reduce``-d (SUM), and copied back, as torch's reducer does without
-``gradient_as_bucket_view``.  The reduction does not overlap the backward (torch starts a
-bucket's all-reduce as soon as it is full).  A parameter whose gradient is None on this
-rank (unused in its forward) takes part with zeros, so every rank calls the same
-collectives, and gets the averaged result as its ``.grad``.
+the end of the reduction for the end of that backward, and arms the reducer: each
+parameter's ``register_post_accumulate_grad_hook`` marks its gradient ready, and a bucket
+whose gradients are all ready (and whose predecessors have started) is copied into one
+flat tensor, divided by the world size and ``all_reduce``-d (SUM) asynchronously, beside
+the rest of the backward, as torch's reducer does.  The buckets are torch's: the first
+backward has one bucket holding every gradient (per dtype), as torch has before it has
+seen the order gradients become ready; the backwards after it use buckets rebuilt in that
+order, a first one of 1 MiB and then ``bucket_cap_mb`` (25 MiB) each, closed when a
+gradient brings them to the limit (``find_unused_parameters=True`` uses those limits from
+the start, in registration order, and never rebuilds).  At the end of the backward the
+buckets left (gradients that never came: an unused parameter takes part with zeros, so
+every rank calls the same collectives) are started, every all-reduce is waited for and
+the averages are copied back into ``.grad``, as torch's reducer does without
+``gradient_as_bucket_view``.
 
 The module registers itself as ``kernbench.torch.nn.parallel`` (the ``torch.nn.parallel``
 import path), since ``torch.nn`` sits below ``torch.distributed`` here (ADR 0013).
@@ -103,9 +105,23 @@ class DistributedDataParallel(Module):
         self.static_graph = static_graph
         self.require_backward_grad_sync = True
         self._queued = False
-        # The buckets of the next reduction (lists of parameters); None until the first.
-        self._buckets: list[list[Tensor]] | None = None
-        self._rebuilt = False
+        params = [p for p in module.parameters() if p.requires_grad]
+        cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * MIB)
+        self._limits = [MIB if bucket_cap_mb is None else cap, cap]
+        # torch's first buckets: one (per dtype) unless parameters may go unused; made in
+        # registration order, sorted by their first parameter, reduced last first.
+        one = not find_unused_parameters or static_graph
+        made = bucket_assignment(params, [sys.maxsize] if one else self._limits)
+        where = {id(p): i for i, p in enumerate(params)}
+        made.sort(key=lambda bucket: min(where[id(p)] for p in bucket))
+        self._buckets: list[list[Tensor]] = made[::-1]
+        self._rebuild = one  # torch rebuilds once, in the order gradients become ready
+        # The backward in progress: gradients ready, in order; buckets launched.
+        self._armed = False
+        self._ready: dict[int, Tensor] = {}
+        self._launched: list[tuple[list[Tensor], Tensor, Any]] = []
+        for p in params:
+            p.register_post_accumulate_grad_hook(self._grad_ready)
         if init_sync:
             with no_grad():
                 for t in [*module.parameters(), *module.buffers()]:
@@ -138,48 +154,60 @@ class DistributedDataParallel(Module):
         return value
 
     def _reached(self, grad: Tensor) -> tuple[Tensor]:
+        """The backward reached the outputs: reduce the gradients as they become ready."""
         if not self._queued:
-            self._queued = True
-            queue_callback(self._reduce_gradients)
+            self._queued = self._armed = True
+            queue_callback(self._finish_reduction)
         return (grad,)
 
-    def _reduce_gradients(self) -> None:
-        """Average every parameter's gradient over the group (after the backward)."""
-        self._queued = False
-        world = get_world_size(self.process_group)
-        params = [p for p in self.module.parameters() if p.requires_grad]
-        cap = int((25 if self.bucket_cap_mb is None else self.bucket_cap_mb) * MIB)
-        first = MIB if self.bucket_cap_mb is None else cap
-        if self._buckets is None:
-            # torch's first buckets: one (per dtype) unless parameters may go unused; made
-            # in registration order, sorted by their first parameter, reduced last first.
-            one = not self.find_unused_parameters or self.static_graph
-            made = bucket_assignment(params, [sys.maxsize] if one else [first, cap])
-            where = {id(p): i for i, p in enumerate(params)}
-            made.sort(key=lambda bucket: min(where[id(p)] for p in bucket))
-            self._buckets = made[::-1]
-        with no_grad():
-            for bucket in self._buckets:
-                self._reduce_bucket(bucket, world)
-        if not self._rebuilt and (self.static_graph or not self.find_unused_parameters):
-            self._rebuilt = True  # torch rebuilds once, in the order gradients became ready
-            self._buckets = bucket_assignment(params[::-1], [first, cap])
+    def _grad_ready(self, param: Tensor) -> None:
+        """A parameter's gradient is accumulated: launch every bucket now complete, in order
+        (torch's reducer launches bucket i only after bucket i-1)."""
+        if not self._armed:
+            return
+        self._ready[id(param)] = param
+        while len(self._launched) < len(self._buckets):
+            bucket = self._buckets[len(self._launched)]
+            if any(id(p) not in self._ready for p in bucket):
+                break
+            self._launch(bucket)
 
-    def _reduce_bucket(self, params: list[Tensor], world: int) -> None:
-        """Copy the bucket's gradients into one tensor, average it over the group, copy back."""
-        grads = []
-        for p in params:
-            if p.grad is None:
-                p.grad = zeros_like(p)
-            grads.append(p.grad)
-        flat = cat([g.reshape(-1) for g in grads])
-        flat.div_(world)
-        all_reduce(flat, ReduceOp.SUM, group=self.process_group)
-        offset = 0
-        for g in grads:
-            n = g.numel()
-            g.copy_(flat[offset : offset + n].view(g.shape))
-            offset += n
+    def _launch(self, bucket: list[Tensor]) -> None:
+        """Copy the bucket's gradients into one tensor, divide it by the world size and
+        start its all-reduce (async: the backward goes on beside it)."""
+        with no_grad():
+            grads = []
+            for p in bucket:
+                if p.grad is None:  # unused on this rank: takes part with zeros
+                    p.grad = zeros_like(p)
+                grads.append(p.grad)
+            flat = cat([g.reshape(-1) for g in grads])
+            flat.div_(get_world_size(self.process_group))
+            work = all_reduce(flat, ReduceOp.SUM, group=self.process_group, async_op=True)
+        self._launched.append((grads, flat, work))
+
+    def _finish_reduction(self) -> None:
+        """After the backward: launch the buckets left (gradients that never became ready),
+        wait for every all-reduce and copy the averages back into ``.grad``."""
+        self._queued = self._armed = False
+        for bucket in self._buckets[len(self._launched) :]:
+            self._launch(bucket)
+        with no_grad():
+            for grads, flat, work in self._launched:
+                work.wait()
+                offset = 0
+                for g in grads:
+                    n = g.numel()
+                    g.copy_(flat[offset : offset + n].view(g.shape))
+                    offset += n
+        if self._rebuild:
+            self._rebuild = False
+            ready = list(self._ready.values())
+            seen = {id(p) for p in ready}
+            params = [p for p in self.module.parameters() if p.requires_grad]
+            ready += [p for p in reversed(params) if id(p) not in seen]
+            self._buckets = bucket_assignment(ready, self._limits)
+        self._ready, self._launched = {}, []
 
     @contextmanager
     def no_sync(self) -> Iterator[None]:
