@@ -353,3 +353,20 @@ def test_linear_backward_costs_about_two_matmuls():
             before = context.now
             lin(x)
             assert context.now - before <= 1.05 * matmul
+
+
+def test_a_path_that_gives_no_gradient_does_not_hold_back_the_others(ctx):
+    # An op whose backward gives no gradient (None) to an input that requires grad: that
+    # input's other path must still reach it (the engine counted both edges).
+    from kernbench.torch.autograd.formulas import recorded, untracked
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    blocked = recorded(untracked(lambda t: t * 1.0, x), "Blocked", (x,), lambda g: (None,))
+    y = blocked * 3.0 + x * 2.0
+    y.sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    # and one whose every path gives none leaves .grad alone
+    z = torch.tensor([1.0], requires_grad=True)
+    w = recorded(untracked(lambda t: t * 1.0, z), "Blocked", (z,), lambda g: (None,))
+    (w * 5.0).sum().backward()
+    assert z.grad is None

@@ -122,17 +122,32 @@ def _run(
                 grads = node.apply(g)
                 if not retain_graph:
                     node.release()
-                for (target, _), gi, dtype in zip(
-                    node.next_functions, grads, node.input_dtypes, strict=False
+                settled = []
+                for i, ((target, _), dtype) in enumerate(
+                    zip(node.next_functions, node.input_dtypes, strict=True)
                 ):
-                    if target is None or gi is None:
+                    if target is None:
                         continue
-                    if gi.dtype != dtype:  # torch's engine casts it to the input's dtype
-                        gi = gi.to(dtype)
-                    _add(buffers, target, gi, handed)
+                    gi = grads[i] if i < len(grads) else None
+                    if gi is not None:
+                        if gi.dtype != dtype:  # torch's engine casts it to the input's dtype
+                            gi = gi.to(dtype)
+                        _add(buffers, target, gi, handed)
                     dependencies[target] -= 1
                     if dependencies[target] == 0:
+                        settled.append(target)
+                # A node every path reached without a gradient does not run; the nodes
+                # below it wait for it no longer (their other inputs may still come).
+                while settled:
+                    target = settled.pop()
+                    if target in buffers:
                         heapq.heappush(ready, (-target.sequence_nr, id(target), target))
+                        continue
+                    for below, _ in target.next_functions:
+                        if below is not None:
+                            dependencies[below] -= 1
+                            if dependencies[below] == 0:
+                                settled.append(below)
             for callback in callbacks:
                 callback()
     finally:
