@@ -23,7 +23,7 @@ from kernbench.torch.factories import ones
 from kernbench.torch.sampling import keep_mask
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["scaled_dot_product_attention"]
+__all__ = ["attention_parts", "scaled_dot_product_attention"]
 
 _WHAT = "torch.nn.functional.scaled_dot_product_attention"
 
@@ -75,6 +75,28 @@ def scaled_dot_product_attention(
 ) -> Tensor:
     """Attention of ``query`` ``(..., L, E)`` over ``key`` ``(..., S, E)`` and ``value``
     ``(..., S, Ev)``: ``(..., L, Ev)``, with torch's arguments and checks."""
+    return attention_parts(
+        query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, keep=False
+    )[0]
+
+
+def attention_parts(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    dropout_p: float,
+    is_causal: bool,
+    scale: float | None,
+    enable_gqa: bool,
+    *,
+    keep: bool,
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """:func:`scaled_dot_product_attention`'s output; with ``keep``, also the softmax
+    probabilities (before dropout) and the dropout's bool keep mask (None without
+    dropout), left allocated for a backward.  Keeping the probabilities when dropout
+    is on makes the dropout write a new tensor instead of scaling them in place (the
+    same two kernels, one more ``(L, S)`` buffer)."""
     q, k, v = _tensor(query, "query"), _tensor(key, "key"), _tensor(value, "value")
     if k.shape[-1] != q.shape[-1] or v.shape[-2] != k.shape[-2]:
         raise TensorError(
@@ -119,13 +141,16 @@ def scaled_dot_product_attention(
         scores = masked
     probs = scores.softmax(-1)
     temps.append(scores)
+    weights, kept = probs, None
     if dropout_p == 1:
-        probs.mul_(0)
+        weights = probs.mul(0) if keep else probs.mul_(0)
     elif dropout_p > 0:  # as F.dropout: a mask from the rank's generator, scaled in float32
-        keep = keep_mask(probs, 1.0 - dropout_p, "scaled_dot_product_attention")
-        probs.mul_(keep).mul_(float(np.float32(1.0) / np.float32(1.0 - dropout_p)))
-        temps.append(keep)
-    out = probs.matmul(v)
-    temps.append(probs)
+        kept = keep_mask(probs, 1.0 - dropout_p, "scaled_dot_product_attention")
+        weights = probs.mul(kept) if keep else probs.mul_(kept)
+        weights.mul_(float(np.float32(1.0) / np.float32(1.0 - dropout_p)))
+        temps += [] if keep else [kept]
+    out = weights.matmul(v)
+    temps += [weights] if keep and weights is not probs else []
+    temps += [] if keep else [probs]
     _free(temps)
-    return out
+    return out, (probs if keep else None), (kept if keep else None)
