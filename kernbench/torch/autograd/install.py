@@ -30,6 +30,11 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.torch import functions, linalg
+from kernbench.torch.autograd.attention_formulas import (
+    ATTENTION_FUNCTION_RULES,
+    ATTENTION_NN_RULES,
+    ATTENTION_RULES,
+)
 from kernbench.torch.autograd.formulas import FUNCTION_RULES, RULES, Unsupported, untracked
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import UnsupportedBackward
@@ -78,6 +83,9 @@ _TORCH_LEFT_ALONE = {
     "triu_indices", "is_grad_enabled",
 }  # fmt: skip
 
+_RULES = {**RULES, **ATTENTION_RULES}
+_FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES}
+_NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES}
 
 _INSTALLED: list[bool] = []
 
@@ -190,7 +198,7 @@ def _install_methods() -> None:
         raw = inspect.getattr_static(Tensor, name)
         if isinstance(raw, property):
             if name in _PROPERTIES and raw.fget is not None:
-                fget = _wrap(raw.fget, f"Tensor.{name}", RULES.get(name))
+                fget = _wrap(raw.fget, f"Tensor.{name}", _RULES.get(name))
                 setattr(Tensor, name, property(fget, raw.fset, raw.fdel, raw.__doc__))
             continue
         if not inspect.isfunction(raw):
@@ -198,7 +206,7 @@ def _install_methods() -> None:
         if _is_in_place(name):
             setattr(Tensor, name, _wrap_in_place(raw, f"Tensor.{name}"))
         else:
-            setattr(Tensor, name, _wrap(raw, f"Tensor.{name}", RULES.get(name)))
+            setattr(Tensor, name, _wrap(raw, f"Tensor.{name}", _RULES.get(name)))
 
 
 def _install_functions(module: ModuleType, prefix: str, names: Any, rules: dict, skip: set) -> None:
@@ -226,9 +234,9 @@ def install_autograd(torch_module: ModuleType) -> None:
         return
     _install_methods()
     _install_functions(
-        torch_module, "", torch_module.__all__, FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
+        torch_module, "", torch_module.__all__, _FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
     )
-    _install_functions(F, "nn.functional.", F.__all__, NN_RULES, _F_PASS_THROUGH | {"one_hot"})
+    _install_functions(F, "nn.functional.", F.__all__, _NN_RULES, _F_PASS_THROUGH | {"one_hot"})
     _install_functions(linalg, "linalg.", linalg.__all__, {}, set())
     for name in nn_init.__all__:
         setattr(nn_init, name, _untracked_call(getattr(nn_init, name)))
