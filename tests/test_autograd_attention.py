@@ -338,3 +338,18 @@ def test_tiny_gpt_sgd_step_matches_central_differences(ctx):
         moved = params[name].detach().numpy()[index]
         np.testing.assert_allclose(moved, before[name][index] - 0.5 * g, rtol=1e-6, atol=1e-8,
                                    err_msg=f"{name}{index}")  # fmt: skip
+
+
+def test_sdpa_backward_costs_under_three_forwards():
+    context = RuntimeContext("ring8", timing_only=True)
+    with use_context(context):
+        q, k, v = (torch.ones(2, 4, 128, 64, requires_grad=True) for _ in range(3))
+        with torch.no_grad():
+            before = context.now
+            F.scaled_dot_product_attention(q, k, v)
+            forward = context.now - before
+        out = F.scaled_dot_product_attention(q, k, v)
+        before = context.now
+        out.backward(torch.ones(2, 4, 128, 64))
+        backward = context.now - before
+        assert 1.5 * forward <= backward <= 3.0 * forward
