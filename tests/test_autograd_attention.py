@@ -98,6 +98,9 @@ def test_sdpa_gradients_causal_masks_scale_and_groups(ctx):
     # a float mask, broadcast over the batch, is added to the scores; it gets a gradient too
     _check(lambda a, b, c, m: SDPA(a, b, c, attn_mask=m),
            lambda a, b, c, m: _np_sdpa(a, b, c, mask=m), q, k, v, (2, 1, 3, 5))  # fmt: skip
+    _check(lambda a, b, c, m: SDPA(a, b, c, attn_mask=m, scale=2.0),  # a mask of the scores' shape
+           lambda a, b, c, m: _np_sdpa(a, b, c, mask=m, scale=2.0),
+           q, k, v, (2, 2, 3, 5))  # fmt: skip
     fixed = _rand((3, 5), 8)
     fixed_t = torch.tensor(fixed, dtype=torch.float64)
     _check(lambda a, b, c: SDPA(a, b, c, attn_mask=fixed_t, scale=0.3),

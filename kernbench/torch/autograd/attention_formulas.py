@@ -108,9 +108,9 @@ def _sdpa(
             gp.mul_(keep).mul_(rescale)  # through the dropout
         # softmax backward: dS = P * (dP - sum(dP * P, -1))
         gs = p * (gp - (gp * p).sum(-1, keepdim=True))
-        if need_mask:  # the float mask was added to the scores
+        if need_mask:  # the float mask was added to the scores (gm may be gs itself)
             gm = _as(sum_to(gs, mask_shape), attn_mask)
-        gs.mul_(factor)
+        gs = gs * factor if need_mask else gs.mul_(factor)
         if need_q:  # dQ = dS · K · scale
             gq = _as(sum_to(gs.matmul(grouped(k, k_heads)), q_shape), query)
         if need_k:  # dK = dSᵀ · Q · scale
