@@ -162,7 +162,15 @@ def _where_of(fn: Callable, condition: Any, a: Any, b: Any, *args: Any) -> Any:
     return recorded(out, "WhereBackward0", (condition, a, b), backward, (condition,))
 
 
-def _where(fn: Callable, condition: Any, input: Any = None, other: Any = None) -> Any:  # noqa: A002
+def _where(
+    fn: Callable,
+    condition: Any,
+    input: Any = None,  # noqa: A002
+    other: Any = None,
+    **kwargs: Any,
+) -> Any:
+    if kwargs:  # out=: no formula (torch refuses it with grad)
+        raise Unsupported
     return _where_of(fn, condition, input, other, condition, input, other)
 
 
