@@ -35,6 +35,7 @@ from kernbench.torch.autograd.attention_formulas import (
     ATTENTION_NN_RULES,
     ATTENTION_RULES,
 )
+from kernbench.torch.autograd.conv_formulas import CONV_NN_RULES
 from kernbench.torch.autograd.formulas import FUNCTION_RULES, RULES, Unsupported, untracked
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import UnsupportedBackward
@@ -85,7 +86,7 @@ _TORCH_LEFT_ALONE = {
 
 _RULES = {**RULES, **ATTENTION_RULES}
 _FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES}
-_NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES}
+_NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES}
 
 _INSTALLED: list[bool] = []
 
