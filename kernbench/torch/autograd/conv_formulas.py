@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.autograd.formulas import Unsupported, recorded, untracked
-from kernbench.torch.factories import arange
+from kernbench.torch.factories_more import eye
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn.convolution import conv_padding, spatial_argument
 
@@ -296,6 +296,15 @@ def _spread(
     return buf[(*every, *(slice(p, p + s) for p, s in zip(pads, spatial, strict=True)))]
 
 
+def _window_counts(size: int, k: int, s: int, p: int, out: int, include: bool) -> list[int]:
+    """The average pool's divisor along one dim for each output position: the window cut
+    at the padded input's end (``include``), else the input elements in it."""
+    starts = [o * s - p for o in range(out)]
+    if include:
+        return [min(h + k, size + p) - h for h in starts]
+    return [min(h + k, size) - max(h, 0) for h in starts]
+
+
 def _avg_pool(dims: int) -> Callable[..., Any]:
     def rule(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         bound = _bind(fn, *args, **kwargs)
@@ -319,18 +328,20 @@ def _avg_pool(dims: int) -> Callable[..., Any]:
         out = untracked(fn, *bound.args, **bound.kwargs)
         spatial = tuple(x.shape[-dims:])
         out_spatial = tuple(out.shape[-dims:])
-        full = not any(pads) and all(
-            (o - 1) * s + k <= n
-            for o, s, k, n in zip(out_spatial, strides, kernel, spatial, strict=True)
-        )
+        # each dim's divisors (the window's size as the forward counts it), from the shapes
+        per_dim = [
+            _window_counts(*args, include)
+            for args in zip(spatial, kernel, strides, pads, out_spatial, strict=True)
+        ]
+        single = math.prod(c[0] for c in per_dim) if all(len(set(c)) == 1 for c in per_dim) else 0
         ones = (1,) * (2 - dims)
         zeros = (0,) * (2 - dims)
 
         def backward(g: Tensor) -> Sequence[Any]:
             if divisor is not None:
                 gs = g / divisor
-            elif full:  # every window inside the input: one divisor
-                gs = g / math.prod(kernel)
+            elif single:  # one divisor for every window
+                gs = g / single
             else:
                 pool = {"kernel_size": (*ones, *kernel), "stride": (*ones, *strides)}
                 if include:  # the window cut at the padded input's end
@@ -348,13 +359,9 @@ def _avg_pool(dims: int) -> Callable[..., Any]:
 
 
 def _window_matrix(like: Tensor, size: int, out: int) -> Tensor:
-    """(out, size): row o is 1/len over torch's adaptive window o of ``size``, else 0."""
-    o = arange(out, device=like.device)
-    lo = (o * size) // out
-    hi = ((o + 1) * size + out - 1) // out
-    i = arange(size, device=like.device)
-    inside = (i >= lo.unsqueeze(1)) & (i < hi.unsqueeze(1))
-    return inside.to(like.dtype) / (hi - lo).unsqueeze(1).to(like.dtype)
+    """(size, out): column o is 1/len over torch's adaptive window o of ``size``, else 0 --
+    the adaptive average pool of the rows of an identity matrix (two kernels)."""
+    return F.adaptive_avg_pool1d(eye(size, dtype=like.dtype, device=like.device), out)
 
 
 def _adaptive_avg_pool(dims: int) -> Callable[..., Any]:
@@ -374,11 +381,15 @@ def _adaptive_avg_pool(dims: int) -> Callable[..., Any]:
                 kernel = tuple(s // o for s, o in zip(spatial, out_spatial, strict=True))
                 gs = g / math.prod(kernel)
                 return (_spread(gs, spatial, kernel, kernel, (0,) * dims),)
-            last = _window_matrix(g, spatial[-1], out_spatial[-1])
-            gx = g.matmul(last)  # (..., O, W)
+            # one 2-D matmul per dim (a batched one of many tiny planes costs several times more)
+            gx = g.reshape(-1, out_spatial[-1]).matmul(
+                _window_matrix(g, spatial[-1], out_spatial[-1]).mT
+            )  # (planes * OH, W)
             if dims == 2:
-                gx = _window_matrix(g, spatial[0], out_spatial[0]).mT.matmul(gx)
-            return (gx,)
+                (h, w), oh = spatial, out_spatial[0]
+                gx = gx.reshape(-1, oh, w).transpose(1, 2).reshape(-1, oh)
+                gx = gx.matmul(_window_matrix(g, h, oh).mT).reshape(-1, w, h).transpose(1, 2)
+            return (gx.reshape(shape),)
 
         return recorded(out, "AdaptiveAvgPool2DBackward0", (input,), backward)
 
