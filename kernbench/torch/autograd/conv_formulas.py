@@ -14,7 +14,8 @@ facade's ops:
   when the input requires grad, and the gradient goes back by a ``scatter_add_``.
 * average pools: the gradient divided by each window's divisor, then one strided add per
   kernel position into a zeroed (padded) input, or one copy when the windows tile the
-  input; irregular adaptive windows go back by two matmuls with a window matrix.
+  input; adaptive windows of unequal sizes go back by one matmul per dim with the window
+  matrix the adaptive pool of an identity matrix gives.
 * ``batch_norm``: with the batch's statistics (recomputed from the saved input, as the
   layer-norm rule does), the usual three-term formula; with the running ones, a scale.
 
