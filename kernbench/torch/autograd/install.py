@@ -40,6 +40,12 @@ from kernbench.torch.autograd.formulas import FUNCTION_RULES, RULES, Unsupported
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import UnsupportedBackward
 from kernbench.torch.autograd.nn_formulas import NN_RULES, in_place_error
+from kernbench.torch.autograd.pointwise_formulas import (
+    POINTWISE_FUNCTION_RULES,
+    POINTWISE_LINALG_RULES,
+    POINTWISE_NN_RULES,
+    POINTWISE_RULES,
+)
 from kernbench.torch.grad_slots import set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
@@ -84,9 +90,9 @@ _TORCH_LEFT_ALONE = {
     "triu_indices", "is_grad_enabled",
 }  # fmt: skip
 
-_RULES = {**RULES, **ATTENTION_RULES}
-_FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES}
-_NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES}
+_RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES}
+_FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES}
+_NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES}
 
 _INSTALLED: list[bool] = []
 
@@ -238,7 +244,7 @@ def install_autograd(torch_module: ModuleType) -> None:
         torch_module, "", torch_module.__all__, _FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
     )
     _install_functions(F, "nn.functional.", F.__all__, _NN_RULES, _F_PASS_THROUGH | {"one_hot"})
-    _install_functions(linalg, "linalg.", linalg.__all__, {}, set())
+    _install_functions(linalg, "linalg.", linalg.__all__, POINTWISE_LINALG_RULES, set())
     for name in nn_init.__all__:
         setattr(nn_init, name, _untracked_call(getattr(nn_init, name)))
     for name in nn_utils.__all__:
