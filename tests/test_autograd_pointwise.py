@@ -500,6 +500,20 @@ def test_norms_at_zero_and_prod_with_zeros(ctx):
     np.testing.assert_allclose(_grad(lambda x: torch.prod(x, 0), [[5.0], [0.0]]), [[0], [5]])
 
 
+def test_zero_dim_inputs(ctx):
+    for fn in (
+        lambda x: x.max(0)[0],
+        lambda x: x.amax(),
+        lambda x: x.logsumexp(0),
+        lambda x: x.prod(0),
+        lambda x: x.cumsum(0),
+        lambda x: x.norm(dim=0),
+    ):
+        np.testing.assert_allclose(_grad(fn, 2.0), 1.0)
+    assert np.isnan(_grad(lambda x: x.std(), 2.0))  # 0 / 0, as torch
+    np.testing.assert_allclose(_grad(lambda x: x.var(correction=0), 2.0), 0.0)
+
+
 def test_arguments_without_a_formula_fall_back_to_the_refusing_node(ctx):
     x = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
     w = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)

@@ -135,7 +135,7 @@ def _clamp_max(fn: Callable, self: Tensor, max: Any) -> Any:  # noqa: A002
 # -- reductions ------------------------------------------------------------------------------
 def _dims(dim: Any, ndim: int) -> tuple[int, ...] | None:
     """The reduced dims, sorted and non-negative, or None for every dim."""
-    if dim is None:
+    if dim is None or ndim == 0:  # a 0-d tensor's dim 0 (or -1) is the tensor
         return None
     dims = tuple(dim) if isinstance(dim, list | tuple) else (dim,)
     if not dims:
@@ -233,7 +233,8 @@ def _spread(is_std: bool) -> Callable[..., Any]:
             correction = 0 if unbiased is False else 1
         shape = tuple(self.shape)
         dims = _dims(dim, len(shape))
-        scale = 2.0 / (_count(shape, dims) - correction)
+        divisor = _count(shape, dims) - correction
+        scale = 2.0 / divisor if divisor else math.nan  # torch's 0 / 0 there
 
         def backward(g: Tensor, x: Tensor, y: Tensor) -> Sequence[Any]:
             all_dims = dims if dims is not None else tuple(range(len(shape)))
@@ -461,7 +462,7 @@ def _hardtanh_grad(g: Tensor, x: Tensor, low: float, high: float) -> Tensor:
 
 def _mish_grad(g: Tensor, x: Tensor) -> Tensor:
     s = x.sigmoid()
-    t = (1 - s).log().neg().tanh()  # tanh(softplus(x)), softplus(x) = -log(1 - sigmoid(x))
+    t = (x.clamp_min(0) + (-x.abs()).exp().log1p()).tanh()  # tanh(softplus(x)), stably
     return g * (t + x * s * (1 - t * t))
 
 
