@@ -110,6 +110,13 @@ POINTWISE = [
     ("clamp_max", lambda x: torch.clamp(x, max=0.2), lambda x: np.minimum(x, 0.2), S, None),
     ("clamp_min_m", lambda x: x.clamp_min(0.1), lambda x: np.maximum(x, 0.1), S, None),
     ("clamp_max_f", lambda x: torch.clamp_max(x, 0.1), lambda x: np.minimum(x, 0.1), S, None),
+    (
+        "clamp_min_tensor",
+        lambda x: x.clamp_min(torch.tensor([[-0.5], [0.2]], dtype=torch.float64)),
+        lambda x: np.maximum(x, np.array([[-0.5], [0.2]])),
+        (3,),
+        "ClampMinBackward0",
+    ),
 ]
 
 

@@ -121,7 +121,10 @@ def _clamp_min(fn: Callable, self: Tensor, min: Any) -> Any:  # noqa: A002
     if _needs(min):
         raise Unsupported
     out = untracked(fn, self, min)
-    return recorded(out, "ClampMinBackward0", (self,), lambda g, x: (g * (x >= min),), (self,))
+    shape = tuple(self.shape)  # a tensor bound may broadcast x
+    return recorded(
+        out, "ClampMinBackward0", (self,), lambda g, x: (sum_to(g * (x >= min), shape),), (self,)
+    )
 
 
 def _clamp_max(fn: Callable, self: Tensor, max: Any) -> Any:  # noqa: A002
@@ -129,7 +132,10 @@ def _clamp_max(fn: Callable, self: Tensor, max: Any) -> Any:  # noqa: A002
     if _needs(max):
         raise Unsupported
     out = untracked(fn, self, max)
-    return recorded(out, "ClampMaxBackward0", (self,), lambda g, x: (g * (x <= max),), (self,))
+    shape = tuple(self.shape)
+    return recorded(
+        out, "ClampMaxBackward0", (self,), lambda g, x: (sum_to(g * (x <= max), shape),), (self,)
+    )
 
 
 # -- reductions ------------------------------------------------------------------------------
@@ -425,7 +431,10 @@ def _activation(
     forward's signature at call time."""
 
     def rule(fn: Callable, input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
-        bound = inspect.signature(fn).bind(input, *args, **kwargs)
+        try:
+            bound = inspect.signature(fn).bind(input, *args, **kwargs)
+        except TypeError:
+            raise Unsupported from None  # the forward raises its own error
         bound.apply_defaults()
         _no_inplace(op, input, bound.arguments.get("inplace"))
         values = [bound.arguments[p] for p in params]
