@@ -341,9 +341,9 @@ def _norm(
 def _vector_norm(
     fn: Callable,
     x: Tensor,
-    ord: Any = 2,
+    ord: Any = 2,  # noqa: A002
     dim: Any = None,
-    keepdim: bool = False,  # noqa: A002
+    keepdim: bool = False,
     *,
     dtype: Any = None,
 ) -> Any:
@@ -356,10 +356,10 @@ def _vector_norm(
 
 def _linalg_norm(
     fn: Callable,
-    A: Tensor,
-    ord: Any = None,
+    A: Tensor,  # noqa: N803
+    ord: Any = None,  # noqa: A002
     dim: Any = None,
-    keepdim: bool = False,  # noqa: A002, N803
+    keepdim: bool = False,
     *,
     dtype: Any = None,
 ) -> Any:
@@ -509,9 +509,9 @@ def _relu6(fn: Callable, input: Tensor, inplace: bool = False) -> Any:  # noqa: 
 # -- norms -----------------------------------------------------------------------------------
 def _rms_norm(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     normalized_shape: Any,
-    weight: Any = None,  # noqa: A002
+    weight: Any = None,
     eps: Any = None,
 ) -> Any:
     out = untracked(fn, input, normalized_shape, weight, eps)
@@ -540,10 +540,10 @@ def _rms_norm(
 
 def _group_norm(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     num_groups: int,
     weight: Any = None,
-    bias: Any = None,  # noqa: A002
+    bias: Any = None,
     eps: float = 1e-5,
 ) -> Any:
     out = untracked(fn, input, num_groups, weight, bias, eps)
@@ -580,10 +580,10 @@ def _group_norm(
 
 def _normalize(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     p: float = 2.0,
     dim: int = 1,
-    eps: float = 1e-12,  # noqa: A002
+    eps: float = 1e-12,
     out: Any = None,
 ) -> Any:
     """``x / max(||x||, eps)``: the norm's gradient passes where ``||x|| >= eps`` (clamp's)."""
@@ -641,9 +641,9 @@ def _pair_loss(
 
 def _l1_loss(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Any,
-    size_average: Any = None,  # noqa: A002
+    size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
 ) -> Any:
@@ -667,9 +667,9 @@ def _l1_loss(
 
 def _smooth_l1_loss(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Any,
-    size_average: Any = None,  # noqa: A002
+    size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
     beta: float = 1.0,
@@ -696,9 +696,9 @@ def _smooth_l1_loss(
 
 def _huber_loss(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Any,
-    reduction: str = "mean",  # noqa: A002
+    reduction: str = "mean",
     delta: float = 1.0,
     weight: Any = None,
 ) -> Any:
@@ -721,9 +721,9 @@ def _huber_loss(
 
 def _binary_cross_entropy(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Any,
-    weight: Any = None,  # noqa: A002
+    weight: Any = None,
     size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
@@ -750,9 +750,9 @@ def _binary_cross_entropy(
 
 def _bce_with_logits(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Any,
-    weight: Any = None,  # noqa: A002
+    weight: Any = None,
     size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
@@ -788,9 +788,9 @@ def _bce_with_logits(
 
 def _kl_div(
     fn: Callable,
-    input: Tensor,
+    input: Tensor,  # noqa: A002
     target: Any,
-    size_average: Any = None,  # noqa: A002
+    size_average: Any = None,
     reduce: Any = None,
     reduction: str = "mean",
     log_target: bool = False,
