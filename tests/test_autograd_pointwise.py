@@ -95,7 +95,8 @@ S = (2, 3)
 POS = ((2, 3), 0.5, 1.5)
 
 POINTWISE = [
-    ("sqrt", lambda x: torch.sqrt(x) + x.sqrt(), lambda x: 2 * np.sqrt(x), POS, "AddBackward0"),
+    ("sqrt", lambda x: torch.sqrt(x) + x.sqrt(), lambda x: 2 * np.sqrt(x), POS, None),
+    ("sqrt_node", torch.sqrt, np.sqrt, POS, "SqrtBackward0"),
     ("rsqrt", lambda x: x.rsqrt(), lambda x: 1 / np.sqrt(x), POS, "RsqrtBackward0"),
     ("abs", lambda x: x.abs() + abs(x) + torch.abs(x), lambda x: 3 * np.abs(x), S, None),
     ("square", lambda x: torch.square(x) + x.square(), lambda x: 2 * x * x, S, None),
