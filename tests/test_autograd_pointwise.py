@@ -506,6 +506,8 @@ def test_norms_at_zero_and_prod_with_zeros(ctx):
     np.testing.assert_allclose(_grad(lambda x: x.prod(), [2.0, 0.0, 3.0]), [0, 6, 0])
     np.testing.assert_allclose(_grad(lambda x: x.prod(1), [[0.0, 0.0, 3.0]]), [[0, 0, 0]])
     np.testing.assert_allclose(_grad(lambda x: torch.prod(x, 0), [[5.0], [0.0]]), [[0], [5]])
+    g = _grad(lambda x: x.std(1), [[2.0, 2.0], [1.0, 3.0]])  # 0 where std is 0, as torch
+    np.testing.assert_allclose(g, [[0, 0], [-(0.5**0.5), 0.5**0.5]], rtol=1e-12, atol=0)
 
 
 def test_zero_dim_inputs(ctx):

@@ -245,8 +245,8 @@ def _spread(is_std: bool) -> Callable[..., Any]:
         def backward(g: Tensor, x: Tensor, y: Tensor) -> Sequence[Any]:
             all_dims = dims if dims is not None else tuple(range(len(shape)))
             centered = x - x.mean(all_dims, keepdim=True) if shape else x * 0
-            if is_std:  # d std = d var / (2 std)
-                g = g / (y * 2)
+            if is_std:  # d std = d var / (2 std), 0 where std is 0 (torch's masked_fill)
+                g = g / (y * 2 + (y == 0)) * (y != 0)
             return (_kept(g, shape, dims, keepdim) * centered * scale,)
 
         return recorded(out, name, (self,), backward, (self, out))
