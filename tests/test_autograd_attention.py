@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from gradcheck import check, numeric_grad, rand
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F
@@ -25,39 +26,9 @@ def ctx():
         yield context
 
 
-def _rand(shape, seed, low=-1.0, high=1.0):
-    return np.random.default_rng(seed).uniform(low, high, shape)
-
-
-def _numeric_grad(f, arrays, i, eps=1e-6):
-    """Central differences of the scalar NumPy function ``f`` in argument ``i``."""
-    x = arrays[i]
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + eps
-        up = f(*arrays)
-        x[idx] = keep - eps
-        down = f(*arrays)
-        x[idx] = keep
-        grad[idx] = (up - down) / (2 * eps)
-    return grad
-
-
 def _check(torch_fn, numpy_fn, *shapes, seed=0):
-    """Gradients of ``sum(fn(...) * w)`` of every input against central differences;
-    returns the output's node name."""
-    arrays = [_rand(s, seed + i) for i, s in enumerate(shapes)]
-    w = _rand(np.shape(numpy_fn(*arrays)), seed + 99)
-    leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    out = torch_fn(*leaves)
-    assert out.requires_grad and not out.is_leaf and out.grad_fn is not None
-    np.testing.assert_allclose(out.detach().numpy(), numpy_fn(*arrays), rtol=1e-10, atol=1e-12)
-    (out * torch.tensor(w, dtype=torch.float64)).sum().backward()
-    for i, leaf in enumerate(leaves):
-        expected = _numeric_grad(lambda *a: float(np.sum(numpy_fn(*a) * w)), arrays, i)
-        np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-5, atol=1e-7)
-    return out.grad_fn.name()
+    """Gradients checked (see gradcheck.check); the output's node name."""
+    return check(torch_fn, numpy_fn, *shapes, seed=seed, atol=1e-7).grad_fn.name()
 
 
 def _softmax(x, d):
@@ -90,7 +61,7 @@ def test_sdpa_gradients_causal_masks_scale_and_groups(ctx):
     )
     _check(lambda a, b, c: SDPA(a, b, c, is_causal=True, scale=0.7),
            lambda a, b, c: _np_sdpa(a, b, c, causal=True, scale=0.7), q, k, v)  # fmt: skip
-    bool_mask = _rand((3, 5), 7) > 0
+    bool_mask = rand((3, 5), 7) > 0
     bool_mask[:, 0] = True  # no row left without a key
     mask_t = torch.tensor(bool_mask)
     _check(lambda a, b, c: SDPA(a, b, c, attn_mask=mask_t),
@@ -101,7 +72,7 @@ def test_sdpa_gradients_causal_masks_scale_and_groups(ctx):
     _check(lambda a, b, c, m: SDPA(a, b, c, attn_mask=m, scale=2.0),  # a mask of the scores' shape
            lambda a, b, c, m: _np_sdpa(a, b, c, mask=m, scale=2.0),
            q, k, v, (2, 2, 3, 5))  # fmt: skip
-    fixed = _rand((3, 5), 8)
+    fixed = rand((3, 5), 8)
     fixed_t = torch.tensor(fixed, dtype=torch.float64)
     _check(lambda a, b, c: SDPA(a, b, c, attn_mask=fixed_t, scale=0.3),
            lambda a, b, c: _np_sdpa(a, b, c, mask=fixed, scale=0.3), q, k, v)  # fmt: skip
@@ -110,17 +81,17 @@ def test_sdpa_gradients_causal_masks_scale_and_groups(ctx):
            lambda a, b, c: _np_sdpa(a, b, c, causal=True, groups=2),
            (2, 4, 3, 4), (1, 2, 3, 4), (2, 2, 3, 2))  # fmt: skip
     # only some inputs require grad
-    qt = torch.tensor(_rand(q, 1), dtype=torch.float64, requires_grad=True)
-    kt, vt = torch.tensor(_rand(k, 2)), torch.tensor(_rand(v, 3))
+    qt = torch.tensor(rand(q, 1), dtype=torch.float64, requires_grad=True)
+    kt, vt = torch.tensor(rand(k, 2)), torch.tensor(rand(v, 3))
     SDPA(qt, kt, vt).sum().backward()
-    expected = _numeric_grad(lambda a: float(_np_sdpa(a, _rand(k, 2), _rand(v, 3)).sum()),
-                             [_rand(q, 1)], 0)  # fmt: skip
+    expected = numeric_grad(lambda a: float(_np_sdpa(a, rand(k, 2), rand(v, 3)).sum()),
+                             [rand(q, 1)], 0)  # fmt: skip
     np.testing.assert_allclose(qt.grad.numpy(), expected, rtol=1e-5, atol=1e-7)
 
 
 def test_sdpa_dropout_reuses_the_forward_mask(ctx):
     p, shape_q, shape_kv = 0.3, (2, 2, 4, 3), (2, 2, 4, 3)
-    arrays = [_rand(shape_q, 1), _rand(shape_kv, 2), _rand(shape_kv, 3)]
+    arrays = [rand(shape_q, 1), rand(shape_kv, 2), rand(shape_kv, 3)]
     leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
     torch.manual_seed(11)
     out = SDPA(*leaves, dropout_p=p, is_causal=True)
@@ -133,10 +104,10 @@ def test_sdpa_dropout_reuses_the_forward_mask(ctx):
         return _np_sdpa(q, k, v, causal=True, keep=keep, p=p)
 
     np.testing.assert_allclose(out.detach().numpy(), f(*arrays), rtol=1e-10, atol=1e-12)
-    w = _rand(out.shape, 99)
+    w = rand(out.shape, 99)
     (out * torch.tensor(w, dtype=torch.float64)).sum().backward()
     for i, leaf in enumerate(leaves):
-        expected = _numeric_grad(lambda *a: float(np.sum(f(*a) * w)), arrays, i)
+        expected = numeric_grad(lambda *a: float(np.sum(f(*a) * w)), arrays, i)
         np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-5, atol=1e-7)
     # dropout_p=1 zeroes the weights: zero gradients
     x = torch.tensor(arrays[0], dtype=torch.float64, requires_grad=True)
@@ -145,7 +116,7 @@ def test_sdpa_dropout_reuses_the_forward_mask(ctx):
 
 
 def test_masked_fill_and_where_gradients(ctx):
-    mask = _rand((3, 1), 5) > 0
+    mask = rand((3, 1), 5) > 0
     mask_t = torch.tensor(mask)
     _check(lambda x: x.masked_fill(mask_t, float("-inf")).exp(),
            lambda x: np.exp(np.where(mask, -np.inf, x)), (3, 4))  # fmt: skip
@@ -155,7 +126,7 @@ def test_masked_fill_and_where_gradients(ctx):
     assert _check(lambda x, val: x.masked_fill(mask_t, val.reshape(())),
                   lambda x, val: np.where(mask, val.reshape(()), x), (3, 4), (1,)) == (
         "MaskedFillBackward1")  # fmt: skip
-    cond = _rand((2, 3), 6) > 0
+    cond = rand((2, 3), 6) > 0
     c = torch.tensor(cond)
     assert _check(lambda a, b: torch.where(c, a, b), lambda a, b: np.where(cond, a, b),
                   (2, 3), (3,)) == "WhereBackward0"  # fmt: skip
@@ -181,7 +152,7 @@ def test_tril_triu_and_narrow_gradients(ctx):
 
 
 def test_split_chunk_unbind_with_some_results_used(ctx):
-    x_np = _rand((2, 7), 3)
+    x_np = rand((2, 7), 3)
     # two of three pieces used, one of them twice
     assert _check(lambda x: (lambda p: p[0] * 2 + p[2][:, :3] * p[0])(x.split(3, dim=1)),
                   lambda x: x[:, 0:3] * 2 + x[:, 6:7][:, :3] * x[:, 0:3], (2, 7)) == (

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 import pytest
+from gradcheck import check, numeric_grad, rand
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F  # noqa: N812 - PyTorch's spelling
@@ -25,39 +26,8 @@ def ctx():
         yield context
 
 
-def _rand(shape, seed, low=-1.0, high=1.0):
-    return np.random.default_rng(seed).uniform(low, high, shape)
-
-
-def _numeric_grad(f, arrays, i, eps=1e-6):
-    """Central differences of the scalar NumPy function ``f`` in argument ``i``."""
-    x = arrays[i]
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + eps
-        up = f(*arrays)
-        x[idx] = keep - eps
-        down = f(*arrays)
-        x[idx] = keep
-        grad[idx] = (up - down) / (2 * eps)
-    return grad
-
-
 def _check(torch_fn, numpy_fn, *shapes, seed=0):
-    """Gradients of ``sum(fn(...) * w)`` of every input against central differences."""
-    arrays = [_rand(s, seed + i) for i, s in enumerate(shapes)]
-    out_shape = np.shape(numpy_fn(*arrays))
-    w = _rand(out_shape, seed + 99)
-    leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    out = torch_fn(*leaves)
-    assert out.requires_grad and not out.is_leaf and out.grad_fn is not None
-    assert tuple(out.shape) == out_shape
-    (out * torch.tensor(w, dtype=torch.float64)).sum().backward()
-    for i, leaf in enumerate(leaves):
-        expected = _numeric_grad(lambda *a: float(np.sum(numpy_fn(*a) * w)), arrays, i)
-        np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
-    return out
+    return check(torch_fn, numpy_fn, *shapes, seed=seed)
 
 
 # -- NumPy references (N, C, H, W; a 1-D op is the 2-D one with H = 1) ----------------------
@@ -177,10 +147,10 @@ def test_conv1d_unbatched_and_module_gradients(ctx):
     # only the weight requires grad (a first layer): the input gets no gradient
     torch.manual_seed(0)
     conv = nn.Conv2d(1, 2, 3, stride=2)
-    x = torch.tensor(_rand((2, 1, 5, 5), 4), dtype=torch.float32)
+    x = torch.tensor(rand((2, 1, 5, 5), 4), dtype=torch.float32)
     conv(x).sum().backward()
     xn = x.numpy().astype(np.float64)
-    expected = _numeric_grad(
+    expected = numeric_grad(
         lambda w: _conv(xn, w, None, (2, 2), (0, 0), (0, 0), (1, 1), 1).sum(),
         [conv.weight.detach().numpy().astype(np.float64)], 0,
     )  # fmt: skip
@@ -324,7 +294,7 @@ def test_pool1d_gradients_and_indices(ctx):
         lambda x: _pool(x[None], K2, K2, NONE, ONE, False, "max")[0],
         (2, 4, 4),
     )
-    x = torch.tensor(_rand((1, 1, 4, 4), 3), requires_grad=True)
+    x = torch.tensor(rand((1, 1, 4, 4), 3), requires_grad=True)
     values, indices = F.max_pool2d(x, 2, return_indices=True)
     assert values.requires_grad and not indices.requires_grad and indices.dtype == torch.int64
     plain = F.max_pool2d(x.detach(), 2, return_indices=True)[1]
@@ -344,7 +314,7 @@ def test_batch_norm_training_gradients(ctx):
     _check(lambda x, w: bn(x, w), lambda x, w: _batch_norm(x, w, None), (2, 3, 4), (3,))
     # running statistics are updated as the forward's, and take no part in the gradient
     mean, var = torch.zeros(2, dtype=torch.float64), torch.ones(2, dtype=torch.float64)
-    xs = _rand((4, 2, 3), 7)
+    xs = rand((4, 2, 3), 7)
     x = torch.tensor(xs, requires_grad=True)
     F.batch_norm(x, mean, var, training=True, momentum=0.5).sum().backward()
     np.testing.assert_allclose(mean.numpy(), 0.5 * xs.mean((0, 2)), rtol=1e-12)
@@ -353,7 +323,7 @@ def test_batch_norm_training_gradients(ctx):
 
 
 def test_batch_norm_eval_gradients_and_modules(ctx):
-    rm, rv = _rand((3,), 11), _rand((3,), 12, 0.5, 1.5)
+    rm, rv = rand((3,), 11), rand((3,), 12, 0.5, 1.5)
 
     def eval_bn(x, w, b):
         return F.batch_norm(x, torch.tensor(rm), torch.tensor(rv), w, b, training=False)
@@ -366,10 +336,10 @@ def test_batch_norm_eval_gradients_and_modules(ctx):
 
     _check(eval_bn, reference, (2, 3, 4), (3,), (3,))
     bn = nn.BatchNorm2d(2)
-    x = torch.tensor(_rand((2, 2, 3, 3), 13), dtype=torch.float32, requires_grad=True)
+    x = torch.tensor(rand((2, 2, 3, 3), 13), dtype=torch.float32, requires_grad=True)
     (bn(x) * bn(x)).sum().backward()
     xn = x.detach().numpy().astype(np.float64)
-    expected = _numeric_grad(lambda a: float((_batch_norm(a, None, None) ** 2).sum()), [xn], 0)
+    expected = numeric_grad(lambda a: float((_batch_norm(a, None, None) ** 2).sum()), [xn], 0)
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-3, atol=1e-3)
     assert bn.weight.grad is not None and bn.bias.grad is not None
     bn.eval()
@@ -418,7 +388,7 @@ def test_cnn_sgd_step_matches_central_differences_of_the_loss(ctx):
     net = _Net()
     names = [n for n, _ in net.named_parameters()]
     params = {n: p.detach().numpy().astype(np.float64) for n, p in net.named_parameters()}
-    x_np = _rand((4, 1, 6, 6), 21).astype(np.float32)
+    x_np = rand((4, 1, 6, 6), 21).astype(np.float32)
     t_np = np.array([0, 3, 1, 2])
     opt = optim.SGD(net.parameters(), lr=0.5)
     opt.zero_grad()
@@ -429,7 +399,7 @@ def test_cnn_sgd_step_matches_central_differences_of_the_loss(ctx):
     assert abs(loss.item() - _net_loss(params, xs, t_np)) < 1e-5
     arrays = [params[n] for n in names]
     for i, name in enumerate(names):
-        grad = _numeric_grad(
+        grad = numeric_grad(
             lambda *a: _net_loss(dict(zip(names, a, strict=True)), xs, t_np), arrays, i
         )
         updated = dict(net.named_parameters())[name].detach().numpy()

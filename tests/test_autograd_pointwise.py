@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from gradcheck import check
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F
@@ -24,45 +25,8 @@ def ctx():
         yield context
 
 
-def _rand(shape, seed, low=-1.0, high=1.0):
-    return np.random.default_rng(seed).uniform(low, high, shape)
-
-
-def _numeric_grad(f, arrays, i, eps=1e-6):
-    """Central differences of the scalar NumPy function ``f`` in argument ``i``."""
-    x = arrays[i]
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + eps
-        up = f(*arrays)
-        x[idx] = keep - eps
-        down = f(*arrays)
-        x[idx] = keep
-        grad[idx] = (up - down) / (2 * eps)
-    return grad
-
-
 def _check(torch_fn, numpy_fn, *shapes, seed=0, low=-1.0, high=1.0, node=None):
-    """Gradients of ``sum(fn(...) * w)`` of every input against central differences;
-    ``shapes`` entries are a shape, or (shape, low, high)."""
-    arrays = []
-    for i, s in enumerate(shapes):
-        shape, lo, hi = (s, low, high) if not isinstance(s[0], tuple) else s
-        arrays.append(_rand(shape, seed + i, lo, hi))
-    out_shape = np.shape(numpy_fn(*arrays))
-    w = _rand(out_shape, seed + 99)
-    leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    out = torch_fn(*leaves)
-    assert out.requires_grad and out.grad_fn is not None
-    assert "NotImplemented" not in out.grad_fn.name()
-    if node is not None:
-        assert out.grad_fn.name() == node
-    np.testing.assert_allclose(out.detach().numpy(), numpy_fn(*arrays), rtol=1e-6, atol=1e-9)
-    (out * torch.tensor(w, dtype=torch.float64)).sum().backward()
-    for i, leaf in enumerate(leaves):
-        expected = _numeric_grad(lambda *a: float(np.sum(numpy_fn(*a) * w)), arrays, i)
-        np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
+    check(torch_fn, numpy_fn, *shapes, seed=seed, low=low, high=high, node=node)
 
 
 def _erf(x):

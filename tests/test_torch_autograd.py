@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from gradcheck import check, rand
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F
@@ -24,38 +25,9 @@ def ctx():
         yield context
 
 
-def _rand(shape, seed, low=-1.0, high=1.0):
-    return np.random.default_rng(seed).uniform(low, high, shape)
-
-
-def _numeric_grad(f, arrays, i, eps=1e-6):
-    """Central differences of the scalar NumPy function ``f`` in argument ``i``."""
-    x = arrays[i]
-    grad = np.zeros_like(x)
-    for idx in np.ndindex(x.shape):
-        keep = x[idx]
-        x[idx] = keep + eps
-        up = f(*arrays)
-        x[idx] = keep - eps
-        down = f(*arrays)
-        x[idx] = keep
-        grad[idx] = (up - down) / (2 * eps)
-    return grad
-
-
 def _check(torch_fn, numpy_fn, *shapes, seed=0, positive=False):
-    """Gradients of ``sum(fn(...) * w)`` of every input against central differences."""
-    arrays = [_rand(s, seed + i, 0.5 if positive else -1.0, 1.5 if positive else 1.0)
-              for i, s in enumerate(shapes)]  # fmt: skip
-    out_shape = np.shape(numpy_fn(*arrays))
-    w = _rand(out_shape, seed + 99)
-    leaves = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in arrays]
-    out = torch_fn(*leaves)
-    assert out.requires_grad and not out.is_leaf and out.grad_fn is not None
-    (out * torch.tensor(w, dtype=torch.float64)).sum().backward()
-    for i, leaf in enumerate(leaves):
-        expected = _numeric_grad(lambda *a: float(np.sum(numpy_fn(*a) * w)), arrays, i)
-        np.testing.assert_allclose(leaf.grad.numpy(), expected, rtol=1e-5, atol=1e-6)
+    low, high = (0.5, 1.5) if positive else (-1.0, 1.0)
+    check(torch_fn, numpy_fn, *shapes, seed=seed, low=low, high=high)
 
 
 def _softmax(x, d):
@@ -205,7 +177,7 @@ def test_embedding_and_dropout_gradients(ctx):
     np.testing.assert_array_equal(emb.weight.grad.numpy(), [[0, 0], [2, 2], [0, 0], [0, 0],
                                                              [0, 0]])  # fmt: skip
     torch.manual_seed(3)
-    x = torch.tensor(_rand((8, 16), 1), requires_grad=True)
+    x = torch.tensor(rand((8, 16), 1), requires_grad=True)
     out = F.dropout(x, p=0.25)
     out.sum().backward()
     kept = out.detach().numpy() != 0
@@ -307,7 +279,7 @@ def test_two_layer_mlp_sgd_matches_numpy(ctx):
     model = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3))
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     params = {k: v.numpy().astype(np.float64) for k, v in model.state_dict().items()}
-    x_np, y_np = _rand((16, 6), 5).astype(np.float32), _rand((16, 3), 6).astype(np.float32)
+    x_np, y_np = rand((16, 6), 5).astype(np.float32), rand((16, 3), 6).astype(np.float32)
     x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
     buf = {}
     losses = []
