@@ -502,3 +502,28 @@ def test_arguments_without_a_formula_fall_back_to_the_refusing_node(ctx):
         F.leaky_relu(h, inplace=True)
     with pytest.raises(TensorError, match="in-place"):
         F.elu(h, 1.0, True)
+
+
+@pytest.mark.parametrize("larger", [True, False])
+def test_maximum_minimum_gradients_and_ties_split_in_half(ctx, larger):
+    fn = torch.maximum if larger else torch.minimum
+    pick = np.maximum if larger else np.minimum
+    _check(fn, pick, (3, 4), (4,), node="MaximumBackward0" if larger else "MinimumBackward0")
+    _check(lambda a, b: a.maximum(b) if larger else a.minimum(b), pick, (2, 3), (2, 3), seed=4)
+    a = torch.tensor([1.0, 2.0, 5.0], requires_grad=True)
+    b = torch.tensor([1.0, 3.0, 4.0], requires_grad=True)
+    fn(a, b).sum().backward()
+    if larger:
+        assert a.grad.tolist() == [0.5, 0.0, 1.0] and b.grad.tolist() == [0.5, 1.0, 0.0]
+    else:
+        assert a.grad.tolist() == [0.5, 1.0, 0.0] and b.grad.tolist() == [0.5, 0.0, 1.0]
+
+
+def _np_glu(x, dim):
+    a, b = np.split(x, 2, axis=dim)
+    return a / (1 + np.exp(-b))
+
+
+@pytest.mark.parametrize("dim", [-1, 0])
+def test_glu_gradients(ctx, dim):
+    _check(lambda x: F.glu(x, dim), lambda x: _np_glu(x, dim), (4, 6), node="GluBackward0")

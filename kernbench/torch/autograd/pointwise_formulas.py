@@ -27,6 +27,7 @@ import numpy as np
 
 from kernbench.torch.autograd.formulas import Unsupported, recorded, sum_to, untracked
 from kernbench.torch.autograd.nn_formulas import in_place_error
+from kernbench.torch.factories import cat
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -136,6 +137,31 @@ def _clamp_max(fn: Callable, self: Tensor, max: Any) -> Any:  # noqa: A002
     return recorded(
         out, "ClampMaxBackward0", (self,), lambda g, x: (sum_to(g * (x <= max), shape),), (self,)
     )
+
+
+def _elementwise_extreme(larger: bool) -> Callable[..., Any]:
+    """``maximum``/``minimum`` of two tensors: the gradient goes to the one that was the
+    result, halved between them where they tie (torch's formula)."""
+    name = "MaximumBackward0" if larger else "MinimumBackward0"
+
+    def rule(fn: Callable, self: Tensor, other: Any) -> Any:
+        if not _is_tensor(other):
+            raise Unsupported
+        out = untracked(fn, self, other)
+        a_shape, b_shape = tuple(self.shape), tuple(other.shape)
+        need_a, need_b = _needs(self), _needs(other)
+
+        def backward(g: Tensor, a: Tensor, b: Tensor) -> Sequence[Any]:
+            half = g * (a == b) * 0.5
+            wins = a > b if larger else a < b
+            loses = a < b if larger else a > b
+            ga = sum_to(g * wins + half, a_shape) if need_a else None
+            gb = sum_to(g * loses + half, b_shape) if need_b else None
+            return ga, gb
+
+        return recorded(out, name, (self, other), backward, (self, other))
+
+    return rule
 
 
 # -- reductions ------------------------------------------------------------------------------
@@ -853,6 +879,22 @@ def _cosine_similarity(fn: Callable, x1: Tensor, x2: Tensor, dim: int = 1, eps: 
     return recorded(out, "CosineSimilarityBackward0", (x1, x2), backward, (x1, x2, out))
 
 
+def _glu(fn: Callable, input: Tensor, dim: int = -1) -> Any:  # noqa: A002
+    """``a * sigmoid(b)`` of the two halves along ``dim``: ``g * sigmoid(b)`` to ``a`` and
+    ``g * a * sigmoid(b) * (1 - sigmoid(b))`` to ``b``, joined back along ``dim``."""
+    if not isinstance(dim, numbers.Integral):
+        raise Unsupported
+    out = untracked(fn, input, dim)
+
+    def backward(g: Tensor, x: Tensor) -> Sequence[Any]:
+        a, b = x.chunk(2, dim)
+        s = b.sigmoid()
+        ga = g * s
+        return (cat([ga, ga * a * (1 - s)], dim),)
+
+    return recorded(out, "GluBackward0", (input,), backward, (input,))
+
+
 # -- the tables ------------------------------------------------------------------------------
 _elu_rule = _activation("elu", "EluBackward0", _elu_grad, "alpha")
 
@@ -883,6 +925,8 @@ POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "logsumexp": _logsumexp,
     "norm": _norm,
     "cumsum": _cumsum,
+    "maximum": _elementwise_extreme(True),
+    "minimum": _elementwise_extreme(False),
 }
 
 POINTWISE_NN_RULES: dict[str, Callable[..., Any]] = {
@@ -919,6 +963,7 @@ POINTWISE_NN_RULES: dict[str, Callable[..., Any]] = {
     "binary_cross_entropy_with_logits": _bce_with_logits,
     "kl_div": _kl_div,
     "cosine_similarity": _cosine_similarity,
+    "glu": _glu,
 }
 
 POINTWISE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
