@@ -123,27 +123,23 @@ class _ConvNd(Module):
             text += ", bias=False"
         return text
 
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        # F's function looked up per call: autograd and autocast wrap it at import.
+        return getattr(F, f"conv{self._dims}d")(
+            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
+        )
+
 
 class Conv1d(_ConvNd):
     """A 1-D convolution layer (:func:`F.conv1d`)."""
 
     _dims = 1
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        return F.conv1d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
-
 
 class Conv2d(_ConvNd):
     """A 2-D convolution layer (:func:`F.conv2d`)."""
 
     _dims = 2
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        return F.conv2d(
-            input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
-        )
 
 
 class _MaxPoolNd(Module):
@@ -168,29 +164,27 @@ class _MaxPoolNd(Module):
             f"dilation={self.dilation}, ceil_mode={self.ceil_mode}"
         )
 
+    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
+        return getattr(F, f"max_pool{self._dims}d")(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            self.ceil_mode, self.return_indices,
+        )  # fmt: skip
+
 
 class MaxPool1d(_MaxPoolNd):
     """The maximum of each window (:func:`F.max_pool1d`)."""
 
-    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
-        return F.max_pool1d(
-            input, self.kernel_size, self.stride, self.padding, self.dilation,
-            self.ceil_mode, self.return_indices,
-        )  # fmt: skip
+    _dims = 1
 
 
 class MaxPool2d(_MaxPoolNd):
     """The maximum of each window (:func:`F.max_pool2d`)."""
 
-    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
-        return F.max_pool2d(
-            input, self.kernel_size, self.stride, self.padding, self.dilation,
-            self.ceil_mode, self.return_indices,
-        )  # fmt: skip
+    _dims = 2
 
 
-class AvgPool1d(Module):
-    """The mean of each window (:func:`F.avg_pool1d`)."""
+class _AvgPoolNd(Module):
+    _dims = 1
 
     def __init__(
         self,
@@ -206,18 +200,27 @@ class AvgPool1d(Module):
         self.padding, self.ceil_mode = padding, ceil_mode
         self.count_include_pad = count_include_pad
 
+    def _extra_args(self) -> tuple[Any, ...]:
+        return ()
+
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        return F.avg_pool1d(
+        return getattr(F, f"avg_pool{self._dims}d")(
             input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-            self.count_include_pad,
+            self.count_include_pad, *self._extra_args(),
         )  # fmt: skip
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
+class AvgPool1d(_AvgPoolNd):
+    """The mean of each window (:func:`F.avg_pool1d`)."""
+
+
+class AvgPool2d(_AvgPoolNd):
     """The mean of each window (:func:`F.avg_pool2d`)."""
+
+    _dims = 2
 
     def __init__(
         self,
@@ -228,20 +231,11 @@ class AvgPool2d(Module):
         count_include_pad: bool = True,
         divisor_override: int | None = None,
     ) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+        super().__init__(kernel_size, stride, padding, ceil_mode, count_include_pad)
+        self.divisor_override = divisor_override
 
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
-        return F.avg_pool2d(
-            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-            self.count_include_pad, self.divisor_override,
-        )  # fmt: skip
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    def _extra_args(self) -> tuple[Any, ...]:
+        return (self.divisor_override,)
 
 
 class _AdaptivePool(Module):
@@ -254,21 +248,20 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
-    """The mean over torch's adaptive windows (:func:`F.adaptive_avg_pool1d`)."""
-
-    def __init__(self, output_size: Any) -> None:
+class _AdaptiveAvgPool(_AdaptivePool):
+    def __init__(self, output_size: Any) -> None:  # no return_indices: torch's signature
         super().__init__(output_size)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPool):
+    """The mean over torch's adaptive windows (:func:`F.adaptive_avg_pool1d`)."""
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
         return F.adaptive_avg_pool1d(input, self.output_size)
 
 
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     """The mean over torch's adaptive windows (:func:`F.adaptive_avg_pool2d`)."""
-
-    def __init__(self, output_size: Any) -> None:
-        super().__init__(output_size)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
         return F.adaptive_avg_pool2d(input, self.output_size)
