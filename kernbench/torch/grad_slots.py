@@ -9,19 +9,17 @@ package registers (:func:`register_engine`), so this module, below it, imports n
 
 from __future__ import annotations
 
-import itertools
-import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.hooks import RemovableHandle
 from kernbench.torch.shapes import flag_argument
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
 __all__ = [
-    "RemovableHandle",
     "TensorGradSlots",
     "post_accumulate_grad_hooks",
     "register_engine",
@@ -29,31 +27,6 @@ __all__ = [
 ]
 
 _ENGINE: list[Callable[..., None]] = []
-_HANDLE_IDS = itertools.count()
-
-
-class _Hooks(dict):
-    """A tensor's hooks by handle id (a dict a handle can refer to weakly)."""
-
-
-class RemovableHandle:
-    """What registering a hook returns (torch.utils.hooks.RemovableHandle): ``remove()``
-    takes the hook off; usable as a context manager that removes it on exit."""
-
-    def __init__(self, hooks: _Hooks, hook_id: int) -> None:
-        self._hooks = weakref.ref(hooks)
-        self.id = hook_id
-
-    def remove(self) -> None:
-        hooks = self._hooks()
-        if hooks is not None:
-            hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 def post_accumulate_grad_hooks(tensor: Any) -> list[Callable[[Any], None]]:
@@ -79,7 +52,7 @@ class TensorGradSlots:
     __slots__ = ()
     _grad_fn: Any = None  # the autograd node that made this tensor; None for a leaf
     # Hooks run after a backward has accumulated this leaf's gradient (the engine calls them).
-    _post_accumulate_hooks: _Hooks | None = None
+    _post_accumulate_hooks: dict[int, Callable[[Any], None]] | None = None
 
     @property
     def requires_grad(self: Tensor) -> bool:
@@ -121,12 +94,9 @@ class TensorGradSlots:
                 f"register_post_accumulate_grad_hook: hook must be callable, got "
                 f"{type(hook).__name__}"
             )
-        hooks = self._post_accumulate_hooks
-        if hooks is None:
-            hooks = self._post_accumulate_hooks = _Hooks()
-        handle = RemovableHandle(hooks, next(_HANDLE_IDS))
-        hooks[handle.id] = hook
-        return handle
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = {}
+        return RemovableHandle(self._post_accumulate_hooks, hook)
 
     @requires_grad.setter
     def requires_grad(self: Tensor, value: bool) -> None:

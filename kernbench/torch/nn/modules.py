@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 from kernbench.errors import ModuleAttributeError, TensorError, TensorTypeError
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.hooks import RemovableHandle
 from kernbench.torch.memory_formats import check_memory_format
 from kernbench.torch.nn.parameter import Buffer, Parameter
 from kernbench.torch.shapes import flag_argument
@@ -93,11 +94,11 @@ class Module:
                 output = result
         return output
 
-    def register_forward_pre_hook(self, hook: Callable) -> _RemovableHandle:
-        return _RemovableHandle(self._forward_pre_hooks, hook)
+    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
+        return RemovableHandle(self._forward_pre_hooks, hook)
 
-    def register_forward_hook(self, hook: Callable) -> _RemovableHandle:
-        return _RemovableHandle(self._forward_hooks, hook)
+    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
+        return RemovableHandle(self._forward_hooks, hook)
 
     # -- registration --------------------------------------------------------------------
     def _check_name(self, name: Any, kind: str) -> None:
@@ -494,24 +495,3 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
-
-
-class _RemovableHandle:
-    """What ``register_forward_hook`` returns: ``remove()`` takes the hook out."""
-
-    _next_id = 0
-
-    def __init__(self, hooks: OrderedDict, hook: Callable) -> None:
-        self.hooks_dict_ref = hooks
-        self.id = _RemovableHandle._next_id
-        _RemovableHandle._next_id += 1
-        hooks[self.id] = hook
-
-    def remove(self) -> None:
-        self.hooks_dict_ref.pop(self.id, None)
-
-    def __enter__(self) -> _RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
