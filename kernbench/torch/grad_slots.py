@@ -9,6 +9,7 @@ package registers (:func:`register_engine`), so this module, below it, imports n
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TensorGradSlots",
+    "leaf_grad_hooks",
     "post_accumulate_grad_hooks",
     "register_engine",
     "set_history",
@@ -35,15 +37,23 @@ def post_accumulate_grad_hooks(tensor: Any) -> list[Callable[[Any], None]]:
     return list(hooks.values()) if hooks else []
 
 
+def leaf_grad_hooks(tensor: Any) -> list[Callable[[Any], Any]]:
+    """The hooks registered with ``register_hook`` on leaf ``tensor``, in order."""
+    hooks = tensor._grad_hooks  # noqa: SLF001 - this module's slot
+    return list(hooks.values()) if hooks else []
+
+
 def register_engine(run_backward: Callable[..., None]) -> None:
     """Install what ``Tensor.backward`` runs (:mod:`kernbench.torch.autograd` does, once)."""
     _ENGINE[:] = [run_backward]
 
 
-def set_history(tensor: Tensor, node: Any) -> None:
-    """Make ``tensor`` the result of graph node ``node``: it requires grad and is no leaf."""
+def set_history(tensor: Tensor, node: Any, output_nr: int = 0) -> None:
+    """Make ``tensor`` output ``output_nr`` of graph node ``node``: it requires grad and
+    is no leaf."""
     tensor._grad_fn = node  # noqa: SLF001 - the slot this module keeps for the tensor
     tensor._requires_grad = True  # noqa: SLF001
+    tensor._output_nr = output_nr  # noqa: SLF001
 
 
 class TensorGradSlots:
@@ -53,6 +63,8 @@ class TensorGradSlots:
     _grad_fn: Any = None  # the autograd node that made this tensor; None for a leaf
     # Hooks run after a backward has accumulated this leaf's gradient (the engine calls them).
     _post_accumulate_hooks: dict[int, Callable[[Any], None]] | None = None
+    _output_nr = 0  # which output of its grad_fn this tensor is
+    _grad_hooks: dict[int, Callable[[Any], Any]] | None = None  # a leaf's register_hook hooks
 
     @property
     def requires_grad(self: Tensor) -> bool:
@@ -79,6 +91,41 @@ class TensorGradSlots:
         """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see
         :func:`kernbench.torch.autograd.backward`)."""
         _ENGINE[0](self, gradient, retain_graph, create_graph, inputs)
+
+    @property
+    def output_nr(self: Tensor) -> int:
+        """Which output of its ``grad_fn`` this tensor is (0 for a leaf)."""
+        return self._output_nr
+
+    def register_hook(self: Tensor, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """``hook(grad)`` each time a gradient with respect to this tensor is computed, as
+        torch's: a result that is not None replaces the gradient (for a leaf, before it is
+        accumulated into ``.grad``).  Hooks run in registration order; a RemovableHandle."""
+        if not self._requires_grad:
+            raise TensorError("cannot register a hook on a tensor that doesn't require gradient")
+        if not callable(hook):
+            raise TensorError(f"register_hook: hook must be callable, got {type(hook).__name__}")
+        if self._grad_fn is None:
+            if self._grad_hooks is None:
+                self._grad_hooks = {}
+            return RemovableHandle(self._grad_hooks, hook)
+        return RemovableHandle(self._grad_fn.tensor_hooks.setdefault(self._output_nr, {}), hook)
+
+    def retain_grad(self: Tensor) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` after backward (added up over
+        backwards, as a leaf's), as torch's; a no-op on a leaf."""
+        if not self._requires_grad:
+            raise TensorError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is not None:
+            self._grad_fn.retained[self._output_nr] = weakref.ref(self)
+
+    @property
+    def retains_grad(self: Tensor) -> bool:
+        """True for a non-leaf tensor whose gradient ``retain_grad()`` keeps."""
+        if self._grad_fn is None:
+            return False
+        kept = self._grad_fn.retained.get(self._output_nr)
+        return kept is not None and kept() is self
 
     def register_post_accumulate_grad_hook(
         self: Tensor, hook: Callable[[Tensor], None]

@@ -1,6 +1,6 @@
 """What to say when a script asks a tensor for something kernbench.torch does not have.
 
-A PyTorch script that calls ``t.register_hook(...)`` or ``t.histogramdd(...)`` gets a
+A PyTorch script that calls ``t.share_memory_()`` or ``t.histogramdd(...)`` gets a
 :class:`~kernbench.errors.TensorAttributeError` (also an ``AttributeError``,
 so ``hasattr`` and ``getattr(t, name, default)`` keep working) that names the
 call and the nearest supported one: a hint written for the PyTorch methods
@@ -20,10 +20,6 @@ from kernbench.errors import KernBenchError, TensorAttributeError, UnsupportedMo
 
 __all__ = ["missing_attribute", "install_import_hints", "MODULE_HINTS", "CUDA_HINTS"]
 
-_NOT_IN_AUTOGRAD = (
-    "not in kernbench.torch's autograd (v1, ADR 0020): read the leaves' .grad after "
-    "backward(), or torch.autograd.grad(out, [t]) for another tensor's gradient"
-)
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
 _NO_KERNEL = (
@@ -42,8 +38,6 @@ KERNEL_NAMES = (
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
-    "retain_grad": _NOT_IN_AUTOGRAD,
-    "register_hook": _NOT_IN_AUTOGRAD,
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from kernbench.distributed.scheduler import current_rank
 from kernbench.errors import TensorError
 from kernbench.torch.autograd.grad_mode import no_grad
-from kernbench.torch.autograd.graph import AccumulateGrad, Node, edge
-from kernbench.torch.grad_slots import post_accumulate_grad_hooks
+from kernbench.torch.autograd.graph import AccumulateGrad, Node, output_edge
+from kernbench.torch.grad_slots import leaf_grad_hooks, post_accumulate_grad_hooks
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["backward", "grad", "queue_callback", "tensor_backward"]
+__all__ = ["backward", "grad", "queue_callback", "run_to_edges", "tensor_backward"]
 
 _RANK_KEY = "torch.autograd.callbacks"
 _GLOBAL_CALLBACKS: list[list[Callable[[], None]]] = []
@@ -77,25 +77,38 @@ def _root_gradient(out: Tensor, given: Any, index: int) -> Tensor:
     return given
 
 
+Slots = list  # a node's gradients so far, one per output (None: none arrived)
+
+
 def _run(
     roots: Sequence[Tensor],
     gradients: Sequence[Tensor],
     retain_graph: bool,
-    capture: dict[int, Any] | None = None,
+    capture: dict[tuple[int, int], Any] | None = None,
+    stop_at_capture: bool = False,
 ) -> None:
-    """Run the graph from ``roots``; with ``capture`` (``id(tensor)`` of inputs whose
-    node or accumulator it maps), store their gradients there instead of accumulating."""
-    buffers: dict[Node, Tensor] = {}
+    """Run the graph from ``roots``.
+
+    With ``capture`` (keys ``(id(node), output number)`` of the inputs' edges), store
+    their gradients there instead of accumulating into leaves, and run only the nodes on
+    a path to one of them (torch's ``autograd.grad`` does no more work than that); with
+    ``stop_at_capture`` too, a captured node does not run (the caller hands its gradient
+    on: a checkpointed region's recomputation stops at the region's inputs)."""
+    buffers: dict[Node, Slots] = {}
     given_ids = {id(g.storage_device_tensor) for g in gradients}
     handed: dict[int, int] = {}
+    targets = None if capture is None else {key[0] for key in capture}
+    roots_nodes = []
     for root, g in zip(roots, gradients, strict=True):
-        node = edge(root)
+        node, nr = output_edge(root)
         if node is None:
             raise TensorError(
                 "element 0 of tensors does not require grad and does not have a grad_fn"
             )
-        _add(buffers, node, g, handed)
-    dependencies = _dependencies(buffers)
+        _add(buffers, node, nr, g, handed)
+        roots_nodes.append(node)
+    needed = None if targets is None else _needed(roots_nodes, targets, stop_at_capture)
+    dependencies = _dependencies(buffers, needed, targets if stop_at_capture else None)
     ready = [(-n.sequence_nr, id(n), n) for n in buffers if dependencies.get(n, 0) == 0]
     heapq.heapify(ready)
     callbacks: list[Callable[[], None]] = []
@@ -105,34 +118,41 @@ def _run(
         with no_grad():
             while ready:
                 _, _, node = heapq.heappop(ready)
-                g = buffers.pop(node)
-                key = id(g.storage_device_tensor)
-                handed[key] -= 1
-                if capture is not None and id(node) in capture:
-                    capture[id(node)] = g
-                    if isinstance(node, AccumulateGrad):
+                slots = buffers.pop(node)
+                for g in slots:
+                    if g is not None:
+                        handed[id(g.storage_device_tensor)] -= 1
+                hooked = _run_tensor_hooks(node, slots)
+                if capture is not None:
+                    for nr, g in enumerate(slots):
+                        if (id(node), nr) in capture:
+                            capture[id(node), nr] = g
+                    if isinstance(node, AccumulateGrad) or (
+                        stop_at_capture and id(node) in targets
+                    ):
                         continue
                 if isinstance(node, AccumulateGrad):
-                    if capture is None:
-                        owned = handed[key] == 0 and key not in given_ids
-                        _accumulate(node.variable, g, owned)
-                        for hook in post_accumulate_grad_hooks(node.variable):
-                            hook(node.variable)
+                    g = slots[0]
+                    key = id(g.storage_device_tensor)
+                    owned = not hooked and handed[key] == 0 and key not in given_ids
+                    _accumulate(node.variable, g, owned)
+                    for hook in post_accumulate_grad_hooks(node.variable):
+                        hook(node.variable)
                     continue
-                grads = node.apply(g)
+                grads = node.apply(*slots)
                 if not retain_graph:
                     node.release()
                 settled = []
-                for i, ((target, _), dtype) in enumerate(
+                for i, ((target, nr), dtype) in enumerate(
                     zip(node.next_functions, node.input_dtypes, strict=True)
                 ):
-                    if target is None:
+                    if target is None or (needed is not None and target not in needed):
                         continue
                     gi = grads[i] if i < len(grads) else None
                     if gi is not None:
                         if gi.dtype != dtype:  # torch's engine casts it to the input's dtype
                             gi = gi.to(dtype)
-                        _add(buffers, target, gi, handed)
+                        _add(buffers, target, nr, gi, handed)
                     dependencies[target] -= 1
                     if dependencies[target] == 0:
                         settled.append(target)
@@ -143,8 +163,10 @@ def _run(
                     if target in buffers:
                         heapq.heappush(ready, (-target.sequence_nr, id(target), target))
                         continue
+                    if stop_at_capture and id(target) in targets:
+                        continue
                     for below, _ in target.next_functions:
-                        if below is not None:
+                        if below is not None and (needed is None or below in needed):
                             dependencies[below] -= 1
                             if dependencies[below] == 0:
                                 settled.append(below)
@@ -154,14 +176,76 @@ def _run(
         running.pop()
 
 
-def _dependencies(buffers: dict[Node, Tensor]) -> dict[Node, int]:
+def _run_tensor_hooks(node: Node, slots: Slots) -> bool:
+    """Run the ``register_hook`` hooks of the tensors ``node`` made (a leaf's, for its
+    accumulator) on their gradients in ``slots``, in place; then keep the gradients of
+    the tensors that ``retain_grad()``.  True if a hook replaced a gradient."""
+    replaced = False
+    if isinstance(node, AccumulateGrad):
+        hooks = {0: leaf_grad_hooks(node.variable)}
+    else:
+        hooks = {nr: list(found.values()) for nr, found in node.tensor_hooks.items() if found}
+    for nr, chain in hooks.items():
+        for hook in chain:
+            if slots[nr] is None:
+                break
+            result = hook(slots[nr])
+            if result is None:
+                continue
+            if not hasattr(result, "grad_fn"):
+                raise TensorError(
+                    f"hook {getattr(hook, '__name__', hook)!r} returned "
+                    f"{type(result).__name__}: a tensor hook returns a Tensor or None"
+                )
+            if tuple(result.shape) != tuple(slots[nr].shape):
+                raise TensorError(
+                    f"hook {getattr(hook, '__name__', hook)!r} has changed the size of value "
+                    f"(from {tuple(slots[nr].shape)} to {tuple(result.shape)})"
+                )
+            slots[nr], replaced = result, True
+    for nr, ref in list(node.retained.items()):
+        tensor = ref()
+        if tensor is None:
+            del node.retained[nr]
+        elif slots[nr] is not None:
+            g = slots[nr]
+            tensor.grad = g.clone() if tensor.grad is None else tensor.grad + g
+    return replaced
+
+
+def _needed(roots: Sequence[Node], targets: set[int], stop: bool) -> set[Node]:
+    """The nodes on a path from ``roots`` to a node in ``targets`` (by id); with
+    ``stop``, paths end at the first target they meet."""
+    known: dict[Node, bool] = {}
+    stack: list[tuple[Node, bool]] = [(n, False) for n in roots]
+    while stack:
+        node, expanded = stack.pop()
+        if node in known:
+            continue
+        terminal = stop and id(node) in targets
+        children = [] if terminal else [c for c, _ in node.next_functions if c is not None]
+        if not expanded:
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if c not in known)
+            continue
+        known[node] = id(node) in targets or any(known.get(c, False) for c in children)
+    return {node for node, hit in known.items() if hit}
+
+
+def _dependencies(
+    buffers: dict[Node, Slots], needed: set[Node] | None, terminal: set[int] | None
+) -> dict[Node, int]:
+    """How many edges into each node are still to be run (only into ``needed`` nodes, and
+    none out of a ``terminal`` one, when given)."""
     counts: dict[Node, int] = {}
     seen = set(buffers)
     stack = list(buffers)
     while stack:
         node = stack.pop()
+        if terminal is not None and id(node) in terminal:
+            continue
         for target, _ in node.next_functions:
-            if target is None:
+            if target is None or (needed is not None and target not in needed):
                 continue
             counts[target] = counts.get(target, 0) + 1
             if target not in seen:
@@ -170,12 +254,17 @@ def _dependencies(buffers: dict[Node, Tensor]) -> dict[Node, int]:
     return counts
 
 
-def _add(buffers: dict[Node, Tensor], node: Node, g: Tensor, handed: dict[int, int]) -> None:
-    if node in buffers:
-        old = buffers[node]
+def _add(
+    buffers: dict[Node, Slots], node: Node, nr: int, g: Tensor, handed: dict[int, int]
+) -> None:
+    slots = buffers.get(node)
+    if slots is None:
+        slots = buffers[node] = [None] * node.num_outputs
+    old = slots[nr]
+    if old is not None:
         handed[id(old.storage_device_tensor)] -= 1
         g = old + g
-    buffers[node] = g
+    slots[nr] = g
     key = id(g.storage_device_tensor)
     handed[key] = handed.get(key, 0) + 1
 
@@ -269,12 +358,12 @@ def grad(
     gradients = [
         _root_gradient(r, g, i) for i, (r, g) in enumerate(zip(roots, given_list, strict=True))
     ]
-    nodes = [edge(t) for t in targets]
-    capture: dict[int, Any] = {id(n): None for n in nodes}
+    edges = [output_edge(t) for t in targets]
+    capture: dict[tuple[int, int], Any] = {(id(n), nr): None for n, nr in edges}
     _run(roots, gradients, bool(retain_graph), capture)
     results = []
-    for i, (t, n) in enumerate(zip(targets, nodes, strict=True)):
-        found = capture[id(n)]
+    for i, (t, (n, nr)) in enumerate(zip(targets, edges, strict=True)):
+        found = capture[id(n), nr]
         if found is None:
             if not allow_unused and not materialize_grads:
                 raise TensorError(
@@ -285,3 +374,14 @@ def grad(
                 found = t.new_zeros(t.shape)
         results.append(found)
     return tuple(results)
+
+
+def run_to_edges(
+    roots: Sequence[Tensor], gradients: Sequence[Tensor], edges: Sequence[tuple[Node, int]]
+) -> tuple[Any, ...]:
+    """Run the graph from ``roots`` (given their gradients) down to ``edges`` and no
+    further: the gradients arriving at each edge (None where none did), in order.  What a
+    recomputed region (``torch.utils.checkpoint``) hands on to the graph outside it."""
+    capture: dict[tuple[int, int], Any] = {(id(n), nr): None for n, nr in edges}
+    _run(roots, gradients, False, capture, stop_at_capture=True)
+    return tuple(capture[id(n), nr] for n, nr in edges)

@@ -21,7 +21,16 @@ from kernbench.torch.grad_slots import set_history
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["AccumulateGrad", "Node", "UnsupportedBackward", "edge", "record", "saved"]
+__all__ = [
+    "AccumulateGrad",
+    "Node",
+    "UnsupportedBackward",
+    "edge",
+    "output_edge",
+    "record",
+    "saved",
+    "sequence_mark",
+]
 
 _SEQUENCE = itertools.count()
 
@@ -43,9 +52,11 @@ class Node:
         inputs: Sequence[Any],
         backward: Callable[..., Sequence[Any]],
         saved_tensors: Sequence[Any] = (),
+        num_outputs: int = 1,
     ) -> None:
         self._name = name
-        self.next_functions = tuple((edge(t), 0) for t in inputs)
+        self.num_outputs = num_outputs
+        self.next_functions = tuple(output_edge(t) for t in inputs)
         # The dtype each input's gradient must have (torch's input metadata): a gradient
         # of another dtype (a float32 sum's, flowing into a bfloat16 operand) is cast.
         self.input_dtypes = tuple(
@@ -56,6 +67,10 @@ class Node:
         self._saved: tuple[Any, ...] | None = tuple(saved_tensors)
         self._saves = bool(saved_tensors)
         self.sequence_nr = next(_SEQUENCE)
+        # Hooks registered on the tensors this node made (``register_hook``, ``retain_grad``),
+        # per output number; the engine runs them on the gradient before the node.
+        self.tensor_hooks: dict[int, dict[int, Callable[[Any], Any]]] = {}
+        self.retained: dict[int, weakref.ref] = {}
 
     def name(self) -> str:
         return self._name
@@ -63,11 +78,12 @@ class Node:
     def __repr__(self) -> str:
         return f"<{self._name} object at {id(self):#x}>"
 
-    def apply(self, grad: Tensor) -> Sequence[Any]:
-        """Gradients of the inputs (None where an input needs none) from the output's."""
+    def apply(self, *grads: Tensor | None) -> Sequence[Any]:
+        """Gradients of the inputs (None where an input needs none) from the outputs'
+        (one per output; the engine runs a node once at least one has arrived)."""
         if self._saved is None:
             raise TensorError(FREED)
-        return self._backward(grad, *self._saved)
+        return self._backward(*grads, *self._saved)
 
     def release(self) -> None:
         """Drop the saved tensors (after a backward without ``retain_graph``)."""
@@ -122,13 +138,27 @@ def edge(t: Any) -> Node | None:
     return found
 
 
+def sequence_mark() -> int:
+    """A number below every node recorded from now on (a region's start)."""
+    return next(_SEQUENCE)
+
+
+def output_edge(t: Any) -> tuple[Node | None, int]:
+    """``(node, output number)`` a gradient for input ``t`` goes to (torch's edge)."""
+    node = edge(t)
+    if node is None or node is not t.grad_fn:
+        return node, 0
+    return node, t.output_nr
+
+
 def saved(t: Any) -> Any:
     """What a node keeps of tensor ``t``: a detached tensor over the same memory."""
     return t.detach() if hasattr(t, "detach") else t
 
 
 def record(outputs: Any, node: Node) -> Any:
-    """Make the floating tensors in ``outputs`` (a tensor or a tuple) results of ``node``."""
+    """Make the floating tensors in ``outputs`` (a tensor or a tuple) results of ``node``
+    (each its output 0: a node with several outputs numbers them itself)."""
     for out in outputs if isinstance(outputs, tuple | list) else (outputs,):
         if hasattr(out, "grad_fn") and out.dtype.is_floating_point:
             set_history(out, node)
