@@ -11,7 +11,9 @@ per rank.  Which ops have formulas and what happens to the others:
 
 from __future__ import annotations
 
+from kernbench.torch.autograd import function
 from kernbench.torch.autograd.engine import backward, grad, queue_callback, tensor_backward
+from kernbench.torch.autograd.function import Function
 from kernbench.torch.autograd.grad_mode import (
     enable_grad,
     inference_mode,
@@ -23,9 +25,11 @@ from kernbench.torch.autograd.graph import Node
 from kernbench.torch.grad_slots import register_engine
 
 __all__ = [
+    "Function",
     "Node",
     "backward",
     "enable_grad",
+    "function",
     "grad",
     "inference_mode",
     "is_grad_enabled",

@@ -1,17 +1,16 @@
-"""``torch.utils`` for KernBench: ``torch.utils.data`` (datasets, samplers, ``DataLoader``)."""
+"""``torch.utils`` for KernBench: ``torch.utils.data`` (datasets, samplers, ``DataLoader``) and
+``torch.utils.checkpoint`` (activation checkpointing)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from kernbench.errors import unsupported_name
-from kernbench.torch.utils import data
+from kernbench.torch.utils import checkpoint, data
 
-__all__ = ["data"]
+__all__ = ["checkpoint", "data"]
 
 _HINTS = {
-    "checkpoint": "activation checkpointing is not modelled: call the function directly "
-    "(its activations are kept for backward)",
     "tensorboard": "read the run's report, trace and plots (kernbench run --report/--trace)",
     "benchmark": "time on the simulated clock: torch.cuda.Event(enable_timing=True) or "
     "triton.testing.do_bench",
