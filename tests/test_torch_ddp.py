@@ -283,3 +283,60 @@ def test_post_accumulate_grad_hooks_run_after_each_accumulation_and_can_be_remov
 
     seen, grad = kernbench.simulate(body, topology="multi_sip", world_size=1).returns[0]
     assert seen == [[2.0] * 3, [5.0] * 3] and grad == [8.0] * 3
+
+
+class _TwoHeads(nn.Module):
+    """A trunk and two heads; ``forward(x, head)`` uses one head only."""
+
+    def __init__(self):
+        super().__init__()
+        self.trunk = nn.Linear(3, 4)
+        self.a = nn.Linear(4, 1)
+        self.b = nn.Linear(4, 1)
+
+    def forward(self, x, head):
+        return getattr(self, head)(self.trunk(x))
+
+
+def _unused(rank, world_size, find_unused, heads):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = _TwoHeads()
+    ddp = DDP(model, find_unused_parameters=find_unused)
+    x = torch.full((2, 3), float(rank + 1))
+    ddp(x, heads[rank]).sum().backward()
+    grads = {k: None if p.grad is None else p.grad.numpy().copy()
+             for k, p in model.named_parameters()}  # fmt: skip
+    try:
+        ddp(x, heads[rank])
+    except DistributedError as error:
+        return grads, str(error)
+    return grads, None
+
+
+def test_ddp_unused_parameters_as_torchs_reducer():
+    # find_unused_parameters=False: the next forward raises torch's error, naming the
+    # indices of the parameters that got no gradient on that rank
+    result = kernbench.simulate(
+        _unused, topology="multi_sip", world_size=2, rank_args=True, args=(False, "aa")
+    )
+    for rank in range(2):
+        _, error = result.returns[rank]
+        assert error.startswith("Expected to have finished reduction in the prior iteration")
+        assert "find_unused_parameters=True" in error
+        assert error.endswith(f"Parameter indices which did not receive grad for rank {rank}: 4 5")
+    # find_unused_parameters=True: a head no rank used keeps no gradient (the optimizer
+    # skips it); a head one rank used gets the average with the other rank's zeros
+    result = kernbench.simulate(
+        _unused, topology="multi_sip", world_size=2, rank_args=True, args=(True, "aa")
+    )
+    for rank in range(2):
+        grads, error = result.returns[rank]
+        assert error is None and grads["b.weight"] is None and grads["b.bias"] is None
+        assert grads["a.bias"].tolist() == [2.0]  # each rank's 2 rows, averaged
+    result = kernbench.simulate(
+        _unused, topology="multi_sip", world_size=2, rank_args=True, args=(True, "ab")
+    )
+    for rank in range(2):
+        grads, error = result.returns[rank]
+        assert grads["a.bias"].tolist() == [1.0] and grads["b.bias"].tolist() == [1.0]

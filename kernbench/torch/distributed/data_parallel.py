@@ -18,7 +18,11 @@ the start, in registration order, and never rebuilds).  At the end of the backwa
 buckets left (gradients that never came: an unused parameter takes part with zeros, so
 every rank calls the same collectives) are started, every all-reduce is waited for and
 the averages are copied back into ``.grad``, as torch's reducer does without
-``gradient_as_bucket_view``.
+``gradient_as_bucket_view``.  Unused parameters end as torch's: with
+``find_unused_parameters=True`` the ranks add up which parameters they used (one small
+all-reduce) and a parameter no rank used keeps ``.grad`` None; without it, the next
+forward raises torch's "Expected to have finished reduction in the prior iteration"
+error naming the parameters' indices.
 
 The module registers itself as ``kernbench.torch.nn.parallel`` (the ``torch.nn.parallel``
 import path), since ``torch.nn`` sits below ``torch.distributed`` here (ADR 0013).
@@ -38,8 +42,9 @@ from kernbench.torch.autograd import is_grad_enabled, no_grad, queue_callback
 from kernbench.torch.autograd.graph import Node
 from kernbench.torch.distributed.collectives import all_reduce, broadcast
 from kernbench.torch.distributed.constants import ReduceOp
-from kernbench.torch.distributed.groups import get_world_size, is_initialized
-from kernbench.torch.factories import cat, zeros_like
+from kernbench.torch.distributed.groups import get_rank, get_world_size, is_initialized
+from kernbench.torch.dtypes import DTYPE_OBJECTS
+from kernbench.torch.factories import cat, tensor, zeros_like
 from kernbench.torch.grad_slots import set_history
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.tensor import Tensor
@@ -120,6 +125,11 @@ class DistributedDataParallel(Module):
         self._armed = False
         self._ready: dict[int, Tensor] = {}
         self._launched: list[tuple[list[Tensor], Tensor, Any]] = []
+        self._params = params
+        self._no_grad_before: set[int] = set()  # parameters given zeros by _launch
+        # Parameters a backward gave no gradient (find_unused_parameters=False): torch's
+        # reducer does not finish, and the next forward raises.
+        self._unfinished: list[int] = []
         for p in params:
             p.register_post_accumulate_grad_hook(self._grad_ready)
         if init_sync:
@@ -128,6 +138,8 @@ class DistributedDataParallel(Module):
                     broadcast(t, group=process_group, group_src=0)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        if self._unfinished and self.require_backward_grad_sync and is_grad_enabled():
+            raise DistributedError(_unfinished_message(self._unfinished, self.process_group))
         if self.broadcast_buffers:
             with no_grad():
                 for t in self.module.buffers():
@@ -180,6 +192,7 @@ class DistributedDataParallel(Module):
             for p in bucket:
                 if p.grad is None:  # unused on this rank: takes part with zeros
                     p.grad = zeros_like(p)
+                    self._no_grad_before.add(id(p))
                 grads.append(p.grad)
             flat = cat([g.reshape(-1) for g in grads])
             flat.div_(get_world_size(self.process_group))
@@ -190,6 +203,7 @@ class DistributedDataParallel(Module):
         """After the backward: launch the buckets left (gradients that never became ready),
         wait for every all-reduce and copy the averages back into ``.grad``."""
         self._queued = self._armed = False
+        unused = [i for i, p in enumerate(self._params) if id(p) not in self._ready]
         for bucket in self._buckets[len(self._launched) :]:
             self._launch(bucket)
         with no_grad():
@@ -200,6 +214,11 @@ class DistributedDataParallel(Module):
                     n = g.numel()
                     g.copy_(flat[offset : offset + n].view(g.shape))
                     offset += n
+            if unused and (self.find_unused_parameters or self.static_graph):
+                self._drop_globally_unused()
+            elif unused:
+                self._unfinished = unused
+        self._no_grad_before = set()
         if self._rebuild:
             self._rebuild = False
             ready = list(self._ready.values())
@@ -208,6 +227,20 @@ class DistributedDataParallel(Module):
             ready += [p for p in reversed(params) if id(p) not in seen]
             self._buckets = bucket_assignment(ready, self._limits)
         self._ready, self._launched = {}, []
+
+    def _drop_globally_unused(self) -> None:
+        """As torch's reducer with ``find_unused_parameters``: the ranks add up which
+        parameters each used (one small all-reduce), and a parameter no rank used keeps
+        no gradient (``.grad`` stays None, so the optimizer skips it); one some rank used
+        gets the average, zeros from the others included."""
+        flags = [int(id(p) in self._ready) for p in self._params]
+        used = tensor(flags, dtype=DTYPE_OBJECTS["int32"])  # one copy in, as torch's map
+        all_reduce(used, ReduceOp.SUM, group=self.process_group)
+        # (a timing-only run has no values to add up: what was unused stays zeros)
+        counts = used.tolist() if not _timing_only(used) else [1] * len(self._params)
+        for p, count in zip(self._params, counts, strict=True):
+            if count == 0 and id(p) in self._no_grad_before:
+                p.grad = None
 
     @contextmanager
     def no_sync(self) -> Iterator[None]:
@@ -241,6 +274,22 @@ def bucket_assignment(tensors: list[Tensor], limits: list[int]) -> list[list[Ten
         else:
             open_[t.dtype] = (members, size, which)
     return done + [members for members, _, _ in open_.values() if members]
+
+
+def _unfinished_message(indices: list[int], group: Any) -> str:
+    return (
+        "Expected to have finished reduction in the prior iteration before starting a new "
+        "one. This error indicates that your module has parameters that were not used in "
+        "producing loss. You can enable unused parameter detection by passing the keyword "
+        "argument `find_unused_parameters=True` to `torch.nn.parallel.DistributedDataParallel`"
+        ", and by making sure all `forward` function outputs participate in calculating loss."
+        f"\nParameter indices which did not receive grad for rank {get_rank(group)}: "
+        + " ".join(str(i) for i in indices)
+    )
+
+
+def _timing_only(t: Tensor) -> bool:
+    return t.storage_device_tensor.context.timing_only
 
 
 def _to_device(value: Any, device: Any) -> Any:
