@@ -382,3 +382,69 @@ def test_autograd_grad_through_a_multi_output_function(ctx):
     np.testing.assert_allclose(ga.numpy(), b.detach().numpy())
     (gx,) = torch.autograd.grad((a * b).sum(), [x])
     np.testing.assert_allclose(gx.numpy(), 12.0 * np.array([1.0, 2.0]))
+
+
+def test_gradcheck_passes_a_right_backward_and_names_a_wrong_one(ctx):
+    x = torch.tensor(_values(4, 6), requires_grad=True)
+    y = torch.tensor(_values(4, 7))
+    assert torch.autograd.gradcheck(Exp.apply, (x,))
+    assert torch.autograd.gradcheck(ScaledMul.apply, (x, y, 2.0), eps=1e-6, atol=1e-4)
+
+    class WrongExp(Exp):
+        @staticmethod
+        def backward(ctx, g):
+            (result,) = ctx.saved_tensors
+            return g * result * 1.5
+
+    with pytest.raises(
+        torch.autograd.GradcheckError,
+        match=r"Jacobian mismatch for output 0 with respect to input 0,\nnumerical:",
+    ):
+        torch.autograd.gradcheck(WrongExp.apply, (x,))
+    assert torch.autograd.gradcheck(WrongExp.apply, (x,), raise_exception=False) is False
+    with pytest.raises(torch.autograd.GradcheckError, match="at least one input tensor"):
+        torch.autograd.gradcheck(Exp.apply, (torch.ones(2),))
+    with pytest.warns(UserWarning, match="is not a double precision floating point"):
+        torch.autograd.gradcheck(
+            Exp.apply, (torch.ones(2, requires_grad=True),), eps=1e-2, atol=1e-2
+        )
+    with pytest.raises(TensorError, match="gradgradcheck: higher-order gradients"):
+        torch.autograd.gradgradcheck(Exp.apply, (x,))
+
+
+def test_detect_anomaly_names_the_node_that_made_nan(ctx):
+    class NanBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    x = torch.ones(3, requires_grad=True)
+    NanBackward.apply(x).sum().backward()  # off: the NaN reaches .grad silently
+    assert np.isnan(x.grad.numpy()).all()
+    assert not torch.autograd.is_anomaly_enabled()
+    with torch.autograd.detect_anomaly():
+        assert torch.autograd.is_anomaly_enabled()
+        with pytest.raises(
+            TensorError, match=r"Function 'NanBackwardBackward' returned nan values in its 0th"
+        ):
+            NanBackward.apply(x).sum().backward()
+    assert not torch.autograd.is_anomaly_enabled()
+    torch.autograd.set_detect_anomaly(True, check_nan=False)
+    NanBackward.apply(x).sum().backward()  # NaN checks off
+    torch.autograd.set_detect_anomaly(False)
+    assert not torch.autograd.is_anomaly_enabled()
+
+
+def test_variable_is_the_tensor(ctx):
+    t = torch.ones(2)
+    v = torch.autograd.Variable(t, requires_grad=True)
+    assert v is t and t.requires_grad and isinstance(t, torch.autograd.Variable)
+    assert not isinstance(3.0, torch.autograd.Variable)
+    with pytest.raises(TensorError, match="Variable data has to be a tensor, but got list"):
+        torch.autograd.Variable([1.0])
+    with pytest.raises(AttributeError, match="torch.autograd.grad.*gives a vjp"):
+        torch.autograd.functional  # noqa: B018

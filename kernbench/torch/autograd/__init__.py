@@ -11,7 +11,19 @@ per rank.  Which ops have formulas and what happens to the others:
 
 from __future__ import annotations
 
+from typing import Any
+
+from kernbench.errors import TensorError, unsupported_name
 from kernbench.torch.autograd import function
+from kernbench.torch.autograd.checks import (
+    GradcheckError,
+    Variable,
+    detect_anomaly,
+    gradcheck,
+    is_anomaly_check_nan_enabled,
+    is_anomaly_enabled,
+    set_detect_anomaly,
+)
 from kernbench.torch.autograd.engine import backward, grad, queue_callback, tensor_backward
 from kernbench.torch.autograd.function import Function
 from kernbench.torch.autograd.grad_mode import (
@@ -26,6 +38,14 @@ from kernbench.torch.grad_slots import register_engine
 
 __all__ = [
     "Function",
+    "GradcheckError",
+    "Variable",
+    "detect_anomaly",
+    "gradcheck",
+    "gradgradcheck",
+    "is_anomaly_check_nan_enabled",
+    "is_anomaly_enabled",
+    "set_detect_anomaly",
     "Node",
     "backward",
     "enable_grad",
@@ -39,3 +59,23 @@ __all__ = [
 ]
 
 register_engine(tensor_backward)
+
+_HINTS = {
+    "functional": "torch.autograd.functional (jacobian, hessian, vjp, jvp) is not here: "
+    "torch.autograd.grad(outputs, inputs, grad_outputs) gives a vjp",
+    "forward_ad": "forward-mode AD is not supported; use backward mode (torch.autograd.grad)",
+    "profiler": "the simulated run's trace is the profile: kernbench run --trace FILE (open it "
+    "in Perfetto)",
+}
+
+
+def gradgradcheck(*args: Any, **kwargs: Any) -> bool:
+    """Refused: second derivatives need ``create_graph``, which this autograd lacks."""
+    raise TensorError(
+        "torch.autograd.gradgradcheck: higher-order gradients (create_graph=True) are not "
+        "supported by kernbench.torch's autograd; gradcheck checks first derivatives"
+    )
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.torch.autograd", "torch.autograd", name, __all__, _HINTS)

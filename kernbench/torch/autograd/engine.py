@@ -26,9 +26,25 @@ from kernbench.torch.grad_slots import leaf_grad_hooks, post_accumulate_grad_hoo
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["backward", "grad", "queue_callback", "run_to_edges", "tensor_backward"]
+__all__ = [
+    "backward",
+    "grad",
+    "queue_callback",
+    "register_anomaly_check",
+    "run_to_edges",
+    "tensor_backward",
+]
 
 _RANK_KEY = "torch.autograd.callbacks"
+# What runs on each node's gradients after it ran (anomaly detection, registered by checks.py).
+_ANOMALY: list[Callable[[str, Sequence[Any]], None]] = []
+
+
+def register_anomaly_check(check: Callable[[str, Sequence[Any]], None]) -> None:
+    """Have ``check(node_name, grads)`` called after every node the engine runs."""
+    _ANOMALY[:] = [check]
+
+
 _GLOBAL_CALLBACKS: list[list[Callable[[], None]]] = []
 
 
@@ -140,6 +156,8 @@ def _run(
                         hook(node.variable)
                     continue
                 grads = node.apply(*slots)
+                if _ANOMALY:
+                    _ANOMALY[0](node.name(), grads)
                 if not retain_graph:
                     node.release()
                 settled = []
