@@ -71,6 +71,9 @@ class _Layout:
                 block_id = block_id * len(starts) + int(np.searchsorted(starts, key[d][0]))
             self.replicas[block_id] = placements
         self.block_shape = next(iter(blocks.values()))[0].shard.shape if blocks else ()
+        # One block covering the tensor (copies of it aside): a flat index is its own
+        # index in the block, and loads and stores need no sorting by block.
+        self.single = len(self.replicas) == 1 and tuple(self.block_shape) == tuple(self.shape)
 
     def locate(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(block id, flat index inside the block's shard) of global flat indices."""
@@ -121,6 +124,13 @@ class DeviceBuffer:
         return view
 
     def load(self, indices: np.ndarray) -> np.ndarray:
+        if self._layout.single:
+            placement = self._nearest[0]
+            self._traffic.loads[placement.memory_node] += indices.size * self._itemsize
+            out = np.zeros(indices.shape, dtype=self.dtype)
+            if self._store is not None:
+                out[...] = self._tensor_dtype.from_storage(self._view(placement)[indices])
+            return out
         block_ids, local = self._layout.locate(indices)
         out = np.zeros(indices.shape, dtype=self.dtype)
         for block in np.unique(block_ids):
@@ -133,8 +143,18 @@ class DeviceBuffer:
         return out
 
     def store(self, indices: np.ndarray, values: np.ndarray) -> None:
-        block_ids, local = self._layout.locate(indices)
         values = np.broadcast_to(np.asarray(values), indices.shape)
+        if self._layout.single:
+            flat = indices.reshape(-1)
+            stored = None
+            if self._store is not None:
+                stored = self._tensor_dtype.to_storage(values.reshape(-1))
+            for placement in self._layout.replicas[0]:
+                self._traffic.stores[placement.memory_node] += flat.size * self._itemsize
+                if stored is not None:
+                    self._view(placement)[flat] = stored
+            return
+        block_ids, local = self._layout.locate(indices)
         for block in np.unique(block_ids):
             chosen = block_ids == block
             count = int(chosen.sum())
