@@ -448,3 +448,37 @@ def test_variable_is_the_tensor(ctx):
         torch.autograd.Variable([1.0])
     with pytest.raises(AttributeError, match="torch.autograd.grad.*gives a vjp"):
         torch.autograd.functional  # noqa: B018
+
+
+def test_a_dropped_graph_frees_its_memory_without_the_cyclic_gc(ctx):
+    # A node in a reference cycle would keep its saved tensors (device memory) until
+    # Python's cyclic GC ran: memory and placement would depend on when that happens.
+    import gc
+
+    from kernbench.torch.utils.checkpoint import checkpoint
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(8, 8)
+    x = torch.ones(4, 8)
+
+    def region(v):
+        q = lin(v).view(1, 1, 4, 8)
+        return torch.nn.functional.scaled_dot_product_attention(q, q, q).view(4, 8)
+
+    gc.collect()
+    gc.disable()
+    try:
+        base = torch.cuda.memory_allocated()
+        for backward in (False, True):
+            for use_reentrant in (False, True):
+                h = Exp.apply(lin(x))
+                h = checkpoint(region, h, use_reentrant=use_reentrant)
+                h = torch.cumprod(h, 0)  # no formula: a node that refuses backward
+                loss = (Exp.apply(h[:2]) * 2.0).sum()
+                if backward:
+                    Exp.apply(lin(x)).sum().backward()
+                del h, loss
+                lin.zero_grad(set_to_none=True)
+                assert torch.cuda.memory_allocated() == base, (backward, use_reentrant)
+    finally:
+        gc.enable()

@@ -56,6 +56,28 @@ def test_gradients_equal_the_plain_runs_with_dropout(ctx, use_reentrant):
         np.testing.assert_array_equal(got[name], plain[name], err_msg=name)
 
 
+@pytest.mark.parametrize("use_reentrant", [False, True])
+def test_the_recomputation_runs_in_the_forwards_autocast_region(ctx, use_reentrant):
+    model = _block(2)
+    model.eval()
+    x = torch.tensor(np.random.default_rng(3).normal(size=(4, 16)), dtype=torch.float32)
+    x.requires_grad_(True)
+
+    def autocast_wrap(call):
+        def run(m, v):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return call(m, v).float()
+
+        return run
+
+    _, plain = _grads(model, x, autocast_wrap(lambda m, v: m(v)))
+    _, got = _grads(
+        model, x, autocast_wrap(lambda m, v: checkpoint(m, v, use_reentrant=use_reentrant))
+    )
+    for name in plain:
+        np.testing.assert_array_equal(got[name], plain[name], err_msg=name)
+
+
 def test_non_reentrant_reaches_parameters_without_an_input_requiring_grad(ctx):
     model = _block(1)
     model.eval()

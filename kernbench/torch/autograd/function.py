@@ -94,10 +94,8 @@ class BackwardCFunction(Node, FunctionCtx):
     def saved_tensors(self) -> tuple[Any, ...]:
         """The tensors given to ``save_for_backward`` (freed by a backward without
         ``retain_graph``)."""
-        if self.to_save is None:
-            return ()
         if "_saved" not in vars(self):  # forward or setup_context still running
-            return tuple(self.to_save)
+            return tuple(self.to_save or ())
         if self._saved is None:
             raise TensorError(FREED)
         return tuple(self._saved)
@@ -109,12 +107,10 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def attach_graph(self, inputs: tuple[Any, ...], outputs: tuple[Any, ...]) -> None:
         saved_tensors = tuple(saved(t) if t is not None else None for t in self.to_save or ())
-        Node.__init__(
-            self,
-            f"{self._forward_cls.__name__}Backward",
-            inputs,
-            self._call_backward,
-            num_outputs=len(outputs),
+        # (the originals go: an output kept here would hold its own node in a cycle)
+        self.to_save = None
+        Node.__init__(  # (apply is overridden: no bound method kept, so no reference cycle)
+            self, f"{self._forward_cls.__name__}Backward", inputs, _unused, num_outputs=len(outputs)
         )
         self._saved = saved_tensors
         self._saves = True
@@ -162,6 +158,10 @@ class BackwardCFunction(Node, FunctionCtx):
             elif tuple(g.shape) != shape:
                 grads[i] = _sum_to(g, shape, name, i)
         return tuple(grads)
+
+
+def _unused(*args: Any) -> tuple[Any, ...]:
+    return ()
 
 
 def _sum_to(g: Tensor, shape: tuple[int, ...], name: str, index: int) -> Tensor:

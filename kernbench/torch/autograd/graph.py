@@ -96,9 +96,11 @@ class UnsupportedBackward(Node):
 
     def __init__(self, op: str, inputs: Sequence[Any]) -> None:
         self.op = op
-        super().__init__(f"NotImplemented[{op}]", inputs, self._refuse)
+        # (apply is overridden: a bound method as the backward would make a reference
+        # cycle, and a node in a cycle keeps its tensors' memory until the cyclic GC runs)
+        super().__init__(f"NotImplemented[{op}]", inputs, _no_inputs)
 
-    def _refuse(self, grad: Tensor) -> Sequence[Any]:
+    def apply(self, *grads: Tensor | None) -> Sequence[Any]:
         raise TensorError(
             f"backward through torch.{self.op} is not supported yet: kernbench.torch's autograd "
             "has formulas for the ops ADR 0020 lists; compute this part under torch.no_grad() "

@@ -2,7 +2,8 @@
 
 A checkpointed function keeps none of its intermediate activations for backward; the
 backward runs the function again (with the random-number state it had, so dropout
-draws the same masks) and differentiates the recomputation.  Both costs are simulated:
+draws the same masks, and in the autocast region it ran in) and differentiates the
+recomputation.  Both costs are simulated:
 the region's memory is freed after the forward (``torch.cuda.max_memory_allocated``
 drops), and the backward pays the forward a second time.
 
@@ -28,9 +29,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.amp import autocast, get_autocast_dtype, is_autocast_enabled
 from kernbench.torch.autograd import Function, backward, enable_grad, is_grad_enabled
 from kernbench.torch.autograd.engine import run_to_edges
-from kernbench.torch.autograd.graph import AccumulateGrad, Node, sequence_mark
+from kernbench.torch.autograd.graph import FREED, AccumulateGrad, Node, sequence_mark
 from kernbench.torch.grad_slots import set_history
 from kernbench.torch.random import current_generator
 
@@ -126,23 +128,27 @@ def _run_range(functions: list[Any], start: int, end: int) -> Callable[[Any], An
     return forward
 
 
-class _RngState:
-    """The calling rank's generator state at the forward, restored for the recomputation
-    (kept on the host, as torch stashes it: no device work)."""
+class _Replay:
+    """What the recomputation must see as the forward did: the calling rank's generator
+    state (kept on the host, as torch stashes it: no device work) and the autocast region
+    it ran in."""
 
-    def __init__(self, preserve: bool) -> None:
-        self.state = current_generator().get_state() if preserve else None
+    def __init__(self, preserve_rng_state: bool) -> None:
+        self.state = current_generator().get_state() if preserve_rng_state else None
+        self.autocast = (is_autocast_enabled("cuda"), get_autocast_dtype("cuda"))
 
     def run(self, fn: Callable[[], Any]) -> Any:
-        if self.state is None:
-            return fn()
-        generator = current_generator()
-        now = generator.get_state()
-        generator.set_state(self.state)
-        try:
-            return fn()
-        finally:
-            generator.set_state(now)
+        enabled, dtype = self.autocast
+        with autocast("cuda", dtype=dtype, enabled=enabled):
+            if self.state is None:
+                return fn()
+            generator = current_generator()
+            now = generator.get_state()
+            generator.set_state(self.state)
+            try:
+                return fn()
+            finally:
+                generator.set_state(now)
 
 
 class CheckpointFunction(Function):
@@ -151,7 +157,7 @@ class CheckpointFunction(Function):
     @staticmethod
     def forward(ctx: Any, run_function: Callable, preserve_rng_state: bool, *args: Any) -> Any:
         ctx.run_function = run_function
-        ctx.rng = _RngState(preserve_rng_state)
+        ctx.replay = _Replay(preserve_rng_state)
         ctx.inputs = [None if _is_tensor(a) else a for a in args]
         ctx.tensor_indices = [i for i, a in enumerate(args) if _is_tensor(a)]
         ctx.save_for_backward(*(a for a in args if _is_tensor(a)))
@@ -169,7 +175,7 @@ class CheckpointFunction(Function):
             with enable_grad():
                 return ctx.run_function(*inputs)
 
-        outputs = ctx.rng.run(rerun)
+        outputs = ctx.replay.run(rerun)
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         roots, given = [], []
         for out, g in zip(outputs, grads, strict=False):
@@ -205,7 +211,7 @@ class _CheckpointNode(Node):
         shapes: list[tuple[int, ...]],
         determinism_check: str,
     ) -> None:
-        super().__init__("CheckpointBackward", (), self._recompute, num_outputs=len(shapes))
+        super().__init__("CheckpointBackward", (), _unused, num_outputs=len(shapes))
         self.next_functions = tuple(edges)
         self.input_dtypes = tuple(dtypes)
         self._rerun = rerun
@@ -219,7 +225,12 @@ class _CheckpointNode(Node):
         self._saved = None
         self._rerun = None
 
-    def _recompute(self, *grads: Any) -> tuple[Any, ...]:
+    def apply(self, *grads: Any) -> tuple[Any, ...]:
+        """Recompute the region and run its graph down to the edges leaving it (apply is
+        overridden rather than given as a bound method: no reference cycle, so the
+        node's memory goes when the graph does)."""
+        if self._rerun is None:
+            raise TensorError(FREED)
         outputs = _flat_tensors(self._rerun())
         shapes = [tuple(t.shape) for t in outputs]
         if self._check == "default" and shapes != self._shapes:
@@ -237,6 +248,10 @@ class _CheckpointNode(Node):
         return run_to_edges(roots, given, self.next_functions)
 
 
+def _unused(*args: Any) -> tuple[Any, ...]:
+    return ()
+
+
 def _checkpoint_region(
     function: Callable[..., Any],
     args: tuple[Any, ...],
@@ -244,7 +259,7 @@ def _checkpoint_region(
     preserve_rng_state: bool,
     determinism_check: str,
 ) -> Any:
-    rng = _RngState(preserve_rng_state)
+    replay = _Replay(preserve_rng_state)
     mark = sequence_mark()
     result = function(*args, **kwargs)
     outputs = _flat_tensors(result)
@@ -257,7 +272,11 @@ def _checkpoint_region(
             return function(*args, **kwargs)
 
     node = _CheckpointNode(
-        edges, dtypes, lambda: rng.run(rerun), [tuple(t.shape) for t in outputs], determinism_check
+        edges,
+        dtypes,
+        lambda: replay.run(rerun),
+        [tuple(t.shape) for t in outputs],
+        determinism_check,
     )
     for nr, out in enumerate(outputs):
         if _internal(out.grad_fn, mark):
