@@ -410,3 +410,32 @@ def test_a_gpt_pretraining_script_in_nanogpts_style_runs_as_written(
     # has one micro-step per rank (2 // 2), and its gradients fit one bucket
     assert ops.count("broadcast") == 16 and ops.count("all_reduce") == 2
     assert (tmp_path / "ckpt.pt").is_file()
+
+
+def test_a_llama_training_script_with_checkpointing_and_a_custom_function_runs_as_written(
+    tmp_path, test_data_dir, capsys, monkeypatch
+) -> None:
+    monkeypatch.setenv("CKPT", str(tmp_path / "llama.pt"))
+    result = run_script(
+        str(test_data_dir / "llama_training.py"),
+        topology="multi_sip",
+        world_size=2,
+        per_rank=True,
+        echo=_quiet,
+    )
+    out = capsys.readouterr().out.splitlines()
+    steps = [line for line in out if line.startswith("step ")]
+    assert [line.split(":")[0] for line in steps] == [f"step {i}" for i in range(3)]
+    losses = [float(line.split("loss ")[1].split(",")[0]) for line in steps]
+    assert abs(losses[0] - np.log(64)) < 0.1 and losses[-1] < losses[0]
+    # warm-up then cosine: the learning rate after each step, as LambdaLR computes it
+    lrs = [float(line.split("lr ")[1]) for line in steps]
+    expected = [3e-3 * 0.5 * (1 + np.cos(np.pi * (s - 1) / 2)) for s in range(1, 4)]
+    np.testing.assert_allclose(lrs, expected, atol=1e-6)
+    assert any(line.startswith("peak memory ") for line in out)
+    ops = [c["op"] for c in result.report["collectives"]]
+    # DDP broadcasts the 21 parameters and 2 buffers once, the buffers again each forward;
+    # each step one gradient bucket and the logged loss are all-reduced
+    assert ops.count("broadcast") == 23 + 2 * 3 and ops.count("all_reduce") == 2 * 3
+    state = torch.load(tmp_path / "llama.pt", weights_only=True)
+    assert "layers.1.feed_forward.w3.weight" in state and "cos" not in state
