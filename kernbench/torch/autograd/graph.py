@@ -6,6 +6,11 @@ torch's), the tensors its backward needs (``saved``, detached views of the same 
 so no reference cycle runs through a result and its node) and the function that turns
 the gradient of its output into gradients of its inputs.  Saved tensors are held until
 a backward without ``retain_graph`` frees them, as torch's.
+
+``saved_tensors_hooks(pack_hook, unpack_hook)`` (torch's ``torch.autograd.graph``
+context manager, per rank) has every tensor a node saves while it is active kept as
+``pack_hook(tensor)`` and given back to the backward as ``unpack_hook(packed)``: storing
+activations in a narrower dtype, say, saves the device memory it saves on a GPU.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kernbench.distributed.scheduler import current_rank
 from kernbench.errors import TensorError
 from kernbench.torch.grad_slots import set_history
 
@@ -25,11 +31,16 @@ __all__ = [
     "AccumulateGrad",
     "Node",
     "UnsupportedBackward",
+    "disable_saved_tensors_hooks",
     "edge",
+    "pack_saved",
     "output_edge",
     "record",
+    "save_on_cpu",
     "saved",
+    "saved_tensors_hooks",
     "sequence_mark",
+    "unpack_saved",
 ]
 
 _SEQUENCE = itertools.count()
@@ -64,7 +75,7 @@ class Node:
             for t, (node, _) in zip(inputs, self.next_functions, strict=True)
         )
         self._backward = backward
-        self._saved: tuple[Any, ...] | None = tuple(saved_tensors)
+        self._saved: tuple[Any, ...] | None = pack_saved(saved_tensors)
         self._saves = bool(saved_tensors)
         self.sequence_nr = next(_SEQUENCE)
         # Hooks registered on the tensors this node made (``register_hook``, ``retain_grad``),
@@ -83,7 +94,7 @@ class Node:
         (one per output; the engine runs a node once at least one has arrived)."""
         if self._saved is None:
             raise TensorError(FREED)
-        return self._backward(*grads, *self._saved)
+        return self._backward(*grads, *unpack_saved(self._saved))
 
     def release(self) -> None:
         """Drop the saved tensors (after a backward without ``retain_graph``)."""
@@ -165,3 +176,100 @@ def record(outputs: Any, node: Node) -> Any:
         if hasattr(out, "grad_fn") and out.dtype.is_floating_point:
             set_history(out, node)
     return outputs
+
+
+# -- saved tensor hooks ------------------------------------------------------------------
+
+_HOOKS_KEY = "torch.autograd.saved_tensors_hooks"
+_GLOBAL_HOOKS: list[Any] = []
+
+
+def _hook_stack() -> list[Any]:
+    """The calling rank's active hooks, innermost last (a str: hooks disabled, why)."""
+    rank = current_rank()
+    if rank is None:
+        return _GLOBAL_HOOKS
+    return rank.local.setdefault(_HOOKS_KEY, [])
+
+
+class _Packed:
+    """A saved tensor as its pack hook returned it, with the hook that gives it back."""
+
+    __slots__ = ("unpack", "value")
+
+    def __init__(self, value: Any, unpack: Callable[[Any], Any]) -> None:
+        self.value = value
+        self.unpack = unpack
+
+
+def pack_saved(tensors: Sequence[Any]) -> tuple[Any, ...]:
+    """What a node keeps of ``tensors`` (already :func:`saved`): each packed by the
+    innermost ``saved_tensors_hooks`` when there are any."""
+    stack = _hook_stack()
+    if not stack or not tensors or isinstance(stack[-1], str):
+        return tuple(tensors)
+    pack, unpack = stack[-1]
+    stack.append("packing")  # a pack hook's own ops save nothing through the hooks
+    try:
+        return tuple(_Packed(pack(t), unpack) if hasattr(t, "grad_fn") else t for t in tensors)
+    finally:
+        stack.pop()
+
+
+def unpack_saved(kept: Sequence[Any]) -> tuple[Any, ...]:
+    """The tensors :func:`pack_saved` kept, as the backward needs them."""
+    out = []
+    for item in kept:
+        if isinstance(item, _Packed):
+            item = item.unpack(item.value)
+            if not hasattr(item, "grad_fn"):
+                raise TensorError(
+                    f"saved_tensors_hooks: unpack_hook returned {type(item).__name__}; it must "
+                    "return the Tensor that was packed (or one equal to it)"
+                )
+        out.append(item)
+    return tuple(out)
+
+
+class saved_tensors_hooks:  # noqa: N801 - torch's name
+    """``with saved_tensors_hooks(pack_hook, unpack_hook):`` as torch's (see above)."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TensorError("saved_tensors_hooks: pack_hook and unpack_hook must be callable")
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> saved_tensors_hooks:
+        stack = _hook_stack()
+        if stack and isinstance(stack[-1], str) and stack[-1] != "packing":
+            raise TensorError(stack[-1])
+        stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _hook_stack().pop()
+
+
+class disable_saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Inside it, entering ``saved_tensors_hooks`` raises ``error_message``; tensors are
+    saved as they are."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        _hook_stack().append(self.error_message)
+
+    def __exit__(self, *exc: object) -> None:
+        _hook_stack().pop()
+
+
+def save_on_cpu(pin_memory: bool = False, device_type: str = "cuda") -> Any:
+    """Refused: tensors here live on the simulated devices only."""
+    raise TensorError(
+        "torch.autograd.graph.save_on_cpu: there are no host tensors in kernbench.torch (cpu() "
+        "copies on the device), so offloading saves nothing here; to shrink saved "
+        "activations, pack them with saved_tensors_hooks (e.g. to bfloat16) or checkpoint "
+        "them with torch.utils.checkpoint"
+    )
