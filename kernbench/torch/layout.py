@@ -413,6 +413,39 @@ class TensorLayout:
         size = self.shape[dim_index(dim, self.ndim, "chunk", scalar=False)]
         return self.split(max(1, -(-size // chunks)), dim)
 
+    def as_strided(
+        self: Tensor, size: Any, stride: Any, storage_offset: int | None = None
+    ) -> Tensor:
+        """A view of this tensor's storage with the given shape, strides and first element
+        (this tensor's offset when None), as torch's; it must lie inside the storage."""
+        shape = int_sequence(size, "as_strided", "size")
+        strides = int_sequence(stride, "as_strided", "stride")
+        if len(shape) != len(strides):
+            raise TensorError(
+                f"mismatch in length of strides and shape: as_strided got {len(shape)} sizes "
+                f"and {len(strides)} strides"
+            )
+        if any(s < 0 for s in strides):
+            raise TensorError(
+                f"as_strided: Negative strides are not supported at the moment, got strides: "
+                f"{list(strides)}"
+            )
+        if any(n < 0 for n in shape):
+            raise TensorError(f"as_strided: negative size in {list(shape)}")
+        offset = self.storage_offset() if storage_offset is None else storage_offset
+        offset = int_argument(offset, "as_strided", "storage_offset")
+        geometry = Geometry(tuple(shape), tuple(strides), offset)
+        room = math.prod(self.storage_device_tensor.shape)
+        needed = offset + geometry.extent if geometry.numel else 0
+        if offset < 0 or needed > room:
+            raise TensorError(
+                f"setStorage: sizes {list(shape)}, strides {list(strides)}, storage offset "
+                f"{offset}, and itemsize {self.element_size()} requiring a storage size of "
+                f"{needed * self.element_size()} are out of bounds for storage of size "
+                f"{room * self.element_size()}"
+            )
+        return self._view(geometry)
+
     def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
         d = dim_index(dim, self.ndim, "narrow", scalar=False)
         size = self.shape[d]
