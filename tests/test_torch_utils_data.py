@@ -307,5 +307,5 @@ def test_random_split_by_counts_and_fractions(ctx):
 
 
 def test_names_torch_utils_lacks_say_what_to_use(ctx):
-    with pytest.raises(UnsupportedNameError, match=r"torch.utils.checkpoint is not in KernBench"):
-        torch.utils.checkpoint  # noqa: B018
+    with pytest.raises(UnsupportedNameError, match=r"torch.utils.tensorboard is not in KernBench"):
+        torch.utils.tensorboard  # noqa: B018
