@@ -210,7 +210,7 @@ def test_finfo_iinfo_refuse_the_other_kind(ctx):
         torch.finfo("float32")
 
 
-# ------------------------------------------------------- what there is not: FSDP, pipelining
+# ------------------------------------------------------- what there is not: DTensor, pipelining
 
 
 @pytest.mark.parametrize(
@@ -221,7 +221,7 @@ def test_finfo_iinfo_refuse_the_other_kind(ctx):
             "from kernbench.torch.distributed.optim import ZeroRedundancyOptimizer",
             "no ZeroRedundancyOptimizer .*zero_optimizer_step",
         ),
-        ("import kernbench.torch.distributed.fsdp", "no FSDP wrapper"),
+        ("from kernbench.torch.distributed import tensor", "no DTensor"),
         ("from kernbench.torch.distributed import pipelining", "pipeline_parallel.py"),
     ],
 )

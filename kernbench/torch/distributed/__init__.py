@@ -155,8 +155,6 @@ _HINTS = {
     "reduce_scatter_tensor the "
     "gradients, update your shard with tensor ops and all_gather_into_tensor it, as "
     "benches/zero_optimizer_step.py does",
-    "fsdp": "there is no FSDP wrapper: all_gather_into_tensor each shard before "
-    "use and reduce_scatter_tensor the gradients, as benches/zero_optimizer_step.py does",
     "pipelining": "there is no pipeline runtime: pass activations with isend/irecv or "
     "batch_isend_irecv, as benches/pipeline_parallel.py does (GPipe and 1F1B)",
     "tensor": "there is no DTensor: shard tensors yourself and call the collectives, as "

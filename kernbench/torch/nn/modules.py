@@ -24,7 +24,7 @@ from kernbench.torch.nn.parameter import Buffer, Parameter
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["Module", "add_indent"]
+__all__ = ["Module", "add_indent", "persistent_buffers"]
 
 
 class _IncompatibleKeys(NamedTuple):
@@ -495,3 +495,12 @@ class Module:
             else:
                 main += "\n  " + "\n  ".join(lines) + "\n"
         return main + ")"
+
+
+def persistent_buffers(module: Module) -> list[tuple[str, Tensor]]:
+    """``module``'s own buffers that ``state_dict`` saves (not its children's), by name."""
+    return [
+        (name, buf)
+        for name, buf in module._buffers.items()  # noqa: SLF001 - this module's registry
+        if buf is not None and name not in module._non_persistent_buffers_set  # noqa: SLF001
+    ]
