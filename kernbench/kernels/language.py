@@ -11,7 +11,9 @@ What is counted (one record per call, see ``ProgramRecorder``):
 
 * ``tl.load`` / ``tl.store``: one instruction each; lanes issued, lanes active
   (mask true) and ``active lanes * buffer itemsize`` bytes.
-* ``tl.atomic_add``: a load and a store of the lanes' elements, and one op a lane.
+* ``tl.atomic_add`` and the other atomics (``atomic_cas``, ``atomic_xchg``,
+  ``atomic_max``/``min``, ``atomic_and``/``or``/``xor``; :mod:`~kernbench.kernels.atomics`):
+  a load and a store of the lanes' elements, and one op a lane.
 * ``tl.dot``: ``2*M*N*K`` (times the batch) matrix FLOPs of the blocks as
   issued -- padding lanes included, since the hardware multiplies them too. The
   accumulate into ``acc`` is part of the dot and not counted again.
@@ -72,6 +74,13 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import KernelError, unsupported_name
+from kernbench.kernels.atomics import (
+    RMW_OPS,
+    apply_in_lane_order,
+    check_element_type,
+    check_memory_order,
+    note_spin,
+)
 from kernbench.kernels.dtypes import (
     bfloat16,
     bitcast_values,
@@ -125,6 +134,13 @@ __all__ = [
     "arange",
     "associative_scan",
     "atomic_add",
+    "atomic_and",
+    "atomic_cas",
+    "atomic_max",
+    "atomic_min",
+    "atomic_or",
+    "atomic_xchg",
+    "atomic_xor",
     "bfloat16",
     "broadcast_to",
     "cast",
@@ -727,35 +743,124 @@ def store(
     _record_memory("store", buffer, int(offsets.size), int(chosen.size))
 
 
+def _lane_values(x: Any, offsets: np.ndarray, lanes: Any, what: str, name: str) -> np.ndarray:
+    """``x`` broadcast to the pointer's lanes, the active ones in lane order."""
+    values = np.asarray(_values(x))
+    try:
+        values = np.broadcast_to(values, offsets.shape)
+    except ValueError:
+        raise KernelError(
+            f"{where_am_i()}: tl.{what} {name} of shape {values.shape} does not broadcast "
+            f"to the pointer shape {offsets.shape}"
+        ) from None
+    return values.reshape(-1) if lanes is None else values[lanes]
+
+
+def _record_atomic(buffer: Any, issued: int, active: int) -> None:
+    """What an atomic costs: a load and a store of the active lanes' elements, one op a lane."""
+    _record_memory("load", buffer, issued, active)
+    _record_memory("store", buffer, issued, active)
+    record_vector(issued, element_type(buffer).is_floating())
+
+
+def _spun(what: str, buffer: Any, unique: np.ndarray, before: bytes, after: bytes, *operands):
+    """Tell the spin check about an atomic call (:func:`atomics.note_spin`)."""
+    signature = (id(buffer), unique.tobytes(), before, *(o.tobytes() for o in operands))
+    note_spin(what, before == after, signature)
+
+
 def atomic_add(pointer: Pointer, val: Any, mask: Any = None, sem: Any = None, scope: Any = None):
-    """``*pointer += val`` for each active lane, lanes at one element adding up (as atomics
-    do); returns each lane's element as it was before this call's adds (Triton returns
-    the value before that lane's own add).  ``sem`` and ``scope`` are accepted and ignored."""
+    """``*pointer += val`` for each active lane, lanes at one element adding up in lane
+    order; returns each lane's element as it was before this call's adds (Triton returns
+    the value before that lane's own add).  ``sem`` and ``scope`` are checked as
+    Triton's (:func:`atomics.check_memory_order`); programs run one at a time, so they
+    change nothing else."""
+    check_memory_order("atomic_add", sem, scope)
     offsets, lanes = _masked(pointer, mask, "atomic_add")
     buffer = pointer.buffer
     np_dtype = np.dtype(buffer.dtype)
-    values = np.broadcast_to(np.asarray(_values(val)), offsets.shape)
-    if lanes is None:
-        chosen, chosen_values = offsets.reshape(-1), values.reshape(-1)
-    else:
-        chosen, chosen_values = offsets[lanes], values[lanes]
+    chosen_values = _lane_values(val, offsets, lanes, "atomic_add", "val")
+    chosen = offsets.reshape(-1) if lanes is None else offsets[lanes]
     _check_bounds(chosen, buffer, "atomic_add", offsets.size)
     old = np.zeros(offsets.shape, dtype=np_dtype)
     if chosen.size:
         unique, inverse = np.unique(chosen, return_inverse=True)
         current = np.array(buffer.load(unique), dtype=np_dtype)
         before = current[inverse]
+        initial = current.tobytes()
         with np.errstate(all="ignore"):
             np.add.at(current, inverse, chosen_values.astype(np_dtype, copy=False))
-        buffer.store(unique, cast_values(current, element_type(buffer)))
+        current = cast_values(current, element_type(buffer))
+        buffer.store(unique, current)
+        _spun("atomic_add", buffer, unique, initial, current.tobytes(), chosen_values)
         if lanes is None:
             old = before.reshape(offsets.shape)
         else:
             old[lanes] = before
-    _record_memory("load", buffer, int(offsets.size), int(chosen.size))
-    _record_memory("store", buffer, int(offsets.size), int(chosen.size))
-    record_vector(int(offsets.size), element_type(buffer).is_floating())
+    _record_atomic(buffer, int(offsets.size), int(chosen.size))
     return Block(old, element_type(buffer))
+
+
+def _read_modify_write(
+    what: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any, cmp: Any = None
+) -> Block:
+    """One of Triton's atomics other than add, lane by lane (:mod:`kernbench.kernels.atomics`)."""
+    check_memory_order(what, sem, scope)
+    offsets, lanes = _masked(pointer, mask, what)
+    buffer = pointer.buffer
+    element = element_type(buffer)
+    check_element_type(what, element)
+    np_dtype = np.dtype(buffer.dtype)
+    new = cast_values(_lane_values(val, offsets, lanes, what, "val"), element).astype(np_dtype)
+    compare = None
+    if cmp is not None:
+        compare = cast_values(_lane_values(cmp, offsets, lanes, what, "cmp"), element)
+        compare = compare.astype(np_dtype)
+    chosen = offsets.reshape(-1) if lanes is None else offsets[lanes]
+    _check_bounds(chosen, buffer, what, offsets.size)
+    old = np.zeros(offsets.shape, dtype=np_dtype)
+    unique, inverse = np.unique(chosen, return_inverse=True)
+    current = np.array(buffer.load(unique) if chosen.size else (), dtype=np_dtype)
+    initial = current.tobytes()
+    before = apply_in_lane_order(RMW_OPS[what], current, inverse, new, compare)
+    if chosen.size:
+        buffer.store(unique, current)
+    operands = (new,) if compare is None else (new, compare)
+    _spun(what, buffer, unique, initial, current.tobytes(), before, *operands)
+    if lanes is None:
+        old = before.reshape(offsets.shape)
+    else:
+        old[lanes] = before
+    _record_atomic(buffer, int(offsets.size), int(chosen.size))
+    return Block(old, element)
+
+
+def atomic_cas(pointer: Pointer, cmp: Any, val: Any, sem: Any = None, scope: Any = None):
+    """Compare-and-swap: where a lane's element equals ``cmp`` (bit for bit), it becomes
+    ``val``; returns each lane's element as it was before its own swap.  No mask, as in
+    Triton; elements of 16, 32 or 64 bits."""
+    return _read_modify_write("atomic_cas", pointer, val, None, sem, scope, cmp=cmp)
+
+
+def _atomic(name: str, does: str) -> Callable[..., Block]:
+    def op(pointer: Pointer, val: Any, mask: Any = None, sem: Any = None, scope: Any = None):
+        return _read_modify_write(name, pointer, val, mask, sem, scope)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (
+        f"{does} for each active lane, lanes at one element in lane order; returns each "
+        "lane's element as it was before its own operation (:mod:`kernbench.kernels.atomics` "
+        "has the types each takes)."
+    )
+    return op
+
+
+atomic_xchg = _atomic("atomic_xchg", "``*pointer = val``")
+atomic_max = _atomic("atomic_max", "``*pointer = max(*pointer, val)``")
+atomic_min = _atomic("atomic_min", "``*pointer = min(*pointer, val)``")
+atomic_and = _atomic("atomic_and", "``*pointer &= val``")
+atomic_or = _atomic("atomic_or", "``*pointer |= val``")
+atomic_xor = _atomic("atomic_xor", "``*pointer ^= val``")
 
 
 # ----------------------------------------------------------------------------- compute

@@ -112,19 +112,6 @@ _HINTS = {
     "argmax": "tl.max(x, axis, return_indices=True), which returns (values, indices)",
     "argmin": "tl.min(x, axis, return_indices=True), which returns (values, indices)",
     **dict.fromkeys(("histogram", "reduce", "gather", "flip"), _NOT_IN_LANGUAGE),
-    **dict.fromkeys(
-        (
-            "atomic_max",
-            "atomic_min",
-            "atomic_cas",
-            "atomic_xchg",
-            "atomic_and",
-            "atomic_or",
-            "atomic_xor",
-        ),
-        "atomics but tl.atomic_add are not modelled: programs run one at a time, so load, "
-        "update and store",
-    ),
     "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
     **dict.fromkeys(
         ("make_block_ptr", "advance", "make_tensor_descriptor"),
