@@ -298,9 +298,9 @@ def test_a_bounded_number_of_failed_tries_is_not_a_hang():
         _bounded_tries[(1,)](lock, out, TRIES=atomics.SPIN_LIMIT)
 
 
-@pytest.fixture
-def ctx():
-    context = RuntimeContext("tiny")
+@pytest.fixture(params=["detailed", "fast"])
+def ctx(request):
+    context = RuntimeContext("tiny", overrides=(f"simulation.backend={request.param}",))
     with use_context(context):
         yield context
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from run_modes import assert_same_values, in_every_mode
 
 import kernbench.torch as torch
 import kernbench.triton as triton
@@ -317,16 +318,26 @@ def test_programs_of_one_group_on_different_pes_share_the_lock(ctx):
     np.testing.assert_array_equal(locks.numpy(), [0] * groups + [1] * groups)
 
 
-def test_backward_runs_in_timing_only_mode():
-    """Timing-only loads read zeros, so the lock is always found free."""
-    with use_context(RuntimeContext("tiny", timing_only=True)):
+def test_forward_and_backward_in_timing_only_mode_and_on_the_fast_backend():
+    """Timing-only loads read zeros, so every program finds its lock free and its group's
+    count at 0 (it stores without accumulating: less traffic than a functional run);
+    the fast backend gives the detailed backend's values, bit for bit."""
+
+    def run(context):
+        torch.manual_seed(0)
         M, N = 16, 64
         x, weight, bias, dy = _inputs(M, N, torch.float32)
-        _, mean, rstd, block_size, num_warps = layer_norm_forward(x, (N,), weight, bias, 1e-5)
+        start = context.now
+        y, mean, rstd, block_size, num_warps = layer_norm_forward(x, (N,), weight, bias, 1e-5)
         dx, dw, db, locks = layer_norm_backward(
             dy, x, weight, bias, mean, rstd, block_size, num_warps, group_size_m=4
         )
-        assert dx.shape == (M, N) and dw.shape == db.shape == (N,)
+        return context.now - start, [y, dx, dw, db, locks]
+
+    times, (detailed, fast) = in_every_mode(run)
+    assert all(t > 0 for t in times)
+    assert times[1] < times[0]
+    assert_same_values(detailed, fast)
 
 
 def test_backward_with_a_lock_left_taken_raises_instead_of_spinning(ctx):
