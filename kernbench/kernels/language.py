@@ -765,8 +765,10 @@ def _record_atomic(buffer: Any, issued: int, active: int) -> None:
 
 def _spun(what: str, buffer: Any, unique: np.ndarray, before: bytes, after: bytes, *operands):
     """Tell the spin check about an atomic call (:func:`atomics.note_spin`)."""
-    signature = (id(buffer), unique.tobytes(), before, *(o.tobytes() for o in operands))
-    note_spin(what, before == after, signature)
+    if before != after:  # memory changed: no spin, and no signature to build
+        note_spin(what, False, ())
+        return
+    note_spin(what, True, (id(buffer), unique.tobytes(), before, *(o.tobytes() for o in operands)))
 
 
 def atomic_add(pointer: Pointer, val: Any, mask: Any = None, sem: Any = None, scope: Any = None):

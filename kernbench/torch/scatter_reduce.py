@@ -11,8 +11,9 @@ lowest, +inf or its largest); ``"sum"`` and ``"mean"`` add through ``tl.atomic_a
 of ones, or zeros without ``include_self``, in the tensor's dtype) and divides by the
 count (floor division for integers).
 
-``"prod"``, ``"amax"`` and ``"amin"`` have no atomic in the kernel language (Triton has
-none for a product, and ``tl.atomic_max``/``atomic_min`` are not modelled), so
+``"prod"``, ``"amax"`` and ``"amin"`` use no atomic (Triton has none for a product, and
+``tl.atomic_max``/``atomic_min`` take no 8-, 16-bit or half types and let a NaN win by
+its sign bit, not as torch's loop does), so
 :func:`launch_update` reads, combines and writes back in one kernel: a program takes
 up to :data:`BLOCK` lines of the index and walks each along the dim in order, one
 place a step for all its lines at once, so no two lanes of a step touch one element
