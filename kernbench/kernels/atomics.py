@@ -7,7 +7,7 @@ touches, loads their elements and stores them back; this module decides the rest
   a lane that hits an element an earlier lane of the same call hit sees that lane's
   result, and each lane returns its element as it was just before its own operation,
   as one atomic a lane does.  Lanes hitting distinct elements are applied together,
-  so a call costs one NumPy pass per lane that shares an element with earlier ones.
+  so a call takes as many NumPy passes as its most-hit element has lanes.
 * **Types** (Triton's ``semantic.py``): ``atomic_cas`` takes elements of 16, 32 or 64
   bits; the others refuse int1, the 8- and 16-bit integers, and float16/bfloat16;
   ``atomic_and``/``or``/``xor`` take integers only; ``atomic_max``/``min`` on floats
@@ -67,7 +67,7 @@ def check_memory_order(what: str, sem: Any, scope: Any) -> None:
     """Refuse a ``sem`` or ``scope`` Triton does not know, naming the valid ones."""
     for name, value, valid in (("sem", sem, MEMORY_SEMANTICS), ("scope", scope, SCOPES)):
         value = _unwrapped(value)
-        if value is None or value == "" or (isinstance(value, str) and value in valid):
+        if value is None or (isinstance(value, str) and value in ("", *valid)):
             continue
         raise KernelError(
             f"{where_am_i()}: tl.{what} {name}={value!r} is not a memory "
@@ -91,9 +91,12 @@ def check_element_type(what: str, element: dtype) -> None:
     if element in (float16, bfloat16) or bits < 32:
         raise KernelError(
             f"{where_am_i()}: tl.{what} does not take {element!r} elements (as in Triton: "
-            "32- and 64-bit integers, float32 and float64"
-            + ("" if op in ("and", "or", "xor") else "; only atomic_add takes float16/bfloat16")
-            + ")"
+            + (
+                "32- and 64-bit integers)"
+                if op in ("and", "or", "xor")
+                else "32- and 64-bit integers, float32 and float64; only atomic_add takes "
+                "float16/bfloat16)"
+            )
         )
     if op in ("and", "or", "xor") and not element.is_int():
         raise KernelError(
