@@ -11,7 +11,9 @@ The package face only re-exports: process groups are in
 :mod:`~kernbench.torch.distributed.objects`, point-to-point in
 :mod:`~kernbench.torch.distributed.p2p`, device meshes in
 :mod:`~kernbench.torch.distributed.device_mesh`, and the checks every call
-shares in :mod:`~kernbench.torch.distributed.arguments`.
+shares in :mod:`~kernbench.torch.distributed.arguments`; ``ZeroRedundancyOptimizer`` is in
+:mod:`~kernbench.torch.distributed.optim`, ``FullyShardedDataParallel`` in
+:mod:`~kernbench.torch.distributed.fsdp`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from kernbench.errors import unsupported_name
 from kernbench.kernels.ranks import DistributedState, set_rank_provider
 from kernbench.torch.distributed import (
     data_parallel,  # noqa: F401 - registers torch.nn.parallel (DistributedDataParallel)
+    fsdp,  # noqa: F401 - torch.distributed.fsdp (FullyShardedDataParallel)
     ipcq_install,  # noqa: F401 - registers install_ipcq
+    optim,  # noqa: F401 - torch.distributed.optim (ZeroRedundancyOptimizer)
 )
 from kernbench.torch.distributed.all_to_all import all_to_all, all_to_all_single
 from kernbench.torch.distributed.collectives import (
@@ -151,10 +155,6 @@ _HINTS = {
     "reduce_scatter_tensor_coalesced": "reduce_scatter_tensor per tensor",
     "all_reduce_coalesced": "all_reduce per tensor (async_op=True lets them queue)",
     # The libraries built on torch.distributed: here their collectives are written out.
-    "optim": "there is no ZeroRedundancyOptimizer (torch.optim has SGD, Adam, AdamW): "
-    "reduce_scatter_tensor the "
-    "gradients, update your shard with tensor ops and all_gather_into_tensor it, as "
-    "benches/zero_optimizer_step.py does",
     "pipelining": "there is no pipeline runtime: pass activations with isend/irecv or "
     "batch_isend_irecv, as benches/pipeline_parallel.py does (GPipe and 1F1B)",
     "tensor": "there is no DTensor: shard tensors yourself and call the collectives, as "
