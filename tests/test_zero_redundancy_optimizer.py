@@ -381,3 +381,38 @@ def test_import_paths_are_torchs():
     assert dist.optim.ZeroRedundancyOptimizer is ZeroRedundancyOptimizer
     with pytest.raises(AttributeError, match="DistributedOptimizer.*torch.distributed.rpc"):
         dist.optim.DistributedOptimizer  # noqa: B018
+
+
+# ------------------------------------------------- param_groups, zero_grad and schedulers
+
+
+def _settings(rank, world_size):
+    dist.init_process_group()
+    p = torch.zeros(4, requires_grad=True)  # rank 0's
+    q = torch.zeros(2, requires_grad=True)  # rank 1's
+    opt = ZeroRedundancyOptimizer([p, q], optim.SGD, lr=0.1)
+    assert opt.param_groups[0]["params"] == [p, q]  # the full list on every rank
+    assert opt.param_groups[0]["momentum"] == 0  # the local optimizer's defaults too
+    scheduler = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    values = []
+    for _ in range(2):
+        p.grad, q.grad = torch.ones(4), torch.full((2,), 2.0)
+        opt.step()
+        scheduler.step()  # writes opt.param_groups; the next step takes it
+        values.append((p.tolist(), q.tolist()))
+    opt.zero_grad(set_to_none=False)
+    zeroed = (p.grad.tolist(), q.grad.tolist())
+    opt.zero_grad()
+    return values, zeroed, p.grad is None and q.grad is None, opt.optim.param_groups[0]["lr"]
+
+
+def test_param_groups_are_kept_in_sync_with_the_local_optimizer():
+    result = kernbench.simulate(_settings, topology="multi_sip", world_size=2, rank_args=True)
+    for values, zeroed, cleared, lr in result.returns:
+        # lr 0.1 then 0.05: p -= lr * 1, q -= lr * 2, whoever owns them
+        expected = [([-0.1] * 4, [-0.2] * 2), ([-0.15] * 4, [-0.3] * 2)]
+        for (p, q), (want_p, want_q) in zip(values, expected, strict=True):
+            np.testing.assert_allclose(p, want_p, rtol=1e-6)
+            np.testing.assert_allclose(q, want_q, rtol=1e-6)
+        assert zeroed == ([0.0] * 4, [0.0] * 2) and cleared
+        assert lr == 0.05
