@@ -45,6 +45,7 @@ __all__ = [
     "RankError",
     "DistributedError",
     "ProcessTargetError",
+    "DistributedValueError",
     "CollectiveMismatchError",
     "SimulationLimitError",
     "InputFileError",
@@ -250,6 +251,11 @@ class DistributedError(KernBenchError):
 class ProcessTargetError(DistributedError, TypeError):
     """``mp.Process`` / ``mp.spawn`` given a target that is not callable, arguments that
     are not a tuple, or arguments the target cannot take."""
+
+
+class DistributedValueError(DistributedError, ValueError):
+    """A ``torch.distributed`` API given a value torch refuses with ``ValueError`` (an empty
+    or mixed-dtype parameter list for ``ZeroRedundancyOptimizer``)."""
 
 
 class CollectiveMismatchError(DeadlockError, DistributedError):

@@ -11,7 +11,12 @@ import pytest
 import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.errors import DistributedError, KernBenchError, TensorTypeError
+from kernbench.errors import (
+    DistributedError,
+    DistributedValueError,
+    KernBenchError,
+    TensorTypeError,
+)
 from kernbench.runtime import current_context
 from kernbench.torch import nn, optim
 from kernbench.torch.distributed.optim import ZeroRedundancyOptimizer
@@ -354,12 +359,12 @@ def _refusals(rank, world_size):
     with pytest.raises(DistributedError) as caught:
         opt.join_hook()
     messages.append(str(caught.value))
-    with pytest.raises(ValueError, match="ZeroRedundancyOptimizer got an empty parameter list"):
+    with pytest.raises(DistributedValueError, match="ZeroRedundancyOptimizer got an empty param"):
         ZeroRedundancyOptimizer([], optim.SGD, lr=0.1)
     with pytest.raises(TensorTypeError, match="should be an iterable of Tensors"):
         ZeroRedundancyOptimizer(model.net1.weight, optim.SGD, lr=0.1)
     mixed = [model.net1.weight, torch.zeros(3, dtype=torch.float16, requires_grad=True)]
-    with pytest.raises(ValueError, match="same dense type for all parameters but got both"):
+    with pytest.raises(DistributedValueError, match="same dense type for all parameters but got"):
         ZeroRedundancyOptimizer(mixed, optim.SGD, lr=0.1)
     return messages
 
@@ -372,6 +377,7 @@ def test_refusals_name_the_call_and_what_to_do():
     assert join.startswith("ZeroRedundancyOptimizer.join_hook: ")
     assert "same number of steps" in join
     assert issubclass(DistributedError, KernBenchError)
+    assert issubclass(DistributedValueError, ValueError)  # what torch raises for these
 
 
 def test_import_paths_are_torchs():

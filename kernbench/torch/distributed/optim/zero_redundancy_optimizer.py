@@ -29,7 +29,7 @@ from collections.abc import Callable
 from itertools import chain
 from typing import Any
 
-from kernbench.errors import DistributedError, TensorTypeError
+from kernbench.errors import DistributedError, DistributedValueError, TensorTypeError
 from kernbench.torch.autograd import no_grad
 from kernbench.torch.distributed.collectives import broadcast
 from kernbench.torch.distributed.groups import get_global_rank, get_rank, get_world_size
@@ -104,7 +104,7 @@ class ZeroRedundancyOptimizer(Optimizer):
                 f"{type(params).__name__}"
             ) from exc
         if not all_params:
-            raise ValueError("ZeroRedundancyOptimizer got an empty parameter list")
+            raise DistributedValueError("ZeroRedundancyOptimizer got an empty parameter list")
         all_tensors = all(isinstance(p, Tensor) for p in all_params)
         all_dicts = all(isinstance(p, dict) for p in all_params)
         if not all_tensors and not all_dicts:
@@ -115,7 +115,7 @@ class ZeroRedundancyOptimizer(Optimizer):
             self._all_params = []
             for group in all_params:
                 if "params" not in group:
-                    raise ValueError(
+                    raise DistributedValueError(
                         "Each parameter group passed-in via `params` must have a 'params' key "
                         "mapping to the parameters in the group"
                     )
@@ -130,7 +130,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         for param in self._all_params[1:]:
             other = param.type()
             if other != typename:
-                raise ValueError(
+                raise DistributedValueError(
                     "ZeroRedundancyOptimizer only supports using the same dense type for all "
                     f"parameters but got both {typename} and {other}"
                 )
