@@ -30,6 +30,8 @@ __all__ = [
     "TensorError",
     "CheckpointError",
     "DataError",
+    "OptimizerValueError",
+    "OptimizerStateError",
     "TensorAttributeError",
     "TensorTypeError",
     "TensorIndexError",
@@ -157,6 +159,16 @@ class CheckpointError(KernBenchError):
 class DataError(KernBenchError, ValueError):
     """A dataset, sampler or data loader given what ``torch.utils.data`` refuses (torch
     raises ``ValueError`` for these too)."""
+
+
+class OptimizerValueError(KernBenchError, ValueError):
+    """An optimizer or lr scheduler given a hyper-parameter torch refuses (torch raises
+    ``ValueError`` with the same message)."""
+
+
+class OptimizerStateError(KernBenchError, RuntimeError):
+    """An lr scheduler whose optimizer changed under it in a way torch refuses (torch
+    raises ``RuntimeError``)."""
 
 
 class TensorAttributeError(TensorError, AttributeError):

@@ -1,9 +1,11 @@
-"""``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW`` over the ``grad`` slots
-``backward()`` filled (or a script assigned), and ``torch.optim.lr_scheduler``.
+"""``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``,
+``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam`` over the ``grad`` slots ``backward()``
+filled (or a script assigned), and ``torch.optim.lr_scheduler``.
 
 ``step()`` updates each parameter whose ``grad`` is set with torch's
 single-tensor formulas as in-place device ops, so it costs device time
-(:mod:`~kernbench.torch.optim.optimizers`).
+(:mod:`~kernbench.torch.optim.optimizers`,
+:mod:`~kernbench.torch.optim.optimizers_more`).
 """
 
 from __future__ import annotations
@@ -14,8 +16,21 @@ from kernbench.errors import TensorAttributeError
 from kernbench.torch.optim import lr_scheduler
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
+from kernbench.torch.optim.optimizers_more import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 
-__all__ = ["SGD", "Adam", "AdamW", "Optimizer", "lr_scheduler"]
+__all__ = [
+    "SGD",
+    "Adam",
+    "AdamW",
+    "RMSprop",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "NAdam",
+    "RAdam",
+    "Optimizer",
+    "lr_scheduler",
+]
 
 
 def __getattr__(name: str) -> Any:
