@@ -1,5 +1,7 @@
 """``torch.optim.lr_scheduler``: ``StepLR``, ``CosineAnnealingLR``, ``LambdaLR``, ``LinearLR``
-and ``OneCycleLR`` with torch's (chainable) formulas.
+and ``OneCycleLR`` with torch's (chainable) formulas, and the schedulers of
+:mod:`~kernbench.torch.optim.lr_schedulers_more` and
+:mod:`~kernbench.torch.optim.lr_scheduler_chains` re-exported.
 
 A scheduler writes the learning rate into its optimizer's ``param_groups``
 (host numbers; nothing runs on the device).  As torch's, constructing one
@@ -9,72 +11,44 @@ takes the first step (``last_epoch`` becomes 0).
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable
 from typing import Any
 
-from kernbench.errors import TensorTypeError
+from kernbench.torch.optim.lr_scheduler_chains import (
+    ChainedScheduler,
+    ReduceLROnPlateau,
+    SequentialLR,
+)
+from kernbench.torch.optim.lr_schedulers_more import (
+    ConstantLR,
+    CosineAnnealingWarmRestarts,
+    CyclicLR,
+    ExponentialLR,
+    MultiplicativeLR,
+    MultiStepLR,
+    PolynomialLR,
+)
 from kernbench.torch.optim.optimizer import Optimizer
+from kernbench.torch.optim.scheduler_base import LRScheduler
 
-__all__ = ["CosineAnnealingLR", "LRScheduler", "LambdaLR", "LinearLR", "OneCycleLR", "StepLR"]
-
-
-class LRScheduler:
-    """Base class: ``step()`` moves ``last_epoch`` on and sets each group's ``lr`` to
-    ``get_lr()``."""
-
-    def __init__(self, optimizer: Optimizer, last_epoch: int = -1) -> None:
-        if not isinstance(optimizer, Optimizer):
-            raise TensorTypeError(f"{type(optimizer).__name__} is not an Optimizer")
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        else:
-            for i, group in enumerate(optimizer.param_groups):
-                if "initial_lr" not in group:
-                    raise KeyError(
-                        f"param 'initial_lr' is not specified in param_groups[{i}] when "
-                        "resuming an optimizer"
-                    )
-        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._step_count = 0
-        self.step()
-
-    def get_lr(self) -> list[float]:
-        raise NotImplementedError
-
-    def get_last_lr(self) -> list[float]:
-        return self._last_lr
-
-    def step(self, epoch: int | None = None) -> None:
-        self._step_count += 1
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            warnings.warn(
-                "The epoch parameter in `scheduler.step()` was not necessary and is being "
-                "deprecated where possible. Please use `scheduler.step()` to step the scheduler.",
-                UserWarning,
-                stacklevel=2,
-            )
-            self.last_epoch = epoch
-            closed = getattr(self, "_get_closed_form_lr", None)
-            values = closed() if closed is not None else self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
-        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
-
-    def state_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.__dict__.update(state_dict)
-
-    def _lrs(self) -> list[float]:
-        return [group["lr"] for group in self.optimizer.param_groups]
+__all__ = [
+    "ChainedScheduler",
+    "ConstantLR",
+    "CosineAnnealingLR",
+    "CosineAnnealingWarmRestarts",
+    "CyclicLR",
+    "ExponentialLR",
+    "LRScheduler",
+    "LambdaLR",
+    "LinearLR",
+    "MultiStepLR",
+    "MultiplicativeLR",
+    "OneCycleLR",
+    "PolynomialLR",
+    "ReduceLROnPlateau",
+    "SequentialLR",
+    "StepLR",
+]
 
 
 class StepLR(LRScheduler):
