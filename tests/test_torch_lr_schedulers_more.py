@@ -188,6 +188,24 @@ def test_sequential_linear_warmup_then_cosine(ctx):
     assert (warmup.last_epoch, cosine.last_epoch, sched.last_epoch) == (2, 9, 12)
 
 
+def test_each_optimizer_step_uses_the_lr_the_scheduler_set(ctx):
+    p0 = np.linspace(-1, 1, 6)
+    grads = [np.random.default_rng(s).uniform(-1, 1, 6) for s in range(STEPS)]
+    p = nn.Parameter(torch.from_numpy(p0.copy()))
+    opt = optim.SGD([p], lr=BASE)
+    warmup = lr_scheduler.LinearLR(opt, start_factor=0.25, total_iters=2)
+    cosine = lr_scheduler.CosineAnnealingLR(opt, T_max=STEPS - 2)
+    sched = lr_scheduler.SequentialLR(opt, [warmup, cosine], milestones=[2])
+    for g in grads:
+        p.grad = torch.from_numpy(g.copy())
+        opt.step()
+        sched.step()
+    lrs = [BASE * (0.25 + 0.75 * t / 2) for t in range(2)]
+    lrs += [BASE * (1 + math.cos(math.pi * (t - 2) / (STEPS - 2))) / 2 for t in range(2, STEPS)]
+    expected = p0 - sum(lr * g for lr, g in zip(lrs, grads, strict=True))
+    np.testing.assert_allclose(p.numpy(), expected, rtol=1e-12, atol=1e-14)
+
+
 def test_sequential_constant_then_exponential_as_torchs_example(ctx):
     opt = _optimizer()
     constant = lr_scheduler.ConstantLR(opt, factor=0.1, total_iters=4)
