@@ -319,3 +319,18 @@ def test_imports(ctx):
     assert namespace["NAdam"] is optim.NAdam and torch.optim.RAdam is optim.RAdam
     for name in ("RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam", "RAdam"):
         assert name in optim.__all__
+
+
+def test_the_earlier_optimizers_and_schedulers_raise_kernbench_errors_too(ctx):
+    p = nn.Parameter(torch.ones(1))
+    refused = [
+        lambda: optim.SGD([], lr=0.1),
+        lambda: optim.Adam([p], lr=-1),
+        lambda: optim.SGD([p], nesterov=True),
+        lambda: optim.lr_scheduler.LinearLR(optim.SGD([p]), start_factor=0),
+        lambda: optim.lr_scheduler.OneCycleLR(optim.SGD([p]), max_lr=1.0),
+    ]
+    for make in refused:
+        with pytest.raises(ValueError) as caught:
+            make()
+        assert isinstance(caught.value, KernBenchError)

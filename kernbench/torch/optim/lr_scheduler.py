@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.errors import OptimizerValueError
 from kernbench.torch.optim.lr_scheduler_chains import (
     ChainedScheduler,
     ReduceLROnPlateau,
@@ -112,7 +113,7 @@ class LambdaLR(LRScheduler):
         if not isinstance(lr_lambda, list | tuple):
             self.lr_lambdas = [lr_lambda] * count
         elif len(lr_lambda) != count:
-            raise ValueError(f"Expected {count} lr_lambdas, but got {len(lr_lambda)}")
+            raise OptimizerValueError(f"Expected {count} lr_lambdas, but got {len(lr_lambda)}")
         else:
             self.lr_lambdas = list(lr_lambda)
         super().__init__(optimizer, last_epoch)
@@ -137,12 +138,14 @@ class LinearLR(LRScheduler):
         last_epoch: int = -1,
     ) -> None:
         if start_factor > 1.0 or start_factor <= 0:
-            raise ValueError(
+            raise OptimizerValueError(
                 "Starting multiplicative factor expected to be greater than 0 and less or "
                 "equal to 1."
             )
         if end_factor > 1.0 or end_factor < 0:
-            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+            raise OptimizerValueError(
+                "Ending multiplicative factor expected to be between 0 and 1."
+            )
         self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, total_iters
         super().__init__(optimizer, last_epoch)
 
@@ -185,16 +188,20 @@ class OneCycleLR(LRScheduler):
     ) -> None:
         if total_steps is None:
             if epochs is None or steps_per_epoch is None:
-                raise ValueError(
+                raise OptimizerValueError(
                     "You must define either total_steps OR (epochs AND steps_per_epoch)"
                 )
             total_steps = epochs * steps_per_epoch
         if total_steps <= 0:
-            raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            raise OptimizerValueError(
+                f"Expected positive integer total_steps, but got {total_steps}"
+            )
         if not 0 <= pct_start <= 1:
-            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+            raise OptimizerValueError(
+                f"Expected float between 0 and 1 pct_start, but got {pct_start}"
+            )
         if anneal_strategy not in ("cos", "linear"):
-            raise ValueError(
+            raise OptimizerValueError(
                 f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}"
             )
         self.total_steps, self.cycle_momentum = total_steps, cycle_momentum
@@ -220,7 +227,7 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         if cycle_momentum:
             if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError(
+                raise OptimizerValueError(
                     "optimizer must support momentum or beta1 with `cycle_momentum` option enabled"
                 )
             self.use_beta1 = "betas" in optimizer.defaults
@@ -239,7 +246,7 @@ class OneCycleLR(LRScheduler):
     def get_lr(self) -> list[float]:
         t = self.last_epoch
         if t > self.total_steps:
-            raise ValueError(
+            raise OptimizerValueError(
                 f"Tried to step {t} times. The specified number of total steps is "
                 f"{self.total_steps}"
             )

@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from kernbench.errors import TensorError, TensorTypeError
+from kernbench.errors import OptimizerValueError, TensorError, TensorTypeError
 from kernbench.torch.autograd import enable_grad
 from kernbench.torch.tensor import Tensor
 
@@ -47,7 +47,7 @@ class Optimizer:
             )
         groups = list(params)
         if not groups:
-            raise ValueError("optimizer got an empty parameter list")
+            raise OptimizerValueError("optimizer got an empty parameter list")
         if not isinstance(groups[0], dict):
             groups = [{"params": groups}]
         for group in groups:
@@ -76,19 +76,19 @@ class Optimizer:
                 )
         for name, default in self.defaults.items():
             if default is required and name not in param_group:
-                raise ValueError(
+                raise OptimizerValueError(
                     "parameter group didn't specify a value of required optimization "
                     f"parameter {name}"
                 )
             param_group.setdefault(name, default)
         if len({id(p) for p in param_group["params"]}) != len(param_group["params"]):
-            raise ValueError(
+            raise OptimizerValueError(
                 "optimizer contains a parameter group with duplicate parameters; in future, "
                 "this will cause an error"
             )
         seen = {id(p) for group in self.param_groups for p in group["params"]}
         if any(id(p) in seen for p in param_group["params"]):
-            raise ValueError("some parameters appear in more than one parameter group")
+            raise OptimizerValueError("some parameters appear in more than one parameter group")
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -130,9 +130,11 @@ class Optimizer:
         state_dict = copy.deepcopy(state_dict)
         groups, saved = self.param_groups, state_dict["param_groups"]
         if len(groups) != len(saved):
-            raise ValueError("loaded state dict has a different number of parameter groups")
+            raise OptimizerValueError(
+                "loaded state dict has a different number of parameter groups"
+            )
         if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved, strict=True)):
-            raise ValueError(
+            raise OptimizerValueError(
                 "loaded state dict contains a parameter group that doesn't match the size "
                 "of optimizer's group"
             )

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from kernbench.errors import OptimizerValueError
 from kernbench.torch.autograd import no_grad
 from kernbench.torch.factories import zeros_like
 from kernbench.torch.functions import maximum
@@ -24,7 +25,7 @@ __all__ = ["SGD", "Adam", "AdamW"]
 
 def _non_negative(value: Any, message: str) -> None:
     if not 0.0 <= value:
-        raise ValueError(message.format(value))
+        raise OptimizerValueError(message.format(value))
 
 
 class SGD(Optimizer):
@@ -48,7 +49,7 @@ class SGD(Optimizer):
         _non_negative(momentum, "Invalid momentum value: {}")
         _non_negative(weight_decay, "Invalid weight_decay value: {}")
         if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            raise OptimizerValueError("Nesterov momentum requires a momentum and zero dampening")
         defaults = {
             "lr": lr,
             "momentum": momentum,
@@ -109,7 +110,7 @@ class Adam(Optimizer):
         _non_negative(eps, "Invalid epsilon value: {}")
         for i in (0, 1):
             if not 0.0 <= betas[i] < 1.0:
-                raise ValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
+                raise OptimizerValueError(f"Invalid beta parameter at index {i}: {betas[i]}")
         _non_negative(weight_decay, "Invalid weight_decay value: {}")
         defaults = {
             "lr": lr,
