@@ -6,6 +6,7 @@ with plain Python math, state_dict round trips, and torch's argument errors."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -417,3 +418,17 @@ def test_all_schedulers_import_from_lr_scheduler(ctx):
     assert namespace["SequentialLR"] is torch.optim.lr_scheduler.SequentialLR
     assert issubclass(namespace["ReduceLROnPlateau"], namespace["LRScheduler"])
     assert issubclass(namespace["CyclicLR"], lr_scheduler.LRScheduler)
+
+
+def test_a_multistep_state_dict_checkpoints_with_torch_save(ctx, tmp_path):
+    opt = _optimizer()
+    sched = lr_scheduler.MultiStepLR(opt, milestones=[2, 4, 4], gamma=0.5)
+    _lrs(opt, sched, 3)
+    torch.save({"scheduler": sched.state_dict(), "optimizer": opt.state_dict()}, tmp_path / "c")
+    saved = torch.load(tmp_path / "c", weights_only=True)
+    assert type(saved["scheduler"]["milestones"]) is Counter  # as torch's loader keeps it
+    opt = _optimizer()
+    resumed = lr_scheduler.MultiStepLR(opt, milestones=[9])
+    opt.load_state_dict(saved["optimizer"])
+    resumed.load_state_dict(saved["scheduler"])
+    _check(_lrs(opt, resumed, 3), [BASE * 0.5, BASE * 0.125, BASE * 0.125, BASE * 0.125])

@@ -10,7 +10,9 @@ archive) and one ``.npy`` per tensor (``checkpoint/tensors/<i>.npy``, read back 
 no code.  A file torch wrote (pickled) is refused with what to do instead.
 
 * **What is kept**: ``None``, bools, ints (any size), floats (NaN and infinities too),
-  strings, lists, tuples, dicts with keys of those kinds (``OrderedDict`` stays one),
+  strings, lists, tuples, dicts with keys of those kinds (``OrderedDict`` and
+  ``collections.Counter``, which torch's ``weights_only`` loader also allows and
+  ``MultiStepLR.state_dict()`` holds, stay what they were),
   tensors (dtype, shape, values, ``requires_grad``; an ``nn.Parameter`` comes back as
   one), ``torch.dtype``, ``torch.device`` and ``torch.Size``.  One tensor object saved
   twice comes back as one object; views of one storage come back as separate tensors.
@@ -31,7 +33,7 @@ import json
 import math
 import os
 import zipfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any
 
 import numpy as np
@@ -57,8 +59,8 @@ _TREE = "checkpoint/tree.json"
 _KINDS = {"list", "tuple", "dict", "tensor", "dtype", "device", "size"}
 _DEPTH = 200  # containers nested deeper than this are refused (and so are cycles)
 _KEPT = (
-    "None, bools, ints, floats, strings, lists, tuples, dicts, tensors, torch.dtype, "
-    "torch.device and torch.Size"
+    "None, bools, ints, floats, strings, lists, tuples, dicts (OrderedDict and Counter too), "
+    "tensors, torch.dtype, torch.device and torch.Size"
 )
 
 
@@ -175,7 +177,7 @@ class _Writer:
         if isinstance(obj, list | tuple) and type(obj) in (list, tuple):
             kind = "list" if isinstance(obj, list) else "tuple"
             return {kind: [self.node(v, depth + 1, (*path, i)) for i, v in enumerate(obj)]}
-        if type(obj) in (dict, OrderedDict):
+        if type(obj) in (dict, OrderedDict, Counter):
             items = []
             for key, value in obj.items():
                 if not (key is None or isinstance(key, bool | int | float | str | tuple)):
@@ -186,6 +188,8 @@ class _Writer:
                 items.append(
                     [self.node(key, depth + 1, path), self.node(value, depth + 1, (*path, key))]
                 )
+            if isinstance(obj, Counter):
+                return {"dict": items, "counter": True}
             return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
         raise CheckpointError(
             f"torch.save: cannot save an object of type {type(obj).__name__} at {_where(path)}; "
@@ -243,7 +247,9 @@ class _Reader:
                 isinstance(p, list) and len(p) == 2 for p in pairs
             ):
                 raise self.bad("a dict entry")
-            made = OrderedDict() if node.get("ordered") else {}
+            made = (
+                Counter() if node.get("counter") else OrderedDict() if node.get("ordered") else {}
+            )
             for key, value in pairs:
                 made[self._key(self.node(key, depth + 1))] = self.node(value, depth + 1)
             return made
