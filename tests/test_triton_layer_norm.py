@@ -8,7 +8,8 @@ spin lock (``tl.atomic_cas``/``tl.atomic_xchg``) serialises the programs of a gr
 on their partial ``dw``/``db`` row; programs run one at a time here, each to its end,
 so a lock is always free when a program starts, and one left taken makes the kernel
 raise instead of hang.  Values are checked against NumPy's layer norm and its
-gradients.
+gradients, and the tutorial's ``torch.autograd.Function`` wrapper against
+``F.layer_norm``'s backward, as its test does.
 """
 
 from __future__ import annotations
@@ -412,3 +413,54 @@ def test_forward_benchmark_as_the_tutorial_runs_it(ctx, capsys):
     table = bench_layer_norm.tables["layer-norm-forward"]
     assert [row[0] for row in table.rows] == [256, 512]
     assert all(row[1] > 0 and row[2] > 0 for row in table.rows)
+
+
+class LayerNorm(torch.autograd.Function):
+    """The tutorial's autograd wrapper, as written (its forward and backward bodies are
+    the host code above)."""
+
+    @staticmethod
+    def forward(ctx, x, normalized_shape, weight, bias, eps):
+        y, mean, rstd, BLOCK_SIZE, num_warps = layer_norm_forward(
+            x, normalized_shape, weight, bias, eps
+        )
+        ctx.save_for_backward(x, weight, bias, mean, rstd)
+        ctx.BLOCK_SIZE = BLOCK_SIZE
+        ctx.num_warps = num_warps
+        ctx.eps = eps
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, w, b, m, v = ctx.saved_tensors
+        dx, dw, db, _ = layer_norm_backward(dy, x, w, b, m, v, ctx.BLOCK_SIZE, ctx.num_warps)
+        return dx, None, dw, db, None
+
+
+layer_norm = LayerNorm.apply
+
+
+def test_the_tutorials_autograd_wrapper_matches_torchs_layer_norm_backward(ctx):
+    # the tutorial's test_layer_norm: y and the three gradients against F.layer_norm's
+    M, N, dtype, eps = 151, 256, torch.float32, 1e-5
+    x, weight, bias, dy = _inputs(M, N, dtype)
+    weight.requires_grad_(True)
+    bias.requires_grad_(True)
+    x.requires_grad_(True)
+    w_shape = (N,)
+    y_tri = layer_norm(x, w_shape, weight, bias, eps)
+    assert y_tri.grad_fn.name() == "LayerNormBackward"
+    y_ref = torch.nn.functional.layer_norm(x, w_shape, weight, bias, eps).to(dtype)
+    y_tri.backward(dy, retain_graph=True)
+    dx_tri, dw_tri, db_tri = [_.grad.clone() for _ in [x, weight, bias]]
+    x.grad, weight.grad, bias.grad = None, None, None
+    y_ref.backward(dy, retain_graph=True)
+    dx_ref, dw_ref, db_ref = [_.grad.clone() for _ in [x, weight, bias]]
+    assert torch.allclose(y_tri, y_ref, atol=1e-2, rtol=0)
+    assert torch.allclose(dx_tri, dx_ref, atol=1e-2, rtol=0)
+    assert torch.allclose(db_tri, db_ref, atol=1e-2, rtol=0)
+    assert torch.allclose(dw_tri, dw_ref, atol=1e-2, rtol=0)
+    _, _, _, dx, dw, db = _reference(x.detach(), weight.detach(), bias.detach(), dy, eps)
+    np.testing.assert_allclose(dx_tri.numpy(), dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dw_tri.numpy(), dw, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(db_tri.numpy(), db, rtol=1e-4, atol=1e-4)
