@@ -143,10 +143,12 @@ def _run(
                     for nr, g in enumerate(slots):
                         if (id(node), nr) in capture:
                             capture[id(node), nr] = g
-                    if isinstance(node, AccumulateGrad) or (
-                        stop_at_capture and id(node) in targets
+                    if (
+                        isinstance(node, AccumulateGrad)
+                        or (stop_at_capture and id(node) in targets)
+                        or not any(c in needed for c, _ in node.next_functions)
                     ):
-                        continue
+                        continue  # (nothing below it is asked for: it need not run)
                 if isinstance(node, AccumulateGrad):
                     g = slots[0]
                     key = id(g.storage_device_tensor)
