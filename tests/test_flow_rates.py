@@ -93,8 +93,9 @@ def test_incremental_rates_match_a_full_solution(seed: int, arrays: bool) -> Non
     run_random_workload(seed, arrays)
 
 
+# Seed 23, the regression, runs by default in both ways; seed 17 with -m slow.
 @pytest.mark.parametrize("arrays", [False, True], ids=["loops", "arrays"])
-@pytest.mark.parametrize("seed", [17, 23])
+@pytest.mark.parametrize("seed", [pytest.param(17, marks=pytest.mark.slow), 23])
 def test_incremental_rates_match_on_crowded_links(seed: int, arrays: bool) -> None:
     """Hundreds of flows over up to five of thirty links.  Seed 23 caught a
     flow remembering the link it was frozen at as its bottleneck while a faster

@@ -68,8 +68,19 @@ def _check_failed(record: dict, expected: dict) -> None:
             assert record[key] == value, (key, record[key])
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
-@pytest.mark.parametrize("case", list(CASES))
+# Every case with -j 2; -j 1 (the same loop, one child at a time) with one case by
+# default and with the others under -m slow.
+@pytest.mark.parametrize(
+    ("case", "jobs"),
+    [
+        param
+        for case in CASES
+        for param in (
+            (case, 1) if case == "os._exit(137)" else pytest.param(case, 1, marks=pytest.mark.slow),
+            (case, 2),
+        )
+    ],
+)
 def test_a_point_that_exits_or_dies_is_recorded_and_the_others_finish(
     tmp_path: Path, case: str, jobs: int
 ) -> None:

@@ -97,7 +97,8 @@ def _kill_rounds(tmp_path: Path, rounds: int, seed: int) -> None:
 
 
 def test_sigkill_at_random_moments_leaves_no_process_and_whole_files(tmp_path: Path) -> None:
-    _kill_rounds(tmp_path, rounds=10, seed=14)  # 100 rounds with -m slow
+    # Four rounds, two of them after the driver began to run points; 100 with -m slow.
+    _kill_rounds(tmp_path, rounds=4, seed=14)
 
 
 @pytest.mark.slow
@@ -118,7 +119,8 @@ def test_sigterm_leaves_no_process_behind(tmp_path: Path, jobs: int) -> None:
     assert 1 <= _assert_whole_point_files(out) < len(MODES)
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+# -j 1 and -j 2 share the driver's loop; -j 2 (two points cut at once) runs by default.
+@pytest.mark.parametrize("jobs", [pytest.param(1, marks=pytest.mark.slow), 2])
 def test_ctrl_c_exits_130_without_a_traceback_and_keeps_what_finished(
     tmp_path: Path, jobs: int
 ) -> None:
