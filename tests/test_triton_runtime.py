@@ -303,7 +303,7 @@ def test_tl_range_and_static_range():
         ("argmin", r"tl.min\(x, axis, return_indices=True\)"),
         ("gather", "not in KernBench's kernel language"),
         ("histogram", "not in KernBench's kernel language"),
-        ("make_block_ptr", "pointer arithmetic"),
+        ("make_tensor_descriptor", "tl.make_block_ptr"),
     ],
 )
 def test_missing_language_names_say_what_to_use_instead(name, says):

@@ -81,6 +81,7 @@ from kernbench.kernels.atomics import (
     check_memory_order,
     note_spin,
 )
+from kernbench.kernels.block_pointers import BlockPointer, advance, make_block_ptr
 from kernbench.kernels.dtypes import (
     bfloat16,
     bitcast_values,
@@ -131,6 +132,7 @@ __all__ = [
     "PropagateNan",
     "ProgramState",
     "abs",
+    "advance",
     "arange",
     "associative_scan",
     "atomic_add",
@@ -172,6 +174,7 @@ __all__ = [
     "load",
     "log",
     "log2",
+    "make_block_ptr",
     "max",
     "max_contiguous",
     "maximum",
@@ -666,8 +669,8 @@ def _check_bounds(active: np.ndarray, buffer: Any, what: str, issued: int) -> No
     raise KernelError(
         f"{where_am_i()}: tl.{what} of buffer {buffer.name!r} ({buffer.memory}, "
         f"{numel} elements) at element offset {int(bad[0])} is out of bounds [0, {numel}) "
-        f"({bad.size} of {issued} lanes out of bounds); pass a mask (e.g. mask=offsets < n) "
-        "so those lanes are not touched"
+        f"({bad.size} of {issued} lanes out of bounds); pass a mask (e.g. mask=offsets < n), "
+        "or boundary_check=(dims...) for a block pointer, so those lanes are not touched"
     )
 
 
@@ -690,9 +693,15 @@ def load(
     """Load the elements ``pointer`` points at; masked-off lanes get ``other`` (or 0),
     converted to the element type (bf16 rounded).
 
-    ``boundary_check`` and ``padding_option`` (block pointers) and the cache hints
+    Through a block pointer (:mod:`~kernbench.kernels.block_pointers`) the elements
+    outside the tensor along the dims of ``boundary_check`` get ``padding_option``'s
+    value; it costs what the equivalent masked pointer load costs.  The cache hints
     are accepted for compatibility and ignored.
     """
+    if isinstance(pointer, BlockPointer):
+        offsets, mask = pointer.access("load", boundary_check, mask, other)
+        other = pointer.padding(padding_option)
+        pointer = Pointer(pointer.buffer, offsets)
     offsets, lanes = _masked(pointer, mask, "load")
     buffer = pointer.buffer
     np_dtype = np.dtype(buffer.dtype)
@@ -720,7 +729,12 @@ def store(
     cache_modifier: str = "",
     eviction_policy: str = "",
 ) -> None:
-    """Store ``value`` (broadcast to the pointer shape) where ``mask`` is true."""
+    """Store ``value`` (broadcast to the pointer shape) where ``mask`` is true; through a
+    block pointer, where the tile is inside the tensor along the dims of ``boundary_check``."""
+    if isinstance(pointer, BlockPointer):
+        pointer.check_value(value)
+        offsets, mask = pointer.access("store", boundary_check, mask)
+        pointer = Pointer(pointer.buffer, offsets)
     offsets, lanes = _masked(pointer, mask, "store")
     buffer = pointer.buffer
     values = np.asarray(_values(value))

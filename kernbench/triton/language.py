@@ -113,10 +113,8 @@ _HINTS = {
     "argmin": "tl.min(x, axis, return_indices=True), which returns (values, indices)",
     **dict.fromkeys(("histogram", "reduce", "gather", "flip"), _NOT_IN_LANGUAGE),
     "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
-    **dict.fromkeys(
-        ("make_block_ptr", "advance", "make_tensor_descriptor"),
-        "pointer arithmetic (ptr + offsets) with masks, as the tutorials before block pointers",
-    ),
+    "make_tensor_descriptor": "tl.make_block_ptr (block pointers), or pointer arithmetic "
+    "(ptr + offsets) with masks",
     **dict.fromkeys(
         ("device_print", "static_print"),
         "print() runs as Python in the interpreter (tl.static_assert, tl.device_assert exist)",
