@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from run_modes import assert_same_values, in_every_mode, simulated_ps
 
 import kernbench.torch as torch
 import kernbench.triton as triton
@@ -168,6 +169,27 @@ def test_a_blocked_matmul_that_advances_its_block_pointers(ctx):
     expected = a.numpy().astype(np.float32) @ b.numpy().astype(np.float32)
     np.testing.assert_allclose(c.numpy().astype(np.float32), expected, rtol=1e-2, atol=1e-2)
     triton.testing.assert_close(c, torch.matmul(a, b), atol=1e-2, rtol=1e-2)
+
+
+def test_the_matmul_in_timing_only_mode_and_on_the_fast_backend():
+    def run(context):
+        torch.manual_seed(0)
+        M, N, K = 40, 24, 50
+        a = torch.randn((M, K), dtype=torch.float16)
+        b = torch.randn((K, N), dtype=torch.float16)
+        c = torch.empty((M, N), dtype=torch.float16)
+        strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        elapsed = simulated_ps(
+            context,
+            lambda: matmul_kernel[(3, 2)](
+                a, b, c, M, N, K, *strides, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16
+            ),
+        )
+        return elapsed, [c]
+
+    times, (detailed, fast) = in_every_mode(run)
+    assert times[0] == times[1] > 0  # timing-only mode walks the same tiles
+    assert_same_values(detailed, fast)
 
 
 def test_costs_equal_the_masked_pointer_tensor_form(ctx):

@@ -10,7 +10,9 @@ charge time for it later.
 What is counted (one record per call, see ``ProgramRecorder``):
 
 * ``tl.load`` / ``tl.store``: one instruction each; lanes issued, lanes active
-  (mask true) and ``active lanes * buffer itemsize`` bytes.
+  (mask true) and ``active lanes * buffer itemsize`` bytes.  Through a block pointer
+  (``tl.make_block_ptr``; :mod:`~kernbench.kernels.block_pointers`) the same, with the
+  elements in bounds along the ``boundary_check`` dims as the active lanes.
 * ``tl.atomic_add`` and the other atomics (``atomic_cas``, ``atomic_xchg``,
   ``atomic_max``/``min``, ``atomic_and``/``or``/``xor``; :mod:`~kernbench.kernels.atomics`):
   a load and a store of the lanes' elements, and one op a lane.
