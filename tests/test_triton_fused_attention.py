@@ -1,17 +1,19 @@
 """Triton's fused-attention tutorial (06-fused-attention.py), forward and backward.
 
 The kernels and the ``_attention`` autograd wrapper are the tutorial's block-pointer
-version (the ``STAGE`` forward of the release/3.x tutorials: ``tl.make_block_ptr`` and
-``tl.advance`` for Q, K, V and the output; plain pointers in the backward),
-transcribed with only the imports changed.  Dropped, being hardware-specific: the
-TMA-descriptor kernel and its helper, the FP8 branches (``tl.float8e5`` for V, which
+path, as python/tutorials/06-fused-attention.py has it at triton-lang/triton commit
+dc6ee3ed2cf9 (the ``STAGE`` forward: ``tl.make_block_ptr`` and ``tl.advance`` for Q,
+K, V and the output; plain pointers in the backward), transcribed with only the
+imports changed.  Dropped, being hardware-specific: the TMA-descriptor kernel, its
+helper class and the ``USE_TMA`` argument, the FP8 branches (``tl.float8e5`` for V, which
 only picked V's block order and the type ``p`` is converted to; here ``p`` is always
 converted to float16 and V's order is (1, 0)) and the AMD-only ``waves_per_eu``
 arguments and ``is_hip`` tuning configs.
 
 The tutorial's ``test_op`` is run as written at a smaller size (Z=1, H=2, N_CTX=128,
 HEAD_DIM=64): ``out``, ``dq``, ``dk`` and ``dv`` against its reference (the torch math
-attention and its ``backward``) with its tolerances, and against NumPy.  The
+attention and its ``backward``; its causal mask is set with ``masked_fill`` instead of
+in place, which kernbench's autograd refuses) with its tolerances, and against NumPy.  The
 tutorial's backward kernel handles causal attention only (its ``test_op`` and its
 benchmark run the backward with ``causal=True`` only), so the non-causal case checks
 the forward.
