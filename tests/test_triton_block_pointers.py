@@ -119,6 +119,25 @@ def test_an_unchecked_access_outside_the_buffer_raises_as_a_pointer_does(ctx):
 
 
 @triton.jit
+def copy_half(A, B, N, BLOCK: tl.constexpr, PAD: tl.constexpr):
+    # A is read as an (N // 2,) tensor, B written as an (N,) one: B's upper half gets
+    # the padding of the loads past A's end
+    start = tl.program_id(0) * BLOCK
+    a_ptr = tl.make_block_ptr(A, (N // 2,), (1,), (start,), (BLOCK,), (0,))
+    b_ptr = tl.make_block_ptr(B, (N,), (1,), (start,), (BLOCK,), (0,))
+    tl.store(b_ptr, tl.load(a_ptr, boundary_check=(0,), padding_option=PAD), boundary_check=(0,))
+
+
+@pytest.mark.parametrize(("pad", "fill"), [("zero", 0.0), ("nan", np.nan)])
+def test_a_one_dim_copy_pads_past_the_source(ctx, pad, fill):
+    a = torch.randn(100)
+    b = torch.full((100,), -1.0)
+    copy_half[(4,)](a, b, 100, BLOCK=32, PAD=pad)
+    expected = np.concatenate([a.numpy()[:50], np.full(50, fill, dtype=np.float32)])
+    np.testing.assert_array_equal(b.numpy(), expected)
+
+
+@triton.jit
 def transpose_kernel(X, Out, M, N, stride_m, stride_n, BM: tl.constexpr, BN: tl.constexpr):
     # the transpose of X (M, N) is an (N, M) tensor with strides (stride_n, stride_m)
     xt_ptr = tl.make_block_ptr(X, (N, M), (stride_n, stride_m), (0, 0), (BN, BM), (0, 1))
@@ -249,14 +268,18 @@ def misuse(X, Y, WHAT: tl.constexpr):
     [
         ("mask", r"tl.load through a block pointer takes no mask="),
         ("other", r"tl.load through a block pointer takes no other="),
-        ("store mask", r"tl.store through a block pointer takes no mask="),
+        (
+            "store mask",
+            r"tl.store through a block pointer takes no mask=.* use "
+            r"boundary_check=\(dims\.\.\.\) for the tile's edges",
+        ),
         ("padding", r"padding_option must be one of '', 'zero', 'nan', got 'inf'"),
         ("nan int", r"padding_option='nan' needs a floating-point tensor.*int32"),
         (
             "check dims",
             r"boundary_check=\(0, 2\) must name distinct dims of the 2-d block "
             r"pointer, each in 0..1",
-        ),  # fmt: skip
+        ),
         ("ranks", r"block_shape has 2 dims, but offsets has 1"),
         ("order", r"order=\(1, 1\) must be a permutation of \(0, 1\)"),
         ("block shape", r"block_shape \(8, 6\) must be powers of two"),

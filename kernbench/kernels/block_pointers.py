@@ -118,8 +118,8 @@ class BlockPointer:
             given = "mask" if mask is not None else "other"
             raise KernelError(
                 f"{where_am_i()}: tl.{what} through a block pointer takes no {given}= (as in "
-                f"Triton); use boundary_check=(dims...) and "
-                f"{'padding_option=' if what == 'load' else 'no mask'} for the tile's edges"
+                f"Triton); use boundary_check=(dims...)"
+                f"{' and padding_option=' if what == 'load' else ''} for the tile's edges"
             )
         checked = self._checked_dims(boundary_check, what)
         index = [
