@@ -142,10 +142,10 @@ def test_a_cluster_that_does_not_fit_names_the_key(change, key, fragment):
         for part in parents:
             node = node[part]
         node[last] = value
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine must not fail it
     with pytest.raises(ConfigError) as info:
         validate_topology(document)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert info.value.key_path == key
     assert fragment in str(info.value)
 

@@ -565,10 +565,11 @@ def test_duplicate_key_is_rejected(tmp_path):
 
 
 def _time_validate(document) -> ConfigError:
-    start = time.perf_counter()
+    # CPU time, not wall time: other processes loading the machine must not fail it
+    start = time.process_time()
     with pytest.raises(ConfigError) as info:
         validate_topology(document)
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     return info.value
 
 
