@@ -73,7 +73,11 @@ class _Layout:
         self.block_shape = next(iter(blocks.values()))[0].shard.shape if blocks else ()
         # One block covering the tensor (copies of it aside): a flat index is its own
         # index in the block, and loads and stores need no sorting by block.
-        self.single = len(self.replicas) == 1 and tuple(self.block_shape) == tuple(self.shape)
+        self.single = (
+            len(self.replicas) == 1
+            and bool(self.replicas[0])
+            and tuple(self.block_shape) == tuple(self.shape)
+        )
 
     def locate(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(block id, flat index inside the block's shard) of global flat indices."""
@@ -124,7 +128,7 @@ class DeviceBuffer:
         return view
 
     def load(self, indices: np.ndarray) -> np.ndarray:
-        if self._layout.single:
+        if self._layout.single and indices.size:
             placement = self._nearest[0]
             self._traffic.loads[placement.memory_node] += indices.size * self._itemsize
             out = np.zeros(indices.shape, dtype=self.dtype)
@@ -144,7 +148,7 @@ class DeviceBuffer:
 
     def store(self, indices: np.ndarray, values: np.ndarray) -> None:
         values = np.broadcast_to(np.asarray(values), indices.shape)
-        if self._layout.single:
+        if self._layout.single and indices.size:
             flat = indices.reshape(-1)
             stored = None
             if self._store is not None:
