@@ -22,10 +22,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TensorGradSlots",
+    "bump_version",
+    "graph_owner",
     "leaf_grad_hooks",
     "post_accumulate_grad_hooks",
     "register_engine",
     "set_history",
+    "storage_version",
 ]
 
 _ENGINE: list[Callable[..., None]] = []
@@ -43,6 +46,30 @@ def leaf_grad_hooks(tensor: Any) -> list[Callable[[Any], Any]]:
     return list(hooks.values()) if hooks else []
 
 
+# torch's version counter, per storage (views share it): bumped by every in-place op, so
+# a node can tell that a tensor it saved was changed before its backward ran.
+_VERSIONS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+# The first tensor recorded on a storage (the base its views were made from).
+_OWNERS: weakref.WeakKeyDictionary[Any, weakref.ref] = weakref.WeakKeyDictionary()
+
+
+def storage_version(tensor: Any) -> int:
+    """How many in-place ops have written ``tensor``'s storage."""
+    return _VERSIONS.get(tensor.storage_device_tensor, 0)
+
+
+def bump_version(tensor: Any) -> None:
+    """Count an in-place write of ``tensor``'s storage."""
+    storage = tensor.storage_device_tensor
+    _VERSIONS[storage] = _VERSIONS.get(storage, 0) + 1
+
+
+def graph_owner(tensor: Any) -> Any:
+    """The live tensor first recorded in the graph on ``tensor``'s storage, or None."""
+    ref = _OWNERS.get(tensor.storage_device_tensor)
+    return None if ref is None else ref()
+
+
 def register_engine(run_backward: Callable[..., None]) -> None:
     """Install what ``Tensor.backward`` runs (:mod:`kernbench.torch.autograd` does, once)."""
     _ENGINE[:] = [run_backward]
@@ -54,6 +81,10 @@ def set_history(tensor: Tensor, node: Any, output_nr: int = 0) -> None:
     tensor._grad_fn = node  # noqa: SLF001 - the slot this module keeps for the tensor
     tensor._requires_grad = True  # noqa: SLF001
     tensor._output_nr = output_nr  # noqa: SLF001
+    storage = tensor.storage_device_tensor
+    owner = _OWNERS.get(storage)
+    if owner is None or owner() is None:
+        _OWNERS[storage] = weakref.ref(tensor)
 
 
 class TensorGradSlots:
@@ -91,6 +122,11 @@ class TensorGradSlots:
         """Accumulate the gradient of this tensor into the leaves' ``.grad`` (see
         :func:`kernbench.torch.autograd.backward`)."""
         _ENGINE[0](self, gradient, retain_graph, create_graph, inputs)
+
+    @property
+    def _version(self: Tensor) -> int:
+        """torch's version counter: in-place writes to this tensor's storage so far."""
+        return storage_version(self)
 
     @property
     def output_nr(self: Tensor) -> int:

@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
-from kernbench.torch.autograd.graph import FREED, Node, pack_saved, saved, unpack_saved
+from kernbench.torch.autograd.graph import (
+    FREED,
+    Node,
+    check_versions,
+    pack_saved,
+    saved,
+    saved_versions,
+    unpack_saved,
+)
 from kernbench.torch.grad_slots import set_history
 
 if TYPE_CHECKING:
@@ -98,6 +106,7 @@ class BackwardCFunction(Node, FunctionCtx):
             return tuple(self.to_save or ())
         if self._saved is None:
             raise TensorError(FREED)
+        check_versions(self.name(), self._saved, self._versions)
         return unpack_saved(self._saved)
 
     def apply(self, *grads: Any) -> tuple[Any, ...]:
@@ -113,6 +122,7 @@ class BackwardCFunction(Node, FunctionCtx):
             self, f"{self._forward_cls.__name__}Backward", inputs, _unused, num_outputs=len(outputs)
         )
         self._saved = pack_saved(saved_tensors)
+        self._versions = saved_versions(self._saved)
         self._saves = True
         self._input_shapes = tuple(tuple(t.shape) if _is_tensor(t) else None for t in inputs)
         self._outputs = tuple(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.distributed.scheduler import current_rank
 from kernbench.errors import TensorError
-from kernbench.torch.grad_slots import set_history
+from kernbench.torch.grad_slots import set_history, storage_version
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -39,6 +39,8 @@ __all__ = [
     "save_on_cpu",
     "saved",
     "saved_tensors_hooks",
+    "saved_versions",
+    "check_versions",
     "sequence_mark",
     "unpack_saved",
 ]
@@ -76,6 +78,7 @@ class Node:
         )
         self._backward = backward
         self._saved: tuple[Any, ...] | None = pack_saved(saved_tensors)
+        self._versions = saved_versions(self._saved)
         self._saves = bool(saved_tensors)
         self.sequence_nr = next(_SEQUENCE)
         # Hooks registered on the tensors this node made (``register_hook``, ``retain_grad``),
@@ -94,7 +97,19 @@ class Node:
         (one per output; the engine runs a node once at least one has arrived)."""
         if self._saved is None:
             raise TensorError(FREED)
+        check_versions(self.name(), self._saved, self._versions)
         return self._backward(*grads, *unpack_saved(self._saved))
+
+    def unalias_saved(self, storage: Any, copy: Callable[[Any], Any]) -> None:
+        """Replace the saved tensors over ``storage`` by ``copy(tensor)`` (an in-place op
+        is about to overwrite it, and this node needs the values as they are)."""
+        if not self._saved:
+            return
+        self._saved = tuple(
+            copy(t) if getattr(t, "storage_device_tensor", None) is storage else t
+            for t in self._saved
+        )
+        self._versions = saved_versions(self._saved)
 
     def release(self) -> None:
         """Drop the saved tensors (after a backward without ``retain_graph``)."""
@@ -176,6 +191,32 @@ def record(outputs: Any, node: Node) -> Any:
         if hasattr(out, "grad_fn") and out.dtype.is_floating_point:
             set_history(out, node)
     return outputs
+
+
+# -- version checks ----------------------------------------------------------------------
+
+
+def saved_versions(kept: Sequence[Any] | None) -> tuple[int | None, ...]:
+    """The version of each saved tensor's storage now (None for what is not a tensor)."""
+    return tuple(
+        storage_version(t) if hasattr(t, "storage_device_tensor") else None for t in kept or ()
+    )
+
+
+def check_versions(name: str, kept: Sequence[Any], versions: Sequence[int | None]) -> None:
+    """torch's error when a tensor a node saved was changed in place since."""
+    for t, then in zip(kept, versions, strict=True):
+        if then is None:
+            continue
+        now = storage_version(t)
+        if now != then:
+            raise TensorError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [{t.dtype} {list(t.shape)}], saved by {name}, is at "
+                f"version {now}; expected version {then} instead. Hint: the tensor was "
+                "changed in place after the op that saved it; use the out-of-place form, or "
+                "clone() it before changing it"
+            )
 
 
 # -- saved tensor hooks ------------------------------------------------------------------

@@ -8,8 +8,9 @@ recording is on.  Then the wrapper
 * runs the op's rule (:data:`~kernbench.torch.autograd.formulas.RULES`,
   :data:`~kernbench.torch.autograd.nn_formulas.NN_RULES`): the forward with recording
   off, and one node with its backward formula;
-* refuses an in-place op (a method ending in ``_``, ``+=``, ``[...] =``, ``inplace=True``)
-  with torch's error for a leaf and a clear one otherwise;
+* records an in-place op (a method ending in ``_``, ``+=``, ``[...] =``, ``inplace=True``)
+  as its out-of-place form written back (:mod:`~kernbench.torch.autograd.in_place`),
+  with torch's error for a leaf; every in-place call bumps its tensor's version;
 * for any other op, runs it with recording off and gives its floating results an
   :class:`~kernbench.torch.autograd.graph.UnsupportedBackward` node, so a backward that
   reaches it raises naming the op instead of dropping that path's gradient.
@@ -39,14 +40,15 @@ from kernbench.torch.autograd.conv_formulas import CONV_NN_RULES
 from kernbench.torch.autograd.formulas import FUNCTION_RULES, RULES, Unsupported, untracked
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import UnsupportedBackward
-from kernbench.torch.autograd.nn_formulas import NN_RULES, in_place_error
+from kernbench.torch.autograd.in_place import record_in_place, record_in_place_function
+from kernbench.torch.autograd.nn_formulas import NN_RULES
 from kernbench.torch.autograd.pointwise_formulas import (
     POINTWISE_FUNCTION_RULES,
     POINTWISE_LINALG_RULES,
     POINTWISE_NN_RULES,
     POINTWISE_RULES,
 )
-from kernbench.torch.grad_slots import set_history
+from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
 from kernbench.torch.nn import utils as nn_utils
@@ -120,8 +122,9 @@ def _inplace_flag(fn: Callable, args: tuple, kwargs: dict) -> bool:
 
 
 def _unsupported(fn: Callable, op: str, inputs: list[Tensor], args: tuple, kwargs: dict) -> Any:
-    if _inplace_flag(fn, args, kwargs):
-        raise in_place_error(f"torch.{op}(inplace=True)", inputs[0])
+    if _inplace_flag(fn, args, kwargs):  # the recorded out-of-place call, written back
+        recording = _WRAPPED.get(id(fn), (fn, fn))[1]
+        return record_in_place_function(recording, f"torch.{op}", args, kwargs)
     out = untracked(fn, *args, **kwargs)
     outs = out if isinstance(out, tuple | list) else (out,)
     for item in outs:
@@ -173,13 +176,17 @@ def _wrap_in_place(fn: Callable, op: str) -> Callable:
 
 
 def _in_place_wrapper(fn: Callable, op: str) -> Callable:
+    name = op.rpartition(".")[2]
+
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
-        inputs = _grad_tensors(args, kwargs)
-        if inputs and is_grad_enabled():
-            target = args[0] if args and isinstance(args[0], Tensor) else None
-            raise in_place_error(op, target if target in inputs else None)
-        return fn(*args, **kwargs)
+        target = args[0] if args and isinstance(args[0], Tensor) else None
+        if target is not None and is_grad_enabled() and _grad_tensors(args, kwargs):
+            return record_in_place(fn, name, op, args, kwargs)  # (bumps the version)
+        result = fn(*args, **kwargs)
+        if target is not None:
+            bump_version(target)
+        return result
 
     return call
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
 from kernbench.torch.autograd.formulas import Unsupported, recorded, sum_to, untracked
 from kernbench.torch.logic import where
 from kernbench.torch.nn import functional as F
@@ -27,21 +26,7 @@ from kernbench.torch.sampling import keep_mask
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["NN_RULES", "in_place_error"]
-
-
-def in_place_error(name: str, tensor: Any) -> TensorError:
-    """torch's error for an in-place ``name`` on ``tensor``, which requires grad."""
-    if tensor is not None and tensor.is_leaf and tensor.requires_grad:
-        return TensorError(
-            "a leaf Variable that requires grad is being used in an in-place operation."
-        )
-    return TensorError(
-        f"{name}: in-place operations on tensors that are part of the autograd graph (or that "
-        "write a tensor requiring grad into another) are not supported by kernbench.torch's "
-        "autograd (v1); use the out-of-place form (x = x.op(...) instead of x.op_(...), "
-        "inplace=False)"
-    )
+__all__ = ["NN_RULES"]
 
 
 def _linear(fn: Callable, input: Tensor, weight: Tensor, bias: Any = None) -> Any:  # noqa: A002
@@ -88,7 +73,7 @@ def _gelu(fn: Callable, input: Tensor, approximate: str = "none") -> Any:  # noq
 
 def _silu(fn: Callable, input: Tensor, inplace: bool = False) -> Any:  # noqa: A002
     if inplace:
-        raise in_place_error("silu", input)
+        raise Unsupported  # recorded as the out-of-place call written back (in_place.py)
     out = untracked(fn, input)
 
     def backward(g: Tensor, x: Tensor) -> Sequence[Any]:
@@ -246,7 +231,7 @@ def _dropout(
     inplace: bool = False,
 ) -> Any:
     if inplace is True:
-        raise in_place_error("dropout", input)
+        raise Unsupported  # recorded as the out-of-place call written back (in_place.py)
     regular = isinstance(p, numbers.Real) and not isinstance(p, bool) and 0 < p < 1
     if not (regular and training is True and input.numel() and input.dtype.is_floating_point):
         out = untracked(fn, input, p, training, inplace)  # identity, times zero, or its error

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from kernbench.torch.autograd.formulas import Unsupported, recorded, sum_to, untracked
-from kernbench.torch.autograd.nn_formulas import in_place_error
 from kernbench.torch.factories import cat
 
 if TYPE_CHECKING:
@@ -446,7 +445,7 @@ def _with_mean(spread: str) -> Callable[..., Any]:
 # -- torch.nn.functional activations ---------------------------------------------------------
 def _no_inplace(name: str, input: Any, inplace: Any) -> None:  # noqa: A002
     if inplace is True:
-        raise in_place_error(name, input)
+        raise Unsupported  # recorded as the out-of-place call written back (in_place.py)
 
 
 def _activation(
