@@ -47,5 +47,6 @@ def test_a_traceback_is_detected(monkeypatch):
     def boom(argv):
         raise TypeError("internal")
 
+    fuzzing.real_artifacts()  # made with the real CLI first, whatever ran on this worker
     monkeypatch.setattr(kernbench.cli, "main", boom)
     assert fuzzing.run_case(0).verdict == "traceback"
