@@ -215,7 +215,6 @@ def _state_round_trip(rank, world):
     for call in (
         lambda: FSDP(Net(), use_orig_params=True),
         lambda: FSDP(Net(), sharding_strategy=ShardingStrategy.HYBRID_SHARD),
-        lambda: model.no_sync(),
         lambda: FSDP.state_dict_type(model, StateDictType.SHARDED_STATE_DICT).__enter__(),
         lambda: other.load_state_dict({"head.bias": torch.ones(3)}),
     ):
@@ -239,10 +238,9 @@ def test_full_state_dict_round_trip_summon_full_params_and_refusals():
         assert shape == (2 * WIDTH, WIDTH) and bias.tolist() == [0.0] * 3
         assert "use_orig_params=True) is not supported" in errors[0]
         assert "HYBRID_SHARD) is not supported" in errors[1]
-        assert "no_sync is not supported" in errors[2]
-        assert "only StateDictType.FULL_STATE_DICT is supported" in errors[3]
-        assert errors[4].startswith("Error(s) in loading state_dict for FullyShardedDataParallel")
-        assert 'Missing key(s) in state_dict: "blocks.0.up.weight"' in errors[4]
+        assert "only StateDictType.FULL_STATE_DICT is supported" in errors[2]
+        assert errors[3].startswith("Error(s) in loading state_dict for FullyShardedDataParallel")
+        assert 'Missing key(s) in state_dict: "blocks.0.up.weight"' in errors[3]
 
 
 def _mixed(rank, world):
@@ -319,3 +317,48 @@ def test_checkpointing_inside_a_unit_needs_its_parameters_kept():
             assert "Linear.weight belongs to an FSDP unit" in outcome
             assert "checkpoint whole units, or use ShardingStrategy.SHARD_GRAD_OP" in outcome
         assert "read it inside FullyShardedDataParallel.summon_full_params(model)" in outside
+
+
+def _accumulate(rank, world):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = FSDP(Net(), auto_wrap_policy=_policy())
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    x, y = _batch(0)
+    rows = [slice(2 * (2 * rank + m), 2 * (2 * rank + m) + 2) for m in range(2)]  # 2 micro-batches
+
+    def loss_of(r):
+        return ((model(torch.from_numpy(x[r])) - torch.from_numpy(y[r])) ** 2).mean()
+
+    with model.no_sync():
+        loss_of(rows[0]).backward()
+        kept = [p.grad for p in model.parameters()]
+    loss_of(rows[1]).backward()
+    opt.step()
+    state = {k: v.numpy().copy() for k, v in model.state_dict().items()}
+    dist.destroy_process_group()
+    return kept, state
+
+
+def test_no_sync_accumulates_unsharded_and_reduces_once():
+    result = kernbench.simulate(_accumulate, topology="multi_sip", world_size=2, rank_args=True)
+    from kernbench.runtime import RuntimeContext, use_context
+
+    with use_context(RuntimeContext("tiny")):
+        torch.manual_seed(0)
+        plain = Net()
+        x, y = _batch(0)
+        total = 0.0
+        for m in range(4):  # every rank's micro-batches, averaged over the 2 ranks
+            r = slice(2 * m, 2 * m + 2)
+            total = total + ((plain(torch.from_numpy(x[r])) - torch.from_numpy(y[r])) ** 2).mean()
+        (total / 2).backward()
+        optim.SGD(plain.parameters(), lr=0.1).step()
+        want = {k: v.numpy().copy() for k, v in plain.state_dict().items()}
+    for rank in range(2):
+        kept, state = result.returns[rank]
+        assert kept == [None, None, None]  # nothing reduced inside no_sync
+        for k in want:
+            np.testing.assert_allclose(state[k], want[k], rtol=1e-5, atol=1e-6, err_msg=k)
+    ops = [c["op"] for c in result.report["collectives"]]
+    assert ops.count("reduce_scatter") == 3  # one per unit, after no_sync

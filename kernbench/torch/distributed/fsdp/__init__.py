@@ -23,7 +23,7 @@ names (``FULL_STATE_DICT``, torch's default; ``rank0_only`` leaves the other ran
 empty one); ``load_state_dict`` shards what it is given; ``clip_grad_norm_`` takes the
 norm over all ranks' shards; ``summon_full_params`` gathers the parameters for use
 outside forward.  Refused, naming the call: ``use_orig_params=True``, CPU offload,
-hybrid sharding, ``no_sync``, sharded and local state dicts, the optimizer state-dict
+hybrid sharding, sharded and local state dicts, the optimizer state-dict
 helpers.
 """
 
@@ -174,6 +174,8 @@ class _FlatHandle:
         self.chunk = self.padded // self.world
         self.full: Tensor | None = None
         self.config = (StateDictType.FULL_STATE_DICT, FullStateDictConfig())
+        self.sync = True  # False inside no_sync: gradients accumulate unsharded
+        self.pending: Tensor | None = None
         self.flat_param: Parameter | None = None
         if not unique:
             return
@@ -230,13 +232,21 @@ class _FlatHandle:
                 self.gather(self.flat_param.detach())
         return self.full
 
-    def reduce_gradients(self, grads: tuple[Tensor, ...]) -> Tensor:
+    def reduce_gradients(self, grads: tuple[Tensor, ...]) -> Tensor | None:
         """The views' gradients joined, averaged over the ranks, this rank's chunk; the
-        gathered parameters are freed."""
+        gathered parameters are freed.  Inside ``no_sync`` the joined gradient is kept,
+        unsharded, and added to the next synchronised one (torch's accumulation)."""
         parts = [g.reshape(-1) for g in grads]
         if self.padded > self.total:
             parts.append(zeros(self.padded - self.total, dtype=parts[0].dtype))
         flat = cat(parts)
+        if self.pending is not None:
+            flat = flat + self.pending.to(flat.dtype)
+            self.pending = None
+        if not self.sync:
+            self.pending = flat
+            self.release()
+            return None
         mp = self.mixed_precision
         if mp is not None and mp.reduce_dtype is not None and flat.dtype is not mp.reduce_dtype:
             flat = flat.to(mp.reduce_dtype)
@@ -455,12 +465,19 @@ class FullyShardedDataParallel(Module):
                 g.mul_(coef.to(g.dtype))
         return total
 
-    def no_sync(self) -> Any:
-        raise DistributedError(
-            "FullyShardedDataParallel.no_sync is not supported by kernbench.torch's FSDP: "
-            "accumulate the loss over micro-batches and call backward once, or reduce every "
-            "micro-batch"
-        )
+    @contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Backwards inside it keep each unit's gradient unsharded on the rank (no
+        reduce-scatter; the memory of a full gradient per unit); the first backward after
+        it adds them in and reduces, as torch's.  Call it on the root unit."""
+        handles = _handles(self)
+        for h in handles:
+            h.sync = False
+        try:
+            yield
+        finally:
+            for h in handles:
+                h.sync = True
 
     @staticmethod
     @contextmanager
