@@ -22,7 +22,8 @@ precision.  ``state_dict()`` gives the full, unflattened state dict under the or
 names (``FULL_STATE_DICT``, torch's default; ``rank0_only`` leaves the other ranks an
 empty one); ``load_state_dict`` shards what it is given; ``clip_grad_norm_`` takes the
 norm over all ranks' shards; ``summon_full_params`` gathers the parameters for use
-outside forward.  Refused, naming the call: ``use_orig_params=True``, CPU offload,
+outside forward; ``no_sync`` accumulates unsharded gradients until the next synchronised
+backward.  Refused, naming the call: ``use_orig_params=True``, CPU offload,
 hybrid sharding, sharded and local state dicts, the optimizer state-dict
 helpers.
 """
