@@ -340,3 +340,25 @@ def test_ddp_unused_parameters_as_torchs_reducer():
     for rank in range(2):
         grads, error = result.returns[rank]
         assert grads["a.bias"].tolist() == [1.0] and grads["b.bias"].tolist() == [1.0]
+
+
+def _coalesced(rank, world_size):
+    dist.init_process_group()
+    torch.manual_seed(rank)  # different on every rank: DDP broadcasts rank 0's
+    model = ToyModel()
+    DDP(model)
+    return _params(model)
+
+
+def test_ddp_broadcasts_parameters_coalesced_in_buckets(monkeypatch):
+    from kernbench.torch.distributed import data_parallel
+
+    # ToyModel's float32 tensors: net1.weight 400 B, net1.bias 40 B, net2.weight 200 B,
+    # net2.bias 20 B; at 256 B a bucket: [net1.weight] alone, [net1.bias, net2.weight],
+    # [net2.bias]
+    monkeypatch.setattr(data_parallel, "BROADCAST_BUCKET_BYTES", 256)
+    result = kernbench.simulate(_coalesced, topology="multi_sip", world_size=2, rank_args=True)
+    sizes = [c["bytes"] for c in result.report["collectives"] if c["op"] == "broadcast"]
+    assert sizes == [400, 240, 20]
+    for k, v in result.returns[0].items():
+        np.testing.assert_array_equal(result.returns[1][k], v, err_msg=k)

@@ -133,17 +133,14 @@ class DistributedDataParallel(Module):
         for p in params:
             p.register_post_accumulate_grad_hook(self._grad_ready)
         if init_sync:
-            with no_grad():
-                for t in [*module.parameters(), *module.buffers()]:
-                    broadcast(t, group=process_group, group_src=0)
+            states = [*module.parameters(), *(module.buffers() if broadcast_buffers else ())]
+            broadcast_coalesced(states, process_group)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         if self._unfinished and self.require_backward_grad_sync and is_grad_enabled():
             raise DistributedError(_unfinished_message(self._unfinished, self.process_group))
         if self.broadcast_buffers:
-            with no_grad():
-                for t in self.module.buffers():
-                    broadcast(t, group=self.process_group, group_src=0)
+            broadcast_coalesced(list(self.module.buffers()), self.process_group)
         if self.device_ids:  # as torch's: inputs move to the module's device first
             device = self.device_ids[0]
             inputs, kwargs = _to_device(inputs, device), _to_device(kwargs, device)
@@ -255,6 +252,37 @@ class DistributedDataParallel(Module):
 
 
 MIB = 1024 * 1024
+BROADCAST_BUCKET_BYTES = 250 * MIB  # torch's DDP broadcast_bucket_size
+
+
+def broadcast_coalesced(tensors: list[Tensor], group: Any) -> None:
+    """torch's ``_broadcast_coalesced`` from rank 0 of ``group``: the tensors, per dtype in
+    order of first appearance, in buckets of at most 250 MiB (a larger tensor alone),
+    each flattened into one tensor (``cat``), broadcast once and copied back on the other
+    ranks; one collective for a small model's parameters instead of one per tensor."""
+    by_dtype: dict[Any, list[list[Tensor]]] = {}
+    for t in tensors:
+        buckets = by_dtype.setdefault(t.dtype, [[]])
+        size = sum(x.numel() * x.element_size() for x in buckets[-1])
+        if buckets[-1] and size + t.numel() * t.element_size() > BROADCAST_BUCKET_BYTES:
+            buckets.append([])
+        buckets[-1].append(t)
+    root = get_rank(group) == 0
+    with no_grad():
+        for buckets in by_dtype.values():
+            for bucket in buckets:
+                if len(bucket) == 1:
+                    broadcast(bucket[0], group=group, group_src=0)
+                    continue
+                flat = cat([t.reshape(-1) for t in bucket])
+                broadcast(flat, group=group, group_src=0)
+                if root:
+                    continue
+                offset = 0
+                for t in bucket:
+                    n = t.numel()
+                    t.copy_(flat[offset : offset + n].view(t.shape))
+                    offset += n
 
 
 def bucket_assignment(tensors: list[Tensor], limits: list[int]) -> list[list[Tensor]]:
