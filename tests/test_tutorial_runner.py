@@ -373,8 +373,8 @@ def test_a_ddp_training_script_with_amp_data_loading_and_a_checkpoint_runs_as_wr
         echo=lines.append,
     )
     ops = [c["op"] for c in result.report["collectives"]]
-    # DDP's one (coalesced) broadcast of the 4 parameters, then one all_reduce per step: the model's 4
-    # gradients fit one bucket (2 epochs of 32 samples each per rank, batches of 8)
+    # DDP's one (coalesced) broadcast of the 4 parameters, then one all_reduce per step:
+    # the model's 4 gradients fit one bucket (2 epochs of 32 samples each per rank, batches of 8)
     assert ops.count("broadcast") == 1 and ops.count("all_reduce") == 2 * 4
     with use_context(RuntimeContext("tiny")):
         state = torch.load(checkpoint)
