@@ -28,6 +28,7 @@ from kernbench.torch.distributed import (
     fsdp,  # noqa: F401 - torch.distributed.fsdp (FullyShardedDataParallel)
     ipcq_install,  # noqa: F401 - registers install_ipcq
     optim,  # noqa: F401 - torch.distributed.optim (ZeroRedundancyOptimizer)
+    sync_batch_norm,  # noqa: F401 - registers torch.nn.SyncBatchNorm
 )
 from kernbench.torch.distributed.all_to_all import all_to_all, all_to_all_single
 from kernbench.torch.distributed.collectives import (

@@ -23,6 +23,7 @@ from kernbench.torch.shapes import int_sequence
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "BatchNormBase",
     "BatchNorm1d",
     "BatchNorm2d",
     "Dropout",
@@ -375,6 +376,9 @@ class _BatchNorm(Module):
             f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
             f"affine={self.affine}, track_running_stats={self.track_running_stats}"
         )
+
+
+BatchNormBase = _BatchNorm  # the base of every batch norm (SyncBatchNorm's too)
 
 
 class BatchNorm1d(_BatchNorm):
