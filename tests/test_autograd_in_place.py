@@ -174,5 +174,8 @@ def test_refusals_name_the_call(ctx):
     h = x * 2.0
     with pytest.raises(TensorError, match="__iadd__: an in-place op on a view of a tensor"):
         h[1:].__iadd__(1.0)
+    leaf_view = x.view(3)  # the whole of a leaf's memory, through a view
+    with pytest.raises(TensorError, match="relu_: an in-place op on a view of a tensor"):
+        leaf_view.relu_()
     with pytest.raises(TensorError, match="output with shape \\[3\\] doesn't match the broadcast"):
         h.add_(torch.ones(2, 3))

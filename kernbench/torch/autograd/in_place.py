@@ -42,13 +42,24 @@ _OPERATORS = {
 }
 
 
+# The nodes of ops whose result is a view of their input (reshape's copy included: an
+# in-place op on it is refused too, though it would be safe).
+_VIEW_NODES = {
+    "ViewBackward0", "UnsafeViewBackward0", "SliceBackward0", "SelectBackward0",
+    "TBackward0", "TransposeBackward0", "PermuteBackward0", "UnsqueezeBackward0",
+    "SqueezeBackward0", "ExpandBackward0", "SplitBackward0", "SplitWithSizesBackward0",
+    "UnbindBackward0", "AliasBackward0", "NarrowBackward0", "AsStridedBackward0",
+}  # fmt: skip
+
+
 def _refuse_views(target: Tensor, op: str) -> None:
-    """An in-place op on a view of a tensor in the graph is refused: the base's gradient
-    would miss it."""
+    """An in-place op on a view of a tensor in the graph (or of a leaf that requires
+    grad) is refused: the base's gradient would miss it."""
     owner = graph_owner(target)
     storage = target.storage_device_tensor
     whole = target.numel() == math.prod(storage.shape) and target.is_contiguous()
-    if (owner is not None and owner is not target) or (target.requires_grad and not whole):
+    view = target.grad_fn is not None and target.grad_fn.name() in _VIEW_NODES
+    if view or (owner is not None and owner is not target) or (target.requires_grad and not whole):
         raise TensorError(
             f"{op}: an in-place op on a view of a tensor that is part of the autograd graph is "
             "not supported by kernbench.torch's autograd (its base's gradient would miss it); "
