@@ -35,6 +35,7 @@ from kernbench.errors import TensorError
 from kernbench.torch.autograd.formulas import Unsupported, recorded, untracked
 from kernbench.torch.factories_more import eye
 from kernbench.torch.nn import functional as F
+from kernbench.torch.nn.conv_transpose import transposed_convolution
 from kernbench.torch.nn.convolution import conv_padding, spatial_argument
 
 if TYPE_CHECKING:
@@ -78,57 +79,6 @@ def _pad_amounts(before: Sequence[int], after: Sequence[int]) -> list[int]:
 
 
 # -- convolutions ---------------------------------------------------------------------------
-def _conv_input_grad(
-    conv: Callable,
-    g: Tensor,
-    w: Tensor,
-    spatial: tuple[int, ...],
-    strides: tuple[int, ...],
-    before: tuple[int, ...],
-    dilations: tuple[int, ...],
-    groups: int,
-) -> Tensor:
-    """The transposed convolution: ``g`` spread to the strided positions of a zeroed input
-    padded by the dilated kernel less the forward's padding (the convolution pads itself
-    when that is even and the stride 1), convolved with the flipped weight whose channel
-    dims are swapped within each group."""
-    dims = len(spatial)
-    n, cout, out_spatial = g.shape[0], g.shape[1], tuple(g.shape[2:])
-    kernel = tuple(w.shape[2:])
-    dilated = tuple(d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=True))
-    # output element o lands at left + o * stride of the (size + dilated - 1) long input
-    left = tuple(k - 1 - b for k, b in zip(dilated, before, strict=True))
-    length = tuple(s + k - 1 for s, k in zip(spatial, dilated, strict=True))
-    padding: Any = 0
-    if all(s == 1 for s in strides) and all(
-        a >= 0 and 2 * a + o == size for a, o, size in zip(left, out_spatial, length, strict=True)
-    ):
-        padding = left  # the convolution pads evenly itself
-    else:
-        first = tuple(max(0, -(a // s)) for a, s in zip(left, strides, strict=True))
-        last = tuple(
-            min(o, (size - 1 - a) // s + 1)
-            for a, s, o, size in zip(left, strides, out_spatial, length, strict=True)
-        )
-        spread = g.new_zeros(n, cout, *length)
-        key = tuple(
-            slice(a + f * s, a + (e - 1) * s + 1, s)
-            for a, f, e, s in zip(left, first, last, strides, strict=True)
-        )
-        part = tuple(slice(f, e) for f, e in zip(first, last, strict=True))
-        if all(e > f for f, e in zip(first, last, strict=True)):
-            spread[(slice(None), slice(None), *key)] = g[(slice(None), slice(None), *part)]
-        g = spread
-    cg, cout_g = w.shape[1], cout // groups
-    flipped = (
-        w.reshape(groups, cout_g, cg, *kernel)
-        .transpose(1, 2)
-        .reshape(groups * cg, cout_g, *kernel)
-        .flip(tuple(range(2, 2 + dims)))
-    )
-    return conv(g, flipped, None, 1, padding, dilations, groups)
-
-
 def _conv_weight_grad(
     conv: Callable,
     g: Tensor,
@@ -207,7 +157,9 @@ def _conv(dims: int) -> Callable[..., Any]:
                 g, x = g.unsqueeze(0), x.unsqueeze(0)
             gx = gw = gb = None
             if need_x:
-                gx = _conv_input_grad(conv, g, w, spatial, strides, before, dilations, groups)
+                gx = transposed_convolution(
+                    conv, g, w, None, spatial, strides, before, dilations, groups
+                )
                 gx = gx if batched else gx.squeeze(0)
             if need_w:
                 gw = _conv_weight_grad(

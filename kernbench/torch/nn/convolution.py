@@ -18,7 +18,14 @@ from kernbench.torch.shapes import int_argument, int_sequence, tensor_argument
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.views import same_device
 
-__all__ = ["conv1d", "conv2d", "conv_padding", "spatial_argument"]
+__all__ = [
+    "check_float_operands",
+    "conv1d",
+    "conv2d",
+    "conv_padding",
+    "shape_text",
+    "spatial_argument",
+]
 
 PADDING_STRINGS = ("valid", "same")
 
@@ -44,8 +51,28 @@ def conv_padding(value: Any, what: str, dims: int) -> tuple[int, ...] | str:
     return spatial_argument(value, what, "padding", dims)
 
 
-def _shape_text(shape: tuple[int, ...]) -> str:
+def shape_text(shape: tuple[int, ...]) -> str:
+    """A shape as torch prints it in its messages: ``[2, 3]``."""
     return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def check_float_operands(call: str, x: Tensor, w: Tensor, b: Tensor | None) -> None:
+    """A floating input, and the weight and bias (if any) of its dtype."""
+    if not x.dtype.is_floating_point:
+        raise TensorError(
+            f"{call}: expected a floating input, got {x.dtype!r} (torch's CPU convolution has "
+            "no integer kernel); convert with .float() first"
+        )
+    if w.dtype is not x.dtype:
+        raise TensorError(
+            f"{call}: Input type ({x.dtype!r}) and weight type ({w.dtype!r}) should be the "
+            "same; convert one with .to(...)"
+        )
+    if b is not None and b.dtype is not x.dtype:
+        raise TensorError(
+            f"{call}: Input type ({x.dtype!r}) and bias type ({b.dtype!r}) should be the "
+            "same; convert one with .to(...)"
+        )
 
 
 def _convolution(
@@ -65,12 +92,12 @@ def _convolution(
     if x.ndim not in (dims + 1, dims + 2):
         raise TensorError(
             f"{call}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
-            f"{what}, but got input of size: {_shape_text(tuple(x.shape))}"
+            f"{what}, but got input of size: {shape_text(tuple(x.shape))}"
         )
     if w.ndim != dims + 2:
         raise TensorError(
             f"{call}: expected a {dims + 2}-D weight (out_channels, in_channels/groups, "
-            f"{'kH, kW' if dims == 2 else 'kW'}), got weight of size {_shape_text(tuple(w.shape))}"
+            f"{'kH, kW' if dims == 2 else 'kW'}), got weight of size {shape_text(tuple(w.shape))}"
         )
     same_device(call, x, w)
     strides = spatial_argument(stride, call, "stride", dims)
@@ -90,12 +117,12 @@ def _convolution(
     if cout % groups:
         raise TensorError(
             f"{call}: Given groups={groups}, expected weight to be divisible by {groups} at "
-            f"dimension 0, but got weight of size {_shape_text(tuple(w.shape))} instead"
+            f"dimension 0, but got weight of size {shape_text(tuple(w.shape))} instead"
         )
     if cg * groups != c:
         raise TensorError(
-            f"{call}: Given groups={groups}, weight of size {_shape_text(tuple(w.shape))}, "
-            f"expected input{_shape_text(tuple(x.shape))} to have {cg * groups} channels, "
+            f"{call}: Given groups={groups}, weight of size {shape_text(tuple(w.shape))}, "
+            f"expected input{shape_text(tuple(x.shape))} to have {cg * groups} channels, "
             f"but got {c} channels instead"
         )
     dilated = tuple(d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=True))
@@ -117,31 +144,18 @@ def _convolution(
             f"). Kernel size: ({' x '.join(map(str, dilated))}). Kernel size can't be greater "
             "than actual input size"
         )
-    if not x.dtype.is_floating_point:
-        raise TensorError(
-            f"{call}: expected a floating input, got {x.dtype!r} (torch's CPU convolution has "
-            "no integer kernel); convert with .float() first"
-        )
-    if w.dtype is not x.dtype:
-        raise TensorError(
-            f"{call}: Input type ({x.dtype!r}) and weight type ({w.dtype!r}) should be the "
-            "same; convert one with .to(...)"
-        )
+    check_float_operands(call, x, w, None)
     b = None
     if bias is not None:
         b = tensor_argument(bias, f"{call} bias")
         same_device(call, x, b)
         if tuple(b.shape) != (cout,):
             raise TensorError(
-                f"{call}: Given weight of size {_shape_text(tuple(w.shape))}, expected bias to "
+                f"{call}: Given weight of size {shape_text(tuple(w.shape))}, expected bias to "
                 f"be 1-dimensional with {cout} elements, but got bias of size "
-                f"{_shape_text(tuple(b.shape))} instead"
+                f"{shape_text(tuple(b.shape))} instead"
             )
-        if b.dtype is not x.dtype:
-            raise TensorError(
-                f"{call}: Input type ({x.dtype!r}) and bias type ({b.dtype!r}) should be the "
-                "same; convert one with .to(...)"
-            )
+        check_float_operands(call, x, w, b)
     out_spatial = tuple((p - k) // s + 1 for p, k, s in zip(padded, dilated, strides, strict=True))
     out_shape = (n, cout, *out_spatial) if batched else (cout, *out_spatial)
     out = x.new_empty(out_shape)
