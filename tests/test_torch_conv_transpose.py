@@ -1,11 +1,13 @@
-"""``F.conv_transpose1d``/``2d``: values against a NumPy scatter-add reference over
-stride, padding, output_padding, dilation, groups, bias and unbatched inputs; torch's
-output sizes, errors by type and message; autocast; and the simulated cost, which is the
-convolution it is computed as."""
+"""``F.conv_transpose1d``/``2d`` and ``nn.ConvTranspose1d``/``2d``: values against a NumPy
+scatter-add reference over stride, padding, output_padding, dilation, groups, bias and
+unbatched inputs; torch's output sizes, errors by type and message, module initialisation
+and ``output_size``; autocast; and the simulated cost, which is the convolution it is
+computed as."""
 
 from __future__ import annotations
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -162,6 +164,53 @@ def test_conv_transpose_errors_are_torchs(ctx):
         F.conv_transpose2d(x.int(), w.int())
     with pytest.raises(UnsupportedNameError, match="torch.nn.functional.conv_transpose2d takes"):
         torch.conv_transpose2d  # noqa: B018
+
+
+def test_modules_initialise_with_torchs_fan_in_and_take_output_size(ctx):
+    torch.manual_seed(0)
+    up = torch.nn.ConvTranspose2d(16, 32, 3, stride=2, padding=1, groups=2)
+    assert tuple(up.weight.shape) == (16, 16, 3, 3) and tuple(up.bias.shape) == (32,)
+    # torch's fan-in of a transposed weight is dim 1 times the kernel: 16 * 9, where the
+    # (32, 8, 3, 3) weight of the Conv2d with these channels would give 8 * 9
+    bound = 1 / math.sqrt(16 * 9)
+    for p in (up.weight, up.bias):
+        values = np.abs(p.numpy())
+        assert values.max() <= bound and values.max() > 0.8 * bound
+    assert repr(up) == ("ConvTranspose2d(16, 32, kernel_size=(3, 3), stride=(2, 2), "
+                        "padding=(1, 1), groups=2)")  # fmt: skip
+    x = torch.randn(2, 16, 4, 5)
+    params = (up.weight.numpy(), up.bias.numpy())
+    for size, extra in ((None, (0, 0)), ([8, 10], (1, 1)), ((2, 32, 7, 10), (0, 1))):
+        got = up(x, output_size=size)
+        expected = conv_transpose_reference(x.numpy(), *params, (2, 2), (1, 1), extra, (1, 1), 2)
+        assert tuple(got.shape) == expected.shape
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+    outside = (
+        r"requested an output size of \[9, 9\], but valid sizes range from \[7, 9\] to "
+        r"\[8, 10\] \(for an input of \[4, 5\]\)"
+    )
+    with pytest.raises(ValueError, match=outside):
+        up(x, output_size=(9, 9))
+    with pytest.raises(ValueError, match="ConvTranspose2D: for 4D input, output_size must have 2 "
+                       r"or 4 elements \(got 3\)"):  # fmt: skip
+        up(x, output_size=(32, 8, 10))
+    one = torch.nn.ConvTranspose1d(4, 6, 3, 2, output_padding=1, dilation=2, bias=False)
+    assert one.bias is None and tuple(one.weight.shape) == (4, 6, 3)
+    assert "output_padding=(1,), dilation=(2,)" not in repr(one)  # torch's order
+    assert repr(one) == ("ConvTranspose1d(4, 6, kernel_size=(3,), stride=(2,), dilation=(2,), "
+                         "output_padding=(1,), bias=False)")  # fmt: skip
+    s = torch.randn(4, 5)  # unbatched
+    expected = reference_1d(s.numpy()[None], one.weight.numpy(), None, 2, 0, 1, 2, 1)[0]
+    np.testing.assert_allclose(one(s).numpy(), expected, rtol=1e-5, atol=1e-5)
+    assert tuple(one(s, output_size=[13]).shape) == (6, 13)
+    with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for '
+                       "ConvTranspose2d"):  # fmt: skip
+        torch.nn.ConvTranspose2d(3, 6, 3, padding_mode="reflect")
+    with pytest.raises(ValueError, match="out_channels must be divisible by groups"):
+        torch.nn.ConvTranspose2d(4, 6, 3, groups=4)
+    with pytest.raises(TensorError, match="padding must be an int or a sequence of ints"):
+        torch.nn.ConvTranspose2d(4, 6, 3, padding="same")
+    assert torch.nn.Conv2d(2, 2, 1).output_padding == (0, 0)  # torch's attribute
 
 
 def test_autocast_runs_it_in_half_precision(ctx):

@@ -497,7 +497,7 @@ def test_grad_mode_switches_and_nn_names_say_what_to_write(ctx):
     assert f(torch.ones(2)).tolist() == [2.0, 2.0]
     for name, says in (
         ("TransformerEncoderLayer", "F.scaled_dot_product_attention"),
-        ("ConvTranspose2d", "only Conv1d/Conv2d and the 1-D and 2-D max, average and adaptive"),
+        ("ConvTranspose3d", "only Conv1d/Conv2d, ConvTranspose1d/ConvTranspose2d and the 1-D"),
     ):
         with pytest.raises(TensorAttributeError, match=f"no attribute '{name}': .*{says}"):
             getattr(torch.nn, name)

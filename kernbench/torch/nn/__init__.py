@@ -37,6 +37,7 @@ from kernbench.torch.nn.conv_layers import (
     MaxPool1d,
     MaxPool2d,
 )
+from kernbench.torch.nn.conv_transpose_layers import ConvTranspose1d, ConvTranspose2d
 from kernbench.torch.nn.functional_modules import (
     ELU,
     GELU,
@@ -126,6 +127,8 @@ __all__ = [
     "KLDivLoss",
     "Conv1d",
     "Conv2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
     "MaxPool1d",
     "MaxPool2d",
     "AvgPool1d",
@@ -145,12 +148,12 @@ _FUNCTIONAL = (
 HINTS = {
     **dict.fromkeys(("TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"),
                     _FUNCTIONAL),
-    **dict.fromkeys(("Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-                     "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d",
-                     "LPPool1d", "LPPool2d", "FractionalMaxPool2d", "MaxUnpool2d", "Unfold",
-                     "Fold", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"),
-                    "only Conv1d/Conv2d and the 1-D and 2-D max, average and adaptive pools "
-                    "have kernels here"),
+    **dict.fromkeys(("Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d",
+                     "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
+                     "FractionalMaxPool2d", "MaxUnpool2d", "Unfold", "Fold", "Upsample",
+                     "UpsamplingNearest2d", "UpsamplingBilinear2d"),
+                    "only Conv1d/Conv2d, ConvTranspose1d/ConvTranspose2d and the 1-D and 2-D "
+                    "max, average and adaptive pools have kernels here"),
     "parallel": "import kernbench.torch (its distributed package registers nn.parallel, "
     "DistributedDataParallel)",
 }  # fmt: skip

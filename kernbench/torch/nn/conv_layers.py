@@ -1,4 +1,4 @@
-"""``Conv1d``/``Conv2d`` and the pooling modules, forward only.
+"""``Conv1d``/``Conv2d`` (and the base of the transposed ones) and the pooling modules.
 
 Each ``forward`` calls the ``torch.nn.functional`` op torch's does, so a module costs
 what its op costs.  A convolution's weight and bias are initialised as torch's
@@ -42,8 +42,12 @@ def _tuple(value: Any, dims: int, what: str, name: str) -> tuple[int, ...]:
     return items * dims if len(items) == 1 else items
 
 
-class _ConvNd(Module):
+class ConvNd(Module):
+    """The convolution layers' base (torch's ``_ConvNd``); a ``transposed`` layer keeps its
+    weight as (in_channels, out_channels/groups, k...)."""
+
     _dims = 0
+    transposed = False
 
     def __init__(
         self,
@@ -92,7 +96,9 @@ class _ConvNd(Module):
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _tuple(kernel_size, dims, name, "kernel_size")
         self.padding_mode = padding_mode
-        shape = (out_channels, in_channels // groups, *self.kernel_size)
+        self.output_padding = (0,) * dims
+        channels = (in_channels, out_channels) if self.transposed else (out_channels, in_channels)
+        shape = (channels[0], channels[1] // groups, *self.kernel_size)
         self.weight = Parameter(empty(shape, device=device, dtype=dtype))
         if bias:
             self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
@@ -117,6 +123,8 @@ class _ConvNd(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1,) * self._dims:
             text += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._dims:
+            text += f", output_padding={self.output_padding}"
         if self.groups != 1:
             text += f", groups={self.groups}"
         if self.bias is None:
@@ -130,13 +138,13 @@ class _ConvNd(Module):
         )
 
 
-class Conv1d(_ConvNd):
+class Conv1d(ConvNd):
     """A 1-D convolution layer (:func:`F.conv1d`)."""
 
     _dims = 1
 
 
-class Conv2d(_ConvNd):
+class Conv2d(ConvNd):
     """A 2-D convolution layer (:func:`F.conv2d`)."""
 
     _dims = 2
