@@ -1,8 +1,8 @@
 """``F.conv_transpose1d``/``2d`` and ``nn.ConvTranspose1d``/``2d``: values against a NumPy
 scatter-add reference over stride, padding, output_padding, dilation, groups, bias and
 unbatched inputs; torch's output sizes, errors by type and message, module initialisation
-and ``output_size``; autocast; and the simulated cost, which is the convolution it is
-computed as."""
+and ``output_size``; gradients of input, weight and bias against NumPy central
+differences; autocast; and the simulated cost, which is the convolution it is computed as."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from gradcheck import check
 from run_modes import assert_same_values, in_every_mode
 from run_modes import simulated_ps as cost
 
@@ -213,6 +214,49 @@ def test_modules_initialise_with_torchs_fan_in_and_take_output_size(ctx):
     assert torch.nn.Conv2d(2, 2, 1).output_padding == (0, 0)  # torch's attribute
 
 
+# -- autograd -------------------------------------------------------------------------------
+GRAD_CASES = [  # (x shape, weight shape, stride, padding, output_padding, dilation, groups)
+    ((2, 2, 3, 3), (2, 3, 2, 2), (1, 1), (0, 0), (0, 0), (1, 1), 1),
+    ((1, 2, 3, 2), (2, 2, 3, 3), (2, 2), (1, 1), (1, 0), (1, 1), 1),
+    ((2, 4, 2, 3), (4, 1, 2, 3), (1, 2), (0, 1), (1, 1), (2, 1), 2),  # op >= stride: dilation
+    ((1, 2, 2, 2), (2, 2, 3, 2), (3, 2), (3, 0), (2, 1), (1, 2), 1),  # padding > k - 1
+]
+
+
+@pytest.mark.parametrize(("xs", "ws", "stride", "padding", "extra", "dilation", "groups"),
+                         GRAD_CASES)  # fmt: skip
+def test_conv_transpose2d_gradients(ctx, xs, ws, stride, padding, extra, dilation, groups):
+    args = (stride, padding, extra, dilation, groups)
+    check(lambda x, w, b: F.conv_transpose2d(x, w, b, stride, padding, extra, groups, dilation),
+          lambda x, w, b: conv_transpose_reference(x, w, b, *args),
+          xs, ws, (ws[1] * groups,), node="ConvolutionBackward0")  # fmt: skip
+
+
+def test_conv_transpose1d_and_module_gradients(ctx):
+    check(lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1, output_padding=1, groups=2),
+          lambda x, w: reference_1d(x, w, None, 2, 1, 1, 1, 2), (2, 4, 3), (4, 1, 3))  # fmt: skip
+    check(lambda x, w, b: F.conv_transpose1d(x, w, b, dilation=2),  # unbatched
+          lambda x, w, b: reference_1d(x[None], w, b, 1, 0, 0, 2, 1)[0],
+          (2, 4), (2, 3, 2), (3,))  # fmt: skip
+    check(lambda x, w: F.conv_transpose2d(x, w, padding=1),  # unbatched (C, H, W)
+          lambda x, w: conv_transpose_reference(x[None], w, None, (1, 1), (1, 1), (0, 0), (1, 1),
+                                                1)[0],
+          (2, 3, 3), (2, 2, 3, 3))  # fmt: skip
+    # a module's parameters only (a generator's first layer): no input gradient
+    torch.manual_seed(0)
+    up = torch.nn.ConvTranspose2d(2, 3, 2, stride=2).double()
+    x = torch.randn(2, 2, 3, 3, dtype=torch.float64)
+    up(x).pow(2).sum().backward()
+    out = conv_transpose_reference(x.numpy(), up.weight.detach().numpy(), up.bias.detach().numpy(),
+                                   (2, 2), (0, 0), (0, 0), (1, 1), 1)  # fmt: skip
+    # each output is one input times one weight tap (stride = kernel): d/dw of sum(out^2)
+    grid = (2 * out).reshape(2, 3, 3, 2, 3, 2)  # (n, o, h, kh, w, kw)
+    gw = np.einsum("nchw,nohkwl->cokl", x.numpy(), grid)
+    np.testing.assert_allclose(up.weight.grad.numpy(), gw, rtol=1e-10)
+    np.testing.assert_allclose(up.bias.grad.numpy(), (2 * out).sum((0, 2, 3)), rtol=1e-10)
+    assert x.grad is None
+
+
 def test_autocast_runs_it_in_half_precision(ctx):
     x, w = torch.randn(1, 4, 3, 3), torch.randn(4, 2, 3, 3)
     with torch.autocast("cuda"):
@@ -257,3 +301,22 @@ def test_it_costs_the_convolution_it_is_computed_as():
         over = cost(context, lambda: F.conv2d(spread, w_conv))
         assert over < strided <= 1.5 * over
         assert 3 * spent <= strided
+
+
+def test_its_backward_costs_two_convolutions_without_the_spread():
+    context = RuntimeContext("tiny", timing_only=True)
+    with use_context(context):
+        x = torch.ones(8, 32, 12, 12, requires_grad=True)
+        w = torch.ones(32, 16, 3, 3, requires_grad=True)
+        ratios = []
+        for stride, extra in ((1, 0), (2, 1)):
+            forward = cost(context, lambda s=stride, e=extra: F.conv_transpose2d(
+                x.detach(), w.detach(), padding=1, stride=s, output_padding=e))  # fmt: skip
+            out = F.conv_transpose2d(x, w, padding=1, stride=stride, output_padding=extra)
+            g = torch.ones(*out.shape)
+            ratios.append(cost(context, lambda out=out, g=g: out.backward(g)) / forward)
+        # stride 1: a convolution for the input's gradient, one for the weight's and their
+        # copies, about 1.8 forwards; stride 2: the input's gradient is a strided convolution
+        # and nothing is spread, so the backward is cheaper than the forward (about 0.56)
+        assert 1.3 <= ratios[0] <= 2.5
+        assert 0.3 <= ratios[1] <= 0.8

@@ -10,6 +10,10 @@ facade's ops:
   swapped per group; the weight's is a convolution of the input (channels as the batch,
   the batch as channels) with the output's gradient as the kernel, the forward's stride
   as the dilation and its dilation as the stride; the bias's a ``sum``.
+* ``conv_transpose1d``/``conv_transpose2d``, the adjoint of the convolution by the same
+  weight (whose input gradient their forward is): the input's gradient is that
+  convolution of the output's gradient, the weight's the convolution's weight gradient
+  with input and output gradient swapped; the bias's a ``sum``.
 * max pools (and the adaptive ones): the forward asks for the indices, as torch's does
   when the input requires grad, and the gradient goes back by a ``scatter_add_``.
 * average pools: the gradient divided by each window's divisor, then one strided add per
@@ -165,6 +169,62 @@ def _conv(dims: int) -> Callable[..., Any]:
                 gw = _conv_weight_grad(
                     conv, g, x, kernel, strides, before, after, dilations, groups
                 )
+            if need_b:
+                gb = g.sum((0, *range(2, 2 + dims)))
+            return gx, gw, gb
+
+        return recorded(
+            out, "ConvolutionBackward0", (input, weight, bias), backward, (input, weight)
+        )
+
+    return rule
+
+
+def _conv_transpose(dims: int) -> Callable[..., Any]:
+    """``conv_transpose{1,2}d``, the adjoint of the convolution by the same weight: the
+    input's gradient is that convolution of the output's gradient (cut to the input's size
+    when ``output_padding`` reaches past the stride), the weight's the convolution's weight
+    gradient with the roles of input and output gradient swapped."""
+
+    def rule(
+        fn: Callable,
+        input: Tensor,  # noqa: A002 - torch's name
+        weight: Tensor,
+        bias: Any = None,
+        stride: Any = 1,
+        padding: Any = 0,
+        output_padding: Any = 0,
+        groups: Any = 1,
+        dilation: Any = 1,
+    ) -> Any:
+        if not (_is_tensor(input) and _is_tensor(weight)) or weight.ndim != dims + 2:
+            raise Unsupported
+        if input.ndim not in (dims + 1, dims + 2) or not input.numel() or not weight.numel():
+            raise Unsupported
+        if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups <= 0:
+            raise Unsupported
+        strides = _spatial(stride, "stride", dims)
+        pads = _spatial(padding, "padding", dims)
+        dilations = _spatial(dilation, "dilation", dims)
+        out = untracked(fn, input, weight, bias, stride, padding, output_padding, groups, dilation)
+        batched = input.ndim == dims + 2
+        spatial = tuple(input.shape[-dims:])
+        kernel = tuple(weight.shape[2:])
+        need_x, need_w, need_b = input.requires_grad, weight.requires_grad, _needs(bias)
+        conv = F.conv1d if dims == 1 else F.conv2d
+        groups = int(groups)
+
+        def backward(g: Tensor, x: Tensor, w: Tensor) -> Sequence[Any]:
+            if not batched:
+                g, x = g.unsqueeze(0), x.unsqueeze(0)
+            gx = gw = gb = None
+            if need_x:
+                gx = conv(g, w, None, strides, pads, dilations, groups)
+                if tuple(gx.shape[2:]) != spatial:
+                    gx = gx[(slice(None), slice(None), *(slice(0, s) for s in spatial))]
+                gx = gx if batched else gx.squeeze(0)
+            if need_w:
+                gw = _conv_weight_grad(conv, x, g, kernel, strides, pads, pads, dilations, groups)
             if need_b:
                 gb = g.sum((0, *range(2, 2 + dims)))
             return gx, gw, gb
@@ -407,6 +467,8 @@ def _batch_norm(
 CONV_NN_RULES: dict[str, Callable[..., Any]] = {
     "conv1d": _conv(1),
     "conv2d": _conv(2),
+    "conv_transpose1d": _conv_transpose(1),
+    "conv_transpose2d": _conv_transpose(2),
     "max_pool1d": _max_pool(1, "MaxPool2DWithIndicesBackward0"),
     "max_pool2d": _max_pool(2, "MaxPool2DWithIndicesBackward0"),
     "adaptive_max_pool1d": _max_pool(1, "AdaptiveMaxPool2DBackward0"),
