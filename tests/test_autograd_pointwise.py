@@ -510,6 +510,9 @@ def test_maximum_minimum_gradients_and_ties_split_in_half(ctx, larger):
     pick = np.maximum if larger else np.minimum
     _check(fn, pick, (3, 4), (4,), node="MaximumBackward0" if larger else "MinimumBackward0")
     _check(lambda a, b: a.maximum(b) if larger else a.minimum(b), pick, (2, 3), (2, 3), seed=4)
+    # torch.max(a, b) / a.min(b) with a tensor: the same op and node
+    node = "MaximumBackward0" if larger else "MinimumBackward0"
+    _check(lambda a, b: torch.max(a, b) if larger else a.min(b), pick, (2, 3), (3,), node=node)
     a = torch.tensor([1.0, 2.0, 5.0], requires_grad=True)
     b = torch.tensor([1.0, 3.0, 4.0], requires_grad=True)
     fn(a, b).sum().backward()

@@ -196,13 +196,16 @@ def _extreme(is_max: bool) -> Callable[..., Any]:
     """``max``/``min``: over a dim, the gradient goes to the returned index; over every
     element, it is split evenly among the elements equal to the result."""
     short = "Max" if is_max else "Min"
+    elementwise = _elementwise_extreme(is_max)
 
     def rule(
         fn: Callable, self: Tensor, dim: Any = None, keepdim: bool = False, *, axis: Any = None
     ) -> Any:
         d = dim if axis is None else axis
+        if _is_tensor(d) and not keepdim and axis is None:  # max(other) is maximum
+            return elementwise(fn, self, d)
         if _is_tensor(d) or isinstance(d, list | tuple):
-            raise Unsupported  # max(other) is maximum
+            raise Unsupported
         out = untracked(fn, self, dim, keepdim, axis=axis)
         shape = tuple(self.shape)
         if d is None:
