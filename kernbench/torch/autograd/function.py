@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError, TensorTypeError
+from kernbench.torch.autograd.formulas import sum_to
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import (
     FREED,
@@ -184,12 +185,7 @@ def _sum_to(g: Tensor, shape: tuple[int, ...], name: str, index: int) -> Tensor:
             f"Function {name} returned an invalid gradient at index {index} - got "
             f"{list(got)} but expected shape compatible with {list(shape)}"
         )
-    if lead:
-        g = g.sum(dim=tuple(range(lead)))
-    dims = tuple(i for i, (s, d) in enumerate(zip(shape, g.shape, strict=True)) if s == 1 != d)
-    if dims:
-        g = g.sum(dim=dims, keepdim=True)
-    return g
+    return sum_to(g, shape)
 
 
 def once_differentiable(

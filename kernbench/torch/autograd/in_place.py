@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.autograd.formulas import sum_to
 from kernbench.torch.autograd.grad_mode import no_grad
 from kernbench.torch.autograd.graph import Node
 from kernbench.torch.grad_slots import graph_owner, set_history
@@ -163,21 +164,9 @@ def _setitem(target: Tensor, key: Any, value: Any, op: str) -> Tensor:
         g_value = None
         if need_value:
             picked = g[key]
-            g_value = _sum_to(picked, value_shape)
+            g_value = picked if value_shape is None else sum_to(picked, value_shape)
         return g_old, g_value
 
     node = Node("CopySlices", inputs, backward)
     set_history(target, node)
     return target
-
-
-def _sum_to(g: Tensor, shape: tuple[int, ...] | None) -> Tensor:
-    if shape is None or tuple(g.shape) == shape:
-        return g
-    lead = g.ndim - len(shape)
-    if lead > 0:
-        g = g.sum(dim=tuple(range(lead)))
-    dims = tuple(i for i, (s, d) in enumerate(zip(shape, g.shape, strict=True)) if s == 1 != d)
-    if dims:
-        g = g.sum(dim=dims, keepdim=True)
-    return g.reshape(shape)
