@@ -165,6 +165,14 @@ def test_the_version_counter_refuses_a_backward_through_a_changed_tensor(ctx):
         out.backward()
 
 
+def test_an_in_place_op_with_no_gradient_cuts_the_old_history(ctx):
+    x, _ = _leaf(11, (3,))
+    h = x * 2.0
+    h.eq_(torch.tensor([1.0, 0.5, 9.0], dtype=torch.float64))  # values no longer depend on x
+    (h + x).sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]  # only through "+ x"
+
+
 def test_refusals_name_the_call(ctx):
     x, _ = _leaf(10, (3,))
     with pytest.raises(TensorError, match="a leaf Variable that requires grad is being used"):

@@ -75,14 +75,20 @@ def _write_back(target: Tensor, result: Tensor, op: str) -> Tensor:
             f"{op}: output with shape {list(target.shape)} doesn't match the broadcast shape "
             f"{list(result.shape)}"
         )
-    node = result.grad_fn
+    node, nr = result.grad_fn, result.output_nr
     if node is not None:  # a saved copy of the tensor keeps the values the node needs
         node.unalias_saved(target.storage_device_tensor, _copy)
+    elif target.requires_grad:  # a result that does not depend on it differentiably
+        node, nr = Node(f"{op.rpartition('.')[2]}Backward", (target,), _no_gradient), 0
     with no_grad():
         target.copy_(result)  # (bumps the version)
     if node is not None:
-        set_history(target, node, result.output_nr)
+        set_history(target, node, nr)
     return target
+
+
+def _no_gradient(g: Tensor) -> tuple[None]:
+    return (None,)
 
 
 def _copy(t: Tensor) -> Tensor:
