@@ -139,7 +139,8 @@ def test_fsdp_trains_to_the_plain_models_parameters(world, strategy):
         ]
     ops = [c["op"] for c in result.report["collectives"]]
     per_step = {
-        ShardingStrategy.FULL_SHARD: (6, 3, 0),  # gathered in forward and again in backward
+        # gathered in forward and again in backward, but for the root unit, kept
+        ShardingStrategy.FULL_SHARD: (5, 3, 0),
         ShardingStrategy.SHARD_GRAD_OP: (3, 3, 0),
         ShardingStrategy.NO_SHARD: (0, 0, 3),
     }[strategy]
@@ -186,9 +187,9 @@ def test_full_shard_frees_the_gathered_parameters_after_forward():
         )
         kept[strategy] = result.returns[0]
     block = 4 * WIDTH * WIDTH + 3 * WIDTH
-    root = 2 * WIDTH + 3 * WIDTH + 3
-    full = 4 * (2 * block + root)  # float32 bytes of every unit's gathered parameters
-    assert kept[ShardingStrategy.SHARD_GRAD_OP] - kept[ShardingStrategy.FULL_SHARD] >= full
+    # float32 bytes of the two blocks' gathered parameters (the root unit's are kept by both)
+    blocks = 4 * 2 * block
+    assert kept[ShardingStrategy.SHARD_GRAD_OP] - kept[ShardingStrategy.FULL_SHARD] >= blocks
 
 
 def _state_round_trip(rank, world):
@@ -288,14 +289,19 @@ def _checkpoint_inside(rank, world, strategy):
 
     dist.init_process_group()
     torch.manual_seed(0)
-    model = FSDP(Inner(), sharding_strategy=strategy)
+    # Inner a unit of its own inside the root (the root unit is never resharded)
+    model = FSDP(
+        nn.Sequential(Inner()),
+        auto_wrap_policy=ModuleWrapPolicy({Inner}),
+        sharding_strategy=strategy,
+    )
     try:
         model(torch.ones(2, WIDTH)).sum().backward()
         outcome = [p.grad.shape for p in model.parameters()]
     except DistributedError as error:
         outcome = str(error)
     try:
-        model.module.block.up.weight.shape  # noqa: B018
+        model.module[0].module.block.up.weight.shape  # noqa: B018
     except DistributedError as error:
         outside = str(error)
     dist.destroy_process_group()

@@ -394,10 +394,12 @@ class FullyShardedDataParallel(Module):
         if not _forwarding().active:  # the root unit of this forward
             args, kwargs = self._cast_inputs(args, kwargs)
             with _RootHooks(_handles(self)):
-                return self._unit_forward(args, kwargs)
+                return self._unit_forward(args, kwargs, root=True)
         return self._unit_forward(args, kwargs)
 
-    def _unit_forward(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def _unit_forward(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], root: bool = False
+    ) -> Any:
         handle = _HANDLES[self]
         if handle.flat_param is None:
             return self._fsdp_wrapped_module(*args, **kwargs)
@@ -410,7 +412,10 @@ class FullyShardedDataParallel(Module):
         try:
             return self._fsdp_wrapped_module(*args, **kwargs)
         finally:
-            if not recording or handle.strategy is ShardingStrategy.FULL_SHARD:
+            # FULL_SHARD reshards after forward, except the root unit, whose parameters
+            # the backward needs first (torch's FSDP keeps them too)
+            full_shard = handle.strategy is ShardingStrategy.FULL_SHARD
+            if not recording or (full_shard and not root):
                 handle.release()
 
     def _cast_inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
