@@ -117,6 +117,16 @@ def _conv_weight_grad(
     return gw.transpose(0, 1)
 
 
+def _plain_operands(input: Any, weight: Any, groups: Any, dims: int) -> None:  # noqa: A002
+    """The (transposed) convolutions the formulas take; others get the refusing node."""
+    if not (_is_tensor(input) and _is_tensor(weight)) or weight.ndim != dims + 2:
+        raise Unsupported
+    if input.ndim not in (dims + 1, dims + 2) or not input.numel() or not weight.numel():
+        raise Unsupported
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups <= 0:
+        raise Unsupported
+
+
 def _conv(dims: int) -> Callable[..., Any]:
     def rule(
         fn: Callable,
@@ -128,12 +138,7 @@ def _conv(dims: int) -> Callable[..., Any]:
         dilation: Any = 1,
         groups: Any = 1,
     ) -> Any:
-        if not (_is_tensor(input) and _is_tensor(weight)) or weight.ndim != dims + 2:
-            raise Unsupported
-        if input.ndim not in (dims + 1, dims + 2) or not input.numel() or not weight.numel():
-            raise Unsupported
-        if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups <= 0:
-            raise Unsupported
+        _plain_operands(input, weight, groups, dims)
         strides = _spatial(stride, "stride", dims)
         dilations = _spatial(dilation, "dilation", dims)
         try:
@@ -197,12 +202,7 @@ def _conv_transpose(dims: int) -> Callable[..., Any]:
         groups: Any = 1,
         dilation: Any = 1,
     ) -> Any:
-        if not (_is_tensor(input) and _is_tensor(weight)) or weight.ndim != dims + 2:
-            raise Unsupported
-        if input.ndim not in (dims + 1, dims + 2) or not input.numel() or not weight.numel():
-            raise Unsupported
-        if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups <= 0:
-            raise Unsupported
+        _plain_operands(input, weight, groups, dims)
         strides = _spatial(stride, "stride", dims)
         pads = _spatial(padding, "padding", dims)
         dilations = _spatial(dilation, "dilation", dims)

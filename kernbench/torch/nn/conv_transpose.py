@@ -23,6 +23,7 @@ from kernbench.torch.nn.convolution import (
     check_float_operands,
     conv1d,
     conv2d,
+    conv_operands,
     shape_text,
     spatial_argument,
 )
@@ -98,20 +99,7 @@ def _conv_transpose(
     groups: Any,
     dilation: Any,
 ) -> Tensor:
-    call = f"torch.nn.functional.{what}"
-    x = tensor_argument(input, call)
-    w = tensor_argument(weight, call)
-    if x.ndim not in (dims + 1, dims + 2):
-        raise TensorError(
-            f"{call}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
-            f"{what}, but got input of size: {shape_text(tuple(x.shape))}"
-        )
-    if w.ndim != dims + 2:
-        raise TensorError(
-            f"{call}: expected a {dims + 2}-D weight (in_channels, out_channels/groups, "
-            f"{'kH, kW' if dims == 2 else 'kW'}), got weight of size {shape_text(tuple(w.shape))}"
-        )
-    same_device(call, x, w)
+    call, x, w = conv_operands(what, dims, input, weight, "in_channels, out_channels/groups")
     strides = spatial_argument(stride, call, "stride", dims)
     pads = spatial_argument(padding, call, "padding", dims)
     extras = spatial_argument(output_padding, call, "output_padding", dims)

@@ -20,6 +20,7 @@ from kernbench.torch.views import same_device
 
 __all__ = [
     "check_float_operands",
+    "conv_operands",
     "conv1d",
     "conv2d",
     "conv_padding",
@@ -75,6 +76,33 @@ def check_float_operands(call: str, x: Tensor, w: Tensor, b: Tensor | None) -> N
         )
 
 
+def conv_operands(
+    what: str,
+    dims: int,
+    input: Any,
+    weight: Any,
+    layout: str,  # noqa: A002 - torch's name
+) -> tuple[str, Tensor, Tensor]:
+    """The call's name and its input and weight, checked as torch checks them for a
+    (transposed) convolution: ``dims + 1``/``+ 2``-D input, ``dims + 2``-D weight laid out
+    as ``layout`` then the kernel, one device."""
+    call = f"torch.nn.functional.{what}"
+    x = tensor_argument(input, call)
+    w = tensor_argument(weight, call)
+    if x.ndim not in (dims + 1, dims + 2):
+        raise TensorError(
+            f"{call}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
+            f"{what}, but got input of size: {shape_text(tuple(x.shape))}"
+        )
+    if w.ndim != dims + 2:
+        raise TensorError(
+            f"{call}: expected a {dims + 2}-D weight ({layout}, "
+            f"{'kH, kW' if dims == 2 else 'kW'}), got weight of size {shape_text(tuple(w.shape))}"
+        )
+    same_device(call, x, w)
+    return call, x, w
+
+
 def _convolution(
     what: str,
     dims: int,
@@ -86,20 +114,7 @@ def _convolution(
     dilation: Any,
     groups: Any,
 ) -> Tensor:
-    call = f"torch.nn.functional.{what}"
-    x = tensor_argument(input, call)
-    w = tensor_argument(weight, call)
-    if x.ndim not in (dims + 1, dims + 2):
-        raise TensorError(
-            f"{call}: Expected {dims + 1}D (unbatched) or {dims + 2}D (batched) input to "
-            f"{what}, but got input of size: {shape_text(tuple(x.shape))}"
-        )
-    if w.ndim != dims + 2:
-        raise TensorError(
-            f"{call}: expected a {dims + 2}-D weight (out_channels, in_channels/groups, "
-            f"{'kH, kW' if dims == 2 else 'kW'}), got weight of size {shape_text(tuple(w.shape))}"
-        )
-    same_device(call, x, w)
+    call, x, w = conv_operands(what, dims, input, weight, "out_channels, in_channels/groups")
     strides = spatial_argument(stride, call, "stride", dims)
     dilations = spatial_argument(dilation, call, "dilation", dims)
     pads = conv_padding(padding, call, dims)
