@@ -203,6 +203,8 @@ def _run_tensor_hooks(node: Node, slots: Slots) -> bool:
     replaced = False
     if isinstance(node, AccumulateGrad):
         hooks = {0: leaf_grad_hooks(node.variable)}
+    elif not node.tensor_hooks and not node.retained:  # the usual node: nothing to run
+        return False
     else:
         hooks = {nr: list(found.values()) for nr, found in node.tensor_hooks.items() if found}
     for nr, chain in hooks.items():
