@@ -27,6 +27,7 @@ __all__ = [
     "allclose",
     "any",
     "argmax",
+    "asin",
     "argmin",
     "bitwise_and",
     "bitwise_not",
@@ -177,6 +178,7 @@ sqrt = with_out(_elementwise("sqrt"))
 rsqrt = with_out(_elementwise("rsqrt"))
 sin = with_out(_elementwise("sin"))
 cos = with_out(_elementwise("cos"))
+asin = with_out(_elementwise("asin"))
 sigmoid = with_out(_elementwise("sigmoid"))
 tanh = with_out(_elementwise("tanh"))
 erf = with_out(_elementwise("erf"))

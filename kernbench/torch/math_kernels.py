@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import kernbench.kernels.language as tl
+from kernbench.kernels import libdevice
 from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
@@ -39,8 +40,8 @@ __all__ = [
 ]
 
 UNARY_OPS = (
-    "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "sigmoid", "tanh", "erf", "relu",
-    "gelu", "gelu_tanh", "silu",
+    "abs", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "asin", "sigmoid", "tanh", "erf",
+    "relu", "gelu", "gelu_tanh", "silu",
 )  # fmt: skip
 #: Ops whose result keeps the input's dtype (the others compute in float32 or float64).
 SAME_DTYPE = ("abs", "relu")
@@ -85,6 +86,8 @@ def _unary_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
         y = tl.sin(x)
     elif OP == "cos":
         y = tl.cos(x)
+    elif OP == "asin":
+        y = libdevice.asin(x)
     elif OP == "sigmoid":
         y = tl.sigmoid(x)
     elif OP == "tanh":

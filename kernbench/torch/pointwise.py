@@ -138,6 +138,7 @@ class TensorPointwise:
     rsqrt, rsqrt_ = _unary_methods("rsqrt")
     sin, sin_ = _unary_methods("sin")
     cos, cos_ = _unary_methods("cos")
+    asin, asin_ = _unary_methods("asin")
     sigmoid, sigmoid_ = _unary_methods("sigmoid")
     tanh, tanh_ = _unary_methods("tanh")
     erf, erf_ = _unary_methods("erf")

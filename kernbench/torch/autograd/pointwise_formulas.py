@@ -74,6 +74,7 @@ _square = _unary("PowBackward0", lambda g, x: g * x * 2)
 _reciprocal = _unary("ReciprocalBackward0", lambda g, y: -g * y * y, keep_out=True)
 _sin = _unary("SinBackward0", lambda g, x: g * x.cos())
 _cos = _unary("CosBackward0", lambda g, x: -g * x.sin())
+_asin = _unary("AsinBackward0", lambda g, x: g * (x * x * -1 + 1).rsqrt())
 _log1p = _unary("Log1PBackward0", lambda g, x: g / (x + 1))
 _expm1 = _unary("Expm1Backward0", lambda g, y: g * (y + 1), keep_out=True)
 _erf = _unary("ErfBackward0", lambda g, x: g * (x * x * -1).exp() * _TWO_OVER_SQRT_PI)
@@ -914,6 +915,7 @@ POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "clamp_max": _clamp_max,
     "sin": _sin,
     "cos": _cos,
+    "asin": _asin,
     "log1p": _log1p,
     "expm1": _expm1,
     "erf": _erf,
