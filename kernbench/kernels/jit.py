@@ -58,10 +58,13 @@ __all__ = [
 
 # Launch keywords Triton accepts that mean nothing to the interpreter; kept in
 # ``KernelLaunch.options`` for whoever wants them.  The second row are backend
-# options a ``triton.Config`` may carry (the AMD ones appear in Triton's tutorials).
+# options a ``triton.Config`` may carry (the AMD ones appear in Triton's tutorials);
+# ``extern_libs`` names libdevice files, which are built in here (the libdevice
+# tutorial passes it).
 LAUNCH_OPTIONS = frozenset(
     {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug", "stream"}
     | {"ir_override", "matrix_instr_nonkdim", "waves_per_eu", "kpack", "launch_pdl"}
+    | {"extern_libs"}
 )
 
 

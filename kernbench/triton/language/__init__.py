@@ -18,6 +18,9 @@ the loop and hint helpers the Triton tutorials use:
 * ``tl.math`` is Triton's math module: ``tl.math.exp2`` is ``tl.exp2``, and so
   on for the math functions the language has (the fused-attention tutorial
   writes ``tl.math.exp2`` and ``tl.math.log2``).
+* ``tl.extra.libdevice`` (``from kernbench.triton.language.extra import
+  libdevice``) is Triton's libdevice: ``asin``, ``atan2``, ``tanh``, ``pow`` ...
+  (:mod:`kernbench.kernels.libdevice`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from kernbench.errors import KernelError, unsupported_name
 from kernbench.kernels.language import *  # noqa: F403 - this module is that language, re-exported
 from kernbench.kernels.language import __all__ as _kernel_language_names
 from kernbench.kernels.language import constexpr as _constexpr
+from kernbench.triton.language import extra  # tl.extra.libdevice, as Triton has it
 from kernbench.triton.random import *  # noqa: F403 - Philox random numbers, as tl has them
 from kernbench.triton.random import __all__ as _random_names
 
@@ -38,6 +42,7 @@ __all__ = [
     *_kernel_language_names,
     *_random_names,
     "assume",
+    "extra",
     "math",
     "range",
     "static_range",
@@ -112,7 +117,6 @@ _HINTS = {
     "argmax": "tl.max(x, axis, return_indices=True), which returns (values, indices)",
     "argmin": "tl.min(x, axis, return_indices=True), which returns (values, indices)",
     **dict.fromkeys(("histogram", "reduce", "gather", "flip"), _NOT_IN_LANGUAGE),
-    "extra": "tl.exp, tl.log, tl.sqrt and the other functions at tl's top level",
     "make_tensor_descriptor": "tl.make_block_ptr (block pointers), or pointer arithmetic "
     "(ptr + offsets) with masks",
     **dict.fromkeys(
