@@ -20,6 +20,12 @@ kernels).
   latency) and its engine work (matrix FLOPs on the matrix engine, vector FLOPs
   on the vector engine) overlap; the program ends when all are done.  Programs
   on one PE run one after another; PEs run in parallel.
+* **Addresses.** An address a kernel loads (a ``tensor.data_ptr()`` value kept
+  in an int64 tensor, as Triton's group-GEMM tutorial does) and converts with
+  ``.to(tl.pointer_type(ty))`` becomes a pointer into the live tensor whose
+  virtual addresses hold it (:class:`AddressSpace`), read and written through a
+  :class:`DeviceBuffer` as an argument's are and costing the same.  It needs the
+  values, so timing-only runs refuse it.
 """
 
 from __future__ import annotations
@@ -34,8 +40,10 @@ import numpy as np
 
 from kernbench.errors import KernelError
 from kernbench.kernels import language as tl
+from kernbench.kernels.dtypes import element_type
 from kernbench.kernels.interpreter import LaunchRecord, ProgramCounts
 from kernbench.kernels.jit import KernelLaunch, register_argument_launcher
+from kernbench.kernels.program import where_am_i
 from kernbench.machine import ProgramWork, RunPrograms
 from kernbench.runtime.tensor import DeviceTensor, ShardPlacement
 from kernbench.topology import names
@@ -43,7 +51,13 @@ from kernbench.topology import names
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
 
-__all__ = ["DeviceBuffer", "DeviceLaunchResult", "plan_programs", "launch_on_device"]
+__all__ = [
+    "AddressSpace",
+    "DeviceBuffer",
+    "DeviceLaunchResult",
+    "launch_on_device",
+    "plan_programs",
+]
 
 # Bytes of the launch command the host sends (arguments, grid, kernel handle).
 LAUNCH_COMMAND_BYTES = 256
@@ -196,6 +210,72 @@ class _Traffic:
         return loads, stores
 
 
+class AddressSpace:
+    """The machine's virtual addresses seen from one PE's programs.
+
+    :meth:`pointer` turns addresses (what ``data_ptr()`` gives: a tensor's base
+    plus element index times item size) into a pointer into the tensor holding
+    them.  A pointer here is one tensor plus element offsets, so the addresses of
+    one block must lie in one tensor, and the pointer must be to the tensor's own
+    element type (its values are held by that type).
+    """
+
+    def __init__(self, ctx: RuntimeContext, pe: tuple[int, int, int], traffic: _Traffic) -> None:
+        self._ctx = ctx
+        self._pe = pe
+        self._traffic = traffic
+        self._buffers: dict[int, tuple[DeviceTensor, DeviceBuffer]] = {}
+
+    def pointer(self, addresses: np.ndarray, element_ty: tl.dtype) -> tl.Pointer:
+        what = f"{where_am_i()}: converting addresses to tl.pointer_type({element_ty!r})"
+        if not self._ctx.store.stores_bytes:
+            raise KernelError(
+                f"{what}: a timing-only run carries no values, so an address loaded from "
+                "memory cannot be followed; run this kernel functionally (without timing-only)"
+            )
+        values = np.asarray(addresses).astype(np.int64)
+        if values.size == 0:
+            raise KernelError(f"{what}: there are no addresses in an empty block")
+        low, high = int(values.min()), int(values.max())
+        tensor = self._ctx.tensor_at(low)
+        if tensor is None:
+            raise KernelError(
+                f"{what}: address {low:#x} is in no live tensor of this machine; an address "
+                "must come from data_ptr() of a tensor that is still alive"
+            )
+        if self._ctx.tensor_at(high) is not tensor:
+            raise KernelError(
+                f"{what}: addresses {low:#x} and {high:#x} are in different tensors; a pointer "
+                f"here is one tensor plus offsets, so convert each tensor's address on its own "
+                "(a scalar load a tensor, as tutorials do)"
+            )
+        buffer = self._buffer(tensor)
+        held = element_type(buffer)
+        if element_ty is not held:
+            raise KernelError(
+                f"{what}: address {low:#x} is in tensor {tensor.name!r} of {held!r}; the "
+                f"machine holds a tensor's values by its own type, so convert to "
+                f"tl.pointer_type({held!r}) (or cast the tensor on the host first)"
+            )
+        byte_offsets = values - tensor.va_base
+        itemsize = tensor.dtype.itemsize
+        if np.any(byte_offsets % itemsize):
+            raise KernelError(
+                f"{what}: an address is not on an element boundary of tensor {tensor.name!r} "
+                f"({itemsize}-byte elements from {tensor.va_base:#x})"
+            )
+        return tl.Pointer(buffer, byte_offsets // itemsize)
+
+    def _buffer(self, tensor: DeviceTensor) -> DeviceBuffer:
+        known = self._buffers.get(id(tensor))
+        if known is None or known[0] is not tensor:
+            known = self._buffers[id(tensor)] = (
+                tensor,
+                DeviceBuffer(tensor, self._pe, self._traffic),
+            )
+        return known[1]
+
+
 def plan_programs(launch: KernelLaunch, anchor: DeviceTensor) -> dict[str, list[tuple]]:
     """PE name -> the program ids it runs, in program order."""
     grid = launch.grid
@@ -269,7 +349,8 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
             DeviceBuffer(a, coord, traffic) if isinstance(a, DeviceTensor) else a
             for a in launch.args
         )
-        local = dataclasses.replace(launch, args=args)
+        space = AddressSpace(ctx, coord, traffic)
+        local = dataclasses.replace(launch, args=args, address_space=space)
         programs[pe] = [_program(local, pid, traffic, counts) for pid in pids]
     first_pe = next(iter(plan))
     start = ctx.now

@@ -331,7 +331,8 @@ class Interpreter:
         recorder = ProgramRecorder() if recorder is None else recorder
         args = self.kernel_args(launch) if kernel_args is None else kernel_args
         name = launch.kernel.name
-        state = ProgramState(name, _pad3(pid, 0), _pad3(grid.dims, 1), recorder, pid)
+        space = getattr(launch, "address_space", None)  # a device launch has one
+        state = ProgramState(name, _pad3(pid, 0), _pad3(grid.dims, 1), recorder, pid, space)
         with running_program(state):
             try:
                 launch.kernel.fn(**args)

@@ -77,6 +77,9 @@ class KernelLaunch:
     args: tuple[Any, ...]  # run-time arguments, in parameter order (buffers wrapped)
     meta: Mapping[str, Any]  # constexpr meta-parameters by name
     options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # How an address the kernel loads becomes a pointer (the device layer sets it per PE;
+    # see ``ProgramState.address_space``).
+    address_space: Any = None
 
     @property
     def arguments(self) -> Mapping[str, Any]:

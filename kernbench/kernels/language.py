@@ -356,6 +356,8 @@ class Block:
         ``fp_downcast_rounding`` rounds a float conversion to a narrower float type:
         ``"rtne"`` (to nearest even, the default) or ``"rtz"`` (toward zero).
         """
+        if isinstance(dtype, pointer_type):
+            return _pointer_to(self, dtype)
         if not isinstance(dtype, _DType):
             raise KernelError(f"{where_am_i()}: .to() needs a tl dtype, got {dtype!r}")
         if bitcast:
@@ -540,6 +542,25 @@ class Pointer:
 
     def __repr__(self) -> str:
         return f"Pointer({self.buffer.name!r}, shape={self.shape})"
+
+
+def _pointer_to(addresses: Block, to: pointer_type) -> Pointer:
+    """``addresses.to(tl.pointer_type(ty))``: loaded addresses (``tensor.data_ptr()``
+    values) as a pointer into the tensor that holds them, on the running machine."""
+    if not addresses.dtype.is_int() or addresses.dtype.is_bool():
+        raise KernelError(
+            f"{where_am_i()}: only integer addresses (e.g. from tensor.data_ptr()) convert to "
+            f"{to!r}, not {addresses.dtype!r} values"
+        )
+    state = current_program()
+    space = state.address_space if state is not None else None
+    if space is None:
+        raise KernelError(
+            f"{where_am_i()}: an address converts to {to!r} only in a kernel running on the "
+            "simulated machine (on device tensors); a host launch on NumPy arrays has no "
+            "addresses: pass each array as an argument"
+        )
+    return space.pointer(addresses.value, to.element_ty)
 
 
 # ----------------------------------------------------------------------------- program ids

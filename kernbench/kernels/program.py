@@ -31,6 +31,9 @@ class ProgramState:
     num_programs: tuple[int, int, int]
     recorder: Any
     program: tuple[int, ...] = ()  # the program id as launched, for messages
+    # The machine's addresses as this program sees them (``pointer(addresses, element_ty)``:
+    # a loaded address cast to a pointer); None on the host, where there are none.
+    address_space: Any = None
 
 
 _CURRENT: contextvars.ContextVar[ProgramState | None] = contextvars.ContextVar(

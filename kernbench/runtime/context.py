@@ -127,6 +127,8 @@ class RuntimeContext:
         self._ledgers: weakref.WeakKeyDictionary[Any, MemoryLedger] = weakref.WeakKeyDictionary()
         self._tensor_count = 0
         self._live: dict[int, Allocation] = {}
+        # The tensor each live allocation belongs to, weakly (tensor_at maps addresses back).
+        self._owners: dict[int, weakref.ref[DeviceTensor]] = {}
         self._pending_release: list[Allocation] = []
         # True while the allocators or the store are being changed: a tensor dropped by a
         # garbage collection then must not change them under the running code.
@@ -375,7 +377,19 @@ class RuntimeContext:
         # with every tensor its stopped run left (a run stopped inside a collective).
         tensor.on_drop(_dropped_from, weakref.ref(self), allocation)
         self._live[id(allocation)] = allocation
+        self._owners[id(allocation)] = weakref.ref(tensor)
         return tensor
+
+    def tensor_at(self, address: int) -> DeviceTensor | None:
+        """The live tensor whose virtual addresses hold ``address`` (as ``data_ptr()``
+        gives them: its base plus the element index times the item size), or None."""
+        for key, allocation in self._live.items():
+            if allocation.va_base <= address < allocation.va_base + allocation.va_bytes:
+                owner = self._owners.get(key)
+                tensor = owner() if owner is not None else None
+                if tensor is not None and not allocation.released:
+                    return tensor
+        return None
 
     def _check_host_memory(
         self, name: str, shape: tuple[int, ...], dtype: DType, shards: list
@@ -704,6 +718,7 @@ class RuntimeContext:
             self.va.free(allocation.va_base)
         allocation.released = True
         self._live.pop(id(allocation), None)
+        self._owners.pop(id(allocation), None)
 
     def _drain_releases(self) -> None:
         while self._pending_release:
