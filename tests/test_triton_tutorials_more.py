@@ -131,3 +131,220 @@ def test_libdevice_names_it_lacks_say_what_to_use(ctx):
         libdevice.float2int_rn  # noqa: B018
     with pytest.raises(UnsupportedNameError, match=r"tl\.extra\.cuda .*extra\.libdevice"):
         tl.extra.cuda  # noqa: B018
+
+
+# ----------------------------------------------------------------------------- 08 group GEMM
+
+
+def is_cuda():
+    return triton.runtime.driver.active.get_current_target().backend == "cuda"
+
+
+def supports_tma():
+    return is_cuda() and torch.cuda.get_device_capability()[0] >= 9
+
+
+def num_sms():
+    if is_cuda():
+        return torch.cuda.get_device_properties("cuda").multi_processor_count
+    return 148
+
+
+def _group_gemm_configs():
+    tiles = [(128, 128, 32, 84), (128, 128, 32, 128), (64, 64, 32, 84), (64, 64, 32, 128)]
+    tiles += [(128, 128, 64, num_sms()), (64, 128, 64, num_sms())]
+    return [
+        triton.Config({"BLOCK_SIZE_M": m, "BLOCK_SIZE_N": n, "BLOCK_SIZE_K": k, "NUM_SM": sms})
+        for m, n, k, sms in tiles
+    ]
+
+
+@triton.autotune(configs=_group_gemm_configs(), key=["group_size"])
+@triton.jit
+def grouped_matmul_kernel(
+    group_a_ptrs,
+    group_b_ptrs,
+    group_c_ptrs,
+    group_gemm_sizes,
+    g_lds,
+    group_size,
+    NUM_SM: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
+):
+    tile_idx = tl.program_id(0)
+    last_problem_end = 0
+    for g in range(group_size):
+        # this problem's <M, N, K>
+        gm = tl.load(group_gemm_sizes + g * 3)
+        gn = tl.load(group_gemm_sizes + g * 3 + 1)
+        gk = tl.load(group_gemm_sizes + g * 3 + 2)
+        num_m_tiles = tl.cdiv(gm, BLOCK_SIZE_M)
+        num_n_tiles = tl.cdiv(gn, BLOCK_SIZE_N)
+        num_tiles = num_m_tiles * num_n_tiles
+        # the tiles of this problem that fall to this program
+        while tile_idx >= last_problem_end and tile_idx < last_problem_end + num_tiles:
+            k = gk
+            lda = tl.load(g_lds + g * 3)
+            ldb = tl.load(g_lds + g * 3 + 1)
+            ldc = tl.load(g_lds + g * 3 + 2)
+            a_ptr = tl.load(group_a_ptrs + g).to(tl.pointer_type(tl.float16))
+            b_ptr = tl.load(group_b_ptrs + g).to(tl.pointer_type(tl.float16))
+            c_ptr = tl.load(group_c_ptrs + g).to(tl.pointer_type(tl.float16))
+            tile_idx_in_gemm = tile_idx - last_problem_end
+            tile_m_idx = tile_idx_in_gemm // num_n_tiles
+            tile_n_idx = tile_idx_in_gemm % num_n_tiles
+
+            offs_am = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_bn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            offs_k = tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + offs_am[:, None] * lda + offs_k[None, :]
+            b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_bn[None, :]
+            accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_SIZE_K)):  # noqa: B007 - as written
+                tl.multiple_of(a_ptrs, [16, 16])
+                tl.multiple_of(b_ptrs, [16, 16])
+                # full tiles only, as in the tutorial
+                a = tl.load(a_ptrs)
+                b = tl.load(b_ptrs)
+                accumulator += tl.dot(a, b)
+                a_ptrs += BLOCK_SIZE_K
+                b_ptrs += BLOCK_SIZE_K * ldb
+            c = accumulator.to(tl.float16)
+
+            offs_cm = tile_m_idx * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+            offs_cn = tile_n_idx * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+            c_ptrs = c_ptr + ldc * offs_cm[:, None] + offs_cn[None, :]
+            tl.store(c_ptrs, c)
+
+            # the next tile of this program is NUM_SM tiles on
+            tile_idx += NUM_SM
+
+        last_problem_end = last_problem_end + num_tiles
+
+
+def group_gemm_fn(group_A, group_B, device):
+    assert len(group_A) == len(group_B)
+    group_size = len(group_A)
+    A_addrs, B_addrs, C_addrs, g_sizes, g_lds, group_C = [], [], [], [], [], []
+    for i in range(group_size):
+        A = group_A[i]
+        B = group_B[i]
+        assert A.shape[1] == B.shape[0]
+        M, K = A.shape
+        K, N = B.shape
+        C = torch.empty((M, N), device=device, dtype=A.dtype)
+        group_C.append(C)
+        A_addrs.append(A.data_ptr())
+        B_addrs.append(B.data_ptr())
+        C_addrs.append(C.data_ptr())
+        g_sizes += [M, N, K]
+        g_lds += [A.stride(0), B.stride(0), C.stride(0)]
+    # device tensors of addresses, sizes and leading dimensions
+    d_a_ptrs = torch.tensor(A_addrs, device=device)
+    d_b_ptrs = torch.tensor(B_addrs, device=device)
+    d_c_ptrs = torch.tensor(C_addrs, device=device)
+    d_g_sizes = torch.tensor(g_sizes, dtype=torch.int32, device=device)
+    d_g_lds = torch.tensor(g_lds, dtype=torch.int32, device=device)
+    grid = lambda META: (META["NUM_SM"],)  # noqa: E731
+    grouped_matmul_kernel[grid](d_a_ptrs, d_b_ptrs, d_c_ptrs, d_g_sizes, d_g_lds, group_size)
+    return group_C
+
+
+def test_group_gemm_tutorial_values_and_tuning(ctx):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    assert not supports_tma() and num_sms() == 148  # the tutorial's non-CUDA branch
+    group_m = [256, 128, 128]
+    group_n = [128, 256, 128]
+    group_k = [128, 128, 256]
+    group_A, group_B = [], []
+    for M, N, K in zip(group_m, group_n, group_k, strict=True):
+        group_A.append(torch.rand((M, K), device=device, dtype=torch.float16))
+        group_B.append(torch.rand((K, N), device=device, dtype=torch.float16))
+    tri_out = group_gemm_fn(group_A, group_B, device)
+    ref_out = [torch.matmul(a, b) for a, b in zip(group_A, group_B, strict=True)]
+    for i in range(len(group_m)):
+        assert torch.allclose(ref_out[i], tri_out[i], atol=1e-2, rtol=0)
+        want = group_A[i].numpy().astype(np.float32) @ group_B[i].numpy().astype(np.float32)
+        np.testing.assert_allclose(tri_out[i].numpy(), want.astype(np.float16), rtol=2e-3)
+    assert len(grouped_matmul_kernel.configs_timings) == 6
+    best = grouped_matmul_kernel.best_config
+    assert grouped_matmul_kernel.configs_timings[best] == min(
+        grouped_matmul_kernel.configs_timings.values()
+    )
+
+
+def _address_tables(tensors, device):
+    return torch.tensor([t.data_ptr() for t in tensors], device=device)
+
+
+def test_group_gemm_charges_the_tensors_behind_the_addresses(ctx):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    A = torch.rand((128, 64), device=device, dtype=torch.float16)
+    B = torch.rand((64, 128), device=device, dtype=torch.float16)
+    C = torch.empty((128, 128), device=device, dtype=torch.float16)
+    sizes = torch.tensor([128, 128, 64], dtype=torch.int32, device=device)
+    lds = torch.tensor([64, 128, 128], dtype=torch.int32, device=device)
+    a_ptrs, b_ptrs, c_ptrs = (_address_tables([t], device) for t in (A, B, C))
+    run = grouped_matmul_kernel.fn[(4,)](
+        a_ptrs, b_ptrs, c_ptrs, sizes, lds, 1, NUM_SM=4, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64,
+        BLOCK_SIZE_K=32,
+    )  # fmt: skip
+    np.testing.assert_allclose(
+        C.numpy(), (A.numpy().astype(np.float32) @ B.numpy()).astype(np.float16), rtol=2e-3
+    )
+    traffic = {}
+    for program in run.record.programs:
+        for t in program.traffic:
+            loaded, stored = traffic.get(t.buffer, (0, 0))
+            traffic[t.buffer] = (loaded + t.bytes_loaded, stored + t.bytes_stored)
+    # four 64x64 tiles, each reading a 64-row stripe of A and a 64-column one of B
+    name = lambda t: t.device_tensor.name  # noqa: E731
+    assert traffic[name(A)] == (4 * 64 * 64 * 2, 0)
+    assert traffic[name(B)] == (4 * 64 * 64 * 2, 0)
+    assert traffic[name(C)] == (0, 128 * 128 * 2)
+    assert traffic[name(a_ptrs)] == (4 * 8, 0)
+    assert run.record.matrix_flops == 2 * 128 * 128 * 64
+
+
+@triton.jit
+def _follow(addr_ptr, out_ptr, AS: tl.constexpr, N: tl.constexpr):
+    offsets = tl.arange(0, N)
+    src = tl.load(addr_ptr + offsets).to(tl.pointer_type(AS))
+    tl.store(out_ptr + offsets, tl.load(src).to(tl.float32))
+
+
+def test_loaded_addresses_refused_where_they_cannot_be_followed(ctx):
+    device = triton.runtime.driver.active.get_active_torch_device()
+    x = torch.rand(8, device=device, dtype=torch.float16)
+    y = torch.rand(8, device=device)
+    out = torch.empty(8, device=device)
+    # a block of addresses inside one tensor is a block pointer into it
+    elements = torch.tensor([x.data_ptr() + 2 * i for i in (7, 0, 3, 3, 1, 2, 6, 5)])
+    _follow[(1,)](elements, out, AS=tl.float16, N=8)
+    np.testing.assert_array_equal(out.numpy(), x.numpy()[[7, 0, 3, 3, 1, 2, 6, 5]])
+    with pytest.raises(KernelError, match=r"is in tensor '.*' of tl\.float16; .*pointer_type"):
+        _follow[(1,)](_address_tables([x], device), out, AS=tl.float32, N=1)
+    with pytest.raises(KernelError, match="are in different tensors"):
+        _follow[(1,)](_address_tables([x, y], device), out, AS=tl.float16, N=2)
+    with pytest.raises(KernelError, match="is in no live tensor"):
+        _follow[(1,)](torch.tensor([12345, 0]), out, AS=tl.float16, N=2)
+    with pytest.raises(KernelError, match="not on an element boundary"):
+        _follow[(1,)](torch.tensor([x.data_ptr() + 1, 0]), out, AS=tl.float16, N=1)
+
+
+@triton.jit
+def _cast_to_pointer(x_ptr, out_ptr):
+    tl.store(out_ptr, tl.load(tl.load(x_ptr).to(tl.pointer_type(tl.float32))))
+
+
+def test_addresses_need_a_functional_device_run():
+    with pytest.raises(KernelError, match="only integer addresses"):
+        _cast_to_pointer[(1,)](np.zeros(1, np.float32), np.zeros(1, np.float32))
+    with pytest.raises(KernelError, match="only in a kernel running on the simulated machine"):
+        _cast_to_pointer[(1,)](np.zeros(1, np.int64), np.zeros(1, np.float32))
+    with use_context(RuntimeContext("tiny", timing_only=True)):
+        x = torch.zeros(4, dtype=torch.int64)
+        with pytest.raises(KernelError, match="a timing-only run carries no values"):
+            _cast_to_pointer[(1,)](x, torch.zeros(4))
