@@ -20,6 +20,7 @@ from kernbench.distributed.world import synchronize_rank
 from kernbench.errors import PlacementError, SimulationError, unsupported_name
 from kernbench.runtime.current import current_context
 from kernbench.torch import random as torch_random
+from kernbench.torch.device_properties import DeviceProperties, device_properties
 from kernbench.torch.missing import CUDA_HINTS
 
 __all__ = ["Event", "accelerator", "ahbm", "device"]
@@ -256,6 +257,12 @@ class _AhbmModule:
         ctx = current_context()
         level = ctx.topology.system.device_level
         return f"KernBench {ctx.topology.name} {level} {_existing_index(device)}"
+
+    def get_device_properties(self, device: Any = None) -> DeviceProperties:
+        """The device in torch's terms; a PE is a multiprocessor
+        (:mod:`kernbench.torch.device_properties`)."""
+        index = _existing_index(device)
+        return device_properties(current_context(), index, self.get_device_name(index))
 
     def manual_seed(self, seed: int) -> None:
         """Seed the calling rank's generator (device and host share one here)."""

@@ -76,10 +76,6 @@ MODULE_HINTS = {
 
 # torch.cuda.<name> (and torch.ahbm, torch.accelerator).
 CUDA_HINTS = {
-    "get_device_properties": (
-        "get_device_name(); triton.runtime.driver.active.utils.get_device_properties(i) "
-        "counts the device's PEs"
-    ),
     "get_device_capability": "there is no compute capability on this machine",
     **dict.fromkeys(
         ("Stream", "stream", "StreamContext", "graph", "CUDAGraph"),

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import kernbench.torch as torch
-from kernbench.errors import PlacementError
 from kernbench.runtime import RuntimeContext, current_context
+from kernbench.torch.device_properties import device_scope
 from kernbench.triton.compiled import THREADS_PER_WARP
 from kernbench.triton.testing import do_bench
 
@@ -55,28 +55,9 @@ class GPUTarget:
     warp_size: int
 
 
-def _device_scope(ctx: RuntimeContext, index: int) -> tuple[int, int]:
-    """(PEs, cubes) of device ``index`` of ``ctx``."""
-    if isinstance(index, bool) or not isinstance(index, int):
-        raise PlacementError(f"get_device_properties needs a device index, got {index!r}")
-    if not 0 <= index < ctx.num_devices:
-        raise PlacementError(
-            f"get_device_properties: device {index} does not exist; valid: "
-            f"0..{ctx.num_devices - 1} ({ctx.topology.system.device_level}s of "
-            f"{ctx.topology.name})"
-        )
-    topo = ctx.topology
-    level = topo.system.device_level
-    if level == "sip":
-        return topo.cubes_per_sip * topo.pes_per_cube, topo.cubes_per_sip
-    if level == "cube":
-        return topo.pes_per_cube, 1
-    return 1, 1
-
-
 def device_properties(ctx: RuntimeContext, index: int) -> dict[str, Any]:
     """Triton's device-property dict for device ``index`` of ``ctx`` (see the module doc)."""
-    pes, cubes = _device_scope(ctx, index)
+    pes, cubes = device_scope(ctx, index)
     cube = ctx.topology.cube
     tcm = int(cube.pe_template.components.pe_tcm.attrs.size_mb)
     clock_hz = int(cube.pe_template.components.pe_core.attrs.clock)
