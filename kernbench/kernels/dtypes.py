@@ -3,6 +3,9 @@
 A :class:`dtype` names a type, the NumPy type that holds its values and its
 size. ``bfloat16`` has no NumPy type: its values are held in float32 arrays
 rounded to bf16 precision (:func:`round_bf16`, round to nearest even).
+Triton's 8-bit floats (``float8e4nv``, ``float8e5`` ...) are names only
+(:class:`float8_type`): code may compare a pointer's element type with them,
+but no value is ever of those types (:func:`check_modelled` refuses them).
 :func:`cast_values` converts values to a type as a kernel's ``.to()`` does.
 """
 
@@ -24,6 +27,13 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "float8_type",
+    "float8e4b8",
+    "float8e4b15",
+    "float8e4nv",
+    "float8e5",
+    "float8e5b16",
+    "check_modelled",
     "from_numpy",
     "int1",
     "int8",
@@ -114,6 +124,42 @@ float16 = dtype("float16", np.float16, 2)
 bfloat16 = dtype("bfloat16", np.float32, 2)
 float32 = dtype("float32", np.float32, 4)
 float64 = dtype("float64", np.float64, 8)
+
+
+class float8_type(dtype):  # noqa: N801 - as the other dtypes
+    """An 8-bit float type of Triton's: a name to compare with, never a value's type
+    (NumPy has no fp8 type to hold the values)."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, np.uint8, 1)
+
+    def is_floating(self) -> bool:
+        return True
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_int_unsigned(self) -> bool:
+        return False
+
+
+float8e4nv = float8_type("float8e4nv")
+float8e5 = float8_type("float8e5")
+float8e4b15 = float8_type("float8e4b15")
+float8e4b8 = float8_type("float8e4b8")
+float8e5b16 = float8_type("float8e5b16")
+
+
+def check_modelled(dt: dtype, where: str) -> dtype:
+    """``dt``, unless it is an 8-bit float type, which no value here can have."""
+    if isinstance(dt, float8_type):
+        raise KernelError(
+            f"{where}: {dt!r} values are not modelled (kernel values are NumPy arrays, which "
+            "have no 8-bit float type); use tl.float16 or tl.bfloat16"
+        )
+    return dt
 
 
 def _install_predicates() -> None:

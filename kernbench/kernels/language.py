@@ -88,8 +88,14 @@ from kernbench.kernels.dtypes import (
     bfloat16,
     bitcast_values,
     cast_values,
+    check_modelled,
     dtype,
     element_type,
+    float8e4b8,
+    float8e4b15,
+    float8e4nv,
+    float8e5,
+    float8e5b16,
     float16,
     float32,
     float64,
@@ -166,6 +172,11 @@ __all__ = [
     "float16",
     "float32",
     "float64",
+    "float8e4b8",
+    "float8e4b15",
+    "float8e4nv",
+    "float8e5",
+    "float8e5b16",
     "floor",
     "full",
     "int1",
@@ -360,6 +371,7 @@ class Block:
             return _pointer_to(self, dtype)
         if not isinstance(dtype, _DType):
             raise KernelError(f"{where_am_i()}: .to() needs a tl dtype, got {dtype!r}")
+        check_modelled(dtype, f"{where_am_i()}: .to({dtype!r})")
         if bitcast:
             return self._bitcast(dtype)
         if _rounds_toward_zero(fp_downcast_rounding, self.dtype, dtype):
@@ -627,7 +639,7 @@ def _shape(shape: Any) -> tuple[int, ...]:
 def _check_dtype(dt: Any, what: str) -> dtype:
     if not isinstance(dt, dtype):
         raise KernelError(f"{where_am_i()}: {what} needs a tl dtype (e.g. tl.float32), got {dt!r}")
-    return dt
+    return check_modelled(dt, f"{where_am_i()}: {what}")
 
 
 def full(shape: Any, value: Any, dtype: dtype) -> Block:
