@@ -1,0 +1,1 @@
+"""``triton.tools``: only ``tensor_descriptor``, which refuses (TMA is not modelled)."""
