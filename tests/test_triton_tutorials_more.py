@@ -348,3 +348,232 @@ def test_addresses_need_a_functional_device_run():
         x = torch.zeros(4, dtype=torch.int64)
         with pytest.raises(KernelError, match="a timing-only run carries no values"):
             _cast_to_pointer[(1,)](x, torch.zeros(4))
+
+
+# ----------------------------------------------------------------------------- 09 persistent matmul
+
+
+def _matmul_launch_metadata(grid, kernel, args):
+    M, N, K = args["M"], args["N"], args["K"]
+    bytes_per_elem = args["c_ptr"].element_size()
+    return {
+        "name": f"{kernel.name} [M={M}, N={N}, K={K}]",
+        f"flops{bytes_per_elem * 8}": 2.0 * M * N * K,
+        "bytes": bytes_per_elem * (M * K + N * K + M * N),
+    }
+
+
+def matmul_get_configs(pre_hook=None):
+    return [
+        triton.Config(
+            {"BLOCK_SIZE_M": BM, "BLOCK_SIZE_N": BN, "BLOCK_SIZE_K": BK, "GROUP_SIZE_M": 8},
+            num_stages=s,
+            num_warps=w,
+            pre_hook=pre_hook,
+        )
+        for BM in [128]
+        for BN in [128, 256]
+        for BK in [64, 128]
+        for s in [2, 3, 4]
+        for w in [4, 8]
+    ]
+
+
+@triton.autotune(configs=matmul_get_configs(), key=["M", "N", "K"])
+@triton.jit(launch_metadata=_matmul_launch_metadata)
+def matmul_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+    stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (pid % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+
+    start_m = pid_m * BLOCK_SIZE_M
+    start_n = pid_n * BLOCK_SIZE_N
+    offs_am = start_m + tl.arange(0, BLOCK_SIZE_M)
+    offs_bn = start_n + tl.arange(0, BLOCK_SIZE_N)
+    offs_am = tl.where(offs_am < M, offs_am, 0)
+    offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+
+    if c_ptr.dtype.element_ty == tl.float8e4nv:
+        c = accumulator.to(tl.float8e4nv)
+    else:
+        c = accumulator.to(tl.float16)
+
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+def matmul(a, b):
+    assert a.shape[1] == b.shape[0], "Incompatible dimensions"
+    assert a.dtype == b.dtype, "Incompatible dtypes"
+    M, K = a.shape
+    K, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    grid = lambda META: (  # noqa: E731
+        triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"]),
+    )
+    matmul_kernel[grid](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1),
+    )  # fmt: skip
+    return c
+
+
+@triton.jit
+def _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS):
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + (tile_id % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.autotune(configs=matmul_get_configs(), key=["M", "N", "K"])
+@triton.jit(launch_metadata=_matmul_launch_metadata)
+def matmul_kernel_persistent(
+    a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
+    stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr,
+):  # fmt: skip
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+
+    # the epilogue walks the tiles with a counter of its own, as the tutorial does
+    tile_id_c = start_pid - NUM_SMS
+
+    offs_k_for_mask = tl.arange(0, BLOCK_SIZE_K)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+        start_m = pid_m * BLOCK_SIZE_M
+        start_n = pid_n * BLOCK_SIZE_N
+        offs_am = start_m + tl.arange(0, BLOCK_SIZE_M)
+        offs_bn = start_n + tl.arange(0, BLOCK_SIZE_N)
+        offs_am = tl.where(offs_am < M, offs_am, 0)
+        offs_bn = tl.where(offs_bn < N, offs_bn, 0)
+        offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M)
+        offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N)
+
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K + tl.arange(0, BLOCK_SIZE_K)
+            a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+            b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+
+            a = tl.load(a_ptrs, mask=offs_k_for_mask[None, :] < K - ki * BLOCK_SIZE_K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k_for_mask[:, None] < K - ki * BLOCK_SIZE_K, other=0.0)
+            accumulator = tl.dot(a, b, accumulator)
+
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+        if c_ptr.dtype.element_ty == tl.float8e4nv:
+            c = accumulator.to(tl.float8e4nv)
+        else:
+            c = accumulator.to(tl.float16)
+        tl.store(c_ptrs, c, mask=c_mask)
+
+
+def matmul_persistent(a, b):
+    assert a.shape[1] == b.shape[0], "Incompatible dimensions"
+    assert a.dtype == b.dtype, "Incompatible dtypes"
+    NUM_SMS = torch.cuda.get_device_properties("cuda").multi_processor_count
+    M, K = a.shape
+    K, N = b.shape
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    grid = lambda META: (  # noqa: E731
+        min(NUM_SMS, triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"])),
+    )
+    matmul_kernel_persistent[grid](
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0),
+        c.stride(1), NUM_SMS=NUM_SMS,
+    )  # fmt: skip
+    return c
+
+
+def test_persistent_matmul_tutorial_matches_the_naive_one_and_torch(ctx):
+    assert not supports_tma()  # the tutorial's TMA kernels are not run (see the refusals)
+    M, N, K = 384, 256, 200  # partial tiles along M and K
+    a = torch.randn((M, K), device="cuda", dtype=torch.float16)
+    b = torch.randn((K, N), device="cuda", dtype=torch.float16)
+    b = b.T.contiguous()
+    torch_result = torch.matmul(a, b.T)
+    naive_result = matmul(a, b.T)
+    persistent_result = matmul_persistent(a, b.T)
+    assert torch.allclose(torch_result, naive_result, atol=1e-1, rtol=1e-2)
+    assert torch.allclose(torch_result, persistent_result, atol=1e-1, rtol=1e-2)
+    want = (a.numpy().astype(np.float32) @ b.numpy().T.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(persistent_result.numpy(), want, rtol=2e-3, atol=2e-3)
+    np.testing.assert_array_equal(persistent_result.numpy(), naive_result.numpy())
+    # a program per PE, each walking the tiles NUM_SMS apart
+    assert torch.cuda.get_device_properties("cuda").multi_processor_count == 4
+    assert len(matmul_kernel_persistent.configs_timings) == 24
+
+
+@triton.jit
+def _to_fp8(x_ptr):
+    tl.load(x_ptr).to(tl.float8e4nv)
+
+
+def test_persistent_matmul_tutorial_parts_that_are_not_modelled_say_so(ctx):
+    from kernbench.triton.tools.tensor_descriptor import TensorDescriptor
+
+    a = torch.randn((64, 64), device="cuda", dtype=torch.float16)
+    with pytest.raises(KernelError, match=r"TensorDescriptor\.from_tensor.*tl\.make_block_ptr"):
+        TensorDescriptor.from_tensor(a, [32, 32])
+    with pytest.raises(KernelError, match=r"TensorDescriptor\(\.\.\.\): TMA"):
+        TensorDescriptor(a, a.shape, a.stride(), [32, 32])
+    with pytest.raises(UnsupportedNameError, match=r"tl\.make_tensor_descriptor .*make_block_ptr"):
+        tl.make_tensor_descriptor  # noqa: B018
+    with pytest.raises(UnsupportedNameError, match=r"triton\.set_allocator .*not modelled"):
+        triton.set_allocator  # noqa: B018
+    with pytest.raises(UnsupportedNameError, match="no compute capability"):
+        torch.cuda.get_device_capability()
+    with pytest.raises(UnsupportedNameError, match=r"properties\.major .*no compute capability"):
+        torch.cuda.get_device_properties("cuda").major  # noqa: B018
+    assert not hasattr(torch, "float8_e4m3fn")  # the tutorial's fp8 check takes this
+    with pytest.raises(KernelError, match=r"\.to\(tl\.float8e4nv\): tl\.float8e4nv values are"):
+        _to_fp8[(1,)](a)
+
+
+def test_device_properties_in_torch_terms(ctx):
+    props = torch.cuda.get_device_properties("cuda")
+    driver = triton.runtime.driver.active.utils.get_device_properties(0)
+    assert props.multi_processor_count == driver["multiprocessor_count"] == 4
+    assert props.shared_memory_per_block == driver["max_shared_mem"]
+    assert props.total_memory == driver["hbm_bytes"]
+    assert props.warp_size == 1
+    assert props.name == torch.cuda.get_device_name(0)
