@@ -275,6 +275,78 @@ def test_group_gemm_tutorial_values_and_tuning(ctx):
     )
 
 
+def triton_perf_fn(a_ptrs, b_ptrs, c_ptrs, sizes, lds, group_size):
+    grid = lambda META: (META["NUM_SM"],)  # noqa: E731
+    grouped_matmul_kernel[grid](a_ptrs, b_ptrs, c_ptrs, sizes, lds, group_size)
+
+
+def torch_perf_fn(group_A, group_B):
+    for a, b in zip(group_A, group_B, strict=True):
+        torch.matmul(a, b)
+
+
+def test_group_gemm_tutorial_benchmark(ctx, capsys):
+    device = triton.runtime.driver.active.get_active_torch_device()
+
+    @triton.testing.perf_report(
+        triton.testing.Benchmark(
+            x_names=["N"],
+            x_vals=[2**i for i in range(7, 9)],
+            line_arg="provider",
+            line_vals=["cublas", "triton"] + (["triton-tma"] if supports_tma() else []),
+            line_names=["cuBLAS", "Triton"] + (["Triton + TMA"] if supports_tma() else []),
+            styles=[("green", "-"), ("blue", "-")] + ([("red", "-")] if supports_tma() else []),
+            ylabel="runtime(ms)",
+            plot_name="group-gemm-performance",
+            args={},
+        )
+    )
+    def benchmark_square_matrices(N, provider):
+        group_size = 4
+        group_A, group_B, A_addrs, B_addrs, C_addrs, g_sizes, g_lds = [], [], [], [], [], [], []
+        group_C = []
+        for _ in range(group_size):
+            A = torch.rand((N, N), device=device, dtype=torch.float16)
+            B = torch.rand((N, N), device=device, dtype=torch.float16)
+            C = torch.empty((N, N), device=device, dtype=torch.float16)
+            group_A.append(A)
+            group_B.append(B)
+            group_C.append(C)
+            A_addrs.append(A.data_ptr())
+            B_addrs.append(B.data_ptr())
+            C_addrs.append(C.data_ptr())
+            g_sizes += [N, N, N]
+            g_lds += [N, N, N]
+        d_a_ptrs = torch.tensor(A_addrs, device=device)
+        d_b_ptrs = torch.tensor(B_addrs, device=device)
+        d_c_ptrs = torch.tensor(C_addrs, device=device)
+        d_g_sizes = torch.tensor(g_sizes, dtype=torch.int32, device=device)
+        d_g_lds = torch.tensor(g_lds, dtype=torch.int32, device=device)
+        quantiles = [0.5, 0.2, 0.8]
+        if provider == "cublas":
+            ms, min_ms, max_ms = triton.testing.do_bench(
+                lambda: torch_perf_fn(group_A, group_B), quantiles=quantiles
+            )
+        if provider == "triton":
+            ms, min_ms, max_ms = triton.testing.do_bench(
+                lambda: triton_perf_fn(
+                    d_a_ptrs, d_b_ptrs, d_c_ptrs, d_g_sizes, d_g_lds, group_size
+                ),
+                quantiles=quantiles,
+            )
+            for a, b, c in zip(group_A, group_B, group_C, strict=True):
+                assert torch.allclose(torch.matmul(a, b), c, atol=1e-2, rtol=0)
+        return ms, max_ms, min_ms
+
+    benchmark_square_matrices.run(show_plots=True, print_data=True)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "group-gemm-performance:"
+    assert printed[1].split() == ["N", "cuBLAS", "Triton"]
+    rows = benchmark_square_matrices.tables["group-gemm-performance"].rows
+    assert [row[0] for row in rows] == [128, 256]
+    assert all(row[1] > 0 and row[2] > 0 for row in rows)
+
+
 def _address_tables(tensors, device):
     return torch.tensor([t.data_ptr() for t in tensors], device=device)
 
@@ -324,6 +396,11 @@ def test_loaded_addresses_refused_where_they_cannot_be_followed(ctx):
     elements = torch.tensor([x.data_ptr() + 2 * i for i in (7, 0, 3, 3, 1, 2, 6, 5)])
     _follow[(1,)](elements, out, AS=tl.float16, N=8)
     np.testing.assert_array_equal(out.numpy(), x.numpy()[[7, 0, 3, 3, 1, 2, 6, 5]])
+    # a view's data_ptr() is its first element's address in the tensor it views
+    m = torch.rand((4, 8), device=device, dtype=torch.float16)
+    row = m[2]
+    _follow[(1,)](torch.tensor([row.data_ptr() + 2 * i for i in range(8)]), out, tl.float16, 8)
+    np.testing.assert_array_equal(out.numpy(), m.numpy()[2])
     with pytest.raises(KernelError, match=r"is in tensor '.*' of tl\.float16; .*pointer_type"):
         _follow[(1,)](_address_tables([x], device), out, AS=tl.float32, N=1)
     with pytest.raises(KernelError, match="are in different tensors"):
