@@ -654,3 +654,17 @@ def test_device_properties_in_torch_terms(ctx):
     assert props.total_memory == driver["hbm_bytes"]
     assert props.warp_size == 1
     assert props.name == torch.cuda.get_device_name(0)
+
+
+def test_persistent_programs_walk_the_tiles_num_sms_apart(ctx):
+    a = torch.randn((384, 128), device="cuda", dtype=torch.float16)
+    b = torch.randn((128, 256), device="cuda", dtype=torch.float16)
+    c = torch.empty((384, 256), device="cuda", dtype=torch.float16)
+    run = matmul_kernel_persistent.fn[(4,)](
+        a, b, c, 384, 256, 128, 128, 1, 256, 1, 256, 1, BLOCK_SIZE_M=128, BLOCK_SIZE_N=128,
+        BLOCK_SIZE_K=64, GROUP_SIZE_M=8, NUM_SMS=4,
+    )  # fmt: skip
+    # six 128x128 tiles over four programs: programs 0 and 1 take two, each tile two k-steps
+    assert [p.dots for p in run.record.programs] == [4, 4, 2, 2]
+    want = (a.numpy().astype(np.float32) @ b.numpy().astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(c.numpy(), want, rtol=2e-3, atol=2e-3)
