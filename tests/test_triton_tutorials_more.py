@@ -668,3 +668,17 @@ def test_persistent_programs_walk_the_tiles_num_sms_apart(ctx):
     assert [p.dots for p in run.record.programs] == [4, 4, 2, 2]
     want = (a.numpy().astype(np.float32) @ b.numpy().astype(np.float32)).astype(np.float16)
     np.testing.assert_allclose(c.numpy(), want, rtol=2e-3, atol=2e-3)
+
+
+@triton.jit
+def _recast(x_ptr, AS: tl.constexpr):
+    tl.load(x_ptr.to(AS))
+
+
+def test_pointer_casts_keep_the_element_type(ctx):
+    x = torch.rand(4, device="cuda", dtype=torch.float16)
+    _recast[(1,)](x, AS=tl.pointer_type(tl.float16))
+    with pytest.raises(KernelError, match=r"cannot convert a pointer to pointer<tl\.float16>"):
+        _recast[(1,)](x, AS=tl.pointer_type(tl.int16))
+    with pytest.raises(KernelError, match=r"into tl\.int64 here: a pointer is a buffer"):
+        _recast[(1,)](x, AS=tl.int64)

@@ -522,6 +522,18 @@ class Pointer:
 
     type = dtype
 
+    def to(self, dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Pointer:
+        """A pointer to its own element type is itself; other casts are refused here: a
+        pointer is a buffer and offsets, not an address, and values are held by type."""
+        if isinstance(dtype, pointer_type) and dtype.element_ty is self.dtype.element_ty:
+            return self
+        raise KernelError(
+            f"{where_am_i()}: cannot convert a pointer to {self.dtype!r} into {dtype!r} here: "
+            "a pointer is a buffer plus offsets, not an address, and a buffer's values are held "
+            "by its element type; pass a tensor of the type you need (or load and .to() the "
+            "values)"
+        )
+
     def _moved(self, other: Any, sign: int) -> Pointer:
         if isinstance(other, Pointer):
             raise KernelError(f"{where_am_i()}: cannot add two pointers")
