@@ -120,17 +120,36 @@ def runs_as_main(path: str | Path, source: str | None = None) -> bool:
     """Whether ``kernbench run`` starts this script by its ``__main__`` block.
 
     It does when the script has a top-level ``if __name__ == "__main__":`` block
-    and defines no ``main()``: the block is the script's own launcher (the
-    PyTorch tutorials' ``mp.Process``/``mp.spawn`` loop), so it runs as it would
-    under ``python``, on the run's machine.  A ``main()`` is run once per rank
-    instead, and a script with neither runs ``run(rank, world_size)`` per rank.
+    and defines no ``main()`` that can be called without arguments: the block is
+    the script's own launcher (the PyTorch tutorials' ``mp.Process``/``mp.spawn``
+    loop, or ``mp.spawn(main, args=(world_size, ...))`` in pytorch/examples'
+    ``multigpu.py``), so it runs as it would under ``python``, on the run's
+    machine.  A ``main()`` is run once per rank instead, and a script with
+    neither runs ``run(rank, world_size)`` per rank.
     """
     _, _, tree = _compiled(path, source)
     return _has_main_block(tree)
 
 
 def _has_main_block(tree: ast.Module) -> bool:
-    return any(_is_main_guard(node) for node in tree.body) and not _defines(tree, "main")
+    return any(_is_main_guard(node) for node in tree.body) and (
+        not _defines(tree, "main") or _main_needs_arguments(tree)
+    )
+
+
+def _main_needs_arguments(tree: ast.Module) -> bool:
+    """Whether the module's last top-level ``def main`` has a parameter without a default
+    (``def main(rank, world_size, ...)``): only its ``__main__`` block can call it."""
+    defs = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "main"
+    ]
+    if not defs:
+        return False
+    args = defs[-1].args
+    positional = len(args.posonlyargs) + len(args.args)
+    return positional > len(args.defaults) or any(d is None for d in args.kw_defaults)
 
 
 def calls_main_at_module_level(path: str | Path, source: str | None = None) -> bool:
