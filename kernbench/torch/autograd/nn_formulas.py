@@ -151,10 +151,18 @@ def _mse_loss(
 
 
 def _class_grad(
-    g: Tensor, x: Tensor, t: Tensor, ignore_index: int, reduction: str, scores: bool
+    g: Tensor,
+    x: Tensor,
+    t: Tensor,
+    ignore_index: int,
+    reduction: str,
+    scores: bool,
+    smoothing: float = 0.0,
 ) -> Tensor:
     """The gradient of cross_entropy (``scores``: softmax(x) - onehot) or nll_loss (-onehot)
-    with class-index targets ``t`` (classes along dim 1, or 0 for one sample)."""
+    with class-index targets ``t`` (classes along dim 1, or 0 for one sample);
+    ``smoothing`` (cross_entropy's label_smoothing) mixes the uniform distribution into
+    the onehot, as torch's loss does."""
     cdim = 1 if x.ndim >= 2 else 0
     classes = x.shape[cdim]
     valid = t != ignore_index
@@ -163,6 +171,8 @@ def _class_grad(
     if x.ndim > 2:
         onehot = onehot.permute(0, x.ndim - 1, *range(1, x.ndim - 1))
     keep = valid.unsqueeze(cdim)
+    if smoothing:
+        onehot = onehot.to(x.dtype) * (1.0 - smoothing) + smoothing / classes
     grad = x.softmax(cdim) - onehot if scores else -onehot.to(x.dtype)
     grad = grad * keep
     if reduction == "none":
@@ -185,17 +195,59 @@ def _class_loss(scores: bool) -> Callable[..., Any]:
         label_smoothing: float = 0.0,
     ) -> Any:
         reduction = _plain_reduction(size_average, reduce, reduction)
-        if weight is not None or label_smoothing != 0.0 or target.dtype.is_floating_point:
+        smoothing = label_smoothing if scores else 0.0
+        if weight is not None or (not scores and label_smoothing != 0.0):
             raise Unsupported
+        if not isinstance(smoothing, numbers.Real) or not 0.0 <= smoothing <= 1.0:
+            raise Unsupported  # the forward says what is wrong with it
         kwargs: dict[str, Any] = {"ignore_index": ignore_index, "reduction": reduction}
+        if scores:
+            kwargs["label_smoothing"] = label_smoothing
         out = untracked(fn, input, target, **kwargs)
+        if scores and target.dtype.is_floating_point:
+            return _probability_targets(out, input, target, reduction, smoothing)
 
         def backward(g: Tensor, x: Tensor, t: Tensor) -> Sequence[Any]:
-            return _class_grad(g, x, t, ignore_index, reduction, scores), None
+            return _class_grad(g, x, t, ignore_index, reduction, scores, smoothing), None
 
         return recorded(out, "NllLossBackward0", (input, target), backward, (input, target))
 
     return rule
+
+
+def _probability_targets(
+    out: Tensor,
+    input: Tensor,  # noqa: A002
+    target: Tensor,
+    reduction: str,
+    smoothing: float,
+) -> Tensor:
+    """cross_entropy against class probabilities ``target`` (``input``'s shape): the loss
+    is ``-sum(t' * log_softmax(x))`` over the classes, ``t' = t (1 - s) + s / C``, so the
+    gradient is ``softmax(x) sum(t') - t'`` for ``x`` and ``-(1 - s) log_softmax(x)`` for
+    ``t`` (each times the incoming gradient, over the samples for "mean")."""
+    need_x, need_t = input.requires_grad, target.requires_grad
+
+    def scaled(d: Tensor, g: Tensor, cdim: int, samples: int) -> Tensor:
+        if reduction == "none":
+            return d * g.unsqueeze(cdim)
+        return d * (g / samples) if reduction == "mean" else d * g
+
+    def backward(g: Tensor, x: Tensor, t: Tensor) -> Sequence[Any]:
+        cdim = 1 if x.ndim >= 2 else 0
+        classes = x.shape[cdim]
+        samples = max(x.numel() // max(classes, 1), 1)
+        mixed = t * (1.0 - smoothing) + smoothing / classes if smoothing else t
+        gx = gt = None
+        if need_x:
+            gx = scaled(x.softmax(cdim) * mixed.sum(cdim, keepdim=True) - mixed, g, cdim, samples)
+        if need_t:
+            gt = scaled(x.log_softmax(cdim) * -(1.0 - smoothing), g, cdim, samples)
+        return gx, gt
+
+    return recorded(
+        out, "SoftmaxCrossEntropyBackward0", (input, target), backward, (input, target)
+    )
 
 
 def _embedding(
