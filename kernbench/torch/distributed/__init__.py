@@ -49,6 +49,7 @@ from kernbench.torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from kernbench.torch.distributed.groups import (
     destroy_process_group,
     get_backend,
+    get_default_backend_for_device,
     get_global_rank,
     get_group_rank,
     get_process_group_ranks,
@@ -109,6 +110,7 @@ __all__ = [
     "gather",
     "gather_object",
     "get_backend",
+    "get_default_backend_for_device",
     "get_global_rank",
     "get_group_rank",
     "get_process_group_ranks",

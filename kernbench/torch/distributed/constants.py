@@ -44,6 +44,13 @@ class Backend(str):
     XCCL = "xccl"
     AHBM = "ahbm"
 
+    # What get_default_backend_for_device answers: torch's map, and this machine's device.
+    default_device_backend_map: dict[str, str] = {  # noqa: RUF012 - torch's class attribute
+        "cpu": "gloo",
+        "cuda": "nccl",
+        "ahbm": "ahbm",
+    }
+
     def __new__(cls, name: str) -> Backend:
         if not isinstance(name, str):
             raise ValueError(f"Backend constructor parameter must be string-ish, got {name!r}")

@@ -15,14 +15,16 @@ from typing import Any
 import numpy as np
 
 from kernbench.distributed.world import ProcessGroup, World
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, DistributedValueError
 from kernbench.runtime.current import current_context
+from kernbench.torch.devices import device as torch_device
 from kernbench.torch.distributed.arguments import calling_rank, initialised, resolve_group
-from kernbench.torch.distributed.constants import BACKEND, BACKENDS, GroupMember
+from kernbench.torch.distributed.constants import BACKEND, BACKENDS, Backend, GroupMember
 
 __all__ = [
     "destroy_process_group",
     "get_backend",
+    "get_default_backend_for_device",
     "get_global_rank",
     "get_group_rank",
     "get_process_group_ranks",
@@ -180,6 +182,17 @@ def get_backend(group: Any = None) -> str:
     backend, so scripts that branch on its name take the branch they would); else "ahbm"."""
     world, _ = initialised("get_backend()")
     return _BACKENDS.get(world, BACKEND)
+
+
+def get_default_backend_for_device(device: Any) -> str:
+    """The backend torch picks for ``device`` (a ``torch.device`` or its name): "nccl" for
+    cuda, "gloo" for cpu, and "ahbm" for this machine's accelerator; each names the one
+    simulated backend, so the answer goes straight to ``init_process_group``."""
+    kind = device.type if isinstance(device, torch_device) else torch_device(device).type
+    backend = Backend.default_device_backend_map.get(kind)
+    if backend is None:
+        raise DistributedValueError(f"Default backend not registered for device : {device}")
+    return backend
 
 
 def get_process_group_ranks(group: Any) -> list[int]:
