@@ -34,6 +34,7 @@ import math
 import os
 import zipfile
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -102,6 +103,9 @@ def load(
 ) -> Any:
     """The object :func:`save` wrote to ``f`` (a path or a binary file object), its tensors
     on the device ``map_location`` names (the current device by default), as ``torch.load``.
+    A dict ``map_location`` maps the device each tensor was saved from to the one it loads
+    to (``{"cuda:0": f"cuda:{rank}"}``, as torch's DDP tutorial loads a checkpoint rank 0
+    saved); a tensor whose device is not a key loads where it was saved, as in torch.
 
     Every checkpoint holds only what ``weights_only=True`` allows, so either value of
     ``weights_only`` loads it the same way, and loading runs no code.
@@ -212,13 +216,16 @@ class _Writer:
             "shape": list(t.shape),
             "requires_grad": bool(t.requires_grad),
             "parameter": isinstance(t, Parameter),
+            "device": str(t.device),  # what a dict map_location maps from
         }
 
 
 class _Reader:
-    """The tree back as objects; each tensor made once, on ``device``."""
+    """The tree back as objects; each tensor made once, on ``device(where it was saved)``."""
 
-    def __init__(self, archive: zipfile.ZipFile, name: str, device: Any, values: bool) -> None:
+    def __init__(
+        self, archive: zipfile.ZipFile, name: str, device: Callable[[Any], Any], values: bool
+    ) -> None:
         self.archive = archive
         self.name = name
         self.device = device
@@ -315,7 +322,7 @@ class _Reader:
             array = np.load(io.BytesIO(raw), allow_pickle=False)
         except (ValueError, OSError, EOFError):
             raise self.bad(f"tensor {index}'s values") from None
-        t = make_tensor(array, dtype=dt, device=self.device)
+        t = make_tensor(array, dtype=dt, device=self.device(node.get("device")))
         if node.get("parameter"):
             t = Parameter(t, requires_grad=bool(node.get("requires_grad")))
         elif node.get("requires_grad"):
@@ -333,19 +340,59 @@ def _where(path: tuple) -> str:
     return "the top" if not path else "".join(f"[{key!r}]" for key in path)
 
 
-def _device_of(map_location: Any) -> Any:
-    """The device tensors are loaded to: every tensor lives on the simulated machine, so
-    ``"cpu"`` (and ``None``) mean the current device, as ``.to("cpu")`` keeps them there."""
+def _device_of(map_location: Any) -> Callable[[Any], Any]:
+    """Where a tensor saved from a device (its name, ``None`` in a checkpoint that did not
+    record it) loads to: every tensor lives on the simulated machine, so ``"cpu"`` (and
+    ``None``) mean the current device, as ``.to("cpu")`` keeps them there."""
+    if isinstance(map_location, dict):
+        return _mapped(map_location)
     if map_location is None or isinstance(map_location, str | torch_device | int):
-        if isinstance(map_location, bool):
-            raise CheckpointError("torch.load: map_location must be a device, not a bool")
-        where = torch_device(map_location) if map_location is not None else None
-        return None if where is None or not where.is_accelerator else where
+        where = _load_device(map_location, "map_location")
+        return lambda saved: where
     raise CheckpointError(
         f"torch.load(map_location={type(map_location).__name__}): give a device "
-        "('cuda:0', torch.device, an index or 'cpu'); a dict or function of devices is not "
-        "supported here"
+        "('cuda:0', torch.device, an index or 'cpu') or a dict of devices "
+        "({'cuda:0': 'cuda:1'}); a function of (storage, location) is not supported here "
+        "(there are no storages to hand it): give the device it would move them to"
     )
+
+
+def _load_device(where: Any, what: str) -> Any:
+    """The accelerator ``where`` names, or ``None`` (the current device) for cpu or None."""
+    if isinstance(where, bool) or not (
+        where is None or isinstance(where, str | torch_device | int)
+    ):
+        raise CheckpointError(f"torch.load: {what} must be a device, not {type(where).__name__}")
+    device = torch_device(where) if where is not None else None
+    return None if device is None or not device.is_accelerator else device
+
+
+def _mapped(map_location: dict) -> Callable[[Any], Any]:
+    """torch's dict map_location: the saved device looked up among the keys (``"cuda:0"``
+    and ``"ahbm:0"`` name one device here), else kept."""
+    table = [
+        (_dict_key(key), _load_device(value, f"map_location[{key!r}]"))
+        for key, value in map_location.items()
+    ]
+
+    def where(saved: Any) -> Any:
+        if not isinstance(saved, str):
+            return None  # a checkpoint from before devices were recorded
+        device = torch_device(saved)
+        for key, target in table:
+            if key == device:
+                return target
+        return device if device.is_accelerator else None
+
+    return where
+
+
+def _dict_key(key: Any) -> Any:
+    if not isinstance(key, str | torch_device):
+        raise CheckpointError(
+            f"torch.load: map_location's keys are device names such as 'cuda:0', got {key!r}"
+        )
+    return torch_device(key)
 
 
 def _write(f: Any, data: bytes) -> None:
