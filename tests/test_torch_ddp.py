@@ -136,11 +136,14 @@ def test_ddp_needs_a_process_group():
 class _Sized:
     """What the bucket assignment reads of a tensor."""
 
-    def __init__(self, nbytes, dtype="float32"):
-        self.dtype, self.n = dtype, nbytes
+    def __init__(self, nbytes, dtype="float32", device=0):
+        self.dtype, self.n, self.device = dtype, nbytes, device
 
     def numel(self):
         return self.n // 4
+
+    def get_device(self):
+        return self.device
 
     def element_size(self):
         return 4
@@ -156,6 +159,9 @@ def test_bucket_assignment_closes_buckets_at_their_limits_per_dtype_as_torchs():
     h1, h2 = _Sized(600, "bfloat16"), _Sized(600, "bfloat16")
     # dtypes never share a bucket; each has its own limit sequence
     assert bucket_assignment([a, h1, b, h2], [1000, 2000]) == [[a, b], [h1, h2]]
+    # nor do devices (a module split over two devices, as the DDP tutorial's ToyMpModel)
+    e, f = _Sized(600, device=1), _Sized(600, device=1)
+    assert bucket_assignment([a, e, b, f], [1000, 2000]) == [[a, b], [e, f]]
 
 
 class Wide(nn.Module):

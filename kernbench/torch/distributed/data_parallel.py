@@ -37,6 +37,7 @@ from types import ModuleType
 from typing import Any
 
 from kernbench.errors import DistributedError, TensorAttributeError
+from kernbench.runtime.current import current_context
 from kernbench.torch import nn
 from kernbench.torch.autograd import is_grad_enabled, no_grad, queue_callback
 from kernbench.torch.autograd.graph import Node
@@ -191,7 +192,7 @@ class DistributedDataParallel(Module):
                     p.grad = zeros_like(p)
                     self._no_grad_before.add(id(p))
                 grads.append(p.grad)
-            flat = cat([g.reshape(-1) for g in grads])
+            flat = _on_rank_device(cat([g.reshape(-1) for g in grads]))
             flat.div_(get_world_size(self.process_group))
             work = all_reduce(flat, ReduceOp.SUM, group=self.process_group, async_op=True)
         self._launched.append((grads, flat, work))
@@ -256,13 +257,14 @@ BROADCAST_BUCKET_BYTES = 250 * MIB  # torch's DDP broadcast_bucket_size
 
 
 def broadcast_coalesced(tensors: list[Tensor], group: Any) -> None:
-    """torch's ``_broadcast_coalesced`` from rank 0 of ``group``: the tensors, per dtype in
-    order of first appearance, in buckets of at most 250 MiB (a larger tensor alone),
+    """torch's ``_broadcast_coalesced`` from rank 0 of ``group``: the tensors, per dtype and
+    device (a model split over devices: the DDP tutorial's ``ToyMpModel``) in order of
+    first appearance, in buckets of at most 250 MiB (a larger tensor alone),
     each flattened into one tensor (``cat``), broadcast once and copied back on the other
     ranks; one collective for a small model's parameters instead of one per tensor."""
     by_dtype: dict[Any, list[list[Tensor]]] = {}
     for t in tensors:
-        buckets = by_dtype.setdefault(t.dtype, [[]])
+        buckets = by_dtype.setdefault(_bucket_key(t), [[]])
         size = sum(x.numel() * x.element_size() for x in buckets[-1])
         if buckets[-1] and size + t.numel() * t.element_size() > BROADCAST_BUCKET_BYTES:
             buckets.append([])
@@ -271,10 +273,10 @@ def broadcast_coalesced(tensors: list[Tensor], group: Any) -> None:
     with no_grad():
         for buckets in by_dtype.values():
             for bucket in buckets:
-                if len(bucket) == 1:
+                if len(bucket) == 1 and _on_rank_device(bucket[0]) is bucket[0]:
                     broadcast(bucket[0], group=group, group_src=0)
                     continue
-                flat = cat([t.reshape(-1) for t in bucket])
+                flat = _on_rank_device(cat([t.reshape(-1) for t in bucket]))
                 broadcast(flat, group=group, group_src=0)
                 if root:
                     continue
@@ -287,21 +289,36 @@ def broadcast_coalesced(tensors: list[Tensor], group: Any) -> None:
 
 def bucket_assignment(tensors: list[Tensor], limits: list[int]) -> list[list[Tensor]]:
     """Torch's ``_compute_bucket_assignment_by_size``: ``tensors`` in order into buckets per
-    dtype; a bucket closes when a tensor brings it to its limit, and the next bucket of that
-    dtype takes the next limit (the last one repeating).  Buckets in the order they close,
-    the ones left open after them."""
+    dtype and device; a bucket closes when a tensor brings it to its limit, and the next
+    bucket of that dtype and device takes the next limit (the last one repeating).  Buckets
+    in the order they close, the ones left open after them."""
     done: list[list[Tensor]] = []
-    open_: dict[Any, tuple[list[Tensor], int, int]] = {}  # dtype -> (tensors, bytes, limit #)
+    open_: dict[Any, tuple[list[Tensor], int, int]] = {}  # key -> (tensors, bytes, limit #)
     for t in tensors:
-        members, size, which = open_.get(t.dtype, ([], 0, 0))
+        key = _bucket_key(t)
+        members, size, which = open_.get(key, ([], 0, 0))
         members.append(t)
         size += t.numel() * t.element_size()
         if size >= limits[which]:
             done.append(members)
-            open_[t.dtype] = ([], 0, min(which + 1, len(limits) - 1))
+            open_[key] = ([], 0, min(which + 1, len(limits) - 1))
         else:
-            open_[t.dtype] = (members, size, which)
+            open_[key] = (members, size, which)
     return done + [members for members, _, _ in open_.values() if members]
+
+
+def _on_rank_device(t: Tensor) -> Tensor:
+    """``t``, or a copy of it on the calling rank's device when it is on another one: a
+    rank's collectives run on its own device, so a bucket of a module split over devices
+    (``ToyMpModel``) is copied there and back; NCCL would run it where it lies, so those
+    copies cost time torch's run does not spend."""
+    device = current_context().current_device()
+    return t if device is None or t.get_device() == device else t.to(device)
+
+
+def _bucket_key(t: Tensor) -> tuple[Any, int]:
+    """Tensors share a bucket when they share a dtype and a device, as in torch."""
+    return t.dtype, t.get_device()
 
 
 def _unfinished_message(indices: list[int], group: Any) -> str:
