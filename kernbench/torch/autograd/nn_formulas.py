@@ -245,9 +245,7 @@ def _probability_targets(
             gt = scaled(x.log_softmax(cdim) * -(1.0 - smoothing), g, cdim, samples)
         return gx, gt
 
-    return recorded(
-        out, "SoftmaxCrossEntropyBackward0", (input, target), backward, (input, target)
-    )
+    return recorded(out, "SoftmaxCrossEntropyBackward0", (input, target), backward, (input, target))
 
 
 def _embedding(
