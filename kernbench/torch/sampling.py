@@ -239,13 +239,16 @@ def randint_like(
     )
 
 
-def keep_mask(like: Tensor, keep: float, what: str) -> Tensor:
+def keep_mask(like: Tensor, keep: float, what: str, shape: tuple[int, ...] | None = None) -> Tensor:
     """A bool tensor of ``like``'s shape, device and placement, each element True with
     probability ``keep`` (a uniform float32 draw below it), drawn on the host from the
-    rank's generator and copied in (one byte an element)."""
+    rank's generator and copied in (one byte an element).  With ``shape`` it has that
+    shape instead (one draw per channel, for the feature dropouts), placed by default."""
     rng = torch_random.resolve(None)
 
     def draw(shape: tuple[int, ...]) -> np.ndarray:
         return rng.random(shape, dtype=np.float32) < np.float32(keep)
 
+    if shape is not None:
+        return _drawn(tuple(shape), BOOL, like.get_device(), None, draw, what)
     return _drawn(tuple(like.shape), BOOL, like.get_device(), like.dp, draw, what)

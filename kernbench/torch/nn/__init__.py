@@ -38,6 +38,7 @@ from kernbench.torch.nn.conv_layers import (
     MaxPool2d,
 )
 from kernbench.torch.nn.conv_transpose_layers import ConvTranspose1d, ConvTranspose2d
+from kernbench.torch.nn.feature_dropout import Dropout1d, Dropout2d, Dropout3d
 from kernbench.torch.nn.functional_modules import (
     ELU,
     GELU,
@@ -101,6 +102,9 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "Dropout",
+    "Dropout1d",
+    "Dropout2d",
+    "Dropout3d",
     "Flatten",
     "Unflatten",
     "ReLU",

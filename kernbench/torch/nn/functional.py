@@ -20,7 +20,8 @@ elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
 and the max, average and adaptive pools (one kernel each,
 :mod:`~kernbench.torch.nn.pooling`) take torch's arguments.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
-in, as ``torch.rand`` does here; ``one_hot`` gives ``int64``, as torch.
+in, as ``torch.rand`` does here (``dropout1d``/``2d``/``3d`` one draw per channel,
+:mod:`~kernbench.torch.nn.feature_dropout`); ``one_hot`` gives ``int64``, as torch.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.nn.conv_transpose import conv_transpose1d, conv_transpose2d
 from kernbench.torch.nn.convolution import conv1d, conv2d
+from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
 from kernbench.torch.nn.losses_more import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -106,6 +108,9 @@ __all__ = [
     "tanhshrink",
     "cross_entropy",
     "dropout",
+    "dropout1d",
+    "dropout2d",
+    "dropout3d",
     "embedding",
     "gelu",
     "l1_loss",
