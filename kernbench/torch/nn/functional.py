@@ -154,8 +154,10 @@ def softmax(
     _stacklevel: int = 3,
     dtype: Any = None,
 ) -> Tensor:
-    """``softmax(input, dim)`` along ``dim``, as :meth:`kernbench.torch.Tensor.softmax`."""
-    return _input(input, "softmax").softmax(dim, dtype)
+    """``softmax(input, dim)`` along ``dim``, as :meth:`kernbench.torch.Tensor.softmax`
+    (no ``dim``: torch's deprecated implicit choice, with its warning)."""
+    x = _input(input, "softmax")
+    return x.softmax(_softmax_dim("softmax", x, dim), dtype)
 
 
 def log_softmax(
@@ -165,8 +167,24 @@ def log_softmax(
     dtype: Any = None,
 ) -> Tensor:
     """``log(softmax(input, dim))``, stable and in one kernel, as
-    :meth:`kernbench.torch.Tensor.log_softmax`."""
-    return _input(input, "log_softmax").log_softmax(dim, dtype)
+    :meth:`kernbench.torch.Tensor.log_softmax` (no ``dim``: torch's deprecated implicit
+    choice, with its warning)."""
+    x = _input(input, "log_softmax")
+    return x.log_softmax(_softmax_dim("log_softmax", x, dim), dtype)
+
+
+def _softmax_dim(name: str, x: Tensor, dim: Any) -> Any:
+    """``dim``, or torch's ``_get_softmax_dim`` when it is None: 0 for 0-, 1- and 3-D
+    inputs, else 1, with torch's deprecation warning (the tutorials' ``F.log_softmax(x)``)."""
+    if dim is not None:
+        return dim
+    warnings.warn(
+        f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+        "include dim=X as an argument.",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return 0 if x.ndim in (0, 1, 3) else 1
 
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002 - torch's name
