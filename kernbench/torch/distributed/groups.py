@@ -25,6 +25,7 @@ __all__ = [
     "destroy_process_group",
     "get_backend",
     "get_default_backend_for_device",
+    "get_node_local_rank",
     "get_global_rank",
     "get_group_rank",
     "get_process_group_ranks",
@@ -80,6 +81,21 @@ def is_torchelastic_launched() -> bool:
     """As torch: whether ``$TORCHELASTIC_RUN_ID`` is set (a run sets torchrun's rank
     variables, not the elastic agent's)."""
     return os.getenv("TORCHELASTIC_RUN_ID") is not None
+
+
+def get_node_local_rank(fallback_rank: int | None = None) -> int:
+    """The rank's index on its node: ``$LOCAL_RANK`` (set in each rank of a run, as torchrun
+    sets it), else ``fallback_rank``; neither raises torch's error."""
+    local = os.environ.get("LOCAL_RANK")
+    if local is not None:
+        return int(local)
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise DistributedError(
+        "LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+        "`get_node_local_rank` to work, assuming you are not running in a multi-device "
+        "context and want the code to run locally instead."
+    )
 
 
 def init_process_group(
