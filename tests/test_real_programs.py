@@ -272,14 +272,19 @@ def _map_location_rank(rank, world_size, path):
     mapped = torch.load(path, map_location={"cuda:0": f"cuda:{rank}"})["w"]
     kept = torch.load(path, map_location={"cuda:3": "cuda:1"})["w"]
     on_cpu = torch.load(path, map_location={"ahbm:0": "cpu"})["w"]
+    seen = []
+    moved = torch.load(path, map_location=lambda s, loc: seen.append(loc) or s.cuda(rank))["w"]
+    default = torch.load(path, map_location=lambda s, loc: None)["w"]
+    storage = torch.load(path, map_location=lambda s, loc: s)["w"]
     return {
         "mapped": (mapped.get_device(), mapped.tolist()),
         "kept": kept.get_device(),
         "cpu": on_cpu.get_device(),
+        "functions": (seen, moved.get_device(), default.get_device(), storage.get_device()),
     }
 
 
-def test_a_dict_map_location_maps_the_saved_device(tmp_path) -> None:
+def test_a_dict_or_function_map_location_maps_the_saved_device(tmp_path) -> None:
     path = str(tmp_path / "w.pt")
     result = kernbench.simulate(
         _map_location_rank, topology="multi_sip", world_size=2, args=(path,), rank_args=True
@@ -288,6 +293,9 @@ def test_a_dict_map_location_maps_the_saved_device(tmp_path) -> None:
     assert got["mapped"] == (1, [0.0, 1.0, 2.0])
     assert got["kept"] == 0  # not a key: loaded where it was saved, as torch
     assert got["cpu"] == 1  # cpu: the current device, as every load to "cpu" here
+    # a function gets the storage and the saved location; None is the saved device, the
+    # storage as given (on the cpu) the current device
+    assert got["functions"] == (["ahbm:0"], 1, 0, 1)
 
 
 def test_map_location_refusals_name_what_to_give() -> None:
@@ -298,8 +306,10 @@ def test_map_location_refusals_name_what_to_give() -> None:
             torch.load(io.BytesIO(data.getvalue()), map_location={0: "cuda:0"})
         with pytest.raises(CheckpointError, match=r"map_location\['cuda:0'\] must be a device"):
             torch.load(io.BytesIO(data.getvalue()), map_location={"cuda:0": 1.5})
-        with pytest.raises(CheckpointError, match=r"a function of \(storage, location\)"):
-            torch.load(io.BytesIO(data.getvalue()), map_location=lambda s, loc: s)
+        with pytest.raises(CheckpointError, match="map_location returned str; it returns the"):
+            torch.load(io.BytesIO(data.getvalue()), map_location=lambda s, loc: loc)
+        with pytest.raises(CheckpointError, match=r"or a function of \(storage, location\)"):
+            torch.load(io.BytesIO(data.getvalue()), map_location=1.5)
 
 
 def test_dropout2d_zeroes_whole_channels_and_scales_the_rest() -> None:

@@ -50,7 +50,7 @@ from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["CHECKPOINT_LIMIT", "load", "save"]
+__all__ = ["CHECKPOINT_LIMIT", "LoadingStorage", "load", "save"]
 
 # The largest checkpoint load() reads (the whole file is read into memory).
 CHECKPOINT_LIMIT = 2 * 2**30
@@ -105,7 +105,9 @@ def load(
     on the device ``map_location`` names (the current device by default), as ``torch.load``.
     A dict ``map_location`` maps the device each tensor was saved from to the one it loads
     to (``{"cuda:0": f"cuda:{rank}"}``, as torch's DDP tutorial loads a checkpoint rank 0
-    saved); a tensor whose device is not a key loads where it was saved, as in torch.
+    saved); a tensor whose device is not a key loads where it was saved, as in torch.  A
+    function is called as torch calls it, ``map_location(storage, location)``, with a
+    :class:`LoadingStorage` standing for the storage.
 
     Every checkpoint holds only what ``weights_only=True`` allows, so either value of
     ``weights_only`` loads it the same way, and loading runs no code.
@@ -349,12 +351,57 @@ def _device_of(map_location: Any) -> Callable[[Any], Any]:
     if map_location is None or isinstance(map_location, str | torch_device | int):
         where = _load_device(map_location, "map_location")
         return lambda saved: where
+    if callable(map_location):
+        return _called(map_location)
     raise CheckpointError(
         f"torch.load(map_location={type(map_location).__name__}): give a device "
-        "('cuda:0', torch.device, an index or 'cpu') or a dict of devices "
-        "({'cuda:0': 'cuda:1'}); a function of (storage, location) is not supported here "
-        "(there are no storages to hand it): give the device it would move them to"
+        "('cuda:0', torch.device, an index or 'cpu'), a dict of devices "
+        "({'cuda:0': 'cuda:1'}) or a function of (storage, location)"
     )
+
+
+class LoadingStorage:
+    """What a ``map_location`` function is handed for each tensor, as torch hands it the
+    storage it read (on the cpu): ``cpu()``, ``cuda(device)`` and ``to(device)`` give the
+    storage on that device, so ``lambda storage, loc: storage`` and
+    ``lambda storage, loc: storage.cuda(rank)`` say where the tensor goes."""
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self.device = torch_device(device)
+
+    def cpu(self) -> LoadingStorage:
+        return LoadingStorage("cpu")
+
+    def cuda(self, device: Any = None, non_blocking: bool = False) -> LoadingStorage:
+        if isinstance(device, int) and not isinstance(device, bool):
+            return LoadingStorage(torch_device("cuda", device))
+        return LoadingStorage("cuda" if device is None else device)
+
+    def to(self, device: Any = None, *args: Any, **kwargs: Any) -> LoadingStorage:
+        return LoadingStorage(device if device is not None else self.device)
+
+    def __repr__(self) -> str:
+        return f"<storage being loaded, on {self.device}>"
+
+
+def _called(map_location: Callable[..., Any]) -> Callable[[Any], Any]:
+    """torch's function map_location: called with the storage and the saved location;
+    ``None`` back means the default (where it was saved), a storage its device."""
+
+    def where(saved: Any) -> Any:
+        location = saved if isinstance(saved, str) else "cpu"
+        result = map_location(LoadingStorage(), location)
+        if result is None:
+            device = torch_device(location)
+            return device if device.is_accelerator else None
+        if not isinstance(result, LoadingStorage):
+            raise CheckpointError(
+                f"torch.load: map_location returned {type(result).__name__}; it returns the "
+                "storage it was given (moved with .cuda(i), .to(device) or .cpu()) or None"
+            )
+        return result.device if result.device.is_accelerator else None
+
+    return where
 
 
 def _load_device(where: Any, what: str) -> Any:
