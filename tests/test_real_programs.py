@@ -398,3 +398,24 @@ def test_record_passes_results_and_errors_through() -> None:
         exits()
     with pytest.raises(DistributedError, match="record: expected the function to decorate"):
         record(None)
+
+
+def _device_block():
+    before = torch.cuda.current_device()
+    with torch.cuda.device(1):
+        inside, made = torch.cuda.current_device(), torch.ones(2)
+    after = torch.cuda.current_device()
+    with torch.cuda.device(-1):  # torch: a negative index changes nothing
+        unchanged = torch.cuda.current_device()
+    return before, inside, made.get_device(), after, unchanged
+
+
+def test_cuda_device_context_manager_switches_and_restores() -> None:
+    result = kernbench.simulate(_device_block, topology="multi_sip", world_size=1)
+    assert result.returns[0] == (0, 1, 1, 0, 0)
+    with use_context(RuntimeContext("multi_sip")):
+        with pytest.raises(PlacementError, match="device 9 does not exist"):
+            torch.cuda.device(9)
+        with torch.cuda.device(2):
+            assert torch.cuda.current_device() == 2
+        assert torch.cuda.current_device() == 0  # unbound again, as before the block

@@ -231,6 +231,11 @@ class RuntimeContext:
         self._check_device(device)
         self._devices[getcurrent()] = device
 
+    def unbind_device(self) -> None:
+        """Undo :meth:`set_device` for the calling greenlet (``torch.cuda.device`` restoring
+        "no device" on leaving its block)."""
+        self._devices.pop(getcurrent(), None)
+
     def check_device(self, device: int) -> None:
         """Raise :class:`PlacementError` unless ``device`` is one of this machine's devices."""
         self._check_device(device)

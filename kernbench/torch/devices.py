@@ -205,6 +205,34 @@ class _Stream:
         return f"Stream(device={self.device})"
 
 
+class _DeviceContext:
+    """``with torch.cuda.device(i):``: device ``i`` is current inside the block, the one
+    before it after (``None`` or a negative index: nothing changes), as torch's."""
+
+    def __init__(self, dev: Any) -> None:
+        if isinstance(dev, int) and not isinstance(dev, bool) and dev < 0:
+            dev = None
+        self.idx = device_index(dev)
+        if self.idx is not None:
+            current_context().check_device(self.idx)
+        self.prev_idx: int | None = None
+
+    def __enter__(self) -> None:
+        if self.idx is not None:
+            ctx = current_context()
+            self.prev_idx = ctx.current_device()
+            ctx.set_device(self.idx)
+
+    def __exit__(self, *exc: object) -> bool:
+        if self.idx is not None:
+            ctx = current_context()
+            if self.prev_idx is None:
+                ctx.unbind_device()
+            else:
+                ctx.set_device(self.prev_idx)
+        return False
+
+
 class _AhbmModule:
     """``torch.ahbm`` (also ``torch.cuda``): device selection, counting, events."""
 
@@ -232,6 +260,10 @@ class _AhbmModule:
     def current_device(self) -> int:
         """The calling rank's device; 0 when none was set."""
         return _current_index()
+
+    def device(self, device: Any) -> _DeviceContext:
+        """``with torch.cuda.device(i):`` makes device ``i`` current for the block."""
+        return _DeviceContext(device)
 
     def device_count(self) -> int:
         return current_context().num_devices
