@@ -164,7 +164,7 @@ class Module:
         if isinstance(value, Parameter):
             if params is None:
                 raise AttributeError("cannot assign parameters before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_parameters")
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -176,7 +176,7 @@ class Module:
         elif isinstance(value, Module):
             if "_modules" not in self.__dict__:
                 raise AttributeError("cannot assign module before Module.__init__() call")
-            self._forget(name)
+            self._forget(name, keep="_modules")
             self._modules[name] = value
         elif name in self.__dict__.get("_modules", {}):
             if value is not None:
@@ -186,7 +186,7 @@ class Module:
                 )
             self._modules[name] = value
         elif isinstance(value, Buffer):
-            self._forget(name)
+            self._forget(name, keep="_buffers")
             self.register_buffer(name, value, value.persistent)
         elif name in self.__dict__.get("_buffers", {}):
             if value is not None and not isinstance(value, Tensor):
@@ -198,11 +198,14 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _forget(self, name: str) -> None:
-        """Drop ``name`` from the instance and every registry, before it is registered anew."""
+    def _forget(self, name: str, keep: str) -> None:
+        """Drop ``name`` from the instance and the registries other than ``keep``, before it
+        is registered anew in ``keep``: as torch's, a replaced parameter, buffer or child
+        keeps its place there (and in ``state_dict`` and ``parameters()``)."""
         self.__dict__.pop(name, None)
         for registry in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[registry].pop(name, None)
+            if registry != keep:
+                self.__dict__[registry].pop(name, None)
         self._non_persistent_buffers_set.discard(name)
 
     def __getattr__(self, name: str) -> Any:
