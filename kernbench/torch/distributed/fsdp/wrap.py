@@ -3,21 +3,27 @@
 A policy is called as torch calls it, ``policy(module=m, recurse=True,
 nonwrapped_numel=n)`` to ask whether to look inside ``m``, and with ``recurse=False``
 whether to wrap ``m`` (``n``: the numel of its parameters not yet in a unit).
+``with enable_wrap(wrapper_cls=FSDP, **kwargs):`` makes ``wrap(module)`` wrap by hand, as
+torch's; the context is kept per rank (a rank may wait for the others inside it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from kernbench.distributed.scheduler import rank_local
 from kernbench.errors import DistributedError
 
 __all__ = [
     "ModuleWrapPolicy",
     "always_wrap_policy",
+    "enable_wrap",
     "lambda_auto_wrap_policy",
     "size_based_auto_wrap_policy",
     "transformer_auto_wrap_policy",
+    "wrap",
 ]
 
 
@@ -75,3 +81,41 @@ class ModuleWrapPolicy:
         if recurse:
             return True
         return isinstance(module, self._classes)
+
+
+_OUTSIDE: dict[str, Any] = {}  # enable_wrap's state outside ranks
+_KEY = "torch.distributed.fsdp.wrap.enable_wrap"
+
+
+def _config() -> dict[str, Any]:
+    return rank_local(_KEY, dict, _OUTSIDE)
+
+
+@contextmanager
+def enable_wrap(*, wrapper_cls: Any, **wrapper_kwargs: Any) -> Iterator[None]:
+    """Inside the block, :func:`wrap` wraps a module in ``wrapper_cls(module,
+    **wrapper_kwargs)``; blocks do not nest, as in torch."""
+    config = _config()
+    if config:
+        raise DistributedError(
+            "enable_wrap: You are already within an autowrap context and we currently do "
+            "not supported nested autowrap."
+        )
+    if wrapper_cls is None:
+        raise DistributedError("enable_wrap: Expected to pass in wrapper_cls arg")
+    config.update(wrapper_cls=wrapper_cls, kwargs=dict(wrapper_kwargs))
+    try:
+        yield
+    finally:
+        config.clear()
+
+
+def wrap(module: Any, **wrap_overrides: Any) -> Any:
+    """``module`` wrapped as the enclosing :func:`enable_wrap` says (``wrap_overrides``
+    over its arguments, a module's ``_wrap_overrides`` over both); ``module`` itself
+    outside such a block."""
+    config = _config()
+    if not config:
+        return module
+    kwargs = {**config["kwargs"], **wrap_overrides, **getattr(module, "_wrap_overrides", {})}
+    return config["wrapper_cls"](module, **kwargs)
