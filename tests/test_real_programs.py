@@ -419,3 +419,54 @@ def test_cuda_device_context_manager_switches_and_restores() -> None:
         with torch.cuda.device(2):
             assert torch.cuda.current_device() == 2
         assert torch.cuda.current_device() == 0  # unbound again, as before the block
+
+
+def test_a_replaced_parameter_buffer_or_child_keeps_its_place() -> None:
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(1, 1), nn.Linear(1, 1)
+            self.w, self.v = nn.Parameter(torch.ones(1)), nn.Parameter(torch.ones(1))
+            self.register_buffer("x", torch.ones(1))
+            self.register_buffer("y", torch.ones(1))
+
+    with use_context(RuntimeContext("tiny")):
+        model = Model()
+        before = list(model.state_dict())
+        model.a = nn.Linear(1, 1)  # as fine-tuning code replaces a layer, or FSDP wraps it
+        model.w = nn.Parameter(torch.zeros(1))
+        model.x = torch.zeros(1)
+        assert list(model.state_dict()) == before
+        assert before == ["w", "v", "x", "y", "a.weight", "a.bias", "b.weight", "b.bias"]
+        assert [name for name, _ in model.named_children()] == ["a", "b"]
+
+
+def _manual_wrap(rank, world_size):
+    from kernbench.torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    from kernbench.torch.distributed.fsdp.wrap import enable_wrap, wrap
+
+    dist.init_process_group()
+    with enable_wrap(wrapper_cls=FSDP):
+        inner = wrap(nn.Linear(4, 4))
+        model = wrap(nn.Sequential(inner, nn.ReLU()))
+        try:
+            with enable_wrap(wrapper_cls=FSDP):
+                pass
+            nested = None
+        except DistributedError as exc:
+            nested = str(exc)
+    outside = wrap(nn.Linear(2, 2))
+    return type(inner).__name__, type(model).__name__, type(outside).__name__, nested
+
+
+def test_enable_wrap_and_wrap_wrap_by_hand_per_rank() -> None:
+    from kernbench.torch.distributed.fsdp import fully_sharded_data_parallel as module_path
+
+    assert module_path.CPUOffload is kernbench.torch.distributed.fsdp.CPUOffload
+    assert module_path.BackwardPrefetch is kernbench.torch.distributed.fsdp.BackwardPrefetch
+    result = kernbench.simulate(_manual_wrap, topology="multi_sip", world_size=2, rank_args=True)
+    for inner, model, outside, nested in result.returns:
+        assert (inner, model, outside) == (
+            "FullyShardedDataParallel", "FullyShardedDataParallel", "Linear",
+        )  # fmt: skip
+        assert "already within an autowrap context" in nested
