@@ -16,7 +16,7 @@ from kernbench.torch.distributed.groups import (
     is_initialized,
     new_group,
 )
-from kernbench.torch.distributed.mesh import DeviceMesh
+from kernbench.torch.distributed.mesh import DeviceMesh, set_group_maker
 
 __all__ = ["DeviceMesh", "init_device_mesh"]
 
@@ -51,13 +51,28 @@ def init_device_mesh(
         raise DistributedError(f"mesh_dim_names {names} must name each of {len(shape)} dims")
     if names is not None and len(set(names)) != len(names):
         raise DistributedError(f"init_device_mesh: mesh_dim_names {names} must be unique")
-    mesh = np.arange(world_size).reshape(shape)
+    return DeviceMesh(device_type, np.arange(world_size).reshape(shape), mesh_dim_names=names)
+
+
+def _mesh_groups(mesh: np.ndarray) -> tuple[dict[int, Any], int]:
+    """A new mesh's process groups: one per slice along each dimension, made by every rank
+    in order (joining the default group first, as torch's); those holding me, by dim."""
+    if not is_initialized():
+        init_process_group()
+    world_size = get_world_size()
+    if mesh.min() < 0 or mesh.max() >= world_size:
+        raise DistributedError(
+            f"DeviceMesh: mesh {mesh.tolist()} names ranks outside the world (0..{world_size - 1})"
+        )
     me = get_rank()
     groups: dict[int, Any] = {}
-    for dim in range(len(shape)):
-        moved = np.moveaxis(mesh, dim, -1).reshape(-1, shape[dim])
+    for dim in range(mesh.ndim):
+        moved = np.moveaxis(mesh, dim, -1).reshape(-1, mesh.shape[dim])
         for ranks in moved:
             group = new_group([int(r) for r in ranks])
             if me in ranks:
                 groups[dim] = group
-    return DeviceMesh(device_type, mesh, names, groups, me)
+    return groups, me
+
+
+set_group_maker(_mesh_groups)
