@@ -470,3 +470,30 @@ def test_enable_wrap_and_wrap_wrap_by_hand_per_rank() -> None:
             "FullyShardedDataParallel", "FullyShardedDataParallel", "Linear",
         )  # fmt: skip
         assert "already within an autowrap context" in nested
+
+
+def _meshes(rank, world_size):
+    from kernbench.torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+
+    built = DeviceMesh("cuda", torch.arange(4).view(2, 2), mesh_dim_names=("dp", "tp"))
+    tp = torch.tensor([float(rank)])
+    dist.all_reduce(tp, group=built.get_group("tp"))
+    mesh = init_device_mesh("cuda", (2, 2), mesh_dim_names=("dp", "tp"))
+    both = mesh["dp", "tp"]
+    errors = []
+    for bad in (lambda: mesh["tp", "dp"], lambda: DeviceMesh("cuda", [[0, 0]])):
+        try:
+            bad()
+        except DistributedError as exc:
+            errors.append(str(exc))
+    return built.get_coordinate(), tp.item(), both.shape, both.mesh_dim_names, errors
+
+
+def test_device_mesh_built_directly_and_sliced_by_several_names() -> None:
+    result = kernbench.simulate(_meshes, topology="multi_sip", world_size=4, rank_args=True)
+    for rank, (coordinate, tp_sum, shape, names, errors) in enumerate(result.returns):
+        row, col = divmod(rank, 2)
+        assert coordinate == [row, col] and tp_sum == 4 * row + 1
+        assert shape == (2, 2) and names == ("dp", "tp")
+        assert "Invalid mesh_dim_names ('tp', 'dp') specified" in errors[0]
+        assert "DeviceMesh cannot have duplicate values" in errors[1]
