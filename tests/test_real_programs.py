@@ -1,14 +1,15 @@
 """The distributed programs users start from, run as written, and the gaps they found.
 
-``tests/data/ddp_programs.py`` (PyTorch's DDP tutorial and pytorch/examples'
-``multigpu.py``) and ``tests/data/distributed_apps.py`` ("Writing Distributed
+``tests/data/ddp_programs.py`` (PyTorch's DDP tutorial, pytorch/examples' ``multigpu.py``
+and ``minGPT-ddp``) and ``tests/data/distributed_apps.py`` ("Writing Distributed
 Applications" and the calls real programs add to it) each run once with ``kernbench run``
 in a fresh interpreter; their values are checked against NumPy or numbers worked out by
 hand.  The unit tests below pin each gap those programs hit: a ``main(rank, ...)`` started
 by the ``__main__`` block's ``mp.spawn``, ``cross_entropy``'s backward against class
-probabilities, ``get_default_backend_for_device``, a dict ``map_location``, DDP over a
-module on two devices, ``Dropout2d``, ``F.log_softmax`` without ``dim``,
-``get_node_local_rank`` and ``@record``.
+probabilities, ``get_default_backend_for_device``, a dict or function ``map_location``,
+DDP over a module on two devices, ``Dropout2d``, ``F.log_softmax`` without ``dim``,
+``get_node_local_rank``, ``@record``, ``torch.cuda.device``, a replaced submodule's place,
+FSDP's ``enable_wrap``/``wrap`` and ``DeviceMesh`` built directly.
 """
 
 from __future__ import annotations
@@ -60,7 +61,9 @@ def _run(script: str, tmp_path: Path, *args: str) -> dict:
 
 @pytest.fixture(scope="module")
 def ddp_programs(tmp_path_factory) -> dict:
-    return _run("ddp_programs.py", tmp_path_factory.mktemp("ddp"), "2", "1")
+    where = tmp_path_factory.mktemp("ddp")
+    (where / "input.txt").write_text("the cat sat on the mat and the dog ran")
+    return _run("ddp_programs.py", where, "2", "1", "input.txt", "snapshot.pt")
 
 
 @pytest.fixture(scope="module")
@@ -133,6 +136,28 @@ def test_multigpu_trainer_runs_and_saves_its_checkpoint(ddp_programs) -> None:
     with use_context(RuntimeContext("tiny")):
         saved = torch.load(ddp_programs["cwd"] / "checkpoint.pt")
         assert {k: v.tolist() for k, v in saved.items()} == start
+
+
+def test_mingpt_ddp_trains_saves_a_snapshot_and_resumes_from_it(ddp_programs) -> None:
+    first = ddp_programs["rows"]["mingpt_1_epochs"]
+    second = ddp_programs["rows"]["mingpt_2_epochs"]
+    assert sorted(first) == sorted(second) == [0, 1]
+    assert {r["resumed_at"] for r in first.values()} == {0}
+    assert {r["resumed_at"] for r in second.values()} == {1}  # from the snapshot
+    for rows in (first, second):
+        assert len({r["end"] for r in rows.values()}) == 1  # DDP kept the ranks in step
+        assert len({s for r in rows.values() for s in r["steps"]}) == 1  # one AdamW step each
+    # an epoch is 2 iterations (25 training samples, 13 a rank, batches of 8): more than 2
+    # AdamW steps after the second run means its optimizer started from the snapshot's state
+    assert first[0]["steps"][0] in (1.0, 2.0) and second[0]["steps"][0] > 2.0
+    out = ddp_programs["stdout"]
+    assert out.count("Snapshot not found. Training model from scratch") == 2
+    assert out.count("Resuming training from snapshot at Epoch 1") == 2
+    with use_context(RuntimeContext("tiny")):
+        snapshot = torch.load(ddp_programs["cwd"] / "snapshot.pt", map_location="cpu")
+    assert sorted(snapshot) == ["finished_epoch", "model_state", "optimizer_state"]
+    assert snapshot["finished_epoch"] == 2
+    assert [g["weight_decay"] for g in snapshot["optimizer_state"]["param_groups"]] == [0.1, 0.0]
 
 
 # -- Writing Distributed Applications -----------------------------------------------------

@@ -9,16 +9,25 @@ nprocs=world_size, join=True)``.  Then pytorch/examples' ``ddp-tutorial-series/
 multigpu.py``: a ``Trainer`` over a ``DistributedSampler`` ``DataLoader``, ``F.cross_entropy``
 of a ``Linear(20, 1)`` against float targets, and ``torch.save`` of the module's
 ``state_dict`` by rank 0, started by ``mp.spawn(main, args=(world_size, save_every,
-total_epochs, batch_size), nprocs=world_size)``.
+total_epochs, batch_size), nprocs=world_size)``.  Last pytorch/examples'
+``distributed/minGPT-ddp`` (a GPT with ``nn.MultiheadAttention``, AdamW parameter groups,
+``GradScaler`` and ``autocast``, ``clip_grad_norm_``, ``random_split``, a ``Snapshot``
+dataclass saved with the optimizer's state), its ``main(cfg)`` spawned twice on 2 ranks:
+one epoch, then a run that resumes from the snapshot for a second (hydra's config is a
+dict here, and fsspec's ``open`` Python's).
 
 Each demo rank prints one ``RESULT {json}`` line (what it started from, its data and
 what it ended with), which ``tests/test_real_programs.py`` checks against NumPy.
 """
 
 import json
+import math
 import os
 import sys
 import tempfile
+from collections import OrderedDict
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from kernbench.torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -29,7 +38,7 @@ import kernbench.torch.nn as nn
 import kernbench.torch.nn.functional as F
 import kernbench.torch.optim as optim
 from kernbench.torch.distributed import destroy_process_group, init_process_group
-from kernbench.torch.utils.data import DataLoader, Dataset
+from kernbench.torch.utils.data import DataLoader, Dataset, random_split
 from kernbench.torch.utils.data.distributed import DistributedSampler
 
 
@@ -242,6 +251,374 @@ def main(rank, world_size, save_every, total_epochs, batch_size):
     destroy_process_group()
 
 
+# -- pytorch/examples distributed/minGPT-ddp (hydra and fsspec left out) ---------------
+@dataclass
+class GPTConfig:
+    model_type: str = "gpt2"
+    n_layer: int = None
+    n_head: int = None
+    n_embd: int = None
+    vocab_size: int = 50257
+    block_size: int = 1024
+    embd_pdrop: float = 0.1
+    resid_pdrop: float = 0.1
+    attn_pdrop: float = 0.1
+
+
+@dataclass
+class OptimizerConfig:
+    learning_rate: float = 3e-4
+    weight_decay: float = 0.1
+
+
+class MultiheadAttentionLayer(nn.Module):
+    def __init__(self, config, device="cpu", dtype=torch.float32):
+        super().__init__()
+        assert config.n_embd % config.n_head == 0
+        self.resid_drop = nn.Dropout(config.resid_pdrop)
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd, device=device, dtype=dtype)
+        self.register_buffer(
+            "mask",
+            torch.tril(torch.ones(config.block_size, config.block_size)).view(
+                1, 1, config.block_size, config.block_size
+            ),
+        )
+        self.attn = torch.nn.MultiheadAttention(
+            embed_dim=config.n_embd,
+            num_heads=config.n_head,
+            dropout=config.attn_pdrop,
+            batch_first=True,
+            device=device,
+            dtype=dtype,
+        )
+
+    def forward(self, x):
+        _, seq_size, _ = x.size()
+        y = self.attn(x, x, x, attn_mask=self.mask[0, 0, :seq_size, :seq_size])[0]
+        return self.resid_drop(self.c_proj(y))
+
+
+class Block(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(config.n_embd)
+        self.ln2 = nn.LayerNorm(config.n_embd)
+        self.attn = MultiheadAttentionLayer(config)
+        self.mlp = nn.Sequential(
+            nn.Linear(config.n_embd, 4 * config.n_embd),
+            nn.GELU(),
+            nn.Linear(4 * config.n_embd, config.n_embd),
+            nn.Dropout(config.resid_pdrop),
+        )
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class EmbeddingStem(nn.Module):
+    def __init__(self, config, device="cpu", dtype=torch.float32):
+        super().__init__()
+        self.tok_emb = nn.Embedding(config.vocab_size, config.n_embd, device=device, dtype=dtype)
+        self.pos_emb = nn.Parameter(
+            torch.zeros(1, config.block_size, config.n_embd, device=device, dtype=dtype)
+        )
+        self.drop = nn.Dropout(config.embd_pdrop)
+        self.block_size = config.block_size
+
+    def reset_parameters(self):
+        self.tok_emb.reset_parameters()
+
+    def forward(self, idx):
+        b, t = idx.size()
+        assert t <= self.block_size
+        return self.drop(self.tok_emb(idx) + self.pos_emb[:, :t, :])
+
+
+class GPT(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.block_size = config.block_size
+        self.emb_stem = EmbeddingStem(config)
+        self.blocks = nn.Sequential(*[Block(config) for _ in range(config.n_layer)])
+        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.apply(self._init_weights)
+        for pn, p in self.named_parameters():
+            if pn.endswith("c_proj.weight"):
+                p.data.normal_(mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        n_params = sum(p.numel() for p in self.blocks.parameters())
+        print(f"number of parameters: {n_params / 1e6:.2f}M")
+
+    def _init_weights(self, module):
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            module.weight.data.normal_(mean=0.0, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                module.bias.data.zero_()
+        elif isinstance(module, nn.LayerNorm):
+            module.bias.data.zero_()
+            module.weight.data.fill_(1.0)
+
+    def forward(self, idx, targets=None):
+        x = self.ln_f(self.blocks(self.emb_stem(idx)))
+        logits = self.head(x)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(
+                logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1
+            )
+        return logits, loss
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0, do_sample=False, top_k=None):
+        for _ in range(max_new_tokens):
+            idx_cond = idx if idx.size(1) <= self.block_size else idx[:, -self.block_size :]
+            logits, _ = self(idx_cond)
+            logits = logits[:, -1, :] / temperature
+            if top_k is not None:
+                v, _ = torch.topk(logits, top_k)
+                logits[logits < v[:, [-1]]] = -float("Inf")
+            probs = F.softmax(logits, dim=-1)
+            if do_sample:
+                idx_next = torch.multinomial(probs, num_samples=1)
+            else:
+                _, idx_next = torch.topk(probs, k=1, dim=-1)
+            idx = torch.cat((idx, idx_next), dim=1)
+        return idx
+
+
+def create_optimizer(model, opt_config):
+    decay, no_decay = set(), set()
+    whitelist = (torch.nn.Linear,)
+    blacklist = (torch.nn.LayerNorm, torch.nn.Embedding)
+    for mn, m in model.named_modules():
+        for pn, _p in m.named_parameters():
+            fpn = f"{mn}.{pn}" if mn else pn
+            if pn.endswith("bias"):
+                no_decay.add(fpn)
+            elif pn.endswith("weight") and isinstance(m, whitelist):
+                decay.add(fpn)
+            elif pn.endswith("in_proj_weight"):
+                decay.add(fpn)
+            elif pn.endswith("weight") and isinstance(m, blacklist):
+                no_decay.add(fpn)
+            elif pn.endswith("pos_emb"):
+                no_decay.add(fpn)
+    param_dict = {pn: p for pn, p in model.named_parameters()}
+    assert len(decay & no_decay) == 0
+    assert len(param_dict.keys() - (decay | no_decay)) == 0, str(
+        param_dict.keys() - (decay | no_decay)
+    )
+    optim_groups = [
+        {
+            "params": [param_dict[pn] for pn in sorted(list(decay))],
+            "weight_decay": opt_config.weight_decay,
+        },
+        {"params": [param_dict[pn] for pn in sorted(list(no_decay))], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(optim_groups, lr=opt_config.learning_rate, betas=(0.9, 0.95))
+
+
+@dataclass
+class DataConfig:
+    path: str = None
+    block_size: int = None
+    train_split: float = None
+    truncate: float = 1.0
+
+
+class CharDataset(Dataset):
+    def __init__(self, data_cfg):
+        with open(data_cfg.path, "rb") as f:
+            data = f.read().decode("utf-8")
+        data = data[: int(len(data) * data_cfg.truncate)]
+        chars = sorted(list(set(data)))
+        data_size, vocab_size = len(data), len(chars)
+        print(f"Data has {data_size} characters, {vocab_size} unique.")
+        self.stoi = {ch: i for i, ch in enumerate(chars)}
+        self.itos = {i: ch for i, ch in enumerate(chars)}
+        self.block_size = data_cfg.block_size
+        self.vocab_size = vocab_size
+        self.data = data
+
+    def __len__(self):
+        return len(self.data) - self.block_size
+
+    def __getitem__(self, idx):
+        chunk = self.data[idx : idx + self.block_size + 1]
+        dix = [self.stoi[s] for s in chunk]
+        return torch.tensor(dix[:-1], dtype=torch.long), torch.tensor(dix[1:], dtype=torch.long)
+
+
+@dataclass
+class TrainerConfig:
+    max_epochs: int = None
+    batch_size: int = None
+    data_loader_workers: int = None
+    grad_norm_clip: float = None
+    snapshot_path: str | None = None
+    save_every: int = None
+    use_amp: bool = None
+
+
+@dataclass
+class Snapshot:
+    model_state: "OrderedDict[str, torch.Tensor]"
+    optimizer_state: dict[str, Any]
+    finished_epoch: int
+
+
+class GPTTrainer:  # minGPT-ddp's Trainer (multigpu.py has one too)
+    def __init__(self, trainer_config, model, optimizer, train_dataset, test_dataset=None):
+        self.config = trainer_config
+        self.local_rank = int(os.environ["LOCAL_RANK"])
+        self.global_rank = int(os.environ["RANK"])
+        self.train_dataset = train_dataset
+        self.train_loader = self._prepare_dataloader(train_dataset)
+        self.test_loader = self._prepare_dataloader(test_dataset) if test_dataset else None
+        self.epochs_run = 0
+        self.model = model.to(self.local_rank)
+        self.optimizer = optimizer
+        self.save_every = self.config.save_every
+        if self.config.use_amp:
+            self.scaler = torch.cuda.amp.GradScaler()
+        if self.config.snapshot_path is None:
+            self.config.snapshot_path = "snapshot.pt"
+        self._load_snapshot()
+        self.model = DDP(self.model, device_ids=[self.local_rank])
+
+    def _prepare_dataloader(self, dataset):
+        return DataLoader(
+            dataset,
+            batch_size=self.config.batch_size,
+            pin_memory=True,
+            shuffle=False,
+            num_workers=self.config.data_loader_workers,
+            sampler=DistributedSampler(dataset),
+        )
+
+    def _load_snapshot(self):
+        try:
+            with open(self.config.snapshot_path, "rb") as f:
+                snapshot_data = torch.load(f, map_location="cpu")
+        except FileNotFoundError:
+            print("Snapshot not found. Training model from scratch")
+            return
+        snapshot = Snapshot(**snapshot_data)
+        self.model.load_state_dict(snapshot.model_state)
+        self.optimizer.load_state_dict(snapshot.optimizer_state)
+        self.epochs_run = snapshot.finished_epoch
+        print(f"Resuming training from snapshot at Epoch {self.epochs_run}")
+
+    def _run_batch(self, source, targets, train=True):
+        with (
+            torch.set_grad_enabled(train),
+            torch.amp.autocast(
+                device_type="cuda", dtype=torch.float16, enabled=(self.config.use_amp)
+            ),
+        ):
+            _, loss = self.model(source, targets)
+        if train:
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.config.use_amp:
+                self.scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_norm_clip)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+            else:
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.grad_norm_clip)
+                self.optimizer.step()
+        return loss.item()
+
+    def _run_epoch(self, epoch, dataloader, train=True):
+        dataloader.sampler.set_epoch(epoch)
+        for iter, (source, targets) in enumerate(dataloader):
+            step_type = "Train" if train else "Eval"
+            source = source.to(self.local_rank)
+            targets = targets.to(self.local_rank)
+            batch_loss = self._run_batch(source, targets, train)
+            if iter % 100 == 0:
+                where = f"[GPU{self.global_rank}] Epoch {epoch} | Iter {iter}"
+                print(f"{where} | {step_type} Loss {batch_loss:.5f}")
+
+    def _save_snapshot(self, epoch):
+        model = self.model
+        raw_model = model.module if hasattr(model, "module") else model
+        snapshot = Snapshot(
+            model_state=raw_model.state_dict(),
+            optimizer_state=self.optimizer.state_dict(),
+            finished_epoch=epoch,
+        )
+        snapshot = asdict(snapshot)
+        torch.save(snapshot, self.config.snapshot_path)
+        print(f"Snapshot saved at epoch {epoch}")
+
+    def train(self):
+        for epoch in range(self.epochs_run, self.config.max_epochs):
+            epoch += 1
+            self._run_epoch(epoch, self.train_loader, train=True)
+            if self.local_rank == 0 and epoch % self.save_every == 0:
+                self._save_snapshot(epoch)
+            if self.test_loader:
+                self._run_epoch(epoch, self.test_loader, train=False)
+
+
+def gpt_ddp_setup():
+    acc = torch.accelerator.current_accelerator()
+    rank = int(os.environ["LOCAL_RANK"])
+    device: torch.device = torch.device(f"{acc}:{rank}")
+    backend = torch.distributed.get_default_backend_for_device(device)
+    init_process_group(backend=backend)
+    torch.accelerator.set_device_index(rank)
+
+
+def gpt_main(rank, cfg):
+    """minGPT-ddp's ``main(cfg)`` (its $LOCAL_RANK and $RANK are set in each rank)."""
+    gpt_ddp_setup()
+    gpt_cfg = GPTConfig(**cfg["gpt_config"])
+    opt_cfg = OptimizerConfig(**cfg["optimizer_config"])
+    data_cfg = DataConfig(**cfg["data_config"])
+    trainer_cfg = TrainerConfig(**cfg["trainer_config"])
+    dataset = CharDataset(data_cfg)
+    train_len = int(len(dataset) * data_cfg.train_split)
+    train_set, test_set = random_split(dataset, [train_len, len(dataset) - train_len])
+    gpt_cfg.vocab_size = dataset.vocab_size
+    gpt_cfg.block_size = dataset.block_size
+    model = GPT(gpt_cfg)
+    optimizer = create_optimizer(model, opt_cfg)
+    trainer = GPTTrainer(trainer_cfg, model, optimizer, train_set, test_set)
+    start_epoch = trainer.epochs_run
+    trainer.train()
+    raw = trainer.model.module
+    report(
+        f"mingpt_{trainer_cfg.max_epochs}_epochs",
+        rank,
+        resumed_at=start_epoch,
+        steps=[s["step"] for s in optimizer.state_dict()["state"].values()],
+        scale=trainer.scaler.get_scale(),
+        end=sum(p.detach().double().sum().item() for p in raw.parameters()),
+    )
+    destroy_process_group()
+
+
+def gpt_config(text_path, snapshot_path, max_epochs):
+    return {
+        "gpt_config": {"n_layer": 1, "n_head": 2, "n_embd": 8},
+        "data_config": {"path": text_path, "block_size": 4, "train_split": 0.75},
+        "optimizer_config": {"weight_decay": 0.1, "learning_rate": 0.0003},
+        "trainer_config": {
+            "data_loader_workers": 0,
+            "max_epochs": max_epochs,
+            "batch_size": 8,
+            "use_amp": True,
+            "save_every": 1,
+            "snapshot_path": snapshot_path,
+            "grad_norm_clip": 1.0,
+        },
+    }
+
+
 if __name__ == "__main__":
     n_gpus = torch.accelerator.device_count()
     assert n_gpus >= 2, f"Requires at least 2 GPUs to run, but got {n_gpus}"
@@ -251,3 +628,6 @@ if __name__ == "__main__":
     run_demo(demo_model_parallel, n_gpus // 2)
     total_epochs, save_every = int(sys.argv[1]), int(sys.argv[2])
     mp.spawn(main, args=(world_size, save_every, total_epochs, 16), nprocs=world_size)
+    text, snapshot = sys.argv[3], sys.argv[4]
+    mp.spawn(gpt_main, args=(gpt_config(text, snapshot, 1),), nprocs=2)
+    mp.spawn(gpt_main, args=(gpt_config(text, snapshot, 2),), nprocs=2)  # resumes at epoch 1
