@@ -30,6 +30,7 @@ helpers.
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 from collections import OrderedDict
@@ -51,6 +52,7 @@ from kernbench.torch.distributed.collectives import (
 )
 from kernbench.torch.distributed.constants import ReduceOp
 from kernbench.torch.distributed.fsdp import wrap
+from kernbench.torch.distributed.fsdp.overlap import UnitSchedule
 from kernbench.torch.distributed.groups import get_rank, get_world_size, is_initialized
 from kernbench.torch.factories import cat, empty, zeros
 from kernbench.torch.nn.modules import Module, persistent_buffers
@@ -174,6 +176,15 @@ class _FlatHandle:
         self.padded = -(-self.total // self.world) * self.world if self.total else 0
         self.chunk = self.padded // self.world
         self.full: Tensor | None = None
+        # Overlap (overlap.py): the all-gather on its way into ``full`` (its Work and the
+        # shard it reads), whether a prefetch issued it, and the unit's place in a backward
+        self.gathering: tuple[Any, Tensor] | None = None
+        self.prefetched = False
+        self.needs_backward_unshard = False  # resharded after a recorded forward
+        self.ran_pre_backward = False
+        self.schedule: UnitSchedule | None = None
+        self.backward_prefetch: BackwardPrefetch | None = BackwardPrefetch.BACKWARD_PRE
+        self.forward_prefetch = False
         self.config = (StateDictType.FULL_STATE_DICT, FullStateDictConfig())
         self.sync = True  # False inside no_sync: gradients accumulate unsharded
         self.pending: Tensor | None = None
@@ -200,11 +211,16 @@ class _FlatHandle:
     def chunk_of(self, flat: Tensor) -> Tensor:
         return flat[self.rank * self.chunk : (self.rank + 1) * self.chunk]
 
-    def gather(self, shard: Tensor) -> Tensor:
-        """The flat parameters of every rank (``param_dtype`` when mixed precision)."""
+    def _in_param_dtype(self, shard: Tensor) -> Tensor:
         mp = self.mixed_precision
         if mp is not None and mp.param_dtype is not None and shard.dtype is not mp.param_dtype:
-            shard = shard.to(mp.param_dtype)
+            return shard.to(mp.param_dtype)
+        return shard
+
+    def gather(self, shard: Tensor) -> Tensor:
+        """The flat parameters of every rank (``param_dtype`` when mixed precision), gathered
+        now (blocking)."""
+        shard = self._in_param_dtype(shard)
         if self.world == 1:
             full = shard  # nothing to gather: the views are of the flat parameter
         else:
@@ -212,6 +228,34 @@ class _FlatHandle:
             all_gather_into_tensor(full, shard, group=self.process_group)
         self.full = full
         return full
+
+    def unshard(self, schedule: UnitSchedule | None) -> None:
+        """Start gathering the parameters into ``full`` unless they are gathered or on their
+        way: the all-gather runs beside what the rank does next, until
+        :meth:`wait_unsharded` (memory for them is taken now)."""
+        if self.full is not None or self.flat_param is None:
+            return
+        with no_grad():
+            shard = self.flat_param.detach()
+            if self.world == 1:  # nothing to gather
+                self.gather(shard)
+                return
+            shard = self._in_param_dtype(shard)
+            full = empty(self.padded, dtype=shard.dtype)
+            if schedule is not None:
+                schedule.before_gather()
+            work = all_gather_into_tensor(full, shard, group=self.process_group, async_op=True)
+            if schedule is not None:
+                schedule.gathered(work)
+        self.full, self.gathering = full, (work, shard)
+
+    def wait_unsharded(self) -> Tensor:
+        """The gathered parameters, once the all-gather bringing them is done."""
+        if self.gathering is not None:
+            self.gathering[0].wait()
+            self.gathering = None
+        self.prefetched = False
+        return self.full
 
     def views(self, full: Tensor) -> list[Tensor]:
         """The unit's parameters as views of the gathered flat tensor."""
@@ -229,14 +273,20 @@ class _FlatHandle:
     def full_for_backward(self) -> Tensor:
         """The gathered parameters the backward needs: gathered again after a reshard."""
         if self.full is None:
-            with no_grad():
-                self.gather(self.flat_param.detach())
-        return self.full
+            self.unshard(self.schedule)
+        return self.wait_unsharded()
 
     def reduce_gradients(self, grads: tuple[Tensor, ...]) -> Tensor | None:
         """The views' gradients joined, averaged over the ranks, this rank's chunk; the
-        gathered parameters are freed.  Inside ``no_sync`` the joined gradient is kept,
-        unsharded, and added to the next synchronised one (torch's accumulation)."""
+        gathered parameters are freed first (and, with ``BACKWARD_POST``, the next unit's
+        all-gather issued).  In a scheduled backward the reduction is started (async) and
+        the schedule accumulates it into ``.grad`` at the end of the backward (None is
+        returned).  Inside ``no_sync`` the joined gradient is kept, unsharded, and added to
+        the next synchronised one (torch's accumulation)."""
+        schedule = self.schedule
+        if schedule is not None:
+            schedule.begin_backward()
+        self.needs_backward_unshard = False
         parts = [g.reshape(-1) for g in grads]
         if self.padded > self.total:
             parts.append(zeros(self.padded - self.total, dtype=parts[0].dtype))
@@ -248,17 +298,23 @@ class _FlatHandle:
             self.pending = flat
             self.release()
             return None
+        self.release()  # reshard before the reduction, as torch's post-backward hook
+        if schedule is not None and self.backward_prefetch is BackwardPrefetch.BACKWARD_POST:
+            schedule.prefetch_backward(self)
         mp = self.mixed_precision
         if mp is not None and mp.reduce_dtype is not None and flat.dtype is not mp.reduce_dtype:
             flat = flat.to(mp.reduce_dtype)
         flat.div_(get_world_size(self.process_group))
+        group, overlap = self.process_group, schedule is not None
         if self.strategy is ShardingStrategy.NO_SHARD:
-            all_reduce(flat, ReduceOp.SUM, group=self.process_group)
+            work = all_reduce(flat, ReduceOp.SUM, group=group, async_op=overlap)
             out = flat
         else:
             out = empty(self.chunk, dtype=flat.dtype)
-            reduce_scatter_tensor(out, flat, ReduceOp.SUM, group=self.process_group)
-        self.release()
+            work = reduce_scatter_tensor(out, flat, ReduceOp.SUM, group=group, async_op=overlap)
+        if schedule is not None:
+            schedule.reduce(self, out, flat, work)
+            return None
         keep_low = mp is not None and mp.keep_low_precision_grads
         if out.dtype is not self.flat_param.dtype and not keep_low:
             out = out.to(self.flat_param.dtype)
@@ -271,9 +327,13 @@ class _FlatHandle:
     def release(self) -> None:
         """Drop the gathered parameters; the modules hold a marker for each (reading it
         outside the unit's forward raises, saying what to do)."""
+        if self.gathering is not None:  # an all-gather writes into them until it is done
+            self.gathering[0].wait()
+            self.gathering = None
         for owner, name, _ in self.places:
             owner.__dict__[name] = ShardedParameter(f"{type(owner).__name__}.{name}")
         self.full = None
+        self.prefetched = False
 
     def load_full(self, values: list[Tensor]) -> None:
         """Set the shard from the unit's full parameters (one tensor per parameter)."""
@@ -308,7 +368,9 @@ class _Unshard(Function):
     @staticmethod
     def forward(ctx: Any, shard: Tensor, handle: _FlatHandle) -> tuple[Tensor, ...]:
         ctx.handle = handle
-        return tuple(handle.views(handle.gather(shard)))
+        if handle.full is None:
+            handle.unshard(None)
+        return tuple(handle.views(handle.wait_unsharded()))
 
     @staticmethod
     def backward(ctx: Any, *grads: Tensor) -> tuple[Any, ...]:
@@ -370,11 +432,17 @@ class FullyShardedDataParallel(Module):
         self.process_group = process_group
         self.sharding_strategy = strategy
         self.mixed_precision = mixed_precision
+        self.backward_prefetch = backward_prefetch
+        self.forward_prefetch = forward_prefetch
+        self.limit_all_gathers = limit_all_gathers
         kwargs = {
             "process_group": process_group,
             "sharding_strategy": strategy,
             "mixed_precision": mixed_precision,
             "sync_module_states": sync_module_states,
+            "backward_prefetch": backward_prefetch,
+            "forward_prefetch": forward_prefetch,
+            "limit_all_gathers": limit_all_gathers,
         }
         if auto_wrap_policy is not None:
             _wrap_children(module, auto_wrap_policy, kwargs)
@@ -386,6 +454,8 @@ class FullyShardedDataParallel(Module):
         self._fsdp_wrapped_module = module
         places, unique, names = _owned_parameters(module)
         handle = _FlatHandle(places, unique, names, strategy, mixed_precision, process_group)
+        handle.backward_prefetch = backward_prefetch
+        handle.forward_prefetch = forward_prefetch
         _HANDLES[self] = handle
         self._flat_param = handle.flat_param
 
@@ -393,7 +463,11 @@ class FullyShardedDataParallel(Module):
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         if not _forwarding().active:  # the root unit of this forward
             args, kwargs = self._cast_inputs(args, kwargs)
-            with _RootHooks(_handles(self)):
+            own = _HANDLES[self].schedule
+            # (a checkpointed unit recomputed in its backward has no schedule of its own)
+            recomputing = own is not None and own.in_backward
+            schedule = None if recomputing else _schedule_of(self)
+            with _RootHooks(_handles(self), schedule):
                 return self._unit_forward(args, kwargs, root=True)
         return self._unit_forward(args, kwargs)
 
@@ -403,19 +477,38 @@ class FullyShardedDataParallel(Module):
         handle = _HANDLES[self]
         if handle.flat_param is None:
             return self._fsdp_wrapped_module(*args, **kwargs)
+        schedule = _forwarding().schedule  # None in a recomputation inside the backward
+        if schedule is not None:
+            handle.schedule = schedule
+            schedule.record_pre_forward(handle)
         recording = is_grad_enabled() and handle.flat_param.requires_grad
+        # torch's pre-forward: this unit's all-gather, the next one's (forward_prefetch),
+        # then the wait for this one
+        handle.unshard(schedule)
+        if schedule is not None and handle.forward_prefetch:
+            schedule.prefetch_forward(handle)
         if recording:
             views = list(_Unshard.apply(handle.flat_param, handle))
         else:
-            views = handle.gathered_views()
+            with no_grad():
+                views = handle.views(handle.wait_unsharded())
         handle.set_views(views)
+        # FULL_SHARD reshards after forward, except the root unit, whose parameters the
+        # backward needs first (torch's FSDP keeps them too)
+        reshard = not recording or (handle.strategy is ShardingStrategy.FULL_SHARD and not root)
         try:
-            return self._fsdp_wrapped_module(*args, **kwargs)
+            out = self._fsdp_wrapped_module(*args, **kwargs)
+            if recording and schedule is not None:
+                handle.ran_pre_backward = False
+                for t in _tensors_in(out):
+                    if t.requires_grad:
+                        t.register_hook(functools.partial(_pre_backward, handle))
+            return out
         finally:
-            # FULL_SHARD reshards after forward, except the root unit, whose parameters
-            # the backward needs first (torch's FSDP keeps them too)
-            full_shard = handle.strategy is ShardingStrategy.FULL_SHARD
-            if not recording or (full_shard and not root):
+            if schedule is not None:
+                schedule.post_forward.append(handle)
+                handle.needs_backward_unshard = recording and reshard
+            if reshard:
                 handle.release()
 
     def _cast_inputs(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any]:
@@ -618,10 +711,11 @@ class FullyShardedDataParallel(Module):
 
 
 class _Forwarding:
-    """Whether the calling rank is inside a root unit's forward."""
+    """Whether the calling rank is inside a root unit's forward, and its schedule."""
 
     def __init__(self) -> None:
         self.active = False
+        self.schedule: UnitSchedule | None = None
 
 
 _OUTSIDE = _Forwarding()
@@ -636,17 +730,26 @@ class _RootHooks:
     parameters as references (so a reshard frees them) and view them again, gathered
     anew, when the backward unpacks them."""
 
-    def __init__(self, handles: list[_FlatHandle]) -> None:
+    def __init__(self, handles: list[_FlatHandle], schedule: UnitSchedule | None) -> None:
         self.handles = handles
+        self.schedule = schedule
+        self.previous: UnitSchedule | None = None
         self.hooks = saved_tensors_hooks(self._pack, _unpack)
 
     def __enter__(self) -> None:
-        _forwarding().active = True
+        state = _forwarding()
+        self.previous = state.schedule
+        state.active, state.schedule = True, self.schedule
+        if self.schedule is not None:
+            self.schedule.begin_forward()
         self.hooks.__enter__()
 
     def __exit__(self, *exc: object) -> None:
         self.hooks.__exit__(*exc)
-        _forwarding().active = False
+        state = _forwarding()
+        state.active, state.schedule = False, self.previous
+        if self.schedule is not None:
+            self.schedule.end_forward()
 
     def _pack(self, t: Any) -> Any:
         storage = getattr(t, "storage_device_tensor", None)
@@ -655,6 +758,42 @@ class _RootHooks:
                 if h.strategy is ShardingStrategy.FULL_SHARD:
                     return _ParamRef(h, t)
         return t
+
+
+_SCHEDULES: weakref.WeakKeyDictionary[Module, UnitSchedule] = weakref.WeakKeyDictionary()
+
+
+def _schedule_of(root: FullyShardedDataParallel) -> UnitSchedule:
+    """The overlap schedule of the units under ``root`` (made at its first forward)."""
+    schedule = _SCHEDULES.get(root)
+    if schedule is None:
+        schedule = _SCHEDULES[root] = UnitSchedule(_handles(root), root.limit_all_gathers)
+    return schedule
+
+
+def _pre_backward(handle: _FlatHandle, grad: Tensor) -> None:
+    """torch's pre-backward hook (on the unit's forward outputs), once per backward: this
+    unit's all-gather if it was resharded, then, with ``BACKWARD_PRE``, the next one's."""
+    if handle.ran_pre_backward or handle.schedule is None:
+        return
+    handle.ran_pre_backward = True
+    schedule = handle.schedule
+    schedule.begin_backward()
+    if handle.needs_backward_unshard:
+        handle.unshard(schedule)
+    if handle.backward_prefetch is BackwardPrefetch.BACKWARD_PRE:
+        schedule.prefetch_backward(handle)
+
+
+def _tensors_in(value: Any) -> Iterator[Tensor]:
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, tuple | list):
+        for v in value:
+            yield from _tensors_in(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors_in(v)
 
 
 def _unpack(packed: Any) -> Any:
