@@ -48,7 +48,7 @@ class UnitSchedule:
         self.order_fixed = False
         self.post_forward: list[Any] = []  # this iteration's
         self.gathers: list[Any] = []  # all-gathers issued, oldest first
-        self.reductions: list[tuple[Any, Tensor, Tensor, Any]] = []
+        self.reductions: list[tuple[Any, Tensor, Tensor | None, Any]] = []
         self.queued = False
         self.in_backward = False
 
@@ -95,8 +95,13 @@ class UnitSchedule:
         if index >= 0 and self.post_forward[index].needs_backward_unshard:
             self._prefetch(self.post_forward[index])
 
-    def reduce(self, handle: Any, out: Tensor, flat: Tensor, work: Any) -> None:
-        """A unit's reduction started (``flat`` kept until it is done)."""
+    def reduce(self, handle: Any, out: Tensor, flat: Tensor | None, work: Any) -> None:
+        """A unit's reduction started: its input ``flat`` is kept while it runs (the
+        inputs of those already done are let go now, as torch frees them when the
+        post-backward stream has used them)."""
+        self.reductions = [
+            (h, o, None if w.is_completed() else f, w) for h, o, f, w in self.reductions
+        ]
         self.reductions.append((handle, out, flat, work))
 
     def _finish_backward(self) -> None:
