@@ -12,9 +12,15 @@ shard's ``.grad``.  ``FULL_SHARD`` frees the gathered parameters after the forwa
 tensors backward needs of them are kept as references, through
 ``saved_tensors_hooks``) and gathers them again when the backward first needs them;
 ``SHARD_GRAD_OP`` keeps them from forward to backward; ``NO_SHARD`` all-reduces the
-gradients, as DDP.  The collectives block: there is no prefetch and no overlap with
-compute (``backward_prefetch``, ``forward_prefetch`` and ``limit_all_gathers`` are
-accepted and change nothing), so the communication is on the critical path.
+gradients, as DDP.
+
+The collectives overlap computation as torch's (``overlap.py``): each all-gather is
+issued async (by the unit's pre-forward or pre-backward, or earlier by a prefetch:
+``forward_prefetch``, ``backward_prefetch=BACKWARD_PRE`` by default, ``BACKWARD_POST``)
+and waited for where the parameters are first used; each gradient reduction is started
+async when the unit's gradient is computed and waited for at the end of the backward,
+where the shards' ``.grad`` are set; ``limit_all_gathers`` keeps at most two all-gathers
+in flight.  The values are those of blocking collectives; only the time changes.
 
 ``MixedPrecision(param_dtype, reduce_dtype)`` gathers the parameters in ``param_dtype``
 and reduces gradients in ``reduce_dtype``; the shards and their gradients stay in full
