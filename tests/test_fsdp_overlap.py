@@ -3,7 +3,8 @@ values are those of every collective blocking where it is issued, bit for bit, w
 without prefetch in each sharding strategy; the overlapped step is faster than the
 blocking one and no faster than its compute alone or its collectives alone; the
 collectives are issued in torch's order for BACKWARD_PRE, BACKWARD_POST, no backward
-prefetch and forward_prefetch; no more than two all-gathers are in flight."""
+prefetch and forward_prefetch; no more than two all-gathers are in flight; a prefetched
+unit's parameters are allocated when its gather is issued."""
 
 from __future__ import annotations
 
@@ -28,9 +29,9 @@ PRE, POST = BackwardPrefetch.BACKWARD_PRE, BackwardPrefetch.BACKWARD_POST
 class Block(nn.Module):
     """Blocks of different widths, so each unit's collectives have their own size."""
 
-    def __init__(self, index, events=None):
+    def __init__(self, index, events=None, memory=None):
         super().__init__()
-        self.index, self.events = index, events
+        self.index, self.events, self.memory = index, events, memory
         self.up = nn.Linear(WIDTH, (index + 2) * WIDTH)
         self.down = nn.Linear((index + 2) * WIDTH, WIDTH)
 
@@ -40,13 +41,15 @@ class Block(nn.Module):
         out = x + self.down(torch.relu(self.up(x)))
         if self.events is not None and out.requires_grad:
             out.register_hook(lambda g: self.events.append(f"backward {self.index}"))
+        if self.memory is not None and out.requires_grad:  # as this block's backward starts
+            out.register_hook(lambda g: self.memory.append(torch.cuda.memory_allocated()))
         return out
 
 
 class Net(nn.Module):
-    def __init__(self, events=None):
+    def __init__(self, events=None, memory=None):
         super().__init__()
-        self.blocks = nn.ModuleList([Block(i, events) for i in range(3)])
+        self.blocks = nn.ModuleList([Block(i, events, memory) for i in range(3)])
         self.head = nn.Linear(WIDTH, 4)
 
     def forward(self, x):
@@ -225,3 +228,28 @@ def test_the_rate_limiter_waits_for_the_oldest_of_two_all_gathers():
             schedule.before_gather()
             schedule.gathered(Pending(name, log))
         assert log == want
+
+
+def _memory_as_backward_starts(rank, world, prefetch):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    memory = []
+    model = FSDP(Net(memory=memory), auto_wrap_policy=ModuleWrapPolicy({Block}),
+                 backward_prefetch=prefetch)  # fmt: skip
+    model(torch.ones(BATCH, WIDTH)).sum().backward()
+    dist.destroy_process_group()
+    return memory
+
+
+def test_a_prefetched_units_parameters_are_allocated_when_its_gather_is_issued():
+    at = {}
+    for prefetch in (PRE, None):
+        result = kernbench.simulate(
+            _memory_as_backward_starts, topology="multi_sip", world_size=2, rank_args=True,
+            args=(prefetch,),
+        )  # fmt: skip
+        at[prefetch] = result.returns[0]  # blocks 2, 1, 0
+    # BACKWARD_PRE: the root's pre-backward has issued block 2's all-gather before block 2's
+    # backward starts, so its gathered parameters (float32, padded) are held then
+    block2 = 4 * (2 * 4 * WIDTH * WIDTH + 5 * WIDTH)
+    assert at[PRE][0] - at[None][0] >= block2
