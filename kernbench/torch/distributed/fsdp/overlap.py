@@ -86,6 +86,7 @@ class UnitSchedule:
         if not self.queued:
             self.queued = self.in_backward = True
             queue_callback(self._finish_backward)
+        self._let_go()
 
     def prefetch_backward(self, handle: Any) -> None:
         """Gather the unit that comes after ``handle`` in backward order, if it needs it."""
@@ -96,13 +97,16 @@ class UnitSchedule:
             self._prefetch(self.post_forward[index])
 
     def reduce(self, handle: Any, out: Tensor, flat: Tensor | None, work: Any) -> None:
-        """A unit's reduction started: its input ``flat`` is kept while it runs (the
-        inputs of those already done are let go now, as torch frees them when the
-        post-backward stream has used them)."""
+        """A unit's reduction started: its input ``flat`` is kept while it runs."""
+        self._let_go()
+        self.reductions.append((handle, out, flat, work))
+
+    def _let_go(self) -> None:
+        """Drop the inputs of the reductions that are done (torch frees them once the
+        post-backward stream has used them); looked at by every pre- and post-backward."""
         self.reductions = [
             (h, o, None if w.is_completed() else f, w) for h, o, f, w in self.reductions
         ]
-        self.reductions.append((handle, out, flat, work))
 
     def _finish_backward(self) -> None:
         """torch's post-backward final callback: wait for every reduction, in the order
