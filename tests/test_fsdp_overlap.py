@@ -4,7 +4,8 @@ without prefetch in each sharding strategy; the overlapped step is faster than t
 blocking one and no faster than its compute alone or its collectives alone; the
 collectives are issued in torch's order for BACKWARD_PRE, BACKWARD_POST, no backward
 prefetch and forward_prefetch; no more than two all-gathers are in flight; a prefetched
-unit's parameters are allocated when its gather is issued."""
+unit's parameters are allocated when its gather is issued; timing-only mode gives the
+same time."""
 
 from __future__ import annotations
 
@@ -253,3 +254,25 @@ def test_a_prefetched_units_parameters_are_allocated_when_its_gather_is_issued()
     # backward starts, so its gathered parameters (float32, padded) are held then
     block2 = 4 * (2 * 4 * WIDTH * WIDTH + 5 * WIDTH)
     assert at[PRE][0] - at[None][0] >= block2
+
+
+def _steps(rank, world):
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = FSDP(Net(), auto_wrap_policy=ModuleWrapPolicy({Block}), forward_prefetch=True)
+    opt = optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        opt.zero_grad()
+        model(torch.ones(BATCH, WIDTH)).sum().backward()
+        opt.step()
+    dist.destroy_process_group()
+
+
+def test_timing_only_mode_gives_the_same_overlapped_time():
+    times = [
+        kernbench.simulate(
+            _steps, topology="multi_sip", world_size=2, rank_args=True, timing_only=timing
+        ).report["simulated_time_ps"]
+        for timing in (False, True)
+    ]
+    assert times[0] == times[1]
