@@ -278,3 +278,53 @@ def test_timing_only_mode_gives_the_same_overlapped_time():
         for timing in (False, True)
     ]
     assert times[0] == times[1]
+
+
+class _Stop(Exception):
+    pass
+
+
+def _after_a_failed_backward(rank, world, fail):
+    """One step, after (``fail``) a backward that raised in block 1's gradient and was
+    caught: the step's gradients must be those of a clean first step."""
+    dist.init_process_group()
+    torch.manual_seed(0)
+    model = FSDP(Net(), auto_wrap_policy=ModuleWrapPolicy({Block}))
+    x = torch.ones(BATCH, WIDTH) * (rank + 1)
+    if fail:
+        block = model.module.blocks[1]
+        original = block.forward
+
+        def raising(h):
+            out = original(h)
+            out.register_hook(lambda g: (_ for _ in ()).throw(_Stop("block 1")))
+            return out
+
+        block.forward = raising
+        with pytest.raises(_Stop):
+            model(x).sum().backward()
+        block.forward = original
+        for p in model.parameters():
+            p.grad = None
+    model(x).sum().backward()
+    grads = [p.grad.numpy().copy() for p in model.parameters()]
+    model(x).sum().backward()  # and the one after accumulates onto them
+    again = [p.grad.numpy().copy() for p in model.parameters()]
+    dist.destroy_process_group()
+    return grads, again
+
+
+def test_a_backward_that_raised_leaves_the_next_step_as_a_clean_one():
+    runs = {
+        fail: kernbench.simulate(
+            _after_a_failed_backward, topology="multi_sip", world_size=2, rank_args=True,
+            args=(fail,),
+        ).returns
+        for fail in (False, True)
+    }  # fmt: skip
+    for rank in range(2):
+        (clean, clean2), (after, after2) = runs[False][rank], runs[True][rank]
+        for a, b in zip(clean + clean2, after + after2, strict=True):
+            assert np.array_equal(a, b)
+        for a, b in zip(clean, clean2, strict=True):
+            assert np.allclose(2 * a, b)

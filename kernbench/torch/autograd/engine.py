@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "backward",
     "grad",
+    "backward_running",
     "queue_callback",
     "register_anomaly_check",
     "run_to_edges",
@@ -54,6 +55,11 @@ def _callbacks() -> list[list[Callable[[], None]]]:
     if rank is None:
         return _GLOBAL_CALLBACKS
     return rank.local.setdefault(_RANK_KEY, [])
+
+
+def backward_running() -> bool:
+    """Whether a backward is running on the calling rank (its graph, or a callback's)."""
+    return bool(_callbacks())
 
 
 def queue_callback(callback: Callable[[], None]) -> None:

@@ -471,7 +471,7 @@ class FullyShardedDataParallel(Module):
             args, kwargs = self._cast_inputs(args, kwargs)
             own = _HANDLES[self].schedule
             # (a checkpointed unit recomputed in its backward has no schedule of its own)
-            recomputing = own is not None and own.in_backward
+            recomputing = own is not None and own.in_backward and not own.backward_abandoned()
             schedule = None if recomputing else _schedule_of(self)
             with _RootHooks(_handles(self), schedule):
                 return self._unit_forward(args, kwargs, root=True)

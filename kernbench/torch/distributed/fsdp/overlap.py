@@ -28,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kernbench.torch.autograd import no_grad, queue_callback
+from kernbench.torch.autograd.engine import backward_running
 from kernbench.torch.grad_slots import post_accumulate_grad_hooks
 
 if TYPE_CHECKING:
@@ -80,6 +81,19 @@ class UnitSchedule:
             self._prefetch(self.pre_forward[index])
 
     # -- backward -------------------------------------------------------------------------
+    def backward_abandoned(self) -> bool:
+        """Whether a backward of this schedule raised before its final callback (the
+        engine drops its callbacks): then its reductions are waited for (every rank
+        issued them) and dropped, as that backward's gradients are, and the schedule is
+        out of backward again."""
+        if not self.in_backward or backward_running():
+            return False
+        reductions, self.reductions = self.reductions, []
+        self.queued = self.in_backward = False
+        for _, _, _, work in reductions:
+            work.wait()
+        return True
+
     def begin_backward(self) -> None:
         """Called by every unit's pre- and post-backward: the first one queues the wait for
         the reductions at the end of this backward."""
