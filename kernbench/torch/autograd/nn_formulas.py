@@ -154,15 +154,18 @@ def _class_grad(
     g: Tensor,
     x: Tensor,
     t: Tensor,
+    weight: Tensor | None,
     ignore_index: int,
     reduction: str,
     scores: bool,
     smoothing: float = 0.0,
 ) -> Tensor:
-    """The gradient of cross_entropy (``scores``: softmax(x) - onehot) or nll_loss (-onehot)
-    with class-index targets ``t`` (classes along dim 1, or 0 for one sample);
-    ``smoothing`` (cross_entropy's label_smoothing) mixes the uniform distribution into
-    the onehot, as torch's loss does."""
+    """The gradient of cross_entropy or nll_loss with class-index targets ``t`` (classes
+    along dim 1, or 0 for one sample).  Each sample's loss is ``-sum(q * logp)`` over the
+    classes with ``q = w * ((1 - s) onehot + s / C)`` (``w`` the class weights, 1 without
+    them; ``s`` cross_entropy's label_smoothing, as torch mixes its smoothing term), so the
+    gradient is ``softmax(x) sum(q) - q`` for cross_entropy and ``-q`` for nll_loss, 0 for
+    ignored samples; "mean" divides by the weights of the targets taken, as torch."""
     cdim = 1 if x.ndim >= 2 else 0
     classes = x.shape[cdim]
     valid = t != ignore_index
@@ -171,15 +174,20 @@ def _class_grad(
     if x.ndim > 2:
         onehot = onehot.permute(0, x.ndim - 1, *range(1, x.ndim - 1))
     keep = valid.unsqueeze(cdim)
+    q = onehot.to(x.dtype)
     if smoothing:
-        onehot = onehot.to(x.dtype) * (1.0 - smoothing) + smoothing / classes
-    grad = x.softmax(cdim) - onehot if scores else -onehot.to(x.dtype)
-    grad = grad * keep
+        q = q * (1.0 - smoothing) + smoothing / classes
+    if weight is not None:
+        w = weight.reshape(classes, *([1] * (x.ndim - cdim - 1)))
+        q = q * w
+    grad = x.softmax(cdim) * q.sum(cdim, keepdim=True) - q if scores else -q
     if reduction == "none":
-        return grad * g.unsqueeze(cdim)
-    if reduction == "mean":
-        return grad * (g / valid.sum())
-    return grad * g
+        return grad * keep * g.unsqueeze(cdim)
+    if reduction == "sum":
+        return grad * keep * g
+    taken = valid.sum() if weight is None else (onehot.to(x.dtype) * w * keep).sum()
+    # ignored samples get 0 even when every sample is ignored (0 / 0 loss), as torch's
+    return where(keep, grad * (g / taken), 0.0)
 
 
 def _class_loss(scores: bool) -> Callable[..., Any]:
@@ -196,21 +204,23 @@ def _class_loss(scores: bool) -> Callable[..., Any]:
     ) -> Any:
         reduction = _plain_reduction(size_average, reduce, reduction)
         smoothing = label_smoothing if scores else 0.0
-        if weight is not None or (not scores and label_smoothing != 0.0):
+        if not scores and label_smoothing != 0.0:
             raise Unsupported
+        if weight is not None and (not hasattr(weight, "requires_grad") or weight.requires_grad):
+            raise Unsupported  # torch has no weight gradient; the forward checks the rest
         if not isinstance(smoothing, numbers.Real) or not 0.0 <= smoothing <= 1.0:
             raise Unsupported  # the forward says what is wrong with it
         kwargs: dict[str, Any] = {"ignore_index": ignore_index, "reduction": reduction}
         if scores:
             kwargs["label_smoothing"] = label_smoothing
-        out = untracked(fn, input, target, **kwargs)
+        out = untracked(fn, input, target, weight, **kwargs)
         if scores and target.dtype.is_floating_point:
-            return _probability_targets(out, input, target, reduction, smoothing)
+            return _probability_targets(out, input, target, weight, reduction, smoothing)
 
-        def backward(g: Tensor, x: Tensor, t: Tensor) -> Sequence[Any]:
-            return _class_grad(g, x, t, ignore_index, reduction, scores, smoothing), None
+        def backward(g: Tensor, x: Tensor, t: Tensor, w: Any) -> Sequence[Any]:
+            return _class_grad(g, x, t, w, ignore_index, reduction, scores, smoothing), None
 
-        return recorded(out, "NllLossBackward0", (input, target), backward, (input, target))
+        return recorded(out, "NllLossBackward0", (input, target), backward, (input, target, weight))
 
     return rule
 
@@ -219,13 +229,15 @@ def _probability_targets(
     out: Tensor,
     input: Tensor,  # noqa: A002
     target: Tensor,
+    weight: Tensor | None,
     reduction: str,
     smoothing: float,
 ) -> Tensor:
     """cross_entropy against class probabilities ``target`` (``input``'s shape): the loss
-    is ``-sum(t' * log_softmax(x))`` over the classes, ``t' = t (1 - s) + s / C``, so the
-    gradient is ``softmax(x) sum(t') - t'`` for ``x`` and ``-(1 - s) log_softmax(x)`` for
-    ``t`` (each times the incoming gradient, over the samples for "mean")."""
+    is ``-sum(w * t' * log_softmax(x))`` over the classes, ``t' = t (1 - s) + s / C`` and
+    ``w`` the class weights (1 without them), so the gradient is ``softmax(x) sum(w t') -
+    w t'`` for ``x`` and ``-(1 - s) w log_softmax(x)`` for ``t`` (each times the incoming
+    gradient, over the samples for "mean", as torch: weights do not change the divisor)."""
     need_x, need_t = input.requires_grad, target.requires_grad
 
     def scaled(d: Tensor, g: Tensor, cdim: int, samples: int) -> Tensor:
@@ -233,19 +245,29 @@ def _probability_targets(
             return d * g.unsqueeze(cdim)
         return d * (g / samples) if reduction == "mean" else d * g
 
-    def backward(g: Tensor, x: Tensor, t: Tensor) -> Sequence[Any]:
+    def backward(g: Tensor, x: Tensor, t: Tensor, w: Any) -> Sequence[Any]:
         cdim = 1 if x.ndim >= 2 else 0
         classes = x.shape[cdim]
         samples = max(x.numel() // max(classes, 1), 1)
         mixed = t * (1.0 - smoothing) + smoothing / classes if smoothing else t
+        wb = None if w is None else w.reshape(classes, *([1] * (x.ndim - cdim - 1)))
+        if wb is not None:
+            mixed = mixed * wb
         gx = gt = None
         if need_x:
             gx = scaled(x.softmax(cdim) * mixed.sum(cdim, keepdim=True) - mixed, g, cdim, samples)
         if need_t:
-            gt = scaled(x.log_softmax(cdim) * -(1.0 - smoothing), g, cdim, samples)
+            d = x.log_softmax(cdim) * -(1.0 - smoothing)
+            gt = scaled(d if wb is None else d * wb, g, cdim, samples)
         return gx, gt
 
-    return recorded(out, "SoftmaxCrossEntropyBackward0", (input, target), backward, (input, target))
+    return recorded(
+        out,
+        "SoftmaxCrossEntropyBackward0",
+        (input, target),
+        backward,
+        (input, target, weight),
+    )
 
 
 def _embedding(
