@@ -48,6 +48,7 @@ from kernbench.torch.autograd.pointwise_formulas import (
     POINTWISE_NN_RULES,
     POINTWISE_RULES,
 )
+from kernbench.torch.autograd.scan_formulas import SCAN_RULES
 from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
@@ -92,7 +93,7 @@ _TORCH_LEFT_ALONE = {
     "triu_indices", "is_grad_enabled",
 }  # fmt: skip
 
-_RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES}
+_RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES}
 _FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES}
 _NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES}
 

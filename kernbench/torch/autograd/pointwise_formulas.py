@@ -985,6 +985,8 @@ POINTWISE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
             "logsumexp",
             "prod",
             "cumsum",
+            "cumprod",
+            "logcumsumexp",
         )
     },
     "var_mean": _with_mean("var"),
