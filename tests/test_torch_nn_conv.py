@@ -298,8 +298,8 @@ def test_what_has_no_kernel_says_so_and_torch_level_forms_point_at_functional():
 
     with pytest.raises(UnsupportedNameError, match="torch.nn.functional.conv2d takes the same"):
         torch.conv2d  # noqa: B018
-    with pytest.raises(TensorAttributeError, match="only Conv1d/Conv2d, ConvTranspose1d/Conv"):
-        torch.nn.ConvTranspose3d  # noqa: B018
-    with pytest.raises(TensorAttributeError, match="'interpolate': only conv1d/conv2d, conv_trans"):
+    with pytest.raises(TensorAttributeError, match="only Conv1d/2d/3d, ConvTranspose1d/2d/3d"):
+        torch.nn.LPPool2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="'interpolate': only conv1d/2d/3d, conv_trans"):
         F.interpolate  # noqa: B018
     assert hasattr(torch.nn, "Conv2d") and hasattr(F, "adaptive_max_pool2d")

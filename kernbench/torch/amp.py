@@ -365,8 +365,8 @@ _TORCH_OPS = {
     "keep": ("dot",),
 }
 _FUNCTIONAL_OPS = {
-    "lower": ("linear", "scaled_dot_product_attention", "conv1d", "conv2d", "conv_transpose1d",
-              "conv_transpose2d"),
+    "lower": ("linear", "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d",
+              "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
     "float32": (
         "softmax", "log_softmax", "cross_entropy", "nll_loss", "layer_norm", "group_norm",
         "rms_norm", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div",

@@ -4,13 +4,13 @@ As in :mod:`~kernbench.torch.autograd.nn_formulas`, each rule runs the forward a
 always ran, with recording off, and records one node whose backward is written with the
 facade's ops:
 
-* ``conv1d``/``conv2d``: the input's gradient is a convolution of the output's gradient
+* ``conv1d``/``conv2d``/``conv3d``: the input's gradient is a convolution of the output's gradient
   (zeros inserted between its elements for a strided forward, padded by the dilated
   kernel less the forward's padding) with the weight flipped and its channel dims
   swapped per group; the weight's is a convolution of the input (channels as the batch,
   the batch as channels) with the output's gradient as the kernel, the forward's stride
   as the dilation and its dilation as the stride; the bias's a ``sum``.
-* ``conv_transpose1d``/``conv_transpose2d``, the adjoint of the convolution by the same
+* ``conv_transpose1d``/``2d``/``3d``, the adjoint of the convolution by the same
   weight (whose input gradient their forward is): the input's gradient is that
   convolution of the output's gradient, the weight's the convolution's weight gradient
   with input and output gradient swapped; the bias's a ``sum``.
@@ -23,7 +23,8 @@ facade's ops:
 * ``batch_norm``: with the batch's statistics (recomputed from the saved input, as the
   layer-norm rule does), the usual three-term formula; with the running ones, a scale.
 
-1-D pools record the 2-D nodes' names (torch records a 2-D pool and a squeeze there).
+1-D pools record the 2-D nodes' names (torch records a 2-D pool and a squeeze there);
+3-D ones torch's 3-D names.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def _conv(dims: int) -> Callable[..., Any]:
         batched = input.ndim == dims + 2
         spatial = tuple(input.shape[-dims:])
         need_x, need_w, need_b = input.requires_grad, weight.requires_grad, _needs(bias)
-        conv = F.conv1d if dims == 1 else F.conv2d
+        conv = getattr(F, f"conv{dims}d")
         groups = int(groups)
 
         def backward(g: Tensor, x: Tensor, w: Tensor) -> Sequence[Any]:
@@ -211,7 +212,7 @@ def _conv_transpose(dims: int) -> Callable[..., Any]:
         spatial = tuple(input.shape[-dims:])
         kernel = tuple(weight.shape[2:])
         need_x, need_w, need_b = input.requires_grad, weight.requires_grad, _needs(bias)
-        conv = F.conv1d if dims == 1 else F.conv2d
+        conv = getattr(F, f"conv{dims}d")
         groups = int(groups)
 
         def backward(g: Tensor, x: Tensor, w: Tensor) -> Sequence[Any]:
@@ -265,12 +266,13 @@ def _max_pool(dims: int, name: str) -> Callable[..., Any]:
 
 
 # -- average pools --------------------------------------------------------------------------
-def _ones_pool(like: Tensor, spatial: Sequence[int], **pool: Any) -> Tensor:
-    """``avg_pool2d(..., divisor_override=1)`` (a window sum) of ones of ``spatial`` size:
-    the number of elements each window covers."""
+def _ones_pool(like: Tensor, spatial: Sequence[int], **pool_args: Any) -> Tensor:
+    """``avg_pool2d(..., divisor_override=1)`` (a window sum; ``avg_pool3d``'s for a volume)
+    of ones of ``spatial`` size: the number of elements each window covers."""
     dims = len(spatial)
     ones = like.new_ones(1, 1, *((1,) * (2 - dims)), *spatial)
-    return F.avg_pool2d(ones, divisor_override=1, **pool)
+    pool = F.avg_pool3d if dims == 3 else F.avg_pool2d
+    return pool(ones, divisor_override=1, **pool_args)
 
 
 def _spread(
@@ -366,7 +368,7 @@ def _avg_pool(dims: int) -> Callable[..., Any]:
                 gs = g / count.reshape(out_spatial)
             return (_spread(gs, spatial, kernel, strides, pads),)
 
-        return recorded(out, "AvgPool2DBackward0", (x,), backward)
+        return recorded(out, f"AvgPool{max(dims, 2)}DBackward0", (x,), backward)
 
     return rule
 
@@ -398,13 +400,18 @@ def _adaptive_avg_pool(dims: int) -> Callable[..., Any]:
             gx = g.reshape(-1, out_spatial[-1]).matmul(
                 _window_matrix(g, spatial[-1], out_spatial[-1]).mT
             )  # (planes * OH, W)
-            if dims == 2:
-                (h, w), oh = spatial, out_spatial[0]
+            if dims >= 2:
+                (h, w), oh = spatial[-2:], out_spatial[-2]
                 gx = gx.reshape(-1, oh, w).transpose(1, 2).reshape(-1, oh)
                 gx = gx.matmul(_window_matrix(g, h, oh).mT).reshape(-1, w, h).transpose(1, 2)
+            if dims == 3:
+                d, od, area = spatial[0], out_spatial[0], spatial[1] * spatial[2]
+                gx = gx.reshape(-1, od, area).transpose(1, 2).reshape(-1, od)
+                gx = gx.matmul(_window_matrix(g, d, od).mT).reshape(-1, area, d).transpose(1, 2)
             return (gx.reshape(shape),)
 
-        return recorded(out, "AdaptiveAvgPool2DBackward0", (input,), backward)
+        name = f"AdaptiveAvgPool{max(dims, 2)}DBackward0"
+        return recorded(out, name, (input,), backward)
 
     return rule
 
@@ -469,6 +476,8 @@ CONV_NN_RULES: dict[str, Callable[..., Any]] = {
     "conv2d": _conv(2),
     "conv_transpose1d": _conv_transpose(1),
     "conv_transpose2d": _conv_transpose(2),
+    "conv3d": _conv(3),
+    "conv_transpose3d": _conv_transpose(3),
     "max_pool1d": _max_pool(1, "MaxPool2DWithIndicesBackward0"),
     "max_pool2d": _max_pool(2, "MaxPool2DWithIndicesBackward0"),
     "adaptive_max_pool1d": _max_pool(1, "AdaptiveMaxPool2DBackward0"),
@@ -477,5 +486,9 @@ CONV_NN_RULES: dict[str, Callable[..., Any]] = {
     "avg_pool2d": _avg_pool(2),
     "adaptive_avg_pool1d": _adaptive_avg_pool(1),
     "adaptive_avg_pool2d": _adaptive_avg_pool(2),
+    "max_pool3d": _max_pool(3, "MaxPool3DWithIndicesBackward0"),
+    "adaptive_max_pool3d": _max_pool(3, "AdaptiveMaxPool3DBackward0"),
+    "avg_pool3d": _avg_pool(3),
+    "adaptive_avg_pool3d": _adaptive_avg_pool(3),
     "batch_norm": _batch_norm,
 }

@@ -7,7 +7,7 @@ what those ops cost.  Parameters have ``requires_grad=True``; ``loss.backward()`
 fills their ``grad`` (:mod:`kernbench.torch.autograd`), which ``torch.optim`` reads.
 ``nn.parallel`` (DistributedDataParallel) is registered by
 :mod:`kernbench.torch.distributed.data_parallel`.  Names torch has and this package
-does not (``nn.Conv3d``, ...) raise a
+does not (``nn.Upsample``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
 instead.
 """
@@ -28,16 +28,25 @@ from kernbench.torch.nn.containers import (
 from kernbench.torch.nn.conv_layers import (
     AdaptiveAvgPool1d,
     AdaptiveAvgPool2d,
+    AdaptiveAvgPool3d,
     AdaptiveMaxPool1d,
     AdaptiveMaxPool2d,
+    AdaptiveMaxPool3d,
     AvgPool1d,
     AvgPool2d,
+    AvgPool3d,
     Conv1d,
     Conv2d,
+    Conv3d,
     MaxPool1d,
     MaxPool2d,
+    MaxPool3d,
 )
-from kernbench.torch.nn.conv_transpose_layers import ConvTranspose1d, ConvTranspose2d
+from kernbench.torch.nn.conv_transpose_layers import (
+    ConvTranspose1d,
+    ConvTranspose2d,
+    ConvTranspose3d,
+)
 from kernbench.torch.nn.feature_dropout import Dropout1d, Dropout2d, Dropout3d
 from kernbench.torch.nn.functional_modules import (
     ELU,
@@ -66,6 +75,7 @@ from kernbench.torch.nn.functional_modules import (
 from kernbench.torch.nn.layers import (
     BatchNorm1d,
     BatchNorm2d,
+    BatchNorm3d,
     Dropout,
     Embedding,
     Flatten,
@@ -101,6 +111,7 @@ __all__ = [
     "GroupNorm",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "Dropout",
     "Dropout1d",
     "Dropout2d",
@@ -131,16 +142,22 @@ __all__ = [
     "KLDivLoss",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
 ]
 
 
@@ -152,12 +169,12 @@ _FUNCTIONAL = (
 HINTS = {
     **dict.fromkeys(("TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"),
                     _FUNCTIONAL),
-    **dict.fromkeys(("Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d",
-                     "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "LPPool1d", "LPPool2d",
-                     "FractionalMaxPool2d", "MaxUnpool2d", "Unfold", "Fold", "Upsample",
-                     "UpsamplingNearest2d", "UpsamplingBilinear2d"),
-                    "only Conv1d/Conv2d, ConvTranspose1d/ConvTranspose2d and the 1-D and 2-D "
-                    "max, average and adaptive pools have kernels here"),
+    **dict.fromkeys(("LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
+                     "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
+                     "Unfold", "Fold", "Upsample", "UpsamplingNearest2d",
+                     "UpsamplingBilinear2d"),
+                    "only Conv1d/2d/3d, ConvTranspose1d/2d/3d and the 1-D, 2-D and 3-D max, "
+                    "average and adaptive pools have kernels here"),
     "parallel": "import kernbench.torch (its distributed package registers nn.parallel, "
     "DistributedDataParallel)",
 }  # fmt: skip

@@ -1,4 +1,4 @@
-"""``Conv1d``/``Conv2d`` (and the base of the transposed ones) and the pooling modules.
+"""``Conv1d``/``Conv2d``/``Conv3d`` (and the base of the transposed ones) and the pooling modules.
 
 Each ``forward`` calls the ``torch.nn.functional`` op torch's does, so a module costs
 what its op costs.  A convolution's weight and bias are initialised as torch's
@@ -24,14 +24,19 @@ from kernbench.torch.tensor import Tensor
 __all__ = [
     "AdaptiveAvgPool1d",
     "AdaptiveAvgPool2d",
+    "AdaptiveAvgPool3d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "AdaptiveMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
+    "AvgPool3d",
     "Conv1d",
     "Conv2d",
+    "Conv3d",
     "MaxPool1d",
     "MaxPool2d",
+    "MaxPool3d",
 ]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -150,6 +155,12 @@ class Conv2d(ConvNd):
     _dims = 2
 
 
+class Conv3d(ConvNd):
+    """A 3-D convolution layer (:func:`F.conv3d`)."""
+
+    _dims = 3
+
+
 class _MaxPoolNd(Module):
     def __init__(
         self,
@@ -191,6 +202,12 @@ class MaxPool2d(_MaxPoolNd):
     _dims = 2
 
 
+class MaxPool3d(_MaxPoolNd):
+    """The maximum of each window (:func:`F.max_pool3d`)."""
+
+    _dims = 3
+
+
 class _AvgPoolNd(Module):
     _dims = 1
 
@@ -225,10 +242,8 @@ class AvgPool1d(_AvgPoolNd):
     """The mean of each window (:func:`F.avg_pool1d`)."""
 
 
-class AvgPool2d(_AvgPoolNd):
-    """The mean of each window (:func:`F.avg_pool2d`)."""
-
-    _dims = 2
+class _DividedAvgPoolNd(_AvgPoolNd):
+    """The 2-D and 3-D average pools, which also take ``divisor_override``."""
 
     def __init__(
         self,
@@ -244,6 +259,18 @@ class AvgPool2d(_AvgPoolNd):
 
     def _extra_args(self) -> tuple[Any, ...]:
         return (self.divisor_override,)
+
+
+class AvgPool2d(_DividedAvgPoolNd):
+    """The mean of each window (:func:`F.avg_pool2d`)."""
+
+    _dims = 2
+
+
+class AvgPool3d(_DividedAvgPoolNd):
+    """The mean of each window (:func:`F.avg_pool3d`)."""
+
+    _dims = 3
 
 
 class _AdaptivePool(Module):
@@ -275,6 +302,13 @@ class AdaptiveAvgPool2d(_AdaptiveAvgPool):
         return F.adaptive_avg_pool2d(input, self.output_size)
 
 
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
+    """The mean over torch's adaptive windows (:func:`F.adaptive_avg_pool3d`)."""
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.adaptive_avg_pool3d(input, self.output_size)
+
+
 class AdaptiveMaxPool1d(_AdaptivePool):
     """The maximum over torch's adaptive windows (:func:`F.adaptive_max_pool1d`)."""
 
@@ -287,3 +321,10 @@ class AdaptiveMaxPool2d(_AdaptivePool):
 
     def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
         return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """The maximum over torch's adaptive windows (:func:`F.adaptive_max_pool3d`)."""
+
+    def forward(self, input: Tensor) -> Any:  # noqa: A002 - torch's name
+        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)

@@ -1,5 +1,5 @@
-"""``torch.nn.functional.conv_transpose1d`` and ``conv_transpose2d``, and the transposed
-convolution they share with the convolutions' backward.
+"""``torch.nn.functional.conv_transpose1d``, ``conv_transpose2d`` and ``conv_transpose3d``,
+and the transposed convolution they share with the convolutions' backward.
 
 A transposed convolution of ``x`` with ``weight`` (C_in, C_out/groups, k...) is the
 gradient of the convolution by ``weight`` with respect to its input, so it is computed as
@@ -23,6 +23,7 @@ from kernbench.torch.nn.convolution import (
     check_float_operands,
     conv1d,
     conv2d,
+    conv3d,
     conv_operands,
     shape_text,
     spatial_argument,
@@ -31,7 +32,7 @@ from kernbench.torch.shapes import int_argument, tensor_argument
 from kernbench.torch.tensor import Tensor
 from kernbench.torch.views import same_device
 
-__all__ = ["conv_transpose1d", "conv_transpose2d", "transposed_convolution"]
+__all__ = ["conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "transposed_convolution"]
 
 
 def transposed_convolution(
@@ -134,23 +135,28 @@ def _conv_transpose(
             "channels instead"
         )
 
-    # torch's CPU kernel is 2-D: a 1-D one is reported with a height of 1
+    # torch's CPU kernels are 2-D and 3-D: a 1-D one is reported with a height of 1
     def as_2d(values: tuple[int, ...], one: int) -> tuple[int, ...]:
-        return tuple(values) if dims == 2 else (one, *values)
+        return tuple(values) if dims >= 2 else (one, *values)
 
+    axes = ("depth", "height", "width")[3 - len(as_2d(strides, 1)) :]
     if any(o >= s and o >= d for o, s, d in zip(extras, strides, dilations, strict=True)):
-        (oph, opw), (sh, sw), (dh, dw) = as_2d(extras, 0), as_2d(strides, 1), as_2d(dilations, 1)
+        parts = (
+            ("output_padding", as_2d(extras, 0)),
+            ("stride", as_2d(strides, 1)),
+            ("dilation", as_2d(dilations, 1)),
+        )
+        text = " ".join(
+            f"{what}_{axis}: {v}"
+            for what, values in parts
+            for axis, v in zip(axes, values, strict=True)
+        )
         raise TensorError(
-            f"{call}: output padding must be smaller than either stride or dilation, but got "
-            f"output_padding_height: {oph} output_padding_width: {opw} stride_height: {sh} "
-            f"stride_width: {sw} dilation_height: {dh} dilation_width: {dw}"
+            f"{call}: output padding must be smaller than either stride or dilation, but got {text}"
         )
     if any(k <= 0 for k in kernel):
-        kh, kw = as_2d(kernel, 1)
-        raise TensorError(
-            f"{call}: kernel size should be greater than zero, but got kernel_height: {kh} "
-            f"kernel_width: {kw}"
-        )
+        text = " ".join(f"kernel_{a}: {k}" for a, k in zip(axes, as_2d(kernel, 1), strict=True))
+        raise TensorError(f"{call}: kernel size should be greater than zero, but got {text}")
     out_spatial = tuple(
         (h - 1) * s - 2 * p + d * (k - 1) + o + 1
         for h, s, p, d, k, o in zip(spatial, strides, pads, dilations, kernel, extras, strict=True)
@@ -178,7 +184,7 @@ def _conv_transpose(
     if cin == 0 or 0 in spatial:  # sums over nothing: the bias alone, or zero
         out = x.new_zeros(out_shape)
         return out.add_(b.view(cout, *(1,) * dims)) if b is not None else out
-    conv = conv1d if dims == 1 else conv2d
+    conv = (conv1d, conv2d, conv3d)[dims - 1]
     out = transposed_convolution(
         conv, x if batched else x.unsqueeze(0), w, b, out_spatial, strides, pads, dilations,
         groups,
@@ -220,5 +226,24 @@ def conv_transpose2d(
     ``(H-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1``."""
     return _conv_transpose(
         "conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+        dilation,
+    )  # fmt: skip
+
+
+def conv_transpose3d(
+    input: Tensor,  # noqa: A002 - torch's name
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    output_padding: Any = 0,
+    groups: int = 1,
+    dilation: Any = 1,
+) -> Tensor:
+    """A 3-D transposed convolution of (N, C_in, D, H, W) or (C_in, D, H, W) ``input`` with
+    ``weight`` (C_in, C_out/groups, kD, kH, kW), plus ``bias`` (C_out,): each output size
+    ``(D-1)*stride - 2*padding + dilation*(k-1) + output_padding + 1``."""
+    return _conv_transpose(
+        "conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
         dilation,
     )  # fmt: skip

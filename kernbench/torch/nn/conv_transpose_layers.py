@@ -1,4 +1,4 @@
-"""``ConvTranspose1d``/``ConvTranspose2d``: torch's transposed convolution layers.
+"""``ConvTranspose1d``/``2d``/``3d``: torch's transposed convolution layers.
 
 Torch's constructor (``output_padding``, ``groups``, ``bias``, ``dilation``, only
 ``padding_mode='zeros'``, as torch refuses the others here) over the convolution layers'
@@ -6,7 +6,7 @@ base, whose ``reset_parameters`` is torch's: ``kaiming_uniform_(a=sqrt(5))`` on 
 (in_channels, out_channels/groups, k...) weight, so the fan-in is out_channels/groups
 times the kernel's size, as torch computes it.  ``forward(input, output_size=None)``
 turns a requested output size into ``output_padding`` as torch's ``_output_padding`` does
-and calls :func:`F.conv_transpose1d`/``2d``.
+and calls :func:`F.conv_transpose1d`/``2d``/``3d``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from kernbench.torch.nn.convolution import spatial_argument
 from kernbench.torch.shapes import int_sequence
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 class _ConvTransposeNd(ConvNd):
@@ -99,3 +99,9 @@ class ConvTranspose2d(_ConvTransposeNd):
     """A 2-D transposed convolution layer (:func:`F.conv_transpose2d`)."""
 
     _dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    """A 3-D transposed convolution layer (:func:`F.conv_transpose3d`)."""
+
+    _dims = 3

@@ -1,5 +1,5 @@
-"""``torch.nn.functional.conv1d`` and ``conv2d``: torch's arguments and output shapes, one
-implicit-GEMM kernel each (:mod:`~kernbench.torch.nn.conv_kernels`).
+"""``torch.nn.functional.conv1d``, ``conv2d`` and ``conv3d``: torch's arguments and output
+shapes, one implicit-GEMM kernel each (:mod:`~kernbench.torch.nn.conv_kernels`).
 
 ``stride``, ``padding`` (numbers, or ``'valid'``/``'same'``), ``dilation`` and ``groups``
 are torch's; the input may be batched or not.  Floating dtypes only (torch's CPU
@@ -23,6 +23,7 @@ __all__ = [
     "conv_operands",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_padding",
     "shape_text",
     "spatial_argument",
@@ -97,7 +98,8 @@ def conv_operands(
     if w.ndim != dims + 2:
         raise TensorError(
             f"{call}: expected a {dims + 2}-D weight ({layout}, "
-            f"{'kH, kW' if dims == 2 else 'kW'}), got weight of size {shape_text(tuple(w.shape))}"
+            f"{', '.join(('kD', 'kH', 'kW')[3 - dims :])}), got weight of size "
+            f"{shape_text(tuple(w.shape))}"
         )
     same_device(call, x, w)
     return call, x, w
@@ -181,17 +183,19 @@ def _convolution(
         return out.add_(b.view(cout, *(1,) * dims)) if b is not None else out
     dense_x, dense_w = x.dense(), w.dense()
     dense_b = b.dense() if b is not None else None
-    # a 1-D convolution is the 2-D one of rows of height 1
-    (h, wd), (kh, kw) = (spatial, kernel) if dims == 2 else ((1, *spatial), (1, *kernel))
-    (oh, ow), (sh, sw) = (out_spatial, strides) if dims == 2 else ((1, *out_spatial), (1, *strides))
-    (ph, pw), (dh, dw) = (before, dilations) if dims == 2 else ((0, *before), (1, *dilations))
+    # the kernel is 3-D: a 2-D convolution has one plane, a 1-D one also rows of height 1
+    lift = 3 - dims
     launch_conv(
         dense_x.device_tensor,
         dense_w.device_tensor,
         dense_b.device_tensor if dense_b is not None else None,
         out.device_tensor,
-        (n, c, h, wd, cout, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups),
-    )
+        (
+            n, c, *(1,) * lift, *spatial, cout, *(1,) * lift, *out_spatial,
+            *(1,) * lift, *kernel, *(1,) * lift, *strides, *(0,) * lift, *before,
+            *(1,) * lift, *dilations, groups,
+        ),
+    )  # fmt: skip
     for dense, given in ((dense_x, x), (dense_w, w), (dense_b, b)):
         if dense is not None and dense is not given:
             dense.free()
@@ -224,3 +228,18 @@ def conv2d(
     """A 2-D convolution (cross-correlation) of (N, C, H, W) or (C, H, W) ``input`` with
     ``weight`` (Cout, C/groups, kH, kW), plus ``bias`` (Cout,): one implicit-GEMM kernel."""
     return _convolution("conv2d", 2, input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv3d(
+    input: Tensor,  # noqa: A002 - torch's name
+    weight: Tensor,
+    bias: Tensor | None = None,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    groups: int = 1,
+) -> Tensor:
+    """A 3-D convolution (cross-correlation) of (N, C, D, H, W) or (C, D, H, W) ``input``
+    with ``weight`` (Cout, C/groups, kD, kH, kW), plus ``bias`` (Cout,): one implicit-GEMM
+    kernel."""
+    return _convolution("conv3d", 3, input, weight, bias, stride, padding, dilation, groups)

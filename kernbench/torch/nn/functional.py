@@ -14,9 +14,9 @@ Further activations are in :mod:`~kernbench.torch.nn.activations`, the
 elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
 ``group_norm``/``batch_norm``/``instance_norm`` in :mod:`~kernbench.torch.nn.norms`.
 ``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
-``conv1d``/``conv2d`` (an implicit-GEMM kernel, :mod:`~kernbench.torch.nn.convolution`),
-``conv_transpose1d``/``conv_transpose2d`` (the same kernel on the input spread out,
-:mod:`~kernbench.torch.nn.conv_transpose`)
+``conv1d``/``conv2d``/``conv3d`` (an implicit-GEMM kernel,
+:mod:`~kernbench.torch.nn.convolution`), ``conv_transpose1d``/``2d``/``3d`` (the same
+kernel on the input spread out, :mod:`~kernbench.torch.nn.conv_transpose`)
 and the max, average and adaptive pools (one kernel each,
 :mod:`~kernbench.torch.nn.pooling`) take torch's arguments.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
@@ -53,8 +53,12 @@ from kernbench.torch.nn.activations import (
 )
 from kernbench.torch.nn.attention import scaled_dot_product_attention
 from kernbench.torch.nn.class_losses import class_loss
-from kernbench.torch.nn.conv_transpose import conv_transpose1d, conv_transpose2d
-from kernbench.torch.nn.convolution import conv1d, conv2d
+from kernbench.torch.nn.conv_transpose import (
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from kernbench.torch.nn.convolution import conv1d, conv2d, conv3d
 from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
 from kernbench.torch.nn.losses_more import (
     binary_cross_entropy,
@@ -69,12 +73,16 @@ from kernbench.torch.nn.norms import batch_norm, group_norm, instance_norm
 from kernbench.torch.nn.pooling import (
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     avg_pool1d,
     avg_pool2d,
+    avg_pool3d,
     max_pool1d,
     max_pool2d,
+    max_pool3d,
 )
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
@@ -131,16 +139,22 @@ __all__ = [
     "tanh",
     "conv1d",
     "conv2d",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
 ]
 
 
@@ -537,11 +551,11 @@ def pad(
 
 # What to write for the functional names CNN code reaches for that have no kernel here.
 _HINTS = dict.fromkeys(
-    ("conv3d", "conv_transpose3d", "interpolate", "upsample", "grid_sample", "unfold",
-     "fold", "max_pool3d", "avg_pool3d", "lp_pool1d", "lp_pool2d", "max_unpool1d",
+    ("interpolate", "upsample", "grid_sample", "unfold",
+     "fold", "lp_pool1d", "lp_pool2d", "max_unpool1d",
      "max_unpool2d", "pixel_shuffle"),
-    "only conv1d/conv2d, conv_transpose1d/conv_transpose2d and the 1-D and 2-D max, average "
-    "and adaptive pools have kernels here; ",
+    "only conv1d/2d/3d, conv_transpose1d/2d/3d and the 1-D, 2-D and 3-D max, average and "
+    "adaptive pools have kernels here; ",
 )  # fmt: skip
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "BatchNormBase",
     "BatchNorm1d",
     "BatchNorm2d",
+    "BatchNorm3d",
     "Dropout",
     "Embedding",
     "Flatten",
@@ -387,3 +388,7 @@ class BatchNorm1d(_BatchNorm):
 
 class BatchNorm2d(_BatchNorm):
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    _dims = (5,)

@@ -1,13 +1,14 @@
 """The pooling kernel: max, average and their adaptive forms, one elementwise-style kernel.
 
-Each program takes a block of output elements of ``x`` viewed as planes (N·C, H, W) and
-walks the window (KH × KW, a constexpr) for all of them at once: one masked load per
+Each program takes a block of output elements of ``x`` viewed as planes (N·C, D, H, W)
+and walks the window (KD × KH × KW, a constexpr) for all of them at once: one masked load per
 window position, lanes outside the input (padding, or past an adaptive window's end)
 left out.  The max keeps torch's CPU rule (a larger value or a NaN takes the place, so
-the first of equal maxima and the last NaN win) and its index in the plane (ih·W + iw),
+the first of equal maxima and the last NaN win) and its index in the plane ((id·H + ih)·W + iw),
 starting from the window's first position inside the input; the average sums in float32
-(float64 for float64) and divides by torch's divisor.  A 1-D pool is the 2-D one of rows
-of height 1.
+(float64 for float64) and divides by torch's divisor.  A 2-D pool is the 3-D one of
+depth 1 and a 1-D pool also of rows of height 1 (the extra index arithmetic is integer
+work, which the cost model does not charge).
 """
 
 from __future__ import annotations
@@ -26,17 +27,23 @@ def _pool_kernel(
     out_ptr,
     idx_ptr,
     n_out,
+    D,
     H,
     W,
+    OD,
     OH,
     OW,
+    SD,
     SH,
     SW,
+    PD,
     PH,
     PW,
+    DD,
     DH,
     DW,
     divisor,
+    KD: tl.constexpr,
     KH: tl.constexpr,
     KW: tl.constexpr,
     MAX: tl.constexpr,
@@ -49,57 +56,71 @@ def _pool_kernel(
 ):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = o < n_out
-    plane = o // (OH * OW)
-    place = o % (OH * OW)
-    oh = place // OW
+    plane = o // (OD * OH * OW)
+    place = o % (OD * OH * OW)
+    od = place // (OH * OW)
+    oh = (place % (OH * OW)) // OW
     ow = place % OW
     if ADAPTIVE:  # torch's start_index and end_index
+        d0 = (od * D) // OD
         h0 = (oh * H) // OH
         w0 = (ow * W) // OW
+        d1 = ((od + 1) * D + OD - 1) // OD
         h1 = ((oh + 1) * H + OH - 1) // OH
         w1 = ((ow + 1) * W + OW - 1) // OW
     else:
+        d0 = od * SD - PD
         h0 = oh * SH - PH
         w0 = ow * SW - PW
+        d1 = tl.minimum(d0 + (KD - 1) * DD + 1, D)
         h1 = tl.minimum(h0 + (KH - 1) * DH + 1, H)
         w1 = tl.minimum(w0 + (KW - 1) * DW + 1, W)
-    base = x_ptr + plane * (H * W)
+    base = x_ptr + plane * (D * H * W)
     if MAX:
         # the window's first position inside the input, as torch starts its argmax there
+        first_d = d0 + DD * ((tl.maximum(-d0, 0) + DD - 1) // DD)
         first_h = h0 + DH * ((tl.maximum(-h0, 0) + DH - 1) // DH)
         first_w = w0 + DW * ((tl.maximum(-w0, 0) + DW - 1) // DW)
         best = tl.full((BLOCK,), float("-inf"), FT)
-        index = first_h * W + first_w
+        index = (first_d * H + first_h) * W + first_w
     else:
         total = tl.zeros((BLOCK,), FT)
-    for i in range(KH):
-        ih = h0 + i * DH
-        row_ok = mask & (ih >= 0) & (ih < h1)
-        for j in range(KW):
-            iw = w0 + j * DW
-            ok = row_ok & (iw >= 0) & (iw < w1)
-            v = tl.load(base + ih * W + iw, mask=ok, other=0).to(FT)
-            if MAX:
-                take = ok & ((v > best) | (v != v))
-                best = tl.where(take, v, best)
-                if INDICES:
-                    index = tl.where(take, ih * W + iw, index)
-            else:
-                total += v
+    for t in range(KD):
+        idp = d0 + t * DD
+        plane_ok = mask & (idp >= 0) & (idp < d1)
+        for i in range(KH):
+            ih = h0 + i * DH
+            row_ok = plane_ok & (ih >= 0) & (ih < h1)
+            row = idp * H + ih
+            for j in range(KW):
+                iw = w0 + j * DW
+                ok = row_ok & (iw >= 0) & (iw < w1)
+                v = tl.load(base + row * W + iw, mask=ok, other=0).to(FT)
+                if MAX:
+                    take = ok & ((v > best) | (v != v))
+                    best = tl.where(take, v, best)
+                    if INDICES:
+                        index = tl.where(take, row * W + iw, index)
+                else:
+                    total += v
     if MAX:
         tl.store(out_ptr + o, best, mask=mask)
         if INDICES:
             tl.store(idx_ptr + o, index, mask=mask)
     else:
         if ADAPTIVE:
-            count = (h1 - h0) * (w1 - w0)
+            count = (d1 - d0) * (h1 - h0) * (w1 - w0)
         elif OVERRIDE:
             count = tl.zeros((BLOCK,), tl.int32) + divisor
         elif INCLUDE_PAD:  # the window cut at the padded input's end
-            count = (tl.minimum(h0 + KH, H + PH) - h0) * (tl.minimum(w0 + KW, W + PW) - w0)
+            count = (
+                (tl.minimum(d0 + KD, D + PD) - d0)
+                * (tl.minimum(h0 + KH, H + PH) - h0)
+                * (tl.minimum(w0 + KW, W + PW) - w0)
+            )
         else:
-            count = (h1 - tl.maximum(h0, 0)) * (w1 - tl.maximum(w0, 0))
-        empty = (h1 <= tl.maximum(h0, 0)) | (w1 <= tl.maximum(w0, 0))
+            count = (d1 - tl.maximum(d0, 0)) * (h1 - tl.maximum(h0, 0)) * (w1 - tl.maximum(w0, 0))
+        empty = (d1 <= tl.maximum(d0, 0)) | (h1 <= tl.maximum(h0, 0)) | (w1 <= tl.maximum(w0, 0))
         mean = tl.where(empty, 0.0, total / tl.where(count == 0, 1, count).to(FT))
         tl.store(out_ptr + o, mean.to(FT), mask=mask)
 
@@ -119,31 +140,20 @@ def launch_pool(
     include_pad: bool = True,
     divisor: int | None = None,
 ) -> None:
-    """Pool contiguous ``x`` (planes, H, W) into ``out`` (planes, OH, OW), and the max's
-    indices into ``indices``.  ``geometry`` is (H, W, OH, OW, KH, KW, SH, SW, PH, PW, DH,
-    DW); ``kind`` is "max", "avg", "adaptive_max" or "adaptive_avg" (whose windows are
-    torch's adaptive ones, ``KH``/``KW`` their longest)."""
-    h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw = geometry
+    """Pool contiguous ``x`` (planes, D, H, W) into ``out`` (planes, OD, OH, OW), and the
+    max's indices into ``indices``.  ``geometry`` is (D, H, W, OD, OH, OW, KD, KH, KW, SD,
+    SH, SW, PD, PH, PW, DD, DH, DW); ``kind`` is "max", "avg", "adaptive_max" or
+    "adaptive_avg" (whose windows are torch's adaptive ones, ``KD``/``KH``/``KW`` their
+    longest)."""
+    d, h, w, od, oh, ow, kd, kh, kw, sd, sh, sw, pd, ph, pw, dd, dh, dw = geometry
     n_out = out.numel
     check_elements(max(x.numel, n_out), "a pooling")
-    window = tl.next_power_of_2(kh * kw)
+    window = tl.next_power_of_2(kd * kh * kw)
     block = min(max(256, BLOCK // window), tl.next_power_of_2(n_out))
     _pool_kernel[(max(1, -(-n_out // block)),)](
-        x,
-        out,
-        indices if indices is not None else out,
-        n_out,
-        h,
-        w,
-        oh,
-        ow,
-        sh,
-        sw,
-        ph,
-        pw,
-        dh,
-        dw,
-        divisor or 0,
+        x, out, indices if indices is not None else out, n_out, d, h, w, od, oh, ow, sd, sh,
+        sw, pd, ph, pw, dd, dh, dw, divisor or 0,
+        KD=kd,
         KH=kh,
         KW=kw,
         MAX=kind.endswith("max"),
@@ -153,4 +163,4 @@ def launch_pool(
         OVERRIDE=divisor is not None,
         FT=float_type(x.dtype),
         BLOCK=block,
-    )
+    )  # fmt: skip

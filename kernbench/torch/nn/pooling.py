@@ -1,4 +1,4 @@
-"""``torch.nn.functional``'s max, average and adaptive pools (1-D and 2-D), one kernel each
+"""``torch.nn.functional``'s max, average and adaptive pools (1-D, 2-D and 3-D), one kernel each
 (:mod:`~kernbench.torch.nn.pool_kernels`).
 
 Arguments, defaults and output sizes are torch's (``stride`` defaults to the kernel size,
@@ -22,12 +22,16 @@ from kernbench.torch.tensor import Tensor
 __all__ = [
     "adaptive_avg_pool1d",
     "adaptive_avg_pool2d",
+    "adaptive_avg_pool3d",
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
+    "adaptive_max_pool3d",
     "avg_pool1d",
     "avg_pool2d",
+    "avg_pool3d",
     "max_pool1d",
     "max_pool2d",
+    "max_pool3d",
 ]
 
 
@@ -91,8 +95,9 @@ def _windowed(
     dilation: Any,
     ceil_mode: Any,
 ) -> tuple[Tensor, tuple[int, ...], tuple[int, ...]]:
-    """The input, the output's spatial size and the kernel's (H, W, OH, OW, KH, KW, SH, SW,
-    PH, PW, DH, DW) of a max or average pool, checked as torch checks them."""
+    """The input, the output's spatial size and the kernel's geometry (D, H, W, OD, OH, OW,
+    KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW) of a max or average pool, checked as
+    torch checks them."""
     call = f"torch.nn.functional.{what}"
     x = _input(input, call, what, dims)
     kernel = spatial_argument(kernel_size, call, "kernel_size", dims)
@@ -126,8 +131,8 @@ def _windowed(
             f"Calculated output size: ({'x'.join(map(str, (x.shape[-dims - 1], *out_spatial)))}"
             "). Output size is too small"
         )
-    ones = (1,) * (2 - dims)
-    zeros = (0,) * (2 - dims)
+    ones = (1,) * (3 - dims)
+    zeros = (0,) * (3 - dims)
     geometry = (
         *ones, *spatial, *ones, *out_spatial, *ones, *kernel, *ones, *strides,
         *zeros, *pads, *ones, *dilations,
@@ -172,6 +177,25 @@ def max_pool2d(
     return _run(x, out_spatial, geometry, "max", flag)
 
 
+def max_pool3d(
+    input: Tensor,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    dilation: Any = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Any:
+    """The maximum of each window of (N, C, D, H, W) or (C, D, H, W) ``input`` (and its
+    index in the flattened D x H x W volume)."""
+    what = "max_pool3d"
+    x, out_spatial, geometry = _windowed(
+        what, 3, input, kernel_size, stride, padding, dilation, ceil_mode
+    )
+    flag = flag_argument(return_indices, f"torch.nn.functional.{what}", "return_indices")
+    return _run(x, out_spatial, geometry, "max", flag)
+
+
 def _divisor(value: Any, call: str) -> int | None:
     if value is None:
         return None
@@ -198,6 +222,26 @@ def avg_pool1d(
     return _run(x, out_spatial, geometry, "avg", False, include_pad=include)
 
 
+def _avg_pool(
+    what: str,
+    dims: int,
+    input: Any,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any,
+    padding: Any,
+    ceil_mode: Any,
+    count_include_pad: Any,
+    divisor_override: Any,
+) -> Tensor:
+    call = f"torch.nn.functional.{what}"
+    x, out_spatial, geometry = _windowed(
+        what, dims, input, kernel_size, stride, padding, 1, ceil_mode
+    )
+    include = flag_argument(count_include_pad, call, "count_include_pad")
+    divisor = _divisor(divisor_override, call)
+    return _run(x, out_spatial, geometry, "avg", False, include_pad=include, divisor=divisor)
+
+
 def avg_pool2d(
     input: Tensor,  # noqa: A002 - torch's name
     kernel_size: Any,
@@ -210,13 +254,27 @@ def avg_pool2d(
     """The mean of each window of (N, C, H, W) or (C, H, W) ``input``: the sum divided by
     ``divisor_override``, else by the window's size (cut at the padded input's end) with
     ``count_include_pad``, else by the number of input elements in it."""
-    call = "torch.nn.functional.avg_pool2d"
-    x, out_spatial, geometry = _windowed(
-        "avg_pool2d", 2, input, kernel_size, stride, padding, 1, ceil_mode
-    )
-    include = flag_argument(count_include_pad, call, "count_include_pad")
-    divisor = _divisor(divisor_override, call)
-    return _run(x, out_spatial, geometry, "avg", False, include_pad=include, divisor=divisor)
+    return _avg_pool(
+        "avg_pool2d", 2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+        divisor_override,
+    )  # fmt: skip
+
+
+def avg_pool3d(
+    input: Tensor,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    stride: Any = None,
+    padding: Any = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: int | None = None,
+) -> Tensor:
+    """The mean of each window of (N, C, D, H, W) or (C, D, H, W) ``input``, divided as
+    :func:`avg_pool2d` divides."""
+    return _avg_pool(
+        "avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+        divisor_override,
+    )  # fmt: skip
 
 
 def _adaptive(
@@ -244,11 +302,8 @@ def _adaptive(
             f"{sizes}"
         )
     windows = tuple(adaptive_window(s, o) if o else 1 for s, o in zip(spatial, sizes, strict=True))
-    ones = (1,) * (2 - dims)
-    h, w = (*ones, *spatial)
-    oh, ow = (*ones, *sizes)
-    kh, kw = (*ones, *windows)
-    return x, sizes, (h, w, oh, ow, kh, kw, 1, 1, 0, 0, 1, 1)
+    ones = (1,) * (3 - dims)
+    return x, sizes, (*ones, *spatial, *ones, *sizes, *ones, *windows, 1, 1, 1, 0, 0, 0, 1, 1, 1)
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
@@ -261,6 +316,13 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     """The mean over torch's adaptive windows of (N, C, H, W) or (C, H, W) ``input``
     (``output_size`` an int, or two of which None keeps the input's size)."""
     x, sizes, geometry = _adaptive("adaptive_avg_pool2d", 2, input, output_size)
+    return _run(x, sizes, geometry, "adaptive_avg", False)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    """The mean over torch's adaptive windows of (N, C, D, H, W) or (C, D, H, W) ``input``
+    (``output_size`` an int, or three of which None keeps the input's size)."""
+    x, sizes, geometry = _adaptive("adaptive_avg_pool3d", 3, input, output_size)
     return _run(x, sizes, geometry, "adaptive_avg", False)
 
 
@@ -284,5 +346,18 @@ def adaptive_max_pool2d(
     """The maximum over torch's adaptive windows of (N, C, H, W) or (C, H, W) ``input``."""
     what = "adaptive_max_pool2d"
     x, sizes, geometry = _adaptive(what, 2, input, output_size)
+    flag = flag_argument(return_indices, f"torch.nn.functional.{what}", "return_indices")
+    return _run(x, sizes, geometry, "adaptive_max", flag)
+
+
+def adaptive_max_pool3d(
+    input: Tensor,  # noqa: A002 - torch's name
+    output_size: Any,
+    return_indices: bool = False,
+) -> Any:
+    """The maximum over torch's adaptive windows of (N, C, D, H, W) or (C, D, H, W)
+    ``input``."""
+    what = "adaptive_max_pool3d"
+    x, sizes, geometry = _adaptive(what, 3, input, output_size)
     flag = flag_argument(return_indices, f"torch.nn.functional.{what}", "return_indices")
     return _run(x, sizes, geometry, "adaptive_max", flag)
