@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pytest
 from gradcheck import check, rand
+from run_modes import assert_same_values, in_every_mode
 from run_modes import simulated_ps as cost
 
 import kernbench.torch as torch
@@ -433,6 +434,41 @@ def test_conv3d_costs_its_gemm_and_a_depth_of_one_costs_the_2d_convolution(timin
         (lambda: F.adaptive_avg_pool3d(x3, (1, 3, 3)), lambda: F.adaptive_avg_pool2d(x2, 3)),
     ):
         assert steady(op3) == steady(op2)
+
+
+def test_conv3d_backward_costs_about_three_forwards(timing):
+    x = torch.ones(4, 16, 8, 12, 12, requires_grad=True)
+    w = torch.ones(32, 16, 3, 3, 3, requires_grad=True)
+    F.conv3d(x, w, padding=1)  # a first run, whose time depends on what ran before
+    start = timing.now
+    out = F.conv3d(x, w, padding=1)
+    forward = timing.now - start
+    start = timing.now
+    out.sum().backward()
+    # two convolutions of the forward's FLOPs plus the copies they read (2.8 here)
+    assert 2.0 * forward <= timing.now - start <= 4.0 * forward
+
+
+def _volumes(context):
+    rng = np.random.default_rng(4)
+    x = torch.from_numpy(rng.standard_normal((2, 4, 5, 6, 6)).astype(np.float32))
+    w = torch.from_numpy(rng.standard_normal((8, 2, 3, 3, 3)).astype(np.float32))
+    start = context.now
+    results = [
+        F.conv3d(x, w, None, (1, 2, 2), 1, 1, 2),
+        F.conv_transpose3d(x, w[:4], None, 2, 1),
+        F.max_pool3d(x, 2, 1, 1, return_indices=True)[1],
+        F.avg_pool3d(x, 3, 2, 1, count_include_pad=False),
+        F.adaptive_avg_pool3d(x, (2, 4, 3)),
+    ]
+    return context.now - start, results
+
+
+def test_3d_ops_run_timing_only_and_on_the_fast_backend_with_the_same_values():
+    times, (detailed, fast) = in_every_mode(_volumes)
+    assert times[0] > 0 and times[0] == times[1]  # timing-only costs what functional does
+    assert times[2] > 0
+    assert_same_values(detailed, fast)
 
 
 def test_a_3d_training_step_runs(ctx):
