@@ -88,3 +88,18 @@ def test_logcumsumexp_of_large_values_does_not_overflow(ctx):
     s = torch.tensor(3.0, requires_grad=True)
     s.logcumsumexp(0).backward()
     assert s.grad.item() == 1.0
+
+
+def test_cumprod_with_dtype_and_in_place(ctx):
+    x = torch.tensor([2.0, 0.5, 3.0], requires_grad=True)
+    y = x.cumprod(0, dtype=torch.float64)
+    assert y.dtype is torch.float64
+    y.sum().backward()
+    # d/dx0 = 1 + x1 + x1 x2, d/dx1 = x0 + x0 x2, d/dx2 = x0 x1
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 8.0, 1.0])
+    assert x.grad.dtype is torch.float32
+    x.grad = None
+    h = x * 1
+    h.cumprod_(0)
+    h.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [3.0, 8.0, 1.0])
