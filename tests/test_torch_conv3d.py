@@ -221,6 +221,10 @@ def test_conv_transpose3d_matches_numpy(ctx, stride, padding, output_padding, gr
     layer = nn.ConvTranspose3d(4, 6, 2, stride=2, bias=False)
     assert tuple(layer.weight.shape) == (4, 6, 2, 2, 2)
     assert tuple(layer(torch.ones(4, 3, 4, 3)).shape) == (6, 6, 8, 6)
+    sized = layer(torch.ones(1, 4, 3, 4, 3), output_size=(7, 9, 7))
+    assert tuple(sized.shape) == (1, 6, 7, 9, 7)
+    with pytest.raises(ValueError, match="valid sizes range from \\[6, 8, 6\\] to \\[7, 9, 7\\]"):
+        layer(torch.ones(1, 4, 3, 4, 3), output_size=(8, 9, 7))
 
 
 def test_convolution_errors_as_torch(ctx):
