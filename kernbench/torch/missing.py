@@ -53,7 +53,7 @@ HINTS = {  # (the named entries after the groups win)
 # torch.<name> forms of torch.nn.functional ops (the convolutions and pools).
 _FUNCTIONAL = (
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "max_pool1d", "max_pool2d",
+    "max_pool1d", "max_pool2d", "max_pool3d",
     "avg_pool1d", "adaptive_avg_pool1d", "adaptive_max_pool1d",
 )  # fmt: skip
 
