@@ -174,18 +174,23 @@ def _class_grad(
     if x.ndim > 2:
         onehot = onehot.permute(0, x.ndim - 1, *range(1, x.ndim - 1))
     keep = valid.unsqueeze(cdim)
-    q = onehot.to(x.dtype)
+    q = onehot
     if smoothing:
-        q = q * (1.0 - smoothing) + smoothing / classes
+        q = onehot.to(x.dtype) * (1.0 - smoothing) + smoothing / classes
     if weight is not None:
         w = weight.reshape(classes, *([1] * (x.ndim - cdim - 1)))
         q = q * w
-    grad = x.softmax(cdim) * q.sum(cdim, keepdim=True) - q if scores else -q
+    if not scores:
+        grad = -q.to(x.dtype)
+    elif weight is None:  # sum(q) is 1
+        grad = x.softmax(cdim) - q
+    else:
+        grad = x.softmax(cdim) * q.sum(cdim, keepdim=True) - q
     if reduction == "none":
         return grad * keep * g.unsqueeze(cdim)
     if reduction == "sum":
         return grad * keep * g
-    taken = valid.sum() if weight is None else (onehot.to(x.dtype) * w * keep).sum()
+    taken = valid.sum() if weight is None else (onehot * w * keep).sum()
     # ignored samples get 0 even when every sample is ignored (0 / 0 loss), as torch's
     return where(keep, grad * (g / taken), 0.0)
 
