@@ -341,7 +341,10 @@ def test_pool_errors_as_torch(ctx):
     x = torch.ones(1, 2, 3, 3, 3)
     with pytest.raises(TensorError, match="pad should be at most half of effective kernel size"):
         F.max_pool3d(x, 2, padding=(0, 0, 2))
-    with pytest.raises(TensorError, match=r"Expected 4D or 5D \(batch mode\) tensor"):
+    with pytest.raises(
+        TensorError,
+        match=r"non-empty 4D or 5D \(batch mode\) tensor expected for input, but got: \[3, 3, 3\]",
+    ):
         F.avg_pool3d(torch.ones(3, 3, 3), 2)
     with pytest.raises(TensorError, match="divisor must be not zero"):
         F.avg_pool3d(x, 2, divisor_override=0)

@@ -38,6 +38,11 @@ __all__ = [
 def _input(value: Any, call: str, what: str, dims: int) -> Tensor:
     x = tensor_argument(value, call)
     if x.ndim not in (dims + 1, dims + 2) or any(s == 0 for s in tuple(x.shape)[-dims - 1 :]):
+        if dims == 3:  # torch's 3-D kernels word it so
+            raise TensorError(
+                f"{call}: non-empty 4D or 5D (batch mode) tensor expected for input, but got: "
+                f"{list(x.shape)}"
+            )
         raise TensorError(
             f"{call}: Expected {dims + 1}D or {dims + 2}D (batch mode) tensor with optional 0 "
             f"dim batch size for input, but got: {list(x.shape)}"
