@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 
 __all__ = [
     "shown",
+    "exception_text",
     "user_stacklevel",
     "KernBenchError",
     "ConfigError",
@@ -68,6 +69,16 @@ def shown(text: str, limit: int = 200) -> str:
     if len(text) > limit:
         text = f"{text[: limit - 20]}... ({len(text)} characters)"
     return text
+
+
+def exception_text(value: object) -> str:
+    """``str(value)`` of an exception (or exit code) that user code made, never raising:
+    a ``__str__`` that raises or returns something other than text gives what Python's
+    own traceback printer shows then."""
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - the user's __str__ may raise anything
+        return "<exception str() failed>"
 
 
 class ConfigError(KernBenchError):
@@ -253,7 +264,7 @@ class RankError(KernBenchError):
         self.rank = rank
         self.original = cause
         self.first = False  # raised before the run did anything (no other rank started)
-        super().__init__(f"rank {rank} raised {type(cause).__name__}: {cause}")
+        super().__init__(f"rank {rank} raised {type(cause).__name__}: {exception_text(cause)}")
 
 
 class DistributedError(KernBenchError):

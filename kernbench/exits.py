@@ -28,7 +28,7 @@ from pathlib import Path
 
 import click
 
-from kernbench.errors import KernBenchError, OutputFileError, RankError, shown
+from kernbench.errors import KernBenchError, OutputFileError, RankError, exception_text, shown
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -108,8 +108,8 @@ def _script_error(error: BaseException, where: str, show_traceback: bool) -> int
     """The user's script raised while it was loaded (not in a rank): name its line."""
     if show_traceback:
         _print_traceback(error)
-    text = error.msg if isinstance(error, SyntaxError) else str(error)
-    message = shown(str(text), 1000)
+    text = error.msg if isinstance(error, SyntaxError) else error
+    message = shown(exception_text(text), 1000)
     hint = "" if show_traceback else f"; {_TRACEBACK_HINT}"
     click.echo(
         f"error: the script raised {type(error).__name__}"
@@ -142,7 +142,7 @@ def _discard_stdout() -> None:
 def _internal_error(error: BaseException, show_traceback: bool) -> int:
     if show_traceback:
         _print_traceback(error)
-    message = shown(str(error), 300)
+    message = shown(exception_text(error), 300)
     click.echo(
         f"error: internal error: {type(error).__name__}"
         + (f": {message}" if message else "")
@@ -172,7 +172,8 @@ def _rank_error(error: RankError, show_traceback: bool, script: str | None) -> i
     if isinstance(cause, KernBenchError):
         message = str(error)
     else:
-        message = f"rank {error.rank} raised {type(cause).__name__}: {shown(str(cause), 1000)}"
+        text = shown(exception_text(cause), 1000)
+        message = f"rank {error.rank} raised {type(cause).__name__}: {text}"
     where = f"at {location}" if location else ""
     hint = "" if show_traceback or isinstance(cause, KernBenchError) else _TRACEBACK_HINT
     extra = "; ".join(part for part in (where, hint) if part)
@@ -186,7 +187,7 @@ def _system_exit(exc: SystemExit) -> int:
         return 0
     if isinstance(exc.code, int):
         return exc.code
-    click.echo(str(exc.code), err=True)
+    click.echo(exception_text(exc.code), err=True)
     return 1
 
 

@@ -37,6 +37,7 @@ from kernbench.errors import (
     ScriptError,
     SimulationLimitError,
     UnsupportedNameError,
+    exception_text,
     shown,
 )
 from kernbench.files import SCRIPT_LIMIT, is_stream_target, read_text, write_text
@@ -237,7 +238,7 @@ def load_script(path: str | Path, *, as_main: bool = False, source: str | None =
 def _import_error(name: str, exc: BaseException, as_main: bool = False) -> ScriptError:
     doing = "running the bench script" if as_main else "importing the bench script"
     # KernBench's own messages carry what to use instead: not cut at the usual length
-    text = shown(str(exc), 1000 if isinstance(exc, KernBenchError) else 200)
+    text = shown(exception_text(exc), 1000 if isinstance(exc, KernBenchError) else 200)
     hint = _missing_name_hint(exc) or (_torchrun_hint(exc) if as_main else "")
     if hint:
         text = f"{text}: {hint}"

@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from kernbench.errors import KernBenchError, KernelError
+from kernbench.errors import KernBenchError, KernelError, exception_text
 from kernbench.kernels import language as tl
 from kernbench.kernels.grid import Grid
 from kernbench.kernels.program import ProgramState, running_program
@@ -340,7 +340,7 @@ class Interpreter:
                 raise
             except Exception as exc:
                 raise KernelError(
-                    f"kernel {name!r} program {pid}: {type(exc).__name__}: {exc}"
+                    f"kernel {name!r} program {pid}: {type(exc).__name__}: {exception_text(exc)}"
                 ) from exc
         return recorder.counts(pid, grid.core_of(pid))
 

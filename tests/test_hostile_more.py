@@ -1,0 +1,123 @@
+"""Hostile inputs the other hostile-input tests leave out, each once a traceback, an exit
+status 70 or a result silently not written.
+
+* An exception whose ``__str__`` raises or returns something other than text,
+  raised by a script (in a rank, at import, in its ``__main__`` block or in a
+  kernel) or given to ``sys.exit``, is the script's error: status 2 (1 for
+  ``sys.exit``, as Python gives it), never an internal error.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernbench.cli import EXIT_USER_ERROR, main
+from kernbench.errors import RankError, exception_text
+
+TINY = "tiny"
+HINT = "KERNBENCH_TRACEBACK=1 shows the traceback"
+UNPRINTABLE = "<exception str() failed>"
+
+_BAD_EXCEPTIONS = """\
+class NotText(Exception):
+    def __str__(self):
+        return 5
+
+
+class Raises(Exception):
+    def __str__(self):
+        raise RuntimeError("inside __str__")
+"""
+
+
+@pytest.fixture(autouse=True)
+def _no_traceback_variable(monkeypatch) -> None:
+    monkeypatch.delenv("KERNBENCH_TRACEBACK", raising=False)
+
+
+def _script(tmp_path: Path, body: str, name: str = "bench.py") -> str:
+    path = tmp_path / name
+    path.write_text(_BAD_EXCEPTIONS + textwrap.dedent(body))
+    return str(path)
+
+
+def _line(path: str, text: str) -> int:
+    """The number of the last line of ``path`` that holds ``text``."""
+    lines = Path(path).read_text().splitlines()
+    return max(number for number, line in enumerate(lines, 1) if text in line)
+
+
+def test_exception_text_never_raises() -> None:
+    class NotText(Exception):
+        def __str__(self):
+            return 5
+
+    assert exception_text(NotText()) == UNPRINTABLE
+    assert exception_text(ValueError("plain")) == "plain"
+    assert str(RankError(3, NotText())) == f"rank 3 raised NotText: {UNPRINTABLE}"
+
+
+@pytest.mark.parametrize("exception", ["NotText", "Raises"])
+def test_an_unprintable_exception_in_a_rank_is_the_scripts_error(
+    tmp_path: Path, capsys, exception: str
+) -> None:
+    path = _script(tmp_path, f"\n\ndef main():\n    raise {exception}()\n")
+    line = _line(path, "raise")
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: rank 0 raised {exception}: {UNPRINTABLE} (at {path}:{line} in main; {HINT})"
+    ]
+
+
+def test_an_unprintable_exception_at_import_is_the_scripts_error(tmp_path: Path, capsys) -> None:
+    path = _script(tmp_path, "\n\nraise NotText()\n")
+    where = f"{path}:{_line(path, 'raise')}"
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {where}: importing the bench script raised NotText: {UNPRINTABLE}"
+    ]
+
+
+def test_an_unprintable_exception_in_a_main_block_is_the_scripts_error(
+    tmp_path: Path, capsys
+) -> None:
+    path = _script(tmp_path, '\n\nif __name__ == "__main__":\n    raise NotText()\n')
+    where = f"{path}:{_line(path, 'raise')}"
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {where}: running the bench script raised NotText: {UNPRINTABLE}"
+    ]
+
+
+def test_an_unprintable_exception_in_a_kernel_is_a_kernel_error(tmp_path: Path, capsys) -> None:
+    path = _script(
+        tmp_path,
+        """
+
+        import kernbench.torch as torch
+        import kernbench.triton as triton
+
+
+        @triton.jit
+        def kernel(x):
+            raise NotText()
+
+
+        def main():
+            kernel[(1,)](torch.ones(4))
+        """,
+    )
+    assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: rank 0 raised KernelError: kernel 'kernel' program (0,): NotText: {UNPRINTABLE}"
+        f" (at {path}:{_line(path, 'kernel[')} in main)"
+    ]
+
+
+def test_sys_exit_with_an_unprintable_object_exits_1_as_python_does(tmp_path: Path, capsys) -> None:
+    path = _script(tmp_path, "\n\nimport sys\n\ndef main():\n    sys.exit(Raises())\n")
+    assert main(["run", path, "-t", TINY]) == 1
+    assert capsys.readouterr().err.splitlines() == [UNPRINTABLE]
