@@ -121,3 +121,30 @@ def test_sys_exit_with_an_unprintable_object_exits_1_as_python_does(tmp_path: Pa
     path = _script(tmp_path, "\n\nimport sys\n\ndef main():\n    sys.exit(Raises())\n")
     assert main(["run", path, "-t", TINY]) == 1
     assert capsys.readouterr().err.splitlines() == [UNPRINTABLE]
+
+
+# -- a page larger than the start of the virtual address space ---------------------------------
+
+PAGE_SIZE = "cube.pe_template.components.pe_mmu.attrs.page_size"
+
+
+@pytest.mark.parametrize("command", ["topo", "run"])
+def test_a_page_past_the_start_of_the_address_space_names_the_key(
+    tmp_path: Path, capsys, command: str
+) -> None:
+    """It was accepted by the topology and failed as the run started, naming no key."""
+    argv = (
+        ["topo", "show", TINY] if command == "topo" else ["run", _script(tmp_path, ""), "-t", TINY]
+    )
+    assert main([*argv, "--set", f"{PAGE_SIZE}=1TiB"]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: tiny: {PAGE_SIZE}: page_size must be at most 4GiB, where the virtual "
+        "address space starts (got 1TiB)"
+    ]
+
+
+def test_a_page_as_large_as_the_start_of_the_address_space_runs(tmp_path: Path, capsys) -> None:
+    path = _script(
+        tmp_path, "\n\nimport kernbench.torch as torch\n\ndef main():\n    torch.ones(8)\n"
+    )
+    assert main(["run", path, "-t", TINY, "--set", f"{PAGE_SIZE}=4GiB"]) == 0

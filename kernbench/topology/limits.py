@@ -30,6 +30,7 @@ __all__ = [
     "MAX_DIRECT_SIP_LINKS",
     "MAX_MEMORY_BYTES",
     "MAX_SLOWDOWN",
+    "MAX_PAGE_SIZE",
 ]
 
 #: SIPs in a system: the physical address's sip field is 16 bits (65,536 chips,
@@ -62,3 +63,7 @@ MAX_MEMORY_BYTES = 2**38
 #: A fault's slowdown: past a million times slower a link or PE is as good as
 #: down (use ``down: true``), and larger factors only push times past 2^63 ps.
 MAX_SLOWDOWN = 1e6
+#: An MMU page: the virtual address space starts at 4 GiB (so that 0 or a small
+#: offset mistaken for an address is never in it; :mod:`kernbench.memory.va`), and
+#: that start must be a page boundary.
+MAX_PAGE_SIZE = 2**32

@@ -33,6 +33,7 @@ from kernbench.topology.limits import (
     MAX_HBM_SLICES_PER_CUBE,
     MAX_LEAF_SPINE_LINKS,
     MAX_MEMORY_BYTES,
+    MAX_PAGE_SIZE,
     MAX_PES,
     MAX_PES_PER_CUBE,
     MAX_SIPS,
@@ -322,7 +323,9 @@ class TcmSpec(StrictModel):
 
 
 class MmuAttrs(StrictModel):
-    page_size: Size = Field(4096, description="page size; a number is bytes, or e.g. '64KiB'")
+    page_size: Size = Field(
+        4096, description="page size, a power of two up to 4GiB; a number is bytes, or e.g. '64KiB'"
+    )
     map_latency_per_page: Time = Field("1ns", description="time to install or remove one page")
 
     @field_validator("page_size")
@@ -330,6 +333,11 @@ class MmuAttrs(StrictModel):
     def _power_of_two(cls, page_size: int) -> int:
         if page_size & (page_size - 1):
             raise ValueError(f"page_size must be a power of two, e.g. 4096 (got {page_size})")
+        if page_size > MAX_PAGE_SIZE:
+            raise ValueError(
+                f"page_size must be at most {format_size(MAX_PAGE_SIZE)}, where the virtual "
+                f"address space starts (got {format_size(page_size)})"
+            )
         return page_size
 
 
