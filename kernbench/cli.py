@@ -64,7 +64,18 @@ class _InputPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+class _FilePath(_InputPath):
+    """An input that is a file, never a bundled machine's name: an empty name (which the
+    file system would take for the current directory) is a usage error too."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not str(value):
+            self.fail("the path is empty; name a file", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 INPUT_PATH = _InputPath(dir_okay=False)
+FILE_PATH = _FilePath(dir_okay=False)
 
 
 class _Quantity(click.ParamType):
@@ -170,7 +181,7 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
 
 
 @cli.command("run", context_settings={"ignore_unknown_options": True})
-@click.argument("script", type=INPUT_PATH)
+@click.argument("script", type=FILE_PATH)
 @click.option(
     "--topology",
     "-t",
@@ -366,7 +377,7 @@ def tune_cmd(
 
 
 @cli.command("plot")
-@click.argument("inputs", nargs=-1, required=True, type=INPUT_PATH)
+@click.argument("inputs", nargs=-1, required=True, type=FILE_PATH)
 @click.option(
     "--output",
     "-o",
@@ -457,8 +468,8 @@ def plot_cmd(
 
 
 @cli.command("regress")
-@click.argument("baseline", type=INPUT_PATH)
-@click.argument("current", type=INPUT_PATH)
+@click.argument("baseline", type=FILE_PATH)
+@click.argument("current", type=FILE_PATH)
 @click.option(
     "--tolerance",
     default="2%",
@@ -531,7 +542,7 @@ def regress_cmd(
 
 
 @cli.command("sweep")
-@click.argument("sweep_file", type=INPUT_PATH)
+@click.argument("sweep_file", type=FILE_PATH)
 @click.option("-j", "--jobs", default=1, show_default=True, type=int, help="Points run at once.")
 @click.option(
     "--executor",

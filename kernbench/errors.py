@@ -117,7 +117,7 @@ class OutputFileError(KernBenchError):
 
     def __init__(self, message: str, *, path: str) -> None:
         self.path = path
-        super().__init__(f"{shown(path)}: {message}")
+        super().__init__(f"{shown(path)}: {message}" if path else message)
 
 
 class ScriptError(KernBenchError):

@@ -188,6 +188,10 @@ def check_output_target(path: str | Path, *, what: str = "output") -> None:
     name = str(path)
     if is_stream_target(name):
         return
+    if not name:
+        raise OutputFileError(
+            f"{what} path is empty; name a file (or '-' for standard output)", path=name
+        )
     if "\x00" in name:
         raise OutputFileError(f"{what} path contains a NUL character", path=name)
     try:

@@ -148,3 +148,90 @@ def test_a_page_as_large_as_the_start_of_the_address_space_runs(tmp_path: Path, 
         tmp_path, "\n\nimport kernbench.torch as torch\n\ndef main():\n    torch.ones(8)\n"
     )
     assert main(["run", path, "-t", TINY, "--set", f"{PAGE_SIZE}=4GiB"]) == 0
+
+
+# -- empty paths -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "what"), [("--report", "report"), ("--csv", "CSV"), ("--trace", "trace")]
+)
+def test_an_empty_run_output_is_refused_before_the_run(
+    tmp_path: Path, capsys, option: str, what: str
+) -> None:
+    """``--report ''`` used to run and write no report, with exit status 0."""
+    path = _script(tmp_path, "\n\ndef main():\n    print('ran')\n")
+    assert main(["run", path, "-t", TINY, option, ""]) == EXIT_USER_ERROR
+    captured = capsys.readouterr()
+    assert "ran" not in captured.out
+    assert captured.err.splitlines() == [
+        f"error: {what} path is empty; name a file (or '-' for standard output)"
+    ]
+
+
+def test_an_empty_tune_table_path_is_refused_before_tuning(capsys) -> None:
+    """It used to measure every algorithm, then fail to write the table."""
+    assert main(["tune", "-t", TINY, "-o", ""]) == EXIT_USER_ERROR
+    captured = capsys.readouterr()
+    assert "measuring" not in captured.out + captured.err
+    assert captured.err.splitlines() == [
+        "error: tune table path is empty; name a file (or '-' for standard output)"
+    ]
+
+
+def test_an_empty_plot_path_is_refused(tmp_path: Path, capsys) -> None:
+    results = tmp_path / "r.csv"
+    results.write_text("size_B,busbw_GBps\n1,2\n")
+    assert main(["plot", str(results), "-o", ""]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        "error: plot path is empty; name a file (or '-' for standard output)"
+    ]
+
+
+def _sweep_file(tmp_path: Path, extra: str = "") -> Path:
+    (tmp_path / "bench.py").write_text("def main():\n    return []\n")
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text(f"bench: bench.py\ntopologies: [machine.yaml]\n{extra}")
+    (tmp_path / "machine.yaml").write_text("extends: tiny.yaml\n")
+    return sweep
+
+
+def test_an_empty_sweep_output_is_refused_not_the_current_directory(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """``sweep -o ''`` used to write points/, results.csv, ... into the current directory."""
+    sweep = _sweep_file(tmp_path)
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    assert main(["sweep", str(sweep), "-o", ""]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        "error: --output is empty; name the sweep's output directory (made if missing)"
+    ]
+    assert list(workdir.iterdir()) == []
+
+
+def test_an_empty_output_in_a_sweep_file_names_the_key(tmp_path: Path, capsys) -> None:
+    """``output: ""`` used to fall back to out/<stem> without a word."""
+    sweep = _sweep_file(tmp_path, 'output: ""\n')
+    assert main(["sweep", str(sweep)]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {sweep}: output: String should have at least 1 character"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["sweep", ""], "SWEEP_FILE"),
+        (["regress", "", "-"], "BASELINE"),
+        (["plot", "", "-o", "x.png"], "INPUTS..."),
+        (["run", ""], "SCRIPT"),
+    ],
+)
+def test_an_empty_input_path_is_a_usage_error_naming_it(capsys, argv: list[str], name) -> None:
+    """An empty input used to be read as '.', "a directory"."""
+    assert main(argv) == EXIT_USER_ERROR
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert err[0].startswith(f"error: Invalid value for '{name}': the path is empty; name a file")

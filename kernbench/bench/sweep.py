@@ -180,7 +180,9 @@ class SweepFile(StrictModel):
     )
     timing_only: StrictBool = Field(default=True, description="Carry sizes, not bytes.")
     seed: int = Field(default=0, strict=True, description="Seed of every rank's random generator.")
-    output: str | None = Field(default=None, description="Output directory (default out/<stem>).")
+    output: str | None = Field(
+        default=None, min_length=1, description="Output directory (default out/<stem>)."
+    )
     trace: StrictBool = Field(default=False, description="Write a Chrome trace per point.")
     max_wall_time: Time | None = Field(
         default=None,
@@ -594,6 +596,10 @@ def run_sweep(
     if timing_only is not None:
         sweep = sweep.model_copy(update={"timing_only": timing_only})
     trace = sweep.trace if trace is None else trace
+    if output is not None and not str(output):
+        raise OutputFileError(
+            "--output is empty; name the sweep's output directory (made if missing)", path=""
+        )
     if output is None:
         output = (
             sweep_path.resolve().parent / sweep.output
