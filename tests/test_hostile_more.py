@@ -235,3 +235,21 @@ def test_an_empty_input_path_is_a_usage_error_naming_it(capsys, argv: list[str],
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"error: Invalid value for '{name}': the path is empty; name a file")
+
+
+# -- tune: a --max-size larger than a device's memory ------------------------------------------
+
+
+def test_a_tune_max_size_past_device_memory_names_the_option(tmp_path: Path, capsys) -> None:
+    """It used to be a rank's out-of-memory error naming only tensor 't37'."""
+    table = tmp_path / "table.yaml"
+    assert main(["tune", "-t", TINY, "-o", str(table), "--max-size", "2GiB"]) == EXIT_USER_ERROR
+    *progress, err = capsys.readouterr().err.splitlines()
+    assert progress == ["measuring all_reduce: ring"]
+    assert err.startswith(
+        "error: tune: all_reduce by ring on messages of 1GiB does not fit in device memory "
+        "(tensor 't"
+    )
+    assert "capacity 1GB" in err
+    assert err.endswith("; give a --max-size below 1GiB")
+    assert not table.exists()

@@ -26,15 +26,19 @@ from kernbench.ccl.settings import CclSettings, split_overrides, use_settings
 from kernbench.ccl.tune_table import TuneTable, config_settings
 from kernbench.ccl.tuner import candidates, predict
 from kernbench.distributed.world import check_world_size
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, OutOfMemoryError, RankError
 from kernbench.files import write_text
 from kernbench.runtime import RuntimeContext
 from kernbench.topology import load_topology, topology_digest
+from kernbench.units import format_size
 
 __all__ = ["tune"]
 
 
-def _calls(op: str, config: str, sizes: Sequence[int]) -> Callable[[], None]:
+def _calls(op: str, config: str, sizes: Sequence[int], reached: list[int]) -> Callable[[], None]:
+    """The ranks' body: ``op`` by ``config`` twice at every size; the size being measured
+    is kept in ``reached``."""
+
     def body() -> None:
         import kernbench.torch as torch
         import kernbench.torch.distributed as dist
@@ -42,6 +46,7 @@ def _calls(op: str, config: str, sizes: Sequence[int]) -> Callable[[], None]:
         dist.init_process_group()
         p = dist.get_world_size()
         for nbytes in sizes:
+            reached[:] = [nbytes]
             n = max(p, nbytes // 4 // p * p)
             for _ in range(2):
                 if op == "all_reduce":
@@ -91,13 +96,23 @@ def tune(
             measured[name] = config_settings(config)
             if progress:
                 progress(f"{op}: {name}")
-            run = simulate(
-                _calls(op, name, sizes),
-                topology=topo,
-                world_size=size,
-                timing_only=True,
-                overrides=[o for o in overrides if o.startswith("ccl.")],
-            )
+            reached: list[int] = []
+            try:
+                run = simulate(
+                    _calls(op, name, sizes, reached),
+                    topology=topo,
+                    world_size=size,
+                    timing_only=True,
+                    overrides=[o for o in overrides if o.startswith("ccl.")],
+                )
+            except RankError as exc:
+                if not isinstance(exc.original, OutOfMemoryError) or not reached:
+                    raise
+                raise OutOfMemoryError(
+                    f"tune: {op} by {name} on messages of {format_size(reached[0])} does not "
+                    f"fit in device memory ({exc.original}); give a --max-size below "
+                    f"{format_size(reached[0])}"
+                ) from exc
             records = [c for c in run.report["collectives"] if c["op"] == op][1::2]
             times[name] = [c["end_ps"] - c["launch_ps"] for c in records]
             predicted[name] = [predict(probe, op, name, config, pes, s) for s in sizes]
