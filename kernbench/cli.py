@@ -408,7 +408,7 @@ def tune_cmd(
     type=click.IntRange(min=1),
     default=None,
     help="Draw at most this many groups (lines; reports with --breakdown); default 20. "
-    "The legend counts the groups left out.",
+    "The legend counts the groups left out.  At most 1000.",
 )
 def plot_cmd(
     inputs: tuple[str, ...],
@@ -429,6 +429,7 @@ def plot_cmd(
     from kernbench.bench.plot import (
         DEFAULT_GROUP_BY,
         MAX_GROUPS,
+        MAX_GROUPS_LIMIT,
         plot_breakdown,
         plot_format,
         plot_results,
@@ -436,6 +437,11 @@ def plot_cmd(
     )
     from kernbench.bench.regress import load_report, load_rows
 
+    if max_groups is not None and max_groups > MAX_GROUPS_LIMIT:
+        raise click.BadParameter(
+            f"{max_groups} is more lines than a chart can show; at most {MAX_GROUPS_LIMIT}",
+            param_hint="'--max-groups'",
+        )
     check_outputs({"plot": output}, inputs=inputs)
     plot_format(output)
     echo = _echo_for(output)

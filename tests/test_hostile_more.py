@@ -253,3 +253,30 @@ def test_a_tune_max_size_past_device_memory_names_the_option(tmp_path: Path, cap
     assert "capacity 1GB" in err
     assert err.endswith("; give a --max-size below 1GiB")
     assert not table.exists()
+
+
+# -- plot: a --max-groups no chart can show ----------------------------------------------------
+
+
+def test_a_max_groups_past_the_limit_is_refused_before_drawing(tmp_path: Path, capsys) -> None:
+    """--max-groups 100000 over as many groups used to draw for a quarter of an hour."""
+    results = tmp_path / "r.csv"
+    results.write_text("size_B,busbw_GBps\n1,2\n")
+    out = tmp_path / "p.png"
+    argv = ["plot", str(results), "-o", str(out), "--max-groups", "1001"]
+    assert main(argv) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        "error: Invalid value for '--max-groups': 1001 is more lines than a chart can show; "
+        "at most 1000 (see kernbench plot --help)"
+    ]
+    assert not out.exists()
+    assert main([*argv[:-1], "1000"]) == 0
+
+
+def test_plot_functions_refuse_a_max_groups_past_the_limit(tmp_path: Path) -> None:
+    from kernbench.bench.plot import plot_breakdown, plot_results
+    from kernbench.errors import ConfigError
+
+    for plot, data in ((plot_results, [{"size_B": 1, "busbw_GBps": 2}]), (plot_breakdown, [])):
+        with pytest.raises(ConfigError, match="max_groups must be a whole number from 1 to 1000"):
+            plot(data, tmp_path / "p.png", max_groups=1001)

@@ -37,6 +37,7 @@ from kernbench.units import format_size, format_time
 __all__ = [
     "DEFAULT_GROUP_BY",
     "MAX_GROUPS",
+    "MAX_GROUPS_LIMIT",
     "PLOT_FORMATS",
     "PlotSummary",
     "axis_label",
@@ -49,6 +50,9 @@ __all__ = [
 DEFAULT_GROUP_BY = ("op", "topology", "algorithm", "ccl.all_reduce")
 #: Groups drawn by default; more lines than this are unreadable and slow to lay out.
 MAX_GROUPS = 20
+#: The most groups one chart draws: about 10 s of layout on a 2-core machine, a legend
+#: no one can read, and 100,000 lines would take 15 minutes.
+MAX_GROUPS_LIMIT = 1000
 #: Output formats, by file extension, that matplotlib writes without anything
 #: outside KernBench's dependencies (``pgf`` needs LaTeX; raw pixels have no header).
 PLOT_FORMATS = ("png", "svg", "svgz", "pdf", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
@@ -247,6 +251,17 @@ class PlotSummary:
         return self.groups - self.drawn
 
 
+def _check_max_groups(max_groups: object) -> None:
+    if (
+        isinstance(max_groups, bool)
+        or not isinstance(max_groups, int)
+        or not 1 <= max_groups <= MAX_GROUPS_LIMIT
+    ):
+        raise ConfigError(
+            f"max_groups must be a whole number from 1 to {MAX_GROUPS_LIMIT}, got {max_groups!r}"
+        )
+
+
 @rc_context(_PLAIN_TEXT)
 def plot_results(
     rows: Sequence[dict[str, Any]],
@@ -268,8 +283,7 @@ def plot_results(
     (``*_B``, ``bytes``) get labels like 4KiB.
     Only the first ``max_groups`` groups are drawn; the legend counts the rest.
     """
-    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
-        raise ConfigError(f"max_groups must be a whole number >= 1, got {max_groups!r}")
+    _check_max_groups(max_groups)
     fmt = plot_format(out_png)  # an unwritable format is refused before any drawing
     columns = list(dict.fromkeys(column for row in rows for column in row))
     for name, column in (("--x", x), ("--y", y)):
@@ -422,8 +436,7 @@ def plot_breakdown(
     whose fields are not numbers where numbers belong is a ConfigError naming
     it.  Returns the format written (:func:`plot_format`).
     """
-    if isinstance(max_groups, bool) or not isinstance(max_groups, int) or max_groups < 1:
-        raise ConfigError(f"max_groups must be a whole number >= 1, got {max_groups!r}")
+    _check_max_groups(max_groups)
     plot_format(out_png)  # an unwritable format is refused before any drawing
     items = list(reports.items()) if isinstance(reports, Mapping) else list(enumerate(reports))
     if not items:
