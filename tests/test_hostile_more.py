@@ -280,3 +280,41 @@ def test_plot_functions_refuse_a_max_groups_past_the_limit(tmp_path: Path) -> No
     for plot, data in ((plot_results, [{"size_B": 1, "busbw_GBps": 2}]), (plot_breakdown, [])):
         with pytest.raises(ConfigError, match="max_groups must be a whole number from 1 to 1000"):
             plot(data, tmp_path / "p.png", max_groups=1001)
+
+
+# -- install_ipcq: rank_to_pe read strictly, and as the plan gives it back ---------------------
+
+
+@pytest.mark.parametrize(
+    ("rank_to_pe", "message"),
+    [
+        # these used to be read as PE (0, 0, 0), (0, 1, 2) and (0, 0, 1)
+        ([(0.9, 0, 0)], "rank_to_pe[0] must be a (sip, cube, pe) triple of whole numbers"),
+        (["012"], "rank_to_pe[0] must be a (sip, cube, pe) triple of whole numbers (got '012')"),
+        ([(0, 0, True)], "rank_to_pe[0] must be a (sip, cube, pe) triple of whole numbers"),
+        # this used to be a TypeError
+        (5, "rank_to_pe must list each rank's (sip, cube, pe) (got 5)"),
+        ({1: (0, 0, 0)}, "rank_to_pe maps [1]; as a mapping it must map every rank 0..0"),
+    ],
+)
+def test_install_ipcq_refuses_a_placement_that_is_not_whole_numbers(rank_to_pe, message) -> None:
+    from kernbench.errors import DistributedError
+    from kernbench.runtime import RuntimeContext
+
+    with pytest.raises(DistributedError) as caught:
+        RuntimeContext(TINY, timing_only=True).install_ipcq("ring", rank_to_pe=rank_to_pe)
+    assert message in str(caught.value)
+
+
+def test_install_ipcq_takes_back_the_placement_its_plan_gives() -> None:
+    """The plan maps rank -> (sip, cube, pe); handing that back used to be refused."""
+    import numpy as np
+
+    from kernbench.runtime import RuntimeContext
+
+    ctx = RuntimeContext(TINY, timing_only=True)
+    plan = ctx.install_ipcq("ring", rank_to_pe=[(0, 0, 0), (0, 0, 1)])
+    again = ctx.install_ipcq("ring", rank_to_pe=plan["rank_to_pe"])
+    assert again["rank_to_pe"] == plan["rank_to_pe"] and not again["installed"]
+    rows = ctx.install_ipcq("ring", rank_to_pe=np.array([(0, 0, 0), (0, 0, 2)]))
+    assert rows["rank_to_pe"] == {0: (0, 0, 0), 1: (0, 0, 2)}

@@ -17,7 +17,8 @@ with :func:`kernbench.runtime.ipcq_install.set_ipcq_installer` on import.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,43 @@ def _count(value: Any, arg: str) -> int:
     return int(value)
 
 
+def _entries(rank_to_pe: Any) -> list[Any]:
+    """The entries of ``rank_to_pe`` in rank order: a sequence, or a mapping rank -> entry
+    whose ranks are 0..n-1 (as the plan this call returns holds them)."""
+    if isinstance(rank_to_pe, Mapping):
+        ranks = list(rank_to_pe)
+        if any(isinstance(r, bool) or not isinstance(r, int) for r in ranks) or sorted(
+            ranks
+        ) != list(range(len(ranks))):
+            raise DistributedError(
+                f"{WHAT}: rank_to_pe maps {ranks!r}; as a mapping it must map every rank "
+                f"0..{len(ranks) - 1} to its (sip, cube, pe)"
+            )
+        return [rank_to_pe[rank] for rank in range(len(ranks))]
+    if isinstance(rank_to_pe, str | bytes) or not isinstance(rank_to_pe, Iterable):
+        raise DistributedError(
+            f"{WHAT}: rank_to_pe must list each rank's (sip, cube, pe) (got {rank_to_pe!r})"
+        )
+    return list(rank_to_pe)
+
+
+def _triple(rank: int, entry: Any) -> tuple[int, int, int]:
+    """``entry`` as a (sip, cube, pe) of whole numbers; anything else names the rank (a
+    float or a text entry such as "012" is not read as one)."""
+    if isinstance(entry, Iterable) and not isinstance(entry, str | bytes):
+        values = tuple(entry)
+        if len(values) == 3 and not any(isinstance(v, bool) for v in values):
+            try:
+                sip, cube, pe = (operator.index(v) for v in values)
+                return sip, cube, pe
+            except TypeError:
+                pass
+    raise DistributedError(
+        f"{WHAT}: rank_to_pe[{rank}] must be a (sip, cube, pe) triple of whole numbers "
+        f"(got {entry!r})"
+    )
+
+
 def _placement(
     ctx: RuntimeContext, world_size: int, rank_to_pe: Sequence[Any] | None, source: str
 ) -> list[tuple[int, int, int]]:
@@ -69,12 +107,7 @@ def _placement(
     coords = []
     bounds = (topo.num_sips, topo.cubes_per_sip, topo.pes_per_cube)
     for rank, entry in enumerate(rank_to_pe):
-        try:
-            sip, cube, pe = (int(v) for v in entry)
-        except (TypeError, ValueError):
-            raise DistributedError(
-                f"{WHAT}: rank_to_pe[{rank}] must be a (sip, cube, pe) triple (got {entry!r})"
-            ) from None
+        sip, cube, pe = _triple(rank, entry)
         if not all(0 <= v < n for v, n in zip((sip, cube, pe), bounds, strict=True)):
             raise DistributedError(
                 f"{WHAT}: rank_to_pe[{rank}]={(sip, cube, pe)} is not a PE of this machine "
@@ -99,6 +132,7 @@ def install_plan(
     rank_to_pe: Sequence[tuple[int, int, int]] | None = None,
 ) -> dict[str, Any]:
     """Install (once) and return the plan of ``algorithm``; see ``RuntimeContext.install_ipcq``."""
+    entries = None if rank_to_pe is None else _entries(rank_to_pe)
     settings = ccl_settings(ctx)
     catalogue = settings.catalogue if ccl_yaml is None else load_catalogue(ccl_yaml)
     choice = algorithm if algorithm is not None else settings.choice("all_reduce")
@@ -115,11 +149,11 @@ def install_plan(
         source = f"world_size_override={world_size}"
     elif config.world_size is not None:
         world_size, source = config.world_size, f"configuration {name!r}"
-    elif rank_to_pe is not None:
-        world_size, source = _count(len(rank_to_pe), "len(rank_to_pe)"), "rank_to_pe"
+    elif entries is not None:
+        world_size, source = _count(len(entries), "len(rank_to_pe)"), "rank_to_pe"
     else:
         world_size, source = ctx.num_devices, "one rank per device"
-    coords = _placement(ctx, world_size, rank_to_pe, source)
+    coords = _placement(ctx, world_size, entries, source)
     pes = tuple(names.pe(*c) for c in coords)
     algo = get_algorithm(config.module)
     reasons = {op: unfit(config, op, pes) for op in algo.ops}
