@@ -318,3 +318,25 @@ def test_install_ipcq_takes_back_the_placement_its_plan_gives() -> None:
     assert again["rank_to_pe"] == plan["rank_to_pe"] and not again["installed"]
     rows = ctx.install_ipcq("ring", rank_to_pe=np.array([(0, 0, 0), (0, 0, 2)]))
     assert rows["rank_to_pe"] == {0: (0, 0, 0), 1: (0, 0, 2)}
+
+
+# -- a CSV KernBench wrote is a CSV KernBench reads --------------------------------------------
+
+
+def test_a_csv_cell_longer_than_the_csv_modules_default_limit_reads_back(
+    tmp_path: Path, capsys
+) -> None:
+    """A row holding 40,000 samples made a 269 KB cell; regress and plot refused the CSV
+    ``run --csv`` had just written ("field larger than field limit (131072)")."""
+    import csv
+
+    row = '{"size_B": 1, "time_us": 1.0, "samples": list(range(40000))}'
+    body = f"\n\ndef main():\n    return [{row}]\n"
+    path = _script(tmp_path, body)
+    results = tmp_path / "r.csv"
+    assert main(["run", path, "-t", TINY, "--csv", str(results)]) == 0
+    limit = csv.field_size_limit()
+    assert main(["regress", str(results), str(results)]) == 0
+    assert main(["plot", str(results), "-o", str(tmp_path / "p.png"), "--y", "time_us"]) == 0
+    assert "error" not in capsys.readouterr().err
+    assert csv.field_size_limit() == limit  # the reader puts the module's limit back

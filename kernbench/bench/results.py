@@ -173,6 +173,9 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
     # (the lax reader would take the rest of the file into one cell).
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     line = 0  # where the record being read starts, less one
+    # A cell may be as long as the file (a result's list of samples, as a run's --csv
+    # writes it), not only the csv module's default 128KiB; the file's size is bounded.
+    field_limit = csv.field_size_limit(max(csv.field_size_limit(), RESULTS_LIMIT))
     try:
         header = next(reader, None)
         if not header or not any(header):
@@ -213,6 +216,8 @@ def _csv_rows(path: Path) -> list[dict[str, Any]]:
             else f"not readable as CSV ({exc})"
         )
         raise ConfigError(f"line {line + 1}: {problem}", source=str(path)) from None
+    finally:
+        csv.field_size_limit(field_limit)
 
 
 def _run_row(report: dict[str, Any]) -> dict[str, Any]:
