@@ -340,3 +340,64 @@ def test_a_csv_cell_longer_than_the_csv_modules_default_limit_reads_back(
     assert main(["plot", str(results), "-o", str(tmp_path / "p.png"), "--y", "time_us"]) == 0
     assert "error" not in capsys.readouterr().err
     assert csv.field_size_limit() == limit  # the reader puts the module's limit back
+
+
+# -- a rank polling Work.is_completed() --------------------------------------------------------
+
+_POLL = """
+
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+
+
+def main():
+    dist.init_process_group()
+    if dist.get_rank() in RANKS:
+        work = dist.all_reduce(torch.ones(1024), async_op=True)
+        {wait}
+"""
+
+
+@pytest.mark.parametrize("backend", ["detailed", "fast"])
+def test_polling_is_completed_ends_when_the_work_would_and_costs_what_wait_costs(
+    tmp_path: Path, capsys, backend: str
+) -> None:
+    """The loop used to spin forever: no other rank, and not the clock, ran while it did."""
+    times = []
+    for wait in ("work.wait()", "while not work.is_completed():\n            pass"):
+        body = _POLL.replace("RANKS", "range(4)").replace("{wait}", wait)
+        path = _script(tmp_path, body, name=f"poll{len(times)}.py")
+        argv = ["run", path, "-t", TINY, "--set", "system.device_level=pe", "--timing-only"]
+        assert main([*argv, "--set", f"simulation.backend={backend}"]) == 0
+        out = capsys.readouterr().out
+        times.append(next(line for line in out.splitlines() if line.startswith("simulated time")))
+    assert times[0] == times[1]
+
+
+def test_polling_a_collective_the_other_ranks_never_call_is_a_deadlock(
+    tmp_path: Path, capsys
+) -> None:
+    body = _POLL.replace("RANKS", "(0,)").replace(
+        "{wait}", "while not work.is_completed():\n            pass"
+    )
+    path = _script(tmp_path, body)
+    assert main(["run", path, "-t", TINY, "--set", "system.device_level=pe"]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "error: deadlock: every live rank waits and nothing else can happen" in err
+    assert "rank 0 waits for all_reduce(" in err and "ranks [1, 2, 3] have not called it" in err
+
+
+def test_a_few_polls_do_not_wait() -> None:
+    import kernbench
+    import kernbench.torch as torch
+    import kernbench.torch.distributed as dist
+
+    def rank() -> tuple[bool, ...]:
+        dist.init_process_group()
+        work = dist.all_reduce(torch.ones(1024), async_op=True)
+        polls = tuple(work.is_completed() for _ in range(3))
+        work.wait()
+        return (*polls, work.is_completed())
+
+    result = kernbench.simulate(rank, topology=TINY, overrides=["system.device_level=pe"])
+    assert result.returns == [(False, False, False, True)] * 4

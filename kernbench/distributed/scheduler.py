@@ -82,6 +82,7 @@ class RankState:
     waiting_for: Any = ""  # a description, or a callable giving one when asked
     started: bool = False
     waited: bool = False  # it has waited on the machine at least once
+    waits: int = 0  # how many times it has given control back to wait
     finished: bool = False
     result: Any = None
     error: BaseException | None = None
@@ -168,6 +169,7 @@ class Scheduler:
         if event.processed or (event.triggered and event.callbacks is None):
             return
         state.waiting, state.waiting_for, state.waited = event, what, True
+        state.waits += 1
         rank = state.rank
         event.callbacks.append(lambda _ev: self._woken.append(rank))
         self._main.switch()

@@ -249,6 +249,13 @@ def _rank_list(ranks: Any, most: int) -> tuple[int, ...]:
     return tuple(chosen)
 
 
+#: Polls of one unfinished Work by a rank that has not waited since the first of them.
+#: Ranks take turns only when one waits, so a rank spinning on ``is_completed()`` would
+#: hold back the clock and every other rank forever; past this many polls it waits for
+#: the work instead, which is when such a loop would end (a few checks are not a spin).
+SPIN_POLLS = 1000
+
+
 class Work:
     """The handle of an async operation (``async_op=True``), as in torch.distributed."""
 
@@ -268,6 +275,8 @@ class Work:
         # (that would move later allocations, and with them simulated times).
         self._result = [weakref.ref(t) for t in (result or ())]
         self._receive = receive
+        self._polls = 0  # unanswered is_completed() calls since the rank last waited
+        self._polled_at = -1  # the rank's count of waits at the last of them
 
     def wait(self, timeout: Any = None) -> bool:
         world, rv = self._world, self._rv
@@ -285,10 +294,25 @@ class Work:
         self.wait()
 
     def is_completed(self) -> bool:
+        """Whether the operation has finished; polled :data:`SPIN_POLLS` times with no
+        wait in between, it waits for it (the loop could not end otherwise)."""
+        if self._finished():
+            return True
+        state = current_rank()
+        if state is None:
+            return False
+        self._polls = self._polls + 1 if state.waits == self._polled_at else 1
+        self._polled_at = state.waits
+        if self._polls < SPIN_POLLS:
+            return False
+        self.wait()
+        return True
+
+    def _finished(self) -> bool:
         return self._rv.done is not None and self._rv.done.processed
 
     def is_success(self) -> bool:
-        return self.is_completed() and self._rv.error is None
+        return self._finished() and self._rv.error is None
 
     def exception(self) -> BaseException | None:
         return self._rv.error
@@ -314,7 +338,7 @@ class Work:
         )
 
     def __repr__(self) -> str:
-        state = "completed" if self.is_completed() else "pending"
+        state = "completed" if self._finished() else "pending"
         return f"<Work {self._what} {state}>"
 
 
@@ -579,7 +603,7 @@ class World:
         pending = self._pending.setdefault(me, [])
         pending.append(work)
         if len(pending) >= self._prune_at.get(me, 64):
-            pending[:] = [w for w in pending if not w.is_completed()]
+            pending[:] = [w for w in pending if not w._finished()]  # noqa: SLF001
             self._prune_at[me] = max(64, 2 * len(pending))
         return work
 
