@@ -401,3 +401,38 @@ def test_a_few_polls_do_not_wait() -> None:
 
     result = kernbench.simulate(rank, topology=TINY, overrides=["system.device_level=pe"])
     assert result.returns == [(False, False, False, True)] * 4
+
+
+def test_polling_is_alive_runs_the_processes_as_join_would(tmp_path: Path, capsys) -> None:
+    """``while p.is_alive(): pass`` in a __main__ block used to spin forever: started
+    processes run only when joined."""
+    times = []
+    for wait in (
+        "for p in ps:\n        p.join()",
+        "while any(p.is_alive() for p in ps):\n        pass",
+    ):
+        body = f"""
+
+import kernbench.torch as torch
+import kernbench.torch.distributed as dist
+import kernbench.torch.multiprocessing as mp
+
+
+def rank(r, size):
+    dist.init_process_group(rank=r, world_size=size)
+    dist.all_reduce(torch.ones(4))
+
+
+if __name__ == "__main__":
+    ps = [mp.Process(target=rank, args=(r, 2)) for r in range(2)]
+    for p in ps:
+        p.start()
+    {wait}
+    print("exit codes", [p.exitcode for p in ps], [p.is_alive() for p in ps])
+"""
+        path = _script(tmp_path, body, name=f"alive{len(times)}.py")
+        assert main(["run", path, "-t", TINY, "--set", "system.device_level=pe"]) == 0
+        out = capsys.readouterr().out
+        assert "exit codes [0, 0] [False, False]" in out
+        times.append(next(line for line in out.splitlines() if line.startswith("simulated time")))
+    assert times[0] == times[1]

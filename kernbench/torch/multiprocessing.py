@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from kernbench.distributed.scheduler import current_rank
-from kernbench.distributed.world import World, check_world_size
+from kernbench.distributed.world import SPIN_POLLS, World, check_world_size
 from kernbench.errors import DistributedError, ProcessTargetError
 from kernbench.runtime import current_context
 
@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 _started: list[Process] = []
+_polls: list[Any] = [0, None]  # is_alive() polls of unrun processes, and the clock then
 
 
 class Process:
@@ -85,7 +86,18 @@ class Process:
             _run_started()
 
     def is_alive(self) -> bool:
-        return self._started and self.exitcode is None
+        """True from start() until the process has run; as with a Work's polls, the
+        started processes run (as join() runs them) once the script has asked
+        :data:`~kernbench.distributed.world.SPIN_POLLS` times with nothing else done:
+        they run only when joined, so a loop waiting for them would never end."""
+        alive = self._started and self.exitcode is None
+        if alive and current_rank() is None and self in _started:
+            now = current_context().now
+            _polls[:] = [_polls[0] + 1 if _polls[1] == now else 1, now]
+            if _polls[0] >= SPIN_POLLS:
+                _run_started()
+                return False
+        return alive
 
 
 def _as_args(args: Any, what: str) -> tuple:
@@ -143,6 +155,7 @@ def forget_unjoined() -> None:
 def _run_started() -> None:
     batch = list(_started)
     _started.clear()
+    _polls[:] = [0, None]
     world = World(current_context(), len(batch), what="mp.Process count")
     try:
         results = world.run(lambda rank: batch[rank].run())
