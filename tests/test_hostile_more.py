@@ -364,14 +364,15 @@ def test_polling_is_completed_ends_when_the_work_would_and_costs_what_wait_costs
 ) -> None:
     """The loop used to spin forever: no other rank, and not the clock, ran while it did."""
     times = []
-    for wait in ("work.wait()", "while not work.is_completed():\n            pass"):
+    polls = ("work.is_completed()", "work.is_success()")
+    for wait in ("work.wait()", *(f"while not {poll}:\n            pass" for poll in polls)):
         body = _POLL.replace("RANKS", "range(4)").replace("{wait}", wait)
         path = _script(tmp_path, body, name=f"poll{len(times)}.py")
         argv = ["run", path, "-t", TINY, "--set", "system.device_level=pe", "--timing-only"]
         assert main([*argv, "--set", f"simulation.backend={backend}"]) == 0
         out = capsys.readouterr().out
         times.append(next(line for line in out.splitlines() if line.startswith("simulated time")))
-    assert times[0] == times[1]
+    assert times[0] == times[1] == times[2]
 
 
 def test_polling_a_collective_the_other_ranks_never_call_is_a_deadlock(

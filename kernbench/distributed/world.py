@@ -312,7 +312,7 @@ class Work:
         return self._rv.done is not None and self._rv.done.processed
 
     def is_success(self) -> bool:
-        return self._finished() and self._rv.error is None
+        return self.is_completed() and self._rv.error is None
 
     def exception(self) -> BaseException | None:
         return self._rv.error
