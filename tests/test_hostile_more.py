@@ -437,3 +437,21 @@ if __name__ == "__main__":
         assert "exit codes [0, 0] [False, False]" in out
         times.append(next(line for line in out.splitlines() if line.startswith("simulated time")))
     assert times[0] == times[1]
+
+
+# -- sweep: a Dask scheduler address that leads nowhere ----------------------------------------
+
+
+@pytest.mark.parametrize("address", ["foo", "tcp://"])
+def test_a_bad_scheduler_address_is_a_user_error_naming_the_option(
+    tmp_path: Path, capsys, address: str
+) -> None:
+    """It was an internal error (exit 70): ValueError: missing port number in address."""
+    pytest.importorskip("distributed")
+    sweep = _sweep_file(tmp_path)
+    argv = ["sweep", str(sweep), "-o", str(tmp_path / "out"), "--scheduler", address]
+    assert main(argv) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert f"error: --scheduler: cannot reach a Dask scheduler at {address!r} (ValueError: " in err
+    assert "give the address the scheduler listens on" in err
+    assert list((tmp_path / "out" / "points").iterdir()) == []

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernbench.errors import ConfigError, shown
 from kernbench.files import RESULTS_LIMIT
 
 __all__ = [
@@ -379,7 +380,15 @@ def run_dask(
 
     cluster = None
     if scheduler:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler)
+        except (OSError, ValueError, TypeError) as exc:  # no such address, or no one there
+            raise ConfigError(
+                f"cannot reach a Dask scheduler at {shown(scheduler)!r} "
+                f"({type(exc).__name__}: {shown(str(exc))}); give the address the scheduler "
+                "listens on, as `dask scheduler` prints it (tcp://HOST:PORT)",
+                key_path="--scheduler",
+            ) from None
     else:
         # Workers started while SIGINT is ignored keep ignoring it, so Ctrl-C in a
         # terminal stops only the driver, which then closes the cluster; the price
