@@ -455,3 +455,15 @@ def test_a_bad_scheduler_address_is_a_user_error_naming_the_option(
     assert f"error: --scheduler: cannot reach a Dask scheduler at {address!r} (ValueError: " in err
     assert "give the address the scheduler listens on" in err
     assert list((tmp_path / "out" / "points").iterdir()) == []
+
+
+def test_a_csv_without_rows_says_so(tmp_path: Path, capsys) -> None:
+    """A main() returning one dict (not a list of them) wrote a header-only CSV and said
+    nothing."""
+    path = _script(tmp_path, '\n\ndef main():\n    return {"size_B": 1, "time_us": 1.0}\n')
+    results = tmp_path / "r.csv"
+    assert main(["run", path, "-t", TINY, "--csv", str(results)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        f"csv: {results} (a header only: no rank returned a list of result dicts)"
+    )
+    assert len(results.read_text().splitlines()) == 1

@@ -682,7 +682,9 @@ def run_script(
     if csv_path:
         rows = result.report.get("results", [])
         write_csv_atomic(written["CSV"], rows, result.report["metadata"])
-        echo(f"csv: {csv_path}")
+        # A header and no row is easy to take for results; say why there are none.
+        empty = "" if rows else " (a header only: no rank returned a list of result dicts)"
+        echo(f"csv: {csv_path}{empty}")
     if trace_path:
         trace = chrome_trace(
             result.trace,
