@@ -1,10 +1,20 @@
-"""Hostile inputs the other hostile-input tests leave out, each once a traceback, an exit
-status 70 or a result silently not written.
+"""Hostile inputs the other hostile-input tests leave out; each was a traceback or exit
+status 70, a hang, a message naming no key, or a result silently not what was asked.
 
 * An exception whose ``__str__`` raises or returns something other than text,
   raised by a script (in a rank, at import, in its ``__main__`` block or in a
   kernel) or given to ``sys.exit``, is the script's error: status 2 (1 for
   ``sys.exit``, as Python gives it), never an internal error.
+* A ``page_size`` past the start of the virtual address space is refused at its key.
+* An empty output or input path is refused before any work.
+* ``tune --max-size`` past a device's memory names the option.
+* ``plot --max-groups`` is bounded.
+* ``install_ipcq``'s ``rank_to_pe`` holds whole numbers, and may be the plan's mapping.
+* A CSV KernBench writes, KernBench reads back, whatever the length of a cell.
+* A loop polling ``Work.is_completed()`` or ``Process.is_alive()`` ends, at the time a
+  wait or a join would.
+* A bad ``--scheduler`` address is a user error naming the option.
+* ``run --csv`` says when the CSV has a header only.
 """
 
 from __future__ import annotations
