@@ -231,7 +231,7 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     "--seed",
     default=0,
     show_default=True,
-    type=int,
+    type=click.IntRange(-(1 << 63), (1 << 64) - 1),  # torch.manual_seed's range
     help="Seed of every rank's random generator (torch.rand, ...).",
 )
 @click.option(

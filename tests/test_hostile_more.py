@@ -15,6 +15,7 @@ status 70, a hang, a message naming no key, or a result silently not what was as
   wait or a join would.
 * A bad ``--scheduler`` address is a user error naming the option.
 * ``run --csv`` says when the CSV has a header only.
+* A seed out of torch's range names ``--seed`` (or the sweep file's ``seed``).
 """
 
 from __future__ import annotations
@@ -245,6 +246,23 @@ def test_an_empty_input_path_is_a_usage_error_naming_it(capsys, argv: list[str],
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1
     assert err[0].startswith(f"error: Invalid value for '{name}': the path is empty; name a file")
+
+
+def test_a_seed_out_of_torchs_range_names_the_option(tmp_path: Path, capsys) -> None:
+    """A seed torch.manual_seed refuses used to be refused without naming --seed."""
+    script = _script(tmp_path, "def main():\n    pass\n")
+    assert main(["run", script, "-t", TINY, "--seed", str(1 << 64)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert f"Invalid value for '--seed': {1 << 64} is not in the range" in err
+    assert str((1 << 64) - 1) in err
+
+
+def test_a_seed_out_of_torchs_range_in_a_sweep_file_names_the_key(tmp_path: Path, capsys) -> None:
+    sweep = _sweep_file(tmp_path, f"seed: {-(1 << 63) - 1}\n")
+    assert main(["sweep", str(sweep)]) == EXIT_USER_ERROR
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {sweep}: seed: must be >= {-(1 << 63)} (got {-(1 << 63) - 1})"
+    ]
 
 
 # -- tune: a --max-size larger than a device's memory ------------------------------------------

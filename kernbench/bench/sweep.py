@@ -179,7 +179,13 @@ class SweepFile(StrictModel):
         default=None, strict=True, gt=0, description="Ranks (default: all devices)."
     )
     timing_only: StrictBool = Field(default=True, description="Carry sizes, not bytes.")
-    seed: int = Field(default=0, strict=True, description="Seed of every rank's random generator.")
+    seed: int = Field(
+        default=0,
+        strict=True,
+        ge=-(1 << 63),
+        le=(1 << 64) - 1,  # torch.manual_seed's range
+        description="Seed of every rank's random generator.",
+    )
     output: str | None = Field(
         default=None, min_length=1, description="Output directory (default out/<stem>)."
     )
