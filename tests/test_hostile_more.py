@@ -16,6 +16,7 @@ status 70, a hang, a message naming no key, or a result silently not what was as
 * A bad ``--scheduler`` address is a user error naming the option.
 * ``run --csv`` says when the CSV has a header only.
 * A seed out of torch's range names ``--seed`` (or the sweep file's ``seed``).
+* An error in the middle of a sweep is printed on its own line, not after the progress bar's.
 """
 
 from __future__ import annotations
@@ -263,6 +264,32 @@ def test_a_seed_out_of_torchs_range_in_a_sweep_file_names_the_key(tmp_path: Path
     assert capsys.readouterr().err.splitlines() == [
         f"error: {sweep}: seed: must be >= {-(1 << 63)} (got {-(1 << 63) - 1})"
     ]
+
+
+def test_an_error_in_the_middle_of_a_sweep_is_printed_on_its_own_line(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """The progress bar was left open: the error line went on the end of the bar's."""
+    from kernbench import files
+    from kernbench.errors import OutputFileError
+
+    sweep = _sweep_file(tmp_path, "set:\n  system.device_level: [cube, sip]\n")
+    write_text = files.write_text
+    written = []
+
+    def refusing(path, text, *, what="output"):
+        if what == "point file" and written:
+            raise OutputFileError("refused for this test", path=str(path))
+        written.append(path)
+        write_text(path, text, what=what)
+
+    monkeypatch.setattr(files, "write_text", refusing)
+    output = tmp_path / "out"
+    assert main(["sweep", str(sweep), "-j", "1", "-o", str(output)]) == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "refused for this test" in err
+    error_lines = [line for line in err.splitlines() if "error:" in line]
+    assert len(error_lines) == 1 and error_lines[0].startswith("error: ")
 
 
 # -- tune: a --max-size larger than a device's memory ------------------------------------------

@@ -690,6 +690,8 @@ def _run_points(
         bar.close()
         done = sum(record["status"] == "ok" for record in records.values())
         raise SweepInterrupted(done, len(points)) from None
+    finally:  # the bar's line ends before any error is printed after it
+        bar.close()
 
 
 def _finish(
