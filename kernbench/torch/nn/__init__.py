@@ -89,6 +89,13 @@ from kernbench.torch.nn.layers import (
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.parameter import Buffer, Parameter
+from kernbench.torch.nn.transformer import (
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 
 __all__ = [
     "functional",
@@ -105,6 +112,11 @@ __all__ = [
     "Identity",
     "Linear",
     "MultiheadAttention",
+    "TransformerEncoderLayer",
+    "TransformerEncoder",
+    "TransformerDecoderLayer",
+    "TransformerDecoder",
+    "Transformer",
     "Embedding",
     "LayerNorm",
     "RMSNorm",
@@ -161,14 +173,13 @@ __all__ = [
 ]
 
 
-_FUNCTIONAL = (
-    "there is no such module here: call torch.nn.functional (F.linear(x, weight, bias), "
-    "F.scaled_dot_product_attention, ...) in a Module's forward"
+_RECURRENT = (
+    "there is no recurrent module here: write the cell in a Module's forward with "
+    "F.linear(x, weight, bias), torch.sigmoid and torch.tanh, looping over the steps"
 )
 # What to write for the nn names model code reaches for.
 HINTS = {
-    **dict.fromkeys(("TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"),
-                    _FUNCTIONAL),
+    **dict.fromkeys(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"), _RECURRENT),
     **dict.fromkeys(("LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
                      "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
                      "Unfold", "Fold", "Upsample", "UpsamplingNearest2d",

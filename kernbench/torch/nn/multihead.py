@@ -1,4 +1,4 @@
-"""``torch.nn.MultiheadAttention``, forward only, as torch's ``multi_head_attention_forward``.
+"""``torch.nn.MultiheadAttention`` as torch's ``multi_head_attention_forward``.
 
 The input projection is one packed ``in_proj_weight`` of shape ``(3E, E)``
 (separate ``q/k/v_proj_weight`` when ``kdim``/``vdim`` differ), the output
@@ -10,7 +10,10 @@ softmaxed and returned (averaged over the heads unless
 :func:`F.scaled_dot_product_attention`, as torch's fast path does.  Boolean
 masks mark the positions *not* attended (torch's convention here, the opposite
 of ``scaled_dot_product_attention``'s); float masks are added to the scores.
-``add_bias_kv`` and ``add_zero_attn`` are not supported.
+``add_bias_kv`` and ``add_zero_attn`` are not supported.  The forward is made of
+recorded ops (``F.linear``, views, matmuls, ``softmax``, ``F.dropout``, sdpa), so
+``backward()`` reaches the query, key and value, the input projection and ``out_proj``
+through their nodes (ADR 0020).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, TensorTypeError
 from kernbench.torch.dtypes import BOOL
 from kernbench.torch.factories import empty, zeros
 from kernbench.torch.nn import functional as F
@@ -28,11 +31,18 @@ from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
+__all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear", "checked_mask"]
 
 
 class NonDynamicallyQuantizableLinear(Linear):
     """torch's name for ``MultiheadAttention.out_proj`` (a Linear; it shows in the repr)."""
+
+
+def checked_mask(mask: Tensor | None, name: str) -> Tensor | None:
+    """``mask`` if it is bool or floating (torch's ``_canonical_mask`` check), else an error."""
+    if mask is not None and mask.dtype is not BOOL and not mask.dtype.is_floating_point:
+        raise TensorTypeError(f"only bool and floating types of {name} are supported")
+    return mask
 
 
 def _additive(mask: Tensor, like: Tensor) -> Tensor:
@@ -173,6 +183,8 @@ class MultiheadAttention(Module):
                 "Need attn_mask if specifying the is_causal hint. You may use the Transformer "
                 "module method `generate_square_subsequent_mask` to create this mask."
             )
+        key_padding_mask = checked_mask(key_padding_mask, "key_padding_mask")
+        attn_mask = checked_mask(attn_mask, "attn_mask")
         batched = query.ndim == 3
         if self.batch_first and batched:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
