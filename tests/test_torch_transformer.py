@@ -243,8 +243,10 @@ def test_encoder_layer_names_defaults_and_errors(ctx):
     assert layer.linear1.out_features == 2048 and layer.dropout.p == 0.1
     assert layer.norm1.eps == 1e-5 and layer.norm_first is False
     assert layer.self_attn.batch_first is False and layer.self_attn.dropout == 0.1
-    assert layer.activation is F.relu
-    assert nn.TransformerEncoderLayer(8, 2, activation="gelu").activation is F.gelu
+    assert layer.activation is F.relu and layer.activation_relu_or_gelu == 1
+    with_gelu = nn.TransformerEncoderLayer(8, 2, activation="gelu")
+    assert with_gelu.activation is F.gelu and with_gelu.activation_relu_or_gelu == 2
+    assert nn.TransformerEncoderLayer(8, 2, activation=torch.tanh).activation_relu_or_gelu == 0
     gelu = nn.GELU()
     with_module = nn.TransformerEncoderLayer(8, 2, activation=gelu)
     assert with_module.activation is gelu and "activation" in dict(with_module.named_children())

@@ -22,6 +22,7 @@ from kernbench.torch.factories import full
 from kernbench.torch.functions import triu
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn.containers import ModuleList
+from kernbench.torch.nn.functional_modules import GELU, ReLU
 from kernbench.torch.nn.init import xavier_uniform_
 from kernbench.torch.nn.layers import Dropout, LayerNorm, Linear
 from kernbench.torch.nn.modules import Module
@@ -120,7 +121,15 @@ class TransformerEncoderLayer(_AttentionLayer):
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **made)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        activation = _activation(activation)
+        # torch's flag for its fused kernel: 1 relu, 2 gelu, 0 another callable.
+        if activation is F.relu or isinstance(activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif activation is F.gelu or isinstance(activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
+        self.activation = activation
 
     def _ff_block(self, x: Tensor) -> Tensor:
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
