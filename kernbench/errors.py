@@ -35,6 +35,7 @@ __all__ = [
     "OptimizerStateError",
     "TensorAttributeError",
     "TensorTypeError",
+    "TensorValueError",
     "TensorIndexError",
     "TensorZeroDivisionError",
     "ModuleAttributeError",
@@ -193,6 +194,11 @@ class TensorIndexError(TensorError, IndexError):
 
 class TensorTypeError(TensorError, TypeError):
     """A tensor used where Python needs another type (``len()`` of a 0-d tensor, ...)."""
+
+
+class TensorValueError(TensorError, ValueError):
+    """A tensor or module argument torch refuses with ``ValueError`` (a recurrent layer
+    given a 4-D input or a ``dropout`` outside [0, 1], ...)."""
 
 
 class TensorZeroDivisionError(TensorError, ZeroDivisionError):

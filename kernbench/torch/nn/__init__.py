@@ -1,6 +1,8 @@
 """``torch.nn`` for KernBench: modules and parameters, ``torch.nn.functional``
 (activations, norms, losses, convolutions, pools), ``torch.nn.init`` and ``torch.nn.utils``
-(gradient clipping).
+(gradient clipping; ``rnn``: packed sequences).  The recurrent layers (``RNN``,
+``LSTM``, ``GRU`` and their cells) are :mod:`~kernbench.torch.nn.recurrent` and
+:mod:`~kernbench.torch.nn.rnn_cells`.
 
 Modules run their ``forward`` as the ``functional`` ops they call and cost
 what those ops cost.  Parameters have ``requires_grad=True``; ``loss.backward()``
@@ -89,6 +91,8 @@ from kernbench.torch.nn.layers import (
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.parameter import Buffer, Parameter
+from kernbench.torch.nn.recurrent import GRU, LSTM, RNN, RNNBase
+from kernbench.torch.nn.rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from kernbench.torch.nn.transformer import (
     Transformer,
     TransformerDecoder,
@@ -117,6 +121,14 @@ __all__ = [
     "TransformerDecoderLayer",
     "TransformerDecoder",
     "Transformer",
+    "RNNBase",
+    "RNN",
+    "LSTM",
+    "GRU",
+    "RNNCellBase",
+    "RNNCell",
+    "LSTMCell",
+    "GRUCell",
     "Embedding",
     "LayerNorm",
     "RMSNorm",
@@ -173,13 +185,8 @@ __all__ = [
 ]
 
 
-_RECURRENT = (
-    "there is no recurrent module here: write the cell in a Module's forward with "
-    "F.linear(x, weight, bias), torch.sigmoid and torch.tanh, looping over the steps"
-)
 # What to write for the nn names model code reaches for.
 HINTS = {
-    **dict.fromkeys(("RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"), _RECURRENT),
     **dict.fromkeys(("LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
                      "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
                      "Unfold", "Fold", "Upsample", "UpsamplingNearest2d",

@@ -5,6 +5,7 @@ norm of those norms, and scales every gradient in place by
 ``min(1, max_norm / (total + 1e-6))`` as torch's (a few tiny kernels and one
 multiply a gradient); the scale stays on the device, so nothing is read to
 the host unless ``error_if_nonfinite`` asks (torch reads it too).
+``rnn`` is :mod:`kernbench.torch.nn.utils.rnn` (packed sequences).
 ``clip_grad_value_`` clamps each gradient in place.  The gradients are
 the ``grad`` slots (filled by ``backward()`` or assigned); nothing is recorded.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError
 from kernbench.torch.factories import stack, tensor
+from kernbench.torch.nn.utils import rnn as rnn  # torch.nn.utils.rnn, not wrapped
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
 
