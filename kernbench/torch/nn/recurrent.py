@@ -34,7 +34,7 @@ from kernbench.torch.nn import init
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.nn.rnn_cells import check_size, gru_step, lstm_step, rnn_step
-from kernbench.torch.nn.utils.rnn import PackedSequence
+from kernbench.torch.nn.utils.rnn import PackedSequence, packed
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["GRU", "LSTM", "RNN", "RNNBase"]
@@ -198,11 +198,9 @@ class RNNBase(Module):
         """``(data, batch_sizes, sorted, unsorted, batched, states)``: the input as rows
         of ``batch_sizes[t]`` per step, its states with a batch dim (None if not given)."""
         if isinstance(input, PackedSequence):
-            data, sizes, sorted_indices, unsorted_indices = input
+            data = input.data
             self._check_input(data, 2)
-            batch_sizes = [int(v) for v in sizes.tolist()]
-            order = None if sorted_indices is None else [int(v) for v in sorted_indices.tolist()]
-            back = None if unsorted_indices is None else [int(v) for v in unsorted_indices.tolist()]
+            batch_sizes, order, back = input.host_layout()
             states = tuple(None if s is None else _permuted(s, order) for s in states)
             return data, batch_sizes, order, back, True, states
         what = "RNN" if self.mode.startswith("RNN") else self.mode
@@ -327,8 +325,7 @@ class RNNBase(Module):
         finals = [s for s in (h_n, c_n) if s is not None]
         if isinstance(input, PackedSequence):
             finals = [_permuted(s, back) for s in finals]
-            output: Any = PackedSequence(out, input.batch_sizes, input.sorted_indices,
-                                         input.unsorted_indices)  # fmt: skip
+            output: Any = packed(out, batch_sizes, order, back)
         else:
             output = out.view(len(batch_sizes), batch, out.shape[-1])
             if self.batch_first:

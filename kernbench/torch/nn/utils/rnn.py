@@ -32,13 +32,44 @@ __all__ = [
 ]
 
 
-class PackedSequence(NamedTuple):
-    """``(data, batch_sizes, sorted_indices, unsorted_indices)``, as torch's."""
-
+class _PackedFields(NamedTuple):
     data: Tensor
     batch_sizes: Tensor
     sorted_indices: Tensor | None = None
     unsorted_indices: Tensor | None = None
+
+
+class PackedSequence(_PackedFields):
+    """``(data, batch_sizes, sorted_indices, unsorted_indices)``, as torch's (a named
+    tuple).  One made here also keeps its batch sizes and orders as host ints (torch keeps
+    ``batch_sizes`` on the CPU), so a timing-only run, whose tensors carry no values,
+    can still run it."""
+
+    _layout: tuple[list[int], list[int] | None, list[int] | None] | None = None
+
+    def __new__(
+        cls,
+        data: Tensor,
+        batch_sizes: Tensor,
+        sorted_indices: Tensor | None = None,
+        unsorted_indices: Tensor | None = None,
+        *,
+        layout: tuple[list[int], list[int] | None, list[int] | None] | None = None,
+    ) -> PackedSequence:
+        self = super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+        self._layout = layout
+        return self
+
+    def host_layout(self) -> tuple[list[int], list[int] | None, list[int] | None]:
+        """``(batch_sizes, sorted_indices, unsorted_indices)`` as host ints (read from
+        the tensors when the sequence was built from tensors alone)."""
+        if self._layout is not None:
+            return self._layout
+
+        def ints(values: Tensor | None) -> list[int] | None:
+            return None if values is None else _host_ints(values, "PackedSequence")
+
+        return ints(self.batch_sizes), ints(self.sorted_indices), ints(self.unsorted_indices)
 
     @property
     def is_cuda(self) -> bool:
@@ -46,6 +77,26 @@ class PackedSequence(NamedTuple):
 
     def is_pinned(self) -> bool:
         return False
+
+
+def packed(
+    data: Tensor,
+    batch_sizes: list[int],
+    sorted_indices: list[int] | None,
+    unsorted_indices: list[int] | None,
+) -> PackedSequence:
+    """A ``PackedSequence`` of ``data`` from its host layout (the index tensors made)."""
+
+    def made(values: list[int] | None) -> Tensor | None:
+        return None if values is None else tensor(values, dtype=_INT64, device=data.device)
+
+    return PackedSequence(
+        data,
+        tensor(batch_sizes, dtype=_INT64),
+        made(sorted_indices),
+        made(unsorted_indices),
+        layout=(batch_sizes, sorted_indices, unsorted_indices),
+    )
 
 
 def _host_ints(values: Any, what: str) -> list[int]:
@@ -104,13 +155,8 @@ def pack_padded_sequence(
         )
     batch_sizes = [sum(1 for n in sizes if n > t) for t in range(sizes[0] if sizes else 0)]
     data = torch.cat([input[t, :size] for t, size in enumerate(batch_sizes)], 0)
-    sorted_indices = unsorted_indices = None
-    if order is not None:
-        sorted_indices = tensor(order, dtype=_INT64, device=data.device)
-        unsorted_indices = tensor(
-            [int(i) for i in np.argsort(order)], dtype=_INT64, device=data.device
-        )
-    return PackedSequence(data, tensor(batch_sizes, dtype=_INT64), sorted_indices, unsorted_indices)
+    back = None if order is None else [int(i) for i in np.argsort(order)]
+    return packed(data, batch_sizes, order, back)
 
 
 def pad_packed_sequence(
@@ -121,8 +167,8 @@ def pad_packed_sequence(
 ) -> tuple[Tensor, Tensor]:
     """``(padded, lengths)``: the inverse of :func:`pack_padded_sequence`, in the original
     batch order."""
-    data, sizes_t, _, unsorted = sequence
-    batch_sizes = _host_ints(sizes_t, "pad_packed_sequence")
+    data = sequence.data
+    batch_sizes, _, back = sequence.host_layout()
     steps, batch = len(batch_sizes), batch_sizes[0]
     if total_length is not None:
         if total_length < steps:
@@ -148,8 +194,7 @@ def pad_packed_sequence(
                    device=data.device)  # fmt: skip
         padded = torch.cat([padded, pad], 0)
     lengths = [sum(1 for size in batch_sizes if size > b) for b in range(batch)]
-    if unsorted is not None:
-        back = [int(i) for i in unsorted.tolist()]
+    if back is not None:
         padded = _select(padded, 1, back)
         lengths = [lengths[i] for i in back]
     if batch_first:
