@@ -332,6 +332,13 @@ def test_packed_sequences_match_each_sequence_run_alone(ctx):
         np.testing.assert_allclose(c[:, b].detach().numpy(), c_n[:, 0], rtol=1e-10)
     padded.sum().backward()
     assert np.all(xt.grad.numpy()[0, 2:] == 0.0) and np.all(xt.grad.numpy()[0, :2] != 0.0)
+    # an initial state is in the caller's batch order, and so is h_n (torch permutes both)
+    gru = nn.GRU(2, 3, dtype=F64)
+    h0 = _rand((1, 3, 3), 19)
+    _, h = gru(packed, torch.tensor(h0, dtype=F64))
+    for b, n in enumerate(lengths):
+        _, h_n, _ = reference("GRU", _params(gru), x[b, :n, None], h0[:, b : b + 1], None, 1, 1)
+        np.testing.assert_allclose(h[:, b].detach().numpy(), h_n[:, 0], rtol=1e-10)
 
 
 def test_pad_and_pack_sequence(ctx):

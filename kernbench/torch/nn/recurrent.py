@@ -28,6 +28,7 @@ from typing import Any
 
 import kernbench.torch as torch  # cat and stack as wrapped for autograd
 from kernbench.errors import TensorError, TensorValueError
+from kernbench.torch.amp import is_autocast_enabled
 from kernbench.torch.factories import empty, zeros
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init
@@ -166,7 +167,7 @@ class RNNBase(Module):
 
     def _check_input(self, input: Tensor, expected_dim: int) -> None:  # noqa: A002
         weight = self._flat_weights[0]
-        if input.dtype != weight.dtype:
+        if input.dtype != weight.dtype and not is_autocast_enabled():
             raise TensorValueError(
                 f"input must have the type {weight.dtype}, got type {input.dtype}"
             )
