@@ -350,6 +350,15 @@ def test_pad_and_pack_sequence(ctx):
     packed = nn.utils.rnn.pack_sequence([a, b])
     assert packed.data.tolist() == [[1.0], [4.0], [2.0], [3.0]]
     assert packed.batch_sizes.tolist() == [2, 1, 1] and packed.sorted_indices is None
+    c = torch.tensor([[5.0], [6.0]])
+    unsorted = nn.utils.rnn.pack_sequence([b, a, c], enforce_sorted=False)
+    assert [t.tolist() for t in nn.utils.rnn.unpack_sequence(unsorted)] == [
+        [[4.0]],
+        [[1.0], [2.0], [3.0]],
+        [[5.0], [6.0]],
+    ]
+    pieces = nn.utils.rnn.unpad_sequence(padded, torch.tensor([3, 1]))
+    assert [t.tolist() for t in pieces] == [[[1.0], [2.0], [3.0]], [[4.0]]]
     with pytest.raises(TensorError, match="must be sorted in decreasing order"):
         nn.utils.rnn.pack_sequence([b, a])
     with pytest.raises(TensorValueError, match="Expected total_length to be at least"):

@@ -1,5 +1,6 @@
 """``torch.nn.utils.rnn``: ``PackedSequence``, ``pack_padded_sequence``,
-``pad_packed_sequence``, ``pad_sequence`` and ``pack_sequence``, as torch's.
+``pad_packed_sequence``, ``pad_sequence``, ``pack_sequence``, ``unpad_sequence`` and
+``unpack_sequence``, as torch's.
 
 A ``PackedSequence`` holds the time steps of a batch of sequences sorted by length
 (longest first) one after another: step ``t`` is ``batch_sizes[t]`` rows of ``data``.
@@ -29,6 +30,8 @@ __all__ = [
     "pack_sequence",
     "pad_packed_sequence",
     "pad_sequence",
+    "unpack_sequence",
+    "unpad_sequence",
 ]
 
 
@@ -232,3 +235,25 @@ def pack_sequence(sequences: Any, enforce_sorted: bool = True) -> PackedSequence
     """Packs a list of sequences ``(L_i, *)``: ``pack_padded_sequence(pad_sequence(...))``."""
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpad_sequence(
+    padded_sequences: Tensor, lengths: Any, batch_first: bool = False
+) -> list[Tensor]:
+    """The sequences ``(L_i, *)`` of a padded batch, as views: the inverse of
+    :func:`pad_sequence`."""
+    sizes = _host_ints(lengths, "unpad_sequence")
+    if batch_first:
+        return [padded_sequences[i, :n] for i, n in enumerate(sizes)]
+    return [padded_sequences[:n, i] for i, n in enumerate(sizes)]
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """The sequences of a ``PackedSequence``, in their original order: the inverse of
+    :func:`pack_sequence`."""
+    batch_sizes, _, back = packed_sequences.host_layout()
+    padded, _ = pad_packed_sequence(packed_sequences, batch_first=True)
+    lengths = [sum(1 for size in batch_sizes if size > b) for b in range(batch_sizes[0])]
+    if back is not None:
+        lengths = [lengths[i] for i in back]
+    return unpad_sequence(padded, lengths, batch_first=True)
