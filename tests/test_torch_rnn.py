@@ -359,6 +359,9 @@ def test_pad_and_pack_sequence(ctx):
     ]
     pieces = nn.utils.rnn.unpad_sequence(padded, torch.tensor([3, 1]))
     assert [t.tolist() for t in pieces] == [[[1.0], [2.0], [3.0]], [[4.0]]]
+    doubled = unsorted.double()
+    assert doubled.data.dtype is F64 and doubled.batch_sizes is unsorted.batch_sizes
+    assert isinstance(doubled, nn.utils.rnn.PackedSequence) and unsorted.float() is unsorted
     with pytest.raises(TensorError, match="must be sorted in decreasing order"):
         nn.utils.rnn.pack_sequence([b, a])
     with pytest.raises(TensorValueError, match="Expected total_length to be at least"):

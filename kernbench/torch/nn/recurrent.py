@@ -193,8 +193,8 @@ class RNNBase(Module):
 
     def _prepare(
         self,
-        input: Any,
-        states: tuple[Tensor | None, ...],  # noqa: A002
+        input: Any,  # noqa: A002 - torch's name
+        states: tuple[Tensor | None, ...],
     ) -> tuple[Tensor, list[int], list[int] | None, list[int] | None, bool, tuple[Any, ...]]:
         """``(data, batch_sizes, sorted, unsorted, batched, states)``: the input as rows
         of ``batch_sizes[t]`` per step, its states with a batch dim (None if not given)."""

@@ -22,7 +22,7 @@ from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.factories import full, tensor
 from kernbench.torch.tensor import Tensor
 
-_INT64 = DTYPE_OBJECTS["int64"]
+_INT64, _FLOAT32, _FLOAT64 = (DTYPE_OBJECTS[n] for n in ("int64", "float32", "float64"))
 
 __all__ = [
     "PackedSequence",
@@ -73,6 +73,24 @@ class PackedSequence(_PackedFields):
             return None if values is None else _host_ints(values, "PackedSequence")
 
         return ints(self.batch_sizes), ints(self.sorted_indices), ints(self.unsorted_indices)
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data.to(...)`` in a new sequence (the indices follow a device move; the
+        batch sizes stay where they are, as torch keeps them on the CPU)."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        order, back = self.sorted_indices, self.unsorted_indices
+        if data.device != self.data.device:
+            order = None if order is None else order.to(data.device)
+            back = None if back is None else back.to(data.device)
+        return PackedSequence(data, self.batch_sizes, order, back, layout=self._layout)
+
+    def double(self) -> PackedSequence:
+        return self.to(dtype=_FLOAT64)
+
+    def float(self) -> PackedSequence:
+        return self.to(dtype=_FLOAT32)
 
     @property
     def is_cuda(self) -> bool:
