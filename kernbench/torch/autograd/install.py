@@ -48,6 +48,7 @@ from kernbench.torch.autograd.pointwise_formulas import (
     POINTWISE_NN_RULES,
     POINTWISE_RULES,
 )
+from kernbench.torch.autograd.resample_formulas import RESAMPLE_NN_RULES
 from kernbench.torch.autograd.scan_formulas import SCAN_RULES
 from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
@@ -95,7 +96,10 @@ _TORCH_LEFT_ALONE = {
 
 _RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES}
 _FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES}
-_NN_RULES = {**NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES}
+_NN_RULES = {
+    **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
+    **RESAMPLE_NN_RULES,
+}  # fmt: skip
 
 _INSTALLED: list[bool] = []
 

@@ -18,7 +18,10 @@ elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
 :mod:`~kernbench.torch.nn.convolution`), ``conv_transpose1d``/``2d``/``3d`` (the same
 kernel on the input spread out, :mod:`~kernbench.torch.nn.conv_transpose`)
 and the max, average and adaptive pools (one kernel each,
-:mod:`~kernbench.torch.nn.pooling`) take torch's arguments.
+:mod:`~kernbench.torch.nn.pooling`) take torch's arguments, as do ``interpolate``
+(``upsample``), ``pixel_shuffle``/``pixel_unshuffle``
+(:mod:`~kernbench.torch.nn.interpolation`) and ``unfold``/``fold``
+(:mod:`~kernbench.torch.nn.folding`).
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here (``dropout1d``/``2d``/``3d`` one draw per channel,
 :mod:`~kernbench.torch.nn.feature_dropout`); ``one_hot`` gives ``int64``, as torch.
@@ -60,6 +63,13 @@ from kernbench.torch.nn.conv_transpose import (
 )
 from kernbench.torch.nn.convolution import conv1d, conv2d, conv3d
 from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
+from kernbench.torch.nn.folding import fold, unfold
+from kernbench.torch.nn.interpolation import (
+    interpolate,
+    pixel_shuffle,
+    pixel_unshuffle,
+    upsample,
+)
 from kernbench.torch.nn.losses_more import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -155,6 +165,12 @@ __all__ = [
     "adaptive_max_pool1d",
     "adaptive_max_pool2d",
     "adaptive_max_pool3d",
+    "interpolate",
+    "upsample",
+    "pixel_shuffle",
+    "pixel_unshuffle",
+    "unfold",
+    "fold",
 ]
 
 
@@ -551,11 +567,11 @@ def pad(
 
 # What to write for the functional names CNN code reaches for that have no kernel here.
 _HINTS = dict.fromkeys(
-    ("interpolate", "upsample", "grid_sample", "unfold",
-     "fold", "lp_pool1d", "lp_pool2d", "max_unpool1d",
-     "max_unpool2d", "pixel_shuffle"),
-    "only conv1d/2d/3d, conv_transpose1d/2d/3d and the 1-D, 2-D and 3-D max, average and "
-    "adaptive pools have kernels here; ",
+    ("grid_sample", "affine_grid", "upsample_nearest", "upsample_bilinear", "lp_pool1d",
+     "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"),
+    "only conv1d/2d/3d, conv_transpose1d/2d/3d, the 1-D, 2-D and 3-D max, average and "
+    "adaptive pools, interpolate (upsample), pixel_shuffle/unshuffle and unfold/fold have "
+    "kernels here; ",
 )  # fmt: skip
 
 
