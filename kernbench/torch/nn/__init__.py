@@ -9,7 +9,7 @@ what those ops cost.  Parameters have ``requires_grad=True``; ``loss.backward()`
 fills their ``grad`` (:mod:`kernbench.torch.autograd`), which ``torch.optim`` reads.
 ``nn.parallel`` (DistributedDataParallel) is registered by
 :mod:`kernbench.torch.distributed.data_parallel`.  Names torch has and this package
-does not (``nn.Upsample``, ...) raise a
+does not (``nn.MaxUnpool2d``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
 instead.
 """
@@ -92,6 +92,15 @@ from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.parameter import Buffer, Parameter
 from kernbench.torch.nn.recurrent import GRU, LSTM, RNN, RNNBase
+from kernbench.torch.nn.resample_layers import (
+    Fold,
+    PixelShuffle,
+    PixelUnshuffle,
+    Unfold,
+    Upsample,
+    UpsamplingBilinear2d,
+    UpsamplingNearest2d,
+)
 from kernbench.torch.nn.rnn_cells import GRUCell, LSTMCell, RNNCell, RNNCellBase
 from kernbench.torch.nn.transformer import (
     Transformer,
@@ -182,17 +191,23 @@ __all__ = [
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
     "AdaptiveMaxPool3d",
+    "Upsample",
+    "UpsamplingNearest2d",
+    "UpsamplingBilinear2d",
+    "PixelShuffle",
+    "PixelUnshuffle",
+    "Unfold",
+    "Fold",
 ]
 
 
 # What to write for the nn names model code reaches for.
 HINTS = {
     **dict.fromkeys(("LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
-                     "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d",
-                     "Unfold", "Fold", "Upsample", "UpsamplingNearest2d",
-                     "UpsamplingBilinear2d"),
-                    "only Conv1d/2d/3d, ConvTranspose1d/2d/3d and the 1-D, 2-D and 3-D max, "
-                    "average and adaptive pools have kernels here"),
+                     "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"),
+                    "only Conv1d/2d/3d, ConvTranspose1d/2d/3d, the 1-D, 2-D and 3-D max, "
+                    "average and adaptive pools, Upsample, PixelShuffle/PixelUnshuffle and "
+                    "Unfold/Fold have kernels here"),
     "parallel": "import kernbench.torch (its distributed package registers nn.parallel, "
     "DistributedDataParallel)",
 }  # fmt: skip
