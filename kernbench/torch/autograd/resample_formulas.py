@@ -40,8 +40,9 @@ def _interpolate(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         x, plan = resample_plan(*args, **kwargs)
     except TypeError:
         raise Unsupported from None  # (the forward raises its own error)
-    if plan.mode == "area":
-        return fn(*args, **kwargs)  # the pool inside records its node
+    if plan.mode == "area":  # the pool records its node, as torch's interpolate calls it
+        pool = getattr(F, f"adaptive_avg_pool{len(plan.sizes)}d")
+        return pool(x, plan.out_sizes if len(plan.sizes) > 1 else plan.out_sizes[0])
     out = untracked(fn, *args, **kwargs)
     shape = tuple(x.shape)
 

@@ -162,7 +162,7 @@ def fold(
     for i, j, (rows, cols_) in _taps(kernel, dilations, strides, blocks):
         buf[:, :, rows, cols_].add_(parts[:, :, i, j])
     out = buf[:, :, pads[0] : pads[0] + size[0], pads[1] : pads[1] + size[1]]
-    if any(pads):
+    if not out.is_contiguous():
         cut = out.contiguous()
         buf.free()
         out = cut
