@@ -280,7 +280,16 @@ def test_modules_hold_torchs_attributes_and_call_interpolate(ctx):
         nn.UpsamplingBilinear2d(size=(4, 7))(x).numpy(),
         F.interpolate(x, (4, 7), mode="bilinear", align_corners=True).numpy(),
     )
-    assert F.upsample(x, scale_factor=3).shape == (1, 2, 9, 15)
+    with pytest.warns(UserWarning, match=r"nn.functional.upsample is deprecated\. Use nn"):
+        assert F.upsample(x, scale_factor=3).shape == (1, 2, 9, 15)
+    with pytest.warns(UserWarning, match="upsample_bilinear is deprecated"):
+        np.testing.assert_array_equal(
+            F.upsample_bilinear(x, (4, 7)).numpy(),
+            F.interpolate(x, (4, 7), mode="bilinear", align_corners=True).numpy(),
+        )
+    with pytest.warns(UserWarning, match="upsample_nearest is deprecated"):
+        y = F.upsample_nearest(x.requires_grad_(), scale_factor=2)
+    assert y.grad_fn.name() == "UpsampleNearest2DBackward0"
 
 
 # -- gradients -------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.torch.autograd.formulas import Unsupported, recorded, untracked
 from kernbench.torch.nn import functional as F
-from kernbench.torch.nn.interpolation import resample_backward, resample_plan
+from kernbench.torch.nn.interpolation import resample_backward, resample_plan, warn_deprecated
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -52,8 +52,16 @@ def _interpolate(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     return recorded(out, _NODES[plan.mode].format(len(plan.sizes)), (x,), backward)
 
 
-def _upsample(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    return F.interpolate(*args, **kwargs)
+def _deprecated(**fixed: Any) -> Callable[..., Any]:
+    """``upsample`` and its fixed-mode forms: their warning, then ``F.interpolate``, which
+    records."""
+
+    def rule(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        bound = _bound(fn, *args, **kwargs)
+        warn_deprecated(fn.__name__)
+        return F.interpolate(**bound, **fixed)
+
+    return rule
 
 
 def _bound(fn: Callable, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -97,7 +105,9 @@ def _views(fn: Callable, *args: Any, **kwargs: Any) -> Any:
 
 RESAMPLE_NN_RULES: dict[str, Callable[..., Any]] = {
     "interpolate": _interpolate,
-    "upsample": _upsample,
+    "upsample": _deprecated(),
+    "upsample_nearest": _deprecated(mode="nearest"),
+    "upsample_bilinear": _deprecated(mode="bilinear", align_corners=True),
     "unfold": _unfold,
     "fold": _fold,
     "pixel_shuffle": _views,

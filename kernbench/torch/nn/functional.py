@@ -69,6 +69,8 @@ from kernbench.torch.nn.interpolation import (
     pixel_shuffle,
     pixel_unshuffle,
     upsample,
+    upsample_bilinear,
+    upsample_nearest,
 )
 from kernbench.torch.nn.losses_more import (
     binary_cross_entropy,
@@ -167,6 +169,8 @@ __all__ = [
     "adaptive_max_pool3d",
     "interpolate",
     "upsample",
+    "upsample_nearest",
+    "upsample_bilinear",
     "pixel_shuffle",
     "pixel_unshuffle",
     "unfold",
@@ -567,8 +571,8 @@ def pad(
 
 # What to write for the functional names CNN code reaches for that have no kernel here.
 _HINTS = dict.fromkeys(
-    ("grid_sample", "affine_grid", "upsample_nearest", "upsample_bilinear", "lp_pool1d",
-     "lp_pool2d", "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d"),
+    ("grid_sample", "affine_grid", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
+     "max_unpool2d", "max_unpool3d"),
     "only conv1d/2d/3d, conv_transpose1d/2d/3d, the 1-D, 2-D and 3-D max, average and "
     "adaptive pools, interpolate (upsample), pixel_shuffle/unshuffle and unfold/fold have "
     "kernels here; ",

@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, user_stacklevel
 from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.nn.pooling import (
     adaptive_avg_pool1d,
@@ -46,6 +47,9 @@ __all__ = [
     "resample_backward",
     "resample_plan",
     "upsample",
+    "upsample_bilinear",
+    "upsample_nearest",
+    "warn_deprecated",
 ]
 
 _MODES = {
@@ -283,6 +287,14 @@ def interpolate(
     return run_resample(x, plan)
 
 
+def warn_deprecated(name: str) -> None:
+    warnings.warn(
+        f"nn.functional.{name} is deprecated. Use nn.functional.interpolate instead.",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def upsample(
     input: Tensor,  # noqa: A002 - torch's name
     size: Any = None,
@@ -290,8 +302,22 @@ def upsample(
     mode: str = "nearest",
     align_corners: bool | None = None,
 ) -> Tensor:
-    """torch's deprecated ``upsample``: :func:`interpolate`."""
+    """torch's deprecated ``upsample`` (with its warning): :func:`interpolate`."""
+    warn_deprecated("upsample")
     return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:  # noqa: A002
+    """torch's deprecated ``upsample_nearest``: :func:`interpolate` with 'nearest'."""
+    warn_deprecated("upsample_nearest")
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input: Tensor, size: Any = None, scale_factor: Any = None) -> Tensor:  # noqa: A002
+    """torch's deprecated ``upsample_bilinear``: :func:`interpolate` with 'bilinear' and
+    ``align_corners=True``."""
+    warn_deprecated("upsample_bilinear")
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
 def _shuffle_input(value: Any, call: str, factor: Any, what: str) -> tuple[Tensor, int]:
