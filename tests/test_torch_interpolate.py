@@ -489,3 +489,17 @@ def test_a_resample_costs_about_a_streaming_pass_over_its_output():
         )
         # a zero fill, the scatter (an atomic add a tap) and the loss's sum and its gradient
         assert 1.5 * bilinear <= backward <= 3.5 * bilinear
+
+
+def test_unfold_is_one_copy_and_fold_of_tiling_blocks_a_few():
+    context = RuntimeContext("tiny", timing_only=True)
+    with use_context(context):
+        x = torch.ones(2, 3, 64, 64)
+        one_pass = cost(context, lambda: x * 2)
+        patches = F.unfold(x, 16, stride=16)  # ViT's patches: a strided view copied once
+        assert 0.6 * one_pass <= cost(context, lambda: F.unfold(x, 16, stride=16)) <= one_pass
+        # a zero fill (half a pass), the patches' permuted copy and its copy into place
+        assert cost(context, lambda: F.fold(patches, (64, 64), 16, stride=16)) <= 3 * one_pass
+        # 3x3 blocks: the padded copy, then nine times the input written by one copy
+        windows = cost(context, lambda: F.unfold(x, 3, padding=1))
+        assert 3 * one_pass <= windows <= 8 * one_pass

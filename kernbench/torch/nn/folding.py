@@ -1,9 +1,10 @@
 """``torch.nn.functional.unfold`` (im2col) and ``fold`` (col2im), torch's sliding blocks.
 
 ``unfold`` of (N, C, H, W) (or (C, H, W)) is (N, C·kh·kw, L): the input padded (a fill and
-a copy, when there is padding), then every block gathered by one copy of a strided view.
-``fold`` is its adjoint: a zeroed padded output and one strided add per kernel position
-(overlapping blocks add up), cut to ``output_size``.  Arguments and checks are torch's
+a copy, when there is padding), then every block gathered by one copy of a strided view
+(the sliding windows of ``Tensor.unfold``).  ``fold`` is its adjoint: a zeroed padded
+output and one strided add per kernel position (overlapping blocks add up), or one copy
+when the blocks tile it (ViT patches), cut to ``output_size``.  Arguments and checks are torch's
 (``im2col_shape_check``/``col2im_shape_check``).
 """
 
@@ -106,12 +107,13 @@ def unfold(
     if any(pads):
         padded = x.new_zeros(n, c, h + 2 * pads[0], w + 2 * pads[1])
         padded[:, :, pads[0] : pads[0] + h, pads[1] : pads[1] + w] = x
-    out = x.new_empty(n, c, kernel[0], kernel[1], blocks[0], blocks[1])
-    for i, j, (rows, cols) in _taps(kernel, dilations, strides, blocks):
-        out[:, :, i, j] = padded[:, :, rows, cols]
+    # every block as a strided view (N, C, kh, kw, oh, ow), copied out once
+    spans = tuple(d * (k - 1) + 1 for d, k in zip(dilations, kernel, strict=True))
+    windows = padded.unfold(2, spans[0], strides[0]).unfold(3, spans[1], strides[1])
+    windows = windows[:, :, :, :, :: dilations[0], :: dilations[1]].permute(0, 1, 4, 5, 2, 3)
+    out = windows.reshape(n, c * kernel[0] * kernel[1], blocks[0] * blocks[1])
     if padded is not x:
         padded.free()
-    out = out.view(n, c * kernel[0] * kernel[1], blocks[0] * blocks[1])
     return out if batched else out.squeeze(0)
 
 
@@ -159,8 +161,14 @@ def fold(
     c = ckk // (kernel[0] * kernel[1])
     parts = cols.reshape(n, c, kernel[0], kernel[1], blocks[0], blocks[1])
     buf = cols.new_zeros(n, c, size[0] + 2 * pads[0], size[1] + 2 * pads[1])
-    for i, j, (rows, cols_) in _taps(kernel, dilations, strides, blocks):
-        buf[:, :, rows, cols_].add_(parts[:, :, i, j])
+    if dilations == (1, 1) and strides == kernel:  # blocks that tile: one copy
+        tiled = parts.permute(0, 1, 4, 2, 5, 3).reshape(
+            n, c, blocks[0] * kernel[0], blocks[1] * kernel[1]
+        )
+        buf[:, :, : blocks[0] * kernel[0], : blocks[1] * kernel[1]] = tiled
+    else:
+        for i, j, (rows, cols_) in _taps(kernel, dilations, strides, blocks):
+            buf[:, :, rows, cols_].add_(parts[:, :, i, j])
     out = buf[:, :, pads[0] : pads[0] + size[0], pads[1] : pads[1] + size[1]]
     if not out.is_contiguous():
         cut = out.contiguous()
