@@ -6,6 +6,8 @@
   given a ``scale_factor`` still records the ``...Backward0`` name) whose backward is the
   interpolation kernel run as a scatter: each output's gradient times each tap's weight
   added to the tap's input position.
+* ``pixel_shuffle`` and ``pixel_unshuffle`` are each other's inverse and backward
+  (``PixelShuffleBackward0``, ``PixelUnshuffleBackward0``).
 * ``unfold`` and ``fold`` are each other's adjoint: ``Im2ColBackward0`` is a ``fold`` of
   the gradient, ``Col2ImBackward0`` an ``unfold``.
 """
@@ -98,9 +100,21 @@ def _fold(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     return recorded(out, "Col2ImBackward0", (x,), backward)
 
 
-def _views(fn: Callable, *args: Any, **kwargs: Any) -> Any:
-    """An op written as views and a copy: its inner ops record (``pixel_shuffle``)."""
-    return fn(*args, **kwargs)
+def _shuffle(name: str, inverse: str) -> Callable[..., Any]:
+    """``pixel_shuffle``/``pixel_unshuffle``: the gradient goes back by the other (one
+    copy), as torch's."""
+
+    def rule(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        a = _bound(fn, *args, **kwargs)
+        x, factor = a["input"], list(a.values())[1]
+        out = untracked(fn, *args, **kwargs)
+
+        def backward(g: Tensor) -> Sequence[Any]:
+            return (getattr(F, inverse)(g, factor),)
+
+        return recorded(out, name, (x,), backward)
+
+    return rule
 
 
 RESAMPLE_NN_RULES: dict[str, Callable[..., Any]] = {
@@ -110,6 +124,6 @@ RESAMPLE_NN_RULES: dict[str, Callable[..., Any]] = {
     "upsample_bilinear": _deprecated(mode="bilinear", align_corners=True),
     "unfold": _unfold,
     "fold": _fold,
-    "pixel_shuffle": _views,
-    "pixel_unshuffle": _views,
+    "pixel_shuffle": _shuffle("PixelShuffleBackward0", "pixel_unshuffle"),
+    "pixel_unshuffle": _shuffle("PixelUnshuffleBackward0", "pixel_shuffle"),
 }
