@@ -256,6 +256,17 @@ def test_interpolate_errors_are_torchs(ctx):
         F.interpolate(x, scale_factor=0.1)
     with pytest.raises(TensorError, match="takes a floating input"):
         F.interpolate(torch.ones(1, 1, 2, 2, dtype=torch.int32), size=3)
+    with pytest.raises(TensorError, match="takes a floating input"):
+        F.interpolate(torch.ones(1, 1, 2, 2, dtype=torch.uint8), size=3, mode="bilinear")
+
+
+def test_nearest_modes_resample_images_of_bytes(ctx):
+    pixels = np.random.default_rng(9).integers(0, 256, (1, 3, 5, 7), dtype=np.uint8)
+    for mode in ("nearest", "nearest-exact"):
+        y = F.interpolate(torch.from_numpy(pixels), size=(8, 4), mode=mode)
+        assert y.dtype == torch.uint8
+        expected = reference(pixels.astype(np.float32), mode, (8, 4))
+        np.testing.assert_array_equal(y.numpy(), expected.astype(np.uint8))
 
 
 def test_modules_hold_torchs_attributes_and_call_interpolate(ctx):
@@ -451,7 +462,10 @@ def test_fold_and_unfold_errors_are_torchs(ctx):
 def _resamples(context):
     x = torch.from_numpy(np.random.default_rng(7).standard_normal((2, 3, 6, 5)).astype("f4"))
     start = context.now
+    leaf = x.clone().requires_grad_()
+    F.interpolate(leaf, scale_factor=1.5, mode="bicubic").sum().backward()
     results = [
+        leaf.grad,
         F.interpolate(x, scale_factor=2),
         F.interpolate(x, size=(9, 4), mode="bilinear"),
         F.interpolate(x, scale_factor=1.5, mode="bicubic", align_corners=True),

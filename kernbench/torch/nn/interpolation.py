@@ -202,10 +202,12 @@ def _checked(
             "torch.nn.functional.interpolate: Input and output sizes should be greater than 0, "
             f"but got input ({given}) output ({wanted})"
         )
-    if not x.dtype.is_floating_point:
+    small_integer = x.dtype.name in ("uint8", "int8", "int16")  # exact in the float32 copy
+    if not (x.dtype.is_floating_point or (small_integer and mode.startswith("nearest"))):
         raise TensorError(
-            f"torch.nn.functional.interpolate: mode {mode!r} takes a floating input here, got "
-            f"{x.dtype!r}; convert with .float() first"
+            f"torch.nn.functional.interpolate: mode {mode!r} takes a floating input here (the "
+            f"nearest modes also uint8, int8 and int16), got {x.dtype!r}; convert with .float() "
+            "first"
         )
     f64 = x.dtype.name == "float64"
     scales = tuple(
