@@ -519,3 +519,26 @@ def test_unfold_is_one_copy_and_fold_of_tiling_blocks_a_few():
         # 3x3 blocks: the padded copy, then nine times the input written by one copy
         windows = cost(context, lambda: F.unfold(x, 3, padding=1))
         assert 3 * one_pass <= windows <= 8 * one_pass
+
+
+def test_a_decoder_block_trains_through_upsample_and_pixel_shuffle(ctx):
+    torch.manual_seed(0)
+    block = nn.Sequential(
+        nn.Conv2d(4, 8, 3, padding=1),
+        nn.Upsample(scale_factor=2, mode="bilinear"),
+        nn.Conv2d(8, 8, 3, padding=1),
+        nn.PixelShuffle(2),
+        nn.Conv2d(2, 1, 1),
+    )
+    x = torch.randn(2, 4, 4, 4)
+    target = torch.randn(2, 1, 16, 16)
+    optimizer = torch.optim.SGD(block.parameters(), lr=0.05)
+    losses = []
+    for _ in range(3):
+        optimizer.zero_grad()
+        loss = F.mse_loss(block(x), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert all(p.grad is not None for p in block.parameters())
+    assert losses[2] < losses[0]
