@@ -13,7 +13,8 @@ The package face only re-exports: process groups are in
 :mod:`~kernbench.torch.distributed.device_mesh`, and the checks every call
 shares in :mod:`~kernbench.torch.distributed.arguments`; ``ZeroRedundancyOptimizer`` is in
 :mod:`~kernbench.torch.distributed.optim`, ``FullyShardedDataParallel`` in
-:mod:`~kernbench.torch.distributed.fsdp`.
+:mod:`~kernbench.torch.distributed.fsdp`, tensor parallelism (``parallelize_module``) in
+:mod:`~kernbench.torch.distributed.tensor.parallel`.
 """
 
 from __future__ import annotations
@@ -24,11 +25,13 @@ from kernbench.distributed.world import ProcessGroup, Work
 from kernbench.errors import unsupported_name
 from kernbench.kernels.ranks import DistributedState, set_rank_provider
 from kernbench.torch.distributed import (
+    _tensor,  # noqa: F401 - torch's older path of .tensor
     data_parallel,  # noqa: F401 - registers torch.nn.parallel (DistributedDataParallel)
     fsdp,  # noqa: F401 - torch.distributed.fsdp (FullyShardedDataParallel)
     ipcq_install,  # noqa: F401 - registers install_ipcq
     optim,  # noqa: F401 - torch.distributed.optim (ZeroRedundancyOptimizer)
     sync_batch_norm,  # noqa: F401 - registers torch.nn.SyncBatchNorm
+    tensor,  # noqa: F401 - torch.distributed.tensor (.parallel: parallelize_module)
 )
 from kernbench.torch.distributed.all_to_all import all_to_all, all_to_all_single
 from kernbench.torch.distributed.collectives import (
@@ -162,8 +165,9 @@ _HINTS = {
     # The libraries built on torch.distributed: here their collectives are written out.
     "pipelining": "there is no pipeline runtime: pass activations with isend/irecv or "
     "batch_isend_irecv, as benches/pipeline_parallel.py does (GPipe and 1F1B)",
-    "tensor": "there is no DTensor: shard tensors yourself and call the collectives, as "
-    "benches/tp_mlp.py and benches/attention_block.py do",
+    "DTensor": "there is no DTensor: torch.distributed.tensor.parallel.parallelize_module "
+    "(ColwiseParallel, RowwiseParallel) shards modules into plain local tensors; or shard "
+    "tensors yourself and call the collectives, as benches/tp_mlp.py does",
     "algorithms": "there are no DDP communication hooks (DDP all-reduces each gradient): "
     "call the collectives "
     "on your gradient buckets, as benches/dp_training_step.py does",
