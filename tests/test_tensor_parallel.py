@@ -8,6 +8,7 @@ tensor_parallel_example.py runs as written (tests/data/tensor_parallel_example.p
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -351,3 +352,28 @@ def test_tensor_parallel_example_runs_as_written(tmp_path):
     # three shards scattered and a bias broadcast, then one all-reduce per forward and none
     # in backward: the input (the data) needs no gradient
     assert ops == ["scatter"] * 3 + ["broadcast"] + ["all_reduce"] * 10
+
+
+def _copied(rank, world):
+    mesh = init_device_mesh("cuda", (world,))
+    torch.manual_seed(0)
+    model = parallelize_module(Net(), mesh, PLAN)
+    twin = copy.deepcopy(model)
+    x = torch.from_numpy(_batch(0)[0])
+    up = twin.layers[0].up.weight
+    return (
+        model(x).detach().numpy().copy(),
+        twin(x).detach().numpy().copy(),
+        up.placements,
+        up.to_local() is up,
+        up.full_tensor().numpy().copy(),
+        model.layers[0].up.weight.full_tensor().numpy().copy(),
+    )
+
+
+def test_a_deep_copy_keeps_the_shards_and_the_collectives():
+    result = kernbench.simulate(_copied, topology="multi_sip", world_size=2, rank_args=True)
+    out, twin_out, placements, local_is_self, twin_full, full = result.returns[0]
+    np.testing.assert_array_equal(twin_out, out)
+    assert placements == (Shard(0),) and local_is_self
+    np.testing.assert_array_equal(twin_full, full)

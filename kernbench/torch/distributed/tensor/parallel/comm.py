@@ -10,6 +10,7 @@ replicated output, whose gradient every rank already holds whole.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from kernbench.torch.autograd import Function, no_grad
@@ -81,6 +82,15 @@ class LocalShard(Parameter):
             pieces = [empty_like(local) for _ in range(get_world_size(self._group))]
             all_gather(pieces, local, group=self._group)
             return cat(pieces, dim=placement.dim)
+
+    def __deepcopy__(self, memo: dict) -> LocalShard:
+        """A copy on the device that is still a shard of the same layout, with its grad."""
+        out = LocalShard(self.detach().clone(), self.placements[0], self.device_mesh, self._group)
+        out.requires_grad_(self.requires_grad)
+        memo[id(self)] = out
+        if self.grad is not None:
+            out.grad = copy.deepcopy(self.grad, memo)
+        return out
 
     def __repr__(self) -> str:
         return f"LocalShard({self.placements[0]!r}) containing:\n" + Tensor.__repr__(self)
