@@ -377,3 +377,25 @@ def test_a_deep_copy_keeps_the_shards_and_the_collectives():
     np.testing.assert_array_equal(twin_out, out)
     assert placements == (Shard(0),) and local_is_self
     np.testing.assert_array_equal(twin_full, full)
+
+
+def _two_d(rank, world):
+    mesh = init_device_mesh("cuda", (2, world // 2), mesh_dim_names=("dp", "tp"))
+    torch.manual_seed(0)
+    model = parallelize_module(Net(), mesh["tp"], PLAN)
+    x, _ = _batch(mesh.get_local_rank("dp"))  # each data-parallel replica its own batch
+    return model(torch.from_numpy(x)).detach().numpy().copy()
+
+
+def test_a_slice_of_a_2d_mesh_shards_over_its_own_ranks():
+    want = []
+    with use_context(RuntimeContext("tiny")):
+        torch.manual_seed(0)
+        model = Net()
+        for replica in (0, 1):
+            want.append(model(torch.from_numpy(_batch(replica)[0])).detach().numpy().copy())
+    result = kernbench.simulate(_two_d, topology="multi_sip", world_size=4, rank_args=True)
+    for rank in range(4):
+        np.testing.assert_allclose(result.returns[rank], want[rank // 2], rtol=1e-5, atol=1e-6)
+    ops = [c["op"] for c in result.report["collectives"]]
+    assert ops.count("all_reduce") == 2 * 2  # two pairs, in each of the two tp groups
