@@ -217,7 +217,8 @@ def test_finfo_iinfo_refuse_the_other_kind(ctx):
     ("statement", "says"),
     [
         ("import kernbench.torch.cuda", "as a module: it is an attribute; import kernbench.torch"),
-        ("from kernbench.torch.distributed import tensor", "no DTensor"),
+        ("from kernbench.torch.distributed.tensor import DTensor", "no DTensor"),
+        ("import kernbench.torch.distributed.tensor.experimental", "parallelize_module"),
         ("from kernbench.torch.distributed import pipelining", "pipeline_parallel.py"),
     ],
 )
