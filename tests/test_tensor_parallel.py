@@ -256,6 +256,9 @@ def _misuse(rank, world, case):
         parallelize_module(model, mesh, PLAN)
     if case == "uneven":
         parallelize_module(nn.Linear(4, 3), mesh, ColwiseParallel())
+    if case == "whole_input":
+        layer = parallelize_module(nn.Linear(4, 2), mesh, RowwiseParallel())
+        layer(torch.ones(3, 4))
     if case == "rowwise_embedding":
         parallelize_module(nn.Embedding(4, 2), mesh, RowwiseParallel())
 
@@ -267,6 +270,7 @@ def _misuse(rank, world, case):
         ("relu", DistributedError, "only support nn.Linear and nn.Embedding"),
         ("twice", DistributedError, "already sharded"),
         ("uneven", DistributedError, "must divide over the 2 ranks"),
+        ("whole_input", DistributedError, "this rank's 2 of the 4 input features"),
         ("rowwise_embedding", UnsupportedNameError, "pass input_layouts=Replicate()"),
     ],
 )

@@ -172,6 +172,14 @@ class ColwiseParallel(ParallelStyle):
 
 
 def _rowwise_linear_forward(module: Linear, group: Any, input: Tensor) -> Tensor:  # noqa: A002
+    local = module.weight.shape[1]
+    if isinstance(input, Tensor) and input.ndim and input.shape[-1] != local:
+        raise DistributedError(
+            f"RowwiseParallel Linear takes its input sharded on the last dimension: this "
+            f"rank's {local} of the {local * module.weight.device_mesh.size()} input features, "
+            f"got an input of shape {tuple(input.shape)} (a ColwiseParallel layer's output is "
+            "such a shard; a whole input would need DTensor's redistribution)"
+        )
     out = ReduceFromTensorParallel.apply(F.linear(input, module.weight), group)
     return out if module.bias is None else out + module.bias
 
