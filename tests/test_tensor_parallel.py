@@ -182,6 +182,7 @@ class Tagger(nn.Module):
         return torch.cat(pieces, dim=-1)
 
 
+EMBEDDING_PLAN = {"tok": RowwiseParallel(input_layouts=Replicate()), "pos": ColwiseParallel()}
 IDS = np.array([[0, 3, 7, 5], [6, 1, 2, 4]], np.int64)
 
 
@@ -189,8 +190,7 @@ def _embedding_run(rank, world):
     mesh = init_device_mesh("cuda", (world,))
     torch.manual_seed(1)
     model = Tagger()
-    plan = {"tok": RowwiseParallel(input_layouts=Replicate()), "pos": ColwiseParallel()}
-    parallelize_module(model, mesh, plan)
+    parallelize_module(model, mesh, EMBEDDING_PLAN)
     out = model(torch.from_numpy(IDS))
     out.sum().backward()
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
@@ -403,3 +403,23 @@ def test_a_slice_of_a_2d_mesh_shards_over_its_own_ranks():
         np.testing.assert_allclose(result.returns[rank], want[rank // 2], rtol=1e-5, atol=1e-6)
     ops = [c["op"] for c in result.report["collectives"]]
     assert ops.count("all_reduce") == 2 * 2  # two pairs, in each of the two tp groups
+
+
+def _step(rank, world):
+    mesh = init_device_mesh("cuda", (world,))
+    torch.manual_seed(0)
+    model = parallelize_module(Net(), mesh, PLAN)
+    x = torch.ones(BATCH, WIDTH, requires_grad=True)
+    model(x).sum().backward()
+
+
+def test_timing_only_mode_gives_the_same_time():
+    """(Embedding lookups are left out: their cost depends on the indices, in timing-only
+    mode a few ns apart, with or without tensor parallelism.)"""
+    times = [
+        kernbench.simulate(
+            _step, topology="multi_sip", world_size=2, rank_args=True, timing_only=timing
+        ).report["simulated_time_ps"]
+        for timing in (False, True)
+    ]
+    assert times[0] == times[1]
