@@ -83,9 +83,7 @@ device_mesh = init_device_mesh(device_type="cuda", mesh_shape=(_world_size,))
 _rank = device_mesh.get_rank()
 
 print(f"Starting PyTorch TP example on rank {_rank}.")
-assert _world_size % 2 == 0, (
-    f"TP examples require even number of GPUs, but got {_world_size} gpus"
-)
+assert _world_size % 2 == 0, f"TP examples require even number of GPUs, but got {_world_size} gpus"
 
 rank_log(_rank, logger, f"Device Mesh created: {device_mesh=}")
 
