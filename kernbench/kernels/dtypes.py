@@ -212,8 +212,10 @@ def round_bf16(values: np.ndarray) -> np.ndarray:
 
 def cast_values(values: Any, to: dtype) -> np.ndarray:
     """``values`` converted to ``to`` (floats to nearest; integers wrap, as C casts do)."""
-    with np.errstate(all="ignore"):
-        out = np.asarray(values).astype(to.np_dtype, copy=False)
+    out = np.asarray(values)
+    if out.dtype != to.np_dtype:
+        with np.errstate(all="ignore"):  # entering errstate costs more than most casts
+            out = out.astype(to.np_dtype)
     return round_bf16(out) if to is bfloat16 else out
 
 

@@ -19,6 +19,7 @@ As ``triton/language/semantic.py`` has them (``to_tensor_type``,
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kernbench.errors import KernelError
@@ -104,6 +105,10 @@ def _float_type(a: dtype, b: dtype, div_or_mod: bool) -> dtype | None:
     return None
 
 
+# Every elementwise operation of every program asks this; the answer depends only on the
+# arguments (a few dozen dtypes, three flags), so it is remembered.  A refusal is not
+# remembered: it raises again, naming the program it is raised in.
+@functools.lru_cache(maxsize=4096)
 def computation_type(
     a: dtype, a_is_scalar: bool, b: dtype, b_is_scalar: bool, div_or_mod: bool
 ) -> dtype:
@@ -123,6 +128,13 @@ def computation_type(
     return integer_promote(a, b)
 
 
+@functools.lru_cache(maxsize=64)
+def _integer_range(kind: dtype) -> tuple[int, int]:
+    """The values an integer type holds: ``low <= value < high``."""
+    bits = kind.int_bitwidth
+    return (-(2 ** (bits - 1)), 2 ** (bits - 1)) if kind.is_int_signed() else (0, 2**bits)
+
+
 def check_scalar(value: Any, common: dtype) -> None:
     """Refuse a Python number that ``common`` cannot hold, as Triton does."""
     if not common.is_int():
@@ -132,8 +144,7 @@ def check_scalar(value: Any, common: dtype) -> None:
             f"{where_am_i()}: Cannot perform a binary operation between an unsigned tensor "
             f"and a negative scalar ({value} with {common.name}); cast one of them explicitly"
         )
-    bits = common.int_bitwidth
-    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if common.is_int_signed() else (0, 2**bits)
+    low, high = _integer_range(common)
     if not low <= value < high:
         raise KernelError(
             f"{where_am_i()}: scalar {value} is out of range for {common.name}; cast the "
