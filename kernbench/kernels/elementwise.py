@@ -97,8 +97,8 @@ def promote(
 
 def _c_floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``//`` as Triton divides integers: rounded toward zero, as C does (Python floors)."""
-    quotient = np.floor_divide(a, b)
-    inexact = np.remainder(a, b) != 0
+    quotient, remainder = np.divmod(a, b)
+    inexact = remainder != 0
     return quotient + (inexact & ((a < 0) != (b < 0)))
 
 
@@ -125,7 +125,8 @@ class BinaryOp:
 
     def apply(self, a: Operand, b: Operand) -> tuple[np.ndarray, dtype]:
         """The result's values and dtype."""
-        x, y, common = promote(a, b, self.div_or_mod)
+        common = computation_type(a.dtype, a.is_scalar, b.dtype, b.is_scalar, self.div_or_mod)
+        x, y = _as_type(a, common), _as_type(b, common)
         if self.integers_only and not common.is_int():
             raise KernelError(
                 f"{where_am_i()}: {self.symbol} needs integer operands (as in Triton), got "
@@ -135,10 +136,10 @@ class BinaryOp:
         if self.true_division and common.is_int():
             x, y, common = cast_values(x, float32), cast_values(y, float32), float32
         check_broadcast((x, y), "broadcasting the operands")
+        if self.comparison:  # NumPy warns of nothing in a comparison
+            return np.asarray(self.compute(x, y), dtype=np.bool_), int1
         with np.errstate(all="ignore"):
             out = self.compute(x, y)
-        if self.comparison:
-            return np.asarray(out, dtype=np.bool_), int1
         return cast_values(out, common), common
 
 

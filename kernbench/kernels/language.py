@@ -461,11 +461,18 @@ class Block:
 
 
 def _install_operators() -> None:
+    # Each operator calls _apply itself: these run for every operation of every program.
     def forward(op):
-        return lambda self, other: self._binary(other, op)
+        def method(self, other):
+            return NotImplemented if isinstance(other, Pointer) else _apply(op, self, other)
+
+        return method
 
     def reflected(op):
-        return lambda self, other: self._binary(other, op, True)
+        def method(self, other):
+            return NotImplemented if isinstance(other, Pointer) else _apply(op, other, self)
+
+        return method
 
     for name, op in BINARY_OPS.items():
         setattr(Block, f"__{name}__", forward(op))
@@ -692,6 +699,9 @@ def _masked(pointer: Any, mask: Any, what: str) -> tuple[np.ndarray, np.ndarray 
     if mask is None:
         return offsets, None
     mask_values = np.asarray(_values(mask)).astype(bool, copy=False)
+    if mask_values.shape == offsets.shape:  # the common case: nothing to broadcast
+        check_elements(mask_values.size, f"tl.{what} with its mask")
+        return offsets, None if mask_values.all() else mask_values
     try:
         shape = np.broadcast_shapes(offsets.shape, mask_values.shape)
     except ValueError:
