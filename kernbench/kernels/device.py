@@ -41,7 +41,7 @@ import numpy as np
 from kernbench.errors import KernelError
 from kernbench.kernels import language as tl
 from kernbench.kernels.dtypes import element_type
-from kernbench.kernels.interpreter import LaunchRecord, ProgramCounts
+from kernbench.kernels.interpreter import Interpreter, LaunchRecord, ProgramCounts
 from kernbench.kernels.jit import KernelLaunch, register_argument_launcher
 from kernbench.kernels.program import where_am_i
 from kernbench.machine import ProgramWork, RunPrograms
@@ -351,7 +351,8 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
         )
         space = AddressSpace(ctx, coord, traffic)
         local = dataclasses.replace(launch, args=args, address_space=space)
-        programs[pe] = [_program(local, pid, traffic, counts) for pid in pids]
+        arguments = _SharedArguments(local)
+        programs[pe] = [_program(local, pid, traffic, counts, arguments) for pid in pids]
     first_pe = next(iter(plan))
     start = ctx.now
     handle = ctx.submit(
@@ -373,11 +374,30 @@ def launch_on_device(ctx: RuntimeContext, launch: KernelLaunch, *, wait: bool = 
     )
 
 
+class _SharedArguments:
+    """The kernel arguments of one PE's programs (pointers, typed scalars), made when the
+    first of them runs and passed to all, as the host interpreter passes one set to every
+    program of a launch: making them costs more than many a small program."""
+
+    def __init__(self, launch: KernelLaunch) -> None:
+        self._launch = launch
+        self._values: dict[str, Any] | None = None
+
+    def values(self) -> dict[str, Any]:
+        if self._values is None:
+            self._values = Interpreter().kernel_args(self._launch)
+        return self._values
+
+
 def _program(
-    launch: KernelLaunch, pid: tuple, traffic: _Traffic, counts: dict[tuple, ProgramCounts]
+    launch: KernelLaunch,
+    pid: tuple,
+    traffic: _Traffic,
+    counts: dict[tuple, ProgramCounts],
+    arguments: _SharedArguments,
 ) -> Callable[[], ProgramWork]:
     def run() -> ProgramWork:
-        program = launch.run_program(pid)
+        program = Interpreter().run_program(launch, pid, kernel_args=arguments.values())
         counts[pid] = program
         loads, stores = traffic.take()
         return ProgramWork(loads, stores, program.matrix_flops, program.vector_flops)
