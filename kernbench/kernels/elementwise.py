@@ -136,8 +136,12 @@ class BinaryOp:
         if self.true_division and common.is_int():
             x, y, common = cast_values(x, float32), cast_values(y, float32), float32
         check_broadcast((x, y), "broadcasting the operands")
-        if self.comparison:  # NumPy warns of nothing in a comparison
+        # NumPy warns of nothing in a comparison, nor in integer arithmetic other than
+        # division (which wraps), so only those enter errstate, which costs a microsecond.
+        if self.comparison:
             return np.asarray(self.compute(x, y), dtype=np.bool_), int1
+        if common.is_int() and not self.div_or_mod:
+            return cast_values(self.compute(x, y), common), common
         with np.errstate(all="ignore"):
             out = self.compute(x, y)
         return cast_values(out, common), common
