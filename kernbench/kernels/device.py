@@ -92,6 +92,17 @@ class _Layout:
             and bool(self.replicas[0])
             and tuple(self.block_shape) == tuple(self.shape)
         )
+        self._nearest: dict[tuple[int, int, int], list[ShardPlacement | None]] = {}
+
+    def nearest(self, pe: tuple[int, int, int]) -> list[ShardPlacement | None]:
+        """Each block's copy nearest to ``pe`` (None for a block without copies)."""
+        nearest = self._nearest.get(pe)
+        if nearest is None:  # once per PE: a layout serves every launch on its allocation
+            nearest = self._nearest[pe] = [
+                min(replicas, key=lambda p: _distance(pe, p)) if replicas else None
+                for replicas in self.replicas
+            ]
+        return nearest
 
     def locate(self, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(block id, flat index inside the block's shard) of global flat indices."""
@@ -128,10 +139,7 @@ class DeviceBuffer:
         self._store = ctx.store if ctx.store.stores_bytes else None
         self._traffic = traffic
         self._itemsize = tensor.dtype.itemsize
-        self._nearest = [
-            min(replicas, key=lambda p: _distance(pe, p)) if replicas else None
-            for replicas in self._layout.replicas
-        ]
+        self._nearest = self._layout.nearest(pe)
         self._views: dict[int, np.ndarray] = {}
 
     def _view(self, placement: ShardPlacement) -> np.ndarray:
