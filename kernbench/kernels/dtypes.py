@@ -53,28 +53,31 @@ __all__ = [
 class dtype:  # noqa: N801 - Triton spells it in lower case
     """A kernel element type: a name, the NumPy type that holds it, its size."""
 
-    __slots__ = ("name", "np_dtype", "itemsize")
+    __slots__ = ("name", "np_dtype", "itemsize", "_kind")
 
     def __init__(self, name: str, np_dtype: Any, itemsize: int) -> None:
         self.name = name
         self.np_dtype = np.dtype(np_dtype)
         self.itemsize = itemsize
+        # The kind is asked of every operand of every operation: a NumPy dtype's
+        # attribute costs more to read than a slot.
+        self._kind = self.np_dtype.kind
 
     def is_floating(self) -> bool:
-        return self.np_dtype.kind == "f"
+        return self._kind == "f"
 
     def is_int(self) -> bool:
         """True for the integer types, int1 among them (Triton counts it an unsigned int)."""
-        return self.np_dtype.kind in "iub"
+        return self._kind in "iub"
 
     def is_int_signed(self) -> bool:
-        return self.np_dtype.kind == "i"
+        return self._kind == "i"
 
     def is_int_unsigned(self) -> bool:
-        return self.np_dtype.kind in "ub"
+        return self._kind in "ub"
 
     def is_bool(self) -> bool:
-        return self.np_dtype.kind == "b"
+        return self._kind == "b"
 
     # is_int1(), is_int8(), ..., is_fp16(), is_bf16(), is_fp32(), is_fp64(): see below.
 
