@@ -30,7 +30,9 @@ kernels).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,15 +76,17 @@ class _Layout:
             blocks.setdefault(key, []).append(p)
         self.ndim = len(self.shape)
         self.split_dims = [0] if self.ndim == 1 else ([0, self.ndim - 1] if self.ndim else [])
-        self.starts = [
-            np.array(sorted({key[d][0] for key in blocks}), dtype=np.int64) for d in self.split_dims
+        # Python lists and bisect here: a layout is made for every allocation a kernel
+        # touches, and NumPy's per-call cost would dominate on these few blocks.
+        starts = [sorted({key[d][0] for key in blocks}) for d in self.split_dims]
+        self.starts = [np.array(s, dtype=np.int64) for s in starts]
+        self.replicas: list[list[ShardPlacement]] = [
+            [] for _ in range(math.prod(len(s) for s in starts))
         ]
-        counts = [len(s) for s in self.starts]
-        self.replicas: list[list[ShardPlacement]] = [[] for _ in range(int(np.prod(counts)))]
         for key, placements in blocks.items():
             block_id = 0
-            for d, starts in zip(self.split_dims, self.starts, strict=True):
-                block_id = block_id * len(starts) + int(np.searchsorted(starts, key[d][0]))
+            for d, dim_starts in zip(self.split_dims, starts, strict=True):
+                block_id = block_id * len(dim_starts) + bisect.bisect_left(dim_starts, key[d][0])
             self.replicas[block_id] = placements
         self.block_shape = next(iter(blocks.values()))[0].shard.shape if blocks else ()
         # One block covering the tensor (copies of it aside): a flat index is its own
