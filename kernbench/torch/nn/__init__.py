@@ -90,6 +90,14 @@ from kernbench.torch.nn.layers import (
 )
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
+from kernbench.torch.nn.padding_layers import (
+    ConstantPad1d,
+    ConstantPad2d,
+    ConstantPad3d,
+    ZeroPad1d,
+    ZeroPad2d,
+    ZeroPad3d,
+)
 from kernbench.torch.nn.parameter import Buffer, Parameter
 from kernbench.torch.nn.recurrent import GRU, LSTM, RNN, RNNBase
 from kernbench.torch.nn.resample_layers import (
@@ -198,6 +206,12 @@ __all__ = [
     "PixelUnshuffle",
     "Unfold",
     "Fold",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
 ]
 
 
