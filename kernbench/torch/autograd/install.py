@@ -41,6 +41,11 @@ from kernbench.torch.autograd.formulas import FUNCTION_RULES, RULES, Unsupported
 from kernbench.torch.autograd.grad_mode import is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import UnsupportedBackward
 from kernbench.torch.autograd.in_place import record_in_place, record_in_place_function
+from kernbench.torch.autograd.index_formulas import (
+    INDEX_FUNCTION_RULES,
+    INDEX_NN_RULES,
+    INDEX_RULES,
+)
 from kernbench.torch.autograd.nn_formulas import NN_RULES
 from kernbench.torch.autograd.pointwise_formulas import (
     POINTWISE_FUNCTION_RULES,
@@ -94,11 +99,14 @@ _TORCH_LEFT_ALONE = {
     "triu_indices", "is_grad_enabled",
 }  # fmt: skip
 
-_RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES}
-_FUNCTION_RULES = {**FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES}
+_RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES}
+_FUNCTION_RULES = {
+    **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
+    **INDEX_FUNCTION_RULES,
+}  # fmt: skip
 _NN_RULES = {
     **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
-    **RESAMPLE_NN_RULES,
+    **RESAMPLE_NN_RULES, **INDEX_NN_RULES,
 }  # fmt: skip
 
 _INSTALLED: list[bool] = []

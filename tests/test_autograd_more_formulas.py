@@ -1,0 +1,240 @@
+"""Backward of the padding, reordering, repeating, indexing and diagonal ops
+(``index_formulas``) and of the further pointwise and matrix ops
+(``more_pointwise_formulas``): gradients against NumPy central differences in float64,
+each with torch's node name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gradcheck import check
+
+import kernbench.torch as torch
+import kernbench.torch.nn as nn
+import kernbench.torch.nn.functional as F
+from kernbench.runtime import RuntimeContext, use_context
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ctx():
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        yield context
+
+
+def _index(values, dtype=np.int64):
+    return np.array(values, dtype=dtype)
+
+
+def _t_index(values):
+    return torch.tensor(_index(values))
+
+
+def _np_pad(x, amounts, value=0.0):
+    """``F.pad`` in NumPy (negative amounts crop)."""
+    for i in range(len(amounts) // 2):
+        d = x.ndim - 1 - i
+        before, after = amounts[2 * i], amounts[2 * i + 1]
+        widths = [(0, 0)] * x.ndim
+        widths[d] = (max(before, 0), max(after, 0))
+        x = np.pad(x, widths, constant_values=value)
+        n = x.shape[d]
+        x = np.take(x, range(max(-before, 0), n - max(-after, 0)), axis=d)
+    return x
+
+
+PAD_CASES = [(1, 2), (1, 0, 2, 1), (-1, 2, 1, -1), (0, 0, 1, 1, 2, 0)]
+
+
+@pytest.mark.parametrize("amounts", PAD_CASES)
+def test_constant_pad(amounts):
+    check(
+        lambda x: F.pad(x, amounts, value=0.5),
+        lambda x: _np_pad(x, amounts, 0.5),
+        (2, 3, 4),
+        node="ConstantPadNdBackward0",
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "amounts"),
+    [
+        (nn.ZeroPad1d(2), (2, 2)),
+        (nn.ZeroPad2d((1, 0, 2, 1)), (1, 0, 2, 1)),
+        (nn.ConstantPad2d(1, 3.0), (1, 1, 1, 1)),
+        (nn.ConstantPad3d((1, 0, 0, 1, 1, 0), -1.0), (1, 0, 0, 1, 1, 0)),
+        (nn.ConstantPad1d((0, 1), 2.0), (0, 1)),
+        (nn.ZeroPad3d(1), (1,) * 6),
+    ],
+)
+def test_pad_modules(module, amounts):
+    value = getattr(module, "value", 0.0)
+    check(module, lambda x: _np_pad(x, amounts, value), (1, 2, 3, 2))
+
+
+def test_pad_module_checks_padding():
+    with pytest.raises(Exception, match="padding must be"):
+        nn.ZeroPad2d((1, 2, 3))
+
+
+INDEX_CASES = {
+    "flip": (lambda x: x.flip(0, 2), lambda x: np.flip(x, (0, 2)), "FlipBackward0"),
+    "torch.flip": (lambda x: torch.flip(x, [1]), lambda x: np.flip(x, 1), "FlipBackward0"),
+    "fliplr": (lambda x: x.fliplr(), lambda x: np.fliplr(x), "FlipBackward0"),
+    "flipud": (lambda x: torch.flipud(x), lambda x: np.flipud(x), "FlipBackward0"),
+    "roll": (lambda x: x.roll(1, 2), lambda x: np.roll(x, 1, 2), "RollBackward0"),
+    "roll_flat": (lambda x: x.roll(5), lambda x: np.roll(x, 5), "RollBackward0"),
+    "roll_dims": (
+        lambda x: torch.roll(x, (1, -2), (0, 2)),
+        lambda x: np.roll(x, (1, -2), (0, 2)),
+        "RollBackward0",
+    ),
+    "repeat": (lambda x: x.repeat(2, 1, 3), lambda x: np.tile(x, (2, 1, 3)), "RepeatBackward0"),
+    "repeat_more_dims": (
+        lambda x: x.repeat(2, 1, 1, 2),
+        lambda x: np.tile(x, (2, 1, 1, 2)),
+        "RepeatBackward0",
+    ),
+    "tile": (lambda x: torch.tile(x, (2, 3)), lambda x: np.tile(x, (2, 3)), "RepeatBackward0"),
+    "repeat_interleave": (
+        lambda x: x.repeat_interleave(2, dim=1),
+        lambda x: np.repeat(x, 2, axis=1),
+        "IndexSelectBackward0",
+    ),
+    "repeat_interleave_flat": (
+        lambda x: torch.repeat_interleave(x, 3),
+        lambda x: np.repeat(x, 3),
+        "IndexSelectBackward0",
+    ),
+    "gather": (
+        lambda x: x.gather(2, _t_index([[[0, 3, 3]], [[1, 1, 2]]])),
+        lambda x: np.take_along_axis(x[:, :1], _index([[[0, 3, 3]], [[1, 1, 2]]]), 2),
+        "GatherBackward0",
+    ),
+    "take_along_dim": (
+        lambda x: torch.take_along_dim(x, _t_index([[[2], [0], [3]]]), dim=2),
+        lambda x: np.take_along_axis(x, np.broadcast_to(_index([[[2], [0], [3]]]), (2, 3, 1)), 2),
+        "GatherBackward0",
+    ),
+    "take_along_dim_flat": (
+        lambda x: x.take_along_dim(_t_index([5, 0, 5, 23])),
+        lambda x: x.reshape(-1)[_index([5, 0, 5, 23])],
+        "GatherBackward0",
+    ),
+    "index_select": (
+        lambda x: x.index_select(1, _t_index([2, 0, 2])),
+        lambda x: x[:, [2, 0, 2]],
+        "IndexSelectBackward0",
+    ),
+    "torch.index_select": (
+        lambda x: torch.index_select(x, -1, _t_index([3, 1])),
+        lambda x: x[..., [3, 1]],
+        "IndexSelectBackward0",
+    ),
+    "topk": (
+        lambda x: x.topk(2, dim=1).values,
+        lambda x: -np.sort(-x, axis=1)[:, :2],
+        "TopkBackward0",
+    ),
+    "topk_smallest": (
+        lambda x: torch.topk(x, 3, largest=False)[0],
+        lambda x: np.sort(x, axis=-1)[..., :3],
+        "TopkBackward0",
+    ),
+    "sort": (lambda x: x.sort(dim=0)[0], lambda x: np.sort(x, axis=0), "SortBackward0"),
+    "sort_descending": (
+        lambda x: torch.sort(x, descending=True).values,
+        lambda x: -np.sort(-x, axis=-1),
+        "SortBackward0",
+    ),
+    "diagonal": (
+        lambda x: x.diagonal(),
+        lambda x: np.diagonal(x, 0, 0, 1),
+        "DiagonalBackward0",
+    ),
+    "diagonal_offset_dims": (
+        lambda x: x.diagonal(1, 2, 1),
+        lambda x: np.diagonal(x, 1, 2, 1),
+        "DiagonalBackward0",
+    ),
+    "diagonal_negative": (
+        lambda x: torch.diagonal(x, -1, 0, 2),
+        lambda x: np.diagonal(x, -1, 0, 2),
+        "DiagonalBackward0",
+    ),
+    "broadcast_to": (
+        lambda x: x[:, :1].broadcast_to((3, 2, 3, 4)),
+        lambda x: np.broadcast_to(x[:, :1], (3, 2, 3, 4)),
+        "ExpandBackward0",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDEX_CASES))
+def test_index_ops(case):
+    torch_fn, numpy_fn, node = INDEX_CASES[case]
+    out = check(torch_fn, numpy_fn, (2, 3, 4))
+    root = out.grad_fn
+    while root.name() != node and root.next_functions:  # (through a slice or a tuple item)
+        root = root.next_functions[0][0]
+    assert root.name() == node
+
+
+@pytest.mark.parametrize("offset", [0, 1, -2])
+@pytest.mark.parametrize("shape", [(4,), (3, 5)])
+def test_diag(shape, offset):
+    node = "DiagEmbedBackward0" if len(shape) == 1 else "DiagonalBackward0"
+    check(lambda x: x.diag(offset), lambda x: np.diag(x, offset), shape, node=node)
+
+
+def test_trace():
+    check(torch.trace, np.trace, (3, 4), node="TraceBackward0")
+
+
+def test_scatter_ops():
+    index = _index([[0, 2], [1, 0], [3, 2]])  # (no repeats: which write wins is unspecified)
+    check(
+        lambda x, s: x.scatter(1, torch.tensor(index), s),
+        lambda x, s: _np_scatter(x, index, s),
+        (3, 4),
+        (3, 3),
+        node="ScatterBackward0",
+    )
+    check(
+        lambda x: torch.scatter(x, 1, torch.tensor(index), value=2.0),
+        lambda x: _np_scatter(x, index, np.full((3, 2), 2.0)),
+        (3, 4),
+        node="ScatterBackward1",
+    )
+    unique = _index([[0, 2], [1, 0], [3, 2]])
+    check(
+        lambda x, s: x.scatter_add(1, torch.tensor(unique), s),
+        lambda x, s: _np_scatter(x, unique, s, add=True),
+        (3, 4),
+        (3, 2),
+        node="ScatterAddBackward0",
+    )
+    check(
+        lambda x, s: x.index_add(0, _t_index([2, 0, 2]), s, alpha=0.5),
+        lambda x, s: _np_index_add(x, _index([2, 0, 2]), s * 0.5),
+        (3, 4),
+        (3, 4),
+        node="IndexAddBackward0",
+    )
+
+
+def _np_scatter(x, index, src, add=False):
+    out = x.copy()
+    for i in range(index.shape[0]):
+        for j in range(index.shape[1]):
+            if add:
+                out[i, index[i, j]] += src[i, j]
+            else:
+                out[i, index[i, j]] = src[i, j]
+    return out
+
+
+def _np_index_add(x, index, src):
+    out = x.copy()
+    np.add.at(out, index, src)
+    return out
