@@ -238,3 +238,114 @@ def _np_index_add(x, index, src):
     out = x.copy()
     np.add.at(out, index, src)
     return out
+
+
+def _np_logit(x, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+POSITIVE = ((2, 3), 0.2, 0.8)
+POINTWISE_CASES = {
+    "log2": (torch.log2, np.log2, [POSITIVE], "Log2Backward0"),
+    "log10": (lambda x: x.log10(), np.log10, [POSITIVE], "Log10Backward0"),
+    "exp2": (torch.exp2, np.exp2, [(2, 3)], "Exp2Backward0"),
+    "deg2rad": (torch.deg2rad, np.deg2rad, [(2, 3)], "Deg2RadBackward0"),
+    "rad2deg": (lambda x: x.rad2deg(), np.rad2deg, [(2, 3)], "Rad2DegBackward0"),
+    "frac": (lambda x: (x * 3).frac(), lambda x: np.modf(x * 3)[0], [(2, 3)], "FracBackward0"),
+    "logit": (torch.logit, _np_logit, [POSITIVE], "LogitBackward0"),
+    "logit_eps": (
+        lambda x: x.logit(0.3),
+        lambda x: _np_logit(x, 0.3),
+        [((2, 3), 0.05, 0.95)],
+        "LogitBackward0",
+    ),
+    "hypot": (torch.hypot, np.hypot, [(2, 3), (3,)], "HypotBackward0"),
+    "lerp_number": (
+        lambda a, b: torch.lerp(a, b, 0.3),
+        lambda a, b: a + 0.3 * (b - a),
+        [(2, 3), (3,)],
+        "LerpBackward0",
+    ),
+    "lerp_tensor": (
+        lambda a, b, w: a.lerp(b, w),
+        lambda a, b, w: a + w * (b - a),
+        [(2, 3), (2, 3), (3,)],
+        "LerpBackward1",
+    ),
+    "addcmul": (
+        lambda x, a, b: torch.addcmul(x, a, b, value=0.5),
+        lambda x, a, b: x + 0.5 * a * b,
+        [(2, 3), (2, 3), (1, 3)],
+        "AddcmulBackward0",
+    ),
+    "addcdiv": (
+        lambda x, a, b: x.addcdiv(a, b, value=-2),
+        lambda x, a, b: x - 2 * a / b,
+        [(2, 3), (2, 3), ((2, 3), 0.5, 1.5)],
+        "AddcdivBackward0",
+    ),
+    "addmm": (
+        lambda x, a, b: torch.addmm(x, a, b, beta=0.5, alpha=2.0),
+        lambda x, a, b: 0.5 * x + 2.0 * a @ b,
+        [(3,), (2, 4), (4, 3)],
+        "AddmmBackward0",
+    ),
+    "addmm_method": (
+        lambda x, a, b: x.addmm(a, b),
+        lambda x, a, b: x + a @ b,
+        [(2, 3), (2, 4), (4, 3)],
+        "AddmmBackward0",
+    ),
+    "baddbmm": (
+        lambda x, a, b: torch.baddbmm(x, a, b, beta=2.0, alpha=-1.0),
+        lambda x, a, b: 2.0 * x - a @ b,
+        [(1, 3), (2, 3, 4), (2, 4, 3)],
+        "BaddbmmBackward0",
+    ),
+    "outer": (torch.outer, np.outer, [(3,), (4,)], "MulBackward0"),
+    "ger": (lambda a, b: a.ger(b), np.outer, [(3,), (4,)], "MulBackward0"),
+    "dot": (torch.dot, np.dot, [(4,), (4,)], "DotBackward0"),
+    "mv": (lambda m, v: m.mv(v), lambda m, v: m @ v, [(3, 4), (4,)], "MvBackward0"),
+    "torch.mv": (torch.mv, lambda m, v: m @ v, [(3, 4), (4,)], "MvBackward0"),
+    "pairwise_distance": (
+        F.pairwise_distance,
+        lambda a, b: np.linalg.norm(a - b + 1e-6, axis=-1),
+        [(3, 4), (3, 4)],
+        "NormBackward1",
+    ),
+    "pairwise_distance_p1_keepdim": (
+        lambda a, b: F.pairwise_distance(a, b, p=1, keepdim=True),
+        lambda a, b: np.abs(a - b + 1e-6).sum(-1, keepdims=True),
+        [(3, 4), (4,)],
+        "NormBackward1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POINTWISE_CASES))
+def test_pointwise_and_products(case):
+    torch_fn, numpy_fn, shapes, node = POINTWISE_CASES[case]
+    check(torch_fn, numpy_fn, *shapes, node=node)
+
+
+@pytest.mark.parametrize(
+    ("op", "node"),
+    [
+        (torch.sign, "SignBackward0"),
+        (lambda x: x.sgn(), "SgnBackward0"),
+        (torch.floor, "FloorBackward0"),
+        (lambda x: x.ceil(), "CeilBackward0"),
+        (torch.round, "RoundBackward0"),
+        (lambda x: x.round(decimals=1), "RoundBackward1"),
+        (torch.trunc, "TruncBackward0"),
+        (lambda x: x.fix(), "TruncBackward0"),
+    ],
+)
+def test_step_functions_have_zero_gradient(op, node):
+    x = torch.tensor([[-1.7, 0.2, 2.5]], dtype=torch.float64, requires_grad=True)
+    out = op(x * 1.5)
+    assert out.grad_fn.name() == node
+    out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((1, 3)))

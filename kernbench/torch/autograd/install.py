@@ -46,6 +46,11 @@ from kernbench.torch.autograd.index_formulas import (
     INDEX_NN_RULES,
     INDEX_RULES,
 )
+from kernbench.torch.autograd.more_pointwise_formulas import (
+    MORE_POINTWISE_FUNCTION_RULES,
+    MORE_POINTWISE_NN_RULES,
+    MORE_POINTWISE_RULES,
+)
 from kernbench.torch.autograd.nn_formulas import NN_RULES
 from kernbench.torch.autograd.pointwise_formulas import (
     POINTWISE_FUNCTION_RULES,
@@ -99,14 +104,18 @@ _TORCH_LEFT_ALONE = {
     "triu_indices", "is_grad_enabled",
 }  # fmt: skip
 
-_RULES = {**RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES}
+_RULES = {
+    **RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES,
+    **MORE_POINTWISE_RULES,
+}  # fmt: skip
 _FUNCTION_RULES = {
     **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
-    **INDEX_FUNCTION_RULES,
+    **INDEX_FUNCTION_RULES, **MORE_POINTWISE_FUNCTION_RULES,
 }  # fmt: skip
 _NN_RULES = {
     **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
     **RESAMPLE_NN_RULES, **INDEX_NN_RULES,
+    **MORE_POINTWISE_NN_RULES,
 }  # fmt: skip
 
 _INSTALLED: list[bool] = []

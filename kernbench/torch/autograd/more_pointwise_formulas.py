@@ -1,0 +1,282 @@
+"""Backward formulas of further pointwise ops and of the fused matrix products.
+
+torch's (``derivatives.yaml``), written with the facade's ops and costing what those
+cost: ``log2``/``log10``/``exp2``, ``deg2rad``/``rad2deg``, ``logit`` (0 outside
+``[eps, 1 - eps]`` when ``eps`` is given), ``hypot``, ``lerp`` (number or tensor weight),
+``addcmul``/``addcdiv``, the ops whose gradient is zero (``sign``, ``sgn``, ``floor``,
+``ceil``, ``round``, ``trunc``/``fix``: torch's ``zeros_like``, one fill) and ``frac``
+(the gradient as it is); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
+gradient), ``outer``/``ger`` (torch's ``MulBackward0`` of its broadcast product),
+``dot``, ``mv``; ``F.pairwise_distance`` (torch's ``NormBackward1`` of
+``norm(x1 - x2 + eps)``; the difference is computed again in backward, a kernel torch
+saves).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
+from kernbench.torch.autograd.pointwise_formulas import _via_method
+from kernbench.torch.logic import where
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = [
+    "MORE_POINTWISE_FUNCTION_RULES",
+    "MORE_POINTWISE_NN_RULES",
+    "MORE_POINTWISE_RULES",
+]
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "grad_fn") and hasattr(value, "storage_device_tensor")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _unary(name: str, grad: Callable[[Tensor, Tensor], Tensor], keep_out: bool = False) -> Any:
+    """A rule for ``fn(x)`` whose gradient is ``grad(g, y)`` (``keep_out``) or ``grad(g, x)``."""
+
+    def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:
+            raise Unsupported
+        out = untracked(fn, self)
+        keep = out if keep_out else self
+        return recorded(out, name, (self,), lambda g, t: (grad(g, t),), (keep,))
+
+    return rule
+
+
+def _zero(name: str) -> Any:
+    """A step function's rule: its gradient is zero (one fill, as torch's zeros_like)."""
+
+    def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        out = untracked(fn, self, *args, **kwargs)
+        node = "RoundBackward1" if name == "RoundBackward0" and (args or kwargs) else name
+        return recorded(out, node, (self,), lambda g: (g.new_zeros(tuple(g.shape)),))
+
+    return rule
+
+
+def _frac(fn: Callable, self: Tensor) -> Any:
+    out = untracked(fn, self)
+    return recorded(out, "FracBackward0", (self,), lambda g: (g,))
+
+
+def _logit(fn: Callable, self: Tensor, eps: Any = None) -> Any:
+    out = untracked(fn, self, eps)
+
+    def backward(g: Tensor, x: Tensor) -> Sequence[Any]:
+        grad = g / (x * (1 - x))
+        if eps is None:
+            return (grad,)
+        return (where((x < eps) | (x > 1 - eps), 0.0, grad),)
+
+    return recorded(out, "LogitBackward0", (self,), backward, (self,))
+
+
+def _hypot(fn: Callable, self: Tensor, other: Any) -> Any:
+    if not _is_tensor(other):
+        raise Unsupported
+    out = untracked(fn, self, other)
+    a_shape, b_shape = tuple(self.shape), tuple(other.shape)
+    need_a, need_b = _needs(self), _needs(other)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor, y: Tensor) -> Sequence[Any]:
+        scaled = g / y
+        ga = sum_to(scaled * a, a_shape) if need_a else None
+        gb = sum_to(scaled * b, b_shape) if need_b else None
+        return ga, gb
+
+    return recorded(out, "HypotBackward0", (self, other), backward, (self, other, out))
+
+
+def _lerp(fn: Callable, self: Tensor, end: Any, weight: Any) -> Any:
+    if not _is_tensor(end) or not (_is_tensor(weight) or _number(weight)):
+        raise Unsupported
+    out = untracked(fn, self, end, weight)
+    a_shape, b_shape = tuple(self.shape), tuple(end.shape)
+    need_a, need_b = _needs(self), _needs(end)
+    if _number(weight):
+
+        def scalar_backward(g: Tensor) -> Sequence[Any]:
+            ga = sum_to(g * (1 - weight), a_shape) if need_a else None
+            gb = sum_to(g * weight, b_shape) if need_b else None
+            return ga, gb
+
+        return recorded(out, "LerpBackward0", (self, end), scalar_backward)
+    w_shape, need_w = tuple(weight.shape), _needs(weight)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor, w: Tensor) -> Sequence[Any]:
+        ga = sum_to(g * (1 - w), a_shape) if need_a else None
+        gb = sum_to(g * w, b_shape) if need_b else None
+        gw = sum_to(g * (b - a), w_shape) if need_w else None
+        return ga, gb, gw
+
+    return recorded(out, "LerpBackward1", (self, end, weight), backward, (self, end, weight))
+
+
+def _addc(divide: bool) -> Callable[..., Any]:
+    name = "AddcdivBackward0" if divide else "AddcmulBackward0"
+
+    def rule(fn: Callable, self: Tensor, tensor1: Any, tensor2: Any, *, value: Any = 1) -> Any:
+        if not (_is_tensor(tensor1) and _is_tensor(tensor2) and _number(value)):
+            raise Unsupported
+        out = untracked(fn, self, tensor1, tensor2, value=value)
+        shapes = tuple(tuple(t.shape) for t in (self, tensor1, tensor2))
+        needs = tuple(_needs(t) for t in (self, tensor1, tensor2))
+
+        def backward(g: Tensor, t1: Tensor, t2: Tensor) -> Sequence[Any]:
+            scaled = g * value
+            if divide:
+                g1 = scaled / t2
+                g2 = -scaled * t1 / (t2 * t2)
+            else:
+                g1, g2 = scaled * t2, scaled * t1
+            grads = (g, g1, g2)
+            return tuple(
+                sum_to(grad, shape) if need else None
+                for grad, shape, need in zip(grads, shapes, needs, strict=True)
+            )
+
+        return recorded(out, name, (self, tensor1, tensor2), backward, (tensor1, tensor2))
+
+    return rule
+
+
+def _scaled(g: Tensor, factor: Any) -> Tensor:
+    return g if factor == 1 else g * factor
+
+
+def _fused_product(name: str, batched: bool) -> Callable[..., Any]:
+    """``addmm``/``baddbmm``: ``beta * input + alpha * (a @ b)``."""
+
+    def rule(fn: Callable, self: Tensor, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1):
+        if not (_is_tensor(a) and _is_tensor(b) and _number(beta) and _number(alpha)):
+            raise Unsupported
+        out = untracked(fn, self, a, b, beta=beta, alpha=alpha)
+        shape = tuple(self.shape)
+        need_in, need_a, need_b = _needs(self), _needs(a), _needs(b)
+
+        def backward(g: Tensor, m1: Tensor, m2: Tensor) -> Sequence[Any]:
+            g_in = sum_to(_scaled(g, beta), shape) if need_in else None
+            if batched:
+                ga = _scaled(g.bmm(m2.mT), alpha) if need_a else None
+                gb = _scaled(m1.mT.bmm(g), alpha) if need_b else None
+            else:
+                ga = _scaled(g.mm(m2.t()), alpha) if need_a else None
+                gb = _scaled(m1.t().mm(g), alpha) if need_b else None
+            return g_in, ga, gb
+
+        return recorded(out, name, (self, a, b), backward, (a, b))
+
+    return rule
+
+
+def _outer(fn: Callable, self: Tensor, vec2: Any) -> Any:
+    if not _is_tensor(vec2):
+        raise Unsupported
+    out = untracked(fn, self, vec2)
+    need_a, need_b = _needs(self), _needs(vec2)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor) -> Sequence[Any]:
+        ga = g.mv(b) if need_a else None
+        gb = g.t().mv(a) if need_b else None
+        return ga, gb
+
+    return recorded(out, "MulBackward0", (self, vec2), backward, (self, vec2))
+
+
+def _dot(fn: Callable, self: Tensor, other: Any) -> Any:
+    if not _is_tensor(other):
+        raise Unsupported
+    out = untracked(fn, self, other)
+    need_a, need_b = _needs(self), _needs(other)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor) -> Sequence[Any]:
+        return (g * b if need_a else None), (g * a if need_b else None)
+
+    return recorded(out, "DotBackward0", (self, other), backward, (self, other))
+
+
+def _mv(fn: Callable, self: Tensor, vec: Any) -> Any:
+    if not _is_tensor(vec):
+        raise Unsupported
+    out = untracked(fn, self, vec)
+    need_m, need_v = _needs(self), _needs(vec)
+
+    def backward(g: Tensor, m: Tensor, v: Tensor) -> Sequence[Any]:
+        gm = g.unsqueeze(1) * v.unsqueeze(0) if need_m else None
+        gv = m.t().mv(g) if need_v else None
+        return gm, gv
+
+    return recorded(out, "MvBackward0", (self, vec), backward, (self, vec))
+
+
+def _pairwise_distance(
+    fn: Callable, x1: Any, x2: Any, p: Any = 2.0, eps: Any = 1e-6, keepdim: bool = False
+) -> Any:
+    if not (_is_tensor(x1) and _is_tensor(x2)) or p not in (1, 2) or not _number(eps):
+        raise Unsupported
+    out = untracked(fn, x1, x2, p, eps, keepdim)
+    a_shape, b_shape = tuple(x1.shape), tuple(x2.shape)
+    need_a, need_b = _needs(x1), _needs(x2)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor, norm: Tensor) -> Sequence[Any]:
+        diff = a - b + eps
+        if diff.ndim and not keepdim:
+            g, norm = g.unsqueeze(-1), norm.unsqueeze(-1)
+        if p == 1:
+            grad = g * diff.sign()
+        else:
+            grad = where(norm == 0, 0.0, g * diff / where(norm == 0, 1.0, norm))
+        ga = sum_to(grad, a_shape) if need_a else None
+        gb = sum_to(-grad, b_shape) if need_b else None
+        return ga, gb
+
+    return recorded(out, "NormBackward1", (x1, x2), backward, (x1, x2, out))
+
+
+MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
+    "log2": _unary("Log2Backward0", lambda g, x: g / (x * _LN2)),
+    "log10": _unary("Log10Backward0", lambda g, x: g / (x * _LN10)),
+    "exp2": _unary("Exp2Backward0", lambda g, y: g * y * _LN2, keep_out=True),
+    "deg2rad": _unary("Deg2RadBackward0", lambda g, x: g * (math.pi / 180.0)),
+    "rad2deg": _unary("Rad2DegBackward0", lambda g, x: g * (180.0 / math.pi)),
+    "sign": _zero("SignBackward0"),
+    "sgn": _zero("SgnBackward0"),
+    "floor": _zero("FloorBackward0"),
+    "ceil": _zero("CeilBackward0"),
+    "round": _zero("RoundBackward0"),
+    "trunc": _zero("TruncBackward0"),
+    "fix": _zero("TruncBackward0"),
+    "frac": _frac,
+    "logit": _logit,
+    "hypot": _hypot,
+    "lerp": _lerp,
+    "addcmul": _addc(False),
+    "addcdiv": _addc(True),
+    "addmm": _fused_product("AddmmBackward0", False),
+    "baddbmm": _fused_product("BaddbmmBackward0", True),
+    "outer": _outer,
+    "ger": _outer,
+    "dot": _dot,
+    "mv": _mv,
+}
+
+_PASS_THROUGH = ("lerp", "addcmul", "addcdiv", "dot")  # torch.<name> calls the method
+MORE_POINTWISE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
+    **{name: _via_method(name) for name in MORE_POINTWISE_RULES if name not in _PASS_THROUGH},
+    "pairwise_distance": _pairwise_distance,
+}
+
+MORE_POINTWISE_NN_RULES: dict[str, Callable[..., Any]] = {"pairwise_distance": _pairwise_distance}
