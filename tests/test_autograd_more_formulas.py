@@ -349,3 +349,111 @@ def test_step_functions_have_zero_gradient(op, node):
     assert out.grad_fn.name() == node
     out.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), np.zeros((1, 3)))
+
+
+SELECTION_CASES = {
+    "index_tensor": (
+        lambda x: x[_t_index([2, 0, 2])],
+        lambda x: x[[2, 0, 2]],
+        (3, 4),
+        "IndexBackward0",
+    ),
+    "index_mixed": (
+        lambda x: x[1:, _t_index([3, 3, 0])],
+        lambda x: x[1:, [3, 3, 0]],
+        (3, 4),
+        "IndexBackward0",
+    ),
+    "index_two_tensors": (
+        lambda x: x[_t_index([0, 2, 0]), :, _t_index([1, 1, 1])],
+        lambda x: x[[0, 2, 0], :, [1, 1, 1]],
+        (3, 2, 4),
+        "IndexBackward0",
+    ),
+    "index_mask": (
+        lambda x: x[torch.tensor(np.array([True, False, True]))],
+        lambda x: x[np.array([True, False, True])],
+        (3, 4),
+        "IndexBackward0",
+    ),
+    "masked_select": (
+        lambda x: x.masked_select(torch.tensor(np.array([True, False, True, True]))),
+        lambda x: x[np.broadcast_to(np.array([True, False, True, True]), (3, 4))],
+        (3, 4),
+        "MaskedSelectBackward0",
+    ),
+    "take": (
+        lambda x: torch.take(x, _t_index([[0, -1], [5, 5]])),
+        lambda x: x.reshape(-1)[_index([[0, -1], [5, 5]])],
+        (3, 4),
+        "TakeBackward0",
+    ),
+    "movedim": (
+        lambda x: x.movedim(0, 2),
+        lambda x: np.moveaxis(x, 0, 2),
+        (2, 3, 4),
+        "PermuteBackward0",
+    ),
+    "moveaxis": (
+        lambda x: torch.moveaxis(x, (0, 1), (-1, 0)),
+        lambda x: np.moveaxis(x, (0, 1), (-1, 0)),
+        (2, 3, 4),
+        "PermuteBackward0",
+    ),
+    "diff": (lambda x: x.diff(), lambda x: np.diff(x), (3, 4), "SubBackward0"),
+    "diff_twice": (
+        lambda x: torch.diff(x, n=2, dim=0),
+        lambda x: np.diff(x, n=2, axis=0),
+        (4, 3),
+        "SubBackward0",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SELECTION_CASES))
+def test_selection_ops(case):
+    torch_fn, numpy_fn, shape, node = SELECTION_CASES[case]
+    check(torch_fn, numpy_fn, shape, node=node)
+
+
+def _np_running(x, larger):
+    return (np.maximum if larger else np.minimum).accumulate(x, axis=1)
+
+
+@pytest.mark.parametrize(("name", "larger"), [("cummax", True), ("cummin", False)])
+def test_cummax_cummin(name, larger):
+    node = "CummaxBackward0" if larger else "CumminBackward0"
+    check(lambda x: getattr(x, name)(1)[0], lambda x: _np_running(x, larger), (3, 5), node=node)
+
+
+@pytest.mark.parametrize(
+    ("name", "shapes", "np_fn"),
+    [
+        ("hstack", [(2, 3), (2, 1)], np.hstack),
+        ("hstack", [(3,), (2,)], np.hstack),
+        ("vstack", [(3,), (2, 3)], np.vstack),
+        ("dstack", [(2, 3), (2, 3, 2)], np.dstack),
+        ("column_stack", [(3,), (3, 2)], np.column_stack),
+    ],
+)
+def test_stacks(name, shapes, np_fn):
+    check(
+        lambda *ts: getattr(torch, name)(list(ts)),
+        lambda *arrays: np_fn(arrays),
+        *shapes,
+        node="CatBackward0",
+    )
+
+
+@pytest.mark.parametrize("name", ["dropout1d", "dropout2d", "dropout3d"])
+def test_feature_dropout_records_its_product(name):
+    shape = {"dropout1d": (2, 6, 3), "dropout2d": (2, 6, 3, 2), "dropout3d": (2, 6, 1, 2, 2)}[name]
+    torch.manual_seed(3)
+    x = torch.tensor(
+        np.random.default_rng(1).uniform(-1, 1, shape), dtype=torch.float64, requires_grad=True
+    )
+    out = getattr(F, name)(x, 0.5)
+    assert out.grad_fn.name() == "MulBackward0"
+    out.sum().backward()
+    kept = out.detach().numpy() != 0
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 2.0, 0.0))

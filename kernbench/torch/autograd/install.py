@@ -60,6 +60,11 @@ from kernbench.torch.autograd.pointwise_formulas import (
 )
 from kernbench.torch.autograd.resample_formulas import RESAMPLE_NN_RULES
 from kernbench.torch.autograd.scan_formulas import SCAN_RULES
+from kernbench.torch.autograd.selection_formulas import (
+    SELECTION_FUNCTION_RULES,
+    SELECTION_NN_RULES,
+    SELECTION_RULES,
+)
 from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
@@ -106,16 +111,17 @@ _TORCH_LEFT_ALONE = {
 
 _RULES = {
     **RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES,
-    **MORE_POINTWISE_RULES,
+    **MORE_POINTWISE_RULES, **SELECTION_RULES,
 }  # fmt: skip
 _FUNCTION_RULES = {
     **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
     **INDEX_FUNCTION_RULES, **MORE_POINTWISE_FUNCTION_RULES,
+    **SELECTION_FUNCTION_RULES,
 }  # fmt: skip
 _NN_RULES = {
     **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
     **RESAMPLE_NN_RULES, **INDEX_NN_RULES,
-    **MORE_POINTWISE_NN_RULES,
+    **MORE_POINTWISE_NN_RULES, **SELECTION_NN_RULES,
 }  # fmt: skip
 
 _INSTALLED: list[bool] = []

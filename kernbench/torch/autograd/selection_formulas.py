@@ -1,0 +1,236 @@
+"""Backward formulas of advanced indexing and the other ops that pick elements, and of
+the moves and joins torch composes of views and ``cat``.
+
+* ``t[key]`` with index tensors or a mask (``IndexBackward0``), ``masked_select``
+  (``MaskedSelectBackward0``) and ``take`` (``TakeBackward0``): the backward takes the
+  same elements of an ``arange`` of the input's positions (an ``arange`` and the op's own
+  kernel), then adds the gradient into zeros at those positions with ``index_add``, so
+  repeated indices add up, as torch's ``index_put_(..., accumulate=True)``.
+* ``cummax``/``cummin`` (the values): the gradient added at the returned indices.
+* ``movedim``/``moveaxis`` (``PermuteBackward0``): the inverse permutation.
+* ``hstack``/``vstack``/``dstack``/``column_stack`` (``CatBackward0``): each input's
+  slice of the gradient, reshaped back.
+* ``diff`` without ``prepend``/``append`` (``SubBackward0``, the last of torch's ops): per
+  difference taken, the gradient padded by one before minus padded by one after.
+* ``F.dropout1d``/``2d``/``3d``: the op itself, recording what it runs (its noise times
+  the input is an ordinary ``MulBackward0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kernbench.torch.autograd.formulas import RULES, Unsupported, recorded, untracked
+from kernbench.torch.autograd.pointwise_formulas import _via_method
+from kernbench.torch.factories import arange
+from kernbench.torch.nn import functional as F
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["SELECTION_FUNCTION_RULES", "SELECTION_NN_RULES", "SELECTION_RULES"]
+
+_basic_getitem = RULES["__getitem__"]
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "grad_fn") and hasattr(value, "storage_device_tensor")
+
+
+def _dim(d: Any, ndim: int) -> int:
+    if isinstance(d, bool) or not isinstance(d, int) or not -max(ndim, 1) <= d < max(ndim, 1):
+        raise Unsupported
+    return d % max(ndim, 1)
+
+
+def _positions(shape: tuple[int, ...], like: Tensor) -> Tensor:
+    numel = 1
+    for n in shape:
+        numel *= n
+    return arange(numel, device=like.device).reshape(shape)
+
+
+def _added_at(g: Tensor, shape: tuple[int, ...], picked: Tensor) -> Tensor:
+    """Zeros of ``shape`` with ``g`` added at the flat positions ``picked``."""
+    numel = 1
+    for n in shape:
+        numel *= n
+    flat = g.new_zeros((numel,)).index_add(0, picked.reshape(-1), g.reshape(-1))
+    return flat.reshape(shape)
+
+
+def _getitem(fn: Callable, self: Tensor, key: Any) -> Any:
+    try:
+        return _basic_getitem(fn, self, key)
+    except Unsupported:
+        pass
+    parts = key if isinstance(key, tuple) else (key,)
+    if not all(
+        _is_tensor(p) or p is None or p is Ellipsis or isinstance(p, slice | int) for p in parts
+    ) or any(isinstance(p, list) for p in parts):
+        raise Unsupported
+    out = untracked(fn, self, key)
+    shape = tuple(self.shape)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        return (_added_at(g, shape, _positions(shape, g)[key]),)
+
+    return recorded(out, "IndexBackward0", (self,), backward)
+
+
+def _masked_select(fn: Callable, self: Tensor, mask: Any) -> Any:
+    if not _is_tensor(mask):
+        raise Unsupported
+    out = untracked(fn, self, mask)
+    shape = tuple(self.shape)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        return (_added_at(g, shape, _positions(shape, g).masked_select(mask)),)
+
+    return recorded(out, "MaskedSelectBackward0", (self,), backward)
+
+
+def _take(fn: Callable, self: Tensor, index: Any) -> Any:
+    if not _is_tensor(index):
+        raise Unsupported
+    out = untracked(fn, self, index)
+    shape = tuple(self.shape)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        return (_added_at(g, shape, _positions(shape, g).take(index)),)
+
+    return recorded(out, "TakeBackward0", (self,), backward)
+
+
+def _running_extreme(name: str) -> Callable[..., Any]:
+    def rule(fn: Callable, self: Tensor, dim: Any) -> Any:
+        d = _dim(dim, self.ndim)
+        out = untracked(fn, self, dim)
+        shape = tuple(self.shape)
+
+        def backward(g: Tensor, index: Tensor) -> Sequence[Any]:
+            if not shape:
+                return (g.reshape(shape),)
+            return (g.new_zeros(shape).scatter_add(d, index, g),)
+
+        return recorded(out, name, (self,), backward, (out[1],))
+
+    return rule
+
+
+def _movedim(fn: Callable, self: Tensor, source: Any, destination: Any) -> Any:
+    src = tuple(source) if isinstance(source, list | tuple) else (source,)
+    dst = tuple(destination) if isinstance(destination, list | tuple) else (destination,)
+    n = self.ndim
+    src = tuple(_dim(s, n) for s in src)
+    dst = tuple(_dim(d, n) for d in dst)
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise Unsupported
+    out = untracked(fn, self, source, destination)
+    perm: list[int | None] = [None] * n
+    for s, d in zip(src, dst, strict=True):
+        perm[d] = s
+    rest = iter(i for i in range(n) if i not in src)
+    order = [p if p is not None else next(rest) for p in perm]
+    inverse = [0] * n
+    for i, p in enumerate(order):
+        inverse[p] = i
+    return recorded(out, "PermuteBackward0", (self,), lambda g: (g.permute(inverse),))
+
+
+def _promoted(name: str, t: Tensor, items: Sequence[Tensor]) -> tuple[int, ...]:
+    shape = tuple(t.shape)
+    if name == "hstack":
+        return shape or (1,)
+    if name == "column_stack":
+        return (shape[0] if shape else 1, 1) if len(shape) < 2 else shape
+    rank = 2 if name == "vstack" else 3
+    if len(shape) >= rank:
+        return shape
+    if not shape:
+        return (1,) * rank
+    if len(shape) == 1:
+        return (1, shape[0]) if rank == 2 else (1, shape[0], 1)
+    return (*shape, 1)
+
+
+def _stacked(name: str) -> Callable[..., Any]:
+    def rule(fn: Callable, tensors: Any) -> Any:
+        items = list(tensors) if isinstance(tensors, list | tuple) else None
+        if not items or not all(_is_tensor(t) for t in items):
+            raise Unsupported
+        out = untracked(fn, items)
+        shapes = [_promoted(name, t, items) for t in items]
+        if name == "hstack":
+            d = 0 if len(shapes[0]) == 1 else 1
+        else:
+            d = {"vstack": 0, "dstack": 2, "column_stack": 1}[name]
+        originals = [tuple(t.shape) for t in items]
+        needs = [t.requires_grad for t in items]
+
+        def backward(g: Tensor) -> Sequence[Any]:
+            grads, start = [], 0
+            for shape, original, need in zip(shapes, originals, needs, strict=True):
+                size = shape[d]
+                grads.append(g.narrow(d, start, size).reshape(original) if need else None)
+                start += size
+            return grads
+
+        return recorded(out, "CatBackward0", items, backward)
+
+    return rule
+
+
+def _diff(
+    fn: Callable, self: Tensor, n: Any = 1, dim: Any = -1, prepend: Any = None, append: Any = None
+) -> Any:
+    if prepend is not None or append is not None or isinstance(n, bool) or not isinstance(n, int):
+        raise Unsupported
+    d = _dim(dim, self.ndim)
+    out = untracked(fn, self, n, dim, prepend, append)
+    size = self.shape[d] if self.ndim else 1
+    if n >= size:
+        raise Unsupported  # (an empty result: nothing to send back)
+    trailing = [0, 0] * (self.ndim - 1 - d)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        for _ in range(n):
+            g = F.pad(g, [*trailing, 1, 0]) - F.pad(g, [*trailing, 0, 1])
+        return (g,)
+
+    return recorded(out, "SubBackward0", (self,), backward)
+
+
+def _feature_dropout(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    """The op run with recording on: it is ``input * noise``, a recorded product."""
+    inplace = kwargs.get("inplace", args[2] if len(args) > 2 else False)
+    if inplace is True:
+        raise Unsupported  # recorded as the out-of-place call written back (in_place.py)
+    return fn(input, *args, **kwargs)
+
+
+SELECTION_RULES: dict[str, Callable[..., Any]] = {
+    "__getitem__": _getitem,
+    "masked_select": _masked_select,
+    "take": _take,
+    "cummax": _running_extreme("CummaxBackward0"),
+    "cummin": _running_extreme("CumminBackward0"),
+    "movedim": _movedim,
+    "moveaxis": _movedim,
+    "diff": _diff,
+}
+
+SELECTION_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
+    **{name: _via_method(name) for name in SELECTION_RULES if not name.startswith("_")},
+    "hstack": _stacked("hstack"),
+    "vstack": _stacked("vstack"),
+    "dstack": _stacked("dstack"),
+    "column_stack": _stacked("column_stack"),
+}
+
+SELECTION_NN_RULES: dict[str, Callable[..., Any]] = {
+    "dropout1d": _feature_dropout,
+    "dropout2d": _feature_dropout,
+    "dropout3d": _feature_dropout,
+}
