@@ -457,3 +457,78 @@ def test_feature_dropout_records_its_product(name):
     out.sum().backward()
     kept = out.detach().numpy() != 0
     np.testing.assert_allclose(x.grad.numpy(), np.where(kept, 2.0, 0.0))
+
+
+def _np_erfinv(y):
+    """Inverse of erf by Newton steps from 0 (the tests stay well inside (-1, 1))."""
+    import math
+
+    x = np.zeros_like(y)
+    erf = np.vectorize(math.erf)
+    for _ in range(50):
+        x = x - (erf(x) - y) / (2 / np.sqrt(np.pi) * np.exp(-x * x))
+    return x
+
+
+MORE_CASES = {
+    "logaddexp": (torch.logaddexp, np.logaddexp, [(2, 3), (3,)], "LogaddexpBackward0"),
+    "logaddexp2": (
+        lambda a, b: a.logaddexp2(b),
+        np.logaddexp2,
+        [(2, 3), (2, 3)],
+        "Logaddexp2Backward0",
+    ),
+    "xlogy": (
+        torch.xlogy,
+        lambda a, b: a * np.log(b),
+        [(2, 3), ((2, 3), 0.5, 2.0)],
+        "XlogyBackward0",
+    ),
+    "xlogy_number": (
+        lambda a: a.xlogy(3.0),
+        lambda a: a * np.log(3.0),
+        [(2, 3)],
+        "XlogyBackward2",
+    ),
+    "remainder": (
+        lambda a, b: torch.remainder(a * 3, b),
+        lambda a, b: np.mod(a * 3, b),
+        [(2, 3), ((2, 3), 0.6, 0.9)],
+        "RemainderBackward1",
+    ),
+    "remainder_number": (
+        lambda a: (a * 3).remainder(0.7),
+        lambda a: np.mod(a * 3, 0.7),
+        [(2, 3)],
+        "RemainderBackward0",
+    ),
+    "fmod": (
+        lambda a, b: torch.fmod(a * 3, b),
+        lambda a, b: np.fmod(a * 3, b),
+        [(2, 3), ((2, 3), 0.6, 0.9)],
+        "FmodBackward1",
+    ),
+    "nan_to_num": (torch.nan_to_num, np.nan_to_num, [(2, 3)], "NanToNumBackward0"),
+    "copysign": (
+        lambda a, b: a.copysign(b),
+        np.copysign,
+        [(2, 3), (3,)],
+        "CopysignBackward0",
+    ),
+    "fmax": (torch.fmax, np.fmax, [(2, 3), (2, 3)], "FmaxBackward0"),
+    "fmin": (lambda a, b: a.fmin(b), np.fmin, [(2, 3), (3,)], "FminBackward0"),
+    "erfinv": (torch.erfinv, _np_erfinv, [((2, 3), -0.8, 0.8)], "ErfinvBackward0"),
+    "sinc": (torch.sinc, np.sinc, [(2, 3)], "SincBackward0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MORE_CASES))
+def test_more_pointwise(case):
+    torch_fn, numpy_fn, shapes, node = MORE_CASES[case]
+    check(torch_fn, numpy_fn, *shapes, node=node)
+
+
+def test_nan_to_num_gives_no_gradient_to_replaced_values():
+    x = torch.tensor([1.0, float("nan"), float("inf")], dtype=torch.float64, requires_grad=True)
+    torch.nan_to_num(x * 1.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 0.0])

@@ -5,7 +5,11 @@ cost: ``log2``/``log10``/``exp2``, ``deg2rad``/``rad2deg``, ``logit`` (0 outside
 ``[eps, 1 - eps]`` when ``eps`` is given), ``hypot``, ``lerp`` (number or tensor weight),
 ``addcmul``/``addcdiv``, the ops whose gradient is zero (``sign``, ``sgn``, ``floor``,
 ``ceil``, ``round``, ``trunc``/``fix``: torch's ``zeros_like``, one fill) and ``frac``
-(the gradient as it is); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
+(the gradient as it is); ``logaddexp``/``logaddexp2`` (from the result, so nothing
+overflows), ``xlogy`` (0 where ``self`` is 0), ``remainder``/``fmod``, ``nan_to_num`` (0
+where the input was not finite), ``copysign`` (0 at a zero ``self``; ``other`` gets
+zeros), ``fmax``/``fmin`` (ties and a NaN ``other`` to ``self``), ``erfinv``, ``sinc``
+(0 at 0); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
 gradient), ``outer``/``ger`` (torch's ``MulBackward0`` of its broadcast product),
 ``dot``, ``mv``; ``F.pairwise_distance`` (torch's ``NormBackward1`` of
 ``norm(x1 - x2 + eps)``; the difference is computed again in backward, a kernel torch
@@ -246,6 +250,111 @@ def _pairwise_distance(
     return recorded(out, "NormBackward1", (x1, x2), backward, (x1, x2, out))
 
 
+def _binary(name: str, grads: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
+    """A rule for ``fn(a, b)`` of two tensors whose gradients are ``grads(g, a, b, y)``."""
+
+    def rule(fn: Callable, self: Tensor, other: Any) -> Any:
+        if not _is_tensor(other):
+            raise Unsupported
+        out = untracked(fn, self, other)
+        a_shape, b_shape = tuple(self.shape), tuple(other.shape)
+        need_a, need_b = _needs(self), _needs(other)
+
+        def backward(g: Tensor, a: Tensor, b: Tensor, y: Tensor) -> Sequence[Any]:
+            ga, gb = grads(g, a, b, y)
+            return (
+                sum_to(ga, a_shape) if need_a and ga is not None else None,
+                sum_to(gb, b_shape) if need_b and gb is not None else None,
+            )
+
+        return recorded(out, name, (self, other), backward, (self, other, out))
+
+    return rule
+
+
+def _logaddexp_grads(base2: bool) -> Callable[..., tuple[Any, Any]]:
+    def grads(g: Tensor, a: Tensor, b: Tensor, y: Tensor) -> tuple[Any, Any]:
+        # d/da log(e^a + e^b) = e^(a - y), computed from the result (no overflow)
+        ea = ((a - y) * _LN2).exp() if base2 else (a - y).exp()
+        eb = ((b - y) * _LN2).exp() if base2 else (b - y).exp()
+        return g * ea, g * eb
+
+    return grads
+
+
+def _xlogy(fn: Callable, self: Tensor, other: Any) -> Any:
+    if _number(other):
+        out = untracked(fn, self, other)
+        log_other = math.log(other) if other > 0 else math.nan if other < 0 else -math.inf
+
+        def number_backward(g: Tensor, a: Tensor) -> Sequence[Any]:
+            return (where(a != 0, g * log_other, 0.0),)
+
+        return recorded(out, "XlogyBackward2", (self,), number_backward, (self,))
+    return _binary(
+        "XlogyBackward0",
+        lambda g, a, b, y: (where(a != 0, g * b.log(), 0.0), g * a / b),
+    )(fn, self, other)
+
+
+def _remainder_like(name: str, rounding: str) -> Callable[..., Any]:
+    """``remainder``/``fmod``: the gradient to ``self`` as it is; a tensor divisor's is
+    ``-g * floor(a / b)`` (``trunc`` for ``fmod``)."""
+
+    def rule(fn: Callable, self: Tensor, other: Any) -> Any:
+        if _number(other):
+            out = untracked(fn, self, other)
+            return recorded(out, f"{name}Backward0", (self,), lambda g: (g,))
+        return _binary(
+            f"{name}Backward1",
+            lambda g, a, b, y: (g, -g * getattr(a / b, rounding)()),
+        )(fn, self, other)
+
+    return rule
+
+
+def _nan_to_num(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+    out = untracked(fn, self, *args, **kwargs)
+
+    def backward(g: Tensor, x: Tensor) -> Sequence[Any]:
+        return (where(x.isfinite(), g, 0.0),)
+
+    return recorded(out, "NanToNumBackward0", (self,), backward, (self,))
+
+
+def _copysign(fn: Callable, self: Tensor, other: Any) -> Any:
+    out = untracked(fn, self, other)
+    shape = tuple(self.shape)
+    inputs = (self, other) if _is_tensor(other) else (self,)
+    other_shape = tuple(other.shape) if _is_tensor(other) else ()
+
+    def backward(g: Tensor, x: Tensor, y: Tensor) -> Sequence[Any]:
+        grad = sum_to(where(x == 0, 0.0, g * y / where(x == 0, 1.0, x)), shape)
+        if len(inputs) == 1:
+            return (grad,)
+        return grad, g.new_zeros(other_shape)  # torch's zeros_like(other)
+
+    return recorded(out, "CopysignBackward0", inputs, backward, (self, out))
+
+
+def _fextreme(larger: bool) -> Callable[..., Any]:
+    """``fmax``/``fmin``: the gradient to ``self`` where it was the result (ties and a NaN
+    ``other`` included), to ``other`` elsewhere."""
+
+    def grads(g: Tensor, a: Tensor, b: Tensor, y: Tensor) -> tuple[Any, Any]:
+        won = ((a >= b) if larger else (a <= b)) | b.isnan()
+        return where(won, g, 0.0), where(won, 0.0, g)
+
+    return _binary("FmaxBackward0" if larger else "FminBackward0", grads)
+
+
+def _sinc_grad(g: Tensor, x: Tensor) -> Tensor:
+    px = x * math.pi
+    safe = where(x == 0, 1.0, px)
+    slope = (safe.cos() * safe - safe.sin()) / (safe * x.where(x != 0, 1.0))
+    return where(x == 0, 0.0, g * slope)
+
+
 MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "log2": _unary("Log2Backward0", lambda g, x: g / (x * _LN2)),
     "log10": _unary("Log10Backward0", lambda g, x: g / (x * _LN10)),
@@ -271,6 +380,19 @@ MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "ger": _outer,
     "dot": _dot,
     "mv": _mv,
+    "logaddexp": _binary("LogaddexpBackward0", _logaddexp_grads(False)),
+    "logaddexp2": _binary("Logaddexp2Backward0", _logaddexp_grads(True)),
+    "xlogy": _xlogy,
+    "remainder": _remainder_like("Remainder", "floor"),
+    "fmod": _remainder_like("Fmod", "trunc"),
+    "nan_to_num": _nan_to_num,
+    "copysign": _copysign,
+    "fmax": _fextreme(True),
+    "fmin": _fextreme(False),
+    "erfinv": _unary(
+        "ErfinvBackward0", lambda g, y: g * (y * y).exp() * (math.sqrt(math.pi) / 2), keep_out=True
+    ),
+    "sinc": _unary("SincBackward0", _sinc_grad),
 }
 
 _PASS_THROUGH = ("lerp", "addcmul", "addcdiv", "dot")  # torch.<name> calls the method
