@@ -532,3 +532,148 @@ def test_nan_to_num_gives_no_gradient_to_replaced_values():
     x = torch.tensor([1.0, float("nan"), float("inf")], dtype=torch.float64, requires_grad=True)
     torch.nan_to_num(x * 1.0).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [1.0, 0.0, 0.0])
+
+
+def _np_cdist(a, b, p):
+    diff = np.abs(a[..., :, None, :] - b[..., None, :, :])
+    return (diff**p).sum(-1) ** (1 / p)
+
+
+EINSUM_CASES = [
+    ("ij,jk->ik", [(2, 3), (3, 4)]),
+    ("bij,bjk->bki", [(2, 2, 3), (2, 3, 2)]),
+    ("ij,ij->i", [(2, 3), (2, 3)]),
+    ("ij->ji", [(2, 3)]),
+    ("ij->", [(2, 3)]),
+    ("ik,j->ijk", [(2, 3), (4,)]),
+    ("ij,jk", [(2, 3), (3, 4)]),
+    ("i,i", [(3,), (3,)]),
+    ("bhqd,bhkd->bhqk", [(1, 2, 3, 2), (1, 2, 4, 2)]),
+    ("ijk,j->k", [(2, 3, 2), (3,)]),
+]
+
+
+@pytest.mark.parametrize(("equation", "shapes"), EINSUM_CASES)
+def test_einsum(equation, shapes):
+    check(
+        lambda *ts: torch.einsum(equation, *ts),
+        lambda *arrays: np.asarray(np.einsum(equation, *arrays)),
+        *shapes,
+        node="EinsumBackward0",
+    )
+
+
+def test_einsum_operand_list():
+    check(
+        lambda a, b: torch.einsum("ij,jk->ik", [a, b]),
+        lambda a, b: a @ b,
+        (2, 3),
+        (3, 2),
+        node="EinsumBackward0",
+    )
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 3.0, 0.5])
+def test_cdist(p):
+    check(
+        lambda a, b: torch.cdist(a, b, p=p),
+        lambda a, b: _np_cdist(a, b, p),
+        (2, 3, 4),
+        (1, 5, 4),
+        node="CdistBackward0",
+    )
+
+
+def test_cdist_by_matmul():
+    check(
+        lambda a, b: torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist"),
+        lambda a, b: _np_cdist(a, b, 2.0),
+        (3, 4),
+        (5, 4),
+        node="EuclideanDistBackward0",
+    )
+
+
+def _np_instance_norm(x, w=None, b=None, eps=1e-5):
+    dims = tuple(range(2, x.ndim))
+    mean = x.mean(dims, keepdims=True)
+    var = x.var(dims, keepdims=True)
+    out = (x - mean) / np.sqrt(var + eps)
+    shape = (1, x.shape[1]) + (1,) * len(dims)
+    if w is not None:
+        out = out * w.reshape(shape) + b.reshape(shape)
+    return out
+
+
+def test_instance_norm():
+    check(F.instance_norm, _np_instance_norm, (2, 3, 5), node="ViewBackward0")
+    check(
+        lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+        _np_instance_norm,
+        (2, 3, 2, 3),
+        (3,),
+        (3,),
+        node="ViewBackward0",
+    )
+
+
+ORDER_CASES = {
+    "median_dim": (
+        lambda x: x.median(1).values,
+        lambda x: np.sort(x, 1)[:, (x.shape[1] - 1) // 2],
+        "MedianBackward1",
+    ),
+    "median_all": (
+        lambda x: x.median(),
+        lambda x: np.sort(x.reshape(-1))[(x.size - 1) // 2],
+        "MedianBackward0",
+    ),
+    "nanmedian_dim": (
+        lambda x: torch.nanmedian(x, 0, keepdim=True)[0],
+        lambda x: np.sort(x, 0)[[(x.shape[0] - 1) // 2]],
+        "NanmedianBackward1",
+    ),
+    "kthvalue": (
+        lambda x: x.kthvalue(2, 1)[0],
+        lambda x: np.sort(x, 1)[:, 1],
+        "KthvalueBackward0",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ORDER_CASES))
+def test_order_statistics(case):
+    torch_fn, numpy_fn, node = ORDER_CASES[case]
+    check(torch_fn, numpy_fn, (3, 4), node=node)
+
+
+def test_mode_sends_the_gradient_to_its_index():
+    x = torch.tensor([[1.0, 2.0, 2.0], [3.0, 3.0, 1.0]], dtype=torch.float64, requires_grad=True)
+    values, indices = x.mode(1)
+    assert values.grad_fn.name() == "ModeBackward0"
+    values.sum().backward()
+    expected = np.zeros((2, 3))
+    expected[np.arange(2), indices.numpy()] = 1.0
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+
+
+def test_tensor_split_unfold_broadcast_tensors():
+    check(
+        lambda x: torch.cat([p * (i + 1) for i, p in enumerate(x.tensor_split(3, dim=1))], 1),
+        lambda x: np.concatenate(
+            [p * (i + 1) for i, p in enumerate(np.array_split(x, 3, axis=1))], 1
+        ),
+        (2, 7),
+    )
+    check(
+        lambda x: x.unfold(1, 3, 2),
+        lambda x: np.stack([x[:, i : i + 3] for i in range(0, 5, 2)], 1),
+        (2, 7),
+        node="UnfoldBackward0",
+    )
+    check(
+        lambda a, b: torch.stack(torch.broadcast_tensors(a, b)),
+        lambda a, b: np.stack(np.broadcast_arrays(a, b)),
+        (2, 1),
+        (3,),
+    )

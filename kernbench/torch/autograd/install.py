@@ -58,6 +58,11 @@ from kernbench.torch.autograd.pointwise_formulas import (
     POINTWISE_NN_RULES,
     POINTWISE_RULES,
 )
+from kernbench.torch.autograd.product_formulas import (
+    PRODUCT_FUNCTION_RULES,
+    PRODUCT_NN_RULES,
+    PRODUCT_RULES,
+)
 from kernbench.torch.autograd.resample_formulas import RESAMPLE_NN_RULES
 from kernbench.torch.autograd.scan_formulas import SCAN_RULES
 from kernbench.torch.autograd.selection_formulas import (
@@ -111,17 +116,18 @@ _TORCH_LEFT_ALONE = {
 
 _RULES = {
     **RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES,
-    **MORE_POINTWISE_RULES, **SELECTION_RULES,
+    **MORE_POINTWISE_RULES, **SELECTION_RULES, **PRODUCT_RULES,
 }  # fmt: skip
 _FUNCTION_RULES = {
     **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
     **INDEX_FUNCTION_RULES, **MORE_POINTWISE_FUNCTION_RULES,
-    **SELECTION_FUNCTION_RULES,
+    **SELECTION_FUNCTION_RULES, **PRODUCT_FUNCTION_RULES,
 }  # fmt: skip
 _NN_RULES = {
     **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
     **RESAMPLE_NN_RULES, **INDEX_NN_RULES,
     **MORE_POINTWISE_NN_RULES, **SELECTION_NN_RULES,
+    **PRODUCT_NN_RULES,
 }  # fmt: skip
 
 _INSTALLED: list[bool] = []

@@ -1,0 +1,281 @@
+"""Backward formulas of ``einsum``, ``cdist``, ``F.instance_norm``, the order statistics
+(``median``/``nanmedian``/``kthvalue``/``mode``), ``tensor_split``, ``Tensor.unfold`` and
+``broadcast_tensors``.
+
+* ``einsum`` (one node, ``EinsumBackward0``: torch records the pieces it composes it of,
+  permutes, ``bmm`` and views): each operand's gradient is an ``einsum`` of the output's
+  gradient with the other operands, to that operand's subscripts, expanded over the
+  subscripts only it had (summed in the forward).  Equations with ``...`` or a subscript
+  repeated within one operand (a diagonal) have no formula here.
+* ``cdist`` (``CdistBackward0``; ``EuclideanDistBackward0`` where the forward took
+  torch's matmul path): for ``p = 2``, ``W = g / d`` (0 where ``d`` is 0) and
+  ``x1 * rowsum(W) - W @ x2`` (and its mirror for ``x2``), two matmuls; other ``p`` over
+  the ``(..., P, R, M)`` differences, as torch's ``_cdist_backward``.
+* ``F.instance_norm`` with the input's statistics (torch's batch norm of the input viewed
+  as one sample of ``N * C`` channels; its last step is a view: ``ViewBackward0``): the
+  batch-norm formula per (sample, channel), the statistics computed again in backward.
+* ``median``/``nanmedian``/``kthvalue``/``mode`` over a dim: the gradient to the index
+  they returned; ``median()``/``nanmedian()`` of every element split it evenly among the
+  elements equal to the result, as torch's.
+* ``tensor_split`` runs itself with recording on (its pieces are recorded ``narrow``s and
+  slices); ``Tensor.unfold`` (``UnfoldBackward0``) adds each window's gradient back at
+  the positions it read; ``broadcast_tensors`` gives each input its result summed back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
+from kernbench.torch.autograd.pointwise_formulas import _via_method
+from kernbench.torch.einsum import einsum
+from kernbench.torch.factories import arange
+from kernbench.torch.logic import where
+
+if TYPE_CHECKING:
+    from kernbench.torch.tensor import Tensor
+
+__all__ = ["PRODUCT_FUNCTION_RULES", "PRODUCT_NN_RULES", "PRODUCT_RULES"]
+
+
+def _is_tensor(value: Any) -> bool:
+    return hasattr(value, "grad_fn") and hasattr(value, "storage_device_tensor")
+
+
+def _dim(d: Any, ndim: int) -> int:
+    if isinstance(d, bool) or not isinstance(d, int) or not -max(ndim, 1) <= d < max(ndim, 1):
+        raise Unsupported
+    return d % max(ndim, 1)
+
+
+# -- einsum ----------------------------------------------------------------------------------
+def _einsum(fn: Callable, equation: Any, *operands: Any) -> Any:
+    items = (
+        list(operands[0])
+        if len(operands) == 1 and isinstance(operands[0], list | tuple)
+        else list(operands)
+    )
+    if not isinstance(equation, str) or "." in equation or not items:
+        raise Unsupported
+    if not all(_is_tensor(t) for t in items):
+        raise Unsupported
+    spec = equation.replace(" ", "")
+    lhs, arrow, rhs = spec.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(items) or any(len(set(s)) != len(s) for s in subs):
+        raise Unsupported
+    if not arrow:
+        counts = {c: lhs.count(c) for c in set(lhs) - {","}}
+        rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+    out = untracked(fn, equation, *operands)
+    sizes = {
+        c: n for s, t in zip(subs, items, strict=True) for c, n in zip(s, t.shape, strict=True)
+    }
+    needs = [_needs(t) for t in items]
+
+    def backward(g: Tensor, *saved: Tensor) -> Sequence[Any]:
+        grads: list[Any] = []
+        for i, sub in enumerate(subs):
+            if not needs[i]:
+                grads.append(None)
+                continue
+            others = [(s, t) for j, (s, t) in enumerate(zip(subs, saved, strict=True)) if j != i]
+            seen = set(rhs).union(*(set(s) for s, _ in others))
+            kept = "".join(c for c in sub if c in seen)
+            terms = ",".join([rhs, *(s for s, _ in others)])
+            grad = einsum(f"{terms}->{kept}", g, *(t for _, t in others))
+            for pos, c in enumerate(sub):
+                if c not in seen:
+                    grad = grad.unsqueeze(pos)
+            grads.append(grad.expand(*(sizes[c] for c in sub)) if kept != sub else grad)
+        return grads
+
+    return recorded(out, "EinsumBackward0", items, backward, items)
+
+
+# -- cdist -----------------------------------------------------------------------------------
+def _cdist(
+    fn: Callable,
+    x1: Any,
+    x2: Any,
+    p: Any = 2.0,
+    compute_mode: str = "use_mm_for_euclid_dist_if_necessary",
+) -> Any:
+    if not (_is_tensor(x1) and _is_tensor(x2)) or isinstance(p, bool):
+        raise Unsupported
+    if not isinstance(p, int | float) or math.isinf(p) or p < 0:
+        raise Unsupported
+    out = untracked(fn, x1, x2, p, compute_mode)
+    s1, s2 = tuple(x1.shape), tuple(x2.shape)
+    need1, need2 = _needs(x1), _needs(x2)
+    mm = compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == "use_mm_for_euclid_dist_if_necessary" and (s1[-2] > 25 or s2[-2] > 25)
+    )
+    name = "EuclideanDistBackward0" if p == 2 and mm else "CdistBackward0"
+
+    def backward(g: Tensor, a: Tensor, b: Tensor, d: Tensor) -> Sequence[Any]:
+        if p == 0:
+            zeros = (g.new_zeros(s1) if need1 else None, g.new_zeros(s2) if need2 else None)
+            return zeros
+        if p == 2:
+            w = where(d == 0, 0.0, g / where(d == 0, 1.0, d))
+            g1 = a * w.sum(-1, keepdim=True) - w.matmul(b) if need1 else None
+            g2 = b * w.sum(-2).unsqueeze(-1) - w.mT.matmul(a) if need2 else None
+        else:
+            diff = a.unsqueeze(-2) - b.unsqueeze(-3)  # (..., P, R, M)
+            if p == 1:
+                t = diff.sign()
+            else:
+                scale = where(d == 0, 0.0, 1.0 / where(d == 0, 1.0, d) ** (p - 1))
+                t = diff.sign() * diff.abs() ** (p - 1) * scale.unsqueeze(-1)
+            t = t * g.unsqueeze(-1)
+            g1 = t.sum(-2) if need1 else None
+            g2 = -t.sum(-3) if need2 else None
+        return (sum_to(g1, s1) if g1 is not None else None), (
+            sum_to(g2, s2) if g2 is not None else None
+        )
+
+    return recorded(out, name, (x1, x2), backward, (x1, x2, out))
+
+
+# -- instance norm ---------------------------------------------------------------------------
+def _instance_norm(
+    fn: Callable,
+    input: Any,  # noqa: A002
+    running_mean: Any = None,
+    running_var: Any = None,
+    weight: Any = None,
+    bias: Any = None,
+    use_input_stats: bool = True,
+    momentum: float = 0.1,
+    eps: float = 1e-5,
+) -> Any:
+    if use_input_stats is not True or not _is_tensor(input) or input.ndim < 3:
+        raise Unsupported
+    out = untracked(
+        fn, input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps
+    )
+    dims = tuple(range(2, input.ndim))
+    channel = (1, input.shape[1]) + (1,) * len(dims)
+    inputs = (input, weight, bias)
+    needs = [t is not None and _needs(t) for t in inputs]
+
+    def backward(g: Tensor, x: Tensor, w: Any) -> Sequence[Any]:
+        mean = x.mean(dims, keepdim=True)
+        invstd = (x.var(dims, keepdim=True, correction=0) + eps).rsqrt()
+        xhat = (x - mean) * invstd
+        gx = gw = gb = None
+        if needs[0]:
+            scale = invstd if w is None else invstd * w.reshape(channel)
+            gx = scale * (
+                g - g.mean(dims, keepdim=True) - xhat * (g * xhat).mean(dims, keepdim=True)
+            )
+        if needs[1]:
+            gw = (g * xhat).sum((0, *dims))
+        if needs[2]:
+            gb = g.sum((0, *dims))
+        return gx, gw, gb
+
+    return recorded(out, "ViewBackward0", inputs, backward, (input, weight))
+
+
+# -- order statistics ------------------------------------------------------------------------
+def _to_index(name: str, dim_at: int, dim_default: Any) -> Callable[..., Any]:
+    """``median``/``kthvalue``/``mode`` over a dim: the gradient to the returned index."""
+
+    def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+        dim = kwargs.get("dim", args[dim_at] if len(args) > dim_at else dim_default)
+        if dim is None:
+            return _evenly(name, fn, self, *args, **kwargs)
+        d = _dim(dim, self.ndim)
+        keepdim = kwargs.get("keepdim", args[dim_at + 1] if len(args) > dim_at + 1 else False)
+        out = untracked(fn, self, *args, **kwargs)
+        shape = tuple(self.shape)
+
+        def backward(g: Tensor, index: Tensor) -> Sequence[Any]:
+            if not shape:
+                return (g.reshape(shape),)
+            if not keepdim:
+                g, index = g.unsqueeze(d), index.unsqueeze(d)
+            return (g.new_zeros(shape).scatter(d, index, g),)
+
+        return recorded(
+            out,
+            f"{name}Backward1" if name in ("Median", "Nanmedian") else f"{name}Backward0",
+            (self,),
+            backward,
+            (out[1],),
+        )
+
+    return rule
+
+
+def _evenly(name: str, fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+    if args or kwargs or name not in ("Median", "Nanmedian"):
+        raise Unsupported
+    out = untracked(fn, self)
+
+    def backward(g: Tensor, x: Tensor, y: Tensor) -> Sequence[Any]:
+        hit = x == y
+        return (g * hit / hit.sum(),)
+
+    return recorded(out, f"{name}Backward0", (self,), backward, (self, out))
+
+
+# -- views that pick elements ----------------------------------------------------------------
+def _tensor_split(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+    return fn(self, *args, **kwargs)  # its narrows and slices record
+
+
+def _unfold(fn: Callable, self: Tensor, dimension: Any, size: Any, step: Any) -> Any:
+    out = untracked(fn, self, dimension, size, step)
+    shape = tuple(self.shape)
+    numel = self.numel()
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        picked = arange(numel, device=g.device).reshape(shape).unfold(dimension, size, step)
+        flat = g.new_zeros((numel,)).index_add(0, picked.reshape(-1), g.reshape(-1))
+        return (flat.reshape(shape),)
+
+    return recorded(out, "UnfoldBackward0", (self,), backward)
+
+
+def _broadcast_tensors(fn: Callable, *tensors: Any) -> Any:
+    items = (
+        list(tensors[0])
+        if len(tensors) == 1 and isinstance(tensors[0], list | tuple)
+        else list(tensors)
+    )
+    if not all(_is_tensor(t) for t in items):
+        raise Unsupported
+    outs = untracked(fn, *tensors)
+    results = []
+    for t, o in zip(items, outs, strict=True):
+        shape = tuple(t.shape)
+        results.append(
+            recorded(o, "ExpandBackward0", (t,), lambda g, shape=shape: (sum_to(g, shape),))
+            if _needs(t)
+            else o
+        )
+    return type(outs)(results) if isinstance(outs, tuple) else results
+
+
+PRODUCT_RULES: dict[str, Callable[..., Any]] = {
+    "median": _to_index("Median", 0, None),
+    "nanmedian": _to_index("Nanmedian", 0, None),
+    "kthvalue": _to_index("Kthvalue", 1, -1),
+    "mode": _to_index("Mode", 0, -1),
+    "tensor_split": _tensor_split,
+    "unfold": _unfold,
+}
+
+PRODUCT_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
+    **{name: _via_method(name) for name in PRODUCT_RULES if name != "unfold"},
+    "einsum": _einsum,
+    "cdist": _cdist,
+    "broadcast_tensors": _broadcast_tensors,
+}
+
+PRODUCT_NN_RULES: dict[str, Callable[..., Any]] = {"instance_norm": _instance_norm}
