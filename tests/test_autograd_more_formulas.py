@@ -677,3 +677,164 @@ def test_tensor_split_unfold_broadcast_tensors():
         (2, 1),
         (3,),
     )
+
+
+def _np_block_diag(*arrays):
+    blocks = [a.reshape(1, -1) if a.ndim < 2 else a for a in arrays]
+    rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+    out, r, c = np.zeros((rows, cols)), 0, 0
+    for b in blocks:
+        out[r : r + b.shape[0], c : c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+def _np_index_copy(x, index, source):
+    out = x.copy()
+    out[index] = source
+    return out
+
+
+def _np_masked_scatter(x, mask, source):
+    out = x.copy()
+    mask = np.broadcast_to(mask, x.shape)
+    out[mask] = source.reshape(-1)[: mask.sum()]
+    return out
+
+
+MASK = np.array([[True, False, True, True]])
+FURTHER_CASES = {
+    "tensordot": (
+        lambda a, b: torch.tensordot(a, b, dims=([1, 0], [0, 2])),
+        lambda a, b: np.tensordot(a, b, axes=([1, 0], [0, 2])),
+        [(2, 3, 4), (3, 5, 2)],
+        "ViewBackward0",
+    ),
+    "tensordot_int": (
+        lambda a, b: torch.tensordot(a, b, 1),
+        lambda a, b: np.tensordot(a, b, 1),
+        [(2, 3), (3, 4)],
+        "ViewBackward0",
+    ),
+    "kron": (torch.kron, np.kron, [(2, 3), (2, 2)], "ViewBackward0"),
+    "cross": (
+        lambda a, b: a.cross(b, dim=1),
+        lambda a, b: np.cross(a, b, axis=1),
+        [(2, 3), (1, 3)],
+        "LinalgCrossBackward0",
+    ),
+    "linalg.cross": (
+        lambda a, b: torch.linalg.cross(a, b),
+        lambda a, b: np.cross(a, b),
+        [(2, 3), (2, 3)],
+        "LinalgCrossBackward0",
+    ),
+    "block_diag": (
+        lambda a, b, c: torch.block_diag(a, b, c),
+        _np_block_diag,
+        [(2, 3), (3,), (1, 2)],
+        "BlockDiagBackward0",
+    ),
+    "lgamma": (
+        torch.lgamma,
+        lambda x: np.vectorize(__import__("math").lgamma)(x),
+        [((2, 3), 0.5, 3.0)],
+        "LgammaBackward0",
+    ),
+    "ldexp": (
+        lambda a, b: torch.ldexp(a, b),
+        lambda a, b: a * 2.0**b,
+        [(2, 3), (3,)],
+        "MulBackward0",
+    ),
+    "float_power": (
+        lambda a, b: torch.float_power(a, b),
+        lambda a, b: a**b,
+        [((2, 3), 0.5, 2.0), (3,)],
+        "PowBackward1",
+    ),
+    "float_power_number": (
+        lambda a: a.float_power(2.5),
+        lambda a: a**2.5,
+        [((2, 3), 0.5, 2.0)],
+        "PowBackward0",
+    ),
+    "true_divide": (
+        lambda a, b: torch.true_divide(a, b),
+        lambda a, b: a / b,
+        [(2, 3), ((3,), 0.5, 1.5)],
+        "DivBackward0",
+    ),
+    "index_copy": (
+        lambda x, s: x.index_copy(0, _t_index([2, 0]), s),
+        lambda x, s: _np_index_copy(x, [2, 0], s),
+        [(3, 4), (2, 4)],
+        "IndexCopyBackward0",
+    ),
+    "index_fill": (
+        lambda x: x.index_fill(1, _t_index([1, 3]), -1.0),
+        lambda x: np.where(np.isin(np.arange(4), [1, 3]), -1.0, x),
+        [(3, 4)],
+        "IndexFillBackward0",
+    ),
+    "index_put": (
+        lambda x, v: x.index_put((_t_index([2, 0]),), v),
+        lambda x, v: _np_index_copy(x, [2, 0], v),
+        [(3, 4), (4,)],
+        "IndexPutBackward0",
+    ),
+    "index_put_accumulate": (
+        lambda x, v: x.index_put((_t_index([2, 0, 2]), _t_index([1, 1, 1])), v, accumulate=True),
+        lambda x, v: _np_index_add_at(x, ([2, 0, 2], [1, 1, 1]), v),
+        [(3, 4), (3,)],
+        "IndexPutBackward0",
+    ),
+    "masked_scatter": (
+        lambda x, s: x.masked_scatter(torch.tensor(MASK), s),
+        lambda x, s: _np_masked_scatter(x, MASK, s),
+        [(3, 4), (4, 3)],
+        "MaskedScatterBackward0",
+    ),
+    "repeat_interleave_tensor": (
+        lambda x: x.repeat_interleave(_t_index([1, 0, 3]), dim=0),
+        lambda x: np.repeat(x, [1, 0, 3], axis=0),
+        [(3, 4)],
+        "IndexSelectBackward0",
+    ),
+    "repeat_interleave_tensor_flat": (
+        lambda x: torch.repeat_interleave(x, _t_index([2, 1, 0, 1])),
+        lambda x: np.repeat(x.reshape(-1), [2, 1, 0, 1]),
+        [(2, 2)],
+        "IndexSelectBackward0",
+    ),
+}
+
+
+def _np_index_add_at(x, index, values):
+    out = x.copy()
+    np.add.at(out, index, values)
+    return out
+
+
+@pytest.mark.parametrize("case", sorted(FURTHER_CASES))
+def test_further_ops(case):
+    torch_fn, numpy_fn, shapes, node = FURTHER_CASES[case]
+    check(torch_fn, numpy_fn, *shapes, node=node)
+
+
+@pytest.mark.parametrize("indexing", ["ij", "xy"])
+def test_meshgrid(indexing):
+    check(
+        lambda a, b: torch.stack(torch.meshgrid(a, b, indexing=indexing)) * 1.5,
+        lambda a, b: np.stack(np.meshgrid(a, b, indexing=indexing)) * 1.5,
+        (3,),
+        (4,),
+    )
+
+
+def test_bernoulli_gives_zero_gradient():
+    p = torch.tensor([0.2, 0.7], dtype=torch.float64, requires_grad=True)
+    draw = torch.bernoulli(p)
+    assert draw.grad_fn.name() == "BernoulliBackward0"
+    (draw * 3).sum().backward()
+    np.testing.assert_array_equal(p.grad.numpy(), [0.0, 0.0])

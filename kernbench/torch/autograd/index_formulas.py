@@ -4,7 +4,8 @@ torch's (``derivatives.yaml``), written with the facade's ops and costing what t
 cost: ``F.pad`` in constant mode (``ConstantPadNdBackward0``: the gradient padded by the
 negated amounts, a crop), ``flip``/``roll`` (the same op undone), ``repeat``/``tile``
 (``RepeatBackward0``: the gradient folded into the repeats and summed),
-``repeat_interleave`` (``IndexSelectBackward0``, as torch composes it), ``gather``,
+``repeat_interleave`` (``IndexSelectBackward0``, as torch composes it; a tensor of
+repeats too), ``gather``,
 ``take_along_dim`` and ``index_select`` (a ``scatter_add``/``index_add`` into zeros),
 ``scatter``/``scatter_add``/``index_add`` (the target's gradient, masked for ``scatter``;
 the source's a ``gather``/``index_select``), the values of ``topk``/``sort`` (a
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
 from kernbench.torch.autograd.pointwise_formulas import _via_method
+from kernbench.torch.factories import arange
 from kernbench.torch.nn import functional as F
 
 if TYPE_CHECKING:
@@ -111,6 +113,8 @@ def _tile(fn: Callable, self: Tensor, *dims: Any) -> Any:
 def _repeat_interleave(
     fn: Callable, self: Tensor, repeats: Any, dim: Any = None, *, output_size: Any = None
 ) -> Any:
+    if hasattr(repeats, "storage_device_tensor"):
+        return _repeat_interleave_by(fn, self, repeats, dim, output_size)
     if isinstance(repeats, bool) or not isinstance(repeats, int):
         raise Unsupported
     out = untracked(fn, self, repeats, dim, output_size=output_size)
@@ -128,6 +132,26 @@ def _repeat_interleave(
 
     def backward(g: Tensor) -> Sequence[Any]:
         return (g.reshape(split).sum(d + 1).reshape(shape),)
+
+    return recorded(out, "IndexSelectBackward0", (self,), backward)
+
+
+def _repeat_interleave_by(
+    fn: Callable, self: Tensor, repeats: Tensor, dim: Any, output_size: Any
+) -> Any:
+    """A tensor of repeats: each source's gradient is the sum of its copies' (an
+    ``index_add`` at the source index of each copy)."""
+    d = None if dim is None else _dim(dim, self.ndim)
+    out = untracked(fn, self, repeats, dim, output_size=output_size)
+    shape = tuple(self.shape)
+    numel = self.numel()
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        count = numel if d is None else shape[d]
+        source = arange(count, device=g.device).repeat_interleave(repeats)
+        if d is None:
+            return (g.new_zeros((numel,)).index_add(0, source, g.reshape(-1)).reshape(shape),)
+        return (g.new_zeros(shape).index_add(d, source, g),)
 
     return recorded(out, "IndexSelectBackward0", (self,), backward)
 

@@ -60,6 +60,7 @@ from kernbench.torch.autograd.pointwise_formulas import (
 )
 from kernbench.torch.autograd.product_formulas import (
     PRODUCT_FUNCTION_RULES,
+    PRODUCT_LINALG_RULES,
     PRODUCT_NN_RULES,
     PRODUCT_RULES,
 )
@@ -285,7 +286,8 @@ def install_autograd(torch_module: ModuleType) -> None:
         torch_module, "", torch_module.__all__, _FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
     )
     _install_functions(F, "nn.functional.", F.__all__, _NN_RULES, _F_PASS_THROUGH | {"one_hot"})
-    _install_functions(linalg, "linalg.", linalg.__all__, POINTWISE_LINALG_RULES, set())
+    linalg_rules = {**POINTWISE_LINALG_RULES, **PRODUCT_LINALG_RULES}
+    _install_functions(linalg, "linalg.", linalg.__all__, linalg_rules, set())
     for name in nn_init.__all__:
         setattr(nn_init, name, _untracked_call(getattr(nn_init, name)))
     for name in nn_utils.__all__:

@@ -9,7 +9,9 @@ cost: ``log2``/``log10``/``exp2``, ``deg2rad``/``rad2deg``, ``logit`` (0 outside
 overflows), ``xlogy`` (0 where ``self`` is 0), ``remainder``/``fmod``, ``nan_to_num`` (0
 where the input was not finite), ``copysign`` (0 at a zero ``self``; ``other`` gets
 zeros), ``fmax``/``fmin`` (ties and a NaN ``other`` to ``self``), ``erfinv``, ``sinc``
-(0 at 0); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
+(0 at 0), ``lgamma`` (``digamma``), ``ldexp`` (``MulBackward0``, as torch composes it),
+``float_power`` (in float64), ``true_divide`` (runs as the recorded ``div``),
+``bernoulli`` (a zero gradient); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
 gradient), ``outer``/``ger`` (torch's ``MulBackward0`` of its broadcast product),
 ``dot``, ``mv``; ``F.pairwise_distance`` (torch's ``NormBackward1`` of
 ``norm(x1 - x2 + eps)``; the difference is computed again in backward, a kernel torch
@@ -355,6 +357,73 @@ def _sinc_grad(g: Tensor, x: Tensor) -> Tensor:
     return where(x == 0, 0.0, g * slope)
 
 
+def _ldexp(fn: Callable, self: Tensor, other: Any) -> Any:
+    """``self * 2 ** other`` (torch composes it: ``MulBackward0``)."""
+    out = untracked(fn, self, other)
+    a_shape = tuple(self.shape)
+    tensor_other = _is_tensor(other)
+    need_b = tensor_other and _needs(other) and other.dtype.is_floating_point
+    b_shape = tuple(other.shape) if tensor_other else ()
+
+    def backward(g: Tensor, y: Tensor) -> Sequence[Any]:
+        power = other.to(g.dtype).exp2() if tensor_other else 2.0**other
+        ga = sum_to(g * power, a_shape) if _needs(self) else None
+        gb = sum_to(g * y * _LN2, b_shape) if need_b else None
+        return (ga, gb) if tensor_other else (ga,)
+
+    inputs = (self, other) if tensor_other else (self,)
+    return recorded(out, "MulBackward0", inputs, backward, (out,))
+
+
+def _float_power(fn: Callable, self: Any, other: Any) -> Any:
+    """``float_power``: ``pow`` in float64 (``PowBackward0`` for a number exponent,
+    ``PowBackward1`` for a tensor); the gradients are cast back by the engine."""
+    if not _is_tensor(self) or not (_is_tensor(other) or _number(other)):
+        raise Unsupported
+    out = untracked(fn, self, other)
+    a_shape = tuple(self.shape)
+    if _number(other):
+
+        def number_backward(g: Tensor, a: Tensor) -> Sequence[Any]:
+            a = a.to(g.dtype)
+            return (g * other * a ** (other - 1),)
+
+        return recorded(out, "PowBackward0", (self,), number_backward, (self,))
+    b_shape = tuple(other.shape)
+    need_a, need_b = _needs(self), _needs(other)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor, y: Tensor) -> Sequence[Any]:
+        a, b = a.to(g.dtype), b.to(g.dtype)
+        ga = None
+        if need_a:  # a ** (b - 1) as y / a (the facade's pow takes a number exponent)
+            at_zero = where(b > 1, 0.0, where(b == 1, 1.0, math.inf))
+            lower = where(a == 0, at_zero, y / where(a == 0, 1.0, a))
+            ga = sum_to(where(b == 0, 0.0, g * b * lower), a_shape)
+        gb = None
+        if need_b:  # 0 where a is 0 and b >= 0, as torch's pow_backward_exponent
+            log_a = where(a == 0, 0.0, a).log()
+            gb = sum_to(where((a == 0) & (b >= 0), 0.0, g * y * log_a), b_shape)
+        return ga, gb
+
+    return recorded(out, "PowBackward1", (self, other), backward, (self, other, out))
+
+
+def _recording(fn: Callable, *args: Any, out: Any = None, **kwargs: Any) -> Any:
+    """An op made of recorded ops (``true_divide`` is ``div``): run with recording on."""
+    if out is not None:
+        raise Unsupported
+    return fn(*args, **kwargs)
+
+
+def _bernoulli(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
+    p = kwargs.get("p", args[0] if args else None)
+    if _is_tensor(p) or kwargs.get("out") is not None:
+        raise Unsupported
+    out = untracked(fn, self, *args, **kwargs)
+    name = "BernoulliBackward0" if p is None else "BernoulliBackward1"
+    return recorded(out, name, (self,), lambda g: (g.new_zeros(tuple(g.shape)),))
+
+
 MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "log2": _unary("Log2Backward0", lambda g, x: g / (x * _LN2)),
     "log10": _unary("Log10Backward0", lambda g, x: g / (x * _LN10)),
@@ -393,12 +462,20 @@ MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
         "ErfinvBackward0", lambda g, y: g * (y * y).exp() * (math.sqrt(math.pi) / 2), keep_out=True
     ),
     "sinc": _unary("SincBackward0", _sinc_grad),
+    "lgamma": _unary("LgammaBackward0", lambda g, x: g * x.digamma()),
+    "ldexp": _ldexp,
+    "float_power": _float_power,
+    "true_divide": _recording,
+    "bernoulli": _bernoulli,
 }
 
 _PASS_THROUGH = ("lerp", "addcmul", "addcdiv", "dot")  # torch.<name> calls the method
 MORE_POINTWISE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
     **{name: _via_method(name) for name in MORE_POINTWISE_RULES if name not in _PASS_THROUGH},
     "pairwise_distance": _pairwise_distance,
+    "true_divide": _recording,
+    "float_power": _float_power,
+    "bernoulli": _bernoulli,
 }
 
 MORE_POINTWISE_NN_RULES: dict[str, Callable[..., Any]] = {"pairwise_distance": _pairwise_distance}

@@ -1,4 +1,5 @@
-"""Backward formulas of ``einsum``, ``cdist``, ``F.instance_norm``, the order statistics
+"""Backward formulas of ``einsum``, ``tensordot``, ``kron``, ``cross``, ``block_diag``,
+``meshgrid``, ``cdist``, ``F.instance_norm``, the order statistics
 (``median``/``nanmedian``/``kthvalue``/``mode``), ``tensor_split``, ``Tensor.unfold`` and
 ``broadcast_tensors``.
 
@@ -7,6 +8,11 @@
   gradient with the other operands, to that operand's subscripts, expanded over the
   subscripts only it had (summed in the forward).  Equations with ``...`` or a subscript
   repeated within one operand (a diagonal) have no formula here.
+* ``tensordot`` (``ViewBackward0``, torch's last step): the ``einsum`` formula over the
+  equation it is; ``kron`` runs with recording on (its reshapes, product and view
+  record, as torch composes it); ``cross``/``linalg.cross`` (``LinalgCrossBackward0``:
+  ``b x g`` and ``g x a``); ``block_diag`` (``BlockDiagBackward0``: each block's slice);
+  ``meshgrid`` (each result an ``ExpandBackward0``: summed over the other axes).
 * ``cdist`` (``CdistBackward0``; ``EuclideanDistBackward0`` where the forward took
   torch's matmul path): for ``p = 2``, ``W = g / d`` (0 where ``d`` is 0) and
   ``x1 * rowsum(W) - W @ x2`` (and its mirror for ``x2``), two matmuls; other ``p`` over
@@ -37,7 +43,12 @@ from kernbench.torch.logic import where
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
 
-__all__ = ["PRODUCT_FUNCTION_RULES", "PRODUCT_NN_RULES", "PRODUCT_RULES"]
+__all__ = [
+    "PRODUCT_FUNCTION_RULES",
+    "PRODUCT_LINALG_RULES",
+    "PRODUCT_NN_RULES",
+    "PRODUCT_RULES",
+]
 
 
 def _is_tensor(value: Any) -> bool:
@@ -70,6 +81,13 @@ def _einsum(fn: Callable, equation: Any, *operands: Any) -> Any:
         counts = {c: lhs.count(c) for c in set(lhs) - {","}}
         rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
     out = untracked(fn, equation, *operands)
+    backward = _einsum_backward(subs, rhs, items)
+    return recorded(out, "EinsumBackward0", items, backward, items)
+
+
+def _einsum_backward(subs: list[str], rhs: str, items: list[Tensor]) -> Callable[..., Any]:
+    """The backward of ``einsum(",".join(subs) + "->" + rhs, *items)``, given the output's
+    gradient and the saved operands."""
     sizes = {
         c: n for s, t in zip(subs, items, strict=True) for c, n in zip(s, t.shape, strict=True)
     }
@@ -92,7 +110,109 @@ def _einsum(fn: Callable, equation: Any, *operands: Any) -> Any:
             grads.append(grad.expand(*(sizes[c] for c in sub)) if kept != sub else grad)
         return grads
 
-    return recorded(out, "EinsumBackward0", items, backward, items)
+    return backward
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _tensordot(fn: Callable, a: Any, b: Any, dims: Any = 2) -> Any:
+    """``tensordot`` as the ``einsum`` it is (torch's last step is a view of a matmul)."""
+    if not (_is_tensor(a) and _is_tensor(b)) or a.ndim + b.ndim > len(_LETTERS):
+        raise Unsupported
+    if isinstance(dims, int) and not isinstance(dims, bool):
+        dims_a, dims_b = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    elif isinstance(dims, list | tuple) and len(dims) == 2:
+        dims_a = list(dims[0]) if isinstance(dims[0], list | tuple) else [dims[0]]
+        dims_b = list(dims[1]) if isinstance(dims[1], list | tuple) else [dims[1]]
+    else:
+        raise Unsupported
+    dims_a = [_dim(d, a.ndim) for d in dims_a]
+    dims_b = [_dim(d, b.ndim) for d in dims_b]
+    if len(dims_a) != len(dims_b):
+        raise Unsupported
+    out = untracked(fn, a, b, dims)
+    sub_a = _LETTERS[: a.ndim]
+    sub_b = list(_LETTERS[a.ndim : a.ndim + b.ndim])
+    for da, db in zip(dims_a, dims_b, strict=True):
+        sub_b[db] = sub_a[da]
+    rhs = "".join(c for i, c in enumerate(sub_a) if i not in dims_a) + "".join(
+        c for i, c in enumerate(sub_b) if i not in dims_b
+    )
+    backward = _einsum_backward([sub_a, "".join(sub_b)], rhs, [a, b])
+    return recorded(out, "ViewBackward0", (a, b), backward, (a, b))
+
+
+def _kron(fn: Callable, self: Tensor, other: Any) -> Any:
+    return fn(self, other)  # its reshapes, product and view record, as torch composes it
+
+
+def _cross(fn: Callable, self: Tensor, other: Any, dim: Any = None) -> Any:
+    if not _is_tensor(other):
+        raise Unsupported
+    out = untracked(fn, self, other, dim)
+    if dim is None:
+        dim = next(d for d, n in enumerate(self.shape) if n == 3)
+    a_shape, b_shape = tuple(self.shape), tuple(other.shape)
+    need_a, need_b = _needs(self), _needs(other)
+
+    def backward(g: Tensor, a: Tensor, b: Tensor) -> Sequence[Any]:
+        ga = sum_to(b.cross(g, dim), a_shape) if need_a else None
+        gb = sum_to(g.cross(a, dim), b_shape) if need_b else None
+        return ga, gb
+
+    return recorded(out, "LinalgCrossBackward0", (self, other), backward, (self, other))
+
+
+def _linalg_cross(fn: Callable, input: Any, other: Any, *, dim: Any = -1) -> Any:  # noqa: A002
+    if not (_is_tensor(input) and _is_tensor(other)):
+        raise Unsupported
+    return _cross(lambda a, b, d: fn(a, b, dim=d), input, other, dim)
+
+
+def _block_diag(fn: Callable, *tensors: Any) -> Any:
+    if not tensors or not all(_is_tensor(t) for t in tensors):
+        raise Unsupported
+    out = untracked(fn, *tensors)
+    shapes = [tuple(t.shape) for t in tensors]
+    needs = [_needs(t) for t in tensors]
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        grads, row, col = [], 0, 0
+        for shape, need in zip(shapes, needs, strict=True):
+            rows, cols = (1, shape[0] if shape else 1) if len(shape) < 2 else shape
+            block = g.narrow(0, row, rows).narrow(1, col, cols)
+            grads.append(block.reshape(shape) if need else None)
+            row, col = row + rows, col + cols
+        return grads
+
+    return recorded(out, "BlockDiagBackward0", tensors, backward)
+
+
+def _meshgrid(fn: Callable, *tensors: Any, indexing: Any = None) -> Any:
+    items = (
+        list(tensors[0])
+        if len(tensors) == 1 and isinstance(tensors[0], list | tuple)
+        else list(tensors)
+    )
+    if not items or not all(_is_tensor(t) for t in items):
+        raise Unsupported
+    outs = untracked(fn, *tensors, indexing=indexing)
+    n = len(items)
+    results = []
+    for i, (t, o) in enumerate(zip(items, outs, strict=True)):
+        if not _needs(t):
+            results.append(o)
+            continue
+        axis = (1 - i) if indexing == "xy" and n > 1 and i < 2 else i
+        others = tuple(d for d in range(n) if d != axis)
+        shape = tuple(t.shape)
+
+        def backward(g: Tensor, others: tuple = others, shape: tuple = shape) -> Sequence[Any]:
+            return ((g.sum(others) if others else g).reshape(shape),)
+
+        results.append(recorded(o, "ExpandBackward0", (t,), backward))
+    return tuple(results)
 
 
 # -- cdist -----------------------------------------------------------------------------------
@@ -263,6 +383,8 @@ def _broadcast_tensors(fn: Callable, *tensors: Any) -> Any:
 
 
 PRODUCT_RULES: dict[str, Callable[..., Any]] = {
+    "kron": _kron,
+    "cross": _cross,
     "median": _to_index("Median", 0, None),
     "nanmedian": _to_index("Nanmedian", 0, None),
     "kthvalue": _to_index("Kthvalue", 1, -1),
@@ -274,8 +396,15 @@ PRODUCT_RULES: dict[str, Callable[..., Any]] = {
 PRODUCT_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
     **{name: _via_method(name) for name in PRODUCT_RULES if name != "unfold"},
     "einsum": _einsum,
+    "tensordot": _tensordot,
+    "kron": _kron,
+    "cross": _cross,
+    "block_diag": _block_diag,
+    "meshgrid": _meshgrid,
     "cdist": _cdist,
     "broadcast_tensors": _broadcast_tensors,
 }
 
 PRODUCT_NN_RULES: dict[str, Callable[..., Any]] = {"instance_norm": _instance_norm}
+
+PRODUCT_LINALG_RULES: dict[str, Callable[..., Any]] = {"cross": _linalg_cross}

@@ -6,6 +6,10 @@ the moves and joins torch composes of views and ``cat``.
   same elements of an ``arange`` of the input's positions (an ``arange`` and the op's own
   kernel), then adds the gradient into zeros at those positions with ``index_add``, so
   repeated indices add up, as torch's ``index_put_(..., accumulate=True)``.
+* ``index_copy``/``index_fill``/``index_put`` (the target's gradient with the written
+  places zeroed, or whole with ``accumulate``; the source's picked back with
+  ``index_select`` or the same key) and ``masked_scatter`` (the masked gradient, in order,
+  padded with zeros to the source's size).
 * ``cummax``/``cummin`` (the values): the gradient added at the returned indices.
 * ``movedim``/``moveaxis`` (``PermuteBackward0``): the inverse permutation.
 * ``hstack``/``vstack``/``dstack``/``column_stack`` (``CatBackward0``): each input's
@@ -21,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernbench.torch.autograd.formulas import RULES, Unsupported, recorded, untracked
+from kernbench.torch.autograd.formulas import RULES, Unsupported, recorded, sum_to, untracked
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.factories import arange
 from kernbench.torch.nn import functional as F
@@ -101,6 +105,67 @@ def _take(fn: Callable, self: Tensor, index: Any) -> Any:
         return (_added_at(g, shape, _positions(shape, g).take(index)),)
 
     return recorded(out, "TakeBackward0", (self,), backward)
+
+
+def _index_copy(fn: Callable, self: Tensor, dim: Any, index: Any, source: Any) -> Any:
+    d = _dim(dim, self.ndim)
+    if not (_is_tensor(index) and _is_tensor(source)):
+        raise Unsupported
+    out = untracked(fn, self, dim, index, source)
+    need_self, need_source = self.requires_grad, source.requires_grad
+    source_shape = tuple(source.shape)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        g_self = g.index_fill(d, index, 0.0) if need_self else None
+        g_source = g.index_select(d, index).reshape(source_shape) if need_source else None
+        return g_self, g_source
+
+    return recorded(out, "IndexCopyBackward0", (self, source), backward)
+
+
+def _index_fill(fn: Callable, self: Tensor, dim: Any, index: Any, value: Any) -> Any:
+    d = _dim(dim, self.ndim)
+    if not _is_tensor(index) or (_is_tensor(value) and value.requires_grad):
+        raise Unsupported
+    out = untracked(fn, self, dim, index, value)
+    name = "IndexFillBackward1" if _is_tensor(value) else "IndexFillBackward0"
+    return recorded(out, name, (self,), lambda g: (g.index_fill(d, index, 0.0),))
+
+
+def _index_put(fn: Callable, self: Tensor, indices: Any, values: Any, accumulate: Any = False):
+    if not isinstance(indices, list | tuple) or not _is_tensor(values):
+        raise Unsupported
+    key = tuple(indices)
+    out = untracked(fn, self, indices, values, accumulate)
+    need_self, need_values = self.requires_grad, values.requires_grad
+    values_shape = tuple(values.shape)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        g_self = None
+        if need_self:
+            g_self = g if accumulate is True else g.index_put(key, g.new_zeros(()))
+        g_values = sum_to(g[key], values_shape) if need_values else None
+        return g_self, g_values
+
+    return recorded(out, "IndexPutBackward0", (self, values), backward)
+
+
+def _masked_scatter(fn: Callable, self: Tensor, mask: Any, source: Any) -> Any:
+    if not (_is_tensor(mask) and _is_tensor(source)):
+        raise Unsupported
+    out = untracked(fn, self, mask, source)
+    need_self, need_source = self.requires_grad, source.requires_grad
+    source_shape, source_numel = tuple(source.shape), source.numel()
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        g_self = g.masked_fill(mask, 0.0) if need_self else None
+        g_source = None
+        if need_source:  # the first elements of source, in order, went to the mask
+            taken = g.masked_select(mask)
+            g_source = F.pad(taken, [0, source_numel - taken.shape[0]]).reshape(source_shape)
+        return g_self, g_source
+
+    return recorded(out, "MaskedScatterBackward0", (self, source), backward)
 
 
 def _running_extreme(name: str) -> Callable[..., Any]:
@@ -219,6 +284,10 @@ SELECTION_RULES: dict[str, Callable[..., Any]] = {
     "movedim": _movedim,
     "moveaxis": _movedim,
     "diff": _diff,
+    "index_copy": _index_copy,
+    "index_fill": _index_fill,
+    "index_put": _index_put,
+    "masked_scatter": _masked_scatter,
 }
 
 SELECTION_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
