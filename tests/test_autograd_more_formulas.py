@@ -838,3 +838,51 @@ def test_bernoulli_gives_zero_gradient():
     assert draw.grad_fn.name() == "BernoulliBackward0"
     (draw * 3).sum().backward()
     np.testing.assert_array_equal(p.grad.numpy(), [0.0, 0.0])
+
+
+def _np_edge_pad(x, amounts, mode):
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(amounts) // 2):
+        widths[x.ndim - 1 - i] = (amounts[2 * i], amounts[2 * i + 1])
+    return np.pad(x, widths, mode="reflect" if mode == "reflect" else "edge")
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize(
+    ("shape", "amounts"),
+    [((2, 3, 5), (2, 1)), ((1, 2, 4, 3), (1, 2, 0, 3)), ((1, 3, 3, 4), (1, 1, 2, 2, 1, 0))],
+)
+def test_edge_pad(mode, shape, amounts):
+    if mode == "reflect" and len(amounts) == 4 and amounts[3] >= shape[-2]:
+        amounts = (1, 2, 0, 1)
+    name = "Reflection" if mode == "reflect" else "Replication"
+    check(
+        lambda x: F.pad(x, amounts, mode=mode),
+        lambda x: _np_edge_pad(x, amounts, mode),
+        shape,
+        node=f"{name}Pad{len(amounts) // 2}DBackward0",
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "amounts", "mode"),
+    [
+        (nn.ReflectionPad1d(2), (2, 2), "reflect"),
+        (nn.ReflectionPad2d((1, 0, 1, 1)), (1, 0, 1, 1), "reflect"),
+        (nn.ReplicationPad2d(2), (2,) * 4, "replicate"),
+        (nn.ReplicationPad3d((1, 0, 0, 1, 1, 1)), (1, 0, 0, 1, 1, 1), "replicate"),
+    ],
+)
+def test_edge_pad_modules(module, amounts, mode):
+    shape = (1, 2, 3) if len(amounts) == 2 else (1, 2, 3, 3)
+    check(module, lambda x: _np_edge_pad(x, amounts, mode), shape)
+
+
+def test_edge_pad_checks():
+    x = torch.zeros(1, 2, 3)
+    with pytest.raises(Exception, match="Padding size should be less than"):
+        F.pad(x, (3, 0), mode="reflect")
+    with pytest.raises(Exception, match="doesn't take in value argument"):
+        F.pad(x, (1, 0), mode="replicate", value=1.0)
+    with pytest.raises(Exception, match="mode 'circular' is not here"):
+        F.pad(x, (1, 0), mode="circular")

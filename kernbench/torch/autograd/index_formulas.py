@@ -2,7 +2,9 @@
 
 torch's (``derivatives.yaml``), written with the facade's ops and costing what those
 cost: ``F.pad`` in constant mode (``ConstantPadNdBackward0``: the gradient padded by the
-negated amounts, a crop), ``flip``/``roll`` (the same op undone), ``repeat``/``tile``
+negated amounts, a crop) and in ``reflect``/``replicate`` mode
+(``ReflectionPad2DBackward0``, ...: the positions each output read, ``index_add``ed
+back), ``flip``/``roll`` (the same op undone), ``repeat``/``tile``
 (``RepeatBackward0``: the gradient folded into the repeats and summed),
 ``repeat_interleave`` (``IndexSelectBackward0``, as torch composes it; a tensor of
 repeats too), ``gather``,
@@ -23,6 +25,7 @@ from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.factories import arange
 from kernbench.torch.nn import functional as F
+from kernbench.torch.nn.edge_padding import INT64, edge_positions, node_name
 
 if TYPE_CHECKING:
     from kernbench.torch.tensor import Tensor
@@ -47,6 +50,8 @@ def _dim(d: Any, ndim: int) -> int:
 
 # -- padding, flips, rolls, repeats ---------------------------------------------------------
 def _pad(fn: Callable, input: Tensor, pad: Any, mode: str = "constant", value: Any = None):  # noqa: A002
+    if mode in ("reflect", "replicate"):
+        return _edge_pad(fn, input, pad, mode, value)
     if mode != "constant":
         raise Unsupported
     amounts = _ints((pad,))
@@ -57,6 +62,28 @@ def _pad(fn: Callable, input: Tensor, pad: Any, mode: str = "constant", value: A
         return (F.pad(g, back),)
 
     return recorded(out, "ConstantPadNdBackward0", (input,), backward)
+
+
+def _edge_pad(fn: Callable, input: Tensor, pad: Any, mode: str, value: Any) -> Any:  # noqa: A002
+    """``reflect``/``replicate``: the positions each output read, added back dim by dim."""
+    amounts = _ints((pad,))
+    out = untracked(fn, input, pad, mode, value)  # (it checks the arguments)
+    steps = []
+    shape = list(input.shape)
+    for i in range(len(amounts) // 2):
+        d = input.ndim - 1 - i
+        before, after = amounts[2 * i], amounts[2 * i + 1]
+        if before or after:
+            steps.append((d, tuple(shape), edge_positions(shape[d], before, after, mode)))
+            shape[d] += before + after
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        for d, before_shape, positions in reversed(steps):
+            index = g.new_tensor(positions, dtype=INT64)
+            g = g.new_zeros(before_shape).index_add(d, index, g)
+        return (g,)
+
+    return recorded(out, node_name(mode, len(amounts) // 2), (input,), backward)
 
 
 def _flip(fn: Callable, self: Tensor, *dims: Any) -> Any:

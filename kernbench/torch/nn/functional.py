@@ -62,6 +62,7 @@ from kernbench.torch.nn.conv_transpose import (
     conv_transpose3d,
 )
 from kernbench.torch.nn.convolution import conv1d, conv2d, conv3d
+from kernbench.torch.nn.edge_padding import edge_pad
 from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
 from kernbench.torch.nn.folding import fold, unfold
 from kernbench.torch.nn.interpolation import (
@@ -534,15 +535,21 @@ def pad(
     value: float | None = None,
 ) -> Tensor:
     """``input`` with ``pad`` = (left, right) of the last dim, then of the one before, ...
-    filled with ``value`` (0); a negative amount crops.  A fill and one copy kernel.  Only
-    ``mode="constant"``."""
+    filled with ``value`` (0); a negative amount crops.  A fill and one copy kernel.
+    ``mode="reflect"``/``"replicate"``: one gather per padded dim (``edge_padding``)."""
     x = _input(input, "pad")
-    if not isinstance(mode, str) or mode != "constant":
+    if not isinstance(mode, str) or mode not in ("constant", "reflect", "replicate"):
         raise TensorError(
-            f"torch.nn.functional.pad: mode {mode!r} is not here, only 'constant'; index the "
-            "edges and torch.cat them for reflect or replicate"
+            f"torch.nn.functional.pad: mode {mode!r} is not here, only 'constant', 'reflect' "
+            "and 'replicate'; index the edges and torch.cat them for circular"
         )
     amounts = int_sequence(pad, "torch.nn.functional.pad", "pad")
+    if mode != "constant":
+        if value is not None and value != 0:
+            raise TensorError(
+                f'torch.nn.functional.pad: Padding mode "{mode}" doesn\'t take in value argument'
+            )
+        return edge_pad(x, list(amounts), mode)
     if len(amounts) % 2 or len(amounts) // 2 > x.ndim:
         raise TensorError(
             f"torch.nn.functional.pad: Padding length must be divisible by 2 and at most twice "

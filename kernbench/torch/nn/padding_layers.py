@@ -1,6 +1,7 @@
-"""The constant padding modules: ``ZeroPad1d``/``2d``/``3d`` and ``ConstantPad1d``/``2d``/
-``3d``.  Each holds torch's ``padding`` (an int is that amount on every side of its dims)
-and ``value``, and calls ``F.pad`` in constant mode, as torch's do."""
+"""The padding modules: ``ZeroPad1d``/``2d``/``3d`` and ``ConstantPad1d``/``2d``/``3d``
+(``F.pad`` in constant mode, with ``value``), ``ReflectionPad1d``/``2d``/``3d`` and
+``ReplicationPad1d``/``2d``/``3d`` (its ``reflect`` and ``replicate`` modes).  Each holds
+torch's ``padding`` (an int is that amount on every side of its dims)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,34 @@ from kernbench.torch.nn import functional as F
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d"]
+__all__ = [
+    "ConstantPad1d",
+    "ConstantPad2d",
+    "ConstantPad3d",
+    "ReflectionPad1d",
+    "ReflectionPad2d",
+    "ReflectionPad3d",
+    "ReplicationPad1d",
+    "ReplicationPad2d",
+    "ReplicationPad3d",
+    "ZeroPad1d",
+    "ZeroPad2d",
+    "ZeroPad3d",
+]
+
+
+def _amounts(what: str, padding: Any, dims: int) -> tuple[int, ...]:
+    """``padding`` as (left, right, ...) for ``dims`` dims (an int is every side)."""
+    if isinstance(padding, int) and not isinstance(padding, bool):
+        padding = (padding,) * (2 * dims)
+    padding = tuple(padding)
+    if len(padding) != 2 * dims or not all(
+        isinstance(p, int) and not isinstance(p, bool) for p in padding
+    ):
+        raise TensorError(
+            f"{what}: padding must be an int or {2 * dims} ints (left, right, ...), got {padding!r}"
+        )
+    return padding
 
 
 class _ConstantPadNd(Module):
@@ -19,17 +47,7 @@ class _ConstantPadNd(Module):
 
     def __init__(self, padding: Any, value: float) -> None:
         super().__init__()
-        if isinstance(padding, int) and not isinstance(padding, bool):
-            padding = (padding,) * (2 * self.dims)
-        padding = tuple(padding)
-        if len(padding) != 2 * self.dims or not all(
-            isinstance(p, int) and not isinstance(p, bool) for p in padding
-        ):
-            raise TensorError(
-                f"{type(self).__name__}: padding must be an int or {2 * self.dims} ints "
-                f"(left, right, ...), got {padding!r}"
-            )
-        self.padding = padding
+        self.padding = _amounts(type(self).__name__, padding, self.dims)
         self.value = value
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
@@ -73,3 +91,45 @@ class ZeroPad3d(ConstantPad3d):
 
     def extra_repr(self) -> str:
         return f"padding={self.padding}"
+
+
+class _EdgePadNd(Module):
+    dims = 1
+    mode = "reflect"
+
+    def __init__(self, padding: Any) -> None:
+        super().__init__()
+        self.padding = _amounts(type(self).__name__, padding, self.dims)
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        return F.pad(input, self.padding, self.mode)
+
+    def extra_repr(self) -> str:
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(_EdgePadNd):
+    dims = 1
+
+
+class ReflectionPad2d(_EdgePadNd):
+    dims = 2
+
+
+class ReflectionPad3d(_EdgePadNd):
+    dims = 3
+
+
+class ReplicationPad1d(_EdgePadNd):
+    dims = 1
+    mode = "replicate"
+
+
+class ReplicationPad2d(_EdgePadNd):
+    dims = 2
+    mode = "replicate"
+
+
+class ReplicationPad3d(_EdgePadNd):
+    dims = 3
+    mode = "replicate"
