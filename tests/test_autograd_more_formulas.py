@@ -886,3 +886,28 @@ def test_edge_pad_checks():
         F.pad(x, (1, 0), mode="replicate", value=1.0)
     with pytest.raises(Exception, match="mode 'circular' is not here"):
         F.pad(x, (1, 0), mode="circular")
+
+
+def _np_scatter_reduce(x, index, src, reduce, include_self):
+    out = x.copy()
+    groups = {}
+    for i in range(index.shape[0]):
+        for j in range(index.shape[1]):
+            groups.setdefault((i, index[i, j]), []).append(src[i, j])
+    for (i, k), values in groups.items():
+        pool = ([x[i, k]] if include_self else []) + values
+        out[i, k] = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min}[reduce](pool)
+    return out
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "amax", "amin"])
+def test_scatter_reduce(reduce, include_self):
+    index = _index([[0, 2, 2], [1, 1, 3], [3, 0, 3]])
+    check(
+        lambda x, s: x.scatter_reduce(1, torch.tensor(index), s, reduce, include_self=include_self),
+        lambda x, s: _np_scatter_reduce(x, index, s, reduce, include_self),
+        (3, 4),
+        (3, 3),
+        node="ScatterReduceBackward0",
+    )

@@ -10,7 +10,8 @@ back), ``flip``/``roll`` (the same op undone), ``repeat``/``tile``
 repeats too), ``gather``,
 ``take_along_dim`` and ``index_select`` (a ``scatter_add``/``index_add`` into zeros),
 ``scatter``/``scatter_add``/``index_add`` (the target's gradient, masked for ``scatter``;
-the source's a ``gather``/``index_select``), the values of ``topk``/``sort`` (a
+the source's a ``gather``/``index_select``), ``scatter_reduce`` (``sum``, ``mean``,
+``amax``, ``amin``: torch's ``scatter_reduce_backward``), the values of ``topk``/``sort`` (a
 ``scatter`` into zeros at the returned indices), ``diag``/``diagonal``/``trace`` (the
 gradient placed on the diagonal: a mask of ones and a broadcast product) and
 ``broadcast_to`` (summed back).
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.factories import arange
+from kernbench.torch.logic import where
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn.edge_padding import INT64, edge_positions, node_name
 
@@ -268,6 +270,54 @@ def _scatter(
     return recorded(out, name, inputs, backward, (index,))
 
 
+def _scatter_reduce(
+    fn: Callable,
+    self: Tensor,
+    dim: Any,
+    index: Tensor,
+    src: Any,
+    reduce: Any,
+    *,
+    include_self: Any = True,
+) -> Any:
+    """torch's ``scatter_reduce_backward`` for ``sum``, ``mean``, ``amax`` and ``amin``
+    (``prod`` has no formula here)."""
+    if reduce not in ("sum", "mean", "amax", "amin") or not hasattr(src, "grad_fn"):
+        raise Unsupported
+    d = _dim(dim, self.ndim)
+    out = untracked(fn, self, dim, index, src, reduce, include_self=include_self)
+    need_self, need_src = _needs(self), _needs(src)
+    src_shape = tuple(src.shape)
+
+    def backward(g: Tensor, idx: Tensor, x: Tensor, s: Tensor, y: Tensor) -> Sequence[Any]:
+        if idx.shape != s.shape:  # (only the part of src the index covers takes part)
+            s = s[tuple(slice(0, n) for n in idx.shape)]
+        if reduce == "sum":
+            g_self, g_src = g, g.gather(d, idx)
+        elif reduce == "mean":
+            count = (
+                g.new_ones(tuple(g.shape)) if include_self is True else g.new_zeros(tuple(g.shape))
+            )
+            count = count.scatter_add(d, idx, g.new_ones(tuple(idx.shape)))
+            count = where(count == 0, 1.0, count)
+            g_self, g_src = g / count, g.gather(d, idx) / count.gather(d, idx)
+        else:
+            value = y.gather(d, idx)
+            self_hit = (x == y).to(g.dtype)
+            if include_self is not True:
+                self_hit = self_hit.scatter(d, idx, 0.0)
+            src_hit = (s == value).to(g.dtype)
+            shared = g / self_hit.scatter_add(d, idx, src_hit)
+            g_self, g_src = self_hit * shared, src_hit * shared.gather(d, idx)
+        if include_self is not True:
+            g_self = g_self.scatter(d, idx, 0.0)
+        if tuple(g_src.shape) != src_shape:
+            g_src = F.pad(g_src, _tail_pad(g_src.shape, src_shape))
+        return (g_self if need_self else None), (g_src if need_src else None)
+
+    return recorded(out, "ScatterReduceBackward0", (self, src), backward, (index, self, src, out))
+
+
 def _tail_pad(have: Sequence[int], want: Sequence[int]) -> list[int]:
     """``F.pad`` amounts that grow ``have`` to ``want`` at the end of each dim (the
     elements of a larger ``src`` no index reads get no gradient)."""
@@ -409,6 +459,7 @@ INDEX_RULES: dict[str, Callable[..., Any]] = {
     "index_select": _index_select,
     "scatter": _scatter,
     "scatter_add": _scatter_add,
+    "scatter_reduce": _scatter_reduce,
     "index_add": _index_add,
     "topk": _ordered("TopkBackward0", 1),
     "sort": _ordered("SortBackward0", 0),
