@@ -911,3 +911,24 @@ def test_scatter_reduce(reduce, include_self):
         (3, 3),
         node="ScatterReduceBackward0",
     )
+
+
+def test_diff_with_prepend_and_append():
+    check(
+        lambda x, p, a: x.diff(n=2, dim=1, prepend=p, append=a),
+        lambda x, p, a: np.diff(x, n=2, axis=1, prepend=p, append=a),
+        (2, 3),
+        (2, 1),
+        (2, 2),
+        node="SubBackward0",
+    )
+
+
+def test_pin_memory_and_frexp():
+    check(lambda x: x.pin_memory(), lambda x: x, (2, 3), node="PinMemoryBackward0")
+    check(
+        lambda x: torch.frexp(x * 5).mantissa,
+        lambda x: np.frexp(x * 5)[0],
+        (2, 3),
+        node="FrexpBackward0",
+    )

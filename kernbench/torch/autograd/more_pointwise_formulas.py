@@ -11,7 +11,8 @@ where the input was not finite), ``copysign`` (0 at a zero ``self``; ``other`` g
 zeros), ``fmax``/``fmin`` (ties and a NaN ``other`` to ``self``), ``erfinv``, ``sinc``
 (0 at 0), ``lgamma`` (``digamma``), ``ldexp`` (``MulBackward0``, as torch composes it),
 ``float_power`` (in float64), ``true_divide`` (runs as the recorded ``div``),
-``bernoulli`` (a zero gradient); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
+``bernoulli`` (a zero gradient), ``pin_memory`` (the gradient as it is), ``frexp`` (the
+mantissa's: ``g / 2 ** exponent``); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
 gradient), ``outer``/``ger`` (torch's ``MulBackward0`` of its broadcast product),
 ``dot``, ``mv``; ``F.pairwise_distance`` (torch's ``NormBackward1`` of
 ``norm(x1 - x2 + eps)``; the difference is computed again in backward, a kernel torch
@@ -424,6 +425,24 @@ def _bernoulli(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
     return recorded(out, name, (self,), lambda g: (g.new_zeros(tuple(g.shape)),))
 
 
+def _pin_memory(fn: Callable, self: Tensor, device: Any = None) -> Any:
+    out = untracked(fn, self, device)
+    return recorded(out, "PinMemoryBackward0", (self,), lambda g: (g,))
+
+
+def _frexp(fn: Callable, self: Tensor, *, out: Any = None) -> Any:
+    """``frexp``: the mantissa's gradient is ``g / 2 ** exponent`` (the exponent is an
+    integer tensor, outside the graph)."""
+    if out is not None:
+        raise Unsupported
+    result = untracked(fn, self)
+
+    def backward(g: Tensor, exponent: Tensor) -> Sequence[Any]:
+        return (g / exponent.to(g.dtype).exp2(),)
+
+    return recorded(result, "FrexpBackward0", (self,), backward, (result[1],))
+
+
 MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "log2": _unary("Log2Backward0", lambda g, x: g / (x * _LN2)),
     "log10": _unary("Log10Backward0", lambda g, x: g / (x * _LN10)),
@@ -467,6 +486,8 @@ MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "float_power": _float_power,
     "true_divide": _recording,
     "bernoulli": _bernoulli,
+    "pin_memory": _pin_memory,
+    "frexp": _frexp,
 }
 
 _PASS_THROUGH = ("lerp", "addcmul", "addcdiv", "dot")  # torch.<name> calls the method

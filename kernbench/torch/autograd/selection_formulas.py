@@ -14,8 +14,9 @@ the moves and joins torch composes of views and ``cat``.
 * ``movedim``/``moveaxis`` (``PermuteBackward0``): the inverse permutation.
 * ``hstack``/``vstack``/``dstack``/``column_stack`` (``CatBackward0``): each input's
   slice of the gradient, reshaped back.
-* ``diff`` without ``prepend``/``append`` (``SubBackward0``, the last of torch's ops): per
-  difference taken, the gradient padded by one before minus padded by one after.
+* ``diff`` (``SubBackward0``, the last of torch's ops): per difference taken, the
+  gradient padded by one before minus padded by one after; ``prepend``/``append``
+  tensors get their slices of it.
 * ``F.dropout1d``/``2d``/``3d``: the op itself, recording what it runs (its noise times
   the input is an ordinary ``MulBackward0``).
 """
@@ -250,21 +251,28 @@ def _stacked(name: str) -> Callable[..., Any]:
 def _diff(
     fn: Callable, self: Tensor, n: Any = 1, dim: Any = -1, prepend: Any = None, append: Any = None
 ) -> Any:
-    if prepend is not None or append is not None or isinstance(n, bool) or not isinstance(n, int):
+    if isinstance(n, bool) or not isinstance(n, int) or not self.ndim:
         raise Unsupported
+    parts = [t for t in (prepend, self, append) if t is not None]
+    if not all(_is_tensor(t) and t.ndim == self.ndim for t in parts):
+        raise Unsupported  # (a number prepended, or the forward's error)
     d = _dim(dim, self.ndim)
     out = untracked(fn, self, n, dim, prepend, append)
-    size = self.shape[d] if self.ndim else 1
-    if n >= size:
+    sizes = [t.shape[d] for t in parts]
+    if n >= sum(sizes):
         raise Unsupported  # (an empty result: nothing to send back)
     trailing = [0, 0] * (self.ndim - 1 - d)
 
     def backward(g: Tensor) -> Sequence[Any]:
         for _ in range(n):
             g = F.pad(g, [*trailing, 1, 0]) - F.pad(g, [*trailing, 0, 1])
-        return (g,)
+        grads, start = [], 0
+        for t, size in zip(parts, sizes, strict=True):
+            grads.append(g.narrow(d, start, size) if t.requires_grad else None)
+            start += size
+        return grads
 
-    return recorded(out, "SubBackward0", (self,), backward)
+    return recorded(out, "SubBackward0", parts, backward)
 
 
 def _feature_dropout(fn: Callable, input: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
