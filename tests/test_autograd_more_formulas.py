@@ -844,10 +844,10 @@ def _np_edge_pad(x, amounts, mode):
     widths = [(0, 0)] * x.ndim
     for i in range(len(amounts) // 2):
         widths[x.ndim - 1 - i] = (amounts[2 * i], amounts[2 * i + 1])
-    return np.pad(x, widths, mode="reflect" if mode == "reflect" else "edge")
+    return np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge"}.get(mode, "wrap"))
 
 
-@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 @pytest.mark.parametrize(
     ("shape", "amounts"),
     [((2, 3, 5), (2, 1)), ((1, 2, 4, 3), (1, 2, 0, 3)), ((1, 3, 3, 4), (1, 1, 2, 2, 1, 0))],
@@ -856,11 +856,12 @@ def test_edge_pad(mode, shape, amounts):
     if mode == "reflect" and len(amounts) == 4 and amounts[3] >= shape[-2]:
         amounts = (1, 2, 0, 1)
     name = "Reflection" if mode == "reflect" else "Replication"
+    node = "CopySlices" if mode == "circular" else f"{name}Pad{len(amounts) // 2}DBackward0"
     check(
         lambda x: F.pad(x, amounts, mode=mode),
         lambda x: _np_edge_pad(x, amounts, mode),
         shape,
-        node=f"{name}Pad{len(amounts) // 2}DBackward0",
+        node=node,
     )
 
 
@@ -871,6 +872,8 @@ def test_edge_pad(mode, shape, amounts):
         (nn.ReflectionPad2d((1, 0, 1, 1)), (1, 0, 1, 1), "reflect"),
         (nn.ReplicationPad2d(2), (2,) * 4, "replicate"),
         (nn.ReplicationPad3d((1, 0, 0, 1, 1, 1)), (1, 0, 0, 1, 1, 1), "replicate"),
+        (nn.CircularPad1d((2, 3)), (2, 3), "circular"),
+        (nn.CircularPad2d(1), (1,) * 4, "circular"),
     ],
 )
 def test_edge_pad_modules(module, amounts, mode):
@@ -884,8 +887,8 @@ def test_edge_pad_checks():
         F.pad(x, (3, 0), mode="reflect")
     with pytest.raises(Exception, match="doesn't take in value argument"):
         F.pad(x, (1, 0), mode="replicate", value=1.0)
-    with pytest.raises(Exception, match="mode 'circular' is not here"):
-        F.pad(x, (1, 0), mode="circular")
+    with pytest.raises(Exception, match="wrapping around more than once"):
+        F.pad(x, (4, 0), mode="circular")
 
 
 def _np_scatter_reduce(x, index, src, reduce, include_self):
@@ -932,3 +935,37 @@ def test_pin_memory_and_frexp():
         (2, 3),
         node="FrexpBackward0",
     )
+
+
+@pytest.mark.parametrize(
+    ("layer", "padding", "mode"),
+    [
+        (nn.Conv2d, 1, "reflect"),
+        (nn.Conv2d, "same", "circular"),
+        (nn.Conv1d, 2, "replicate"),
+        (nn.Conv3d, (0, 1, 1), "reflect"),
+    ],
+)
+def test_conv_padding_modes(layer, padding, mode):
+    """A padding_mode convolves the input padded in that mode, without padding, as torch's
+    ``_conv_forward``; its gradients flow back through the pad."""
+    dims = {nn.Conv1d: 1, nn.Conv2d: 2, nn.Conv3d: 3}[layer]
+    conv = layer(2, 3, 3, padding=padding, padding_mode=mode).double()
+    assert f"padding_mode={mode}" in repr(conv)
+    x = torch.tensor(
+        np.random.default_rng(0).uniform(-1, 1, (1, 2) + (4,) * dims),
+        dtype=torch.float64,
+        requires_grad=True,
+    )
+    out = conv(x)
+    amounts = conv._reversed_padding_repeated_twice  # noqa: SLF001 - torch's attribute
+    reference = getattr(F, f"conv{dims}d")(F.pad(x, amounts, mode=mode), conv.weight, conv.bias)
+    np.testing.assert_allclose(out.detach().numpy(), reference.detach().numpy(), atol=1e-12)
+    assert tuple(out.shape[2:]) == (
+        (4,) * dims if padding == "same" else tuple(reference.shape[2:])
+    )
+    out.sum().backward()
+    got = x.grad.numpy().copy()
+    x.grad = None
+    reference.sum().backward()
+    np.testing.assert_allclose(got, x.grad.numpy(), atol=1e-12)

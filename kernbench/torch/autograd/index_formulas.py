@@ -52,7 +52,7 @@ def _dim(d: Any, ndim: int) -> int:
 
 # -- padding, flips, rolls, repeats ---------------------------------------------------------
 def _pad(fn: Callable, input: Tensor, pad: Any, mode: str = "constant", value: Any = None):  # noqa: A002
-    if mode in ("reflect", "replicate"):
+    if mode in ("reflect", "replicate", "circular"):
         return _edge_pad(fn, input, pad, mode, value)
     if mode != "constant":
         raise Unsupported
@@ -67,7 +67,8 @@ def _pad(fn: Callable, input: Tensor, pad: Any, mode: str = "constant", value: A
 
 
 def _edge_pad(fn: Callable, input: Tensor, pad: Any, mode: str, value: Any) -> Any:  # noqa: A002
-    """``reflect``/``replicate``: the positions each output read, added back dim by dim."""
+    """``reflect``/``replicate``/``circular``: the positions each output read, added back
+    dim by dim."""
     amounts = _ints((pad,))
     out = untracked(fn, input, pad, mode, value)  # (it checks the arguments)
     steps = []

@@ -91,6 +91,9 @@ from kernbench.torch.nn.layers import (
 from kernbench.torch.nn.modules import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.padding_layers import (
+    CircularPad1d,
+    CircularPad2d,
+    CircularPad3d,
     ConstantPad1d,
     ConstantPad2d,
     ConstantPad3d,
@@ -224,6 +227,9 @@ __all__ = [
     "ReplicationPad1d",
     "ReplicationPad2d",
     "ReplicationPad3d",
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
 ]
 
 

@@ -4,7 +4,8 @@ Each ``forward`` calls the ``torch.nn.functional`` op torch's does, so a module 
 what its op costs.  A convolution's weight and bias are initialised as torch's
 ``reset_parameters`` (``kaiming_uniform_(a=sqrt(5))``, bias ``U(-1/sqrt(fan_in),
 1/sqrt(fan_in))``), drawn on the host from the rank's generator.  Constructor checks
-raise torch's ``ValueError``; ``padding_mode`` other than ``'zeros'`` is refused.
+raise torch's ``ValueError``; a ``padding_mode`` other than ``'zeros'`` pads with ``F.pad``
+in that mode first, then convolves without padding, as torch's ``_conv_forward``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernbench.errors import TensorError
 from kernbench.torch.factories import empty
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init
@@ -93,14 +93,10 @@ class ConvNd(Module):
                 f"padding_mode must be one of {list(_PADDING_MODES)}, but got "
                 f"padding_mode='{padding_mode}'"
             )
-        if padding_mode != "zeros":
-            raise TensorError(
-                f"{name}: padding_mode={padding_mode!r} is not supported here, only 'zeros'; "
-                "pad with torch.nn.functional.pad or torch.cat of the edges and use padding=0"
-            )
         self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
         self.kernel_size = _tuple(kernel_size, dims, name, "kernel_size")
         self.padding_mode = padding_mode
+        self._reversed_padding_repeated_twice = self._edge_padding()
         self.output_padding = (0,) * dims
         channels = (in_channels, out_channels) if self.transposed else (out_channels, in_channels)
         shape = (channels[0], channels[1] // groups, *self.kernel_size)
@@ -110,6 +106,19 @@ class ConvNd(Module):
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
+
+    def _edge_padding(self) -> list[int]:
+        """The ``F.pad`` amounts (last dim first) of a ``padding_mode`` other than zeros,
+        as torch's ``_reversed_padding_repeated_twice`` ('same' split as its)."""
+        amounts = [0, 0] * self._dims
+        for i in range(self._dims):
+            at = 2 * (self._dims - 1 - i)
+            if self.padding == "same":
+                total = self.dilation[i] * (self.kernel_size[i] - 1)
+                amounts[at], amounts[at + 1] = total // 2, total - total // 2
+            elif self.padding != "valid":
+                amounts[at] = amounts[at + 1] = self.padding[i]
+        return amounts
 
     def reset_parameters(self) -> None:
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
@@ -134,11 +143,20 @@ class ConvNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
         # F's function looked up per call: autograd and autocast wrap it at import.
-        return getattr(F, f"conv{self._dims}d")(
+        conv = getattr(F, f"conv{self._dims}d")
+        if self.padding_mode != "zeros":  # torch's: the edge padding, then no padding
+            padded = F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode)
+            return conv(
+                padded, self.weight, self.bias, self.stride, (0,) * self._dims,
+                self.dilation, self.groups,
+            )  # fmt: skip
+        return conv(
             input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups
         )
 

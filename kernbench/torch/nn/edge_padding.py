@@ -1,10 +1,11 @@
-"""``F.pad`` in the ``reflect`` and ``replicate`` modes: per padded dim, the positions of
-the output read from the input (mirrored without repeating the edge, or clamped to it),
-made on the host and copied in, then one ``index_select`` (a gather kernel over the
-output) along that dim.  torch's kernel does all dims in one pass; this costs a pass
-per padded dim.  The backward (``ReflectionPad{1,2,3}DBackward0``,
-``ReplicationPad{1,2,3}DBackward0``) is the same positions' ``index_add`` in reverse
-order of the dims."""
+"""``F.pad`` in the ``reflect``, ``replicate`` and ``circular`` modes: per padded dim, the
+positions of the output read from the input (mirrored without repeating the edge,
+clamped to it, or wrapped around), made on the host and copied in, then one
+``index_select`` (a gather kernel over the output) along that dim.  torch's kernel does
+all dims in one pass; this costs a pass per padded dim.  The backward
+(``ReflectionPad{1,2,3}DBackward0``, ``ReplicationPad{1,2,3}DBackward0``; ``CopySlices``
+for circular, whose torch forward copies slices into the output) is the same positions'
+``index_add`` in reverse order of the dims."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ def edge_positions(size: int, before: int, after: int, mode: str) -> np.ndarray:
     src = np.arange(-before, size + after)
     if mode == "replicate":
         return np.clip(src, 0, size - 1)
+    if mode == "circular":
+        return src % size
     src = np.abs(src)
     return np.where(src >= size, 2 * (size - 1) - src, src)
 
@@ -54,8 +57,13 @@ def check_edge_pad(x: Tensor, amounts: list[int], mode: str) -> None:
                 f"input dimension, but got: padding ({before}, {after}) at dimension {d} of "
                 f"input {tuple(x.shape)}"
             )
-        if mode == "replicate" and x.shape[d] == 0:
-            raise TensorError(f"{what}: cannot replicate the edge of an empty dimension {d}")
+        if mode == "circular" and (before > x.shape[d] or after > x.shape[d]):
+            raise TensorError(
+                f"{what}: Padding value causes wrapping around more than once: padding "
+                f"({before}, {after}) at dimension {d} of input {tuple(x.shape)}"
+            )
+        if mode != "reflect" and x.shape[d] == 0:
+            raise TensorError(f"{what}: cannot {mode}-pad the empty dimension {d}")
 
 
 def edge_pad(x: Tensor, amounts: list[int], mode: str) -> Tensor:
@@ -72,4 +80,6 @@ def edge_pad(x: Tensor, amounts: list[int], mode: str) -> Tensor:
 
 
 def node_name(mode: str, dims: int) -> str:
+    if mode == "circular":
+        return "CopySlices"
     return f"{_NAMES[mode]}Pad{dims}DBackward0"

@@ -536,12 +536,13 @@ def pad(
 ) -> Tensor:
     """``input`` with ``pad`` = (left, right) of the last dim, then of the one before, ...
     filled with ``value`` (0); a negative amount crops.  A fill and one copy kernel.
-    ``mode="reflect"``/``"replicate"``: one gather per padded dim (``edge_padding``)."""
+    ``mode="reflect"``/``"replicate"``/``"circular"``: one gather per padded dim
+    (``edge_padding``)."""
     x = _input(input, "pad")
-    if not isinstance(mode, str) or mode not in ("constant", "reflect", "replicate"):
+    if not isinstance(mode, str) or mode not in ("constant", "reflect", "replicate", "circular"):
         raise TensorError(
-            f"torch.nn.functional.pad: mode {mode!r} is not here, only 'constant', 'reflect' "
-            "and 'replicate'; index the edges and torch.cat them for circular"
+            f"torch.nn.functional.pad: Unrecognised padding mode {mode!r} (valid: 'constant', "
+            "'reflect', 'replicate', 'circular')"
         )
     amounts = int_sequence(pad, "torch.nn.functional.pad", "pad")
     if mode != "constant":

@@ -1,7 +1,8 @@
 """The padding modules: ``ZeroPad1d``/``2d``/``3d`` and ``ConstantPad1d``/``2d``/``3d``
 (``F.pad`` in constant mode, with ``value``), ``ReflectionPad1d``/``2d``/``3d`` and
-``ReplicationPad1d``/``2d``/``3d`` (its ``reflect`` and ``replicate`` modes).  Each holds
-torch's ``padding`` (an int is that amount on every side of its dims)."""
+``ReplicationPad1d``/``2d``/``3d``, ``CircularPad1d``/``2d``/``3d`` (its ``reflect``,
+``replicate`` and ``circular`` modes).  Each holds torch's ``padding`` (an int is that
+amount on every side of its dims)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ from kernbench.torch.nn.modules import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "CircularPad1d",
+    "CircularPad2d",
+    "CircularPad3d",
     "ConstantPad1d",
     "ConstantPad2d",
     "ConstantPad3d",
@@ -133,3 +137,18 @@ class ReplicationPad2d(_EdgePadNd):
 class ReplicationPad3d(_EdgePadNd):
     dims = 3
     mode = "replicate"
+
+
+class CircularPad1d(_EdgePadNd):
+    dims = 1
+    mode = "circular"
+
+
+class CircularPad2d(_EdgePadNd):
+    dims = 2
+    mode = "circular"
+
+
+class CircularPad3d(_EdgePadNd):
+    dims = 3
+    mode = "circular"
