@@ -541,8 +541,8 @@ def pad(
     x = _input(input, "pad")
     if not isinstance(mode, str) or mode not in ("constant", "reflect", "replicate", "circular"):
         raise TensorError(
-            f"torch.nn.functional.pad: Unrecognised padding mode {mode!r} (valid: 'constant', "
-            "'reflect', 'replicate', 'circular')"
+            f"torch.nn.functional.pad: mode {mode!r}: Unrecognised padding mode (valid: "
+            "'constant', 'reflect', 'replicate', 'circular')"
         )
     amounts = int_sequence(pad, "torch.nn.functional.pad", "pad")
     if mode != "constant":
