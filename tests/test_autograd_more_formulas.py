@@ -969,3 +969,28 @@ def test_conv_padding_modes(layer, padding, mode):
     x.grad = None
     reference.sum().backward()
     np.testing.assert_allclose(got, x.grad.numpy(), atol=1e-12)
+
+
+def test_index_with_lists():
+    check(lambda x: x[[2, 0, 2]], lambda x: x[[2, 0, 2]], (3, 4), node="IndexBackward0")
+    check(
+        lambda x: x[:, [1, 1], [0, 3]],
+        lambda x: x[:, [1, 1], [0, 3]],
+        (2, 3, 4),
+        node="IndexBackward0",
+    )
+
+
+def test_rounding_division_and_mod():
+    x = torch.tensor([[0.7, -1.2, 2.5]], dtype=torch.float64, requires_grad=True)
+    d = torch.tensor([0.3, 0.4, 0.6], dtype=torch.float64, requires_grad=True)
+    for out, node in (
+        (torch.div(x, 0.3, rounding_mode="floor"), "DivBackward3"),
+        (x.div(d, rounding_mode="trunc"), "DivBackward2"),
+    ):
+        assert out.grad_fn.name() == node
+        out.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.zeros((1, 3)))
+    np.testing.assert_array_equal(d.grad.numpy(), np.zeros(3))
+    check(lambda a: (a * 3) % 0.7, lambda a: np.mod(a * 3, 0.7), (2, 3), node="RemainderBackward0")
+    check(lambda a, b: a / b, lambda a, b: a / b, (2, 3), ((3,), 0.5, 1.5), node="DivBackward0")

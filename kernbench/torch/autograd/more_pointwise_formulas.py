@@ -10,7 +10,8 @@ overflows), ``xlogy`` (0 where ``self`` is 0), ``remainder``/``fmod``, ``nan_to_
 where the input was not finite), ``copysign`` (0 at a zero ``self``; ``other`` gets
 zeros), ``fmax``/``fmin`` (ties and a NaN ``other`` to ``self``), ``erfinv``, ``sinc``
 (0 at 0), ``lgamma`` (``digamma``), ``ldexp`` (``MulBackward0``, as torch composes it),
-``float_power`` (in float64), ``true_divide`` (runs as the recorded ``div``),
+``float_power`` (in float64), ``torch.true_divide`` (runs as the recorded ``div``),
+``div`` with a ``rounding_mode`` (zero gradients), ``%`` (``remainder``),
 ``bernoulli`` (a zero gradient), ``pin_memory`` (the gradient as it is), ``frexp`` (the
 mantissa's: ``g / 2 ** exponent``); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
 gradient), ``outer``/``ger`` (torch's ``MulBackward0`` of its broadcast product),
@@ -25,7 +26,14 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
+from kernbench.torch.autograd.formulas import (
+    RULES,
+    Unsupported,
+    _needs,
+    recorded,
+    sum_to,
+    untracked,
+)
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.logic import where
 
@@ -443,6 +451,24 @@ def _frexp(fn: Callable, self: Tensor, *, out: Any = None) -> Any:
     return recorded(result, "FrexpBackward0", (self,), backward, (result[1],))
 
 
+def _div_rounding(fn: Callable, self: Tensor, other: Any, *, rounding_mode: Any = None) -> Any:
+    """``div`` with a ``rounding_mode``: a step function, zero gradients (torch's
+    ``DivBackward2`` for a tensor divisor, ``DivBackward3`` for a number); without one,
+    the plain division's rule."""
+    if rounding_mode is None:
+        return RULES["div"](fn, self, other)
+    out = untracked(fn, self, other, rounding_mode=rounding_mode)
+    self_shape = tuple(self.shape)
+    if not _is_tensor(other):
+        return recorded(out, "DivBackward3", (self,), lambda g: (g.new_zeros(tuple(self_shape)),))
+    shapes = (tuple(self.shape), tuple(other.shape))
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        return tuple(g.new_zeros(shape) for shape in shapes)
+
+    return recorded(out, "DivBackward2", (self, other), backward)
+
+
 MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "log2": _unary("Log2Backward0", lambda g, x: g / (x * _LN2)),
     "log10": _unary("Log10Backward0", lambda g, x: g / (x * _LN10)),
@@ -484,15 +510,21 @@ MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
     "lgamma": _unary("LgammaBackward0", lambda g, x: g * x.digamma()),
     "ldexp": _ldexp,
     "float_power": _float_power,
-    "true_divide": _recording,
     "bernoulli": _bernoulli,
     "pin_memory": _pin_memory,
+    "div": _div_rounding,
+    "divide": _div_rounding,
+    "__mod__": _remainder_like("Remainder", "floor"),
     "frexp": _frexp,
 }
 
 _PASS_THROUGH = ("lerp", "addcmul", "addcdiv", "dot")  # torch.<name> calls the method
 MORE_POINTWISE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
-    **{name: _via_method(name) for name in MORE_POINTWISE_RULES if name not in _PASS_THROUGH},
+    **{
+        name: _via_method(name)
+        for name in MORE_POINTWISE_RULES
+        if name not in _PASS_THROUGH and not name.startswith("_") and name not in ("div", "divide")
+    },
     "pairwise_distance": _pairwise_distance,
     "true_divide": _recording,
     "float_power": _float_power,

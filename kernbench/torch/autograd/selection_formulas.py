@@ -1,7 +1,7 @@
 """Backward formulas of advanced indexing and the other ops that pick elements, and of
 the moves and joins torch composes of views and ``cat``.
 
-* ``t[key]`` with index tensors or a mask (``IndexBackward0``), ``masked_select``
+* ``t[key]`` with index tensors, lists or a mask (``IndexBackward0``), ``masked_select``
   (``MaskedSelectBackward0``) and ``take`` (``TakeBackward0``): the backward takes the
   same elements of an ``arange`` of the input's positions (an ``arange`` and the op's own
   kernel), then adds the gradient into zeros at those positions with ``index_add``, so
@@ -72,8 +72,9 @@ def _getitem(fn: Callable, self: Tensor, key: Any) -> Any:
         pass
     parts = key if isinstance(key, tuple) else (key,)
     if not all(
-        _is_tensor(p) or p is None or p is Ellipsis or isinstance(p, slice | int) for p in parts
-    ) or any(isinstance(p, list) for p in parts):
+        _is_tensor(p) or p is None or p is Ellipsis or isinstance(p, slice | int | list)
+        for p in parts
+    ):
         raise Unsupported
     out = untracked(fn, self, key)
     shape = tuple(self.shape)
