@@ -6,8 +6,9 @@
 * ``einsum`` (one node, ``EinsumBackward0``: torch records the pieces it composes it of,
   permutes, ``bmm`` and views): each operand's gradient is an ``einsum`` of the output's
   gradient with the other operands, to that operand's subscripts, expanded over the
-  subscripts only it had (summed in the forward).  Equations with ``...`` or a subscript
-  repeated within one operand (a diagonal) have no formula here.
+  subscripts only it had (summed in the forward); ``...`` is written out as letters.  A
+  subscript repeated within one operand (a diagonal) or ``...`` dims that broadcast have
+  no formula here.
 * ``tensordot`` (``ViewBackward0``, torch's last step): the ``einsum`` formula over the
   equation it is; ``kron`` runs with recording on (its reshapes, product and view
   record, as torch composes it); ``cross``/``linalg.cross`` (``LinalgCrossBackward0``:
@@ -68,21 +69,46 @@ def _einsum(fn: Callable, equation: Any, *operands: Any) -> Any:
         if len(operands) == 1 and isinstance(operands[0], list | tuple)
         else list(operands)
     )
-    if not isinstance(equation, str) or "." in equation or not items:
+    if not isinstance(equation, str) or not items or not all(_is_tensor(t) for t in items):
         raise Unsupported
-    if not all(_is_tensor(t) for t in items):
-        raise Unsupported
-    spec = equation.replace(" ", "")
-    lhs, arrow, rhs = spec.partition("->")
-    subs = lhs.split(",")
-    if len(subs) != len(items) or any(len(set(s)) != len(s) for s in subs):
-        raise Unsupported
-    if not arrow:
-        counts = {c: lhs.count(c) for c in set(lhs) - {","}}
-        rhs = "".join(sorted(c for c, n in counts.items() if n == 1))
+    subs, rhs = _einsum_subscripts(equation.replace(" ", ""), items)
     out = untracked(fn, equation, *operands)
     backward = _einsum_backward(subs, rhs, items)
     return recorded(out, "EinsumBackward0", items, backward, items)
+
+
+def _einsum_subscripts(spec: str, items: list[Tensor]) -> tuple[list[str], str]:
+    """The operands' subscripts and the output's, with ``...`` written out as letters the
+    equation does not use (aligned from the right, as torch broadcasts them); Unsupported
+    for a repeated subscript, or ``...`` dims that broadcast (sizes that differ)."""
+    lhs, arrow, rhs = spec.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(items):
+        raise Unsupported
+    spare = [c for c in _LETTERS if c not in spec]
+    ranks = [t.ndim - len(s.replace("...", "")) for s, t in zip(subs, items, strict=True)]
+    widest = max((r for s, r in zip(subs, ranks, strict=True) if "..." in s), default=0)
+    if widest > len(spare) or any(r < 0 for r in ranks):
+        raise Unsupported
+    ellipsis = "".join(spare[:widest])
+    subs = [
+        s.replace("...", ellipsis[widest - r :] if r else "")
+        for s, r in zip(subs, ranks, strict=True)
+    ]
+    if any(len(set(s)) != len(s) or len(s) != t.ndim for s, t in zip(subs, items, strict=True)):
+        raise Unsupported
+    sizes: dict[str, int] = {}
+    for s, t in zip(subs, items, strict=True):
+        for c, n in zip(s, t.shape, strict=True):
+            if sizes.setdefault(c, n) != n:
+                raise Unsupported  # (a broadcast size-1 dim)
+    if arrow:
+        rhs = rhs.replace("...", ellipsis)
+    else:
+        joined = "".join(subs)
+        rest = sorted(c for c in set(joined) if joined.count(c) == 1 and c not in ellipsis)
+        rhs = ellipsis + "".join(rest)
+    return subs, rhs
 
 
 def _einsum_backward(subs: list[str], rhs: str, items: list[Tensor]) -> Callable[..., Any]:
