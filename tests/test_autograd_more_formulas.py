@@ -998,3 +998,29 @@ def test_rounding_division_and_mod():
     np.testing.assert_array_equal(d.grad.numpy(), np.zeros(3))
     check(lambda a: (a * 3) % 0.7, lambda a: np.mod(a * 3, 0.7), (2, 3), node="RemainderBackward0")
     check(lambda a, b: a / b, lambda a, b: a / b, (2, 3), ((3,), 0.5, 1.5), node="DivBackward0")
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "lower", "higher", "nearest", "midpoint"])
+def test_quantile(interpolation):
+    check(
+        lambda x: x.quantile(0.3, dim=1, interpolation=interpolation),
+        lambda x: np.quantile(x, 0.3, axis=1, method=interpolation),
+        (3, 6),
+        node="QuantileBackward0",
+    )
+
+
+def test_quantile_of_many_q_over_every_element():
+    qs = np.array([0.1, 0.5, 0.95])
+    check(
+        lambda x: torch.quantile(x, torch.tensor(qs), keepdim=True),
+        lambda x: np.quantile(x, qs, keepdims=True),
+        (3, 4),
+        node="QuantileBackward0",
+    )
+    check(
+        lambda x: x.quantile(torch.tensor(qs), dim=0, keepdim=True),
+        lambda x: np.quantile(x, qs, axis=0, keepdims=True),
+        (5, 2),
+        node="QuantileBackward0",
+    )

@@ -24,6 +24,11 @@
 * ``median``/``nanmedian``/``kthvalue``/``mode`` over a dim: the gradient to the index
   they returned; ``median()``/``nanmedian()`` of every element split it evenly among the
   elements equal to the result, as torch's.
+* ``quantile`` (``QuantileBackward0``, a name torch does not have: torch records the sort,
+  gathers and ``lerp`` it composes it of): each result's gradient to the sorted elements
+  it was made of, weighted as its interpolation weighted them, then scattered back to the
+  input's order (a sort again in backward).  A line with a NaN sends its gradient to the
+  place of the interpolated rank, not to the NaN.
 * ``tensor_split`` runs itself with recording on (its pieces are recorded ``narrow``s and
   slices); ``Tensor.unfold`` (``UnfoldBackward0``) adds each window's gradient back at
   the positions it read; ``broadcast_tensors`` gives each input its result summed back.
@@ -370,6 +375,54 @@ def _evenly(name: str, fn: Callable, self: Tensor, *args: Any, **kwargs: Any) ->
     return recorded(out, f"{name}Backward0", (self,), backward, (self, out))
 
 
+def _quantile(
+    fn: Callable,
+    self: Tensor,
+    q: Any,
+    dim: Any = None,
+    keepdim: bool = False,
+    *,
+    interpolation: str = "linear",
+) -> Any:
+    """``quantile``: each result's gradient to the one or two sorted elements it was made
+    of, weighted as the interpolation weighted them (a sort again in backward, then a
+    scatter back to the input's order)."""
+    tensor_q = _is_tensor(q)
+    if tensor_q and (q.requires_grad or q.ndim > 1):
+        raise Unsupported
+    if not tensor_q and not isinstance(q, int | float) or isinstance(q, bool):
+        raise Unsupported
+    out = untracked(fn, self, q, dim, keepdim, interpolation=interpolation)
+    shape = tuple(self.shape)
+    d = 0 if dim is None else _dim(dim, self.ndim)
+    line_shape = (self.numel(),) if dim is None else shape
+    n = line_shape[d]
+    kept = tuple(1 if i == d else m for i, m in enumerate(line_shape))
+
+    def backward(g: Tensor, x: Tensor) -> Sequence[Any]:
+        qs = q.to(g.dtype).reshape(-1) if tensor_q else g.new_tensor([float(q)])
+        rank = qs * (n - 1)
+        below, above = rank.floor(), rank.ceil()
+        if interpolation == "lower":
+            above = below
+        elif interpolation == "higher":
+            below = above
+        elif interpolation == "nearest":
+            below = above = rank.round()
+        weight = (rank - below) if interpolation == "linear" else rank * 0 + 0.5
+        places = arange(n, device=g.device).to(g.dtype).unsqueeze(0)  # (1, n)
+        at_below = (1 - weight).unsqueeze(1) * (places == below.unsqueeze(1))
+        share = at_below + weight.unsqueeze(1) * (places == above.unsqueeze(1))  # (Q, n)
+        per_q = g.reshape((qs.shape[0], *kept))
+        share = share.reshape((qs.shape[0],) + tuple(n if i == d else 1 for i in range(len(kept))))
+        sorted_grad = (per_q * share).sum(0)
+        line = x.reshape(line_shape)
+        order = line.sort(d).indices
+        return (g.new_zeros(line_shape).scatter(d, order, sorted_grad).reshape(shape),)
+
+    return recorded(out, "QuantileBackward0", (self,), backward, (self,))
+
+
 # -- views that pick elements ----------------------------------------------------------------
 def _tensor_split(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
     return fn(self, *args, **kwargs)  # its narrows and slices record
@@ -415,6 +468,7 @@ PRODUCT_RULES: dict[str, Callable[..., Any]] = {
     "nanmedian": _to_index("Nanmedian", 0, None),
     "kthvalue": _to_index("Kthvalue", 1, -1),
     "mode": _to_index("Mode", 0, -1),
+    "quantile": _quantile,
     "tensor_split": _tensor_split,
     "unfold": _unfold,
 }
