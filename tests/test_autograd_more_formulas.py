@@ -1024,3 +1024,31 @@ def test_quantile_of_many_q_over_every_element():
         (5, 2),
         node="QuantileBackward0",
     )
+
+
+def test_as_strided_adds_overlapping_windows():
+    check(
+        lambda x: x.as_strided((3, 3), (2, 1)),
+        lambda x: np.lib.stride_tricks.as_strided(x, (3, 3), (16, 8)).copy(),
+        (8,),
+        node="AsStridedBackward0",
+    )
+
+
+def test_random_draws_give_zero_gradients():
+    mean = torch.tensor([0.0, 1.0], dtype=torch.float64, requires_grad=True)
+    std = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    rate = torch.tensor([1.0, 3.0], dtype=torch.float64, requires_grad=True)
+    p = torch.tensor([0.5, 0.5], dtype=torch.float64, requires_grad=True)
+    draws = [
+        (torch.normal(mean, std), "NormalBackward3"),
+        (torch.normal(mean, 2.0), "NormalBackward1"),
+        (torch.normal(0.0, std), "NormalBackward2"),
+        (torch.poisson(rate), "PoissonBackward0"),
+        (torch.bernoulli(rate * 0, p), "BernoulliBackward2"),
+    ]
+    for draw, node in draws:
+        assert draw.grad_fn.name() == node
+        draw.sum().backward()
+    for leaf in (mean, std, rate, p):
+        np.testing.assert_array_equal(leaf.grad.numpy(), [0.0, 0.0])

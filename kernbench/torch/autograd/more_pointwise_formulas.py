@@ -12,7 +12,8 @@ zeros), ``fmax``/``fmin`` (ties and a NaN ``other`` to ``self``), ``erfinv``, ``
 (0 at 0), ``lgamma`` (``digamma``), ``ldexp`` (``MulBackward0``, as torch composes it),
 ``float_power`` (in float64), ``torch.true_divide`` (runs as the recorded ``div``),
 ``div`` with a ``rounding_mode`` (zero gradients), ``%`` (``remainder``),
-``bernoulli`` (a zero gradient), ``pin_memory`` (the gradient as it is), ``frexp`` (the
+``bernoulli``, ``normal`` and ``poisson`` (not reparameterized: zero gradients, as
+torch's), ``pin_memory`` (the gradient as it is), ``frexp`` (the
 mantissa's: ``g / 2 ** exponent``); ``addmm`` and ``baddbmm`` (two matmuls and the scaled input
 gradient), ``outer``/``ger`` (torch's ``MulBackward0`` of its broadcast product),
 ``dot``, ``mv``; ``F.pairwise_distance`` (torch's ``NormBackward1`` of
@@ -426,9 +427,17 @@ def _recording(fn: Callable, *args: Any, out: Any = None, **kwargs: Any) -> Any:
 
 def _bernoulli(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
     p = kwargs.get("p", args[0] if args else None)
-    if _is_tensor(p) or kwargs.get("out") is not None:
+    if kwargs.get("out") is not None:
         raise Unsupported
     out = untracked(fn, self, *args, **kwargs)
+    if _is_tensor(p):  # bernoulli(self, p): a draw of p's shape, zeros to both
+        shapes = (tuple(self.shape), tuple(p.shape))
+        return recorded(
+            out,
+            "BernoulliBackward2",
+            (self, p),
+            lambda g: tuple(g.new_zeros(shape) for shape in shapes),
+        )
     name = "BernoulliBackward0" if p is None else "BernoulliBackward1"
     return recorded(out, name, (self,), lambda g: (g.new_zeros(tuple(g.shape)),))
 
@@ -467,6 +476,29 @@ def _div_rounding(fn: Callable, self: Tensor, other: Any, *, rounding_mode: Any 
         return tuple(g.new_zeros(shape) for shape in shapes)
 
     return recorded(out, "DivBackward2", (self, other), backward)
+
+
+def _normal(fn: Callable, mean: Any = 0.0, std: Any = 1.0, *args: Any, **kwargs: Any) -> Any:
+    """``torch.normal`` of tensors: not reparameterized, so zero gradients, as torch's."""
+    if kwargs.get("out") is not None:
+        raise Unsupported
+    out = untracked(fn, mean, std, *args, **kwargs)
+    inputs = tuple(t for t in (mean, std) if _is_tensor(t))
+    if _is_tensor(mean) and _is_tensor(std):
+        name = "NormalBackward3"
+    else:
+        name = "NormalBackward1" if _is_tensor(mean) else "NormalBackward2"
+    shapes = [tuple(t.shape) for t in inputs]
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        return tuple(g.new_zeros(shape) for shape in shapes)
+
+    return recorded(out, name, inputs, backward)
+
+
+def _poisson(fn: Callable, input: Tensor, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+    out = untracked(fn, input, *args, **kwargs)
+    return recorded(out, "PoissonBackward0", (input,), lambda g: (g.new_zeros(tuple(g.shape)),))
 
 
 MORE_POINTWISE_RULES: dict[str, Callable[..., Any]] = {
@@ -529,6 +561,8 @@ MORE_POINTWISE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
     "true_divide": _recording,
     "float_power": _float_power,
     "bernoulli": _bernoulli,
+    "normal": _normal,
+    "poisson": _poisson,
 }
 
 MORE_POINTWISE_NN_RULES: dict[str, Callable[..., Any]] = {"pairwise_distance": _pairwise_distance}

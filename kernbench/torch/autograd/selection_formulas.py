@@ -2,7 +2,8 @@
 the moves and joins torch composes of views and ``cat``.
 
 * ``t[key]`` with index tensors, lists or a mask (``IndexBackward0``), ``masked_select``
-  (``MaskedSelectBackward0``) and ``take`` (``TakeBackward0``): the backward takes the
+  (``MaskedSelectBackward0``), ``take`` (``TakeBackward0``) and ``as_strided`` of a
+  contiguous tensor (``AsStridedBackward0``): the backward takes the
   same elements of an ``arange`` of the input's positions (an ``arange`` and the op's own
   kernel), then adds the gradient into zeros at those positions with ``index_add``, so
   repeated indices add up, as torch's ``index_put_(..., accumulate=True)``.
@@ -170,6 +171,21 @@ def _masked_scatter(fn: Callable, self: Tensor, mask: Any, source: Any) -> Any:
     return recorded(out, "MaskedScatterBackward0", (self, source), backward)
 
 
+def _as_strided(fn: Callable, self: Tensor, size: Any, stride: Any, storage_offset: Any = None):
+    """``as_strided`` of a contiguous tensor: the positions it read, the ``arange`` way
+    (overlapping windows add up)."""
+    if not self.is_contiguous() or self.storage_offset() != 0:
+        raise Unsupported  # (its positions are the storage's, not the tensor's)
+    out = untracked(fn, self, size, stride, storage_offset)
+    shape = tuple(self.shape)
+
+    def backward(g: Tensor) -> Sequence[Any]:
+        picked = _positions(shape, g).as_strided(size, stride, storage_offset)
+        return (_added_at(g, shape, picked),)
+
+    return recorded(out, "AsStridedBackward0", (self,), backward)
+
+
 def _running_extreme(name: str) -> Callable[..., Any]:
     def rule(fn: Callable, self: Tensor, dim: Any) -> Any:
         d = _dim(dim, self.ndim)
@@ -297,6 +313,7 @@ SELECTION_RULES: dict[str, Callable[..., Any]] = {
     "index_fill": _index_fill,
     "index_put": _index_put,
     "masked_scatter": _masked_scatter,
+    "as_strided": _as_strided,
 }
 
 SELECTION_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
