@@ -1052,3 +1052,41 @@ def test_random_draws_give_zero_gradients():
         draw.sum().backward()
     for leaf in (mean, std, rate, p):
         np.testing.assert_array_equal(leaf.grad.numpy(), [0.0, 0.0])
+
+
+TIMED_OPS = {
+    "pad_constant": lambda x: F.pad(x, (1, 2, 0, 1)),
+    "pad_reflect": lambda x: F.pad(x, (2, 2, 1, 1), mode="reflect"),
+    "roll": lambda x: x.roll(3, 2),
+    "repeat": lambda x: x.repeat(1, 2, 1, 1),
+    "gather": lambda x: x.gather(3, torch.zeros(2, 4, 8, 3, dtype=torch.int64)),
+    "index_select": lambda x: x.index_select(1, torch.zeros(3, dtype=torch.int64)),
+    "advanced_index": lambda x: x[:, torch.zeros(5, dtype=torch.int64)],
+    "topk": lambda x: x.topk(3).values,
+    "einsum": lambda x: torch.einsum("bchw,bcwk->bchk", x, x),
+    "cdist": lambda x: torch.cdist(x, x),
+    "quantile": lambda x: x.quantile(0.5, dim=-1),
+    "addcmul": lambda x: torch.addcmul(x, x, x, value=0.5),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TIMED_OPS))
+def test_forward_costs_the_same_and_backward_costs_time(case):
+    """Timing-only: the forward costs what it costs without autograd; the backward runs
+    device ops and takes simulated time."""
+    op = TIMED_OPS[case]
+    context = RuntimeContext("tiny", timing_only=True)
+    with use_context(context):
+        x = torch.ones(2, 4, 8, 8)
+        before = context.now
+        op(x)
+        plain = context.now - before
+        leaf = torch.ones(2, 4, 8, 8, requires_grad=True)
+        before = context.now
+        out = op(leaf)
+        recorded_forward = context.now - before
+        assert recorded_forward == plain
+        assert "NotImplemented" not in out.grad_fn.name()
+        before = context.now
+        out.backward(torch.ones(*out.shape))
+        assert context.now > before
