@@ -35,7 +35,7 @@ from kernbench.torch.autograd.formulas import (
     sum_to,
     untracked,
 )
-from kernbench.torch.autograd.pointwise_formulas import _via_method
+from kernbench.torch.autograd.pointwise_formulas import _unary, _via_method
 from kernbench.torch.logic import where
 
 if TYPE_CHECKING:
@@ -57,19 +57,6 @@ def _is_tensor(value: Any) -> bool:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _unary(name: str, grad: Callable[[Tensor, Tensor], Tensor], keep_out: bool = False) -> Any:
-    """A rule for ``fn(x)`` whose gradient is ``grad(g, y)`` (``keep_out``) or ``grad(g, x)``."""
-
-    def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs:
-            raise Unsupported
-        out = untracked(fn, self)
-        keep = out if keep_out else self
-        return recorded(out, name, (self,), lambda g, t: (grad(g, t),), (keep,))
-
-    return rule
 
 
 def _zero(name: str) -> Any:
