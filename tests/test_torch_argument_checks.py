@@ -247,3 +247,18 @@ def test_attention_scale_and_loss_weight_of_the_wrong_kind(ctx):
         F.scaled_dot_product_attention(q, q, q, scale="x")
     with pytest.raises(TensorError, match="weight must be a Tensor or None, got str"):
         F.cross_entropy(torch.ones(4, 3), torch.tensor([0, 1, 2, 0]), weight="w")
+
+
+@pytest.mark.parametrize(
+    "name", ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack"]
+)
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_joining_a_bare_tensor_is_refused_as_torch_refuses_it(ctx, name, requires_grad):
+    """A tensor is not a sequence of tensors to torch.cat and its kin (they used to join its
+    rows); a list or tuple of one tensor still works."""
+    t = torch.ones(2, 3, requires_grad=requires_grad)
+    shown = {"concat": "cat", "concatenate": "cat"}.get(name, name)
+    with pytest.raises(TypeError, match=rf"^{shown}\(\): argument 'tensors' \(position 1\) "
+                       "must be tuple of Tensors, not Tensor$"):  # fmt: skip
+        getattr(torch, name)(t)
+    assert np.array_equal(getattr(torch, name)((t,)).detach().numpy().ravel(), np.ones(6))

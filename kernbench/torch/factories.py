@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError, shown
+from kernbench.errors import TensorError, TensorTypeError, shown
 from kernbench.torch.device_kernels import launch_arange, launch_place
 from kernbench.torch.devices import device_index
 from kernbench.torch.dtypes import (
@@ -321,8 +321,14 @@ def from_numpy(ndarray: np.ndarray, *, dp: Any = None) -> Tensor:
 
 
 def _tensor_list(tensors: Any, what: str) -> list[Tensor]:
-    """``cat``/``stack``'s first argument: a non-empty sequence of tensors."""
-    items = list(tensors) if isinstance(tensors, Sequence | Tensor) else None
+    """``cat``/``stack``'s first argument: a non-empty sequence of tensors (a tensor is not
+    one: torch refuses it rather than iterating over its first dim)."""
+    if isinstance(tensors, Tensor):
+        name = what.removeprefix("torch.")
+        raise TensorTypeError(
+            f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor"
+        )
+    items = list(tensors) if isinstance(tensors, Sequence) else None
     if not items or not all(isinstance(t, Tensor) for t in items):
         got = type(tensors).__name__ if items is None else [type(t).__name__ for t in items][:5]
         raise TensorError(f"{what} needs a non-empty sequence of Tensors, got {got}")
