@@ -48,8 +48,8 @@ def _grid() -> torch.Tensor:
         (lambda t: t.mv(np.float32), "mv: expected a 2-D matrix and a 1-D vector"),
         (lambda t: t.addmm(np.float32, np.float32), "addmm: mat1 must be a 2-D tensor"),
         (lambda t: torch.cat(None), "cat needs a non-empty sequence of Tensors, got NoneType"),
-        (lambda t: torch.stack(t, None), "stack: dim must be an int, got None"),
-        (lambda t: torch.stack(t, float), "stack: dim must be an int"),
+        (lambda t: torch.stack([t], None), "stack: dim must be an int, got None"),
+        (lambda t: torch.stack([t], float), "stack: dim must be an int"),
         (lambda t: torch.numel([3]), "torch.numel: expected a Tensor, got list"),
     ],
 )
@@ -77,8 +77,8 @@ def test_calls_that_index_a_dim_refuse_a_0d_tensor(ctx, call, what):
 def test_movedim_of_a_0d_tensor_and_cat_of_0d_tensors(ctx):
     assert torch.tensor(2.5).movedim(0, -1).item() == 2.5  # as torch
     with pytest.raises(TensorError, match=r"cat: zero-dimensional tensor \(at position 0\)"):
-        torch.cat(torch.ones(3))  # iterating a 1-d tensor gives 0-d ones
-    assert torch.cat(_grid()).shape == torch.Size([6])
+        torch.cat(list(torch.ones(3)))  # iterating a 1-d tensor gives 0-d ones
+    assert torch.cat(list(_grid())).shape == torch.Size([6])
 
 
 @pytest.mark.parametrize(
