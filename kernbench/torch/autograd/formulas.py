@@ -36,6 +36,13 @@ def _needs(value: Any) -> bool:
     return _is_tensor(value) and value.requires_grad
 
 
+def _dim(d: Any, ndim: int) -> int:
+    """``d`` as an index into ``ndim`` dims (a 0-d tensor has one); Unsupported otherwise."""
+    if isinstance(d, bool) or not isinstance(d, int) or not -max(ndim, 1) <= d < max(ndim, 1):
+        raise Unsupported
+    return d % max(ndim, 1)
+
+
 def recorded(
     out: Any,
     name: str,

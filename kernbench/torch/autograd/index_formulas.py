@@ -22,7 +22,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
+from kernbench.torch.autograd.formulas import (
+    Unsupported,
+    _dim,
+    _needs,
+    recorded,
+    sum_to,
+    untracked,
+)
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.factories import arange
 from kernbench.torch.logic import where
@@ -42,12 +49,6 @@ def _ints(args: tuple) -> tuple[int, ...]:
     if not all(isinstance(a, int) and not isinstance(a, bool) for a in args):
         raise Unsupported
     return tuple(args)
-
-
-def _dim(d: Any, ndim: int) -> int:
-    if isinstance(d, bool) or not isinstance(d, int) or not -max(ndim, 1) <= d < max(ndim, 1):
-        raise Unsupported
-    return d % max(ndim, 1)
 
 
 # -- padding, flips, rolls, repeats ---------------------------------------------------------

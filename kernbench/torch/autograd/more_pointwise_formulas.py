@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from kernbench.torch.autograd.formulas import (
     RULES,
     Unsupported,
+    _is_tensor,
     _needs,
     recorded,
     sum_to,
@@ -49,10 +50,6 @@ __all__ = [
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
-
-
-def _is_tensor(value: Any) -> bool:
-    return hasattr(value, "grad_fn") and hasattr(value, "storage_device_tensor")
 
 
 def _number(value: Any) -> bool:

@@ -40,7 +40,15 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernbench.torch.autograd.formulas import Unsupported, _needs, recorded, sum_to, untracked
+from kernbench.torch.autograd.formulas import (
+    Unsupported,
+    _dim,
+    _is_tensor,
+    _needs,
+    recorded,
+    sum_to,
+    untracked,
+)
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.einsum import einsum
 from kernbench.torch.factories import arange
@@ -55,16 +63,6 @@ __all__ = [
     "PRODUCT_NN_RULES",
     "PRODUCT_RULES",
 ]
-
-
-def _is_tensor(value: Any) -> bool:
-    return hasattr(value, "grad_fn") and hasattr(value, "storage_device_tensor")
-
-
-def _dim(d: Any, ndim: int) -> int:
-    if isinstance(d, bool) or not isinstance(d, int) or not -max(ndim, 1) <= d < max(ndim, 1):
-        raise Unsupported
-    return d % max(ndim, 1)
 
 
 # -- einsum ----------------------------------------------------------------------------------

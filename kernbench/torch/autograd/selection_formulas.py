@@ -27,7 +27,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernbench.torch.autograd.formulas import RULES, Unsupported, recorded, sum_to, untracked
+from kernbench.torch.autograd.formulas import (
+    RULES,
+    Unsupported,
+    _dim,
+    _is_tensor,
+    recorded,
+    sum_to,
+    untracked,
+)
 from kernbench.torch.autograd.pointwise_formulas import _via_method
 from kernbench.torch.factories import arange
 from kernbench.torch.nn import functional as F
@@ -38,16 +46,6 @@ if TYPE_CHECKING:
 __all__ = ["SELECTION_FUNCTION_RULES", "SELECTION_NN_RULES", "SELECTION_RULES"]
 
 _basic_getitem = RULES["__getitem__"]
-
-
-def _is_tensor(value: Any) -> bool:
-    return hasattr(value, "grad_fn") and hasattr(value, "storage_device_tensor")
-
-
-def _dim(d: Any, ndim: int) -> int:
-    if isinstance(d, bool) or not isinstance(d, int) or not -max(ndim, 1) <= d < max(ndim, 1):
-        raise Unsupported
-    return d % max(ndim, 1)
 
 
 def _positions(shape: tuple[int, ...], like: Tensor) -> Tensor:
