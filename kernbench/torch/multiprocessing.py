@@ -148,8 +148,10 @@ def join_unjoined() -> None:
 
 
 def forget_unjoined() -> None:
-    """Drop processes a failed script started, so that they do not join the next run."""
+    """Drop processes a failed script started, so that they do not join the next run (nor
+    its polls count toward the next run's)."""
     _started.clear()
+    _polls[:] = [0, None]
 
 
 def _run_started() -> None:
