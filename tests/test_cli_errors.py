@@ -148,17 +148,21 @@ def test_a_kernbench_error_in_a_rank_names_the_script_line(tmp_path: Path, capsy
     assert err[0].endswith(f"(at {path}:5 in main)")
 
 
+# A bench script's entry point: without one a script is a program, run as python runs it.
+MAIN = "def main():\n    pass\n"
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
         ("x = 1 +\n", "error: {path}:1:8: syntax error: invalid syntax"),
         (
-            "import json\nCONFIG = json.loads('{')\n",
+            "import json\nCONFIG = json.loads('{')\n" + MAIN,
             "error: {path}:2: importing the bench script raised JSONDecodeError: Expecting "
             "property name enclosed in double quotes: line 1 column 2 (char 1)",
         ),
         (
-            "raise KeyError('k')\n",
+            "raise KeyError('k')\n" + MAIN,
             "error: {path}:1: importing the bench script raised KeyError: 'k'",
         ),
     ],
@@ -177,11 +181,11 @@ def test_a_script_that_fails_to_load_is_a_user_error(
     ("body", "expected"),
     [
         (
-            "class Stop(BaseException):\n    pass\n\nraise Stop('early')\n",
+            "class Stop(BaseException):\n    pass\n\nraise Stop('early')\n" + MAIN,
             "error: {path}:4: importing the bench script raised Stop: early",
         ),
         (
-            "raise GeneratorExit('at import')\n",
+            "raise GeneratorExit('at import')\n" + MAIN,
             "error: {path}:1: importing the bench script raised GeneratorExit: at import",
         ),
         (

@@ -85,7 +85,7 @@ def test_an_unprintable_exception_in_a_rank_is_the_scripts_error(
 
 
 def test_an_unprintable_exception_at_import_is_the_scripts_error(tmp_path: Path, capsys) -> None:
-    path = _script(tmp_path, "\n\nraise NotText()\n")
+    path = _script(tmp_path, "\n\nraise NotText()\n\ndef main():\n    pass\n")
     where = f"{path}:{_line(path, 'raise')}"
     assert main(["run", path, "-t", TINY]) == EXIT_USER_ERROR
     assert capsys.readouterr().err.splitlines() == [

@@ -177,10 +177,15 @@ def test_an_unreadable_script_is_refused_before_it_runs(tmp_path: Path, make, me
     ("text", "message"),
     [
         ("def main(:\n", "bench.py:1:10: syntax error"),
-        ("import kernbench_no_such_module\n", "bench.py:1: importing the bench script raised"),
+        (
+            "import kernbench_no_such_module\ndef main():\n    pass\n",
+            "bench.py:1: importing the bench script raised",
+        ),
+        # No entry point: the script is a program, run as python runs it.
+        ("import kernbench_no_such_module\n", "bench.py:1: running the bench script raised"),
         ("raise RuntimeError('at import')\n", "RuntimeError: at import"),
     ],
-    ids=["syntax", "import", "raises"],
+    ids=["syntax", "import", "program", "raises"],
 )
 def test_the_cli_prints_one_error_line_and_exits_2(tmp_path: Path, capsys, text, message):
     path = _script(tmp_path, text)

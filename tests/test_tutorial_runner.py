@@ -189,10 +189,29 @@ def test_which_module_level_lines_call_main(tmp_path, body, calls) -> None:
     assert calls_main_at_module_level(_script(tmp_path, body)) is calls
 
 
-def test_a_script_without_any_entry_says_what_would_do(tmp_path) -> None:
-    path = _script(tmp_path, "X = 1\n")
-    with pytest.raises(ConfigError, match='`if __name__ == "__main__":` block'):
-        run_script(path, topology="tiny", echo=_quiet)
+def test_a_script_without_any_entry_runs_as_a_program(tmp_path, capsys) -> None:
+    # All its work at module level, as pytorch/examples' regression/main.py: python runs it
+    # once, and so does kernbench run, as __main__, its tensors on the machine's clock.
+    path = _script(
+        tmp_path,
+        "import kernbench.torch as torch\n"
+        "x = torch.arange(8, dtype=torch.float32)\n"
+        "y = (x * 2).sum().item()\n"
+        "print('VALUE', y, __name__)\n",
+    )
+    assert runs_as_main(path)
+    result = run_script(path, topology="tiny", echo=_quiet)
+    assert "VALUE 56.0 __main__" in capsys.readouterr().out
+    assert result.elapsed_ps > 0 and result.report["world_size"] == 1
+
+
+def test_a_script_that_only_defines_functions_is_told_nothing_ran(tmp_path, capsys) -> None:
+    path = _script(tmp_path, "def mian():\n    pass\n")  # main misspelt
+    result = run_script(path, topology="tiny", echo=_quiet)
+    assert result.elapsed_ps == 0
+    assert "did nothing on the machine; kernbench runs main() once per rank" in (
+        capsys.readouterr().err
+    )
 
 
 def test_a_main_block_ending_in_sys_exit_0_still_reports(tmp_path) -> None:

@@ -126,16 +126,19 @@ def runs_as_main(path: str | Path, source: str | None = None) -> bool:
     loop, or ``mp.spawn(main, args=(world_size, ...))`` in pytorch/examples'
     ``multigpu.py``), so it runs as it would under ``python``, on the run's
     machine.  A ``main()`` is run once per rank instead, and a script with
-    neither runs ``run(rank, world_size)`` per rank.
+    neither runs ``run(rank, world_size)`` per rank.  A script with none of the
+    three (pytorch/examples' ``regression/main.py``: all its work at module
+    level) is a program as it stands: it runs as ``__main__`` too, once, as
+    ``python`` runs it.
     """
     _, _, tree = _compiled(path, source)
     return _has_main_block(tree)
 
 
 def _has_main_block(tree: ast.Module) -> bool:
-    return any(_is_main_guard(node) for node in tree.body) and (
-        not _defines(tree, "main") or _main_needs_arguments(tree)
-    )
+    if not any(_is_main_guard(node) for node in tree.body):
+        return not _defines(tree, "main") and not _defines(tree, "run")
+    return not _defines(tree, "main") or _main_needs_arguments(tree)
 
 
 def _main_needs_arguments(tree: ast.Module) -> bool:
@@ -300,6 +303,28 @@ def _script_line(exc: BaseException, filename: str) -> int:
         if frame.f_code.co_filename == filename:
             line = lineno
     return line
+
+
+# Said when a script with no entry point (run as a program, as python runs it) spent no
+# simulated time and only defines functions: a misspelt main() runs nothing, silently.
+_NOTHING_RAN = (
+    "note: the script ran as a program (it has no main(), run(rank, world_size) or "
+    '`if __name__ == "__main__":` block) and did nothing on the machine; kernbench runs '
+    "main() once per rank, or run(rank, world_size), or the __main__ block"
+)
+
+
+def _defines_functions_only(tree: ast.Module) -> bool:
+    """Whether the module's top level defines functions and calls nothing at all."""
+    defines = False
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            defines = True
+        elif any(isinstance(n, ast.Call) for n in ast.walk(node)) and not isinstance(
+            node, ast.ClassDef | ast.Import | ast.ImportFrom
+        ):
+            return False
+    return defines
 
 
 def _entry(module: Any, path: str) -> tuple[Callable[..., Any], bool]:
@@ -622,6 +647,8 @@ def run_script(
                     return load_script(script, as_main=True, source=source)
 
                 result = _passing_script_exit(lambda: run.script_main(as_main_block), script)
+                if not result.elapsed_ps and _defines_functions_only(tree):
+                    print(_NOTHING_RAN, file=sys.stderr)
             else:
                 with run.active():
                     module = load_script(script, source=source)
