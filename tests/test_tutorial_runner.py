@@ -24,7 +24,7 @@ import kernbench
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
 from kernbench.bench.runner import calls_main_at_module_level, run_script, runs_as_main
-from kernbench.errors import ConfigError, DistributedError, InputFileError, RankError
+from kernbench.errors import DistributedError, InputFileError, RankError
 from kernbench.runtime import RuntimeContext, default_topology_path, use_context
 
 

@@ -685,13 +685,14 @@ def __getattr__(name: str) -> Any:
 install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
-# torch.optim, torch.linalg and torch.utils.
+# torch.optim, torch.linalg, torch.utils and torch.onnx.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
     linalg,
     multiprocessing,
     nn,
+    onnx,
     optim,
     utils,
 )

@@ -47,7 +47,7 @@ from kernbench.torch.distributed.groups import get_rank, get_world_size, is_init
 from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.factories import cat, tensor, zeros_like
 from kernbench.torch.grad_slots import set_history
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["DistributedDataParallel"]

@@ -25,7 +25,7 @@ from kernbench.torch.distributed.constants import ReduceOp
 from kernbench.torch.distributed.groups import get_world_size, is_initialized
 from kernbench.torch.factories import cat, tensor
 from kernbench.torch.nn.layers import BatchNormBase
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["SyncBatchNorm"]

@@ -88,7 +88,7 @@ from kernbench.torch.nn.layers import (
     RMSNorm,
     Unflatten,
 )
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.padding_layers import (
     CircularPad1d,
@@ -232,6 +232,9 @@ __all__ = [
     "CircularPad3d",
 ]
 
+
+# torch's files of layers, as programs name them (torch.nn.modules.rnn.LSTM).
+from kernbench.torch.nn import modules  # noqa: E402,F401
 
 # What to write for the nn names model code reaches for.
 HINTS = {

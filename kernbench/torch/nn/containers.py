@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from kernbench.errors import TensorIndexError, TensorTypeError
-from kernbench.torch.nn.modules import Module, add_indent
+from kernbench.torch.nn.module import Module, add_indent
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.tensor import Tensor
 

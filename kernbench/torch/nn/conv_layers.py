@@ -16,7 +16,7 @@ from typing import Any
 from kernbench.torch.factories import empty
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.shapes import int_sequence
 from kernbench.torch.tensor import Tensor

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import TensorError, user_stacklevel
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.sampling import keep_mask
 from kernbench.torch.shapes import flag_argument, tensor_argument
 from kernbench.torch.tensor import Tensor

@@ -27,7 +27,7 @@ from kernbench.torch.factories import empty, zeros
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init
 from kernbench.torch.nn.layers import Linear
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.tensor import Tensor
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.nn import functional as F
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = [

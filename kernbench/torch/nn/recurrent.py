@@ -32,7 +32,7 @@ from kernbench.torch.amp import is_autocast_enabled
 from kernbench.torch.factories import empty, zeros
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.nn.rnn_cells import check_size, gru_step, lstm_step, rnn_step
 from kernbench.torch.nn.utils.rnn import PackedSequence, packed

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.torch.nn import functional as F
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = [

@@ -25,7 +25,7 @@ from kernbench.torch.nn.containers import ModuleList
 from kernbench.torch.nn.functional_modules import GELU, ReLU
 from kernbench.torch.nn.init import xavier_uniform_
 from kernbench.torch.nn.layers import Dropout, LayerNorm, Linear
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.multihead import MultiheadAttention, checked_mask
 from kernbench.torch.tensor import Tensor
 

@@ -61,7 +61,7 @@ from kernbench.torch.distributed.fsdp import wrap
 from kernbench.torch.distributed.fsdp.overlap import UnitSchedule
 from kernbench.torch.distributed.groups import get_rank, get_world_size, is_initialized
 from kernbench.torch.factories import cat, empty, zeros
-from kernbench.torch.nn.modules import Module, persistent_buffers
+from kernbench.torch.nn.module import Module, persistent_buffers
 from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.tensor import Tensor
 

@@ -10,7 +10,7 @@ from typing import Any
 from kernbench.errors import DistributedError
 from kernbench.torch.distributed.mesh import DeviceMesh
 from kernbench.torch.distributed.tensor.parallel.style import ParallelStyle
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 
 __all__ = ["parallelize_module"]
 

@@ -29,7 +29,7 @@ from kernbench.torch.distributed.tensor.placement_types import Placement, Replic
 from kernbench.torch.factories import empty
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn.layers import Embedding, Linear
-from kernbench.torch.nn.modules import Module
+from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
