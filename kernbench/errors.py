@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import pickle
 import sys
 import types
 from collections.abc import Iterable, Mapping
@@ -56,6 +57,7 @@ __all__ = [
     "OutputFileError",
     "ScriptError",
     "ResultRowError",
+    "WeightsOnlyLoadError",
 ]
 
 
@@ -166,6 +168,11 @@ class TensorError(KernBenchError):
 class CheckpointError(KernBenchError):
     """A checkpoint ``torch.save`` cannot write or ``torch.load`` cannot read: an object
     of a kind it does not keep, a file it did not write, one without values."""
+
+
+class WeightsOnlyLoadError(CheckpointError, pickle.UnpicklingError):
+    """``torch.load`` with ``weights_only=True`` met an object of a class or function not
+    allowlisted (torch raises ``pickle.UnpicklingError`` there, which this is too)."""
 
 
 class DataError(KernBenchError, ValueError):

@@ -142,19 +142,11 @@ def test_a_timing_only_checkpoint_holds_no_values_and_a_functional_run_refuses_i
         assert torch.load(path)["w"].shape == (2,)  # ... loads in a timing-only run too
 
 
-@pytest.mark.parametrize(
-    ("obj", "message"),
-    [
-        ({"f": lambda: 1}, r"type function at \['f'\]; a kernbench checkpoint holds None"),
-        ([1, {2, 3}], r"type set at \[1\]"),
-        ({object(): 1}, r"a dict key of type object at the top"),
-        (np.ones(2), r"type ndarray at the top"),
-    ],
-    ids=["function", "set", "object-key", "ndarray"],
-)
-def test_what_it_does_not_keep_is_refused_naming_where(ctx, obj, message):
-    with pytest.raises(CheckpointError, match=message):
-        torch.save(obj, io.BytesIO())
+def test_what_cannot_be_pickled_is_refused_naming_where(ctx):
+    with pytest.raises(
+        CheckpointError, match=r"cannot pickle the function at \['f'\]: .*state_dict\(\)"
+    ):
+        torch.save({"f": lambda: 1}, io.BytesIO())
 
 
 def test_a_container_holding_itself_is_refused(ctx):
@@ -240,7 +232,7 @@ def test_a_pickle_or_a_damaged_file_is_refused_with_what_to_do(ctx, tmp_path):
     with zipfile.ZipFile(newer, "w") as archive:
         archive.writestr("checkpoint/tree.json", json.dumps(tree))
     newer.seek(0)
-    with pytest.raises(CheckpointError, match="version 99; this kernbench reads version 1"):
+    with pytest.raises(CheckpointError, match="version 99; this kernbench reads versions 1 to 2"):
         torch.load(newer)
 
 
@@ -253,7 +245,9 @@ def test_load_arguments_as_torch_takes_them(ctx):
     assert mapped["t"].tolist() == [1.0, 1.0]
     kept = torch.load(io.BytesIO(data), map_location=lambda storage, loc: storage)
     assert kept["t"].tolist() == [1.0, 1.0]
-    with pytest.raises(CheckpointError, match=r"torch.load\(encoding=...\): .*not a pickle"):
+    with pytest.raises(CheckpointError, match=r"torch.load\(encoding=...\): .*Python's pickle"):
         torch.load(io.BytesIO(data), encoding="latin1")
     with pytest.raises(CheckpointError, match=r"torch.save\(pickle_module=...\)"):
         torch.save({}, io.BytesIO(), pickle_module=json)
+    with pytest.raises(CheckpointError, match=r"pickle_protocol=1\): give a pickle protocol"):
+        torch.save({}, io.BytesIO(), pickle_protocol=1)

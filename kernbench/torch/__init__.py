@@ -236,6 +236,18 @@ from kernbench.torch.kernel_functions import (
     topk,
     trunc,
 )
+from kernbench.torch.legacy_types import (
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+)
 from kernbench.torch.membership import isin
 from kernbench.torch.memory_formats import (
     channels_last,
@@ -560,6 +572,16 @@ __all__ = [
     "autograd",
     "save",
     "load",
+    "FloatTensor",
+    "DoubleTensor",
+    "HalfTensor",
+    "BFloat16Tensor",
+    "LongTensor",
+    "IntTensor",
+    "ShortTensor",
+    "CharTensor",
+    "ByteTensor",
+    "BoolTensor",
     "is_autocast_enabled",
     "compile",
     "get_autocast_dtype",

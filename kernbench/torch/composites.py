@@ -119,6 +119,7 @@ class TensorComposites:
         if dtype is None:
             legacy = _LEGACY_TYPES.get(self.dtype.name)
             return f"torch.ahbm.{legacy}" if legacy else f"torch.ahbm.{self.dtype.name}"
+        dtype = getattr(dtype, "legacy_dtype", dtype)  # torch.LongTensor and its kin
         if isinstance(dtype, str):
             kind = dtype.rpartition(".")[2]  # a type name, not a component name
             names = {v: k for k, v in _LEGACY_TYPES.items()}

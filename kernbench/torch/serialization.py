@@ -1,16 +1,19 @@
-"""``torch.save`` and ``torch.load``: checkpoints of tensors and the containers around them.
+"""``torch.save`` and ``torch.load``: checkpoints of tensors and the objects around them.
 
 torch pickles whatever it is given, and a pickle can run code when it is loaded; torch's
 own default is now ``weights_only=True``, which loads tensors, numbers, strings and
-containers of them only.  That is the set kernbench saves, in a file of its own: a zip
-archive holding ``checkpoint/tree.json`` (the object, each tensor a reference into the
-archive) and one ``.npy`` per tensor (``checkpoint/tensors/<i>.npy``, read back with
-``allow_pickle=False``).  So a checkpoint round-trips a model's and an optimizer's
-``state_dict()``, a step count, a config dict or a list of tensors, and loading one runs
-no code.  A file torch wrote (pickled) is refused with what to do instead.
+containers of them, and classes the program allowlists.  kernbench writes a file of its
+own: a zip archive holding ``checkpoint/tree.json`` (the object, each tensor a reference
+into the archive) and one ``.npy`` per tensor (``checkpoint/tensors/<i>.npy``, read back
+with ``allow_pickle=False``).  So a model's and an optimizer's ``state_dict()``, a step
+count, a config dict or a list of tensors round-trip without a pickle, and loading them
+runs no code.  Any other object (``torch.save(model)``, a NumPy array) is pickled into
+``checkpoint/objects/<i>.pkl``, its tensors still stored as arrays, and loads under
+torch's ``weights_only`` rules (:mod:`kernbench.torch.checkpoint_objects`).  A file
+torch wrote is refused with what to do instead.
 
-* **What is kept**: ``None``, bools, ints (any size), floats (NaN and infinities too),
-  strings, lists, tuples, dicts with keys of those kinds (``OrderedDict`` and
+* **What is kept without a pickle**: ``None``, bools, ints (any size), floats (NaN and
+  infinities too), strings, lists, tuples, dicts with keys of those kinds (``OrderedDict`` and
   ``collections.Counter``, which torch's ``weights_only`` loader also allows and
   ``MultiStepLR.state_dict()`` holds, stay what they were),
   tensors (dtype, shape, values, ``requires_grad``; an ``nn.Parameter`` comes back as
@@ -32,6 +35,7 @@ import io
 import json
 import math
 import os
+import pickle
 import zipfile
 from collections import Counter, OrderedDict
 from collections.abc import Callable
@@ -39,9 +43,19 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import CheckpointError
+from kernbench.errors import CheckpointError, WeightsOnlyLoadError, exception_text
 from kernbench.files import is_stream_target, read_bytes, write_bytes
 from kernbench.runtime.current import current_context
+from kernbench.torch.checkpoint_objects import (
+    ObjectUnpickler,
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    pickled,
+    safe_globals,
+    unsafe_globals,
+    weights_only_default,
+)
 from kernbench.torch.devices import device as torch_device
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType
 from kernbench.torch.factories import tensor as make_tensor
@@ -50,19 +64,26 @@ from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["CHECKPOINT_LIMIT", "LoadingStorage", "load", "save"]
+__all__ = [
+    "CHECKPOINT_LIMIT",
+    "LoadingStorage",
+    "add_safe_globals",
+    "clear_safe_globals",
+    "get_safe_globals",
+    "get_unsafe_globals_in_checkpoint",
+    "load",
+    "safe_globals",
+    "save",
+]
 
 # The largest checkpoint load() reads (the whole file is read into memory).
 CHECKPOINT_LIMIT = 2 * 2**30
 FORMAT = "kernbench-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: pickled objects (a checkpoint without any is written as version 1)
+VERSIONS = (1, 2)
 _TREE = "checkpoint/tree.json"
-_KINDS = {"list", "tuple", "dict", "tensor", "dtype", "device", "size"}
+_KINDS = {"list", "tuple", "dict", "tensor", "dtype", "device", "size", "pickle"}
 _DEPTH = 200  # containers nested deeper than this are refused (and so are cycles)
-_KEPT = (
-    "None, bools, ints, floats, strings, lists, tuples, dicts (OrderedDict and Counter too), "
-    "tensors, torch.dtype, torch.device and torch.Size"
-)
 
 
 def save(
@@ -73,22 +94,38 @@ def save(
     _use_new_zipfile_serialization: bool = True,
     _disable_byteorder_record: bool = False,
 ) -> None:
-    """Write ``obj`` to the file ``f`` (a path or a binary file object), as ``torch.save``."""
-    if pickle_module is not None:
+    """Write ``obj`` to the file ``f`` (a path or a binary file object), as ``torch.save``.
+
+    Objects other than tensors, numbers, strings and containers of them are pickled
+    (protocol ``pickle_protocol``, Python's ``pickle``), their tensors kept as arrays.
+    """
+    if pickle_module is not None and pickle_module is not pickle:
         raise CheckpointError(
-            "torch.save(pickle_module=...): kernbench writes its own checkpoint format, "
-            "not a pickle; leave pickle_module out"
+            "torch.save(pickle_module=...): kernbench pickles with Python's pickle; leave "
+            "pickle_module out"
         )
-    writer = _Writer(current_context().timing_only)
+    if (
+        isinstance(pickle_protocol, bool)
+        or not isinstance(pickle_protocol, int)
+        or not 2 <= pickle_protocol <= pickle.HIGHEST_PROTOCOL
+    ):
+        raise CheckpointError(
+            f"torch.save(pickle_protocol={pickle_protocol!r}): give a pickle protocol from 2 "
+            f"to {pickle.HIGHEST_PROTOCOL}"
+        )
+    writer = _Writer(current_context().timing_only, pickle_protocol)
     tree = writer.node(obj, 0, ())
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
-        header = {"format": FORMAT, "version": VERSION, "values": writer.values, "root": tree}
+        version = VERSION if writer.pickles else 1
+        header = {"format": FORMAT, "version": version, "values": writer.values, "root": tree}
         archive.writestr(_TREE, json.dumps(header))
         for i, array in enumerate(writer.arrays):
             data = io.BytesIO()
             np.save(data, array, allow_pickle=False)
             archive.writestr(f"checkpoint/tensors/{i}.npy", data.getvalue())
+        for i, data in enumerate(writer.pickles):
+            archive.writestr(f"checkpoint/objects/{i}.pkl", data)
     _write(f, buffer.getvalue())
 
 
@@ -109,16 +146,43 @@ def load(
     function is called as torch calls it, ``map_location(storage, location)``, with a
     :class:`LoadingStorage` standing for the storage.
 
-    Every checkpoint holds only what ``weights_only=True`` allows, so either value of
-    ``weights_only`` loads it the same way, and loading runs no code.
+    Tensors, numbers, strings and their containers load without a pickle.  A pickled
+    object loads under torch's rules: ``weights_only=True`` (the default, as in torch
+    2.6) allows only the globals torch allows and those allowlisted with
+    :func:`add_safe_globals` or :class:`safe_globals`; ``weights_only=False`` unpickles
+    anything, and so can run code: only for a file you trust.
     """
-    if pickle_module is not None or pickle_load_args:
-        given = "pickle_module" if pickle_module is not None else next(iter(pickle_load_args))
+    if (pickle_module is not None and pickle_module is not pickle) or pickle_load_args:
+        given = "pickle_module" if pickle_load_args == {} else next(iter(pickle_load_args))
         raise CheckpointError(
-            f"torch.load({given}=...): a kernbench checkpoint is not a pickle; leave it out"
+            f"torch.load({given}=...): kernbench unpickles with Python's pickle, as its "
+            "checkpoints were written; leave it out"
         )
     device = _device_of(map_location)
     data, name = _read(f)
+    archive, header = _opened(data, name)
+    with archive:
+        reader = _Reader(archive, name, device, header.get("values") is True)
+        reader.weights_only = weights_only_default(weights_only)
+        return reader.node(header.get("root"), 0)
+
+
+def get_unsafe_globals_in_checkpoint(f: Any) -> list[str]:
+    """The classes and functions (``"module.name"``) the checkpoint's pickled objects
+    name that ``torch.load(weights_only=True)`` would refuse now, as torch's
+    ``torch.serialization.get_unsafe_globals_in_checkpoint``; reading them runs no code."""
+    data, name = _read(f)
+    archive, _ = _opened(data, name, values_needed=False)
+    with archive:
+        entries = sorted(
+            (n for n in archive.namelist() if n.startswith("checkpoint/objects/")),
+            key=lambda n: (len(n), n),
+        )
+        return unsafe_globals(archive.read(n) for n in entries)
+
+
+def _opened(data: bytes, name: str, values_needed: bool = True) -> tuple[zipfile.ZipFile, dict]:
+    """The checkpoint's archive and header, checked (format, version, values, size)."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         header = json.loads(archive.read(_TREE))
@@ -129,17 +193,17 @@ def load(
             "each tensor with np.save(path, t.cpu().numpy()) and load it here with "
             "torch.from_numpy(np.load(path)))"
         ) from None
-    with archive:
+    try:
         if not isinstance(header, dict) or header.get("format") != FORMAT:
             raise CheckpointError(f"torch.load: {name} is not a kernbench checkpoint")
-        if header.get("version") != VERSION:
+        if header.get("version") not in VERSIONS:
             raise CheckpointError(
                 f"torch.load: {name} is checkpoint version {header.get('version')!r}; this "
-                f"kernbench reads version {VERSION}"
+                f"kernbench reads versions {VERSIONS[0]} to {VERSIONS[-1]}"
             )
         values = header.get("values") is True
         timing_only = current_context().timing_only
-        if not values and not timing_only:
+        if not values and not timing_only and values_needed:
             raise CheckpointError(
                 f"torch.load: {name} was saved by a timing-only run and holds dtypes and "
                 "shapes but no values; load it in a timing-only run (--timing-only), or save "
@@ -149,15 +213,20 @@ def load(
             raise CheckpointError(
                 f"torch.load: {name} unpacks to more than {CHECKPOINT_LIMIT} bytes"
             )
-        reader = _Reader(archive, name, device, values)
-        return reader.node(header.get("root"), 0)
+    except BaseException:
+        archive.close()
+        raise
+    return archive, header
 
 
 class _Writer:
-    """The object as a JSON tree; tensors' values gathered as arrays."""
+    """The object as a JSON tree; tensors' values gathered as arrays, other objects
+    pickled (their tensors, dtypes, devices and sizes by reference into the tree)."""
 
-    def __init__(self, timing_only: bool) -> None:
+    def __init__(self, timing_only: bool, protocol: int = 2) -> None:
         self.values = not timing_only
+        self.protocol = protocol
+        self.pickles: list[bytes] = []
         self.arrays: list[np.ndarray] = []
         self._tensors: dict[int, int] = {}  # id(tensor) -> its index in arrays
         self._keep: list[Tensor] = []  # the tensors indexed, so their ids stay theirs
@@ -183,25 +252,31 @@ class _Writer:
         if isinstance(obj, list | tuple) and type(obj) in (list, tuple):
             kind = "list" if isinstance(obj, list) else "tuple"
             return {kind: [self.node(v, depth + 1, (*path, i)) for i, v in enumerate(obj)]}
-        if type(obj) in (dict, OrderedDict, Counter):
+        if type(obj) in (dict, OrderedDict, Counter) and all(
+            key is None or isinstance(key, bool | int | float | str | tuple) for key in obj
+        ):
             items = []
             for key, value in obj.items():
-                if not (key is None or isinstance(key, bool | int | float | str | tuple)):
-                    raise CheckpointError(
-                        f"torch.save: a dict key of type {type(key).__name__} at "
-                        f"{_where(path)}; keys may be None, bools, numbers, strings or tuples"
-                    )
                 items.append(
                     [self.node(key, depth + 1, path), self.node(value, depth + 1, (*path, key))]
                 )
             if isinstance(obj, Counter):
                 return {"dict": items, "counter": True}
             return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
-        raise CheckpointError(
-            f"torch.save: cannot save an object of type {type(obj).__name__} at {_where(path)}; "
-            f"a kernbench checkpoint holds {_KEPT} (what torch.load(weights_only=True) "
-            "loads); save its state_dict() or its fields instead"
-        )
+        self.pickles.append(pickled(obj, self.protocol, self._kept, _where(path)))
+        return {"pickle": len(self.pickles) - 1}
+
+    def _kept(self, obj: Any) -> tuple | None:
+        """The persistent id of what a pickled object holds that the tree keeps itself."""
+        if isinstance(obj, Tensor):
+            return ("tensor", self._tensor(obj))
+        if isinstance(obj, TorchDType):
+            return ("dtype", obj.name)
+        if isinstance(obj, torch_device):
+            return ("device", str(obj))
+        if isinstance(obj, Size):
+            return ("size", list(obj))
+        return None
 
     def _tensor(self, t: Tensor) -> dict:
         index = self._tensors.get(id(t))
@@ -232,7 +307,9 @@ class _Reader:
         self.name = name
         self.device = device
         self.values = values
+        self.weights_only = True
         self._made: dict[int, Tensor] = {}
+        self._objects: dict[int, Any] = {}  # one pickled object loads once
 
     def bad(self, what: str) -> CheckpointError:
         return CheckpointError(f"torch.load: {self.name} is damaged: {what}")
@@ -264,6 +341,8 @@ class _Reader:
             return made
         if "tensor" in node:
             return self._tensor(node)
+        if "pickle" in node:
+            return self._unpickled(node["pickle"])
         if "dtype" in node:
             return self._dtype(node["dtype"])
         if "device" in node:
@@ -274,6 +353,43 @@ class _Reader:
         ):
             raise self.bad("a torch.Size entry")
         return Size(sizes)
+
+    def _unpickled(self, index: Any) -> Any:
+        if not isinstance(index, int) or isinstance(index, bool):
+            raise self.bad("an object entry")
+        if index in self._objects:
+            return self._objects[index]
+        try:
+            data = self.archive.read(f"checkpoint/objects/{index}.pkl")
+        except (KeyError, OSError, zipfile.BadZipFile):
+            raise self.bad(f"object {index} is missing") from None
+        unpickler = ObjectUnpickler(data, self._restored, self.weights_only, self.name)
+        try:
+            made = unpickler.load()
+        except (CheckpointError, WeightsOnlyLoadError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a damaged pickle, or a class's own error
+            raise CheckpointError(
+                f"torch.load: {self.name}: unpickling object {index} raised "
+                f"{type(exc).__name__}: {exception_text(exc)}"
+            ) from None
+        self._objects[index] = made
+        return made
+
+    def _restored(self, pid: Any) -> Any:
+        """What a pickled object's persistent id stands for (see ``_Writer._kept``)."""
+        if not isinstance(pid, tuple) or len(pid) != 2:
+            raise self.bad("an object's reference")
+        kind, what = pid
+        if kind == "tensor" and isinstance(what, dict):
+            return self._tensor(what)
+        if kind == "dtype":
+            return self._dtype(what)
+        if kind == "device" and isinstance(what, str):
+            return torch_device(what)
+        if kind == "size":
+            return self.node({"size": what}, 0)
+        raise self.bad("an object's reference")
 
     def _key(self, key: Any) -> Any:
         try:

@@ -1,0 +1,93 @@
+"""``torch.FloatTensor``, ``torch.LongTensor``, ...: torch's legacy tensor types.
+
+Older programs still build tensors with them (pytorch/examples' word_language_model:
+``torch.LongTensor(seq_len * batch_size).zero_()``) and test tensors against them
+(``isinstance(x, torch.FloatTensor)``).  Called with sizes, one makes an
+uninitialised tensor of its dtype on the current device (``torch.empty``); with a
+sequence or an array, that data (``torch.tensor``); with nothing, an empty tensor.
+``isinstance`` holds for a tensor of its dtype, and ``t.type(torch.LongTensor)``
+converts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kernbench.errors import TensorError
+from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType
+from kernbench.torch.factories import empty
+from kernbench.torch.factories import tensor as make_tensor
+from kernbench.torch.shapes import Size
+from kernbench.torch.tensor import Tensor
+
+__all__ = [
+    "BFloat16Tensor",
+    "BoolTensor",
+    "ByteTensor",
+    "CharTensor",
+    "DoubleTensor",
+    "FloatTensor",
+    "HalfTensor",
+    "IntTensor",
+    "LongTensor",
+    "ShortTensor",
+]
+
+
+class LegacyTensorType(type):
+    """The type of ``torch.FloatTensor`` and its kin: a constructor bound to one dtype."""
+
+    legacy_dtype: TorchDType
+
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, Tensor) and obj.dtype is cls.legacy_dtype
+
+    def __call__(cls, *args: Any, device: Any = None) -> Tensor:
+        dtype = cls.legacy_dtype
+        if not args:
+            return empty(0, dtype=dtype, device=device)
+        if len(args) == 1 and isinstance(args[0], Tensor):
+            if args[0].dtype is not dtype:
+                raise TensorError(
+                    f"torch.{cls.__name__}(tensor): expected a {dtype} tensor, got "
+                    f"{args[0].dtype}; convert it with t.to({dtype}) or t.type(torch."
+                    f"{cls.__name__})"
+                )
+            return args[0]
+        if (
+            len(args) == 1
+            and isinstance(args[0], list | tuple | np.ndarray)
+            and (not isinstance(args[0], Size))
+        ):
+            return make_tensor(args[0], dtype=dtype, device=device)
+        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+        if not all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in sizes):
+            raise TensorError(
+                f"torch.{cls.__name__}{args!r}: give sizes (ints or a torch.Size), or a "
+                "list, tuple or array of values"
+            )
+        return empty(*(int(n) for n in sizes), dtype=dtype, device=device)
+
+    def __repr__(cls) -> str:
+        return f"<class 'torch.{cls.__name__}'>"
+
+
+def _legacy(name: str, dtype: str) -> LegacyTensorType:
+    made = LegacyTensorType(name, (), {"__doc__": f"torch.{name}: {dtype} tensors."})
+    made.legacy_dtype = DTYPE_OBJECTS[dtype]
+    made.__module__ = "kernbench.torch"
+    return made
+
+
+FloatTensor = _legacy("FloatTensor", "float32")
+DoubleTensor = _legacy("DoubleTensor", "float64")
+HalfTensor = _legacy("HalfTensor", "float16")
+BFloat16Tensor = _legacy("BFloat16Tensor", "bfloat16")
+LongTensor = _legacy("LongTensor", "int64")
+IntTensor = _legacy("IntTensor", "int32")
+ShortTensor = _legacy("ShortTensor", "int16")
+CharTensor = _legacy("CharTensor", "int8")
+ByteTensor = _legacy("ByteTensor", "uint8")
+BoolTensor = _legacy("BoolTensor", "bool")
