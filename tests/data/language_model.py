@@ -209,10 +209,8 @@ with open(args.save, "rb") as f:
 if args.model != "Transformer":
     loaded.rnn.flatten_parameters()
 
-same = all(
-    bool(torch.equal(a, b))
-    for a, b in zip(model.state_dict().values(), loaded.state_dict().values())
-)
+before, after = model.state_dict(), loaded.state_dict()
+same = list(before) == list(after) and all(bool(torch.equal(before[k], after[k])) for k in before)
 loaded.eval()
 inputs, targets = batch_at(valid, 0)
 with torch.no_grad():
