@@ -453,3 +453,20 @@ def test_timing_only_views_cost_time_and_carry_no_values():
         assert "no values in timing-only mode" in repr(x[0])
         with pytest.raises(TensorError, match="timing-only"):
             x.T.numpy()
+
+
+def test_a_range_indexes_as_the_list_of_its_ints(ctx):
+    # "What is torch.nn really?": -input[range(target.shape[0]), target].mean()
+    values = np.arange(20, dtype=np.float32).reshape(4, 5) / 7
+    x = torch.tensor(values, requires_grad=True)
+    target = np.array([1, 0, 4, 2])
+    loss = -x[range(4), torch.tensor(target)].mean()
+    assert loss.item() == pytest.approx(-values[np.arange(4), target].mean(), rel=1e-6)
+    loss.backward()
+    expected = np.zeros_like(values)
+    expected[np.arange(4), target] = -0.25
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    np.testing.assert_array_equal(x.detach()[range(1, 3)].numpy(), values[1:3])
+    eye = torch.zeros(3, 3)
+    eye[range(3), range(3)] = 1.0
+    np.testing.assert_array_equal(eye.numpy(), np.eye(3, dtype=np.float32))

@@ -142,9 +142,12 @@ class TensorLayout:
         return self.clone().index_put_(indices, values, accumulate)
 
     def _scalar_keys(self: Tensor, key: Any) -> Any:
-        """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor)."""
+        """0-d integer tensors in an index stand for their value (``t[i]`` with ``i`` a tensor);
+        a ``range`` for the list of its ints (``t[range(n), target]``, as torch takes it)."""
 
         def scalar(k: Any) -> Any:
+            if isinstance(k, range):
+                return list(k)
             if (
                 isinstance(k, TensorLayout)
                 and k.ndim == 0

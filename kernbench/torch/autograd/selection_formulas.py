@@ -71,7 +71,7 @@ def _getitem(fn: Callable, self: Tensor, key: Any) -> Any:
         pass
     parts = key if isinstance(key, tuple) else (key,)
     if not all(
-        _is_tensor(p) or p is None or p is Ellipsis or isinstance(p, slice | int | list)
+        _is_tensor(p) or p is None or p is Ellipsis or isinstance(p, slice | int | list | range)
         for p in parts
     ):
         raise Unsupported
