@@ -268,6 +268,7 @@ from kernbench.torch.preamble import (
     set_float32_matmul_precision,
     set_rng_state,
 )
+from kernbench.torch.printing import get_printoptions, set_printoptions
 from kernbench.torch.product_functions import (
     block_diag,
     cdist,
@@ -333,6 +334,12 @@ from kernbench.torch.special_functions import (
     xlogy,
 )
 from kernbench.torch.tensor import Tensor
+from kernbench.torch.threads import (
+    get_num_interop_threads,
+    get_num_threads,
+    set_num_interop_threads,
+    set_num_threads,
+)
 from kernbench.torch.type_info import finfo, iinfo
 
 cuda = ahbm
@@ -572,6 +579,12 @@ __all__ = [
     "autograd",
     "save",
     "load",
+    "set_printoptions",
+    "get_printoptions",
+    "get_num_threads",
+    "set_num_threads",
+    "get_num_interop_threads",
+    "set_num_interop_threads",
     "FloatTensor",
     "DoubleTensor",
     "HalfTensor",
@@ -707,7 +720,7 @@ def __getattr__(name: str) -> Any:
 install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
-# torch.optim, torch.linalg, torch.utils and torch.onnx.
+# torch.optim, torch.linalg, torch.special, torch.utils and torch.onnx.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
@@ -716,6 +729,7 @@ from kernbench.torch import (  # noqa: E402,F401
     nn,
     onnx,
     optim,
+    special,
     utils,
 )
 

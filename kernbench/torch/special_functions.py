@@ -2,7 +2,7 @@
 (``torch.lgamma``, ``torch.xlogy``, ``torch.hypot``, ``torch.frexp``, ...).
 
 Each takes PyTorch's arguments (``out=`` where torch has it) and runs what the tensor
-method of the same name runs (:mod:`~kernbench.torch.special`); ``xlogy`` and
+method of the same name runs (:mod:`~kernbench.torch.special_math`); ``xlogy`` and
 ``float_power`` take a number for either operand, as torch's do.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from kernbench.errors import TensorError
 from kernbench.torch.functions import _elementwise, _tensor, into_out, with_out
-from kernbench.torch.special import FrexpResult, special_binary
+from kernbench.torch.special_math import FrexpResult, special_binary
 from kernbench.torch.tensor import Tensor
 
 __all__ = [

@@ -118,7 +118,7 @@ from kernbench.torch.selection import TensorSelection
 from kernbench.torch.shape_views import TensorShapeViews
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.sorting import TensorSorting
-from kernbench.torch.special import TensorSpecial
+from kernbench.torch.special_math import TensorSpecial
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
 from kernbench.torch.view_kernels import launch_strided_copy, launch_strided_fill
