@@ -720,10 +720,11 @@ def __getattr__(name: str) -> Any:
 install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
-# torch.optim, torch.linalg, torch.special, torch.utils and torch.onnx.
+# torch.optim, torch.linalg, torch.special, torch.utils, torch.onnx and torch.distributions.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
+    distributions,
     linalg,
     multiprocessing,
     nn,

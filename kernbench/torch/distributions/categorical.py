@@ -1,0 +1,201 @@
+"""``torch.distributions.Categorical`` and ``Bernoulli``: by ``probs`` or by ``logits``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernbench.torch.distributions.distribution import Distribution, torch_module
+
+__all__ = ["Bernoulli", "Categorical"]
+
+
+def _one_of(probs: Any, logits: Any, name: str) -> None:
+    if (probs is None) == (logits is None):
+        raise ValueError(f"{name}: Either `probs` or `logits` must be specified, but not both.")
+
+
+def _as_tensor(value: Any) -> Any:
+    torch = torch_module()
+    if isinstance(value, torch.Tensor):
+        return value
+    return torch.tensor(value, dtype=torch.get_default_dtype())
+
+
+class Categorical(Distribution):
+    """One of ``K`` categories per batch entry, with ``probs`` (normalised along the last
+    dim) or ``logits`` (normalised to log-probabilities), as torch's."""
+
+    has_enumerate_support = True
+
+    def __init__(
+        self, probs: Any = None, logits: Any = None, validate_args: bool | None = None
+    ) -> None:
+        _one_of(probs, logits, "Categorical")
+        self._validate_args = self._validation(validate_args)  # the checks below need it
+        if probs is not None:
+            probs = _as_tensor(probs)
+            if probs.dim() < 1:
+                raise ValueError("`probs` parameter must be at least one-dimensional.")
+            self.probs = probs
+            self._check("probs", probs, (probs >= 0) & probs.isfinite(), "Simplex()")
+            self.probs = probs / probs.sum(-1, keepdim=True)
+            self._param = self.probs
+        else:
+            logits = _as_tensor(logits)
+            if logits.dim() < 1:
+                raise ValueError("`logits` parameter must be at least one-dimensional.")
+            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
+            self._param = self.logits
+        self._num_events = self._param.size()[-1]
+        super().__init__(tuple(self._param.shape)[:-1], (), validate_args)
+
+    def __getattr__(self, name: str) -> Any:
+        torch = torch_module()
+        if name == "probs":
+            probs = torch.softmax(self.__dict__["logits"], -1)
+            self.__dict__["probs"] = probs
+            return probs
+        if name == "logits":
+            eps = torch.finfo(self.__dict__["probs"].dtype).eps
+            logits = torch.log(self.__dict__["probs"].clamp(min=eps, max=1 - eps))
+            self.__dict__["logits"] = logits
+            return logits
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+    @property
+    def param_shape(self) -> Any:
+        return self._param.size()
+
+    @property
+    def mean(self) -> Any:
+        torch = torch_module()
+        return torch.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype)
+
+    @property
+    def mode(self) -> Any:
+        return self.probs.argmax(dim=-1)
+
+    @property
+    def variance(self) -> Any:
+        torch = torch_module()
+        return torch.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype)
+
+    def sample(self, sample_shape: Any = ()) -> Any:
+        torch = torch_module()
+        shape = self._extended_shape(sample_shape)
+        count = 1
+        for n in tuple(sample_shape):
+            count *= n
+        with torch.no_grad():
+            probs_2d = self.probs.reshape(-1, self._num_events)
+            drawn = torch.multinomial(probs_2d, max(count, 1), True).T
+        return drawn[:count].reshape(shape) if count else drawn[:0].reshape(shape)
+
+    def log_prob(self, value: Any) -> Any:
+        torch = torch_module()
+        value = value.long().unsqueeze(-1)
+        value, log_pmf = torch.broadcast_tensors(value, self.logits)
+        value = value[..., :1]
+        return log_pmf.gather(-1, value).squeeze(-1)
+
+    def entropy(self) -> Any:
+        torch = torch_module()
+        smallest = torch.finfo(self.logits.dtype).min
+        logits = self.logits.clamp(min=smallest)
+        return -(logits * self.probs).sum(-1)
+
+    def enumerate_support(self, expand: bool = True) -> Any:
+        torch = torch_module()
+        values = torch.arange(self._num_events, dtype=torch.int64)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1, *tuple(self._batch_shape)))
+        return values
+
+    def _shown(self) -> dict:
+        return {"probs": self.probs} if "probs" in self.__dict__ else {"logits": self.logits}
+
+
+class Bernoulli(Distribution):
+    """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0, as torch's."""
+
+    has_enumerate_support = True
+
+    def __init__(
+        self, probs: Any = None, logits: Any = None, validate_args: bool | None = None
+    ) -> None:
+        _one_of(probs, logits, "Bernoulli")
+        self._validate_args = self._validation(validate_args)  # the checks below need it
+        if probs is not None:
+            probs = _as_tensor(probs)
+            self.probs = probs
+            self._check(
+                "probs",
+                probs,
+                (probs >= 0) & (probs <= 1),
+                "Interval(lower_bound=0.0, upper_bound=1.0)",
+            )
+            self._param = probs
+        else:
+            self.logits = _as_tensor(logits)
+            self._param = self.logits
+        super().__init__(tuple(self._param.shape), (), validate_args)
+
+    def __getattr__(self, name: str) -> Any:
+        torch = torch_module()
+        if name == "probs":
+            probs = torch.sigmoid(self.__dict__["logits"])
+            self.__dict__["probs"] = probs
+            return probs
+        if name == "logits":
+            probs = self.__dict__["probs"]
+            eps = torch.finfo(probs.dtype).eps
+            clamped = probs.clamp(min=eps, max=1 - eps)
+            logits = torch.log(clamped) - torch.log1p(-clamped)
+            self.__dict__["logits"] = logits
+            return logits
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+    @property
+    def mean(self) -> Any:
+        return self.probs
+
+    @property
+    def mode(self) -> Any:
+        torch = torch_module()
+        mode = (self.probs >= 0.5).to(self.probs.dtype)
+        return torch.where(self.probs == 0.5, torch.full_like(mode, float("nan")), mode)
+
+    @property
+    def variance(self) -> Any:
+        return self.probs * (1 - self.probs)
+
+    def sample(self, sample_shape: Any = ()) -> Any:
+        torch = torch_module()
+        shape = self._extended_shape(sample_shape)
+        with torch.no_grad():
+            return torch.bernoulli(self.probs.expand(shape))
+
+    def log_prob(self, value: Any) -> Any:
+        torch = torch_module()
+        logits, value = torch.broadcast_tensors(self.logits, value)
+        return -torch.nn.functional.binary_cross_entropy_with_logits(
+            logits, value, reduction="none"
+        )
+
+    def entropy(self) -> Any:
+        torch = torch_module()
+        return torch.nn.functional.binary_cross_entropy_with_logits(
+            self.logits, self.probs, reduction="none"
+        )
+
+    def enumerate_support(self, expand: bool = True) -> Any:
+        torch = torch_module()
+        values = torch.arange(2, dtype=self._param.dtype)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1, *tuple(self._batch_shape)))
+        return values
+
+    def _shown(self) -> dict:
+        return {"probs": self.probs} if "probs" in self.__dict__ else {"logits": self.logits}
