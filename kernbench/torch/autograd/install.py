@@ -75,7 +75,9 @@ from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
 from kernbench.torch.nn import utils as nn_utils
+from kernbench.torch.nn.channel_ops import __all__ as channel_ops_names
 from kernbench.torch.nn.module import Module
+from kernbench.torch.nn.shrink_activations import __all__ as shrink_activation_names
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["install_autograd"]
@@ -102,7 +104,11 @@ _LEFT_ALONE = {
 _PROPERTIES = {"T", "mT"}
 # torch.<name> that call the tensor method of the same name (which records).
 _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negative"}
-_F_PASS_THROUGH = {"softmax", "log_softmax", "relu", "sigmoid", "tanh"}
+# torch.nn.functional.<name> composed only of tensor methods (which record).
+_F_PASS_THROUGH = {
+    "softmax", "log_softmax", "relu", "sigmoid", "tanh",
+    *shrink_activation_names, *channel_ops_names,
+}  # fmt: skip
 # torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
 # device or values copied as a new leaf), seeds, files, predicates.
 _TORCH_LEFT_ALONE = {

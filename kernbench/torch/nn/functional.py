@@ -10,7 +10,10 @@ kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
 ``log_softmax`` and then ``nll_loss``, as torch's
 (:mod:`~kernbench.torch.nn.class_losses`: their targets are class indices of
 any integer dtype; torch takes int64).
-Further activations are in :mod:`~kernbench.torch.nn.activations`, the
+Further activations are in :mod:`~kernbench.torch.nn.activations` and
+:mod:`~kernbench.torch.nn.shrink_activations` (``prelu``, ``rrelu``, the shrinks,
+``threshold``, the alpha dropouts), ``local_response_norm`` and ``channel_shuffle`` in
+:mod:`~kernbench.torch.nn.channel_ops`, the
 elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
 ``group_norm``/``batch_norm``/``instance_norm`` in :mod:`~kernbench.torch.nn.norms`.
 ``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
@@ -55,6 +58,11 @@ from kernbench.torch.nn.activations import (
     tanhshrink,
 )
 from kernbench.torch.nn.attention import scaled_dot_product_attention
+from kernbench.torch.nn.channel_ops import (
+    channel_shuffle,
+    local_response_norm,
+    native_channel_shuffle,
+)
 from kernbench.torch.nn.class_losses import class_loss
 from kernbench.torch.nn.conv_transpose import (
     conv_transpose1d,
@@ -97,6 +105,16 @@ from kernbench.torch.nn.pooling import (
     max_pool2d,
     max_pool3d,
 )
+from kernbench.torch.nn.shrink_activations import (
+    alpha_dropout,
+    feature_alpha_dropout,
+    hardshrink,
+    prelu,
+    rrelu,
+    softmin,
+    softshrink,
+    threshold,
+)
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
 from kernbench.torch.shapes import flag_argument, int_sequence, tensor_argument
@@ -127,6 +145,17 @@ __all__ = [
     "softplus",
     "softsign",
     "tanhshrink",
+    "prelu",
+    "rrelu",
+    "softmin",
+    "hardshrink",
+    "softshrink",
+    "threshold",
+    "alpha_dropout",
+    "feature_alpha_dropout",
+    "local_response_norm",
+    "channel_shuffle",
+    "native_channel_shuffle",
     "cross_entropy",
     "dropout",
     "dropout1d",
