@@ -76,6 +76,8 @@ from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
 from kernbench.torch.nn import utils as nn_utils
 from kernbench.torch.nn.channel_ops import __all__ as channel_ops_names
+from kernbench.torch.nn.likelihood_losses import __all__ as likelihood_loss_names
+from kernbench.torch.nn.margin_losses import __all__ as margin_loss_names
 from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.shrink_activations import __all__ as shrink_activation_names
 from kernbench.torch.tensor import Tensor
@@ -107,7 +109,7 @@ _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negat
 # torch.nn.functional.<name> composed only of tensor methods (which record).
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",
-    *shrink_activation_names, *channel_ops_names,
+    *shrink_activation_names, *channel_ops_names, *margin_loss_names, *likelihood_loss_names,
 }  # fmt: skip
 # torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
 # device or values copied as a new leaf), seeds, files, predicates.

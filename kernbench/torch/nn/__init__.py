@@ -114,6 +114,21 @@ from kernbench.torch.nn.layers import (
     RMSNorm,
     Unflatten,
 )
+from kernbench.torch.nn.loss_layers import (
+    CosineEmbeddingLoss,
+    CosineSimilarity,
+    GaussianNLLLoss,
+    HingeEmbeddingLoss,
+    MarginRankingLoss,
+    MultiLabelMarginLoss,
+    MultiLabelSoftMarginLoss,
+    MultiMarginLoss,
+    PairwiseDistance,
+    PoissonNLLLoss,
+    SoftMarginLoss,
+    TripletMarginLoss,
+    TripletMarginWithDistanceLoss,
+)
 from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.multihead import MultiheadAttention
 from kernbench.torch.nn.padding_layers import (
@@ -238,6 +253,19 @@ __all__ = [
     "SmoothL1Loss",
     "HuberLoss",
     "KLDivLoss",
+    "MarginRankingLoss",
+    "HingeEmbeddingLoss",
+    "SoftMarginLoss",
+    "CosineEmbeddingLoss",
+    "MultiMarginLoss",
+    "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss",
+    "TripletMarginLoss",
+    "TripletMarginWithDistanceLoss",
+    "PoissonNLLLoss",
+    "GaussianNLLLoss",
+    "CosineSimilarity",
+    "PairwiseDistance",
     "Conv1d",
     "Conv2d",
     "Conv3d",

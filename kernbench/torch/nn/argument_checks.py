@@ -11,11 +11,22 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
+import numpy as np
+
 from kernbench.errors import TensorError, TensorValueError
+from kernbench.torch.dtypes import BOOL
 from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["call_name", "floating_input", "number_argument", "reduced", "reduction_argument"]
+__all__ = [
+    "call_name",
+    "floating_input",
+    "host_values",
+    "index_input",
+    "number_argument",
+    "reduced",
+    "reduction_argument",
+]
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -63,3 +74,22 @@ def reduced(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "none":
         return loss
     return loss.mean() if reduction == "mean" else loss.sum()
+
+
+def index_input(value: Any, what: str, name: str = "target") -> Tensor:
+    """``value`` if it is a tensor of an integer dtype (class indices; torch's are int64)."""
+    t = tensor_argument(value, call_name(what))
+    if t.dtype.is_floating_point or t.dtype is BOOL:
+        raise TensorError(
+            f"{call_name(what)}: {name} must hold class indices of an integer dtype, got "
+            f"{t.dtype!r}"
+        )
+    return t
+
+
+def host_values(t: Tensor) -> np.ndarray | None:
+    """``t``'s values read on the host at no simulated cost (torch's CPU kernels check
+    indices there), or None in timing-only mode, which has no values."""
+    if t.storage_device_tensor.context.timing_only:
+        return None
+    return t.peek()

@@ -81,6 +81,7 @@ from kernbench.torch.nn.interpolation import (
     upsample_bilinear,
     upsample_nearest,
 )
+from kernbench.torch.nn.likelihood_losses import gaussian_nll_loss, poisson_nll_loss
 from kernbench.torch.nn.losses_more import (
     binary_cross_entropy,
     binary_cross_entropy_with_logits,
@@ -89,6 +90,17 @@ from kernbench.torch.nn.losses_more import (
     kl_div,
     pairwise_distance,
     smooth_l1_loss,
+)
+from kernbench.torch.nn.margin_losses import (
+    cosine_embedding_loss,
+    hinge_embedding_loss,
+    margin_ranking_loss,
+    multi_margin_loss,
+    multilabel_margin_loss,
+    multilabel_soft_margin_loss,
+    soft_margin_loss,
+    triplet_margin_loss,
+    triplet_margin_with_distance_loss,
 )
 from kernbench.torch.nn.norms import batch_norm, group_norm, instance_norm
 from kernbench.torch.nn.pooling import (
@@ -128,6 +140,17 @@ __all__ = [
     "kl_div",
     "pairwise_distance",
     "smooth_l1_loss",
+    "margin_ranking_loss",
+    "hinge_embedding_loss",
+    "soft_margin_loss",
+    "cosine_embedding_loss",
+    "multi_margin_loss",
+    "multilabel_margin_loss",
+    "multilabel_soft_margin_loss",
+    "triplet_margin_loss",
+    "triplet_margin_with_distance_loss",
+    "poisson_nll_loss",
+    "gaussian_nll_loss",
     "batch_norm",
     "group_norm",
     "instance_norm",

@@ -21,6 +21,7 @@ __all__ = [
     "KLDivLoss",
     "L1Loss",
     "LeakyReLU",
+    "LossBase",
     "LogSoftmax",
     "MSELoss",
     "Mish",
@@ -32,6 +33,7 @@ __all__ = [
     "Softmax",
     "Softplus",
     "Tanh",
+    "WeightedLossBase",
 ]
 
 
@@ -178,6 +180,10 @@ class _WeightedLoss(_Loss):
     ) -> None:
         super().__init__(size_average, reduce, reduction)
         self.register_buffer("weight", weight)
+
+
+LossBase = _Loss  # the base of every loss module (torch.nn.modules.loss._Loss)
+WeightedLossBase = _WeightedLoss  # of those with a class weight (loss._WeightedLoss)
 
 
 class MSELoss(_Loss):
