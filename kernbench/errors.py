@@ -37,6 +37,7 @@ __all__ = [
     "TensorAttributeError",
     "TensorTypeError",
     "TensorValueError",
+    "TensorNotImplementedError",
     "TensorIndexError",
     "TensorZeroDivisionError",
     "ModuleAttributeError",
@@ -206,6 +207,11 @@ class TensorTypeError(TensorError, TypeError):
 class TensorValueError(TensorError, ValueError):
     """A tensor or module argument torch refuses with ``ValueError`` (a recurrent layer
     given a 4-D input or a ``dropout`` outside [0, 1], ...)."""
+
+
+class TensorNotImplementedError(TensorError, NotImplementedError):
+    """A combination of arguments torch refuses with ``NotImplementedError``
+    (``embedding_bag``'s ``per_sample_weights`` outside ``mode='sum'``, ...)."""
 
 
 class TensorZeroDivisionError(TensorError, ZeroDivisionError):

@@ -75,6 +75,7 @@ from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
 from kernbench.torch.nn import utils as nn_utils
+from kernbench.torch.nn.bags import __all__ as bag_names
 from kernbench.torch.nn.channel_ops import __all__ as channel_ops_names
 from kernbench.torch.nn.likelihood_losses import __all__ as likelihood_loss_names
 from kernbench.torch.nn.margin_losses import __all__ as margin_loss_names
@@ -110,6 +111,7 @@ _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negat
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",
     *shrink_activation_names, *channel_ops_names, *margin_loss_names, *likelihood_loss_names,
+    *bag_names,
 }  # fmt: skip
 # torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
 # device or values copied as a new leaf), seeds, files, predicates.

@@ -39,6 +39,7 @@ from kernbench.torch.nn.activation_layers import (
     Tanhshrink,
     Threshold,
 )
+from kernbench.torch.nn.bag_layers import Bilinear, EmbeddingBag
 from kernbench.torch.nn.channel_layers import (
     ChannelShuffle,
     InstanceNorm1d,
@@ -182,6 +183,7 @@ __all__ = [
     "ParameterDict",
     "Identity",
     "Linear",
+    "Bilinear",
     "MultiheadAttention",
     "TransformerEncoderLayer",
     "TransformerEncoder",
@@ -197,6 +199,7 @@ __all__ = [
     "LSTMCell",
     "GRUCell",
     "Embedding",
+    "EmbeddingBag",
     "LayerNorm",
     "RMSNorm",
     "GroupNorm",

@@ -12,9 +12,12 @@ kernel each, ``nll_loss`` a gather kernel and a sum, ``cross_entropy``
 any integer dtype; torch takes int64).
 Further activations are in :mod:`~kernbench.torch.nn.activations` and
 :mod:`~kernbench.torch.nn.shrink_activations` (``prelu``, ``rrelu``, the shrinks,
-``threshold``, the alpha dropouts), ``local_response_norm`` and ``channel_shuffle`` in
+``threshold``, the alpha dropouts), ``bilinear`` and ``embedding_bag`` in
+:mod:`~kernbench.torch.nn.bags`, ``local_response_norm`` and ``channel_shuffle`` in
 :mod:`~kernbench.torch.nn.channel_ops`, the
-elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`,
+elementwise losses and distances in :mod:`~kernbench.torch.nn.losses_more`, the margin
+and embedding losses in :mod:`~kernbench.torch.nn.margin_losses`, ``poisson_nll_loss`` and
+``gaussian_nll_loss`` in :mod:`~kernbench.torch.nn.likelihood_losses`,
 ``group_norm``/``batch_norm``/``instance_norm`` in :mod:`~kernbench.torch.nn.norms`.
 ``normalize`` divides by the norm, ``pad`` (constant) fills and copies.
 ``conv1d``/``conv2d``/``conv3d`` (an implicit-GEMM kernel,
@@ -58,6 +61,7 @@ from kernbench.torch.nn.activations import (
     tanhshrink,
 )
 from kernbench.torch.nn.attention import scaled_dot_product_attention
+from kernbench.torch.nn.bags import bilinear, embedding_bag
 from kernbench.torch.nn.channel_ops import (
     channel_shuffle,
     local_response_norm,
@@ -185,6 +189,8 @@ __all__ = [
     "dropout2d",
     "dropout3d",
     "embedding",
+    "embedding_bag",
+    "bilinear",
     "gelu",
     "l1_loss",
     "layer_norm",
