@@ -256,6 +256,15 @@ def test_loss_values_and_gradients_match_numpy(name, reduction):
     check(torch_fn(reduction), numpy_fn(reduction), *shapes)
 
 
+def test_gaussian_nll_takes_one_number_as_the_variance_of_all():
+    x, t = _t([[0.5, -0.2], [1.0, 0.0]]), _t([[0.0, 0.0], [0.5, 0.5]])
+    got = F.gaussian_nll_loss(x, t, 0.5, reduction="none")
+    np.testing.assert_allclose(got.numpy(), _np_gaussian(x.numpy(), t.numpy(), 0.5))
+    np.testing.assert_allclose(
+        nn.GaussianNLLLoss()(x, t, 2).item(), _np_gaussian(x.numpy(), t.numpy(), 2.0).mean()
+    )
+
+
 def test_gaussian_nll_clamps_the_variance_for_the_forward_only():
     x, t = _t([0.5, -0.2]), _t([0.0, 0.0])
     v = torch.tensor([1e-9, 2.0], dtype=torch.float64, requires_grad=True)

@@ -59,18 +59,21 @@ def poisson_nll_loss(
 def gaussian_nll_loss(
     input: Tensor,  # noqa: A002
     target: Tensor,
-    var: Tensor,
+    var: Tensor | float,
     full: bool = False,
     eps: float = 1e-6,
     reduction: str = "mean",
 ) -> Tensor:
     """``0.5 * (log(var) + (x - t) ** 2 / var)`` (``+ 0.5 * log(2 * pi)`` when ``full``),
     ``var`` clamped at ``eps``; ``var`` has ``input``'s shape, or it without the last dim,
-    or with a last dim of 1 (one variance per sample)."""
+    or with a last dim of 1 (one variance per sample), or is one number for all."""
     what = "gaussian_nll_loss"
     x = floating_input(input, what)
     t = tensor_argument(target, call_name(what))
-    v = floating_input(var, what, "var")
+    if isinstance(var, int | float) and not isinstance(var, bool):
+        v = x.new_full(tuple(x.shape), float(var))  # torch takes one variance for all
+    else:
+        v = floating_input(var, what, "var")
     in_shape, var_shape = tuple(x.shape), tuple(v.shape)
     if var_shape != in_shape:
         if in_shape[:-1] == var_shape:

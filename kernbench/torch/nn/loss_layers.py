@@ -205,7 +205,7 @@ class GaussianNLLLoss(LossBase):
         super().__init__(reduction=reduction)
         self.full, self.eps = full, eps
 
-    def forward(self, input: Tensor, target: Tensor, var: Tensor) -> Tensor:  # noqa: A002
+    def forward(self, input: Tensor, target: Tensor, var: Tensor | float) -> Tensor:  # noqa: A002
         return F.gaussian_nll_loss(
             input, target, var, full=self.full, eps=self.eps, reduction=self.reduction
         )
