@@ -138,6 +138,23 @@ def test_embedding_bag_include_last_offset_and_per_sample_weights():
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-12)
 
 
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag_scale_grad_by_freq_divides_each_rows_gradient_by_its_count(mode):
+    table = np.random.default_rng(6).standard_normal((6, 3))
+    w = torch.tensor(table, requires_grad=True)
+    out = F.embedding_bag(_long(INDICES), w, _long(OFFSETS), mode=mode, scale_grad_by_freq=True)
+    np.testing.assert_allclose(
+        out.detach().numpy(), _np_embedding_bag(table, INDICES, BOUNDS, mode), rtol=1e-12
+    )
+    out.sum().backward()
+    sizes = np.diff(BOUNDS)
+    share = np.repeat(1.0 / np.maximum(sizes, 1) if mode == "mean" else np.ones(4), sizes)
+    counts = np.bincount(INDICES, minlength=6)
+    want = np.zeros((6, 3))
+    np.add.at(want, INDICES, (share / counts[INDICES])[:, None])
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=1e-12)
+
+
 def test_embedding_bag_module_parameters_repr_and_from_pretrained():
     torch.manual_seed(1)
     m = nn.EmbeddingBag(7, 3, mode="max", padding_idx=-2)

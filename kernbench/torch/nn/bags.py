@@ -5,7 +5,9 @@ autograd records them.
 and a sum over ``in2``: ``y[..., o] = x1 @ W[o] @ x2 + b[o]``.  ``embedding_bag`` picks
 the rows of ``weight`` at ``input`` (an ``index_select``), then reduces each bag: for
 ``'sum'`` and ``'mean'`` the rows, scaled by ``per_sample_weights`` or ``1 / bag size``,
-are added into their bag's output row (``index_add``, as torch's kernel does); for
+are added into their bag's output row (``index_add``, as torch's kernel does;
+``scale_grad_by_freq`` divides each row's gradient by its index's count in ``input``, the
+forward unchanged); for
 ``'max'`` the bags are gathered into a ``(bags, longest bag, dim)`` block, the positions
 past a bag's end set to ``-inf``, and its max taken.  Empty bags give zeros, entries equal
 to ``padding_idx`` count for nothing (not in a bag's size either), as torch's.
@@ -179,7 +181,8 @@ def embedding_bag(
         )
     if mode not in _MODES:
         raise TensorValueError(f"{call_name(what)}: mode has to be one of sum, mean or max")
-    if mode == "max" and flag_argument(scale_grad_by_freq, call_name(what), "scale_grad_by_freq"):
+    by_frequency = flag_argument(scale_grad_by_freq, call_name(what), "scale_grad_by_freq")
+    if mode == "max" and by_frequency:
         raise TensorValueError(
             f"{call_name(what)}: max mode does not support scaling the gradient by the frequency"
         )
@@ -210,7 +213,11 @@ def embedding_bag(
     keep = np.ones(indices.shape[0], dtype=bool)
     if values is not None and padding_idx is not None:
         keep = values != padding_idx
-    return _reduce_bags(table, indices, bounds, keep, mode, per_sample_weights)
+    frequency = None
+    if by_frequency and values is not None:
+        counts = np.bincount(values.reshape(-1), minlength=rows_count)
+        frequency = counts[values.reshape(-1)]
+    return _reduce_bags(table, indices, bounds, keep, mode, per_sample_weights, frequency)
 
 
 def _reduce_bags(
@@ -220,6 +227,7 @@ def _reduce_bags(
     keep: np.ndarray,
     mode: str,
     per_sample_weights: Tensor | None,
+    frequency: np.ndarray | None,
 ) -> Tensor:
     bags = len(bounds) - 1
     entries = indices.shape[0]
@@ -234,6 +242,9 @@ def _reduce_bags(
     rows = table.index_select(0, indices)
     if kept.size < entries:
         rows = rows.index_select(0, _on_device(kept, table, long))
+    if frequency is not None:  # the gradient of each row divided by its index's count
+        share = _on_device(1.0 / frequency[kept][:, None], table, table.dtype)
+        rows = rows * share + (rows * (1 - share)).detach()
     if mode == "max":
         longest = int(sizes.max())
         starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
