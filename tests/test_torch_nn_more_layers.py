@@ -385,3 +385,32 @@ def test_layers_cost_time_in_timing_only_mode():
             before = context.now
             out.sum().backward()
             assert context.now > before and x.grad.shape == x.shape
+
+
+# ------------------------------------------------------------------------- a small model
+def test_a_small_model_of_the_new_layers_trains():
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 4, 5, 5), torch.randint(0, 3, (4,))
+    model = nn.Sequential(
+        nn.Conv2d(4, 6, 3, padding=1),
+        nn.InstanceNorm2d(6, affine=True),
+        nn.PReLU(6),
+        nn.LocalResponseNorm(3),
+        nn.ChannelShuffle(2),
+        nn.Softshrink(0.1),
+        nn.RReLU(),
+        nn.AlphaDropout(0.1),
+        nn.Flatten(),
+        nn.Linear(150, 3),
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for _ in range(6):
+        optimizer.zero_grad()
+        out = model(x)
+        loss = nn.MultiMarginLoss()(out, y) + nn.CrossEntropyLoss()(out, y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert all(p.grad is not None for p in model.parameters())
+    assert losses[-1] < 0.5 * losses[0]
