@@ -304,6 +304,20 @@ def test_inplace_threshold_and_rrelu_write_the_input():
     np.testing.assert_allclose(y.numpy(), [-0.2, 2.0])
 
 
+def test_in_place_functional_forms_write_the_input_and_record():
+    x = _t([-1.0, 0.5, 2.0])
+    assert F.threshold_(x, 1.0, -3.0) is x and x.tolist() == [-3.0, -3.0, 2.0]
+    y = _t([-1.0, 2.0])
+    assert F.rrelu_(y, 0.5, 0.5) is y and y.tolist() == [-0.5, 2.0]
+    leaf = _t([-1.0, 0.5, 2.0], requires_grad=True)
+    hidden = leaf * 2
+    F.threshold_(hidden, 0.5, 0.0)
+    hidden.sum().backward()
+    assert leaf.grad.tolist() == [0.0, 2.0, 2.0]
+    with pytest.raises(TensorError, match="leaf Variable that requires grad"):
+        F.threshold_(leaf, 0.0, 0.0)
+
+
 def test_rrelu_in_training_draws_slopes_from_the_ranks_generator():
     x = _t(-np.ones(200))
     x.requires_grad_(True)

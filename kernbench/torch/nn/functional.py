@@ -127,9 +127,11 @@ from kernbench.torch.nn.shrink_activations import (
     hardshrink,
     prelu,
     rrelu,
+    rrelu_,
     softmin,
     softshrink,
     threshold,
+    threshold_,
 )
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
@@ -174,10 +176,12 @@ __all__ = [
     "tanhshrink",
     "prelu",
     "rrelu",
+    "rrelu_",
     "softmin",
     "hardshrink",
     "softshrink",
     "threshold",
+    "threshold_",
     "alpha_dropout",
     "feature_alpha_dropout",
     "local_response_norm",

@@ -32,9 +32,11 @@ __all__ = [
     "hardshrink",
     "prelu",
     "rrelu",
+    "rrelu_",
     "softmin",
     "softshrink",
     "threshold",
+    "threshold_",
 ]
 
 # torch's SELU alpha times its scale: what a dropped unit is set to in alpha dropout.
@@ -98,6 +100,16 @@ def rrelu(
     return _written(x, x * noise, inplace, what)
 
 
+def rrelu_(
+    input: Tensor,  # noqa: A002
+    lower: float = 1.0 / 8,
+    upper: float = 1.0 / 3,
+    training: bool = False,
+) -> Tensor:
+    """:func:`rrelu` written into ``input``."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
 def softmin(
     input: Tensor,  # noqa: A002
     dim: int | None = None,
@@ -148,7 +160,15 @@ def threshold(
 ) -> Tensor:
     """``x`` where ``x > threshold``, else ``value`` (NaN stays NaN); integer tensors too,
     as torch."""
-    what = "threshold"
+    return _thresholded("threshold", input, threshold, value, inplace)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    """:func:`threshold` written into ``input``."""
+    return _thresholded("threshold_", input, threshold, value, True)
+
+
+def _thresholded(what: str, input: Any, threshold: Any, value: Any, inplace: Any) -> Tensor:  # noqa: A002
     x = tensor_argument(input, call_name(what))
     if x.dtype is BOOL:
         raise TensorError(f"{call_name(what)}: not implemented for 'Bool' (as torch)")
