@@ -283,8 +283,11 @@ def test_cosine_similarity_and_pairwise_distance_match_numpy(ctx):
     one = F.pairwise_distance(torch.from_numpy(a), torch.from_numpy(b), p=1, keepdim=True)
     assert one.shape == (3, 1)
     np.testing.assert_allclose(one.numpy()[:, 0], np.abs(ad - bd + 1e-6).sum(1), rtol=1e-6)
-    with pytest.raises(TensorError, match="pairwise_distance: p is 1 or 2 here"):
-        F.pairwise_distance(torch.ones(2), torch.ones(2), p=3)
+    three = F.pairwise_distance(torch.from_numpy(a), torch.from_numpy(b), p=3)
+    want3 = (np.abs(ad - bd + 1e-6) ** 3).sum(1) ** (1 / 3)
+    np.testing.assert_allclose(three.numpy(), want3, rtol=1e-5)
+    with pytest.raises(TensorError, match="pairwise_distance: p must be positive"):
+        F.pairwise_distance(torch.ones(2), torch.ones(2), p=0)
     with pytest.raises(TensorError, match="cosine_similarity: dim 2 is out of range"):
         F.cosine_similarity(torch.ones(2, 3), torch.ones(2, 3), dim=2)
 

@@ -274,6 +274,16 @@ def test_gaussian_nll_clamps_the_variance_for_the_forward_only():
     np.testing.assert_allclose(v.grad.numpy(), want, rtol=1e-9)
 
 
+@pytest.mark.parametrize("p", [3, 1.5, float("inf")])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_pairwise_distance_of_any_p_and_its_gradients(p, keepdim):
+    def numpy_fn(a, b):
+        d = _np_distance(a, b, p)
+        return d[..., None] if keepdim else d
+
+    check(lambda a, b: nn.PairwiseDistance(p, keepdim=keepdim)(a, b), numpy_fn, (3, 4), (4,))
+
+
 # ------------------------------------------------------------------------------ modules
 def test_loss_modules_hold_torchs_arguments_and_call_their_functional():
     a, b = _t(np.random.default_rng(1).standard_normal((3, 4))), _t(np.ones((3, 4)))

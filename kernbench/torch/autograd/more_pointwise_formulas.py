@@ -225,7 +225,7 @@ def _mv(fn: Callable, self: Tensor, vec: Any) -> Any:
 def _pairwise_distance(
     fn: Callable, x1: Any, x2: Any, p: Any = 2.0, eps: Any = 1e-6, keepdim: bool = False
 ) -> Any:
-    if not (_is_tensor(x1) and _is_tensor(x2)) or p not in (1, 2) or not _number(eps):
+    if not (_is_tensor(x1) and _is_tensor(x2)) or not _number(eps) or not _number(p) or p <= 0:
         raise Unsupported
     out = untracked(fn, x1, x2, p, eps, keepdim)
     a_shape, b_shape = tuple(x1.shape), tuple(x2.shape)
@@ -237,8 +237,14 @@ def _pairwise_distance(
             g, norm = g.unsqueeze(-1), norm.unsqueeze(-1)
         if p == 1:
             grad = g * diff.sign()
-        else:
+        elif p == 2:
             grad = where(norm == 0, 0.0, g * diff / where(norm == 0, 1.0, norm))
+        elif math.isinf(p):  # the maxima share the gradient, as torch's norm backward
+            peaks = (diff.abs() == norm).to(diff.dtype)
+            grad = g * diff.sign() * peaks / peaks.sum(-1, keepdim=True)
+        else:  # sign(d) * (|d| / norm) ** (p - 1)
+            ratio = diff.abs() / where(norm == 0, 1.0, norm)
+            grad = where(norm == 0, 0.0, g * diff.sign() * ratio.pow(p - 1))
         ga = sum_to(grad, a_shape) if need_a else None
         gb = sum_to(-grad, b_shape) if need_b else None
         return ga, gb

@@ -11,6 +11,7 @@ compositions of tensor ops (norms, a product and a sum), as torch's are.
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 from typing import Any
@@ -288,21 +289,31 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 def pairwise_distance(
     x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False
 ) -> Tensor:
-    """``||x1 - x2 + eps||_p`` over the last dim (``p`` 1 or 2): a subtraction, an add and
-    one norm, as torch's."""
+    """``||x1 - x2 + eps||_p`` over the last dim: a subtraction, an add and one norm, as
+    torch's, for ``p`` 1 or 2; ``max |d|`` for ``inf``; ``sum(|d| ** p) ** (1 / p)`` (an
+    abs, two powers and a sum) for any other ``p > 0``."""
     what = "pairwise_distance"
     a = tensor_argument(x1, _call(what))
     b = tensor_argument(x2, _call(what))
     eps = _number(eps, what, "eps")
+    p = _number(p, what, "p")
     keepdim = flag_argument(keepdim, _call(what), "keepdim")
-    if p not in (1, 2):
-        raise TensorError(f"{_call(what)}: p is 1 or 2 here, got {p!r}")
+    if not p > 0:
+        raise TensorError(f"{_call(what)}: p must be positive (or inf) here, got {p!r}")
     diff = a - b
     if not diff.dtype.is_floating_point:
         wide = diff.to(get_default_dtype())
         diff.free()
         diff = wide
     diff.add_(eps)
-    out = diff.norm(p, -1 if diff.ndim else None, keepdim)
+    dim = -1 if diff.ndim else None
+    if p in (1, 2):
+        out = diff.norm(p, dim, keepdim)
+    elif not diff.ndim:
+        out = diff.abs()
+    elif math.isinf(p):
+        out = diff.abs().amax(-1, keepdim)
+    else:
+        out = diff.abs().pow(p).sum(-1, keepdim).pow(1.0 / p)
     diff.free()
     return out
