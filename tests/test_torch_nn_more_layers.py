@@ -428,3 +428,23 @@ def test_a_small_model_of_the_new_layers_trains():
         losses.append(loss.item())
     assert all(p.grad is not None for p in model.parameters())
     assert losses[-1] < 0.5 * losses[0]
+
+
+@pytest.mark.parametrize(
+    ("file", "names"),
+    [
+        ("instancenorm", ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d")),
+        ("normalization", ("LocalResponseNorm",)),
+        ("channelshuffle", ("ChannelShuffle",)),
+        ("activation", ("PReLU", "RReLU", "Softmin", "Softmax2d", "Threshold", "Hardshrink")),
+        ("dropout", ("AlphaDropout", "FeatureAlphaDropout")),
+        ("linear", ("Bilinear",)),
+        ("sparse", ("EmbeddingBag",)),
+        ("distance", ("CosineSimilarity", "PairwiseDistance")),
+        ("loss", ("MultiMarginLoss", "TripletMarginWithDistanceLoss", "GaussianNLLLoss")),
+    ],
+)
+def test_the_layers_are_in_torchs_files_too(file, names):
+    module = getattr(nn.modules, file)
+    for name in names:
+        assert getattr(module, name) is getattr(nn, name) and name in module.__all__
