@@ -274,6 +274,11 @@ def test_activation_modules_match_numpy_and_print_as_torch(module, numpy_fn, sho
     assert repr(module) == shown
 
 
+def test_hardtanh_asserts_its_bounds_as_torch():
+    with pytest.raises(AssertionError, match="max_val .0.5. must be greater than min_val"):
+        nn.Hardtanh(0.5, 0.5)
+
+
 def test_softmax2d_is_a_softmax_over_channels():
     x = _normal((2, 3, 2, 2))
     e = np.exp(x - x.max(1, keepdims=True))

@@ -70,9 +70,9 @@ class PReLU(Module):
 class Hardtanh(Module):
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
-        if min_val > max_val:
-            raise TensorValueError(
-                f"Hardtanh: min_val ({min_val}) cannot be greater than max_val ({max_val})"
+        if not max_val > min_val:  # torch asserts it
+            raise AssertionError(
+                f"Hardtanh: max_val ({max_val}) must be greater than min_val ({min_val})"
             )
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
