@@ -715,9 +715,8 @@ def test_pow_dtypes_bases_and_in_place_as_torch(ctx):
     [
         (lambda i, x: i**-1, "Integers to negative integer powers are not allowed"),
         (lambda i, x: i.pow_(0.5), "can't be cast to the in-place output type torch.int32"),
-        (lambda i, x: x ** torch.ones(2), "the exponent is a number here (got Tensor)"),
-        (lambda i, x: (-2.0) ** x, "the base must be a number > 0"),
-        (lambda i, x: 2**i, "a float for an integer tensor (2.0 ** t)"),
+        (lambda i, x: x ** "2", "the exponent must be a number or a Tensor"),
+        (lambda i, x: i.pow_(x), "can't be cast to the in-place output type torch.int32"),
     ],
 )
 def test_pow_misuse_is_refused_by_name(ctx, call, message):

@@ -36,6 +36,7 @@ from kernbench.torch.math_kernels import (
     launch_unary,
 )
 from kernbench.torch.shapes import dim_index, flag_argument, int_sequence, tensor_argument
+from kernbench.torch.special_math import TensorSpecial, special_binary
 from kernbench.torch.views import broadcast_shapes, same_device
 
 if TYPE_CHECKING:
@@ -145,7 +146,8 @@ class TensorPointwise:
     relu, relu_ = _unary_methods("relu")
 
     def pow(self: Tensor, exponent: Any) -> Tensor:
-        """``self ** exponent`` for a number ``exponent`` (as torch's pow)."""
+        """``self ** exponent`` for a number or a tensor ``exponent`` (as torch's pow; a
+        tensor broadcasts with ``self``)."""
         return self._pow(exponent, None)
 
     def pow_(self: Tensor, exponent: Any) -> Tensor:
@@ -158,17 +160,20 @@ class TensorPointwise:
         return self._pow(exponent, self)
 
     def __rpow__(self: Tensor, base: Any) -> Tensor:
-        """``base ** self`` for a number ``base`` > 0 (as torch.pow(base, self))."""
+        """``base ** self`` for a number ``base`` (as torch.pow(base, self)): a base > 0
+        of a floating result by ``exp``/``log``, any other by C's ``pow`` rules."""
         value = python_scalar(base)
+        if value is None:
+            raise TensorError(
+                f"{base!r} ** tensor: the base must be a number or a Tensor (as in torch), "
+                f"got {type(base).__name__}"
+            )
         if (
-            value is None
+            isinstance(value, bool)
             or value <= 0
             or (isinstance(value, int) and not self.dtype.is_floating_point)
         ):
-            raise TensorError(
-                f"{base!r} ** tensor: the base must be a number > 0, and a float for an "
-                "integer tensor (2.0 ** t); other bases: compute on the host"
-            )
+            return special_binary("pow", value, self)
         x = self.dense()
         rtype = None if self.dtype.is_floating_point else get_default_dtype()
         out = self.new_empty(self.shape, dtype=rtype)
@@ -179,11 +184,13 @@ class TensorPointwise:
 
     def _pow(self: Tensor, exponent: Any, out: Tensor | None) -> Tensor:
         what = "pow_" if out is not None else "pow"
+        if isinstance(exponent, TensorSpecial):
+            return special_binary("pow", self, exponent, out)
         value = python_scalar(exponent)
         if value is None:
             raise TensorError(
-                f"{what}: the exponent is a number here (got {type(exponent).__name__}); for "
-                "a tensor of exponents use torch.exp(torch.log(base) * exponent) (positive base)"
+                f"{what}: the exponent must be a number or a Tensor (as in torch), got "
+                f"{type(exponent).__name__}"
             )
         rtype = None
         if not self.dtype.is_floating_point:

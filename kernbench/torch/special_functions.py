@@ -1,5 +1,6 @@
 """``torch.<name>`` forms of the special functions and two-operand float math
-(``torch.lgamma``, ``torch.xlogy``, ``torch.hypot``, ``torch.frexp``, ...).
+(``torch.lgamma``, ``torch.xlogy``, ``torch.hypot``, ``torch.frexp``, ``torch.tan``,
+``torch.atanh``, ``torch.atan2``, ...).
 
 Each takes PyTorch's arguments (``out=`` where torch has it) and runs what the tensor
 method of the same name runs (:mod:`~kernbench.torch.special_math`); ``xlogy`` and
@@ -17,6 +18,17 @@ from kernbench.torch.special_math import FrexpResult, special_binary
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "acosh",
+    "arccosh",
+    "arcsinh",
+    "arctan2",
+    "arctanh",
+    "asinh",
+    "atan2",
+    "atanh",
+    "cosh",
+    "sinh",
+    "tan",
     "bitwise_left_shift",
     "bitwise_right_shift",
     "copysign",
@@ -52,6 +64,12 @@ erfinv = with_out(_elementwise("erfinv"))
 lgamma = with_out(_elementwise("lgamma"))
 digamma = with_out(_elementwise("digamma"))
 i0 = with_out(_elementwise("i0"))
+tan = with_out(_elementwise("tan"))
+sinh = with_out(_elementwise("sinh"))
+cosh = with_out(_elementwise("cosh"))
+asinh = arcsinh = with_out(_elementwise("asinh"))
+acosh = arccosh = with_out(_elementwise("acosh"))
+atanh = arctanh = with_out(_elementwise("atanh"))
 sgn = with_out(_elementwise("sgn"))
 signbit = with_out(_elementwise("signbit"))
 
@@ -103,6 +121,7 @@ xlogy = _pair("xlogy", "xlogy")
 copysign = _pair("copysign", "copysign")
 heaviside = _pair("heaviside", "heaviside", second="values")
 hypot = _pair("hypot", "hypot")
+atan2 = arctan2 = _pair("atan2", "atan2")
 logaddexp = _pair("logaddexp", "logaddexp")
 logaddexp2 = _pair("logaddexp2", "logaddexp2")
 float_power = _pair("float_power", "float_power", second="exponent")

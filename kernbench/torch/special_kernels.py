@@ -1,17 +1,20 @@
 """Device kernels for the special functions and the two-operand float math:
 ``logit``, ``sinc``, ``deg2rad``, ``erfinv``, ``lgamma``, ``digamma``, ``i0``, ``signbit``,
-``frexp``; ``xlogy``, ``copysign``, ``hypot``, ``logaddexp``, ``float_power``, ``fmax``,
-``nextafter``, ``ldexp``, the shifts; ``bernoulli``'s test of uniforms against
-probabilities.
+``frexp``, ``tan``, ``sinh``/``cosh``, ``asinh``/``acosh``/``atanh``; ``xlogy``,
+``copysign``, ``hypot``, ``logaddexp``, ``float_power`` and ``pow`` (a tensor exponent),
+``atan2``, ``fmax``, ``nextafter``, ``ldexp``, the shifts; ``bernoulli``'s test of uniforms
+against probabilities.
 
 Each is one elementwise pass, :data:`~kernbench.torch.device_kernels.BLOCK` elements
 a program.  Floating results are computed in float64 and rounded once by the store
 (float64 keeps float32's digits through the series and cancellations); the
-functions the kernel language lacks are built from ``exp``/``log``/``sin``/``erf``
-as a math library builds them: ``lgamma`` by the recurrence up to 10 and Stirling's
-series, with the reflection formula below 1/2, ``digamma`` by the recurrence up to 10 and the
-asymptotic series, ``erfinv`` by Giles' approximation refined by two Newton steps
-on ``erf``, ``i0`` by its power series up to 15 and its asymptotic series past it.
+trigonometric and hyperbolic ones are libdevice's (one transcendental op an element, as
+``asin``'s); the functions the kernel language lacks are built from
+``exp``/``log``/``sin``/``erf`` as a math library builds them: ``lgamma`` by the
+recurrence up to 10 and Stirling's series, with the reflection formula below 1/2,
+``digamma`` by the recurrence up to 10 and the asymptotic series, ``erfinv`` by Giles'
+approximation refined by two Newton steps on ``erf``, ``i0`` by its power series up to 15
+and its asymptotic series past it.
 So those cost more vector work an element than ``exp`` does, as torch's do.
 """
 
@@ -21,20 +24,29 @@ import math
 from typing import Any
 
 import kernbench.kernels.language as tl
+from kernbench.kernels import libdevice
 from kernbench.kernels.builtins import typed_scalar
 from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, elementwise_grid, elementwise_operand
 
-__all__ = ["BINARY_SPECIAL_OPS", "UNARY_SPECIAL_OPS", "launch_special", "launch_special_binary"]
+__all__ = [
+    "BINARY_SPECIAL_OPS",
+    "TRIG_OPS",
+    "UNARY_SPECIAL_OPS",
+    "launch_special",
+    "launch_special_binary",
+]
 
 UNARY_SPECIAL_OPS = (
     "logit", "sinc", "deg2rad", "rad2deg", "erfinv", "lgamma", "digamma", "i0", "signbit",
-    "frexp",
+    "frexp", "tan", "sinh", "cosh", "asinh", "acosh", "atanh",
 )  # fmt: skip
+#: The trigonometric and hyperbolic functions, computed by libdevice in float64.
+TRIG_OPS = ("tan", "sinh", "cosh", "asinh", "acosh", "atanh")
 BINARY_SPECIAL_OPS = (
     "xlogy", "copysign", "heaviside", "hypot", "logaddexp", "logaddexp2", "float_power",
-    "fmax", "fmin", "nextafter", "ldexp", "lshift", "rshift", "bernoulli",
+    "fmax", "fmin", "nextafter", "ldexp", "lshift", "rshift", "bernoulli", "atan2", "pow",
 )  # fmt: skip
 
 _PI = math.pi
@@ -209,6 +221,18 @@ def _special_kernel(
             y = _digamma(w)
         elif OP == "i0":
             y = _i0(w)
+        elif OP == "tan":
+            y = libdevice.tan(w)
+        elif OP == "sinh":
+            y = libdevice.sinh(w)
+        elif OP == "cosh":
+            y = libdevice.cosh(w)
+        elif OP == "asinh":
+            y = libdevice.asinh(w)
+        elif OP == "acosh":
+            y = libdevice.acosh(w)
+        elif OP == "atanh":
+            y = libdevice.atanh(w)
         else:  # frexp: x = mantissa * 2 ** exponent, 0.5 <= |mantissa| < 1
             a = tl.abs(w)
             special = (a == 0) | (a == float("inf")) | (w != w)
@@ -280,8 +304,10 @@ def _special_pair(
         else:
             y = big + _log1p(tl.exp2(d)) / _LN2
             y = tl.where(a == b, a + 1.0, y)
-    elif OP == "float_power":
+    elif OP == "float_power" or OP == "pow":
         y = _float_power(a, b)
+    elif OP == "atan2":
+        y = libdevice.atan2(a, b)
     elif OP == "fmax":
         y = tl.where(a != a, b, tl.where((b != b) | (a > b), a, b))
     elif OP == "fmin":

@@ -1,16 +1,20 @@
 """The special functions and two-operand float math of :class:`~kernbench.torch.Tensor`:
 ``logit``, ``sinc``, ``deg2rad``/``rad2deg``, ``erfinv``, ``lgamma``, ``digamma``, ``i0``,
-``signbit``, ``frexp``, ``sgn``, ``positive``; ``xlogy``, ``copysign``, ``heaviside``,
-``hypot``, ``logaddexp``/``logaddexp2``, ``float_power``, ``true_divide``, ``fmax``/``fmin``,
-``nextafter``, ``ldexp`` and the bit shifts (``<<``, ``>>``), with their in-place forms.
+``signbit``, ``frexp``, ``sgn``, ``positive``, ``tan``, ``sinh``/``cosh``,
+``asinh``/``acosh``/``atanh`` (and torch's ``arc*`` aliases); ``xlogy``, ``copysign``,
+``heaviside``, ``hypot``, ``atan2``/``arctan2``, ``logaddexp``/``logaddexp2``,
+``float_power``, ``true_divide``, ``fmax``/``fmin``, ``nextafter``, ``ldexp`` and the bit
+shifts (``<<``, ``>>``), with their in-place forms.
 
 :class:`TensorSpecial` is mixed into the tensor class.  Each op is one pass of an
 elementwise kernel (:mod:`~kernbench.torch.special_kernels`) over its operands made
 dense (a broadcast or strided operand is copied first, costed, as the division ops do).
-Result dtypes are torch's: the unary functions and ``xlogy``/``copysign`` give the
-default dtype for integer and bool tensors; ``hypot``, ``logaddexp``, ``nextafter`` take
-floating tensors only; ``float_power`` is float64; ``ldexp`` is ``input * 2.0 **
-other``, so floating; ``fmax``/``fmin`` and the shifts promote as arithmetic does.
+Result dtypes are torch's: the unary functions and ``xlogy``/``copysign``/``atan2`` give
+the default dtype for integer and bool tensors; ``hypot``, ``logaddexp``, ``nextafter``
+take floating tensors only; ``float_power`` is float64; ``ldexp`` is ``input * 2.0 **
+other``, so floating; ``fmax``/``fmin``, the shifts and ``pow`` with a tensor exponent
+(:func:`special_binary`, which :mod:`~kernbench.torch.pointwise` calls) promote as
+arithmetic does.
 """
 
 from __future__ import annotations
@@ -45,10 +49,10 @@ _INT32 = DTYPE_OBJECTS["int32"]
 # Two-operand ops torch computes on floating tensors only (ints raise, as there).
 _FLOATS_ONLY = ("hypot", "logaddexp", "logaddexp2", "nextafter")
 # Ops that make integer and bool operands the default float dtype.
-_TO_FLOAT = ("xlogy", "copysign", "ldexp")
+_TO_FLOAT = ("xlogy", "copysign", "ldexp", "atan2")
 # Ops that take a number for ``other`` / for ``input`` (the others want tensors).
-_SCALAR_OTHER = ("xlogy", "copysign", "float_power", "lshift", "rshift")
-_SCALAR_INPUT = ("xlogy", "float_power", "lshift", "rshift")
+_SCALAR_OTHER = ("xlogy", "copysign", "float_power", "lshift", "rshift", "pow")
+_SCALAR_INPUT = ("xlogy", "float_power", "lshift", "rshift", "pow")
 _NAMES = {"lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift"}
 
 
@@ -207,11 +211,22 @@ class TensorSpecial:
     lgamma, lgamma_ = _unary_pair("lgamma")
     digamma, digamma_ = _unary_pair("digamma")
     i0, i0_ = _unary_pair("i0")
+    tan, tan_ = _unary_pair("tan")
+    sinh, sinh_ = _unary_pair("sinh")
+    cosh, cosh_ = _unary_pair("cosh")
+    asinh, asinh_ = _unary_pair("asinh")
+    acosh, acosh_ = _unary_pair("acosh")
+    atanh, atanh_ = _unary_pair("atanh")
+    arcsinh, arcsinh_ = asinh, asinh_
+    arccosh, arccosh_ = acosh, acosh_
+    arctanh, arctanh_ = atanh, atanh_
 
     xlogy, xlogy_ = _binary_pair("xlogy")
     copysign, copysign_ = _binary_pair("copysign")
     heaviside, heaviside_ = _binary_pair("heaviside")
     hypot, hypot_ = _binary_pair("hypot")
+    atan2, atan2_ = _binary_pair("atan2")
+    arctan2, arctan2_ = atan2, atan2_
     logaddexp = _binary_pair("logaddexp")[0]
     logaddexp2 = _binary_pair("logaddexp2")[0]
     float_power, float_power_ = _binary_pair("float_power")

@@ -195,7 +195,7 @@ def _rpow(fn: Callable, self: Tensor, base: Any) -> Any:
         raise Unsupported
     out = untracked(fn, self, base)
     log_base = math.log(base)
-    return recorded(out, "PowBackward1", (self,), lambda g, y: (g * y * log_base,), (out,))
+    return recorded(out, "PowBackward2", (self,), lambda g, y: (g * y * log_base,), (out,))
 
 
 # -- matmul ----------------------------------------------------------------------------------

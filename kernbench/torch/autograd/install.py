@@ -71,6 +71,7 @@ from kernbench.torch.autograd.selection_formulas import (
     SELECTION_NN_RULES,
     SELECTION_RULES,
 )
+from kernbench.torch.autograd.trig_formulas import TRIG_FUNCTION_RULES, TRIG_RULES
 from kernbench.torch.grad_slots import bump_version, set_history
 from kernbench.torch.nn import functional as F
 from kernbench.torch.nn import init as nn_init
@@ -127,12 +128,12 @@ _TORCH_LEFT_ALONE = {
 
 _RULES = {
     **RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES,
-    **MORE_POINTWISE_RULES, **SELECTION_RULES, **PRODUCT_RULES,
+    **MORE_POINTWISE_RULES, **SELECTION_RULES, **PRODUCT_RULES, **TRIG_RULES,
 }  # fmt: skip
 _FUNCTION_RULES = {
     **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
     **INDEX_FUNCTION_RULES, **MORE_POINTWISE_FUNCTION_RULES,
-    **SELECTION_FUNCTION_RULES, **PRODUCT_FUNCTION_RULES,
+    **SELECTION_FUNCTION_RULES, **PRODUCT_FUNCTION_RULES, **TRIG_FUNCTION_RULES,
 }  # fmt: skip
 _NN_RULES = {
     **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
