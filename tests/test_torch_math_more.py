@@ -279,3 +279,134 @@ def test_pow_gradient_at_zero_base_and_number_bases():
     assert negative.item() == 4.0
     negative.sum().backward()
     assert np.isnan(e.grad.item())  # log of a negative base, as torch's
+
+
+# ------------------------------------------------------------- nansum, nanmean, aminmax
+
+
+def _with_nans(shape, seed=10):
+    values = _rng(seed).standard_normal(shape)
+    values[_rng(seed + 1).uniform(size=shape) < 0.3] = np.nan
+    return values
+
+
+@pytest.mark.parametrize(
+    ("shape", "dim", "keepdim"),
+    [((7,), None, False), ((3, 4), 1, False), ((3, 4), 0, True), ((2, 3, 4), (0, 2), False),
+     ((2, 3, 4), -1, True), ((2, 3, 4), None, True)],
+)  # fmt: skip
+def test_nansum_and_nanmean_match_numpy(shape, dim, keepdim):
+    values = _with_nans(shape)
+    values[(0,) * len(shape)] = np.nan  # (a slice may be all NaN: nanmean gives NaN there)
+    x = torch.tensor(values)
+    axis = tuple(dim) if isinstance(dim, tuple) else dim
+    with np.errstate(all="ignore"):
+        total = np.nansum(values, axis=axis, keepdims=keepdim)
+        mean = np.nanmean(values, axis=axis, keepdims=keepdim)
+    for got in (torch.nansum(x, dim, keepdim), x.nansum(dim, keepdim=keepdim)):
+        assert tuple(got.shape) == np.shape(total)
+        np.testing.assert_allclose(got.numpy(), total, rtol=1e-12)
+    for got in (torch.nanmean(x, dim, keepdim), x.nanmean(dim, keepdim=keepdim)):
+        np.testing.assert_allclose(got.numpy(), mean, rtol=1e-12)
+
+
+def test_nan_reductions_all_nan_dtypes_and_out():
+    x = torch.tensor([[np.nan, np.nan], [1.0, np.nan]])
+    assert torch.nansum(x, 1).tolist() == [0.0, 1.0]
+    got = torch.nanmean(x, 1).numpy()
+    assert np.isnan(got[0]) and got[1] == 1.0
+    ints = torch.tensor(np.array([[1, 2], [3, 4]], np.int32))
+    assert torch.nansum(ints).dtype is torch.int64 and torch.nansum(ints).item() == 10
+    as_float = torch.nansum(ints, 0, dtype=torch.float64)
+    assert as_float.dtype is torch.float64 and as_float.tolist() == [4.0, 6.0]
+    half = torch.tensor([1.0, np.nan, 3.0], dtype=torch.float16)
+    assert torch.nansum(half).dtype is torch.float16 and torch.nanmean(half).item() == 2.0
+    wide = torch.nanmean(torch.tensor([1.0, np.nan, 2.0]), dtype=torch.float64)
+    assert wide.dtype is torch.float64 and wide.item() == 1.5
+    target = torch.empty(2)
+    assert torch.nansum(x, 1, out=target) is target and target.tolist() == [0.0, 1.0]
+    with pytest.raises(TensorError, match="nanmean\\(\\): expected input to have floating point"):
+        torch.nanmean(ints)
+    with pytest.raises(TensorError, match="out of range"):
+        x.nansum(2)
+
+
+@pytest.mark.parametrize(("shape", "dim", "keepdim"), [((5,), None, False), ((3, 4), 1, False),
+                                                      ((3, 4), 0, True), ((2, 3, 4), -1, False),
+                                                      ((2, 3), None, True)])  # fmt: skip
+def test_aminmax_matches_numpy(shape, dim, keepdim):
+    values = _rng(12).integers(-5, 5, shape).astype(np.float32)
+    x = torch.tensor(values)
+    result = torch.aminmax(x, dim=dim, keepdim=keepdim)
+    assert type(result).__name__ == "aminmax" and result._fields == ("min", "max")
+    low, high = result
+    expected_low = values.min(axis=dim, keepdims=keepdim)
+    expected_high = values.max(axis=dim, keepdims=keepdim)
+    assert tuple(low.shape) == np.shape(expected_low)
+    np.testing.assert_array_equal(low.numpy(), expected_low)
+    np.testing.assert_array_equal(result.max.numpy(), expected_high)
+    method = x.aminmax(dim=dim, keepdim=keepdim)
+    np.testing.assert_array_equal(method.min.numpy(), expected_low)
+
+
+def test_aminmax_integers_nan_and_errors():
+    ints = torch.tensor(np.array([[3, -1], [0, 7]], np.int64))
+    low, high = ints.aminmax(dim=0)
+    assert low.dtype is torch.int64 and low.tolist() == [0, -1] and high.tolist() == [3, 7]
+    low, high = torch.aminmax(torch.tensor([1.0, np.nan, -2.0]))
+    assert np.isnan(low.item()) and np.isnan(high.item())  # NaN propagates, as torch
+    with pytest.raises(TensorError, match="cannot compute aminmax over an empty dimension"):
+        torch.aminmax(torch.empty(0))
+    with pytest.raises(TensorError, match="cannot compute aminmax over an empty dimension"):
+        torch.empty(2, 0).aminmax(dim=1)
+    with pytest.raises(TensorError, match="out of range"):
+        ints.aminmax(dim=2)
+
+
+@pytest.mark.parametrize(("dim", "keepdim"), [(None, False), (1, False), ((0, 2), True)])
+def test_nan_reduction_gradients(dim, keepdim):
+    values = _with_nans((2, 3, 4), seed=20)
+    present = ~np.isnan(values)
+    leaf = torch.tensor(values, requires_grad=True)
+    out = torch.nansum(leaf, dim, keepdim)
+    assert out.grad_fn.name() == "NansumBackward0"
+    weights = _rng(21).standard_normal(tuple(out.shape))
+    (out * torch.tensor(weights)).sum().backward()
+    axis = dim if dim is not None else (0, 1, 2)
+    spread = np.broadcast_to(
+        weights if keepdim or dim is None else np.expand_dims(weights, axis), values.shape
+    )
+    np.testing.assert_allclose(leaf.grad.numpy(), np.where(present, spread, 0.0))
+    leaf = torch.tensor(values, requires_grad=True)
+    out = leaf.nanmean(dim, keepdim=keepdim)
+    assert out.grad_fn.name() == "DivBackward0"
+    (out * torch.tensor(weights)).sum().backward()
+    count = present.sum(axis=axis, keepdims=True)
+    np.testing.assert_allclose(leaf.grad.numpy(), np.where(present, spread / count, 0.0))
+    check(
+        lambda x: torch.nansum(x, dim, keepdim),
+        lambda x: np.sum(x, axis=dim, keepdims=keepdim),
+        (2, 3, 4),
+    )
+    check(
+        lambda x: x.nanmean(dim, keepdim),
+        lambda x: np.mean(x, axis=dim, keepdims=keepdim),
+        (2, 3, 4),
+    )
+
+
+def test_aminmax_gradients_split_among_ties():
+    values = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.5]])
+    leaf = torch.tensor(values, requires_grad=True)
+    low, high = torch.aminmax(leaf, dim=1)
+    assert low.grad_fn.name() == "AminmaxBackward0" and high.grad_fn is low.grad_fn
+    (low * 2 + high * torch.tensor([10.0, 100.0])).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), [[2.0, 5.0, 5.0], [50.0, 50.0, 2.0]])
+    leaf = torch.tensor(values, requires_grad=True)
+    leaf.aminmax().max.backward()  # only one output's gradient arrives
+    np.testing.assert_allclose(leaf.grad.numpy(), [[0.0, 0.5, 0.5], [0.0, 0.0, 0.0]])
+    check(
+        lambda x: torch.aminmax(x, dim=0, keepdim=True).min * 3,
+        lambda x: x.min(0, keepdims=True) * 3,
+        (3, 4),
+    )

@@ -248,6 +248,7 @@ from kernbench.torch.legacy_types import (
     LongTensor,
     ShortTensor,
 )
+from kernbench.torch.math_more_functions import aminmax, nanmean, nansum
 from kernbench.torch.membership import isin
 from kernbench.torch.memory_formats import (
     channels_last,
@@ -649,6 +650,9 @@ __all__ = [
     "masked_select",
     "nonzero",
     "where",
+    "aminmax",
+    "nanmean",
+    "nansum",
     "acosh",
     "arccosh",
     "arcsinh",

@@ -12,7 +12,8 @@ built-in device kernels on the simulated PEs and costs simulated time;
 the host through the fabric, which costs time too.  This module holds the
 class and :func:`new_tensor`, which every factory goes through; the operators
 are in :mod:`~kernbench.torch.arithmetic`, reductions in
-:mod:`~kernbench.torch.reductions`, ``exp``/``abs``/... in
+:mod:`~kernbench.torch.reductions` (``nansum``/``nanmean``/``aminmax`` in
+:mod:`~kernbench.torch.nan_reductions`), ``exp``/``abs``/... in
 :mod:`~kernbench.torch.pointwise`, ``floor``/``round``/``sign``/... in
 :mod:`~kernbench.torch.rounding`, ``//``/``%``/``fmod`` in
 :mod:`~kernbench.torch.division`, ``prod``/``cumsum`` in
@@ -103,6 +104,7 @@ from kernbench.torch.memory_formats import (
     preserve_format,
 )
 from kernbench.torch.missing import missing_attribute
+from kernbench.torch.nan_reductions import TensorNanReductions
 from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.products import TensorProducts
 from kernbench.torch.random_fills import TensorRandomFills
@@ -179,6 +181,7 @@ class Tensor(
     TensorScatterReduce,
     TensorLogic,
     TensorReductions,
+    TensorNanReductions,
     TensorPointwise,
     TensorSpecial,
     TensorRandomFills,

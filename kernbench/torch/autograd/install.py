@@ -46,6 +46,11 @@ from kernbench.torch.autograd.index_formulas import (
     INDEX_NN_RULES,
     INDEX_RULES,
 )
+from kernbench.torch.autograd.math_more_formulas import (
+    MATH_MORE_FUNCTION_RULES,
+    MATH_MORE_LINALG_RULES,
+    MATH_MORE_RULES,
+)
 from kernbench.torch.autograd.more_pointwise_formulas import (
     MORE_POINTWISE_FUNCTION_RULES,
     MORE_POINTWISE_NN_RULES,
@@ -129,11 +134,13 @@ _TORCH_LEFT_ALONE = {
 _RULES = {
     **RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES,
     **MORE_POINTWISE_RULES, **SELECTION_RULES, **PRODUCT_RULES, **TRIG_RULES,
+    **MATH_MORE_RULES,
 }  # fmt: skip
 _FUNCTION_RULES = {
     **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
     **INDEX_FUNCTION_RULES, **MORE_POINTWISE_FUNCTION_RULES,
     **SELECTION_FUNCTION_RULES, **PRODUCT_FUNCTION_RULES, **TRIG_FUNCTION_RULES,
+    **MATH_MORE_FUNCTION_RULES,
 }  # fmt: skip
 _NN_RULES = {
     **NN_RULES, **ATTENTION_NN_RULES, **CONV_NN_RULES, **POINTWISE_NN_RULES,
@@ -297,7 +304,7 @@ def install_autograd(torch_module: ModuleType) -> None:
         torch_module, "", torch_module.__all__, _FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
     )
     _install_functions(F, "nn.functional.", F.__all__, _NN_RULES, _F_PASS_THROUGH | {"one_hot"})
-    linalg_rules = {**POINTWISE_LINALG_RULES, **PRODUCT_LINALG_RULES}
+    linalg_rules = {**POINTWISE_LINALG_RULES, **PRODUCT_LINALG_RULES, **MATH_MORE_LINALG_RULES}
     _install_functions(linalg, "linalg.", linalg.__all__, linalg_rules, set())
     for name in nn_init.__all__:
         setattr(nn_init, name, _untracked_call(getattr(nn_init, name)))
