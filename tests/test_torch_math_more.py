@@ -11,6 +11,7 @@ from gradcheck import check
 import kernbench.torch as torch
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
+from tests.run_modes import in_every_mode, simulated_ps
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -410,3 +411,334 @@ def test_aminmax_gradients_split_among_ties():
         lambda x: x.min(0, keepdims=True) * 3,
         (3, 4),
     )
+
+
+# ------------------------------------------------------------------------------ products
+
+
+def _f64(shape, seed):
+    return _rng(seed).standard_normal(shape)
+
+
+@pytest.mark.parametrize("input_shape", [(3,), (1,), ()])
+@pytest.mark.parametrize(("beta", "alpha"), [(1, 1), (0.5, 2.0), (0, -1.5)])
+def test_addmv_matches_numpy(input_shape, beta, alpha):
+    i, m, v = _f64(input_shape, 1), _f64((3, 4), 2), _f64((4,), 3)
+    expected = beta * i + alpha * m @ v
+    got = torch.addmv(torch.tensor(i), torch.tensor(m), torch.tensor(v), beta=beta, alpha=alpha)
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+    method = torch.tensor(i).addmv(torch.tensor(m), torch.tensor(v), beta=beta, alpha=alpha)
+    np.testing.assert_allclose(method.numpy(), expected, rtol=1e-12)
+
+
+def test_addmv_addr_addbmm_in_place_out_and_beta_zero_ignores_nan():
+    i, m, v = _f64((3,), 1), _f64((3, 4), 2), _f64((4,), 3)
+    x = torch.tensor(i)
+    assert x.addmv_(torch.tensor(m), torch.tensor(v), alpha=2) is x
+    np.testing.assert_allclose(x.numpy(), i + 2 * m @ v, rtol=1e-12)
+    nan = torch.tensor([np.nan, np.nan, np.nan], dtype=torch.float64)
+    np.testing.assert_allclose(
+        torch.addmv(nan, torch.tensor(m), torch.tensor(v), beta=0).numpy(), m @ v, rtol=1e-12
+    )
+    target = torch.empty(3, dtype=torch.float64)
+    assert torch.addmv(torch.tensor(i), torch.tensor(m), torch.tensor(v), out=target) is target
+    a, b, base = _f64((3,), 4), _f64((5,), 5), _f64((3, 5), 6)
+    y = torch.tensor(base)
+    assert y.addr_(torch.tensor(a), torch.tensor(b), beta=2) is y
+    np.testing.assert_allclose(y.numpy(), 2 * base + np.outer(a, b), rtol=1e-12)
+    b1, b2 = _f64((2, 3, 4), 7), _f64((2, 4, 5), 8)
+    z = torch.tensor(base)
+    assert z.addbmm_(torch.tensor(b1), torch.tensor(b2), beta=0.5, alpha=3) is z
+    expected = 0.5 * base + 3 * np.einsum("bij,bjk->ik", b1, b2)
+    np.testing.assert_allclose(z.numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("input_shape", [(3, 5), (5,), (3, 1), ()])
+def test_addr_and_addbmm_broadcast_input(input_shape):
+    base, a, b = _f64(input_shape, 9), _f64((3,), 10), _f64((5,), 11)
+    got = torch.addr(torch.tensor(base), torch.tensor(a), torch.tensor(b), beta=-1, alpha=0.5)
+    np.testing.assert_allclose(got.numpy(), -base + 0.5 * np.outer(a, b), rtol=1e-12)
+    b1, b2 = _f64((4, 3, 2), 12), _f64((4, 2, 5), 13)
+    got = torch.addbmm(torch.tensor(base), torch.tensor(b1), torch.tensor(b2))
+    np.testing.assert_allclose(got.numpy(), base + np.einsum("bij,bjk->ik", b1, b2), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: torch.addmv(torch.ones(3), torch.ones(3, 4), torch.ones(5)), "size mismatch"),
+        (lambda: torch.addmv(torch.ones(3), torch.ones(3, 4, 1), torch.ones(4)), "size mismatch"),
+        (lambda: torch.addmv(torch.ones(4), torch.ones(3, 4), torch.ones(4)), "expanded size"),
+        (lambda: torch.ones(3).addmv_(torch.ones(2, 4), torch.ones(4)), "expanded size"),
+        (lambda: torch.ones(1).addmv_(torch.ones(2, 4), torch.ones(4)), "doesn't match"),
+        (lambda: torch.addmv(torch.ones(3), torch.ones(3, 4), torch.ones(4), beta="x"), "beta"),
+        (lambda: torch.addr(torch.ones(2, 2), torch.ones(2, 1), torch.ones(2)), "argument vec1"),
+        (lambda: torch.addbmm(torch.ones(2, 2), torch.ones(2, 2), torch.ones(2, 2, 2)), "3D"),
+        (lambda: torch.addbmm(torch.ones(3, 5), torch.ones(2, 3, 4), torch.ones(3, 4, 5)), "batch"),
+        (lambda: torch.addbmm(torch.ones(3, 5), torch.ones(2, 3, 4), torch.ones(2, 3, 5)), "bmm"),
+        (lambda: torch.inner(torch.ones(2, 3), torch.ones(4)), "last dimension must match"),
+        (lambda: torch.vdot(torch.ones(2, 3), torch.ones(3)), "1D tensors expected"),
+        (lambda: torch.vdot(torch.ones(3), torch.ones(3, dtype=torch.float64)), "same dtype"),
+        (lambda: torch.vdot(torch.ones(3), torch.ones(4)), "inconsistent tensor size"),
+        (lambda: torch.diag_embed(torch.ones(3), 0, 0, -2), "cannot be identical"),
+        (lambda: torch.rot90(torch.ones(2, 2), 1, (0, 1, 0)), "total rotation dims == 2"),
+        (lambda: torch.rot90(torch.ones(2), 1), "total dims >= 2"),
+        (lambda: torch.rot90(torch.ones(2, 2), 1, (1, -1)), "rotation dims to be different"),
+        (lambda: torch.dist(torch.ones(2), torch.ones(3)), "match|broadcast"),
+        (lambda: torch.dist(torch.tensor([1, 2]), torch.tensor([1, 2])), "floating point"),
+        (lambda: torch.renorm(torch.ones(2, 2), 0, 0, 1.0), "non-positive-norm"),
+        (lambda: torch.renorm(torch.ones(2, 2), 2, 0, -1.0), "maxnorm to be >= 0"),
+        (lambda: torch.renorm(torch.ones(2), 2, 0, 1.0), "at least 2 dimensions"),
+        (lambda: torch.chain_matmul(), "one or more matrices"),
+        (lambda: torch.chain_matmul(torch.ones(2, 3), torch.ones(3)), "must be 2D"),
+        (lambda: torch.linalg.multi_dot([torch.ones(2, 3)]), "at least 2 tensors"),
+        (lambda: torch.linalg.multi_dot([torch.ones(2, 3, 1), torch.ones(1, 2)]), "1D or 2D"),
+        (lambda: torch.linalg.multi_dot([torch.ones(2, 3), torch.ones(4, 2)]), "cannot be"),
+        (lambda: torch.linalg.multi_dot(torch.ones(2, 2)), "list or tuple"),
+    ],
+)  # fmt: skip
+def test_product_errors_as_torch(call, error):
+    with pytest.raises(TensorError, match=error):
+        call()
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"), [((4,), (4,)), ((2, 3, 4), (5, 4)), ((3,), (2, 3)), ((), (2, 3))]
+)
+def test_inner_matches_numpy(a_shape, b_shape):
+    a, b = _f64(a_shape, 14), _f64(b_shape, 15)
+    got = torch.inner(torch.tensor(a), torch.tensor(b))
+    assert tuple(got.shape) == np.shape(np.inner(a, b))
+    np.testing.assert_allclose(got.numpy(), np.inner(a, b), rtol=1e-12)
+    np.testing.assert_allclose(torch.tensor(a).inner(torch.tensor(b)).numpy(), np.inner(a, b))
+
+
+def test_vdot_and_chain_products():
+    a, b = _f64((6,), 16), _f64((6,), 17)
+    assert torch.vdot(torch.tensor(a), torch.tensor(b)).item() == pytest.approx(np.vdot(a, b))
+    assert torch.tensor(a).vdot(torch.tensor(b)).ndim == 0
+    for shapes in ([(4, 6), (6, 2), (2, 3)], [(2, 2)], [(3, 1), (1, 7), (7, 2), (2, 5)]):
+        mats = [_f64(s, 18 + i) for i, s in enumerate(shapes)]
+        expected = mats[0] if len(mats) == 1 else np.linalg.multi_dot(mats)
+        got = torch.chain_matmul(*[torch.tensor(m) for m in mats])
+        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-12)
+    for shapes in ([(4,), (4, 6), (6,)], [(4,), (4, 3)], [(2, 4), (4,)], [(5, 2), (2, 8), (8, 3)]):
+        mats = [_f64(s, 30 + i) for i, s in enumerate(shapes)]
+        got = torch.linalg.multi_dot([torch.tensor(m) for m in mats])
+        np.testing.assert_allclose(got.numpy(), np.linalg.multi_dot(mats), rtol=1e-12)
+    target = torch.empty(2, 3, dtype=torch.float64)
+    mats = [torch.tensor(_f64(s, 40 + i)) for i, s in enumerate([(2, 4), (4, 3)])]
+    assert torch.linalg.multi_dot(mats, out=target) is target
+
+
+def test_multi_dot_takes_the_cheapest_order():
+    """(10x100)(100x5)(5x50): left first is 5,000 + 2,500 multiplications against
+    25,000 + 50,000 the other way; the time says which order ran."""
+    context = RuntimeContext("tiny", timing_only=True)
+    with use_context(context):
+        a, b, c = torch.empty(10, 100), torch.empty(100, 5), torch.empty(5, 50)
+        torch.linalg.multi_dot([a, b, c])  # (the first products on fresh tensors cost less)
+        chain = simulated_ps(context, lambda: torch.linalg.multi_dot([a, b, c]))
+        left = simulated_ps(context, lambda: (a @ b) @ c)
+        right = simulated_ps(context, lambda: a @ (b @ c))
+        assert chain == pytest.approx(left, rel=0.01) and left < 0.97 * right
+
+
+def _np_diag_embed(x, offset, dim1, dim2):
+    n = x.shape[-1] + abs(offset)
+    out_ndim = x.ndim + 1
+    d1, d2 = dim1 % out_ndim, dim2 % out_ndim
+    base = np.zeros(x.shape[:-1] + (n, n))
+    rows = np.arange(x.shape[-1]) + max(-offset, 0)
+    cols = np.arange(x.shape[-1]) + max(offset, 0)
+    base[..., rows, cols] = x
+    return np.moveaxis(base, (-2, -1), (d1, d2))
+
+
+@pytest.mark.parametrize(
+    ("shape", "offset", "dim1", "dim2"),
+    [((3,), 0, -2, -1), ((2, 3), 1, -2, -1), ((2, 3), -2, 0, 2), ((2, 3, 4), 0, 1, 3),
+     ((2, 3), 1, -1, 0)],
+)  # fmt: skip
+def test_diag_embed_matches_numpy(shape, offset, dim1, dim2):
+    x = _f64(shape, 50)
+    got = torch.diag_embed(torch.tensor(x), offset, dim1, dim2)
+    expected = _np_diag_embed(x, offset, dim1, dim2)
+    assert tuple(got.shape) == expected.shape
+    np.testing.assert_array_equal(got.numpy(), expected)
+    np.testing.assert_array_equal(torch.tensor(x).diag_embed(offset, dim1, dim2).numpy(), expected)
+
+
+@pytest.mark.parametrize("k", [-3, -1, 0, 1, 2, 3, 5])
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (2, 0), (-1, 1)])
+def test_rot90_matches_numpy(k, dims):
+    x = _f64((2, 3, 4), 51)
+    got = torch.rot90(torch.tensor(x), k, dims)
+    np.testing.assert_array_equal(got.numpy(), np.rot90(x, k, dims))
+    np.testing.assert_array_equal(torch.tensor(x).rot90(k, dims).numpy(), np.rot90(x, k, dims))
+
+
+@pytest.mark.parametrize("p", [2, 1, 3.5, 0.5, 0, np.inf, -np.inf])
+def test_dist_matches_numpy(p):
+    a, b = _f64((3, 4), 52), _f64((4,), 53)
+    b[1] = a[0, 1]  # one equal pair: p = 0 counts the others
+    diff = (a - b).ravel()
+    expected = np.linalg.norm(diff, p) if p != 0 else np.count_nonzero(diff)
+    assert torch.dist(torch.tensor(a), torch.tensor(b), p).item() == pytest.approx(expected)
+    assert torch.tensor(a).dist(torch.tensor(b), p).item() == pytest.approx(expected)
+
+
+def _np_renorm(x, p, dim, maxnorm):
+    moved = np.moveaxis(x, dim, 0).reshape(x.shape[dim], -1)
+    norms = np.linalg.norm(moved, p, axis=1)
+    factor = np.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    shape = [1] * x.ndim
+    shape[dim] = -1
+    return x * factor.reshape(shape)
+
+
+@pytest.mark.parametrize(("p", "dim", "maxnorm"), [(2, 0, 1.0), (1, 1, 2.0), (3, -1, 0.5),
+                                                    (np.inf, 0, 1.0), (2, 2, 100.0)])  # fmt: skip
+def test_renorm_matches_numpy(p, dim, maxnorm):
+    x = _f64((3, 2, 4), 54) * 2
+    expected = _np_renorm(x, p, dim, maxnorm)
+    np.testing.assert_allclose(torch.renorm(torch.tensor(x), p, dim, maxnorm).numpy(), expected)
+    t = torch.tensor(x)
+    assert t.renorm_(p, dim, maxnorm) is t
+    np.testing.assert_allclose(t.numpy(), expected)
+
+
+PRODUCT_GRADS = {
+    "addmv": (
+        lambda i, m, v: torch.addmv(i, m, v, beta=0.5, alpha=-2.0),
+        lambda i, m, v: 0.5 * i + -2.0 * m @ v,
+        [(1,), (3, 4), (4,)],
+        "AddmvBackward0",
+    ),
+    "addmv_beta0": (
+        lambda i, m, v: torch.addmv(i, m, v, beta=0),
+        lambda i, m, v: 0 * i + m @ v,
+        [(3,), (3, 4), (4,)],
+        "AddmvBackward0",
+    ),
+    "addr": (
+        lambda i, a, b: i.addr(a, b, beta=2.0, alpha=3.0),
+        lambda i, a, b: 2.0 * i + 3.0 * np.outer(a, b),
+        [(3, 1), (3,), (5,)],
+        "AddrBackward0",
+    ),
+    "addbmm": (
+        lambda i, a, b: torch.addbmm(i, a, b, alpha=0.5),
+        lambda i, a, b: i + 0.5 * np.einsum("bij,bjk->ik", a, b),
+        [(3, 5), (2, 3, 4), (2, 4, 5)],
+        "AddbmmBackward0",
+    ),
+    "inner": (torch.inner, np.inner, [(2, 3), (4, 3)], None),
+    "vdot": (torch.vdot, np.vdot, [(5,), (5,)], "DotBackward0"),
+    "chain_matmul": (
+        torch.chain_matmul,
+        lambda a, b, c: a @ b @ c,
+        [(2, 3), (3, 4), (4, 2)],
+        None,
+    ),
+    "multi_dot": (
+        lambda a, b, c: torch.linalg.multi_dot([a, b, c]),
+        lambda a, b, c: np.linalg.multi_dot([a, b, c]),
+        [(3,), (3, 4), (4,)],
+        None,
+    ),
+    "diag_embed": (
+        lambda x: torch.diag_embed(x, 1, 0, 2),
+        lambda x: _np_diag_embed(x, 1, 0, 2),
+        [(2, 3)],
+        "DiagEmbedBackward0",
+    ),
+    "rot90": (lambda x: x.rot90(1, (0, 2)), lambda x: np.rot90(x, 1, (0, 2)), [(2, 3, 4)], None),
+    "dist": (
+        lambda a, b: torch.dist(a, b, 3),
+        lambda a, b: np.sum(np.abs(a - b) ** 3) ** (1 / 3),
+        [(3, 4), (4,)],
+        None,
+    ),
+    "dist2": (
+        lambda a, b: a.dist(b),
+        lambda a, b: np.linalg.norm((a - b).ravel()),
+        [(3, 4), (3, 4)],
+        None,
+    ),
+    "renorm": (
+        lambda x: torch.renorm(x, 2, 0, 0.8),
+        lambda x: _np_renorm(x, 2, 0, 0.8),
+        [(3, 4)],
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(PRODUCT_GRADS))
+def test_product_gradients(name):
+    torch_fn, numpy_fn, shapes, node = PRODUCT_GRADS[name]
+    check(torch_fn, numpy_fn, *shapes, node=node)
+
+
+def test_addmv_gradients_against_formulas():
+    i, m, v = _f64((3,), 60), _f64((3, 4), 61), _f64((4,), 62)
+    leaves = [torch.tensor(a, requires_grad=True) for a in (i, m, v)]
+    out = torch.addmv(*leaves, beta=2.0, alpha=3.0)
+    g = _f64((3,), 63)
+    (out * torch.tensor(g)).sum().backward()
+    np.testing.assert_allclose(leaves[0].grad.numpy(), 2.0 * g)
+    np.testing.assert_allclose(leaves[1].grad.numpy(), 3.0 * np.outer(g, v))
+    np.testing.assert_allclose(leaves[2].grad.numpy(), 3.0 * m.T @ g)
+
+
+# --------------------------------------------------------------------------------- cost
+
+N = 1 << 16
+
+
+def test_costs_in_timing_only_mode():
+    """The elementwise ops cost one elementwise pass as sin does; atan2 what a binary op
+    costs; the fused products what their matmul costs plus the scale and the add."""
+    context = RuntimeContext("tiny", timing_only=True)
+    with use_context(context):
+        x, y = torch.empty(N), torch.empty(N)
+        sin = simulated_ps(context, x.sin)
+        for name in UNARY:
+            assert 0.9 * sin <= simulated_ps(context, getattr(x, name)) <= 1.2 * sin, name
+        add = simulated_ps(context, lambda: x + y)
+        assert 0.9 * add <= simulated_ps(context, lambda: torch.atan2(x, y)) <= 1.2 * add
+        assert add <= simulated_ps(context, lambda: x**y) <= 4 * add
+        total = simulated_ps(context, x.sum)
+        assert total < simulated_ps(context, x.nansum) < 4 * total + 2 * sin
+        mat, vec, bias = torch.empty(256, 256), torch.empty(256), torch.empty(256)
+        mv = simulated_ps(context, lambda: mat @ vec)
+        scale = simulated_ps(context, lambda: bias * 3)
+        add = simulated_ps(context, lambda: bias.add_(bias, alpha=2))
+        fused = simulated_ps(context, lambda: torch.addmv(bias, mat, vec, beta=2, alpha=3))
+        assert mv < fused <= 1.1 * (mv + scale + add)
+        b1, b2, base = torch.empty(4, 64, 32), torch.empty(4, 32, 64), torch.empty(64, 64)
+        bmm = simulated_ps(context, lambda: torch.bmm(b1, b2))
+        assert 0.5 * bmm < simulated_ps(context, lambda: torch.addbmm(base, b1, b2)) < 3 * bmm
+
+
+def test_same_time_in_both_modes():
+    a = np.linspace(-0.9, 0.9, 2048)
+
+    def run(context):
+        x = torch.from_numpy(a.astype(np.float32))
+        m = torch.from_numpy(np.outer(a[:64], a[:32]).astype(np.float32))
+        before = context.now
+        results = [
+            x.atanh(),
+            torch.atan2(x, x.flip(0)),
+            x.abs() ** x,
+            torch.nanmean(x.reshape(32, 64), 1),
+            torch.addmv(x[:64], m, x[:32]),
+            torch.renorm(m, 2, 0, 0.1),
+        ]
+        return context.now - before, results
+
+    times, values = in_every_mode(run)
+    assert times[0] == times[1]
+    np.testing.assert_allclose(values[0][0], np.arctanh(a.astype(np.float32)), rtol=1e-6)

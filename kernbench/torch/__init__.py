@@ -248,7 +248,21 @@ from kernbench.torch.legacy_types import (
     LongTensor,
     ShortTensor,
 )
-from kernbench.torch.math_more_functions import aminmax, nanmean, nansum
+from kernbench.torch.math_more_functions import (
+    addbmm,
+    addmv,
+    addr,
+    aminmax,
+    chain_matmul,
+    diag_embed,
+    dist,
+    inner,
+    nanmean,
+    nansum,
+    renorm,
+    rot90,
+    vdot,
+)
 from kernbench.torch.membership import isin
 from kernbench.torch.memory_formats import (
     channels_last,
@@ -650,9 +664,19 @@ __all__ = [
     "masked_select",
     "nonzero",
     "where",
+    "addbmm",
+    "addmv",
+    "addr",
     "aminmax",
+    "chain_matmul",
+    "diag_embed",
+    "dist",
+    "inner",
     "nanmean",
     "nansum",
+    "renorm",
+    "rot90",
+    "vdot",
     "acosh",
     "arccosh",
     "arcsinh",

@@ -1,6 +1,8 @@
 """``torch.linalg``: the vector norms gradient clipping reaches for.
 
-``cross`` is ``torch.cross`` with ``dim=-1`` (:mod:`~kernbench.torch.products`).
+``cross`` is ``torch.cross`` with ``dim=-1`` (:mod:`~kernbench.torch.products`);
+``multi_dot`` multiplies a chain of matrices in the cheapest order
+(:mod:`~kernbench.torch.products_more`).
 ``vector_norm`` and ``norm`` (of vectors, or the Frobenius norm of a matrix)
 take torch's arguments and run as :meth:`kernbench.torch.Tensor.norm` does:
 one reduction on the device, for orders 1 and 2.  There are no
@@ -12,15 +14,29 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorError, unsupported_name
+from kernbench.torch.functions import into_out
 from kernbench.torch.product_functions import linalg_cross_function as cross
+from kernbench.torch.products_more import multi_dot as _multi_dot
 from kernbench.torch.shapes import tensor_argument
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["cross", "norm", "vector_norm"]
+__all__ = ["cross", "multi_dot", "norm", "vector_norm"]
 
 
 def _input(value: Any, what: str) -> Tensor:
     return tensor_argument(value, f"torch.linalg.{what}")
+
+
+def multi_dot(tensors: Any, *, out: Any = None) -> Tensor:
+    """The product of ``tensors`` (2-D; the first and the last may be 1-D), in the order
+    with the fewest multiplications."""
+    if isinstance(tensors, Tensor) or not isinstance(tensors, list | tuple):
+        raise TensorError(
+            "torch.linalg.multi_dot: tensors must be a list or tuple of Tensors (as in torch), "
+            f"got {type(tensors).__name__}"
+        )
+    result = _multi_dot(tensors, "linalg.multi_dot")
+    return result if out is None else into_out("torch.linalg.multi_dot", out, result)
 
 
 def vector_norm(

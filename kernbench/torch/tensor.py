@@ -107,6 +107,7 @@ from kernbench.torch.missing import missing_attribute
 from kernbench.torch.nan_reductions import TensorNanReductions
 from kernbench.torch.pointwise import TensorPointwise
 from kernbench.torch.products import TensorProducts
+from kernbench.torch.products_more import TensorProductsMore
 from kernbench.torch.random_fills import TensorRandomFills
 from kernbench.torch.ranks import TensorRanks
 from kernbench.torch.rearrange import TensorRearrange
@@ -176,6 +177,7 @@ class Tensor(
     TensorElementWrites,
     TensorShapeViews,
     TensorProducts,
+    TensorProductsMore,
     TensorRuns,
     TensorIndexOps,
     TensorScatterReduce,

@@ -4,7 +4,13 @@ torch's, written with the facade's ops and costing what those cost: ``nansum``
 (``NansumBackward0``: the gradient back over the reduced dims, 0 at the NaNs),
 ``nanmean`` (torch composes it as ``nansum / count``, so its node is ``DivBackward0``:
 the gradient over the count, 0 at the NaNs), ``aminmax`` (``AminmaxBackward0``, two
-outputs: each output's gradient split evenly among the ties, as ``amin``/``amax``).
+outputs: each output's gradient split evenly among the ties, as ``amin``/``amax``);
+``addmv``, ``addr``, ``addbmm`` (the scaled input gradient, summed back over broadcast
+dims, and the products' gradients scaled by ``alpha``), ``diag_embed`` (the gradient's
+diagonal).  ``inner``, ``vdot``, ``rot90``, ``dist``, ``renorm``, ``chain_matmul`` and
+``linalg.multi_dot`` are compositions of recorded ops (torch composes ``inner``,
+``chain_matmul`` and ``multi_dot`` too): they run with recording on, and their nodes are
+those ops' (``vdot``'s ``DotBackward0``, ``rot90``'s ``TransposeBackward0`` ...).
 """
 
 from __future__ import annotations
@@ -12,8 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from kernbench.torch.autograd.formulas import _dims, recorded, untracked
+from kernbench.torch.autograd.formulas import (
+    Unsupported,
+    _dims,
+    _is_tensor,
+    _needs,
+    recorded,
+    sum_to,
+    untracked,
+)
 from kernbench.torch.autograd.graph import Node, saved
+from kernbench.torch.autograd.more_pointwise_formulas import _recording
 from kernbench.torch.autograd.pointwise_formulas import _evenly, _kept, _via_method
 from kernbench.torch.grad_slots import set_history
 from kernbench.torch.logic import where
@@ -68,14 +83,84 @@ def _aminmax(fn: Callable, self: Tensor, *, dim: Any = None, keepdim: bool = Fal
     return result
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _scaled(g: Tensor, factor: Any) -> Tensor:
+    return g if factor == 1 else g * factor
+
+
+def _fused(name: str, product_grads: Callable[..., tuple[Any, Any]]) -> Callable[..., Any]:
+    """``beta * input + alpha * product(a, b)``: ``product_grads(g, a, b)`` are the
+    product's gradients."""
+
+    def rule(fn: Callable, self: Tensor, a: Any, b: Any, *, beta: Any = 1, alpha: Any = 1):
+        if not (_is_tensor(a) and _is_tensor(b) and _number(beta) and _number(alpha)):
+            raise Unsupported
+        out = untracked(fn, self, a, b, beta=beta, alpha=alpha)
+        shape = tuple(self.shape)
+        need_in, need_a, need_b = _needs(self), _needs(a), _needs(b)
+
+        def backward(g: Tensor, first: Tensor, second: Tensor) -> Sequence[Any]:
+            g_in = sum_to(_scaled(g, beta), shape) if need_in and beta != 0 else None
+            if need_in and beta == 0:
+                g_in = g.new_zeros(shape)
+            ga, gb = product_grads(_scaled(g, alpha), first, second, need_a, need_b)
+            return g_in, ga, gb
+
+        return recorded(out, name, (self, a, b), backward, (a, b))
+
+    return rule
+
+
+def _mv_grads(g: Tensor, mat: Tensor, vec: Tensor, need_a: bool, need_b: bool) -> Any:
+    return (
+        g.unsqueeze(1) * vec.unsqueeze(0) if need_a else None,
+        mat.t().mv(g) if need_b else None,
+    )
+
+
+def _outer_grads(g: Tensor, v1: Tensor, v2: Tensor, need_a: bool, need_b: bool) -> Any:
+    return (g.mv(v2) if need_a else None, g.t().mv(v1) if need_b else None)
+
+
+def _bmm_sum_grads(g: Tensor, b1: Tensor, b2: Tensor, need_a: bool, need_b: bool) -> Any:
+    batch = b1.shape[0]
+    g_batch = g.unsqueeze(0).expand(batch, *g.shape)
+    return (
+        g_batch.matmul(b2.mT) if need_a else None,
+        b1.mT.matmul(g_batch) if need_b else None,
+    )
+
+
+def _diag_embed(fn: Callable, self: Tensor, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Any:
+    out = untracked(fn, self, offset, dim1, dim2)
+    a, b = dim1 % out.ndim, dim2 % out.ndim
+    return recorded(
+        out, "DiagEmbedBackward0", (self,), lambda g: (g.diagonal(offset, a, b).clone(),)
+    )
+
+
+_COMPOSED = ("inner", "vdot", "rot90", "dist", "renorm")
+
 MATH_MORE_RULES: dict[str, Callable[..., Any]] = {
     "nansum": _nan_reduction(False),
     "nanmean": _nan_reduction(True),
     "aminmax": _aminmax,
+    "addmv": _fused("AddmvBackward0", _mv_grads),
+    "addr": _fused("AddrBackward0", _outer_grads),
+    "addbmm": _fused("AddbmmBackward0", _bmm_sum_grads),
+    "diag_embed": _diag_embed,
+    **dict.fromkeys(_COMPOSED, _recording),
 }
 
 MATH_MORE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
-    name: _via_method(name) for name in ("nansum", "nanmean", "aminmax")
+    **{
+        name: _via_method(name)
+        for name in ("nansum", "nanmean", "aminmax", "addmv", "addr", "addbmm", "diag_embed")
+    },
+    **dict.fromkeys((*_COMPOSED, "chain_matmul"), _recording),
 }
 
-MATH_MORE_LINALG_RULES: dict[str, Callable[..., Any]] = {}
+MATH_MORE_LINALG_RULES: dict[str, Callable[..., Any]] = {"multi_dot": _recording}
