@@ -742,3 +742,17 @@ def test_same_time_in_both_modes():
     times, values = in_every_mode(run)
     assert times[0] == times[1]
     np.testing.assert_allclose(values[0][0], np.arctanh(a.astype(np.float32)), rtol=1e-6)
+
+
+def test_autocast_covers_the_new_products_and_float32_ops():
+    m = torch.randn(3, 4, requires_grad=True)
+    v = torch.randn(4, requires_grad=True)
+    b = torch.randn(3, requires_grad=True)
+    with torch.autocast("cuda"):
+        y = torch.addmv(b, m, v)
+        w = torch.zeros(3, 1).addr(b, v)
+        h = torch.ones(3, dtype=torch.float16)
+        assert h.tan().dtype is torch.float32 and torch.sinh(h).dtype is torch.float32
+    assert y.dtype is torch.float16 and w.dtype is torch.float16
+    (y.float().sum() + w.float().sum()).backward()
+    assert m.grad.dtype is v.grad.dtype is b.grad.dtype is torch.float32

@@ -355,15 +355,18 @@ class GradScaler:
 # here).  Every route into a matmul is listed, so a cast always happens before the op
 # that records it for backward sees its inputs.
 _TENSOR_OPS = {
-    "lower": ("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "addmm", "baddbmm"),
-    "float32": ("softmax", "log_softmax"),
+    "lower": ("matmul", "__matmul__", "__rmatmul__", "mm", "bmm", "mv", "addmm", "baddbmm",
+              "addmv", "addr", "addbmm"),
+    "float32": ("softmax", "log_softmax", "tan", "sinh", "cosh", "dist", "renorm"),
     "keep": ("dot",),
-}
+}  # fmt: skip
 _TORCH_OPS = {
-    "lower": ("matmul", "mm", "bmm", "mv", "addmm", "baddbmm", "einsum"),
-    "float32": ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm"),
+    "lower": ("matmul", "mm", "bmm", "mv", "addmm", "baddbmm", "einsum", "addmv", "addr",
+              "addbmm", "chain_matmul"),
+    "float32": ("softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm", "tan",
+                "sinh", "cosh", "dist", "renorm"),
     "keep": ("dot",),
-}
+}  # fmt: skip
 _FUNCTIONAL_OPS = {
     "lower": ("linear", "scaled_dot_product_attention", "conv1d", "conv2d", "conv3d",
               "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
