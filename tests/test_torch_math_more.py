@@ -11,7 +11,7 @@ from gradcheck import check
 import kernbench.torch as torch
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
-from tests.run_modes import in_every_mode, simulated_ps
+from tests.run_modes import assert_same_values, in_every_mode, simulated_ps
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -722,7 +722,7 @@ def test_costs_in_timing_only_mode():
         assert 0.5 * bmm < simulated_ps(context, lambda: torch.addbmm(base, b1, b2)) < 3 * bmm
 
 
-def test_same_time_in_both_modes():
+def test_same_time_in_both_modes_and_values_on_both_backends():
     a = np.linspace(-0.9, 0.9, 2048)
 
     def run(context):
@@ -741,6 +741,7 @@ def test_same_time_in_both_modes():
 
     times, values = in_every_mode(run)
     assert times[0] == times[1]
+    assert_same_values(*values)
     np.testing.assert_allclose(values[0][0], np.arctanh(a.astype(np.float32)), rtol=1e-6)
 
 
