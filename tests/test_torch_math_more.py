@@ -242,6 +242,21 @@ def test_pow_number_base_and_negative_bases_as_torch():
     assert np.isnan(negative.numpy()[0]) and negative.numpy()[1] == 64.0
 
 
+def test_integer_pow_of_tensors_wraps_as_torch():
+    """Integers by repeated squaring in their own type: past the width they wrap (int32
+    3 ** 30 is -1010140999, as torch's), a negative exponent gives 0 but for bases 1 and
+    -1; uint8 wraps mod 256."""
+    a = torch.tensor(np.array([3, 2, -3, 5, 1, -1, -1, 2, 0, 0, 7], np.int32))
+    b = torch.tensor(np.array([30, 31, 3, -1, -5, -3, -2, 40, 0, 3, 2], np.int32))
+    got = a**b
+    assert got.dtype is torch.int32
+    assert got.tolist() == [-1010140999, -(2**31), -27, 0, 1, -1, 1, 0, 1, 0, 49]
+    wide = torch.tensor([3, 7]) ** torch.tensor([39, 22])
+    assert wide.tolist() == [3**39, 7**22]  # int64, exact
+    small = torch.tensor(np.array([3, 200], np.uint8)) ** torch.tensor(np.array([5, 2], np.uint8))
+    assert small.dtype is torch.uint8 and small.tolist() == [243, 64]
+
+
 @pytest.mark.parametrize(("a_shape", "b_shape"), [((2, 3), (2, 3)), ((2, 3), (3,)), ((3,), ())])
 def test_pow_tensor_gradients(a_shape, b_shape):
     check(

@@ -1,7 +1,8 @@
 """Device kernels for the special functions and the two-operand float math:
 ``logit``, ``sinc``, ``deg2rad``, ``erfinv``, ``lgamma``, ``digamma``, ``i0``, ``signbit``,
 ``frexp``, ``tan``, ``sinh``/``cosh``, ``asinh``/``acosh``/``atanh``; ``xlogy``,
-``copysign``, ``hypot``, ``logaddexp``, ``float_power`` and ``pow`` (a tensor exponent),
+``copysign``, ``hypot``, ``logaddexp``, ``float_power`` and ``pow`` (a tensor exponent;
+integers by repeated squaring over every bit of the exponent, wrapping as torch's),
 ``atan2``, ``fmax``, ``nextafter``, ``ldexp``, the shifts; ``bernoulli``'s test of uniforms
 against probabilities.
 
@@ -279,6 +280,24 @@ def _float_power(a, b):
 
 
 @jit
+def _integer_power(a, b, BITS: tl.constexpr):
+    # a ** b in a's integer type by repeated squaring over every bit an exponent can
+    # have (so the time does not depend on the values), wrapping as torch's does; a
+    # negative exponent gives 0, but 1 for a base of 1 and +-1 for a base of -1, as torch.
+    negative = b < 0
+    e = tl.where(negative, 0, b)
+    y = a * 0 + 1
+    base = a
+    for _ in range(BITS):
+        y = tl.where((e & 1) != 0, y * base, y)
+        base = base * base
+        e = e >> 1
+    odd = (b & 1) != 0
+    unit = tl.where(a == 1, 1, tl.where(a == -1, tl.where(odd, -1, 1), 0))
+    return tl.where(negative, unit, y)
+
+
+@jit
 def _special_pair(
     a, b, OP: tl.constexpr, IT: tl.constexpr, BITS: tl.constexpr, SIGNED: tl.constexpr
 ):
@@ -306,6 +325,8 @@ def _special_pair(
             y = tl.where(a == b, a + 1.0, y)
     elif OP == "float_power" or OP == "pow":
         y = _float_power(a, b)
+    elif OP == "ipow":
+        y = _integer_power(a, b, BITS)
     elif OP == "atan2":
         y = libdevice.atan2(a, b)
     elif OP == "fmax":
@@ -400,7 +421,9 @@ def launch_special_binary(
     ``y`` are dense tensors of ``out``'s size, or numbers."""
     n = out.numel
     x_tensor, y_tensor = isinstance(x, DeviceTensor), isinstance(y, DeviceTensor)
-    exact = op in _EXACT
+    if op == "pow" and not out.dtype.is_floating_point:
+        op = "ipow"  # exact, in the integer type
+    exact = op in _EXACT or op == "ipow"
     ct = _tl_type(out.dtype) if exact else tl.float64
     width = out.dtype.itemsize
     signed = out.dtype.name.startswith("int")
