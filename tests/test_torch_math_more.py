@@ -681,13 +681,33 @@ PRODUCT_GRADS = {
         [(3, 4), (3, 4)],
         None,
     ),
-    "renorm": (
-        lambda x: torch.renorm(x, 2, 0, 0.8),
-        lambda x: _np_renorm(x, 2, 0, 0.8),
-        [(3, 4)],
-        None,
-    ),
 }
+
+
+@pytest.mark.parametrize(
+    ("p", "dim", "maxnorm"), [(2, 0, 0.8), (1, 1, 1.0), (3, -1, 0.6), (0.5, 0, 3.0),
+                              (np.inf, 1, 0.5), (2, 0, 100.0)],
+)  # fmt: skip
+def test_renorm_gradients(p, dim, maxnorm):
+    check(
+        lambda x: torch.renorm(x, p, dim, maxnorm),
+        lambda x: _np_renorm(x, p, dim, maxnorm),
+        (3, 4, 2),
+        node="RenormBackward0",
+    )
+
+
+def test_renorm_in_place_in_the_graph():
+    values = _f64((3, 4), 64)
+    leaf = torch.tensor(values, requires_grad=True)
+    y = leaf * 1
+    y.renorm_(2, 0, 0.5)
+    assert y.grad_fn.name() == "RenormBackward0"
+    weights = _f64((3, 4), 65)
+    (y * torch.tensor(weights)).sum().backward()
+    reference = torch.tensor(values, requires_grad=True)
+    (torch.renorm(reference, 2, 0, 0.5) * torch.tensor(weights)).sum().backward()
+    np.testing.assert_allclose(leaf.grad.numpy(), reference.grad.numpy())
 
 
 @pytest.mark.parametrize("name", list(PRODUCT_GRADS))

@@ -11,8 +11,7 @@ matmul contracting over batch and inner dim together (``batch1`` is copied into
 ``(n, b·m)`` first), then the same; ``inner`` one matmul of the operands as
 ``(rows, k)`` matrices; ``vdot`` is ``dot``; ``diag_embed`` a zero fill and one strided
 copy into the diagonal view; ``rot90`` a ``flip`` and a transposed view; ``dist`` the
-difference and its norm; ``renorm`` the norms of the slices, the scale factors and a
-product.
+difference and its norm; ``renorm`` the norms of the slices, a ``where`` and a product.
 ``multi_dot`` multiplies in the order with the fewest multiplications (the textbook
 dynamic program, as torch's).  Arguments are checked as torch checks them, with its
 messages.
@@ -26,6 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kernbench.errors import TensorError
+from kernbench.torch.logic import where
 from kernbench.torch.shapes import dim_index, int_argument, int_sequence, tensor_argument
 from kernbench.torch.views import broadcast_shapes
 
@@ -282,10 +282,8 @@ class TensorProductsMore:
         d = dim_index(dim, self.ndim, "renorm")
         others = tuple(i for i in range(self.ndim) if i != d)
         norms = _p_norm(self, p, others, True)
-        # 1 + over * (maxnorm / (norm + 1e-7) - 1): recorded arithmetic, so autograd
-        # differentiates through the norms (as torch's renorm backward does)
-        over = norms > maxnorm
-        return self * ((maxnorm / (norms + 1e-7) - 1) * over + 1)
+        factor = where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+        return self * factor
 
     def renorm_(self: Tensor, p: Any, dim: int, maxnorm: Any) -> Tensor:
         return _into(self, self.renorm(p, dim, maxnorm), "renorm_")

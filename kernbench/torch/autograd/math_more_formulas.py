@@ -7,14 +7,17 @@ the gradient over the count, 0 at the NaNs), ``aminmax`` (``AminmaxBackward0``, 
 outputs: each output's gradient split evenly among the ties, as ``amin``/``amax``);
 ``addmv``, ``addr``, ``addbmm`` (the scaled input gradient, summed back over broadcast
 dims, and the products' gradients scaled by ``alpha``), ``diag_embed`` (the gradient's
-diagonal).  ``inner``, ``vdot``, ``rot90``, ``dist``, ``renorm``, ``chain_matmul`` and
-``linalg.multi_dot`` are compositions of recorded ops (torch composes ``inner``,
-``chain_matmul`` and ``multi_dot`` too): they run with recording on, and their nodes are
-those ops' (``vdot``'s ``DotBackward0``, ``rot90``'s ``TransposeBackward0`` ...).
+diagonal), ``renorm`` (``RenormBackward0``: through the norms of the scaled slices, so
+``renorm_`` of a tensor in the graph works).  ``inner``, ``vdot``, ``rot90``, ``dist``,
+``chain_matmul`` and ``linalg.multi_dot`` are compositions of recorded ops (torch
+composes ``inner``, ``chain_matmul`` and ``multi_dot`` too): they run with recording on,
+and their nodes are those ops' (``vdot``'s ``DotBackward0``, ``rot90``'s
+``TransposeBackward0`` ...).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +145,45 @@ def _diag_embed(fn: Callable, self: Tensor, offset: int = 0, dim1: int = -2, dim
     )
 
 
-_COMPOSED = ("inner", "vdot", "rot90", "dist", "renorm")
+def _norm_direction(x: Tensor, p: Any, norm: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """d norm / d x of the ``p``-norm over ``dims`` (``norm`` kept), as torch's
+    ``norm_backward``: 0 at a zero element for ``p < 1``, the ties sharing for inf."""
+    if p == math.inf:
+        hit = x.abs() == norm
+        return hit * x.sign() / hit.sum(dims, keepdim=True)
+    if p == 1:
+        return x.sign()
+    if p == 2:
+        return x / norm
+    power = where(x == 0, 0.0, x.sign() * x.abs().pow(p - 1))
+    return power / norm.pow(p - 1)
+
+
+def _renorm(fn: Callable, self: Tensor, p: Any, dim: Any, maxnorm: Any) -> Any:
+    """torch's ``renorm_backward``: where a slice was scaled, ``f * (g - n' * sum(g x) /
+    (norm + 1e-7))`` with ``f = maxnorm / (norm + 1e-7)`` and ``n'`` the norm's
+    derivative; elsewhere ``g``."""
+    if not (_number(p) and _number(maxnorm) and isinstance(dim, int)) or isinstance(dim, bool):
+        raise Unsupported
+    out = untracked(fn, self, p, dim, maxnorm)
+    d = dim % self.ndim
+    others = tuple(i for i in range(self.ndim) if i != d)
+
+    def backward(g: Tensor, x: Tensor) -> Sequence[Any]:
+        g = g.to(x.dtype)
+        if p == math.inf:
+            norm = x.abs().amax(others, keepdim=True)
+        else:
+            norm = x.abs().pow(p).sum(others, keepdim=True).pow(1.0 / p)
+        inverse = (norm + 1e-7).reciprocal()
+        spread = (g * x).sum(others, keepdim=True) * _norm_direction(x, p, norm, others)
+        scaled = (g - spread * inverse) * (inverse * maxnorm)
+        return (where(norm > maxnorm, scaled, g),)
+
+    return recorded(out, "RenormBackward0", (self,), backward, (self,))
+
+
+_COMPOSED = ("inner", "vdot", "rot90", "dist")
 
 MATH_MORE_RULES: dict[str, Callable[..., Any]] = {
     "nansum": _nan_reduction(False),
@@ -152,13 +193,23 @@ MATH_MORE_RULES: dict[str, Callable[..., Any]] = {
     "addr": _fused("AddrBackward0", _outer_grads),
     "addbmm": _fused("AddbmmBackward0", _bmm_sum_grads),
     "diag_embed": _diag_embed,
+    "renorm": _renorm,
     **dict.fromkeys(_COMPOSED, _recording),
 }
 
 MATH_MORE_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
     **{
         name: _via_method(name)
-        for name in ("nansum", "nanmean", "aminmax", "addmv", "addr", "addbmm", "diag_embed")
+        for name in (
+            "nansum",
+            "nanmean",
+            "aminmax",
+            "addmv",
+            "addr",
+            "addbmm",
+            "diag_embed",
+            "renorm",
+        )
     },
     **dict.fromkeys((*_COMPOSED, "chain_matmul"), _recording),
 }
