@@ -771,6 +771,13 @@ def test_same_time_in_both_modes_and_values_on_both_backends():
             torch.nanmean(x.reshape(32, 64), 1),
             torch.addmv(x[:64], m, x[:32]),
             torch.renorm(m, 2, 0, 0.1),
+            *torch.aminmax(m, dim=0),
+            torch.diag_embed(m[:4], 1),
+            torch.rot90(m, 3),
+            torch.inner(m, m),
+            torch.dist(m, m.flip(1), 3),
+            torch.linalg.multi_dot([m.t(), m, x[:32]]),
+            torch.addbmm(m[:8, :8], m.reshape(4, 16, 32)[:, :8], m.reshape(4, 32, 16)[:, :, :8]),
         ]
         return context.now - before, results
 
