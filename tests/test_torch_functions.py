@@ -557,6 +557,10 @@ def test_missing_torch_functions_say_what_to_write_instead():
         torch.use_deterministic_algorithms  # noqa: B018
     for name, hint in (
         ("histogramdd", "there is no device kernel for it"),
+        ("profiler", "kernbench run --trace OUT.json"),
+        ("hub", "there is no download here"),
+        ("fft", "numpy.fft"),
+        ("sparse_coo_tensor", "tensors are dense here"),
         ("is_floating_point", "t.dtype.is_floating_point"),
     ):
         with pytest.raises(
