@@ -368,3 +368,17 @@ def test_no_sync_accumulates_unsharded_and_reduces_once():
             np.testing.assert_allclose(state[k], want[k], rtol=1e-5, atol=1e-6, err_msg=k)
     ops = [c["op"] for c in result.report["collectives"]]
     assert ops.count("reduce_scatter") == 3  # one per unit, after no_sync
+
+
+def test_fsdp2_and_distributed_checkpoint_say_what_to_use_instead():
+    import kernbench.torch.distributed.fsdp as fsdp
+    from kernbench.errors import UnsupportedNameError
+
+    for name in ("fully_shard", "MixedPrecisionPolicy", "FSDPModule"):
+        with pytest.raises(UnsupportedNameError, match=r"wrap the model in FullyShardedData"):
+            getattr(fsdp, name)
+    with pytest.raises(UnsupportedNameError, match=r"no distributed checkpoint \(DCP\) here"):
+        dist.checkpoint  # noqa: B018
+    from kernbench.torch.distributed.fsdp import fully_sharded_data_parallel  # a submodule
+
+    assert fully_sharded_data_parallel.FullyShardedDataParallel is fsdp.FullyShardedDataParallel

@@ -168,6 +168,11 @@ _HINTS = {
     "DTensor": "there is no DTensor: torch.distributed.tensor.parallel.parallelize_module "
     "(ColwiseParallel, RowwiseParallel) shards modules into plain local tensors; or shard "
     "tensors yourself and call the collectives, as benches/tp_mlp.py does",
+    "checkpoint": "there is no distributed checkpoint (DCP) here: save each rank's part with "
+    "torch.save(model.state_dict(), f'ckpt_rank{rank}.pt'), or gather a full state dict "
+    "(FSDP's FULL_STATE_DICT) and save it from rank 0",
+    "_composable": "FSDP2's fully_shard is not here: wrap the model in "
+    "torch.distributed.fsdp.FullyShardedDataParallel (auto_wrap_policy for the blocks)",
     "algorithms": "there are no DDP communication hooks (DDP all-reduces each gradient): "
     "call the collectives "
     "on your gradient buckets, as benches/dp_training_step.py does",

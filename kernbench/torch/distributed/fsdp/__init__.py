@@ -47,7 +47,7 @@ from enum import Enum, auto
 from typing import Any
 
 from kernbench.distributed.scheduler import rank_local
-from kernbench.errors import DistributedError
+from kernbench.errors import DistributedError, unsupported_name
 from kernbench.torch.autograd import Function, is_grad_enabled, no_grad
 from kernbench.torch.autograd.graph import saved_tensors_hooks
 from kernbench.torch.distributed.collectives import (
@@ -872,3 +872,26 @@ def _wrap_children(module: Module, policy: Callable[..., bool], kwargs: dict[str
 
 def _unwrapped_numel(module: Module) -> int:
     return sum(p.numel() for p in module.parameters() if not getattr(p, "_fsdp_flattened", False))
+
+
+_FSDP2 = (
+    "FSDP2 (fully_shard, FSDPModule, its policies) is not here: wrap the model in "
+    "FullyShardedDataParallel(model, auto_wrap_policy=..., mixed_precision=MixedPrecision(...)), "
+    "which shards, all-gathers and reduce-scatters per unit the same way"
+)
+_HINTS = dict.fromkeys(
+    (
+        "fully_shard",
+        "FSDPModule",
+        "MixedPrecisionPolicy",
+        "OffloadPolicy",
+        "CPUOffloadPolicy",
+        "register_fsdp_forward_method",
+        "UnshardHandle",
+    ),
+    _FSDP2,
+)
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name("kernbench.torch.distributed.fsdp", "fsdp", name, __all__, _HINTS)
