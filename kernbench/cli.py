@@ -248,6 +248,14 @@ def topo_show(path: str, overrides: tuple[str, ...], as_json: bool) -> None:
     metavar="TIME",
     help="Stop the run cleanly after TIME of real time (e.g. 30s).",
 )
+@click.option(
+    "--no-mirror-imports",
+    "no_mirror_imports",
+    is_flag=True,
+    help="Leave `import torch` and `import triton` to Python.  By default they import "
+    "KernBench's kernbench.torch and kernbench.triton while the script runs, so a PyTorch "
+    "program runs as written.",
+)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(
     script: str,
@@ -262,6 +270,7 @@ def run_cmd(
     seed: int,
     max_sim_time: int | None,
     max_wall_time: int | None,
+    no_mirror_imports: bool,
     script_args: tuple[str, ...],
 ) -> None:
     """Run SCRIPT on the machine: main() once per rank; else its __main__ block.
@@ -304,6 +313,7 @@ def run_cmd(
         max_wall_s=max_wall_time / 1e12 if max_wall_time else None,
         script_args=script_args,
         echo=_echo_for(report_path, trace_path, csv_path),
+        mirror_imports=not no_mirror_imports,
     )
 
 

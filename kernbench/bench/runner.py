@@ -24,6 +24,7 @@ from greenlet import GreenletExit
 from kernbench import __version__
 from kernbench.bench.outputs import check_outputs, writes_to_stdout
 from kernbench.bench.simulate import Run, SimResult
+from kernbench.bench.torch_imports import mirrored_imports
 from kernbench.bench.trace import chrome_trace, write_json_atomic
 from kernbench.ccl.settings import named_tune_table, split_overrides
 from kernbench.distributed.environment import TORCHRUN_VARIABLES
@@ -560,6 +561,7 @@ def run_script(
     echo: Callable[[str], None] = print,
     per_rank: bool = False,
     rows_kept: bool = False,
+    mirror_imports: bool = True,
 ) -> SimResult:
     """Run a bench script on a simulated machine and write what was asked for.
 
@@ -581,6 +583,11 @@ def run_script(
 
     The result rows a rank returns are checked as it returns them when a report or
     CSV is written, or when ``rows_kept`` (the caller keeps them: a sweep's point).
+
+    With ``mirror_imports`` (the default) the script's ``import torch`` and ``import
+    triton`` (and their submodules) are KernBench's ``kernbench.torch`` and
+    ``kernbench.triton`` while it runs (:mod:`kernbench.bench.torch_imports`), so a
+    PyTorch program runs as written.
     """
     if topology is not None and not str(topology).strip():
         raise ConfigError(
@@ -633,6 +640,7 @@ def run_script(
     run_settings(run.ctx).wall_clock = wall  # the ranks' scheduler shares it
     try:
         with (
+            mirrored_imports(mirror_imports),
             _streams_kept(),
             contextlib.redirect_stdout(sys.stderr) if to_stdout else contextlib.nullcontext(),
             _refusals_in_threads() as refused,

@@ -33,6 +33,10 @@ from kernbench.triton.config import Config, TuningRecord
 from kernbench.triton.heuristics import Heuristics, heuristics
 from kernbench.triton.jit import JITFunction, KernelInterface, jit
 
+# The release whose API this package mirrors (its defaults: Triton 3.2's), marked as KernBench's
+# own build, as a local version label does (programs compare or print it).
+__version__ = "3.2.0+kernbench"
+
 __all__ = [
     "Autotuner",
     "CompiledKernel",
