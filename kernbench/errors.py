@@ -187,8 +187,9 @@ class OptimizerValueError(KernBenchError, ValueError):
 
 
 class OptimizerStateError(KernBenchError, RuntimeError):
-    """An lr scheduler whose optimizer changed under it in a way torch refuses (torch
-    raises ``RuntimeError``)."""
+    """An lr scheduler whose optimizer changed under it in a way torch refuses, or an
+    optimizer step torch refuses (LBFGS with an unknown ``line_search_fn``); torch raises
+    ``RuntimeError``."""
 
 
 class TensorAttributeError(TensorError, AttributeError):

@@ -1,11 +1,11 @@
 """``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``,
 ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam`` over the ``grad`` slots ``backward()``
-filled (or a script assigned), and ``torch.optim.lr_scheduler``.
+filled (or a script assigned), ``LBFGS`` over a closure, and ``torch.optim.lr_scheduler``.
 
 ``step()`` updates each parameter whose ``grad`` is set with torch's
 single-tensor formulas as in-place device ops, so it costs device time
 (:mod:`~kernbench.torch.optim.optimizers`,
-:mod:`~kernbench.torch.optim.optimizers_more`).
+:mod:`~kernbench.torch.optim.optimizers_more`, :mod:`~kernbench.torch.optim.lbfgs`).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 from kernbench.errors import TensorAttributeError
 from kernbench.torch.optim import lr_scheduler
+from kernbench.torch.optim.lbfgs import LBFGS
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
 from kernbench.torch.optim.optimizers_more import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
@@ -28,6 +29,7 @@ __all__ = [
     "Adamax",
     "NAdam",
     "RAdam",
+    "LBFGS",
     "Optimizer",
     "lr_scheduler",
 ]
