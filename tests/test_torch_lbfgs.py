@@ -345,6 +345,28 @@ def test_an_optimal_start_returns_after_one_evaluation(ctx):
     assert "d" not in opt.state[x]
 
 
+def test_a_parameter_without_a_gradient_stays_put(ctx):
+    """A parameter the loss does not use has no ``grad``: it counts as zeros in the flat
+    gradient (as torch's), so the step leaves it as it was."""
+    params, loss_fn = _least_squares_params()
+    unused = nn.Parameter(torch.from_numpy(np.array([3.0, -4.0])))
+    opt = optim.LBFGS([params[0], unused, params[1]], max_iter=5)
+    opt.step(_traced(params, loss_fn, opt, []))
+    assert unused.grad is None
+    np.testing.assert_array_equal(unused.numpy(), [3.0, -4.0])
+    assert opt.state[params[0]]["d"].shape == (10,)
+    np.testing.assert_array_equal(opt.state[params[0]]["d"].numpy()[6:8], [0.0, 0.0])
+
+
+def test_a_step_needs_a_closure_that_returns_the_loss(ctx):
+    params, loss_fn = _least_squares_params()
+    opt = optim.LBFGS(params)
+    with pytest.raises(TypeError, match="needs a closure"):
+        opt.step()
+    with pytest.raises(TypeError, match="must return the loss"):
+        opt.step(lambda: None)
+
+
 def test_state_dict_round_trip(ctx):
     """A second optimizer loaded with the first's state dict, on a copy of its parameters,
     evaluates the same points as the first from there on."""
