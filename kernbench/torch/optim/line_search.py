@@ -41,7 +41,7 @@ def inner(a: Tensor, b: Tensor) -> Tensor:
     """``a . b`` of two flat vectors as an element-wise product and a sum: two kernels
     spread over the device, where ``Tensor.dot`` runs the matmul kernel, whose 1 x n by
     n x 1 product takes about six times the simulated time (and far more host time) for
-    the vectors of a model's size (see ADR 0024)."""
+    the vectors of a model's size (see ADR 0026)."""
     return a.mul(b).sum()
 
 
