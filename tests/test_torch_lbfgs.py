@@ -2,8 +2,9 @@
 the closure is evaluated at, on a least-squares problem (two parameters) and on the
 Rosenbrock function, with and without the strong-Wolfe line search, for several history
 sizes; convergence to ``np.linalg.lstsq``; the closure-call count; the state dict; the
-one-group rule; a timing-only run; and pytorch/examples' ``time_sequence_prediction``
-(``tests/data/time_sequence_prediction.py``) trained with it under ``kernbench run``."""
+one-group rule; a timing-only run; and an LSTM fitted to sine waves with it under
+``kernbench run`` (``tests/data/sine_lstm_lbfgs.py``, the training flow of pytorch/examples'
+``time_sequence_prediction``)."""
 
 from __future__ import annotations
 
@@ -449,9 +450,9 @@ def test_timing_only_strong_wolfe_takes_the_first_trial_step():
     assert elapsed > _timed_steps(timing_only=True)[2]
 
 
-# -- pytorch/examples' time_sequence_prediction, run as written ---------------------------
+# -- an LSTM fitted with LBFGS under kernbench run, as time_sequence_prediction trains -------
 ROOT = Path(__file__).resolve().parents[1]
-SEQUENCE_PROGRAM = ROOT / "tests" / "data" / "time_sequence_prediction.py"
+SEQUENCE_PROGRAM = ROOT / "tests" / "data" / "sine_lstm_lbfgs.py"
 
 
 def _sigmoid(x):
@@ -467,49 +468,46 @@ def _lstm_cell(x, h, c, weights, name):
 
 
 def _untrained_loss(program: dict) -> float:
-    """The example's first loss worked out in NumPy from its untrained model's weights
-    (made as the program makes them: ``torch.manual_seed(0)``, ``Sequence()``,
-    ``.double()``) and its sine-wave data."""
+    """The program's first loss worked out in NumPy from its untrained model's weights
+    (made as the program makes them: ``torch.manual_seed(0)``, ``Predictor()``,
+    ``.double()``) and its waves."""
     with use_context(RuntimeContext("tiny")):
         torch.manual_seed(0)
-        model = program["Sequence"]()
-        model.double()
+        model = program["Predictor"]().double()
         weights = {k: v.numpy() for k, v in model.state_dict().items()}
-    data = program["generate_sine_wave"]()
-    inputs, targets = data[3:, :-1], data[3:, 1:]
-    h1 = c1 = h2 = c2 = np.zeros((len(inputs), 51))
+    waves = program["make_waves"]()
+    inputs, targets = waves[3:, :-1], waves[3:, 1:]
+    h1 = c1 = h2 = c2 = np.zeros((len(inputs), program["HIDDEN"]))
     outputs = []
     for t in range(inputs.shape[1]):
-        h1, c1 = _lstm_cell(inputs[:, t : t + 1], h1, c1, weights, "lstm1")
-        h2, c2 = _lstm_cell(h1, h2, c2, weights, "lstm2")
-        outputs.append(h2 @ weights["linear.weight"].T + weights["linear.bias"])
+        h1, c1 = _lstm_cell(inputs[:, t : t + 1], h1, c1, weights, "first")
+        h2, c2 = _lstm_cell(h1, h2, c2, weights, "second")
+        outputs.append(h2 @ weights["head.weight"].T + weights["head.bias"])
     return float(((np.hstack(outputs) - targets) ** 2).mean())
 
 
-def test_time_sequence_prediction_trains_with_lbfgs(tmp_path):
-    """``kernbench run`` of the example with ``--steps 2``: each step calls the closure
-    ``max_iter`` (20) times, returns the closure's first loss, and the training and test
-    losses fall; the first loss is the untrained model's, worked out in NumPy; the plots
-    are written where the program runs."""
+def test_an_lstm_trains_with_lbfgs_under_kernbench_run(tmp_path):
+    """``kernbench run`` of the program for two steps of ``max_iter=10``: each step calls
+    the closure ``max_iter`` times and returns its first loss; the losses fall; the first
+    is the untrained model's, worked out in NumPy; the plots are written where it runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, "-m", "kernbench.cli", "run", str(SEQUENCE_PROGRAM),
-         "--topology", "multi_sip", "--", "--steps", "2"],
+         "--topology", "multi_sip", "--", "--steps", "2", "--max-iter", "10"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     result = json.loads(rows[-1].removeprefix("RESULT "))
-    steps, evaluations = result["step_losses"], result["closure_losses"]
-    assert [len(losses) for losses in evaluations] == [20, 20]
-    assert (result["func_evals"], result["n_iter"]) == (40, 40)
+    steps, evaluations = result["returned"], result["evaluated"]
+    assert [len(losses) for losses in evaluations] == [10, 10]
+    assert (result["func_evals"], result["n_iter"]) == (20, 20)
     assert steps == [losses[0] for losses in evaluations]
     assert steps[1] < steps[0]
     assert evaluations[1][-1] < evaluations[1][0]
-    assert result["test_losses"][1] < result["test_losses"][0]
-    program = runpy.run_path(str(SEQUENCE_PROGRAM), run_name="time_sequence_prediction")
+    assert result["held"][1] < result["held"][0]
+    program = runpy.run_path(str(SEQUENCE_PROGRAM), run_name="sine_lstm_lbfgs")
     assert steps[0] == pytest.approx(_untrained_loss(program), rel=1e-12)
-    assert result["shape"] == [3, program["L"] - 1 + program["FUTURE"]]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["predict0.pdf", "predict1.pdf"]
-    assert done.stdout.count("STEP: ") == 2
+    assert result["shape"] == [3, program["SAMPLES"] - 1 + 4]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wave0.png", "wave1.png"]
