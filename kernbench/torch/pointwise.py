@@ -322,6 +322,8 @@ class TensorPointwise:
             )
         if not (a_shape and b_shape):
             raise TensorError(f"{what}: both arguments to matmul need to be at least 1D")
+        if len(a_shape) == 1 and len(b_shape) == 1:
+            return self._inner_product(other, what)
         if max(len(a_shape), len(b_shape)) > 3:
             return self._broadcast_matmul(other, what)
         a = _as_batched_matrix(self, row_vector=True)
@@ -349,6 +351,28 @@ class TensorPointwise:
             out.device_tensor,
             (batch, m, n, k),
         )
+        return out
+
+    def _inner_product(self: Tensor, other: Tensor, what: str) -> Tensor:
+        """Two vectors' inner product as torch computes it (a dot: a parallel reduction of
+        the products, not one matrix tile stepping through ``K``): the products, then a
+        sum, accumulated in float32 for half-precision vectors."""
+        if self.shape[0] != other.shape[0]:
+            raise TensorError(
+                f"{what}: inconsistent tensor size, expected tensor [{self.shape[0]}] and "
+                f"src [{other.shape[0]}] to have the same number of elements, but got "
+                f"{self.shape[0]} and {other.shape[0]} elements respectively"
+            )
+        if self.dtype.is_floating_point and self.dtype.itemsize < 4:
+            wide_a, wide_b = self.float(), other.float()
+            products = wide_a * wide_b
+            out = products.sum().to(self.dtype)
+            for t in (wide_a, wide_b):
+                t.free()
+        else:
+            products = self * other
+            out = products.sum(dtype=self.dtype)
+        products.free()
         return out
 
     def mm(self: Tensor, mat2: Tensor) -> Tensor:

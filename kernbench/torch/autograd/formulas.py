@@ -207,8 +207,12 @@ def _matmul(fn: Callable, self: Tensor, other: Any, name: str = "") -> Any:
     need_a, need_b = self.requires_grad, other.requires_grad
     if not name:
         name = "MmBackward0" if len(a_shape) == len(b_shape) == 2 else "MatmulBackward0"
+    if len(a_shape) == len(b_shape) == 1:
+        name = "DotBackward0"  # torch's matmul of two vectors is a dot
 
     def backward(g: Tensor, a: Tensor, b: Tensor) -> Sequence[Any]:
+        if a.ndim == 1 and b.ndim == 1:  # the 0-d gradient scales the other vector
+            return (g * b if need_a else None), (g * a if need_b else None)
         a2 = a.unsqueeze(0) if a.ndim == 1 else a
         b2 = b.unsqueeze(-1) if b.ndim == 1 else b
         g2 = g.unsqueeze(-2) if a.ndim == 1 else g
