@@ -118,9 +118,9 @@ def test_clip_grad_norm_errors(ctx):
     with pytest.raises(TensorError, match="clip_grad_norm_: parameters must be a Tensor or an"):
         nn.utils.clip_grad_norm_(5, 1.0)
     with pytest.raises(
-        AttributeError, match="torch.nn.utils' has no attribute 'parameters_to_vector'"
+        AttributeError, match="torch.nn.utils' has no attribute 'fuse_conv_bn_eval'"
     ):
-        nn.utils.parameters_to_vector  # noqa: B018
+        nn.utils.fuse_conv_bn_eval  # noqa: B018
 
 
 def test_clip_grad_value_clamps_in_place(ctx):

@@ -308,7 +308,7 @@ def install_autograd(torch_module: ModuleType) -> None:
     _install_functions(linalg, "linalg.", linalg.__all__, linalg_rules, set())
     for name in nn_init.__all__:
         setattr(nn_init, name, _untracked_call(getattr(nn_init, name)))
-    for name in nn_utils.__all__:
+    for name in nn_utils.UNTRACKED:
         setattr(nn_utils, name, _untracked_call(getattr(nn_utils, name)))
     Module.load_state_dict = _untracked_call(Module.load_state_dict)
     for cls in _subclasses(Module):  # torch initializes parameters under no_grad
