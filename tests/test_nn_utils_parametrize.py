@@ -10,6 +10,7 @@ import pytest
 
 import kernbench.torch as torch
 import kernbench.torch.nn as nn
+import kernbench.torch.nn.utils.parametrize as P
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
 
@@ -127,3 +128,186 @@ def test_split_clipping_costs_what_clip_grad_norm_costs():
             return context.now - before
 
     assert run(split=True) == run(split=False) > 0
+
+
+# -- parametrize -------------------------------------------------------------------------
+
+
+class Symmetric(nn.Module):
+    def forward(self, x):
+        return x.triu() + x.triu(1).T
+
+    def right_inverse(self, a):
+        return a.triu()
+
+
+class Scaled(nn.Module):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+    def right_inverse(self, a):
+        return a / self.factor
+
+
+class NoInverse(nn.Module):
+    def forward(self, x):
+        return x.tanh()
+
+
+class FirstRow(nn.Module):
+    def forward(self, x):
+        return x[:1]
+
+
+def _symmetric(a):
+    return np.triu(a) + np.triu(a, 1).T
+
+
+def test_register_parametrization_swaps_the_class_and_keeps_the_parameter(ctx):
+    layer = _linear(3, 3)
+    weight = layer.weight
+    before = weight.detach().numpy().copy()
+    assert P.register_parametrization(layer, "weight", Symmetric()) is layer
+    assert type(layer).__name__ == "ParametrizedLinear" and isinstance(layer, nn.Linear)
+    assert P.type_before_parametrizations(layer) is nn.Linear
+    assert P.is_parametrized(layer) and P.is_parametrized(layer, "weight")
+    assert not P.is_parametrized(layer, "bias")
+    assert repr(layer) == (
+        "ParametrizedLinear(\n"
+        "  in_features=3, out_features=3, bias=True\n"
+        "  (parametrizations): ModuleDict(\n"
+        "    (weight): ParametrizationList(\n"
+        "      (0): Symmetric()\n"
+        "    )\n"
+        "  )\n"
+        ")"
+    )
+    original = layer.parametrizations.weight.original
+    assert original is weight and isinstance(original, nn.Parameter)
+    np.testing.assert_array_equal(original.detach().numpy(), np.triu(before))  # right_inverse
+    np.testing.assert_allclose(layer.weight.detach().numpy(), _symmetric(before), rtol=1e-6)
+    assert list(layer.state_dict()) == ["bias", "parametrizations.weight.original"]
+    assert [name for name, _ in layer.named_parameters()] == [
+        "bias",
+        "parametrizations.weight.original",
+    ]
+    assert type(nn.Linear(2, 2)).__name__ == "Linear"  # the class itself is untouched
+
+
+def test_parametrized_gradients_reach_the_original(ctx):
+    layer = _linear(3, 3)
+    P.register_parametrization(layer, "weight", Symmetric())
+    x = _array((5, 3), 3)
+    upstream = _array((5, 3), 4)
+    (layer(torch.from_numpy(x)) * torch.from_numpy(upstream)).sum().backward()
+    grad_w = upstream.T @ x  # d loss / d weight
+    expected = np.triu(grad_w) + np.triu(grad_w.T, 1)  # through triu(a) + triu(a, 1).T
+    np.testing.assert_allclose(
+        layer.parametrizations.weight.original.grad.numpy(), expected, rtol=1e-5, atol=1e-6
+    )
+    np.testing.assert_allclose(layer.bias.grad.numpy(), upstream.sum(0), rtol=1e-5)
+
+
+def test_parametrizations_chain_and_assignment_runs_right_inverse(ctx):
+    layer = _linear(3, 3)
+    raw = layer.weight.detach().numpy().copy()
+    P.register_parametrization(layer, "weight", Symmetric())
+    P.register_parametrization(layer, "weight", Scaled(3.0))
+    assert len(layer.parametrizations.weight) == 2
+    np.testing.assert_allclose(layer.weight.detach().numpy(), 3 * _symmetric(raw), rtol=1e-6)
+    target = _symmetric(_array((3, 3), 9))
+    layer.weight = torch.from_numpy(target)
+    np.testing.assert_allclose(
+        layer.parametrizations.weight.original.detach().numpy(), np.triu(target) / 3, rtol=1e-6
+    )
+    np.testing.assert_allclose(layer.weight.detach().numpy(), target, rtol=1e-6)
+
+
+def test_cached_computes_a_parametrized_tensor_once(ctx):
+    layer = _linear(3, 3)
+    P.register_parametrization(layer, "weight", Symmetric())
+    assert layer.weight is not layer.weight
+    with P.cached():
+        first = layer.weight
+        with P.cached():
+            assert layer.weight is first
+        assert layer.weight is first
+    assert layer.weight is not first
+
+
+def test_remove_parametrizations_leaves_the_right_parameter(ctx):
+    layer = _linear(3, 3)
+    weight = layer.weight
+    raw = weight.detach().numpy().copy()
+    P.register_parametrization(layer, "weight", Symmetric())
+    P.register_parametrization(layer, "bias", Scaled(2.0))
+    P.remove_parametrizations(layer, "weight")
+    assert type(layer).__name__ == "ParametrizedLinear"  # bias still parametrized
+    assert layer.weight is weight and isinstance(layer.weight, nn.Parameter)
+    np.testing.assert_allclose(layer.weight.detach().numpy(), _symmetric(raw), rtol=1e-6)
+    bias = layer.parametrizations.bias.original
+    P.remove_parametrizations(layer, "bias", leave_parametrized=False)
+    assert type(layer) is nn.Linear and not hasattr(layer, "parametrizations")
+    assert layer.bias is bias
+    assert list(layer.state_dict()) == ["weight", "bias"]
+    assert repr(layer) == "Linear(in_features=3, out_features=3, bias=True)"
+
+
+def test_buffers_can_be_parametrized(ctx):
+    norm = nn.BatchNorm1d(3)
+    P.register_parametrization(norm, "running_var", Scaled(2.0))
+    assert "parametrizations.running_var.original" in norm.state_dict()
+    assert [name for name, _ in norm.named_buffers()][-1] == "parametrizations.running_var.original"
+    np.testing.assert_allclose(norm.running_var.numpy(), [1.0, 1.0, 1.0])
+    np.testing.assert_allclose(norm.parametrizations.running_var.original.numpy(), [0.5, 0.5, 0.5])
+
+
+def test_parametrized_state_dict_round_trips_through_save(ctx, tmp_path):
+    layer = _linear(3, 3)
+    P.register_parametrization(layer, "weight", Symmetric())
+    torch.save(layer.state_dict(), tmp_path / "layer.pt")
+    other = _linear(3, 3, seed=5)
+    P.register_parametrization(other, "weight", Symmetric())
+    result = other.load_state_dict(torch.load(tmp_path / "layer.pt"))
+    assert not result.missing_keys and not result.unexpected_keys
+    np.testing.assert_array_equal(other.weight.detach().numpy(), layer.weight.detach().numpy())
+    with pytest.raises(TensorError, match="Serialization of parametrized modules is only"):
+        torch.save(layer, tmp_path / "whole.pt")
+
+
+def test_parametrize_errors_as_torch(ctx):
+    layer = _linear(3, 3)
+    with pytest.raises(ValueError, match="does not have a parameter, a buffer, or a parametr"):
+        P.register_parametrization(layer, "missing", Symmetric())
+    with pytest.raises(ValueError, match="may not change the shape of the tensor, unless `unsafe`"):
+        P.register_parametrization(layer, "weight", FirstRow())
+    assert type(layer) is nn.Linear and "weight" in dict(layer.named_parameters())
+    with pytest.raises(ValueError, match="does not have a parametrization on weight"):
+        P.remove_parametrizations(layer, "weight")
+    P.register_parametrization(layer, "weight", NoInverse())
+    with pytest.raises(TensorError, match="parametrization NoInverse does not implement right_"):
+        layer.weight = torch.zeros(3, 3)
+    with pytest.raises(
+        ValueError, match="unless the `unsafe` flag is enabled.\nmodule.weight.shape"
+    ):
+        P.register_parametrization(layer, "weight", FirstRow())
+    P.register_parametrization(layer, "weight", FirstRow(), unsafe=True)
+    assert tuple(layer.weight.shape) == (1, 3)
+
+
+def test_parametrized_forward_costs_the_same_in_timing_only_mode():
+    def run(timing_only: bool) -> int:
+        context = RuntimeContext("tiny", timing_only=timing_only)
+        with use_context(context):
+            layer = nn.Linear(64, 64)
+            P.register_parametrization(layer, "weight", Symmetric())
+            x = torch.ones(8, 64)
+            before = context.now
+            layer(x).sum().backward()
+            return context.now - before
+
+    assert run(timing_only=True) == run(timing_only=False) > 0

@@ -7,7 +7,8 @@ gradient's norm (one reduction each) and the norm of those norms;
 ``min(1, max_norm / (total + 1e-6))`` as torch's (a few tiny kernels and one
 multiply a gradient); the scale stays on the device, so nothing is read to
 the host unless ``error_if_nonfinite`` asks (torch reads it too).
-``rnn`` is :mod:`kernbench.torch.nn.utils.rnn` (packed sequences).
+``rnn`` is :mod:`kernbench.torch.nn.utils.rnn` (packed sequences), ``parametrize``
+:mod:`kernbench.torch.nn.utils.parametrize`.
 ``clip_grad_value_`` clamps each gradient in place.  The gradients are
 the ``grad`` slots (filled by ``backward()`` or assigned); the functions named in
 ``UNTRACKED`` run with recording off, as torch runs them under ``no_grad``.
@@ -21,6 +22,7 @@ from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError, TensorTypeError
 from kernbench.torch.factories import stack, tensor
+from kernbench.torch.nn.utils import parametrize as parametrize  # a module, as torch's
 from kernbench.torch.nn.utils import rnn as rnn  # torch.nn.utils.rnn, not wrapped
 from kernbench.torch.nn.utils.convert_parameters import (
     parameters_to_vector,
