@@ -13,6 +13,7 @@ import kernbench.torch.nn as nn
 import kernbench.torch.nn.utils.parametrize as P
 from kernbench.errors import TensorError
 from kernbench.runtime import RuntimeContext, use_context
+from kernbench.torch.nn.utils import parametrizations as PZ
 
 
 @pytest.fixture
@@ -306,6 +307,234 @@ def test_parametrized_forward_costs_the_same_in_timing_only_mode():
             layer = nn.Linear(64, 64)
             P.register_parametrization(layer, "weight", Symmetric())
             x = torch.ones(8, 64)
+            before = context.now
+            layer(x).sum().backward()
+            return context.now - before
+
+    assert run(timing_only=True) == run(timing_only=False) > 0
+
+
+# -- weight norm -------------------------------------------------------------------------
+
+
+def _weight_norm_grads(g, v, upstream):
+    """d/dg and d/dv of sum(upstream * g * v / ||v||), the norm over each row."""
+    norm = np.sqrt((v * v).sum(1, keepdims=True))
+    inner = (upstream * v).sum(1, keepdims=True)
+    return inner / norm, g / norm * (upstream - inner * v / norm**2)
+
+
+def test_weight_norm_parametrization_values_gradients_and_keys(ctx):
+    layer = _linear(3, 4)
+    raw = layer.weight.detach().numpy().copy()
+    assert PZ.weight_norm(layer) is layer
+    assert list(layer.state_dict()) == [
+        "bias",
+        "parametrizations.weight.original0",
+        "parametrizations.weight.original1",
+    ]
+    assert "(0): _WeightNorm()" in repr(layer) and repr(layer).startswith("ParametrizedLinear(")
+    g = layer.parametrizations.weight.original0
+    v = layer.parametrizations.weight.original1
+    assert tuple(g.shape) == (3, 1) and isinstance(g, nn.Parameter) and g.requires_grad
+    np.testing.assert_allclose(g.detach().numpy(), np.linalg.norm(raw, axis=1, keepdims=True))
+    np.testing.assert_array_equal(v.detach().numpy(), raw)
+    np.testing.assert_allclose(layer.weight.detach().numpy(), raw, rtol=1e-5)
+    g_new, v_new = np.abs(_array((3, 1), 11)) + 0.5, _array((3, 4), 12)
+    with torch.no_grad():
+        g.copy_(torch.from_numpy(g_new))
+        v.copy_(torch.from_numpy(v_new))
+    expected = g_new * v_new / np.linalg.norm(v_new, axis=1, keepdims=True)
+    np.testing.assert_allclose(layer.weight.detach().numpy(), expected, rtol=1e-5)
+    upstream = _array((3, 4), 13)
+    (layer.weight * torch.from_numpy(upstream)).sum().backward()
+    grad_g, grad_v = _weight_norm_grads(g_new, v_new, upstream)
+    np.testing.assert_allclose(g.grad.numpy(), grad_g, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(v.grad.numpy(), grad_v, rtol=1e-4, atol=1e-6)
+
+
+def test_weight_norm_dims_and_removal(ctx):
+    whole = PZ.weight_norm(_linear(3, 4), dim=None)
+    raw = whole.parametrizations.weight.original1.detach().numpy()
+    assert tuple(whole.parametrizations.weight.original0.shape) == ()
+    np.testing.assert_allclose(
+        whole.parametrizations.weight.original0.item(), np.linalg.norm(raw), rtol=1e-6
+    )
+    conv = PZ.weight_norm(nn.Conv2d(2, 5, 3))
+    assert tuple(conv.parametrizations.weight.original0.shape) == (5, 1, 1, 1)
+    columns = PZ.weight_norm(_linear(3, 4), dim=1)
+    assert tuple(columns.parametrizations.weight.original0.shape) == (1, 4)
+    with pytest.raises(ValueError, match=r"Cannot leave unparametrized \(`leave_parametrized"):
+        P.remove_parametrizations(whole, "weight", leave_parametrized=False)
+    value = whole.weight.detach().numpy()
+    P.remove_parametrizations(whole, "weight")
+    assert type(whole) is nn.Linear and list(whole.state_dict()) == ["bias", "weight"]
+    assert isinstance(whole.weight, nn.Parameter) and whole.weight.requires_grad
+    np.testing.assert_allclose(whole.weight.detach().numpy(), value, rtol=1e-6)
+
+
+def test_hook_weight_norm_warns_and_recomputes_before_forward(ctx):
+    layer = _linear(3, 4)
+    raw = layer.weight.detach().numpy().copy()
+    with pytest.warns(FutureWarning, match="`torch.nn.utils.weight_norm` is deprecated in fav"):
+        assert nn.utils.weight_norm(layer) is layer
+    assert type(layer) is nn.Linear
+    assert list(layer.state_dict()) == ["bias", "weight_g", "weight_v"]
+    assert tuple(layer.weight_g.shape) == (3, 1) and "weight" not in layer.state_dict()
+    np.testing.assert_allclose(layer.weight.detach().numpy(), raw, rtol=1e-5)
+    g_new, v_new = np.abs(_array((3, 1), 21)) + 0.5, _array((3, 4), 22)
+    with torch.no_grad():
+        layer.weight_g.copy_(torch.from_numpy(g_new))
+        layer.weight_v.copy_(torch.from_numpy(v_new))
+    x, upstream = _array((6, 4), 23), _array((6, 3), 24)
+    out = layer(torch.from_numpy(x))
+    weight = g_new * v_new / np.linalg.norm(v_new, axis=1, keepdims=True)
+    bias = layer.bias.detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), x @ weight.T + bias, rtol=1e-4, atol=1e-5)
+    (out * torch.from_numpy(upstream)).sum().backward()
+    grad_g, grad_v = _weight_norm_grads(g_new, v_new, upstream.T @ x)
+    np.testing.assert_allclose(layer.weight_g.grad.numpy(), grad_g, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(layer.weight_v.grad.numpy(), grad_v, rtol=1e-4, atol=1e-5)
+    with (
+        pytest.warns(FutureWarning),
+        pytest.raises(TensorError, match="Cannot register two weight_norm hooks on the same"),
+    ):
+        nn.utils.weight_norm(layer)
+    assert nn.utils.remove_weight_norm(layer) is layer
+    assert list(layer.state_dict()) == ["bias", "weight"]
+    assert isinstance(layer.weight, nn.Parameter) and layer.weight.grad_fn is None
+    np.testing.assert_allclose(layer.weight.detach().numpy(), weight, rtol=1e-5)
+    with pytest.raises(ValueError, match="weight_norm of 'weight' not found in Linear"):
+        nn.utils.remove_weight_norm(layer)
+
+
+# -- spectral norm -----------------------------------------------------------------------
+
+
+def _unit(x):
+    return x / max(np.linalg.norm(x), 1e-12)
+
+
+def test_spectral_norm_parametrization_runs_power_iteration_in_training_only(ctx):
+    layer = _linear(3, 5)
+    raw = layer.weight.detach().numpy().copy()
+    PZ.spectral_norm(layer)
+    assert list(layer.state_dict()) == [
+        "bias",
+        "parametrizations.weight.original",
+        "parametrizations.weight.0._u",
+        "parametrizations.weight.0._v",
+    ]
+    assert "(0): _SpectralNorm()" in repr(layer)
+    norm = layer.parametrizations.weight[0]
+    u0, v0 = norm._u.numpy().copy(), norm._v.numpy().copy()
+    np.testing.assert_allclose(np.linalg.norm(u0), 1.0, rtol=1e-5)
+    u1 = _unit(raw @ v0)
+    v1 = _unit(raw.T @ u1)
+    sigma = u1 @ raw @ v1
+    np.testing.assert_allclose(layer.weight.detach().numpy(), raw / sigma, rtol=1e-5)
+    np.testing.assert_allclose(norm._u.numpy(), u1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(norm._v.numpy(), v1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sigma, np.linalg.svd(raw, compute_uv=False)[0], rtol=1e-3)
+    layer.eval()
+    np.testing.assert_allclose(layer.weight.detach().numpy(), raw / sigma, rtol=1e-5)
+    np.testing.assert_allclose(norm._u.numpy(), u1, rtol=1e-5, atol=1e-6)  # not refined
+    upstream = _array((3, 5), 31)
+    (layer.weight * torch.from_numpy(upstream)).sum().backward()
+    expected = upstream / sigma - (upstream * raw).sum() / sigma**2 * np.outer(u1, v1)
+    np.testing.assert_allclose(
+        layer.parametrizations.weight.original.grad.numpy(), expected, rtol=1e-4, atol=1e-6
+    )
+
+
+def test_spectral_norm_dims_and_errors(ctx):
+    deconv = PZ.spectral_norm(nn.ConvTranspose2d(2, 3, 3))
+    assert tuple(deconv.parametrizations.weight[0]._u.shape) == (3,)  # dim 1: out channels
+    conv = PZ.spectral_norm(nn.Conv2d(2, 4, 3))
+    assert tuple(conv.parametrizations.weight[0]._v.shape) == (18,)
+    vector = nn.Linear(3, 2)
+    PZ.spectral_norm(vector, "bias")
+    bias = vector.parametrizations.bias.original.detach().numpy()
+    np.testing.assert_allclose(vector.bias.detach().numpy(), _unit(bias), rtol=1e-6)
+    with pytest.raises(ValueError, match="has no parameter or buffer with name 'kernel'"):
+        PZ.spectral_norm(nn.Linear(3, 2), "kernel")
+    with pytest.raises(ValueError, match="Expected n_power_iterations to be positive, but got"):
+        PZ.spectral_norm(nn.Linear(3, 2), n_power_iterations=0)
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of"):
+        PZ.spectral_norm(nn.Linear(3, 2), dim=2)
+
+
+def test_hook_spectral_norm_updates_v_then_u_before_each_training_forward(ctx):
+    layer = _linear(3, 5)
+    raw = layer.weight.detach().numpy().copy()
+    assert nn.utils.spectral_norm(layer) is layer
+    assert list(layer.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    u0 = layer.weight_u.numpy().copy()
+    x = _array((2, 5), 41)
+    out = layer(torch.from_numpy(x))
+    v1 = _unit(raw.T @ u0)
+    u1 = _unit(raw @ v1)
+    sigma = u1 @ raw @ v1
+    np.testing.assert_allclose(layer.weight.detach().numpy(), raw / sigma, rtol=1e-5)
+    np.testing.assert_allclose(layer.weight_u.numpy(), u1, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(layer.weight_v.numpy(), v1, rtol=1e-5, atol=1e-6)
+    upstream = _array((2, 3), 42)
+    (out * torch.from_numpy(upstream)).sum().backward()
+    grad_w = upstream.T @ x
+    expected = grad_w / sigma - (grad_w * raw).sum() / sigma**2 * np.outer(u1, v1)
+    np.testing.assert_allclose(layer.weight_orig.grad.numpy(), expected, rtol=1e-4, atol=1e-6)
+    layer.eval()
+    layer(torch.from_numpy(x))
+    np.testing.assert_allclose(layer.weight_u.numpy(), u1, rtol=1e-5, atol=1e-6)
+    with pytest.raises(TensorError, match="Cannot register two spectral_norm hooks on the"):
+        nn.utils.spectral_norm(layer)
+    assert nn.utils.remove_spectral_norm(layer) is layer
+    assert list(layer.state_dict()) == ["bias", "weight"]
+    np.testing.assert_allclose(layer.weight.detach().numpy(), raw / sigma, rtol=1e-5)
+    with pytest.raises(ValueError, match="spectral_norm of 'weight' not found in Linear"):
+        nn.utils.remove_spectral_norm(layer)
+    with pytest.raises(ValueError, match="Expected n_power_iterations to be positive"):
+        nn.utils.spectral_norm(nn.Linear(2, 2), n_power_iterations=0)
+
+
+# -- all four: checkpoints and timing-only runs -------------------------------------------
+
+KINDS = ["weight_norm", "spectral_norm", "hook_weight_norm", "hook_spectral_norm"]
+
+
+def _normed(kind, layer):
+    if kind == "hook_weight_norm":
+        with pytest.warns(FutureWarning):
+            return nn.utils.weight_norm(layer)
+    apply = {
+        "weight_norm": PZ.weight_norm,
+        "spectral_norm": PZ.spectral_norm,
+        "hook_spectral_norm": nn.utils.spectral_norm,
+    }[kind]
+    return apply(layer)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_normed_state_dict_round_trips_through_save(ctx, tmp_path, kind):
+    source = _normed(kind, _linear(3, 4, seed=1))
+    source(torch.ones(2, 4))
+    torch.save(source.state_dict(), tmp_path / "model.pt")
+    target = _normed(kind, _linear(3, 4, seed=2))
+    result = target.load_state_dict(torch.load(tmp_path / "model.pt"))
+    assert not result.missing_keys and not result.unexpected_keys
+    source.eval()
+    target.eval()
+    x = torch.from_numpy(_array((2, 4), 50))
+    np.testing.assert_array_equal(target(x).detach().numpy(), source(x).detach().numpy())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_normed_training_step_costs_the_same_in_timing_only_mode(kind):
+    def run(timing_only: bool) -> int:
+        context = RuntimeContext("tiny", timing_only=timing_only)
+        with use_context(context):
+            layer = _normed(kind, nn.Linear(16, 8))
+            x = torch.ones(4, 16)
             before = context.now
             layer(x).sum().backward()
             return context.now - before

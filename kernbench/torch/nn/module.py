@@ -24,7 +24,7 @@ from kernbench.torch.nn.parameter import Buffer, Parameter
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["Module", "add_indent", "persistent_buffers"]
+__all__ = ["Module", "add_indent", "forward_pre_hooks", "persistent_buffers"]
 
 
 class _IncompatibleKeys(NamedTuple):
@@ -507,3 +507,9 @@ def persistent_buffers(module: Module) -> list[tuple[str, Tensor]]:
         for name, buf in module._buffers.items()  # noqa: SLF001 - this module's registry
         if buf is not None and name not in module._non_persistent_buffers_set  # noqa: SLF001
     ]
+
+
+def forward_pre_hooks(module: Module) -> OrderedDict[int, Callable]:
+    """``module``'s forward pre-hooks by handle id, the registry itself (torch's
+    ``weight_norm`` and ``spectral_norm`` find and remove their hook there)."""
+    return module._forward_pre_hooks  # noqa: SLF001 - this module's registry

@@ -1,5 +1,7 @@
-"""``torch.nn.utils``: gradient clipping over the tensors' ``grad`` slots, and the
-parameter helpers of :mod:`~kernbench.torch.nn.utils.convert_parameters`.
+"""``torch.nn.utils``: gradient clipping over the tensors' ``grad`` slots, the
+parameter helpers of :mod:`~kernbench.torch.nn.utils.convert_parameters`, and the
+hook-based ``weight_norm`` and ``spectral_norm`` (:mod:`~kernbench.torch.nn.utils.
+weight_norm`, :mod:`~kernbench.torch.nn.utils.spectral_norm`).
 
 ``clip_grad_norm_`` is torch 2.6's two halves: ``get_total_norm`` takes each
 gradient's norm (one reduction each) and the norm of those norms;
@@ -7,8 +9,9 @@ gradient's norm (one reduction each) and the norm of those norms;
 ``min(1, max_norm / (total + 1e-6))`` as torch's (a few tiny kernels and one
 multiply a gradient); the scale stays on the device, so nothing is read to
 the host unless ``error_if_nonfinite`` asks (torch reads it too).
-``rnn`` is :mod:`kernbench.torch.nn.utils.rnn` (packed sequences), ``parametrize``
-:mod:`kernbench.torch.nn.utils.parametrize`.
+``rnn`` is :mod:`kernbench.torch.nn.utils.rnn` (packed sequences); ``parametrize``
+and ``parametrizations`` are :mod:`kernbench.torch.nn.utils.parametrize` and
+:mod:`kernbench.torch.nn.utils.parametrizations`.
 ``clip_grad_value_`` clamps each gradient in place.  The gradients are
 the ``grad`` slots (filled by ``backward()`` or assigned); the functions named in
 ``UNTRACKED`` run with recording off, as torch runs them under ``no_grad``.
@@ -22,12 +25,15 @@ from typing import Any
 
 from kernbench.errors import TensorAttributeError, TensorError, TensorTypeError
 from kernbench.torch.factories import stack, tensor
-from kernbench.torch.nn.utils import parametrize as parametrize  # a module, as torch's
+from kernbench.torch.nn.utils import parametrizations as parametrizations  # submodule
+from kernbench.torch.nn.utils import parametrize as parametrize  # submodule, not wrapped
 from kernbench.torch.nn.utils import rnn as rnn  # torch.nn.utils.rnn, not wrapped
 from kernbench.torch.nn.utils.convert_parameters import (
     parameters_to_vector,
     vector_to_parameters,
 )
+from kernbench.torch.nn.utils.spectral_norm import remove_spectral_norm, spectral_norm
+from kernbench.torch.nn.utils.weight_norm import remove_weight_norm, weight_norm
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
 
@@ -37,7 +43,11 @@ __all__ = [
     "clip_grads_with_norm_",
     "get_total_norm",
     "parameters_to_vector",
+    "remove_spectral_norm",
+    "remove_weight_norm",
+    "spectral_norm",
     "vector_to_parameters",
+    "weight_norm",
 ]
 
 # Run with recording off (torch's @no_grad, or a change of .data that torch leaves out).
@@ -46,6 +56,8 @@ UNTRACKED = (
     "clip_grad_value_",
     "clip_grads_with_norm_",
     "get_total_norm",
+    "remove_spectral_norm",
+    "remove_weight_norm",
     "vector_to_parameters",
 )
 
