@@ -540,3 +540,33 @@ def test_normed_training_step_costs_the_same_in_timing_only_mode(kind):
             return context.now - before
 
     assert run(timing_only=True) == run(timing_only=False) > 0
+
+
+def test_weight_norm_parametrization_loads_a_hook_weight_norm_checkpoint(ctx, tmp_path):
+    with pytest.warns(FutureWarning):
+        old = nn.Sequential(nn.ReLU(), nn.utils.weight_norm(_linear(3, 4, seed=1)))
+    torch.save(old.state_dict(), tmp_path / "old.pt")
+    assert list(old.state_dict()) == ["1.bias", "1.weight_g", "1.weight_v"]
+    new = nn.Sequential(nn.ReLU(), PZ.weight_norm(_linear(3, 4, seed=2)))
+    result = new.load_state_dict(torch.load(tmp_path / "old.pt"))
+    assert not result.missing_keys and not result.unexpected_keys
+    x = torch.from_numpy(_array((2, 4), 60))
+    np.testing.assert_allclose(new(x).detach().numpy(), old(x).detach().numpy(), rtol=1e-6)
+
+
+def test_load_state_dict_pre_hooks_see_a_copy_with_the_modules_prefix(ctx):
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+    seen = []
+
+    def rename(module, state_dict, prefix, *rest):
+        seen.append((type(module).__name__, prefix))
+        state_dict[prefix + "bias"] = state_dict.pop(prefix + "b")
+
+    handle = model[1].register_load_state_dict_pre_hook(rename)
+    given = dict(model.state_dict())
+    given["1.b"] = given.pop("1.bias")
+    model.load_state_dict(given)
+    assert seen == [("Linear", "1.")] and "1.b" in given  # the caller's dict is untouched
+    handle.remove()
+    with pytest.raises(TensorError, match='Unexpected key\\(s\\) in state_dict: "1.b"'):
+        model.load_state_dict(given)

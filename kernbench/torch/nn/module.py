@@ -4,9 +4,10 @@ A module keeps torch's three ordered registries (``_parameters``,
 ``_buffers``, ``_modules``) filled by ``__setattr__``, walks them in torch's
 order with torch's dotted names (``named_parameters``, ``state_dict``, ...)
 and prints itself as torch does.  Calling a module runs its forward pre-hooks,
-``forward`` and its forward hooks.  Conversions (``to``, ``half``, ``cuda``)
-change the module in place and return it, converting floating parameters and
-buffers only, as torch.  Parameters have
+``forward`` and its forward hooks; ``load_state_dict`` runs every module's
+load-state-dict pre-hooks first (which may rename keys, as torch's).  Conversions
+(``to``, ``half``, ``cuda``) change the module in place and return it, converting
+floating parameters and buffers only, as torch.  Parameters have
 ``requires_grad=True`` and a ``grad`` that ``backward()`` fills (ADR 0020).
 """
 
@@ -75,6 +76,7 @@ class Module:
         set_(self, "_modules", {})
         set_(self, "_forward_pre_hooks", OrderedDict())
         set_(self, "_forward_hooks", OrderedDict())
+        set_(self, "_load_state_dict_pre_hooks", OrderedDict())
 
     # -- calling -------------------------------------------------------------------------
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -99,6 +101,15 @@ class Module:
 
     def register_forward_hook(self, hook: Callable) -> RemovableHandle:
         return RemovableHandle(self._forward_hooks, hook)
+
+    def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
+        unexpected_keys, error_msgs)`` runs when ``load_state_dict`` reaches this module,
+        before any key is matched; it may rename or drop keys in ``state_dict`` (a copy of
+        the one given), as torch's."""
+        if "_load_state_dict_pre_hooks" not in self.__dict__:
+            object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
+        return RemovableHandle(self._load_state_dict_pre_hooks, hook)
 
     # -- registration --------------------------------------------------------------------
     def _check_name(self, name: Any, kind: str) -> None:
@@ -332,6 +343,11 @@ class Module:
                 f"Expected state_dict to be dict-like, got {type(state_dict).__name__}."
             )
         errors: list[str] = []
+        state_dict = OrderedDict(state_dict)  # torch's copy, which pre-hooks may change
+        for prefix, module in self.named_modules():
+            hooks = module.__dict__.get("_load_state_dict_pre_hooks", {})
+            for hook in list(hooks.values()):
+                hook(module, state_dict, prefix + "." if prefix else "", {}, strict, [], [], errors)
         expected = self.state_dict(keep_vars=True)
         for key, target in expected.items():
             if key not in state_dict:

@@ -4,7 +4,8 @@ parametrizations (:mod:`~kernbench.torch.nn.utils.parametrize`), as torch's.
 ``weight_norm`` registers ``_WeightNorm`` unsafely (its ``right_inverse`` returns two
 tensors): ``parametrizations.weight.original0`` is the magnitude ``g`` (the norm over
 every dim but ``dim``), ``original1`` the direction ``v``, and reading ``weight``
-computes ``g * v / ||v||``.  ``spectral_norm`` registers ``_SpectralNorm``, which keeps
+computes ``g * v / ||v||``; ``load_state_dict`` takes the older API's ``weight_g`` and
+``weight_v`` keys for them, as torch's.  ``spectral_norm`` registers ``_SpectralNorm``, which keeps
 the unit vectors ``_u`` and ``_v`` as buffers (``parametrizations.weight.0._u``), drawn
 from the rank's generator and refined by 15 power-iteration steps on registration;
 reading ``weight`` in training mode runs ``n_power_iterations`` more steps on them in
@@ -93,6 +94,16 @@ def weight_norm(module: Module, name: str = "weight", dim: int | None = 0) -> Mo
     """Parametrize ``module.<name>`` as ``g * v / ||v||`` (``original0`` = g, ``original1``
     = v; ``dim=None``: one norm for the whole tensor)."""
     register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def load_old_keys(
+        module: Module, state_dict: dict, prefix: str, *args: object
+    ) -> None:  # torch's _weight_norm_compat_hook
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module.register_load_state_dict_pre_hook(load_old_keys)
     return module
 
 
