@@ -8,7 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kernbench
 import kernbench.torch as torch
+import kernbench.torch.distributed as dist
 import kernbench.torch.nn as nn
 import kernbench.torch.nn.utils.parametrize as P
 from kernbench.errors import TensorError
@@ -238,6 +240,28 @@ def test_cached_computes_a_parametrized_tensor_once(ctx):
             assert layer.weight is first
         assert layer.weight is first
     assert layer.weight is not first
+
+
+def _cached_on_rank_zero(rank, world):
+    dist.init_process_group()
+    layer = P.register_parametrization(nn.Linear(2, 2), "weight", Symmetric())
+    if rank == 0:
+        with P.cached():
+            first = layer.weight
+            dist.barrier()  # rank 1 runs its reads while this rank waits in here
+            reused = layer.weight is first
+    else:
+        reused = layer.weight is layer.weight
+        dist.barrier()
+    dist.destroy_process_group()
+    return reused
+
+
+def test_cached_is_per_rank():
+    result = kernbench.simulate(
+        _cached_on_rank_zero, topology="multi_sip", world_size=2, rank_args=True
+    )
+    assert result.returns == [True, False]
 
 
 def test_remove_parametrizations_leaves_the_right_parameter(ctx):

@@ -11,7 +11,8 @@ tensor ops, recorded and costing time as those ops do; assigning to it runs thei
 ``right_inverse`` that returns several tensors makes ``original0``, ``original1``, ...
 (weight norm's magnitude and direction).  ``state_dict()`` keys are torch's
 (``parametrizations.weight.original``), since the originals are ordinary parameters
-of ordinary submodules.  ``cached()`` computes each parametrized tensor once inside it.
+of ordinary submodules.  ``cached()`` computes each parametrized tensor once inside it
+(the cache is the calling rank's).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from copy import deepcopy
 from typing import Any
 
 import kernbench.torch as torch  # no_grad, as the facade provides it
+from kernbench.distributed.scheduler import rank_local
 from kernbench.errors import TensorError, TensorValueError
 from kernbench.torch.nn.containers import ModuleDict, ModuleList
 from kernbench.torch.nn.module import Module
@@ -38,21 +40,35 @@ __all__ = [
     "type_before_parametrizations",
 ]
 
-_cache_depth = [0]
-_cache: dict[tuple[int, str], Tensor] = {}
+
+class _Cache:
+    """How many ``cached()`` blocks are open, and the tensors computed inside them."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.values: dict[tuple[int, str], Tensor] = {}
+
+
+_OUTSIDE_RANKS = _Cache()
+
+
+def _cache() -> _Cache:
+    # Per rank, as grad mode: a rank may yield to the others inside a cached() block.
+    return rank_local("torch.nn.utils.parametrize.cached", _Cache, _OUTSIDE_RANKS)
 
 
 @contextmanager
 def cached() -> Iterator[None]:
     """Inside it, each parametrized tensor is computed on its first read and reused; the
     values are dropped when the outermost ``cached()`` exits."""
-    _cache_depth[0] += 1
+    cache = _cache()
+    cache.depth += 1
     try:
         yield
     finally:
-        _cache_depth[0] -= 1
-        if not _cache_depth[0]:
-            _cache.clear()
+        cache.depth -= 1
+        if not cache.depth:
+            cache.values.clear()
 
 
 def _register_parameter_or_buffer(module: Module, name: str, value: Tensor) -> None:
@@ -228,12 +244,13 @@ def _inject_new_class(module: Module) -> None:
 def _inject_property(module: Module, tensor_name: str) -> None:
     def get_parametrized(self: Module) -> Tensor:
         parametrization = self.parametrizations[tensor_name]
-        if not _cache_depth[0]:
+        cache = _cache()
+        if not cache.depth:
             return parametrization()
         key = (id(self), tensor_name)
-        value = _cache.get(key)
+        value = cache.values.get(key)
         if value is None:
-            value = _cache[key] = parametrization()
+            value = cache.values[key] = parametrization()
         return value
 
     def set_original(self: Module, value: Tensor) -> None:
