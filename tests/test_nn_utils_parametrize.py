@@ -594,3 +594,19 @@ def test_load_state_dict_pre_hooks_see_a_copy_with_the_modules_prefix(ctx):
     handle.remove()
     with pytest.raises(TensorError, match='Unexpected key\\(s\\) in state_dict: "1.b"'):
         model.load_state_dict(given)
+
+
+def test_vector_round_trip_and_removal_cost_the_same_in_timing_only_mode():
+    def run(timing_only: bool) -> int:
+        context = RuntimeContext("tiny", timing_only=timing_only)
+        with use_context(context):
+            model = nn.Sequential(nn.Linear(16, 8), nn.Linear(8, 4))
+            P.register_parametrization(model[0], "weight", Scaled(2.0))
+            before = context.now
+            vec = nn.utils.parameters_to_vector(model.parameters())
+            (vec * 2).sum().backward()
+            nn.utils.vector_to_parameters(vec.detach() * 0.5, model.parameters())
+            P.remove_parametrizations(model[0], "weight")
+            return context.now - before
+
+    assert run(timing_only=True) == run(timing_only=False) > 0
