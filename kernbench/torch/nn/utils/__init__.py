@@ -201,5 +201,5 @@ def clip_grad_value_(parameters: Any, clip_value: float, foreach: bool | None = 
 def __getattr__(name: str) -> Any:
     raise TensorAttributeError(
         f"module 'kernbench.torch.nn.utils' has no attribute {name!r}: there are "
-        f"{', '.join(__all__)} (over the tensors' grad slots)"
+        f"{', '.join(__all__)} and the modules parametrize, parametrizations and rnn"
     )
