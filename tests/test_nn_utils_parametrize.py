@@ -610,3 +610,27 @@ def test_vector_round_trip_and_removal_cost_the_same_in_timing_only_mode():
             return context.now - before
 
     assert run(timing_only=True) == run(timing_only=False) > 0
+
+
+def test_a_weight_normed_forward_costs_its_tensor_ops():
+    def run(normed: bool) -> int:
+        context = RuntimeContext("tiny", timing_only=True)
+        with use_context(context):
+            layer = nn.Linear(32, 16)
+            x = torch.ones(8, 32)
+            g, v = layer.weight.norm(2, (1,), keepdim=True), layer.weight
+            if normed:
+                PZ.weight_norm(layer)
+
+            def forward():
+                if normed:
+                    return layer(x)
+                weight = v * (g / v.norm(2, (1,), keepdim=True))
+                return nn.functional.linear(x, weight, layer.bias)
+
+            forward()  # the first launch of each kernel also loads it
+            before = context.now
+            forward()
+            return context.now - before
+
+    assert run(normed=True) == run(normed=False) > 0
