@@ -634,3 +634,24 @@ def test_a_weight_normed_forward_costs_its_tensor_ops():
             return context.now - before
 
     assert run(normed=True) == run(normed=False) > 0
+
+
+def test_transfer_parametrizations_and_params_shares_the_originals(ctx):
+    source = _linear(3, 3)
+    P.register_parametrization(source, "weight", Symmetric())
+    PZ.weight_norm(source, "bias")
+    target = _linear(3, 3, seed=7)
+    assert P.transfer_parametrizations_and_params(source, target) is target
+    assert type(target).__name__ == "ParametrizedLinear"
+    assert target.parametrizations.weight.original is source.parametrizations.weight.original
+    assert target.parametrizations.bias.original1 is source.parametrizations.bias.original1
+    np.testing.assert_array_equal(target.weight.detach().numpy(), source.weight.detach().numpy())
+    np.testing.assert_array_equal(target.bias.detach().numpy(), source.bias.detach().numpy())
+    fresh = nn.Module()
+    P.transfer_parametrizations_and_params(source, fresh, "weight")
+    assert list(fresh.state_dict()) == ["parametrizations.weight.original"]
+    assert P.transfer_parametrizations_and_params(nn.Linear(2, 2), fresh) is fresh
+
+
+def test_clip_grads_with_norm_looks_at_total_norm_only_with_gradients(ctx):
+    assert nn.utils.clip_grads_with_norm_([torch.ones(2)], 1.0, 2.0) is None

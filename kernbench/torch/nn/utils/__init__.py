@@ -160,13 +160,14 @@ def clip_grads_with_norm_(
     what = "clip_grads_with_norm_"
     grads = _gradients(parameters, what)
     max_norm = _number(max_norm, what, "max_norm")
+    if not grads:  # as torch's, which looks at total_norm only when there is a gradient
+        return
     if not isinstance(total_norm, Tensor):
         raise TensorTypeError(
             f"torch.nn.utils.{what}: total_norm must be a Tensor (get_total_norm's result), "
             f"got {type(total_norm).__name__}"
         )
-    if grads:
-        _scale(grads, max_norm, total_norm)
+    _scale(grads, max_norm, total_norm)
 
 
 def clip_grad_norm_(

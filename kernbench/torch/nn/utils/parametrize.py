@@ -37,6 +37,7 @@ __all__ = [
     "is_parametrized",
     "register_parametrization",
     "remove_parametrizations",
+    "transfer_parametrizations_and_params",
     "type_before_parametrizations",
 ]
 
@@ -387,3 +388,27 @@ def type_before_parametrizations(module: Module) -> type:
     if is_parametrized(module):
         return type(module).__bases__[0]
     return type(module)
+
+
+def transfer_parametrizations_and_params(
+    from_module: Module, to_module: Module, tensor_name: str | None = None
+) -> Module:
+    """Register ``from_module``'s parametrizations (of ``tensor_name``, or all) on
+    ``to_module`` too, its originals then being ``from_module``'s (the same Parameters),
+    as torch's; a name ``to_module`` lacks is first made a Parameter of the current value."""
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        source = from_module.parametrizations[name]
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name)))
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        originals = (
+            ["original"] if source.is_tensor else [f"original{i}" for i in range(source.ntensors)]
+        )
+        for original in originals:
+            setattr(target, original, getattr(source, original))
+    return to_module
