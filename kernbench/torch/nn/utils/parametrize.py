@@ -5,7 +5,7 @@
 ``p`` and any parametrizations registered after it) and makes ``module.weight`` a
 property that computes ``p(original)`` on every read, as torch's: the module's class is
 swapped, for this instance only, for a subclass named ``Parametrized<Class>`` that
-carries the property (ADR 0025).  Reading the property runs the parametrizations'
+carries the property (ADR 0027).  Reading the property runs the parametrizations'
 tensor ops, recorded and costing time as those ops do; assigning to it runs their
 ``right_inverse`` (in reverse order, recording off) and sets the original's data.  A
 ``right_inverse`` that returns several tensors makes ``original0``, ``original1``, ...
