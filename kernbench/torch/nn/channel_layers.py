@@ -15,10 +15,9 @@ import warnings
 from typing import Any
 
 from kernbench.errors import TensorValueError, user_stacklevel
-from kernbench.torch.factories import ones, tensor, zeros
 from kernbench.torch.nn import functional as F
+from kernbench.torch.nn.layers import _NormBase
 from kernbench.torch.nn.module import Module
-from kernbench.torch.nn.parameter import Parameter
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -30,7 +29,7 @@ __all__ = [
 ]
 
 
-class _InstanceNorm(Module):
+class _InstanceNorm(_NormBase):
     """torch's ``_InstanceNorm``: each (sample, channel) normalized by its own statistics
     in training or without ``track_running_stats``, else by the running ones."""
 
@@ -46,34 +45,7 @@ class _InstanceNorm(Module):
         device: Any = None,
         dtype: Any = None,
     ) -> None:
-        super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", zeros(num_features, device=device, dtype=dtype))
-            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
-            self.register_buffer("num_batches_tracked", tensor(0, device=device))
-        else:
-            for name in ("running_mean", "running_var", "num_batches_tracked"):
-                self.register_buffer(name, None)
-
-    def reset_running_stats(self) -> None:
-        if self.track_running_stats:
-            self.running_mean.zero_()
-            self.running_var.fill_(1)
-            self.num_batches_tracked.zero_()
-
-    def reset_parameters(self) -> None:
-        self.reset_running_stats()
-        if self.affine:
-            self.weight.fill_(1)
-            self.bias.zero_()
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
         unbatched = self._no_batch_dims

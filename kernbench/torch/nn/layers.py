@@ -311,19 +311,17 @@ class GroupNorm(Module):
         return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
 
 
-class _BatchNorm(Module):
-    """torch's ``_BatchNorm``: batch statistics (and running ones updated) in training,
-    the running statistics in eval."""
-
-    _dims: tuple[int, ...] = ()
+class _NormBase(Module):
+    """torch's ``_NormBase``: ``num_features`` affine parameters and running statistics,
+    shared by the batch and instance norms."""
 
     def __init__(
         self,
         num_features: int,
-        eps: float = 1e-5,
-        momentum: float | None = 0.1,
-        affine: bool = True,
-        track_running_stats: bool = True,
+        eps: float,
+        momentum: float | None,
+        affine: bool,
+        track_running_stats: bool,
         device: Any = None,
         dtype: Any = None,
     ) -> None:
@@ -349,6 +347,31 @@ class _BatchNorm(Module):
             self.running_mean.zero_()
             self.running_var.fill_(1)
             self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            self.weight.fill_(1)
+            self.bias.zero_()
+
+
+class _BatchNorm(_NormBase):
+    """torch's ``_BatchNorm``: batch statistics (and running ones updated) in training,
+    the running statistics in eval."""
+
+    _dims: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        num_features: int,
+        eps: float = 1e-5,
+        momentum: float | None = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        device: Any = None,
+        dtype: Any = None,
+    ) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
         if input.ndim not in self._dims:

@@ -43,7 +43,9 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
     ),
     "linear": ("Identity", "Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"),
     "normalization": ("LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"),
-    "batchnorm": ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "_BatchNorm"),
+    "batchnorm": (
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "_BatchNorm", "_NormBase",
+    ),
     "instancenorm": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"),
     "sparse": ("Embedding", "EmbeddingBag"),
     "rnn": ("RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"),
@@ -91,6 +93,7 @@ _INTERNAL = {
         "NonDynamicallyQuantizableLinear",
     ),
     "_BatchNorm": ("kernbench.torch.nn.layers", "_BatchNorm"),
+    "_NormBase": ("kernbench.torch.nn.layers", "_NormBase"),
     "RNNBase": ("kernbench.torch.nn.recurrent", "RNNBase"),
     "RNNCellBase": ("kernbench.torch.nn.rnn_cells", "RNNCellBase"),
     "_Loss": ("kernbench.torch.nn.functional_modules", "_Loss"),
