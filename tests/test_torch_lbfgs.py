@@ -487,27 +487,26 @@ def _untrained_loss(program: dict) -> float:
 
 
 def test_an_lstm_trains_with_lbfgs_under_kernbench_run(tmp_path):
-    """``kernbench run`` of the program for two steps of ``max_iter=10``: each step calls
+    """``kernbench run`` of the program for one step of ``max_iter=10``: each step calls
     the closure ``max_iter`` times and returns its first loss; the losses fall; the first
     is the untrained model's, worked out in NumPy; the plots are written where it runs."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, "-m", "kernbench.cli", "run", str(SEQUENCE_PROGRAM),
-         "--topology", "multi_sip", "--", "--steps", "2", "--max-iter", "10"],
+         "--topology", "multi_sip", "--", "--steps", "1", "--max-iter", "10"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     rows = [ln for ln in done.stdout.splitlines() if ln.startswith("RESULT ")]
     result = json.loads(rows[-1].removeprefix("RESULT "))
     steps, evaluations = result["returned"], result["evaluated"]
-    assert [len(losses) for losses in evaluations] == [10, 10]
-    assert (result["func_evals"], result["n_iter"]) == (20, 20)
+    assert [len(losses) for losses in evaluations] == [10]
+    assert (result["func_evals"], result["n_iter"]) == (10, 10)
     assert steps == [losses[0] for losses in evaluations]
-    assert steps[1] < steps[0]
-    assert evaluations[1][-1] < evaluations[1][0]
-    assert result["held"][1] < result["held"][0]
+    assert evaluations[0][-1] < evaluations[0][0] / 5  # ten iterations fit the waves
+    assert len(result["held"]) == 1 and math.isfinite(result["held"][0])
     program = runpy.run_path(str(SEQUENCE_PROGRAM), run_name="sine_lstm_lbfgs")
     assert steps[0] == pytest.approx(_untrained_loss(program), rel=1e-12)
     assert result["shape"] == [3, program["SAMPLES"] - 1 + 4]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["wave0.png", "wave1.png"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["wave0.png"]
