@@ -50,6 +50,13 @@ class Config:
     layers: int
 
 
+class Fussy:
+    """Refuses to be unpickled."""
+
+    def __setstate__(self, state):
+        raise ValueError("refused")
+
+
 CLASSES = [Tagger, nn.Embedding, nn.LSTM, nn.Linear, F.relu]
 
 
@@ -192,8 +199,10 @@ def test_a_damaged_or_failing_pickle_is_a_checkpoint_error(ctx):
         for name in source.namelist():
             body = source.read(name)
             archive.writestr(name, body[:10] if name.endswith(".pkl") else body)
-    with pytest.raises(CheckpointError, match=r"unpickling object 0 raised"):
+    with pytest.raises(CheckpointError, match=r"is damaged: ValueError"):
         torch.load(io.BytesIO(damaged.getvalue()), weights_only=False)
+    with pytest.raises(CheckpointError, match=r"unpickling object 0 raised ValueError: refused"):
+        torch.load(io.BytesIO(_saved(Fussy())), weights_only=False)  # the class's own error
 
 
 def test_objects_of_the_running_simulation_cannot_be_saved(ctx):
@@ -229,3 +238,20 @@ def test_legacy_types_construct_and_match_their_dtype(ctx):
         torch.LongTensor(values)
     with pytest.raises(TensorError, match=r"give sizes \(ints or a torch.Size\)"):
         torch.IntTensor(2.5)
+
+
+def test_a_pickle_with_a_hostile_memo_index_is_refused_before_it_allocates(ctx):
+    import struct
+
+    data = _saved({"c": Config(1.0, 2)})
+    source = zipfile.ZipFile(io.BytesIO(data))
+    hostile = b"\x80\x04N" + b"r" + struct.pack("<I", 0xFFFFFFF0) + b"."  # LONG_BINPUT 4e9
+    forged = io.BytesIO()
+    with zipfile.ZipFile(forged, "w") as archive:
+        for name in source.namelist():
+            archive.writestr(name, hostile if name.endswith(".pkl") else source.read(name))
+    for weights_only in (True, False):
+        with pytest.raises(CheckpointError, match=r"damaged: a pickle memo index 4294967280"):
+            torch.load(io.BytesIO(forged.getvalue()), weights_only=weights_only)
+    with pytest.raises(CheckpointError, match="memo index"):
+        serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(forged.getvalue()))

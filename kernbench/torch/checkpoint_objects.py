@@ -24,6 +24,7 @@ import codecs
 import io
 import os
 import pickle
+import pickletools
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -180,6 +181,33 @@ def pickled(obj: Any, protocol: int, keep: Callable[[Any], Any], where: str) -> 
     return buffer.getvalue()
 
 
+_MEMO_OPS = {"PUT", "BINPUT", "LONG_BINPUT", "GET", "BINGET", "LONG_BINGET"}
+
+
+def checked_pickle(data: bytes, where: str) -> bytes:
+    """``data`` if it reads as a pickle whose memo indices fit in it.
+
+    A well-formed pickle memoizes at most one object per opcode, so an index beyond its
+    length can only be hostile: Python's unpickler would grow its memo table to that
+    index (gigabytes for a 4-byte ``LONG_BINPUT``) before failing.  The pickles here hold
+    no tensor data (tensors are persistent ids), so reading them through is cheap.
+    """
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name in _MEMO_OPS and isinstance(arg, int) and arg > len(data):
+                raise CheckpointError(
+                    f"torch.load: {where} is damaged: a pickle memo index {arg} in "
+                    f"{len(data)} bytes"
+                )
+    except CheckpointError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any malformation pickletools meets
+        raise CheckpointError(
+            f"torch.load: {where} is damaged: {type(exc).__name__}: {exception_text(exc)}"
+        ) from None
+    return data
+
+
 class ObjectUnpickler(pickle.Unpickler):
     """Unpickles one object of a checkpoint: ``restore(pid)`` makes each tensor, dtype,
     device or ``Size``; with ``weights_only`` only allowlisted globals are looked up."""
@@ -187,7 +215,7 @@ class ObjectUnpickler(pickle.Unpickler):
     def __init__(
         self, data: bytes, restore: Callable[[Any], Any], weights_only: bool, name: str
     ) -> None:
-        super().__init__(io.BytesIO(data))
+        super().__init__(io.BytesIO(checked_pickle(data, name)))
         self.restore = restore
         self.weights_only = weights_only
         self.allowed = _allowed() if weights_only else {}
@@ -261,7 +289,7 @@ def unsafe_globals(pickles: Iterable[bytes]) -> list[str]:
     allowed = _allowed()
     found: dict[str, None] = {}
     for data in pickles:
-        reader = _GlobalsReader(data)
+        reader = _GlobalsReader(checked_pickle(data, "the checkpoint"))
         try:
             reader.load()
         except Exception:  # noqa: BLE001 - a damaged pickle: what was named before it counts
