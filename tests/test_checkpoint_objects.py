@@ -53,6 +53,9 @@ class Config:
 class Fussy:
     """Refuses to be unpickled."""
 
+    def __init__(self):
+        self.kept = 1
+
     def __setstate__(self, state):
         raise ValueError("refused")
 
