@@ -108,3 +108,26 @@ def test_the_versions_name_the_api_mirrored() -> None:
     assert kernbench.triton.__version__ == "3.2.0+kernbench"
     parts = tuple(int(x) for x in kernbench.torch.__version__.split("+")[0].split("."))
     assert parts >= (2, 0, 0)
+
+
+def test_the_namespaces_programs_import_as_modules() -> None:
+    # import torch.backends.cudnn as cudnn (pytorch/examples' imagenet), from
+    # torch.cuda.amp import GradScaler, autocast (pre-2.4 AMP scripts), import torch.cuda
+    import kernbench.torch.backends.cudnn as cudnn
+    import kernbench.torch.cuda
+    from kernbench.torch.cuda.amp import GradScaler, autocast
+
+    torch = kernbench.torch
+    assert cudnn is torch.backends.cudnn and kernbench.torch.cuda is torch.cuda
+    assert GradScaler is torch.cuda.amp.GradScaler and autocast is torch.cuda.amp.autocast
+    cudnn.benchmark = True
+    assert torch.backends.cudnn.benchmark is True
+    cudnn.benchmark = False
+    with mirrored_imports():
+        import torch.backends.cudnn as mirrored
+        import torch.backends.mps
+
+        assert mirrored is kernbench.torch.backends.cudnn
+        assert torch.backends.mps.is_available() is False
+    with pytest.raises(ModuleNotFoundError, match="it is an attribute; import kernbench.torch"):
+        import kernbench.torch.Tensor  # noqa: F401 - a class, not a namespace

@@ -46,7 +46,7 @@ class _MirrorFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if real is None:
             return None
         module = importlib.import_module(real)  # its own error (a hint) if the mirror lacks it
-        self._specs[fullname] = module.__spec__
+        self._specs[fullname] = getattr(module, "__spec__", None)  # a namespace may have none
         return importlib.machinery.ModuleSpec(
             fullname, self, is_package=hasattr(module, "__path__")
         )

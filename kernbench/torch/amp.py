@@ -32,6 +32,7 @@ from typing import Any
 from kernbench.distributed.scheduler import rank_local
 from kernbench.errors import TensorError
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
+from kernbench.torch.missing import importable_namespace
 from kernbench.torch.shapes import flag_argument
 
 __all__ = [
@@ -417,6 +418,7 @@ class _CudaGradScaler(GradScaler):
         )
 
 
+@importable_namespace
 class CudaAmp:
     """``torch.cuda.amp``: its ``autocast`` and ``GradScaler``."""
 

@@ -21,7 +21,7 @@ from kernbench.errors import PlacementError, SimulationError, unsupported_name
 from kernbench.runtime.current import current_context
 from kernbench.torch import random as torch_random
 from kernbench.torch.device_properties import DeviceProperties, device_properties
-from kernbench.torch.missing import CUDA_HINTS
+from kernbench.torch.missing import CUDA_HINTS, importable_namespace
 
 __all__ = ["Event", "accelerator", "ahbm", "device"]
 
@@ -233,6 +233,7 @@ class _DeviceContext:
         return False
 
 
+@importable_namespace
 class _AhbmModule:
     """``torch.ahbm`` (also ``torch.cuda``): device selection, counting, events."""
 
@@ -309,6 +310,7 @@ class _AhbmModule:
         return "<module 'torch.ahbm'>"
 
 
+@importable_namespace
 class _AcceleratorModule:
     """``torch.accelerator``: the device-agnostic spelling of :data:`ahbm`."""
 

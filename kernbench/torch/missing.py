@@ -18,7 +18,13 @@ from types import ModuleType
 
 from kernbench.errors import KernBenchError, TensorAttributeError, UnsupportedModuleError
 
-__all__ = ["missing_attribute", "install_import_hints", "MODULE_HINTS", "CUDA_HINTS"]
+__all__ = [
+    "missing_attribute",
+    "install_import_hints",
+    "importable_namespace",
+    "MODULE_HINTS",
+    "CUDA_HINTS",
+]
 
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
@@ -119,6 +125,29 @@ def missing_attribute(name: str, known: Iterable[str]) -> TensorAttributeError:
 
 FACADE = "kernbench.torch"
 
+# The classes of the facade's namespace objects that programs import as modules
+# (``import torch.backends.cudnn as cudnn``, ``from torch.cuda.amp import autocast``).
+_NAMESPACES: set[type] = set()
+
+
+def importable_namespace(cls: type) -> type:
+    """Class decorator: its instances that hang off the facade import as modules."""
+    _NAMESPACES.add(cls)
+    return cls
+
+
+class _NamespaceLoader(importlib.abc.Loader):
+    """Loads a namespace object as the module of its name (it stays the same object)."""
+
+    def __init__(self, namespace: object) -> None:
+        self.namespace = namespace
+
+    def create_module(self, spec: ModuleSpec) -> object:
+        return self.namespace
+
+    def exec_module(self, module: object) -> None:
+        pass
+
 
 class _FacadeImportHints(importlib.abc.MetaPathFinder):
     """Consulted last: ``import kernbench.torch.optim`` (or ``from kernbench.torch import
@@ -137,7 +166,7 @@ class _FacadeImportHints(importlib.abc.MetaPathFinder):
         if parent is None or not (parent_name + ".").startswith(FACADE + "."):
             return None
         try:
-            getattr(parent, child)
+            found = getattr(parent, child)
         except KernBenchError as exc:  # the facade's hint, after its "module has no attribute"
             hint = str(exc).partition(": ")[2] or str(exc)
             raise UnsupportedModuleError(
@@ -145,6 +174,8 @@ class _FacadeImportHints(importlib.abc.MetaPathFinder):
             ) from None
         except AttributeError:
             return None
+        if isinstance(found, tuple(_NAMESPACES)):  # torch.cuda, torch.backends.cudnn, ..amp
+            return ModuleSpec(fullname, _NamespaceLoader(found), is_package=True)
         raise UnsupportedModuleError(
             f"cannot import name {child!r} from {parent_name!r} as a module: it is an "
             f"attribute; import {parent_name} and use its {child}"

@@ -22,6 +22,7 @@ from kernbench.torch.amp import autocast
 from kernbench.torch.devices import ahbm
 from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.factories import from_numpy
+from kernbench.torch.missing import importable_namespace
 from kernbench.torch.shapes import tensor_argument
 
 __all__ = [
@@ -59,6 +60,7 @@ def _flag(value: Any, what: str) -> bool:
     return value
 
 
+@importable_namespace
 class _Settings:
     """A ``torch.backends`` namespace: its known flags, each a bool; others refused."""
 
@@ -118,6 +120,7 @@ class _Cudnn(_Settings):
         return False
 
 
+@importable_namespace
 class _Cuda:
     """``torch.backends.cuda``."""
 
@@ -137,6 +140,7 @@ class _Cuda:
         )
 
 
+@importable_namespace
 class _Mps:
     """``torch.backends.mps``: not available (scripts choose their device with it)."""
 
@@ -147,6 +151,7 @@ class _Mps:
         return False
 
 
+@importable_namespace
 class _Backends:
     """``torch.backends``: ``cuda`` (``matmul``), ``cudnn`` and ``mps``."""
 
