@@ -6,7 +6,8 @@ Older programs still build tensors with them (pytorch/examples' word_language_mo
 uninitialised tensor of its dtype on the current device (``torch.empty``); with a
 sequence or an array, that data (``torch.tensor``); with nothing, an empty tensor.
 ``isinstance`` holds for a tensor of its dtype, and ``t.type(torch.LongTensor)``
-converts.
+converts.  ``torch.Tensor(...)`` called the same way is the constructor with the default
+dtype (pytorch/examples' gcn: ``nn.Parameter(torch.Tensor(in_dim, out_dim))``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import TensorError
-from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType
+from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, get_default_dtype
 from kernbench.torch.factories import empty
 from kernbench.torch.factories import tensor as make_tensor
 from kernbench.torch.shapes import Size
-from kernbench.torch.tensor import Tensor
+from kernbench.torch.tensor import Tensor, TensorType
 
 __all__ = [
     "BFloat16Tensor",
@@ -45,33 +46,45 @@ class LegacyTensorType(type):
         return isinstance(obj, Tensor) and obj.dtype is cls.legacy_dtype
 
     def __call__(cls, *args: Any, device: Any = None) -> Tensor:
-        dtype = cls.legacy_dtype
-        if not args:
-            return empty(0, dtype=dtype, device=device)
-        if len(args) == 1 and isinstance(args[0], Tensor):
-            if args[0].dtype is not dtype:
-                raise TensorError(
-                    f"torch.{cls.__name__}(tensor): expected a {dtype} tensor, got "
-                    f"{args[0].dtype}; convert it with t.to({dtype}) or t.type(torch."
-                    f"{cls.__name__})"
-                )
-            return args[0]
-        if (
-            len(args) == 1
-            and isinstance(args[0], list | tuple | np.ndarray)
-            and (not isinstance(args[0], Size))
-        ):
-            return make_tensor(args[0], dtype=dtype, device=device)
-        sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
-        if not all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in sizes):
-            raise TensorError(
-                f"torch.{cls.__name__}{args!r}: give sizes (ints or a torch.Size), or a "
-                "list, tuple or array of values"
-            )
-        return empty(*(int(n) for n in sizes), dtype=dtype, device=device)
+        return _construct(cls.__name__, cls.legacy_dtype, args, device)
 
     def __repr__(cls) -> str:
         return f"<class 'torch.{cls.__name__}'>"
+
+
+def _construct(name: str, dtype: TorchDType, args: tuple, device: Any) -> Tensor:
+    """``torch.<name>(*args, device=device)``: an empty, data or uninitialised tensor."""
+    if not args:
+        return empty(0, dtype=dtype, device=device)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        if args[0].dtype is not dtype:
+            also = "" if name == "Tensor" else f" or t.type(torch.{name})"
+            raise TensorError(
+                f"torch.{name}(tensor): expected a {dtype} tensor, got {args[0].dtype}; "
+                f"convert it with t.to({dtype}){also}"
+            )
+        return args[0]
+    if (
+        len(args) == 1
+        and isinstance(args[0], list | tuple | np.ndarray)
+        and (not isinstance(args[0], Size))
+    ):
+        return make_tensor(args[0], dtype=dtype, device=device)
+    sizes = args[0] if len(args) == 1 and isinstance(args[0], Size) else args
+    if not all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in sizes):
+        raise TensorError(
+            f"torch.{name}{args!r}: give sizes (ints or a torch.Size), or a "
+            "list, tuple or array of values"
+        )
+    return empty(*(int(n) for n in sizes), dtype=dtype, device=device)
+
+
+def _default_tensor(*args: Any, device: Any = None) -> Tensor:
+    """``torch.Tensor(...)``: the legacy constructor with the default dtype."""
+    return _construct("Tensor", get_default_dtype(), args, device)
+
+
+TensorType.legacy_constructor = _default_tensor
 
 
 def _legacy(name: str, dtype: str) -> LegacyTensorType:

@@ -68,7 +68,7 @@ Decisions a PyTorch user would otherwise have to guess:
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -130,7 +130,7 @@ from kernbench.torch.views import Geometry, check_no_partial_overlap
 if TYPE_CHECKING:
     from kernbench.runtime.context import RuntimeContext
 
-__all__ = ["Tensor", "new_tensor"]
+__all__ = ["Tensor", "TensorType", "new_tensor"]
 
 _UNKNOWN = object()  # a view's contiguous device tensor, not yet looked for
 
@@ -165,6 +165,21 @@ def new_tensor(
     return Tensor(dtensor, device_index=0 if here is None else here, dp=dp)
 
 
+class TensorType(type):
+    """The type of :class:`Tensor`: ``torch.Tensor(2, 3)``, ``torch.Tensor([1, 2])`` and
+    ``torch.Tensor()`` are torch's legacy constructor (a tensor of the default dtype,
+    as ``torch.FloatTensor``'s), which :mod:`~kernbench.torch.legacy_types` registers
+    here; a runtime :class:`~kernbench.runtime.DeviceTensor` makes the tensor over it."""
+
+    legacy_constructor: Callable[..., Tensor] | None = None
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        wraps_storage = bool(args) and isinstance(args[0], DeviceTensor)
+        if cls is Tensor and not wraps_storage and TensorType.legacy_constructor is not None:
+            return TensorType.legacy_constructor(*args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
 class Tensor(
     TensorArithmetic,
     TensorDivision,
@@ -195,6 +210,7 @@ class Tensor(
     TensorHostValues,
     TensorHostOps,
     TensorGradSlots,
+    metaclass=TensorType,
 ):
     """A tensor on the simulated machine with PyTorch's methods and operators.
 
