@@ -320,6 +320,7 @@ from kernbench.torch.shape_views import (
     tensor_split,
 )
 from kernbench.torch.shapes import Size, tensor_argument
+from kernbench.torch.sparse import spmm
 from kernbench.torch.special_functions import (
     acosh,
     arccosh,
@@ -596,6 +597,7 @@ __all__ = [
     "sigmoid",
     "sin",
     "softmax",
+    "spmm",
     "split",
     "sqrt",
     "squeeze",
@@ -774,7 +776,8 @@ def __getattr__(name: str) -> Any:
 install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
-# torch.optim, torch.linalg, torch.special, torch.utils, torch.onnx and torch.distributions.
+# torch.optim, torch.linalg, torch.special, torch.sparse, torch.utils, torch.onnx and
+# torch.distributions.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
@@ -784,6 +787,7 @@ from kernbench.torch import (  # noqa: E402,F401
     nn,
     onnx,
     optim,
+    sparse,
     special,
     utils,
 )

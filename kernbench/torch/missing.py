@@ -28,6 +28,12 @@ __all__ = [
 
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
+NO_SPARSE = (
+    "there are no sparse tensors here: keep the matrix dense (drop .to_sparse(); build a "
+    "sparse_coo_tensor as torch.zeros(n, n) with a[rows, cols] = values); torch.spmm and "
+    "torch.sparse.mm multiply dense tensors"
+)
+
 _NO_KERNEL = (
     "there is no device kernel for it; write one with kernbench.triton, "
     "or compute on the host from t.numpy()"
@@ -44,6 +50,7 @@ KERNEL_NAMES = (
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
+    **dict.fromkeys(("to_sparse", "to_sparse_csr", "to_sparse_coo", "sparse_mask"), NO_SPARSE),
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",
@@ -71,6 +78,10 @@ MODULE_HINTS = {
         ("func", "vmap"),
         "there is no vmap or functional transform: use batched ops (matmul broadcasts its "
         "batch dims) or loop over the batch",
+    ),
+    **dict.fromkeys(
+        ("sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor"),
+        NO_SPARSE,
     ),
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     "profiler": (

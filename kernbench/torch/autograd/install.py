@@ -111,8 +111,9 @@ _LEFT_ALONE = {
     "register_post_accumulate_grad_hook",
 }  # fmt: skip
 _PROPERTIES = {"T", "mT"}
-# torch.<name> that call the tensor method of the same name (which records).
-_PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negative"}
+# torch.<name> that call the tensor method of the same name, or torch functions, which
+# record (torch.spmm is torch.mm).
+_PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negative", "spmm"}
 # torch.nn.functional.<name> composed only of tensor methods (which record).
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",

@@ -1,0 +1,63 @@
+"""``torch.sparse`` and ``torch.spmm`` over dense tensors.
+
+There are no sparse tensors here: a program keeps its sparse matrices dense
+(``torch.zeros(n, n)`` with ``a[rows, cols] = 1`` for ``torch.sparse_coo_tensor``, and no
+``.to_sparse()``).  What torch does with dense (strided) operands, this module does:
+``torch.spmm(a, b)`` and ``torch.sparse.mm(a, b)`` are ``torch.mm``, ``torch.sparse.addmm``
+is ``torch.addmm``, ``torch.sparse.sum`` is ``torch.sum``, ``torch.sparse.softmax`` and
+``log_softmax`` the dense ones; they cost what those ops cost and are differentiable.
+Making a sparse tensor raises an error that says to build it dense.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from kernbench.errors import unsupported_name
+from kernbench.torch.missing import NO_SPARSE
+
+__all__ = ["addmm", "log_softmax", "mm", "softmax", "spmm", "sum"]
+
+
+def _torch() -> Any:
+    """The torch package, looked up at the call: its ops are the ones autograd wraps."""
+    return sys.modules["kernbench.torch"]
+
+
+def mm(mat1: Any, mat2: Any) -> Any:
+    """``torch.sparse.mm``: the matrix product of two dense matrices (``torch.mm``)."""
+    return _torch().mm(mat1, mat2)
+
+
+def spmm(input: Any, mat2: Any) -> Any:  # noqa: A002 - torch's name
+    """``torch.spmm``: the matrix product of two dense matrices (``torch.mm``)."""
+    return _torch().mm(input, mat2)
+
+
+def addmm(mat: Any, mat1: Any, mat2: Any, *, beta: float = 1, alpha: float = 1) -> Any:
+    """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` (``torch.addmm``)."""
+    return _torch().addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:  # noqa: A001,A002
+    """``torch.sparse.sum``: ``torch.sum`` of the whole tensor or over ``dim``."""
+    if dim is None:
+        return _torch().sum(input, dtype=dtype)
+    return _torch().sum(input, dim, dtype=dtype)
+
+
+def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
+    """``torch.sparse.softmax``: ``torch.softmax`` (every element is present)."""
+    return _torch().softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
+    """``torch.sparse.log_softmax``: ``torch.log_softmax`` (every element is present)."""
+    return _torch().log_softmax(input, dim, dtype=dtype)
+
+
+def __getattr__(name: str) -> Any:
+    raise unsupported_name(
+        "kernbench.torch.sparse", "torch.sparse", name, globals(), {name: NO_SPARSE}
+    )

@@ -1,0 +1,110 @@
+"""What the pytorch/examples programs reached for and KernBench lacked, against NumPy:
+``torch.Tensor(n, m)`` (the legacy constructor), ``torch.spmm`` / ``torch.sparse.*`` on
+dense tensors (with gradients), and the errors for sparse tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernbench.torch as torch
+import kernbench.torch.nn as nn
+from kernbench.errors import TensorAttributeError, TensorError, UnsupportedNameError
+from kernbench.runtime import RuntimeContext, use_context
+
+
+@pytest.fixture
+def ctx():
+    context = RuntimeContext("tiny")
+    with use_context(context):
+        yield context
+
+
+def _values(shape, seed: int = 1) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-2, 2, shape).astype(np.float32)
+
+
+# ------------------------------------------------------------------ torch.Tensor(...)
+
+
+def test_torch_tensor_with_sizes_is_an_uninitialised_default_dtype_tensor(ctx) -> None:
+    t = torch.Tensor(3, 4)
+    assert type(t) is torch.Tensor and t.shape == (3, 4) and t.dtype is torch.float32
+    assert torch.Tensor(torch.Size([2, 5])).shape == (2, 5)
+    assert torch.Tensor().shape == (0,)
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert torch.Tensor(2).dtype is torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_torch_tensor_with_data_copies_it_as_floats(ctx) -> None:
+    t = torch.Tensor([[1, 2], [3, 4]])
+    assert t.dtype is torch.float32
+    np.testing.assert_array_equal(t.numpy(), [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(torch.Tensor(np.arange(3)).numpy(), [0, 1, 2])
+    same = torch.ones(2)
+    assert torch.Tensor(same) is same
+
+
+def test_torch_tensor_refuses_what_torch_refuses(ctx) -> None:
+    message = r"torch.Tensor\(tensor\): expected a torch.float32 tensor, got torch.int64; "
+    with pytest.raises(TensorError, match=message + r"convert it with t.to\(torch.float32\)$"):
+        torch.Tensor(torch.arange(3))
+    with pytest.raises(TensorError, match=r"torch.Tensor\(2.5,\): give sizes"):
+        torch.Tensor(2.5)
+
+
+def test_a_parameter_made_from_torch_tensor_and_initialised(ctx) -> None:
+    kernel = nn.Parameter(torch.Tensor(6, 4))
+    nn.init.xavier_normal_(kernel)
+    assert isinstance(kernel, nn.Parameter) and kernel.requires_grad
+    assert kernel.shape == (6, 4) and np.isfinite(kernel.numpy()).all()
+
+
+def test_subclasses_still_wrap_tensors(ctx) -> None:
+    p = nn.Parameter(torch.ones(2))
+    assert type(p) is nn.Parameter and isinstance(p, torch.Tensor)
+    assert isinstance(torch.zeros(1), torch.Tensor)
+
+
+# ------------------------------------------------------------------ spmm and torch.sparse
+
+
+def test_spmm_and_sparse_mm_are_the_dense_product_with_gradients(ctx) -> None:
+    a_np, b_np = _values((5, 5), 1), _values((5, 3), 2)
+    for product in (torch.spmm, torch.sparse.mm):
+        a = torch.tensor(a_np)
+        b = torch.tensor(b_np, requires_grad=True)
+        out = product(a, b)
+        np.testing.assert_allclose(out.numpy(), a_np @ b_np, rtol=1e-5, atol=1e-5)
+        out.sum().backward()
+        np.testing.assert_allclose(b.grad.numpy(), np.repeat(a_np.sum(0)[:, None], 3, 1), rtol=1e-5)
+
+
+def test_sparse_addmm_sum_and_softmax_are_the_dense_ones(ctx) -> None:
+    m, a, b = _values((2, 3), 3), _values((2, 4), 4), _values((4, 3), 5)
+    out = torch.sparse.addmm(torch.tensor(m), torch.tensor(a), torch.tensor(b), beta=0.5, alpha=2)
+    np.testing.assert_allclose(out.numpy(), 0.5 * m + 2 * a @ b, rtol=1e-5, atol=1e-5)
+    assert torch.sparse.sum(torch.tensor(m)).item() == pytest.approx(m.sum(), rel=1e-5)
+    np.testing.assert_allclose(torch.sparse.sum(torch.tensor(m), 1).numpy(), m.sum(1), rtol=1e-5)
+    e = np.exp(m - m.max(1, keepdims=True))
+    np.testing.assert_allclose(
+        torch.sparse.softmax(torch.tensor(m), 1).numpy(), e / e.sum(1, keepdims=True), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        torch.sparse.log_softmax(torch.tensor(m), 1).numpy(),
+        np.log(e / e.sum(1, keepdims=True)),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+
+
+def test_making_a_sparse_tensor_says_to_keep_it_dense(ctx) -> None:
+    with pytest.raises(UnsupportedNameError, match=r"torch.sparse_coo_tensor .*no sparse tensors"):
+        torch.sparse_coo_tensor  # noqa: B018
+    with pytest.raises(TensorAttributeError, match=r"to_sparse.*drop .to_sparse\(\)"):
+        torch.eye(3).to_sparse()
+    with pytest.raises(UnsupportedNameError, match=r"torch.sparse.spdiags .*keep the matrix dense"):
+        torch.sparse.spdiags  # noqa: B018
