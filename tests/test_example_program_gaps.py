@@ -9,7 +9,13 @@ import pytest
 
 import kernbench.torch as torch
 import kernbench.torch.nn as nn
-from kernbench.errors import TensorAttributeError, TensorError, UnsupportedNameError
+from kernbench.errors import (
+    TensorAttributeError,
+    TensorError,
+    TensorTypeError,
+    TensorValueError,
+    UnsupportedNameError,
+)
 from kernbench.runtime import RuntimeContext, use_context
 
 
@@ -108,3 +114,45 @@ def test_making_a_sparse_tensor_says_to_keep_it_dense(ctx) -> None:
         torch.eye(3).to_sparse()
     with pytest.raises(UnsupportedNameError, match=r"torch.sparse.spdiags .*keep the matrix dense"):
         torch.sparse.spdiags  # noqa: B018
+
+
+# ------------------------------------------------------------------ DataParallel
+
+
+def test_data_parallel_calls_the_module_and_prefixes_its_state(ctx) -> None:
+    inner = nn.Linear(3, 2)
+    model = nn.DataParallel(inner)
+    x_np = _values((4, 3), 6)
+    out = model(torch.tensor(x_np))
+    w, b = inner.weight.detach().numpy(), inner.bias.detach().numpy()
+    np.testing.assert_allclose(out.detach().numpy(), x_np @ w.T + b, rtol=1e-5, atol=1e-6)
+    assert model.module is inner and model.device_ids == [0] and model.output_device == 0
+    assert list(model.state_dict()) == ["module.weight", "module.bias"]
+    out.sum().backward()
+    np.testing.assert_allclose(inner.bias.grad.numpy(), [4.0, 4.0])
+    assert nn.parallel.DataParallel is nn.DataParallel
+
+
+def test_functional_data_parallel_takes_a_tensor_or_a_tuple(ctx) -> None:
+    model = nn.Bilinear(2, 2, 1)
+    a, b = torch.ones(3, 2), torch.zeros(3, 2)
+    np.testing.assert_allclose(
+        nn.parallel.data_parallel(model, (a, b), range(1)).detach().numpy(),
+        model(a, b).detach().numpy(),
+    )
+    relu = nn.ReLU()
+    assert nn.parallel.data_parallel(relu, torch.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+
+
+def test_data_parallel_checks_its_devices() -> None:
+    with use_context(RuntimeContext("ring8")):
+        with pytest.warns(UserWarning, match=r"nn.DataParallel: runs the module on one "
+                          r"device here .* --nproc-per-node 8\)"):  # fmt: skip
+            model = nn.DataParallel(nn.Linear(1, 1))
+        assert model.device_ids == list(range(8))
+        with pytest.raises(TensorValueError, match=r"invalid device id 9: this machine has 8"):
+            nn.DataParallel(nn.Linear(1, 1), device_ids=[0, 9])
+        with pytest.raises(TensorValueError, match=r"invalid device id 8"):
+            nn.parallel.data_parallel(nn.ReLU(), torch.ones(1), [0], output_device=8)
+        with pytest.raises(TensorTypeError, match=r"module must be an nn.Module, got int"):
+            nn.DataParallel(3)

@@ -128,8 +128,8 @@ def test_ddp_needs_a_process_group():
     from kernbench.torch.nn.parallel import DistributedDataParallel  # torch's import path
 
     assert DistributedDataParallel is DDP
-    with pytest.raises(AttributeError, match="DistributedDataParallel"):
-        torch.nn.parallel.DataParallel  # noqa: B018
+    with pytest.raises(AttributeError, match="there are DistributedDataParallel, DataParallel"):
+        torch.nn.parallel.replicate  # noqa: B018
     assert issubclass(RankError, Exception) and issubclass(DistributedError, Exception)
 
 

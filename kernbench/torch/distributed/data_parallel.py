@@ -47,6 +47,7 @@ from kernbench.torch.distributed.groups import get_rank, get_world_size, is_init
 from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.factories import cat, tensor, zeros_like
 from kernbench.torch.grad_slots import set_history
+from kernbench.torch.nn.data_parallel import DataParallel, data_parallel
 from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
@@ -348,10 +349,7 @@ def _to_device(value: Any, device: Any) -> Any:
 
 
 def _parallel_getattr(name: str) -> Any:
-    hint = {
-        "DataParallel": "one process driving several devices is not modelled: run one rank "
-        "per device with DistributedDataParallel",
-    }.get(name, "there is DistributedDataParallel")
+    hint = "there are DistributedDataParallel, DataParallel and data_parallel"
     raise TensorAttributeError(
         f"module 'kernbench.torch.nn.parallel' has no attribute {name!r}: {hint}"
     )
@@ -362,10 +360,13 @@ def _register() -> None:
     parallel = ModuleType(
         "kernbench.torch.nn.parallel",
         "``torch.nn.parallel``: DistributedDataParallel "
-        "(kernbench.torch.distributed.data_parallel).",
+        "(kernbench.torch.distributed.data_parallel), DataParallel and data_parallel "
+        "(kernbench.torch.nn.data_parallel).",
     )
     parallel.DistributedDataParallel = DistributedDataParallel
-    parallel.__all__ = ["DistributedDataParallel"]
+    parallel.DataParallel = DataParallel
+    parallel.data_parallel = data_parallel
+    parallel.__all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
     parallel.__getattr__ = _parallel_getattr
     sys.modules[parallel.__name__] = parallel
     nn.parallel = parallel

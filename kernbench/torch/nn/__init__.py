@@ -7,7 +7,9 @@
 Modules run their ``forward`` as the ``functional`` ops they call and cost
 what those ops cost.  Parameters have ``requires_grad=True``; ``loss.backward()``
 fills their ``grad`` (:mod:`kernbench.torch.autograd`), which ``torch.optim`` reads.
-``nn.parallel`` (DistributedDataParallel) is registered by
+``nn.DataParallel`` runs its module on one device
+(:mod:`~kernbench.torch.nn.data_parallel`); ``nn.parallel`` (DistributedDataParallel,
+DataParallel, data_parallel) is registered by
 :mod:`kernbench.torch.distributed.data_parallel`.  Names torch has and this package
 does not (``nn.MaxUnpool2d``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
@@ -76,6 +78,7 @@ from kernbench.torch.nn.conv_transpose_layers import (
     ConvTranspose2d,
     ConvTranspose3d,
 )
+from kernbench.torch.nn.data_parallel import DataParallel
 from kernbench.torch.nn.feature_dropout import Dropout1d, Dropout2d, Dropout3d
 from kernbench.torch.nn.functional_modules import (
     ELU,
@@ -177,6 +180,7 @@ __all__ = [
     "Parameter",
     "Buffer",
     "Sequential",
+    "DataParallel",
     "ModuleList",
     "ModuleDict",
     "ParameterList",
