@@ -22,11 +22,12 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "tests" / "data" / "examples"
 
 
-def _run(script: str, cwd: Path, *args: str) -> dict:
+def _run(script: str, cwd: Path, *args: str, topology: str = "default") -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, "-m", "kernbench.cli", "run", str(EXAMPLES / script), "--", *args],
+        [sys.executable, "-m", "kernbench.cli", "run", "--topology", topology,
+         str(EXAMPLES / script), "--", *args],
         capture_output=True, text=True, cwd=cwd, env=env, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -103,6 +104,12 @@ def test_dcgan_generator_loss_is_bce_of_the_discriminator_on_fakes(tmp_path) -> 
         assert err_d > 0 and err_g > 0 and all(0 < v < 1 for v in (d_x, d_g_z1, d_g_z2))
     assert len(result["bn_mean"]) == 8 and any(v != 0 for v in result["bn_mean"])
     assert (tmp_path / "netG_epoch_1.pth").exists()
+
+
+def test_dcgan_through_data_parallel_on_two_devices_gives_the_same_values(tmp_path) -> None:
+    one = _run("dcgan.py", tmp_path, "--steps", "1", topology="ring8")
+    two = _run("dcgan.py", tmp_path, "--steps", "1", "--ngpu", "2", topology="ring8")
+    assert two["d_fake"] == one["d_fake"] and two["history"] == one["history"]
 
 
 def test_siamese_network_scores_pairs(tmp_path) -> None:

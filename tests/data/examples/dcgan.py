@@ -3,7 +3,8 @@
 ``Conv2d`` + ``LeakyReLU`` ending in ``Sigmoid``, weights set by a ``weights_init``
 applied with ``model.apply`` (dispatching on ``m.__class__.__name__``), ``BCELoss``
 with labels from ``torch.full``, ``detach()`` for the discriminator step, and two
-``Adam`` optimizers with ``betas``.
+``Adam`` optimizers with ``betas``; with ``--ngpu`` above 1 both nets run through
+``nn.parallel.data_parallel(self.main, input, range(ngpu))``.
 
 Real images are random 8x8 tensors in [-1, 1].  Prints one ``RESULT {json}`` line with
 the discriminator's outputs on the last fake batch and the generator loss on them.
@@ -25,6 +26,7 @@ parser.add_argument("--nz", type=int, default=8)
 parser.add_argument("--ngf", type=int, default=4)
 parser.add_argument("--ndf", type=int, default=4)
 parser.add_argument("--steps", type=int, default=3)
+parser.add_argument("--ngpu", type=int, default=1)
 parser.add_argument("--manualSeed", type=int, default=None)
 opt = parser.parse_args()
 if opt.manualSeed is None:
@@ -32,7 +34,7 @@ if opt.manualSeed is None:
 random.seed(opt.manualSeed)
 torch.manual_seed(opt.manualSeed)
 device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
-nz, ngf, ndf, nc = opt.nz, opt.ngf, opt.ndf, 1
+nz, ngf, ndf, nc, ngpu = opt.nz, opt.ngf, opt.ndf, 1, opt.ngpu
 
 
 def weights_init(m):
@@ -45,8 +47,9 @@ def weights_init(m):
 
 
 class Generator(nn.Module):
-    def __init__(self):
+    def __init__(self, ngpu):
         super().__init__()
+        self.ngpu = ngpu
         self.main = nn.Sequential(
             nn.ConvTranspose2d(nz, ngf * 2, 4, 1, 0, bias=False),
             nn.BatchNorm2d(ngf * 2),
@@ -56,12 +59,15 @@ class Generator(nn.Module):
         )
 
     def forward(self, input):
+        if input.is_cuda and self.ngpu > 1:
+            return nn.parallel.data_parallel(self.main, input, range(self.ngpu))
         return self.main(input)
 
 
 class Discriminator(nn.Module):
-    def __init__(self):
+    def __init__(self, ngpu):
         super().__init__()
+        self.ngpu = ngpu
         self.main = nn.Sequential(
             nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
             nn.LeakyReLU(0.2, inplace=True),
@@ -73,12 +79,16 @@ class Discriminator(nn.Module):
         )
 
     def forward(self, input):
-        return self.main(input).view(-1, 1).squeeze(1)
+        if input.is_cuda and self.ngpu > 1:
+            output = nn.parallel.data_parallel(self.main, input, range(self.ngpu))
+        else:
+            output = self.main(input)
+        return output.view(-1, 1).squeeze(1)
 
 
-netG = Generator().to(device)
+netG = Generator(ngpu).to(device)
 netG.apply(weights_init)
-netD = Discriminator().to(device)
+netD = Discriminator(ngpu).to(device)
 netD.apply(weights_init)
 criterion = nn.BCELoss()
 fixed_noise = torch.randn(4, nz, 1, 1, device=device)
