@@ -1,6 +1,7 @@
 """What the pytorch/examples programs reached for and KernBench lacked, against NumPy:
-``torch.Tensor(n, m)`` (the legacy constructor), ``torch.spmm`` / ``torch.sparse.*`` on
-dense tensors (with gradients), and the errors for sparse tensors."""
+``torch.Tensor(n, m)`` (the legacy constructor), ``torch.spmm`` / ``torch.sparse.*``,
+``torch.sparse_coo_tensor`` and ``to_sparse()`` (sparse tensors held dense, ADR 0026),
+``nn.DataParallel`` on one device (ADR 0025)."""
 
 from __future__ import annotations
 
@@ -107,13 +108,67 @@ def test_sparse_addmm_sum_and_softmax_are_the_dense_ones(ctx) -> None:
     )
 
 
-def test_making_a_sparse_tensor_says_to_keep_it_dense(ctx) -> None:
-    with pytest.raises(UnsupportedNameError, match=r"torch.sparse_coo_tensor .*no sparse tensors"):
-        torch.sparse_coo_tensor  # noqa: B018
-    with pytest.raises(TensorAttributeError, match=r"to_sparse.*drop .to_sparse\(\)"):
-        torch.eye(3).to_sparse()
-    with pytest.raises(UnsupportedNameError, match=r"torch.sparse.spdiags .*keep the matrix dense"):
+@pytest.mark.filterwarnings("ignore:.*sparse tensors are held dense")
+def test_sparse_coo_tensor_sums_values_at_their_indices(ctx) -> None:
+    where = np.array([[0, 2, 0, 1], [1, 0, 1, 3]])
+    values = np.array([1.5, 2.0, 0.5, -1.0], dtype=np.float32)
+    expected = np.zeros((3, 4), dtype=np.float32)
+    np.add.at(expected, (where[0], where[1]), values)  # repeated (0, 1) adds up
+    out = torch.sparse_coo_tensor(torch.tensor(where), torch.tensor(values), (3, 4))
+    np.testing.assert_array_equal(out.numpy(), expected)
+    assert out.layout is torch.strided and out.is_sparse is False
+    inferred = torch.sparse_coo_tensor(where, values.tolist())  # size from the indices
+    assert inferred.shape == (3, 4) and inferred.dtype is torch.float32
+    ints = torch.sparse_coo_tensor(where.T.T, torch.ones(4), (3, 4), dtype=torch.int64)
+    assert ints.dtype is torch.int64 and ints.numpy()[0, 1] == 2
+    rows = torch.sparse_coo_tensor([[2, 0]], torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    np.testing.assert_array_equal(rows.numpy(), [[3, 4], [0, 0], [1, 2]])  # a dense dim
+
+
+def test_sparse_coo_tensor_warns_and_carries_gradients(ctx) -> None:
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.warns(UserWarning, match=r"torch.sparse_coo_tensor: sparse tensors are held "
+                      r"dense in kernbench"):  # fmt: skip
+        out = torch.sparse_coo_tensor([[1, 1, 3]], w * 2, (5,))
+    (out * torch.arange(5.0)).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), [2.0, 2.0, 6.0])
+
+
+def test_sparse_coo_tensor_refuses_what_torch_refuses(ctx) -> None:
+    with pytest.raises(TensorValueError, match=r"for dim 1, size is 2 but found index 3"):
+        torch.sparse_coo_tensor([[0, 1], [3, 0]], [1.0, 2.0], (2, 2))
+    with pytest.raises(TensorValueError, match=r"indices' nnz \(2\) must match values'"):
+        torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0, 3.0], (2,))
+    with pytest.raises(TensorValueError, match=r"indices must be a 2-D integer tensor"):
+        torch.sparse_coo_tensor([0, 1], [1.0, 2.0], (2,))
+    with pytest.raises(TensorValueError, match=r"size \(2, 3\) does not hold 1 sparse dims"):
+        torch.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (2, 3))
+
+
+@pytest.mark.filterwarnings("ignore:.*sparse tensors are held dense")
+def test_to_sparse_is_a_copy_and_to_dense_the_tensor(ctx) -> None:
+    d_np = np.diag([1.0, 2.0, 3.0]).astype(np.float32)
+    d = torch.tensor(d_np, requires_grad=True)
+    s = d.to_sparse()
+    assert s is not d and s.is_sparse is False
+    np.testing.assert_array_equal(s.numpy(), d_np)
+    for convert in ("to_sparse_coo", "to_sparse_csr", "to_sparse_csc"):
+        np.testing.assert_array_equal(getattr(d, convert)().numpy(), d_np)
+    x_np = _values((3, 2), 7)
+    (s @ torch.tensor(x_np)).sum().backward()  # through the copy
+    np.testing.assert_allclose(d.grad.numpy(), np.repeat(x_np.sum(1)[None, :], 3, 0), rtol=1e-5)
+    plain = torch.ones(2)
+    assert plain.to_dense() is plain and plain.to_dense(torch.float64).dtype is torch.float64
+
+
+def test_what_sparse_tensors_lack_says_they_are_held_dense(ctx) -> None:
+    with pytest.raises(TensorAttributeError, match=r"coalesce.*held dense here.*nonzero"):
+        torch.eye(3).coalesce()
+    with pytest.raises(UnsupportedNameError, match=r"torch.sparse_csr_tensor .*sparse_coo_tensor"):
+        torch.sparse_csr_tensor  # noqa: B018
+    with pytest.raises(UnsupportedNameError, match=r"torch.sparse.spdiags .*held dense here"):
         torch.sparse.spdiags  # noqa: B018
+    assert repr(torch.sparse_coo) == "torch.sparse_coo" and torch.strided is not torch.sparse_csr
 
 
 # ------------------------------------------------------------------ DataParallel

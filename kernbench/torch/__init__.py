@@ -321,6 +321,13 @@ from kernbench.torch.shape_views import (
 )
 from kernbench.torch.shapes import Size, tensor_argument
 from kernbench.torch.sparse import spmm
+from kernbench.torch.sparse_layouts import (
+    sparse_coo,
+    sparse_coo_tensor,
+    sparse_csc,
+    sparse_csr,
+    strided,
+)
 from kernbench.torch.special_functions import (
     acosh,
     arccosh,
@@ -400,6 +407,10 @@ __all__ = [
     "contiguous_format",
     "preserve_format",
     "channels_last",
+    "strided",
+    "sparse_coo",
+    "sparse_csr",
+    "sparse_csc",
     "channels_last_3d",
     "randint_like",
     "celu",
@@ -598,6 +609,7 @@ __all__ = [
     "sin",
     "softmax",
     "spmm",
+    "sparse_coo_tensor",
     "split",
     "sqrt",
     "squeeze",

@@ -29,9 +29,9 @@ __all__ = [
 _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary parts apart"
 
 NO_SPARSE = (
-    "there are no sparse tensors here: keep the matrix dense (drop .to_sparse(); build a "
-    "sparse_coo_tensor as torch.zeros(n, n) with a[rows, cols] = values); torch.spmm and "
-    "torch.sparse.mm multiply dense tensors"
+    "sparse tensors are held dense here (torch.sparse_coo_tensor and t.to_sparse() make "
+    "dense tensors; ADR 0026): use them as dense tensors (t.nonzero() gives the indices); "
+    "torch.spmm and torch.sparse.mm multiply them"
 )
 
 _NO_KERNEL = (
@@ -50,7 +50,23 @@ KERNEL_NAMES = (
 
 HINTS = {  # (the named entries after the groups win)
     **dict.fromkeys((*KERNEL_NAMES, *(f"{name}_" for name in KERNEL_NAMES)), _NO_KERNEL),
-    **dict.fromkeys(("to_sparse", "to_sparse_csr", "to_sparse_coo", "sparse_mask"), NO_SPARSE),
+    **dict.fromkeys(
+        (
+            "coalesce",
+            "is_coalesced",
+            "indices",
+            "values",
+            "_indices",
+            "_values",
+            "_nnz",
+            "sparse_mask",
+            "sparse_dim",
+            "dense_dim",
+            "crow_indices",
+            "col_indices",
+        ),
+        NO_SPARSE,
+    ),
     "share_memory_": "there is no host tensor; numpy() reads values back",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",
@@ -80,8 +96,9 @@ MODULE_HINTS = {
         "batch dims) or loop over the batch",
     ),
     **dict.fromkeys(
-        ("sparse_coo_tensor", "sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor"),
-        NO_SPARSE,
+        ("sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor"),
+        "build it with torch.sparse_coo_tensor(indices, values, size) (held dense here, "
+        "ADR 0026), or dense",
     ),
     "use_deterministic_algorithms": "every run is deterministic here: drop the line",
     "profiler": (

@@ -1,12 +1,12 @@
 """``torch.sparse`` and ``torch.spmm`` over dense tensors.
 
-There are no sparse tensors here: a program keeps its sparse matrices dense
-(``torch.zeros(n, n)`` with ``a[rows, cols] = 1`` for ``torch.sparse_coo_tensor``, and no
-``.to_sparse()``).  What torch does with dense (strided) operands, this module does:
-``torch.spmm(a, b)`` and ``torch.sparse.mm(a, b)`` are ``torch.mm``, ``torch.sparse.addmm``
-is ``torch.addmm``, ``torch.sparse.sum`` is ``torch.sum``, ``torch.sparse.softmax`` and
-``log_softmax`` the dense ones; they cost what those ops cost and are differentiable.
-Making a sparse tensor raises an error that says to build it dense.
+Sparse tensors are held dense here (:mod:`~kernbench.torch.sparse_layouts`, ADR 0026),
+so what torch does with sparse or dense operands, this module does with dense ones:
+``torch.spmm(a, b)`` and ``torch.sparse.mm(a, b)`` are ``torch.mm``,
+``torch.sparse.addmm`` is ``torch.addmm``, ``torch.sparse.sum`` is ``torch.sum``,
+``torch.sparse.softmax`` and ``log_softmax`` the dense ones (every element present);
+they cost what those ops cost and are differentiable.  Other ``torch.sparse`` names
+raise an error that says how sparse tensors are held.
 """
 
 from __future__ import annotations

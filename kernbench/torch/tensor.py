@@ -121,6 +121,7 @@ from kernbench.torch.selection import TensorSelection
 from kernbench.torch.shape_views import TensorShapeViews
 from kernbench.torch.shapes import Size, dim_index, shape_argument
 from kernbench.torch.sorting import TensorSorting
+from kernbench.torch.sparse_layouts import TensorSparseLayouts
 from kernbench.torch.special_math import TensorSpecial
 from kernbench.torch.storage import element_range
 from kernbench.torch.triangular import TensorTriangular
@@ -210,6 +211,7 @@ class Tensor(
     TensorHostValues,
     TensorHostOps,
     TensorGradSlots,
+    TensorSparseLayouts,
     metaclass=TensorType,
 ):
     """A tensor on the simulated machine with PyTorch's methods and operators.

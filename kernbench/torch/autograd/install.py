@@ -112,8 +112,10 @@ _LEFT_ALONE = {
 }  # fmt: skip
 _PROPERTIES = {"T", "mT"}
 # torch.<name> that call the tensor method of the same name, or torch functions, which
-# record (torch.spmm is torch.mm).
-_PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {"neg", "negative", "spmm"}
+# record (torch.spmm is torch.mm; sparse_coo_tensor an index_put into zeros).
+_PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {
+    "neg", "negative", "spmm", "sparse_coo_tensor",
+}  # fmt: skip
 # torch.nn.functional.<name> composed only of tensor methods (which record).
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",
@@ -136,6 +138,10 @@ _RULES = {
     **RULES, **ATTENTION_RULES, **POINTWISE_RULES, **SCAN_RULES, **INDEX_RULES,
     **MORE_POINTWISE_RULES, **SELECTION_RULES, **PRODUCT_RULES, **TRIG_RULES,
     **MATH_MORE_RULES,
+    # sparse tensors are held dense: a conversion to sparse is a copy, to dense a cast
+    **dict.fromkeys(("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc"),
+                    RULES["clone"]),
+    "to_dense": RULES["to"],
 }  # fmt: skip
 _FUNCTION_RULES = {
     **FUNCTION_RULES, **ATTENTION_FUNCTION_RULES, **POINTWISE_FUNCTION_RULES,
