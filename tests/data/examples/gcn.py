@@ -1,8 +1,9 @@
 """A two-layer graph convolutional network trained as pytorch/examples' ``gcn/main.py``
 trains one: ``nn.Parameter(torch.Tensor(n, m))`` weights set by ``xavier_normal_`` and
 ``zeros_``, ``torch.mm`` then ``torch.spmm`` with the normalised adjacency
-``D^-1/2 (A + I) D^-1/2`` (built dense here, with ``torch.eye``, ``torch.sum``,
-``torch.sqrt(1 / d)`` and ``torch.diag``), row-normalised features, ``Dropout``,
+``D^-1/2 (A + I) D^-1/2`` (``A`` a ``torch.sparse_coo_tensor`` of the edges, with
+``torch.eye``, ``torch.sum``, ``torch.sqrt(1 / d)`` and ``torch.diag(d).to_sparse()``),
+row-normalised features, ``Dropout``,
 ``log_softmax`` with ``NLLLoss``, ``Adam`` with ``weight_decay``, a split of the nodes by
 ``torch.randperm`` and accuracy as ``(output.argmax(dim=1) == target).float().sum() /
 len(target)``.
@@ -70,16 +71,16 @@ features = torch.FloatTensor(words.astype(np.int32))
 scale_vector = torch.sum(features, dim=1)
 scale_vector = 1 / scale_vector
 scale_vector[scale_vector == float("inf")] = 0
-features = torch.diag(scale_vector) @ features
+scale_vector = torch.diag(scale_vector).to_sparse()
+features = scale_vector @ features
 labels = torch.LongTensor(labels)
-V = len(labels)
-adj_mat = torch.zeros(V, V)
-adj_mat[edges[:, 0], edges[:, 1]] = 1.0
+V, E = len(labels), len(edges)
+adj_mat = torch.sparse_coo_tensor(edges.T, torch.ones(E), (V, V), dtype=torch.int64)
 adj_mat = torch.eye(V) + adj_mat
 degree_mat = torch.sum(adj_mat, dim=1)
 degree_mat = torch.sqrt(1 / degree_mat)
 degree_mat[degree_mat == float("inf")] = 0
-degree_mat = torch.diag(degree_mat)
+degree_mat = torch.diag(degree_mat).to_sparse()
 adj_norm = degree_mat @ adj_mat @ degree_mat
 
 idx = torch.randperm(len(labels))
