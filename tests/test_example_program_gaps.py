@@ -211,3 +211,17 @@ def test_data_parallel_checks_its_devices() -> None:
             nn.parallel.data_parallel(nn.ReLU(), torch.ones(1), [0], output_device=8)
         with pytest.raises(TensorTypeError, match=r"module must be an nn.Module, got int"):
             nn.DataParallel(3)
+
+
+# ------------------------------------------------------------------ what to write instead
+
+
+def test_torch_profiler_and_hub_say_what_to_do() -> None:
+    from kernbench.errors import UnsupportedModuleError
+
+    with pytest.raises(UnsupportedNameError, match=r"torch.profiler .*kernbench run --trace"):
+        torch.profiler  # noqa: B018
+    with pytest.raises(UnsupportedModuleError, match=r"'profiler'.*drop the profiler"):
+        import kernbench.torch.profiler  # noqa: F401
+    with pytest.raises(UnsupportedNameError, match=r"torch.hub .*build the model"):
+        torch.hub  # noqa: B018
