@@ -1,5 +1,5 @@
 """Training programs written as pytorch/examples writes them (mnist, vae, dcgan,
-siamese_network, super_resolution, fast_neural_style, gcn, mnist_forward_forward,
+siamese_network, super_resolution, fast_neural_style, gcn, gat, mnist_forward_forward,
 reinforcement_learning's reinforce and actor_critic, mnist_rnn), with synthetic data made
 in the program and only their imports changed, run by ``kernbench run``
 (``tests/data/examples/``).  Each prints one ``RESULT {json}`` line; what can be
@@ -168,6 +168,26 @@ def test_gcn_normalised_adjacency_loss_and_accuracy(tmp_path) -> None:
     assert result["acc"] == pytest.approx(np.mean(log_probs.argmax(1) == targets))
     assert sorted(result["idx"]) == list(range(20))
     assert len(result["history"]) == 20
+
+
+def test_gat_attention_layer_against_numpy(tmp_path) -> None:
+    result = _run("gat.py", tmp_path)
+    w, a = np.array(result["W"]), np.array(result["a"])  # (5, 16), (2, 16, 1)
+    h, adj = np.array(result["features"]), np.array(result["adj"])
+    heads, hidden = a.shape[0], a.shape[1] // 2
+    ht = (h @ w).reshape(len(h), heads, hidden).transpose(1, 0, 2)
+    e = ht @ a[:, :hidden, :] + (ht @ a[:, hidden:, :]).transpose(0, 2, 1)
+    e = np.where(e > 0, e, 0.2 * e)  # LeakyReLU(0.2)
+    e = np.where(adj > 0, e, -9e16)
+    attention = np.exp(e - e.max(-1, keepdims=True))
+    attention /= attention.sum(-1, keepdims=True)
+    expected = (attention @ ht).transpose(1, 0, 2).reshape(len(h), -1)  # heads concatenated
+    np.testing.assert_allclose(result["hidden"], expected, rtol=1e-4, atol=1e-5)
+    log_probs, targets = np.array(result["log_probs"]), np.array(result["targets"])
+    assert log_probs.shape == (5, 3)
+    assert result["loss"] == pytest.approx(_nll(log_probs, targets).mean(), rel=1e-5)
+    assert result["acc"] == pytest.approx(np.mean(log_probs.argmax(1) == targets))
+    assert len(result["losses"]) == 10
 
 
 def test_forward_forward_overlay_and_goodness(tmp_path) -> None:
