@@ -86,6 +86,7 @@ from kernbench.torch.nn.channel_ops import __all__ as channel_ops_names
 from kernbench.torch.nn.likelihood_losses import __all__ as likelihood_loss_names
 from kernbench.torch.nn.margin_losses import __all__ as margin_loss_names
 from kernbench.torch.nn.module import Module
+from kernbench.torch.nn.sampling_grids import __all__ as sampling_grid_names
 from kernbench.torch.nn.shrink_activations import __all__ as shrink_activation_names
 from kernbench.torch.tensor import Tensor
 
@@ -120,7 +121,7 @@ _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",
     *shrink_activation_names, *channel_ops_names, *margin_loss_names, *likelihood_loss_names,
-    *bag_names,
+    *bag_names, *sampling_grid_names,
 }  # fmt: skip
 # torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
 # device or values copied as a new leaf), seeds, files, predicates.

@@ -26,8 +26,9 @@ kernel on the input spread out, :mod:`~kernbench.torch.nn.conv_transpose`)
 and the max, average and adaptive pools (one kernel each,
 :mod:`~kernbench.torch.nn.pooling`) take torch's arguments, as do ``interpolate``
 (``upsample``), ``pixel_shuffle``/``pixel_unshuffle``
-(:mod:`~kernbench.torch.nn.interpolation`) and ``unfold``/``fold``
-(:mod:`~kernbench.torch.nn.folding`).
+(:mod:`~kernbench.torch.nn.interpolation`), ``unfold``/``fold``
+(:mod:`~kernbench.torch.nn.folding`) and ``affine_grid``/``grid_sample``
+(:mod:`~kernbench.torch.nn.sampling_grids`).
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here (``dropout1d``/``2d``/``3d`` one draw per channel,
 :mod:`~kernbench.torch.nn.feature_dropout`); ``one_hot`` gives ``int64``, as torch.
@@ -121,6 +122,7 @@ from kernbench.torch.nn.pooling import (
     max_pool2d,
     max_pool3d,
 )
+from kernbench.torch.nn.sampling_grids import affine_grid, grid_sample
 from kernbench.torch.nn.shrink_activations import (
     alpha_dropout,
     feature_alpha_dropout,
@@ -235,6 +237,8 @@ __all__ = [
     "upsample_nearest",
     "upsample_bilinear",
     "pixel_shuffle",
+    "affine_grid",
+    "grid_sample",
     "pixel_unshuffle",
     "unfold",
     "fold",
@@ -641,7 +645,7 @@ def pad(
 
 # What to write for the functional names CNN code reaches for that have no kernel here.
 _HINTS = dict.fromkeys(
-    ("grid_sample", "affine_grid", "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
+    ("lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
      "max_unpool2d", "max_unpool3d"),
     "only conv1d/2d/3d, conv_transpose1d/2d/3d, the 1-D, 2-D and 3-D max, average and "
     "adaptive pools, interpolate (upsample), pixel_shuffle/unshuffle and unfold/fold have "
