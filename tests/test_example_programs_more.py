@@ -1,5 +1,6 @@
 """Training programs written as pytorch/examples writes them (mnist, vae, dcgan,
 siamese_network, super_resolution, fast_neural_style, gcn, gat, mnist_forward_forward,
+the spatial transformer tutorial,
 reinforcement_learning's reinforce and actor_critic, mnist_rnn), with synthetic data made
 in the program and only their imports changed, run by ``kernbench run``
 (``tests/data/examples/``).  Each prints one ``RESULT {json}`` line; what can be
@@ -188,6 +189,28 @@ def test_gat_attention_layer_against_numpy(tmp_path) -> None:
     assert result["loss"] == pytest.approx(_nll(log_probs, targets).mean(), rel=1e-5)
     assert result["acc"] == pytest.approx(np.mean(log_probs.argmax(1) == targets))
     assert len(result["losses"]) == 10
+
+
+def test_spatial_transformer_starts_at_the_identity_and_resamples(tmp_path) -> None:
+    result = _run("spatial_transformer.py", tmp_path)
+    images = np.array(result["images"])  # (2, 1, 12, 12)
+    np.testing.assert_allclose(result["untrained"], images, atol=1e-5)  # theta = identity
+    theta, warped = np.array(result["theta"]), np.array(result["warped"])
+    assert theta.shape == (2, 2, 3) and len(result["losses"]) == 4
+    steps = np.linspace(-1, 1, 12) * 11 / 12  # align_corners=False: the pixel centres
+    base = np.stack(np.broadcast_arrays(steps[None, :], steps[:, None], 1.0), -1)
+    grid = np.einsum("hwk,njk->nhwj", base, theta)
+    x, y = ((grid[..., 0] + 1) * 12 - 1) / 2, ((grid[..., 1] + 1) * 12 - 1) / 2
+    expected = np.zeros_like(warped)
+    for b in range(2):
+        x0, y0 = np.floor(x[b]).astype(int), np.floor(y[b]).astype(int)
+        for dx, dy in ((0, 0), (1, 0), (0, 1), (1, 1)):
+            xi, yi = x0 + dx, y0 + dy
+            weight = (1 - np.abs(x[b] - xi)) * (1 - np.abs(y[b] - yi))
+            inside = (xi >= 0) & (xi < 12) & (yi >= 0) & (yi < 12)
+            value = images[b, 0][np.clip(yi, 0, 11), np.clip(xi, 0, 11)]
+            expected[b, 0] += np.where(inside, value, 0.0) * weight
+    np.testing.assert_allclose(warped, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_forward_forward_overlay_and_goodness(tmp_path) -> None:
