@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -225,3 +227,51 @@ def test_torch_profiler_and_hub_say_what_to_do() -> None:
         import kernbench.torch.profiler  # noqa: F401
     with pytest.raises(UnsupportedNameError, match=r"torch.hub .*build the model"):
         torch.hub  # noqa: B018
+
+
+# ------------------------------------------------------------------ nn.init
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_dirac_writes_identity_kernels(ctx, groups) -> None:
+    import kernbench.torch.nn.functional as F
+
+    w = nn.init.dirac_(torch.empty(4, 2, 3, 3), groups=groups)
+    expected = np.zeros((4, 2, 3, 3), np.float32)
+    per_group = 4 // groups
+    for g in range(groups):
+        for d in range(min(per_group, 2)):
+            expected[g * per_group + d, d, 1, 1] = 1.0
+    np.testing.assert_array_equal(w.numpy(), expected)
+    x = torch.tensor(_values((1, 2, 5, 5), 8))
+    same = F.conv2d(x, nn.init.dirac_(torch.empty(2, 2, 3)).unsqueeze(-1).expand(2, 2, 3, 3)
+                    * torch.tensor([0.0, 1.0, 0.0]).view(1, 1, 1, 3), padding=1)  # fmt: skip
+    np.testing.assert_allclose(same.numpy(), x.numpy(), rtol=1e-6)  # passes the input through
+    with pytest.raises(ValueError, match="Only tensors with 3, 4, or 5 dimensions"):
+        nn.init.dirac_(torch.empty(2, 2))
+    with pytest.raises(ValueError, match="dim 0 must be divisible by groups"):
+        nn.init.dirac_(torch.empty(3, 2, 3), groups=2)
+
+
+def test_sparse_zeroes_a_fraction_of_each_column(ctx) -> None:
+    torch.manual_seed(0)
+    w = nn.init.sparse_(torch.empty(10, 6), sparsity=0.3, std=0.5).numpy()
+    assert ((w == 0).sum(axis=0) == 3).all()  # ceil(0.3 * 10) zeros in every column
+    assert 0.2 < w[w != 0].std() < 1.0
+    with pytest.raises(ValueError, match="Only tensors with 2 dimensions"):
+        nn.init.sparse_(torch.empty(2, 2, 2), 0.5)
+
+
+def test_deprecated_init_names_warn_and_fill(ctx) -> None:
+    w = torch.empty(3, 4)
+    with pytest.warns(FutureWarning, match=r"`nn.init.xavier_uniform` is now deprecated in "
+                      r"favor of `nn.init.xavier_uniform_`"):  # fmt: skip
+        assert nn.init.xavier_uniform(w) is w
+    bound = math.sqrt(6 / 7)
+    assert np.abs(w.numpy()).max() <= bound
+    with pytest.warns(FutureWarning):
+        nn.init.constant(w, 0.25)
+    assert (w.numpy() == 0.25).all()
+    with pytest.raises(TensorAttributeError, match=r"nn.init' has no attribute 'glorot_'.*dirac_"):
+        nn.init.glorot_  # noqa: B018
+    assert not hasattr(nn.init, "glorot_")

@@ -6,7 +6,10 @@ they are not the values torch would draw) and copied in through the fabric,
 which costs time.  Bounds, standard deviations, fans and gains are torch's.
 ``trunc_normal_`` redraws the values outside ``[a, b]`` (torch inverts the
 CDF: the same distribution); ``orthogonal_`` takes NumPy's QR on the host, as
-torch does on the CPU.  In timing-only mode nothing is drawn: zeros of the
+torch does on the CPU; ``sparse_`` zeroes ``ceil(sparsity * rows)`` random rows of each
+column of a normal draw, and ``dirac_`` writes torch's identity kernels.  torch's
+deprecated names without the ``_`` (``init.xavier_uniform(w)``) warn as torch's and
+fill in place.  In timing-only mode nothing is drawn: zeros of the
 same size are copied in.
 """
 
@@ -20,19 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from kernbench.errors import TensorError, user_stacklevel
+from kernbench.errors import TensorAttributeError, TensorError, user_stacklevel
 from kernbench.torch import random as torch_random
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
     "calculate_gain",
     "constant_",
+    "dirac_",
     "eye_",
     "kaiming_normal_",
     "kaiming_uniform_",
     "normal_",
     "ones_",
     "orthogonal_",
+    "sparse_",
     "trunc_normal_",
     "uniform_",
     "xavier_normal_",
@@ -236,3 +241,68 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Any = None) -> Tenso
         return (gain * q).reshape(shape)
 
     return _fill(tensor, generator, draw)
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """The convolution kernels that pass their input through (per group), in place."""
+    sizes = tuple(_tensor(tensor, "dirac_").shape)
+    if len(sizes) not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = sizes[0] // groups
+    kernel = np.zeros(sizes, np.float32)
+    centre = tuple(n // 2 for n in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            kernel[(g * out_per_group + d, d, *centre)] = 1.0
+    return tensor.copy_(kernel)
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Any = None) -> Tensor:
+    """N(0, std²) with ``ceil(sparsity * rows)`` entries of each column zero, in place."""
+    if _tensor(tensor, "sparse_").ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+
+    def draw(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+        values = std * rng.standard_normal(shape, dtype=np.float32).astype(float)
+        for col in range(cols):
+            values[rng.permutation(rows)[:zeros], col] = 0.0
+        return values
+
+    return _fill(tensor, generator, draw)
+
+
+def _deprecated(name: str) -> Callable[..., Tensor]:
+    def fill(*args: Any, **kwargs: Any) -> Tensor:
+        warnings.warn(
+            f"`nn.init.{name}` is now deprecated in favor of `nn.init.{name}_`.",
+            FutureWarning,
+            stacklevel=user_stacklevel(),
+        )
+        return globals()[f"{name}_"](*args, **kwargs)
+
+    fill.__name__ = fill.__qualname__ = name
+    fill.__doc__ = f"``nn.init.{name}``: torch's deprecated name of ``{name}_``."
+    return fill
+
+
+uniform = _deprecated("uniform")
+normal = _deprecated("normal")
+constant = _deprecated("constant")
+xavier_uniform = _deprecated("xavier_uniform")
+xavier_normal = _deprecated("xavier_normal")
+kaiming_uniform = _deprecated("kaiming_uniform")
+kaiming_normal = _deprecated("kaiming_normal")
+orthogonal = _deprecated("orthogonal")
+sparse = _deprecated("sparse")
+
+
+def __getattr__(name: str) -> Any:
+    raise TensorAttributeError(
+        f"module 'kernbench.torch.nn.init' has no attribute {name!r}: there are "
+        f"{', '.join(__all__)}; fill other initial values on the host and copy them in "
+        "(with torch.no_grad(): w.copy_(torch.from_numpy(array)))"
+    )
