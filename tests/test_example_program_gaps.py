@@ -275,3 +275,41 @@ def test_deprecated_init_names_warn_and_fill(ctx) -> None:
     with pytest.raises(TensorAttributeError, match=r"nn.init' has no attribute 'glorot_'.*dirac_"):
         nn.init.glorot_  # noqa: B018
     assert not hasattr(nn.init, "glorot_")
+
+
+# ------------------------------------------------------------------ gumbel_softmax
+
+
+def test_gumbel_softmax_is_a_softmax_of_noisy_logits(ctx) -> None:
+    import kernbench.torch.nn.functional as F
+
+    logits_np = _values((4, 5), 9)
+    torch.manual_seed(3)
+    soft = F.gumbel_softmax(torch.tensor(logits_np), tau=0.5).numpy()
+    np.testing.assert_allclose(soft.sum(1), 1.0, rtol=1e-5)
+    torch.manual_seed(3)
+    noise = -torch.empty(4, 5).exponential_().log().numpy()  # the same draw
+    z = (logits_np + noise) / 0.5
+    e = np.exp(z - z.max(1, keepdims=True))
+    np.testing.assert_allclose(soft, e / e.sum(1, keepdims=True), rtol=1e-4, atol=1e-6)
+
+
+def test_hard_gumbel_softmax_is_one_hot_with_the_soft_gradient(ctx) -> None:
+    import kernbench.torch.nn.functional as F
+
+    logits = torch.tensor(_values((3, 4), 10), requires_grad=True)
+    torch.manual_seed(5)
+    hard = F.gumbel_softmax(logits, hard=True, dim=1)
+    values = hard.detach().numpy()
+    assert set(np.unique(values)) == {0.0, 1.0} and (values.sum(1) == 1).all()
+    torch.manual_seed(5)
+    soft = F.gumbel_softmax(logits, hard=False, dim=1)
+    np.testing.assert_array_equal(values.argmax(1), soft.detach().numpy().argmax(1))
+    w = torch.tensor(_values((3, 4), 11))
+    (hard * w).sum().backward()
+    straight_through = logits.grad.numpy().copy()
+    logits.grad = None
+    (soft * w).sum().backward()
+    np.testing.assert_allclose(straight_through, logits.grad.numpy(), rtol=1e-5, atol=1e-7)
+    with pytest.raises(TensorError, match="logits must be floating point"):
+        F.gumbel_softmax(torch.arange(3))

@@ -28,7 +28,8 @@ and the max, average and adaptive pools (one kernel each,
 (``upsample``), ``pixel_shuffle``/``pixel_unshuffle``
 (:mod:`~kernbench.torch.nn.interpolation`), ``unfold``/``fold``
 (:mod:`~kernbench.torch.nn.folding`) and ``affine_grid``/``grid_sample``
-(:mod:`~kernbench.torch.nn.sampling_grids`).
+(:mod:`~kernbench.torch.nn.sampling_grids`); ``gumbel_softmax`` is
+:mod:`~kernbench.torch.nn.gumbel`.
 ``dropout`` draws its mask on the host from the rank's generator and copies it
 in, as ``torch.rand`` does here (``dropout1d``/``2d``/``3d`` one draw per channel,
 :mod:`~kernbench.torch.nn.feature_dropout`); ``one_hot`` gives ``int64``, as torch.
@@ -78,6 +79,7 @@ from kernbench.torch.nn.convolution import conv1d, conv2d, conv3d
 from kernbench.torch.nn.edge_padding import edge_pad
 from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
 from kernbench.torch.nn.folding import fold, unfold
+from kernbench.torch.nn.gumbel import gumbel_softmax
 from kernbench.torch.nn.interpolation import (
     interpolate,
     pixel_shuffle,
@@ -239,6 +241,7 @@ __all__ = [
     "pixel_shuffle",
     "affine_grid",
     "grid_sample",
+    "gumbel_softmax",
     "pixel_unshuffle",
     "unfold",
     "fold",
