@@ -1,6 +1,7 @@
 """``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``,
 ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam`` over the ``grad`` slots ``backward()``
-filled (or a script assigned), ``LBFGS`` over a closure, and ``torch.optim.lr_scheduler``.
+filled (or a script assigned), ``LBFGS`` over a closure, ``torch.optim.lr_scheduler`` and
+``torch.optim.swa_utils`` (:mod:`~kernbench.torch.optim.swa_utils`).
 
 ``step()`` updates each parameter whose ``grad`` is set with torch's
 single-tensor formulas as in-place device ops, so it costs device time
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kernbench.errors import TensorAttributeError
-from kernbench.torch.optim import lr_scheduler
+from kernbench.torch.optim import lr_scheduler, swa_utils
 from kernbench.torch.optim.lbfgs import LBFGS
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
@@ -32,6 +33,7 @@ __all__ = [
     "LBFGS",
     "Optimizer",
     "lr_scheduler",
+    "swa_utils",
 ]
 
 
