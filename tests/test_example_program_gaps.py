@@ -313,3 +313,12 @@ def test_hard_gumbel_softmax_is_one_hot_with_the_soft_gradient(ctx) -> None:
     np.testing.assert_allclose(straight_through, logits.grad.numpy(), rtol=1e-5, atol=1e-7)
     with pytest.raises(TensorError, match="logits must be floating point"):
         F.gumbel_softmax(torch.arange(3))
+
+
+def test_a_gradient_penalty_says_what_to_write_instead(ctx) -> None:
+    x = torch.ones(2, requires_grad=True)
+    y = (x**3).sum()
+    with pytest.raises(TensorError, match=r"create_graph=True.*not supported.*weight clipping"):
+        torch.autograd.grad(y, x, create_graph=True)
+    with pytest.raises(TensorError, match=r"backward\(create_graph=True\): .*finite differences"):
+        y.backward(create_graph=True)

@@ -334,10 +334,7 @@ def backward(
     supported."""
     roots = _tensors(tensors, "backward")
     if create_graph:
-        raise TensorError(
-            "backward(create_graph=True): higher-order gradients are not supported by "
-            "kernbench.torch's autograd (v1)"
-        )
+        raise TensorError(f"backward(create_graph=True): {_NO_HIGHER_ORDER}")
     if inputs is not None:
         raise TensorError("backward(inputs=...) is not supported by kernbench.torch's autograd")
     given = grad_tensors if grad_tensors is not None else grad_variables
@@ -351,6 +348,15 @@ def backward(
         _root_gradient(r, g, i) for i, (r, g) in enumerate(zip(roots, given_list, strict=True))
     ]
     _run(roots, gradients, bool(retain_graph))
+
+
+_NO_HIGHER_ORDER = (
+    "higher-order gradients are not supported by kernbench.torch's autograd (v1): a "
+    "gradient is not itself differentiable here.  A gradient penalty (WGAN-GP, R1) can be "
+    "replaced by weight clipping (WGAN: p.data.clamp_(-c, c) after each critic step) or "
+    "spectral normalisation; a Hessian-vector product by finite differences of two "
+    "gradients"
+)
 
 
 def _listed(value: Any) -> list[Any]:
@@ -372,8 +378,7 @@ def grad(
     into ``.grad``), as torch's."""
     if create_graph or is_grads_batched:
         raise TensorError(
-            "autograd.grad(create_graph=True / is_grads_batched=True) is not supported by "
-            "kernbench.torch's autograd (v1)"
+            f"autograd.grad(create_graph=True / is_grads_batched=True): {_NO_HIGHER_ORDER}"
         )
     roots = _tensors(outputs, "autograd.grad")
     targets = _tensors(inputs, "autograd.grad")
