@@ -1,6 +1,6 @@
 """Training programs written as pytorch/examples writes them (mnist, vae, dcgan,
 siamese_network, super_resolution, fast_neural_style, gcn, gat, mnist_forward_forward,
-the spatial transformer tutorial,
+the spatial transformer tutorial, imagenet's checkpoint and resume,
 reinforcement_learning's reinforce and actor_critic, mnist_rnn), with synthetic data made
 in the program and only their imports changed, run by ``kernbench run``
 (``tests/data/examples/``).  Each prints one ``RESULT {json}`` line; what can be
@@ -211,6 +211,31 @@ def test_spatial_transformer_starts_at_the_identity_and_resamples(tmp_path) -> N
             value = images[b, 0][np.clip(yi, 0, 11), np.clip(xi, 0, 11)]
             expected[b, 0] += np.where(inside, value, 0.0) * weight
     np.testing.assert_allclose(warped, expected, rtol=1e-4, atol=1e-5)
+
+
+def _topk_accuracy(logits: np.ndarray, targets: np.ndarray, k: int) -> float:
+    top = np.argsort(-logits, axis=1, kind="stable")[:, :k]
+    return 100.0 * np.mean((top == targets[:, None]).any(axis=1))
+
+
+def test_imagenet_style_checkpoint_resumes_where_it_stopped(tmp_path) -> None:
+    first = _run("imagenet_resume.py", tmp_path, "--epochs", "2")
+    logits, targets = np.array(first["logits"]), np.array(first["targets"])
+    log_probs = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    assert first["loss"] == pytest.approx(_nll(log_probs, targets).mean(), rel=1e-5)
+    assert first["acc1"] == pytest.approx(_topk_accuracy(logits, targets, 1), rel=1e-6)
+    assert first["acc5"] == pytest.approx(_topk_accuracy(logits, targets, 5), rel=1e-6)
+    assert first["lr"] == pytest.approx(0.025)  # StepLR(step_size=1, gamma=0.5), 2 epochs
+    assert first["keys"] == ["module.0.weight", "module.0.bias"]  # DataParallel's prefix
+    assert first["best_saved"] is True and first["resumed"] is None
+    assert first["best_acc1"] >= first["final_acc1"]
+    second = _run("imagenet_resume.py", tmp_path, "--epochs", "3", "--resume",
+                  "checkpoint.pth.tar")  # fmt: skip
+    resumed = second["resumed"]
+    assert resumed["epoch"] == 2 and resumed["lr"] == pytest.approx(0.025)
+    assert resumed["best_acc1"] == pytest.approx(first["best_acc1"])
+    assert resumed["acc1"] == pytest.approx(first["final_acc1"])  # the same weights
+    assert len(second["losses"]) == 1 and second["lr"] == pytest.approx(0.0125)
 
 
 def test_forward_forward_overlay_and_goodness(tmp_path) -> None:
