@@ -322,3 +322,40 @@ def test_a_gradient_penalty_says_what_to_write_instead(ctx) -> None:
         torch.autograd.grad(y, x, create_graph=True)
     with pytest.raises(TensorError, match=r"backward\(create_graph=True\): .*finite differences"):
         y.backward(create_graph=True)
+
+
+# ------------------------------------------------------------------ set-up lines
+
+
+def test_deterministic_algorithms_are_accepted_and_reported() -> None:
+    assert torch.are_deterministic_algorithms_enabled() is False
+    try:
+        torch.use_deterministic_algorithms(True)
+        assert torch.are_deterministic_algorithms_enabled() is True
+        assert torch.is_deterministic_algorithms_warn_only_enabled() is False
+        assert torch.get_deterministic_debug_mode() == 2
+        torch.set_deterministic_debug_mode("warn")
+        assert torch.is_deterministic_algorithms_warn_only_enabled() is True
+        assert torch.get_deterministic_debug_mode() == 1
+        with pytest.raises(TensorTypeError, match="argument 'mode' must be bool, not int"):
+            torch.use_deterministic_algorithms(1)
+        with pytest.raises(TensorValueError, match="expected one of `default`, `warn`, `error`"):
+            torch.set_deterministic_debug_mode("loud")
+        with pytest.raises(TensorValueError, match="expected 0, 1, or 2, but got 3"):
+            torch.set_deterministic_debug_mode(3)
+    finally:
+        torch.use_deterministic_algorithms(False)
+    assert torch.get_deterministic_debug_mode() == 0
+
+
+def test_torch_version_compares_by_number() -> None:
+    import kernbench.torch.version as version
+
+    assert torch.__version__ == "2.6.0+kernbench" and isinstance(torch.__version__, str)
+    assert torch.__version__ >= (2, 0) and torch.__version__ >= "1.13"
+    assert torch.__version__ < "2.10" and torch.__version__ < (3,)
+    assert torch.__version__ == "2.6" and torch.__version__ != (2, 5)
+    assert torch.__version__.split("+")[0] == "2.6.0"
+    assert tuple(int(v) for v in torch.__version__.split(".")[:2]) == (2, 6)
+    assert torch.version is version and version.cuda is None and version.hip is None
+    assert version.__version__ is torch.__version__

@@ -53,6 +53,13 @@ from kernbench.torch.composite_functions import (
     unflatten,
     var_mean,
 )
+from kernbench.torch.determinism import (
+    are_deterministic_algorithms_enabled,
+    get_deterministic_debug_mode,
+    is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode,
+    use_deterministic_algorithms,
+)
 from kernbench.torch.devices import Event, accelerator, ahbm, device
 from kernbench.torch.dtypes import (
     DTYPE_OBJECTS,
@@ -375,6 +382,7 @@ from kernbench.torch.threads import (
     set_num_threads,
 )
 from kernbench.torch.type_info import finfo, iinfo
+from kernbench.torch.version import __version__ as __version__
 
 cuda = ahbm
 
@@ -609,6 +617,11 @@ __all__ = [
     "sin",
     "softmax",
     "spmm",
+    "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled",
+    "set_deterministic_debug_mode",
+    "get_deterministic_debug_mode",
     "sparse_coo_tensor",
     "split",
     "sqrt",
@@ -788,8 +801,8 @@ def __getattr__(name: str) -> Any:
 install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
-# torch.optim, torch.linalg, torch.special, torch.sparse, torch.utils, torch.onnx and
-# torch.distributions.
+# torch.optim, torch.linalg, torch.special, torch.sparse, torch.utils, torch.onnx,
+# torch.distributions and torch.version.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
@@ -802,6 +815,7 @@ from kernbench.torch import (  # noqa: E402,F401
     sparse,
     special,
     utils,
+    version,
 )
 
 ahbm.provide("amp", amp.CudaAmp())

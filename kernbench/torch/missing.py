@@ -104,20 +104,7 @@ MODULE_HINTS = {
     "it in Perfetto) and --report OUT.json; drop the profiler and record_function lines",
     "hub": "there is no download here: build the model in the script and load a checkpoint "
     "with torch.load",
-    "use_deterministic_algorithms": "every run is deterministic here: drop the line",
-    "profiler": (
-        "the simulated run is its own profile: kernbench run --trace OUT.json writes every "
-        "kernel, transfer and collective with its simulated time (open it in Perfetto), and "
-        "the run's report breaks the time down"
-    ),
-    "hub": "there is no download here: build the model from its code and load a checkpoint "
-    "saved with torch.save",
     "fft": "there are no FFT kernels here; compute it on the host with numpy.fft from t.numpy()",
-    **dict.fromkeys(
-        ("sparse_coo_tensor", "sparse_csr_tensor", "sparse"),
-        "tensors are dense here: build the dense tensor (torch.zeros(...) and index_put_) "
-        "and multiply it as usual",
-    ),
     **dict.fromkeys(
         ("jit",),
         _NOT_MODELLED,

@@ -132,7 +132,9 @@ _TORCH_LEFT_ALONE = {
     "manual_seed", "seed", "initial_seed", "get_rng_state", "set_rng_state", "save", "load",
     "is_tensor", "numel", "get_default_dtype", "set_default_dtype", "allclose", "equal",
     "set_float32_matmul_precision", "get_float32_matmul_precision", "tril_indices",
-    "triu_indices", "is_grad_enabled",
+    "triu_indices", "is_grad_enabled", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "set_deterministic_debug_mode", "get_deterministic_debug_mode",
 }  # fmt: skip
 
 _RULES = {
