@@ -1,8 +1,8 @@
-"""Training programs written as pytorch/examples writes them (mnist, vae, dcgan,
-siamese_network, super_resolution, fast_neural_style, gcn, gat, mnist_forward_forward,
-the spatial transformer tutorial, imagenet's checkpoint and resume,
-reinforcement_learning's reinforce and actor_critic, mnist_rnn), with synthetic data made
-in the program and only their imports changed, run by ``kernbench run``
+"""Training programs written as pytorch/examples and the PyTorch tutorials write them
+(mnist, vae, dcgan, siamese_network, super_resolution, fast_neural_style, gcn, gat,
+mnist_forward_forward, the spatial transformer, imagenet's checkpoint and resume,
+reinforcement_learning's reinforce and actor_critic, DQN, mnist_rnn), with synthetic data
+made in the program and only their imports changed, run by ``kernbench run``
 (``tests/data/examples/``).  Each prints one ``RESULT {json}`` line; what can be
 recomputed from it (a loss from printed outputs and targets, a Gram matrix from printed
 features, discounted returns from printed rewards) is checked against NumPy."""
@@ -277,6 +277,19 @@ def test_actor_critic_loss_is_policy_plus_smooth_l1_value(tmp_path) -> None:
     policy = np.sum(-log_probs * (returns - values))
     value = np.sum(_smooth_l1(values, returns))
     assert result["loss"] == pytest.approx(policy + value, rel=1e-4, abs=1e-6)
+
+
+def test_dqn_huber_loss_masked_targets_and_soft_update(tmp_path) -> None:
+    result = _run("dqn.py", tmp_path)
+    q, target = np.array(result["q"]), np.array(result["target"])
+    mask, rewards = np.array(result["mask"]), np.array(result["rewards"])
+    assert q.shape == target.shape == (8,)
+    assert result["loss"] == pytest.approx(_smooth_l1(q, target).mean(), rel=1e-5)
+    np.testing.assert_allclose(target[~mask], rewards[~mask])  # final states: the reward
+    assert not mask.all() and rewards[~mask].tolist() == [1.0] * int((~mask).sum())
+    soft = {k: np.array(v) for k, v in result["soft"].items()}
+    np.testing.assert_allclose(soft["after"], 0.05 * soft["policy"] + 0.95 * soft["before"],
+                               rtol=1e-5, atol=1e-7)  # fmt: skip
 
 
 def test_mnist_rnn_summed_nll_and_lstm_shapes(tmp_path) -> None:
