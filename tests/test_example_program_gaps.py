@@ -359,3 +359,31 @@ def test_torch_version_compares_by_number() -> None:
     assert tuple(int(v) for v in torch.__version__.split(".")[:2]) == (2, 6)
     assert torch.version is version and version.cuda is None and version.hip is None
     assert version.__version__ is torch.__version__
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        ("from torchvision import datasets, transforms", "TensorDataset over torch.rand"),
+        ("import kernbench.torchvision.transforms", "does not mirror torchvision"),
+        ("import torchaudio", "soundfile"),
+    ],
+)
+def test_importing_a_companion_library_says_what_to_do_instead(tmp_path, line, hint) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = tmp_path / "uses_companion.py"
+    script.write_text(f"import kernbench.torch as torch\n{line}\n")
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNBENCH_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, "-m", "kernbench.cli", "run", str(script)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert "uses_companion.py:2:" in done.stderr and "ModuleNotFoundError" in done.stderr
+    assert hint in done.stderr and "Traceback" not in done.stderr

@@ -260,6 +260,20 @@ _MIRRORED = {
 }
 
 
+# torch's companion libraries, which KernBench does not mirror (they run on real torch),
+# and what a script does instead.
+_NOT_MIRRORED = {
+    "torchvision": "make the images as tensors in the script (torch.utils.data.TensorDataset "
+    "over torch.rand/randn, or NumPy arrays read from files through torch.from_numpy), "
+    "normalise with tensor ops ((x - mean) / std), build the model from kernbench.torch.nn, "
+    "and write images from t.numpy() with NumPy or PIL",
+    "torchaudio": "load the audio with NumPy (or soundfile) and torch.from_numpy, and build "
+    "the features with tensor ops",
+    "torchtext": "tokenise in Python and make index tensors with torch.tensor; "
+    "kernbench.torch.utils.data batches them",
+}
+
+
 def _torchrun_hint(exc: BaseException) -> str:
     """A ``__main__`` block reading torchrun's variables outside any rank was written for
     torchrun, which runs the whole script once per process."""
@@ -278,7 +292,13 @@ def _missing_name_hint(exc: BaseException) -> str:
     so ask again."""
     if not isinstance(exc, ImportError):
         return ""
-    package = (getattr(exc, "name", None) or "").split(".")[0]
+    parts = (getattr(exc, "name", None) or "").split(".")
+    package = parts[1] if parts[0] == "kernbench" and len(parts) > 1 else parts[0]
+    if isinstance(exc, ModuleNotFoundError) and package in _NOT_MIRRORED:
+        return (
+            f"KernBench does not mirror {package} (it runs on torch itself, not on the "
+            f"simulated machine): {_NOT_MIRRORED[package]}"
+        )
     if isinstance(exc, ModuleNotFoundError) and package in _MIRRORED:
         return (
             f"KernBench mirrors {package} without depending on it: import it from kernbench "
