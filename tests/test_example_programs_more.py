@@ -1,7 +1,8 @@
 """Training programs written as pytorch/examples and the PyTorch tutorials write them
 (mnist, vae, dcgan, siamese_network, super_resolution, fast_neural_style, gcn, gat,
 mnist_forward_forward, the spatial transformer, imagenet's checkpoint and resume,
-reinforcement_learning's reinforce and actor_critic, DQN, mnist_rnn), with synthetic data
+reinforcement_learning's reinforce and actor_critic, DQN, seq2seq with attention,
+mnist_rnn), with synthetic data
 made in the program and only their imports changed, run by ``kernbench run``
 (``tests/data/examples/``).  Each prints one ``RESULT {json}`` line; what can be
 recomputed from it (a loss from printed outputs and targets, a Gram matrix from printed
@@ -290,6 +291,19 @@ def test_dqn_huber_loss_masked_targets_and_soft_update(tmp_path) -> None:
     soft = {k: np.array(v) for k, v in result["soft"].items()}
     np.testing.assert_allclose(soft["after"], 0.05 * soft["policy"] + 0.95 * soft["before"],
                                rtol=1e-5, atol=1e-7)  # fmt: skip
+
+
+def test_seq2seq_with_attention_loss_and_attention_weights(tmp_path) -> None:
+    result = _run("seq2seq.py", tmp_path)
+    log_probs, targets = np.array(result["log_probs"]), np.array(result["targets"])
+    assert log_probs.shape == (8 * 5, 8)  # batch x MAX_LENGTH steps, 8 tokens
+    np.testing.assert_allclose(np.exp(log_probs).sum(1), 1.0, rtol=1e-5)
+    assert result["loss"] == pytest.approx(_nll(log_probs, targets).mean(), rel=1e-5)
+    attentions = np.array(result["attentions"])
+    assert attentions.shape == (2, 5, 5)  # a weight per decoder step and encoder position
+    np.testing.assert_allclose(attentions.sum(-1), 1.0, rtol=1e-5)
+    assert np.array(result["decoded"]).shape == (2, 5)
+    assert result["encoder_outputs"] == [2, 5, 16] and len(result["losses"]) == 2
 
 
 def test_mnist_rnn_summed_nll_and_lstm_shapes(tmp_path) -> None:
