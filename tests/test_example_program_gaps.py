@@ -387,3 +387,32 @@ def test_importing_a_companion_library_says_what_to_do_instead(tmp_path, line, h
     assert done.returncode != 0
     assert "uses_companion.py:2:" in done.stderr and "ModuleNotFoundError" in done.stderr
     assert hint in done.stderr and "Traceback" not in done.stderr
+
+
+# ------------------------------------------------------------------ distributions.Independent
+
+
+def test_independent_normal_is_a_diagonal_gaussian(ctx) -> None:
+    from kernbench.torch.distributions import Independent, Normal, kl_divergence
+
+    mu_np, sigma_np = _values((3, 4), 12), np.abs(_values((3, 4), 13)) + 0.5
+    mu = torch.tensor(mu_np, requires_grad=True)
+    d = Independent(Normal(mu, torch.tensor(sigma_np)), 1)
+    assert d.batch_shape == (3,) and d.event_shape == (4,) and d.has_rsample
+    x_np = _values((3, 4), 14)
+    log_prob = d.log_prob(torch.tensor(x_np))
+    expected = (-((x_np - mu_np) ** 2) / (2 * sigma_np**2) - np.log(sigma_np)
+                - 0.5 * np.log(2 * np.pi)).sum(-1)  # fmt: skip
+    np.testing.assert_allclose(log_prob.detach().numpy(), expected, rtol=1e-5)
+    entropy = (0.5 + 0.5 * np.log(2 * np.pi) + np.log(sigma_np)).sum(-1)
+    np.testing.assert_allclose(d.entropy().numpy(), entropy, rtol=1e-5)
+    log_prob.sum().backward()
+    np.testing.assert_allclose(mu.grad.numpy(), (x_np - mu_np) / sigma_np**2, rtol=1e-5)
+    assert d.rsample((2,)).shape == (2, 3, 4) and d.sample().shape == (3, 4)
+    q = Independent(Normal(torch.zeros(3, 4), torch.ones(3, 4)), 1)
+    kl = 0.5 * (sigma_np**2 + mu_np**2 - 1 - np.log(sigma_np**2))
+    np.testing.assert_allclose(kl_divergence(d, q).detach().numpy(), kl.sum(-1), rtol=1e-5)
+    whole = Independent(Normal(torch.zeros(3, 4), torch.ones(3, 4)), 2)
+    assert whole.batch_shape == () and whole.log_prob(torch.zeros(3, 4)).shape == ()
+    with pytest.raises(ValueError, match="reinterpreted_batch_ndims <= len"):
+        Independent(Normal(torch.zeros(3), torch.ones(3)), 2)

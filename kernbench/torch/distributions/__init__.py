@@ -1,6 +1,7 @@
 """``torch.distributions``: ``Categorical``, ``Bernoulli``, ``Normal`` and ``Uniform`` with
-torch's parameters, ``sample``/``rsample``, ``log_prob``, ``entropy``, ``cdf``/``icdf``,
-moments and ``kl_divergence`` between two of one family.
+torch's parameters, ``Independent`` over any of them, ``sample``/``rsample``,
+``log_prob``, ``entropy``, ``cdf``/``icdf``, moments and ``kl_divergence`` between two of
+one family.
 
 What a policy-gradient or variational program reaches for: ``m = Categorical(probs);
 action = m.sample(); loss = -m.log_prob(action) * reward``, or ``Normal(mu,
@@ -17,14 +18,23 @@ from typing import Any
 from kernbench.errors import unsupported_name
 from kernbench.torch.distributions.categorical import Bernoulli, Categorical
 from kernbench.torch.distributions.distribution import Distribution
+from kernbench.torch.distributions.independent import Independent
 from kernbench.torch.distributions.kl import kl_divergence
 from kernbench.torch.distributions.normal import Normal, Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Normal", "Uniform", "kl_divergence"]
+__all__ = [
+    "Bernoulli",
+    "Categorical",
+    "Distribution",
+    "Independent",
+    "Normal",
+    "Uniform",
+    "kl_divergence",
+]
 
 _OTHERS = (
-    "the distributions here are Categorical, Bernoulli, Normal and Uniform; write the "
-    "density with tensor ops (log_prob), and draw with torch.rand/randn/multinomial"
+    "the distributions here are Categorical, Bernoulli, Normal, Uniform and Independent; "
+    "write the density with tensor ops (log_prob), and draw with torch.rand/randn/multinomial"
 )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from kernbench.errors import UnsupportedNameError
 from kernbench.torch.distributions.categorical import Bernoulli, Categorical
 from kernbench.torch.distributions.distribution import Distribution, torch_module
+from kernbench.torch.distributions.independent import Independent, sum_rightmost
 from kernbench.torch.distributions.normal import Normal, Uniform
 
 __all__ = ["kl_divergence"]
@@ -54,8 +55,18 @@ _PAIRS = {
 }
 
 
+def _independent(p: Independent, q: Independent) -> Any:
+    if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
+        raise NotImplementedError(
+            "kl_divergence(Independent, Independent): the reinterpreted_batch_ndims differ"
+        )
+    return sum_rightmost(kl_divergence(p.base_dist, q.base_dist), p.reinterpreted_batch_ndims)
+
+
 def kl_divergence(p: Distribution, q: Distribution) -> Any:
     """``KL(p || q)`` per batch entry, for two distributions of one family here."""
+    if isinstance(p, Independent) and isinstance(q, Independent):
+        return _independent(p, q)
     rule = _PAIRS.get((type(p), type(q)))
     if rule is None:
         pairs = ", ".join(f"{a.__name__}-{b.__name__}" for a, b in _PAIRS)
