@@ -416,3 +416,36 @@ def test_independent_normal_is_a_diagonal_gaussian(ctx) -> None:
     assert whole.batch_shape == () and whole.log_prob(torch.zeros(3, 4)).shape == ()
     with pytest.raises(ValueError, match="reinterpreted_batch_ndims <= len"):
         Independent(Normal(torch.zeros(3), torch.ones(3)), 2)
+
+
+# ------------------------------------------------------------------ legacy CUDA types, t.new
+
+
+def test_cuda_legacy_types_are_the_device_constructors(ctx) -> None:
+    from kernbench.torch.autograd import Variable
+
+    Tensor = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+    assert Tensor is torch.cuda.FloatTensor and repr(Tensor) == "<class 'torch.cuda.FloatTensor'>"
+    valid = Variable(Tensor(4, 1).fill_(1.0), requires_grad=False)
+    assert valid.dtype is torch.float32 and valid.tolist() == [[1.0]] * 4
+    noise_np = np.random.default_rng(15).normal(0, 1, (4, 8))
+    z = Variable(Tensor(noise_np))
+    assert z.dtype is torch.float32
+    np.testing.assert_allclose(z.numpy(), noise_np.astype(np.float32))
+    assert isinstance(z, torch.cuda.FloatTensor) and not isinstance(z, torch.cuda.LongTensor)
+    assert torch.ones(2).type(torch.cuda.LongTensor).dtype is torch.int64
+    assert torch.cuda.LongTensor([1, 2]).dtype is torch.int64
+    with pytest.raises(TensorError, match=r"torch.cuda.LongTensor\(tensor\): expected a torch"):
+        torch.cuda.LongTensor(torch.ones(2))
+
+
+def test_tensor_new_keeps_the_dtype(ctx) -> None:
+    ints = torch.arange(3)
+    made = ints.new(2, 5)
+    assert made.shape == (2, 5) and made.dtype is torch.int64
+    assert ints.new([4, 5]).tolist() == [4, 5] and ints.new([4, 5]).dtype is torch.int64
+    assert ints.new().shape == (0,) and ints.new(ints) is ints
+    w = torch.ones(2, 3, requires_grad=True)
+    hidden = w.new(4, 3).zero_()
+    assert hidden.requires_grad is False and hidden.dtype is torch.float32
+    assert hidden.tolist() == [[0.0] * 3] * 4

@@ -7,7 +7,9 @@ uninitialised tensor of its dtype on the current device (``torch.empty``); with 
 sequence or an array, that data (``torch.tensor``); with nothing, an empty tensor.
 ``isinstance`` holds for a tensor of its dtype, and ``t.type(torch.LongTensor)``
 converts.  ``torch.Tensor(...)`` called the same way is the constructor with the default
-dtype (pytorch/examples' gcn: ``nn.Parameter(torch.Tensor(in_dim, out_dim))``).
+dtype (pytorch/examples' gcn: ``nn.Parameter(torch.Tensor(in_dim, out_dim))``), and
+``t.new(...)`` with ``t``'s dtype.  ``torch.cuda.FloatTensor`` and its kin are the same
+constructors under torch.cuda's names (there is no host tensor).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import TensorError
+from kernbench.torch.devices import ahbm
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, get_default_dtype
 from kernbench.torch.factories import empty
 from kernbench.torch.factories import tensor as make_tensor
@@ -84,7 +87,13 @@ def _default_tensor(*args: Any, device: Any = None) -> Tensor:
     return _construct("Tensor", get_default_dtype(), args, device)
 
 
+def _new_like(like: Tensor, args: tuple) -> Tensor:
+    """``like.new(*args)``: the legacy constructor with ``like``'s dtype and device."""
+    return _construct("Tensor.new", like.dtype, args, like.device)
+
+
 TensorType.legacy_constructor = _default_tensor
+TensorType.legacy_new = _new_like
 
 
 def _legacy(name: str, dtype: str) -> LegacyTensorType:
@@ -104,3 +113,14 @@ ShortTensor = _legacy("ShortTensor", "int16")
 CharTensor = _legacy("CharTensor", "int8")
 ByteTensor = _legacy("ByteTensor", "uint8")
 BoolTensor = _legacy("BoolTensor", "bool")
+
+# torch.cuda.FloatTensor and its kin: every tensor is on the device here, so they are the
+# same constructors under torch.cuda's names (`Tensor = torch.cuda.FloatTensor if cuda
+# else torch.FloatTensor`, as GAN scripts write).
+for _name, _dtype in (
+    ("FloatTensor", "float32"), ("DoubleTensor", "float64"), ("HalfTensor", "float16"),
+    ("BFloat16Tensor", "bfloat16"), ("LongTensor", "int64"), ("IntTensor", "int32"),
+    ("ShortTensor", "int16"), ("CharTensor", "int8"), ("ByteTensor", "uint8"),
+    ("BoolTensor", "bool"),
+):  # fmt: skip
+    ahbm.provide(_name, _legacy(f"cuda.{_name}", _dtype))

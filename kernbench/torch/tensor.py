@@ -173,6 +173,9 @@ class TensorType(type):
     here; a runtime :class:`~kernbench.runtime.DeviceTensor` makes the tensor over it."""
 
     legacy_constructor: Callable[..., Tensor] | None = None
+    # ``t.new(...)``: the same constructor with ``t``'s dtype and device, called as
+    # ``legacy_new(t, args)``
+    legacy_new: Callable[[Tensor, tuple], Tensor] | None = None
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         wraps_storage = bool(args) and isinstance(args[0], DeviceTensor)
@@ -422,6 +425,13 @@ class Tensor(
         raise missing_attribute(name, dir(type(self)))
 
     # -- new tensors, copies and conversion ---------------------------------------------
+    def new(self, *args: Any) -> Tensor:
+        """``t.new(sizes | data | tensor)``: torch's legacy constructor with this tensor's
+        dtype and device (:mod:`~kernbench.torch.legacy_types`)."""
+        if TensorType.legacy_new is None:
+            raise missing_attribute("new", dir(type(self)))
+        return TensorType.legacy_new(self, args)
+
     def new_empty(
         self, *size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False
     ) -> Tensor:

@@ -106,7 +106,7 @@ _IN_PLACE_OPERATORS = {
 # take only a dtype and device from the tensor.
 _LEFT_ALONE = {
     "backward", "requires_grad_", "detach", "detach_", "numpy", "item", "tolist",
-    "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "free", "size", "stride",
+    "new", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "free", "size", "stride",
     "dim", "numel", "nelement", "element_size", "storage_offset", "data_ptr",
     "is_contiguous", "get_device", "contiguous_device_tensor",
     "register_post_accumulate_grad_hook",
