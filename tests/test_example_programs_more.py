@@ -1,12 +1,12 @@
 """Training programs written as pytorch/examples and the PyTorch tutorials write them
-(mnist, vae, dcgan, siamese_network, super_resolution, fast_neural_style, gcn, gat,
-mnist_forward_forward, the spatial transformer, imagenet's checkpoint and resume,
-reinforcement_learning's reinforce and actor_critic, DQN, seq2seq with attention,
-mnist_rnn), with synthetic data
-made in the program and only their imports changed, run by ``kernbench run``
-(``tests/data/examples/``).  Each prints one ``RESULT {json}`` line; what can be
-recomputed from it (a loss from printed outputs and targets, a Gram matrix from printed
-features, discounted returns from printed rewards) is checked against NumPy."""
+(mnist, vae, dcgan and an older-style GAN, siamese_network, super_resolution,
+fast_neural_style, gcn, gat, mnist_forward_forward, the spatial transformer, imagenet's
+checkpoint and resume, reinforcement_learning's reinforce and actor_critic, DQN, seq2seq
+with attention, mnist_rnn), with synthetic data made in the program and only their
+imports changed, run by ``kernbench run`` (``tests/data/examples/``).  Each prints one
+``RESULT {json}`` line; what can be recomputed from it (a loss from printed outputs and
+targets, a Gram matrix from printed features, discounted returns from printed rewards)
+is checked against NumPy."""
 
 from __future__ import annotations
 
@@ -112,6 +112,16 @@ def test_dcgan_through_data_parallel_on_two_devices_gives_the_same_values(tmp_pa
     one = _run("dcgan.py", tmp_path, "--steps", "1", topology="ring8")
     two = _run("dcgan.py", tmp_path, "--steps", "1", "--ngpu", "2", topology="ring8")
     assert two["d_fake"] == one["d_fake"] and two["history"] == one["history"]
+
+
+def test_legacy_style_gan_with_cuda_tensor_types_and_variables(tmp_path) -> None:
+    result = _run("gan_legacy.py", tmp_path)
+    g_scores = np.array(result["g_scores"])
+    real, fake = np.array(result["real_scores"]), np.array(result["fake_scores"])
+    assert result["g_loss"] == pytest.approx(_bce(g_scores, 1.0).mean(), rel=1e-5)
+    d_loss = (_bce(real, 1.0).mean() + _bce(fake, 0.0).mean()) / 2
+    assert result["d_loss"] == pytest.approx(d_loss, rel=1e-5)
+    assert result["gen_shape"] == [8, 1, 4, 4] and result["bn_eps"] == 0.8
 
 
 def test_siamese_network_scores_pairs(tmp_path) -> None:
