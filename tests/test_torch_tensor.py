@@ -728,7 +728,7 @@ def test_chunk_and_split_are_views_as_in_torch(ctx):
     ("module", "name", "says"),
     [
         ("torch", "func", "no vmap or functional transform"),
-        ("torch", "jit", "drop the line"),
+        ("torch", "hub", "build the model"),
         ("torch", "vmap", "loop over the batch"),
         ("torch", "zerso", "nearest: zeros"),
         ("torch.cuda", "get_device_capability", "no compute capability"),

@@ -802,11 +802,12 @@ install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
 # torch.optim, torch.linalg, torch.special, torch.sparse, torch.utils, torch.onnx,
-# torch.distributions and torch.version.
+# torch.distributions, torch.jit and torch.version.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
     distributions,
+    jit,
     linalg,
     multiprocessing,
     nn,

@@ -38,10 +38,6 @@ _NO_KERNEL = (
     "there is no device kernel for it; write one with kernbench.triton, "
     "or compute on the host from t.numpy()"
 )
-_NOT_MODELLED = (
-    "not modelled here (matmul runs in its tensors' dtype; no TF32 or compiler): drop the line"
-)
-
 # Names PyTorch has that need a device kernel kernbench.torch lacks (as torch.<name> and
 # as tensor methods; the methods' in-place forms too).
 KERNEL_NAMES = (
@@ -105,10 +101,6 @@ MODULE_HINTS = {
     "hub": "there is no download here: build the model in the script and load a checkpoint "
     "with torch.load",
     "fft": "there are no FFT kernels here; compute it on the host with numpy.fft from t.numpy()",
-    **dict.fromkeys(
-        ("jit",),
-        _NOT_MODELLED,
-    ),
     **dict.fromkeys(("complex32", "chalf"), _NO_COMPLEX),
     **{name: f"torch.nn.functional.{name} takes the same arguments" for name in _FUNCTIONAL},
 }
