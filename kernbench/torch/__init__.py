@@ -802,7 +802,7 @@ install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
 # torch.optim, torch.linalg, torch.special, torch.sparse, torch.utils, torch.onnx,
-# torch.distributions, torch.jit and torch.version.
+# torch.distributions, torch.jit, torch.profiler and torch.version.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
@@ -813,6 +813,7 @@ from kernbench.torch import (  # noqa: E402,F401
     nn,
     onnx,
     optim,
+    profiler,
     sparse,
     special,
     utils,

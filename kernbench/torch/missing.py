@@ -96,8 +96,6 @@ MODULE_HINTS = {
         "build it with torch.sparse_coo_tensor(indices, values, size) (held dense here, "
         "ADR 0026), or dense",
     ),
-    "profiler": "the simulated run's trace is the profile: kernbench run --trace FILE (open "
-    "it in Perfetto) and --report OUT.json; drop the profiler and record_function lines",
     "hub": "there is no download here: build the model in the script and load a checkpoint "
     "with torch.load",
     "fft": "there are no FFT kernels here; compute it on the host with numpy.fft from t.numpy()",
