@@ -64,8 +64,8 @@ _HINTS = {
     "functional": "torch.autograd.functional (jacobian, hessian, vjp, jvp) is not here: "
     "torch.autograd.grad(outputs, inputs, grad_outputs) gives a vjp",
     "forward_ad": "forward-mode AD is not supported; use backward mode (torch.autograd.grad)",
-    "profiler": "the simulated run's trace is the profile: kernbench run --trace FILE (open it "
-    "in Perfetto)",
+    "profiler": "use torch.profiler (profile, record_function: regions timed on the simulated "
+    "clock); every operation is in kernbench run --trace FILE (open it in Perfetto)",
 }
 
 
