@@ -443,3 +443,20 @@ def test_tensor_new_keeps_the_dtype(ctx) -> None:
     hidden = w.new(4, 3).zero_()
     assert hidden.requires_grad is False and hidden.dtype is torch.float32
     assert hidden.tolist() == [[0.0] * 3] * 4
+
+
+@pytest.mark.filterwarnings("ignore:.*sparse tensors are held dense")
+def test_legacy_sparse_constructors_as_pygcn_writes_them(ctx) -> None:
+    rows, cols = np.array([0, 1, 2]), np.array([1, 2, 0])
+    indices = torch.from_numpy(np.vstack((rows, cols)).astype(np.int64))
+    values = torch.from_numpy(np.array([0.5, 1.5, 2.5], dtype=np.float64))
+    adj = torch.sparse.FloatTensor(indices, values, torch.Size((3, 3)))
+    assert adj.dtype is torch.float32
+    expected = np.zeros((3, 3), np.float32)
+    expected[rows, cols] = [0.5, 1.5, 2.5]
+    np.testing.assert_array_equal(adj.numpy(), expected)
+    support = torch.tensor(_values((3, 2), 16))
+    np.testing.assert_allclose(
+        torch.spmm(adj, support).numpy(), expected @ support.numpy(), rtol=1e-5
+    )
+    assert torch.sparse.LongTensor(indices, torch.ones(3), (3, 3)).dtype is torch.int64

@@ -5,8 +5,10 @@ so what torch does with sparse or dense operands, this module does with dense on
 ``torch.spmm(a, b)`` and ``torch.sparse.mm(a, b)`` are ``torch.mm``,
 ``torch.sparse.addmm`` is ``torch.addmm``, ``torch.sparse.sum`` is ``torch.sum``,
 ``torch.sparse.softmax`` and ``log_softmax`` the dense ones (every element present);
-they cost what those ops cost and are differentiable.  Other ``torch.sparse`` names
-raise an error that says how sparse tensors are held.
+they cost what those ops cost and are differentiable.  The legacy constructors
+``torch.sparse.FloatTensor(indices, values, size)`` (pygcn's) and its kin are
+``torch.sparse_coo_tensor`` in their dtype.  Other ``torch.sparse`` names raise an error
+that says how sparse tensors are held.
 """
 
 from __future__ import annotations
@@ -17,7 +19,18 @@ from typing import Any
 from kernbench.errors import unsupported_name
 from kernbench.torch.missing import NO_SPARSE
 
-__all__ = ["addmm", "log_softmax", "mm", "softmax", "spmm", "sum"]
+__all__ = [
+    "DoubleTensor",
+    "FloatTensor",
+    "IntTensor",
+    "LongTensor",
+    "addmm",
+    "log_softmax",
+    "mm",
+    "softmax",
+    "spmm",
+    "sum",
+]
 
 
 def _torch() -> Any:
@@ -55,6 +68,25 @@ def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
 def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
     """``torch.sparse.log_softmax``: ``torch.log_softmax`` (every element is present)."""
     return _torch().log_softmax(input, dim, dtype=dtype)
+
+
+def _legacy(dtype_name: str) -> Any:
+    def construct(indices: Any, values: Any, size: Any = None) -> Any:
+        torch = _torch()
+        return torch.sparse_coo_tensor(indices, values, size, dtype=getattr(torch, dtype_name))
+
+    construct.__name__ = construct.__qualname__ = {
+        "float32": "FloatTensor", "float64": "DoubleTensor", "int64": "LongTensor",
+        "int32": "IntTensor",
+    }[dtype_name]  # fmt: skip
+    construct.__doc__ = f"``torch.sparse.{construct.__name__}(indices, values, size)``."
+    return construct
+
+
+FloatTensor = _legacy("float32")
+DoubleTensor = _legacy("float64")
+LongTensor = _legacy("int64")
+IntTensor = _legacy("int32")
 
 
 def __getattr__(name: str) -> Any:
