@@ -460,3 +460,25 @@ def test_legacy_sparse_constructors_as_pygcn_writes_them(ctx) -> None:
         torch.spmm(adj, support).numpy(), expected @ support.numpy(), rtol=1e-5
     )
     assert torch.sparse.LongTensor(indices, torch.ones(3), (3, 3)).dtype is torch.int64
+
+
+def test_a_custom_scheduler_subclasses_the_old_lrscheduler_name(ctx) -> None:
+    from kernbench.torch.optim.lr_scheduler import LRScheduler, _LRScheduler
+
+    class Warmup(_LRScheduler):
+        def __init__(self, optimizer, warmup, last_epoch=-1):
+            self.warmup = warmup
+            super().__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            return [base * min(1.0, (self.last_epoch + 1) / self.warmup) for base in self.base_lrs]
+
+    optimizer = torch.optim.SGD(nn.Linear(1, 1).parameters(), lr=2.0)
+    scheduler = Warmup(optimizer, 4)
+    seen = []
+    for _ in range(5):
+        seen.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert seen == pytest.approx([0.5, 1.0, 1.5, 2.0, 2.0])
+    assert issubclass(_LRScheduler, LRScheduler)

@@ -30,7 +30,7 @@ from kernbench.torch.optim.lr_schedulers_more import (
     PolynomialLR,
 )
 from kernbench.torch.optim.optimizer import Optimizer
-from kernbench.torch.optim.scheduler_base import LRScheduler
+from kernbench.torch.optim.scheduler_base import LRScheduler, _LRScheduler
 
 __all__ = [
     "ChainedScheduler",
@@ -49,6 +49,7 @@ __all__ = [
     "ReduceLROnPlateau",
     "SequentialLR",
     "StepLR",
+    "_LRScheduler",
 ]
 
 

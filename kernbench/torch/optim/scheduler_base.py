@@ -4,7 +4,8 @@ It lives apart from :mod:`~kernbench.torch.optim.lr_scheduler` so that the
 modules holding the other schedulers can subclass it while that module
 re-exports them all (modules of a package import one another one way only).
 ``_initial_step`` and ``_update_lr`` are torch's protocol between schedulers:
-``SequentialLR`` restarts the scheduler it hands over to through them.
+``SequentialLR`` restarts the scheduler it hands over to through them.  ``_LRScheduler``
+is torch's old name of the base, kept for the custom schedulers that subclass it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from kernbench.errors import TensorTypeError
 from kernbench.torch.optim.optimizer import Optimizer
 
-__all__ = ["LRScheduler"]
+__all__ = ["LRScheduler", "_LRScheduler"]
 
 
 class LRScheduler:
@@ -90,3 +91,8 @@ class LRScheduler:
 
     def _lrs(self) -> list[float]:
         return [group["lr"] for group in self.optimizer.param_groups]
+
+
+class _LRScheduler(LRScheduler):
+    """torch's old name of :class:`LRScheduler`, which custom schedulers still subclass
+    (``class Warmup(torch.optim.lr_scheduler._LRScheduler)``)."""
