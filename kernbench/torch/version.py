@@ -3,9 +3,10 @@
 kernbench.torch follows torch 2.6's API and defaults (``torch.load``'s
 ``weights_only=True``, ADR 0024), so ``torch.__version__`` is ``"2.6.0+kernbench"`` (the
 local label where a CUDA build has ``+cu124``).  As torch's ``TorchVersion``, it is a
-``str`` that also compares with version strings and tuples by number
-(``torch.__version__ >= (2, 0)``, ``>= "1.13"``).  ``torch.version.cuda`` and ``hip`` are
-None: the accelerator is simulated, there is no CUDA toolkit.
+``str`` that also orders against version strings and tuples by number
+(``torch.__version__ >= (2, 0)``, ``>= "1.13"``); it equals only its own string.
+``torch.version.cuda`` and ``hip`` are None: the accelerator is simulated, there is no
+CUDA toolkit.
 """
 
 from __future__ import annotations
@@ -53,10 +54,9 @@ class TorchVersion(str):
         return a >= b
 
     def __eq__(self, other: Any) -> bool:
-        if isinstance(other, str) and "+" in other:
-            return str.__eq__(self, other)
-        a, b = self._pair(other)
-        return a == b
+        # torch compares packaging Versions: the local label makes "2.6.0+kernbench"
+        # equal to itself only
+        return isinstance(other, str) and str.__eq__(self, other)
 
     def __ne__(self, other: Any) -> bool:
         return not self.__eq__(other)
