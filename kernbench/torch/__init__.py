@@ -823,6 +823,7 @@ from kernbench.torch import (  # noqa: E402,F401
 ahbm.provide("amp", amp.CudaAmp())
 
 # Autograd over every entry point above (ADR 0020), once they all exist.
+from kernbench.torch.autograd import module_hooks  # noqa: E402,F401 - Module's backward hooks
 from kernbench.torch.autograd.install import install_autograd  # noqa: E402
 
 install_autograd(sys.modules[__name__])

@@ -4,7 +4,8 @@ A module keeps torch's three ordered registries (``_parameters``,
 ``_buffers``, ``_modules``) filled by ``__setattr__``, walks them in torch's
 order with torch's dotted names (``named_parameters``, ``state_dict``, ...)
 and prints itself as torch does.  Calling a module runs its forward pre-hooks,
-``forward`` and its forward hooks; ``load_state_dict`` runs every module's
+``forward`` and its forward hooks; full backward hooks see its gradients
+(:mod:`kernbench.torch.autograd.module_hooks`); ``load_state_dict`` runs every module's
 load-state-dict pre-hooks first (which may rename keys, as torch's).  Conversions
 (``to``, ``half``, ``cuda``) change the module in place and return it, converting
 floating parameters and buffers only, as torch.  Parameters have
@@ -61,6 +62,9 @@ class Module:
 
     training: bool
     _version = 1
+    # (module, hooks, args) -> (args, finish(output)): registered by
+    # kernbench.torch.autograd.module_hooks, which sits above this module
+    backward_hook_setup: Callable[..., Any] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         if args or kwargs:
@@ -89,12 +93,16 @@ class Module:
             result = hook(self, args)
             if result is not None:
                 args = result if isinstance(result, tuple) else (result,)
+        backward_hooks = self.__dict__.get("_backward_hooks")
+        finish = None
+        if backward_hooks and Module.backward_hook_setup is not None:
+            args, finish = Module.backward_hook_setup(self, list(backward_hooks.values()), args)
         output = self.forward(*args, **kwargs)
         for hook in list(self._forward_hooks.values()):
             result = hook(self, args, output)
             if result is not None:
                 output = result
-        return output
+        return output if finish is None else finish(output)
 
     def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
         return RemovableHandle(self._forward_pre_hooks, hook)
@@ -110,6 +118,15 @@ class Module:
         if "_load_state_dict_pre_hooks" not in self.__dict__:
             object.__setattr__(self, "_load_state_dict_pre_hooks", OrderedDict())
         return RemovableHandle(self._load_state_dict_pre_hooks, hook)
+
+    def register_full_backward_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:
+        """``hook(module, grad_input, grad_output)`` in each backward through a call of
+        this module (:mod:`kernbench.torch.autograd.module_hooks`)."""
+        hooks = self.__dict__.setdefault("_backward_hooks", OrderedDict())
+        handle = RemovableHandle(hooks, hook)
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # -- registration --------------------------------------------------------------------
     def _check_name(self, name: Any, kind: str) -> None:
