@@ -79,3 +79,17 @@ def test_no_hook_runs_without_recording(ctx) -> None:
     with torch.no_grad():
         out = layer(torch.ones(1, 2))
     assert out.requires_grad is False and calls == []
+
+
+def test_get_parameter_and_get_buffer_by_dotted_path(ctx) -> None:
+    from kernbench.errors import ModuleAttributeError
+
+    model = nn.Sequential(nn.Linear(2, 3), nn.BatchNorm1d(3))
+    assert model.get_parameter("0.weight") is model[0].weight
+    assert model.get_buffer("1.running_mean") is model[1].running_mean
+    with pytest.raises(ModuleAttributeError, match="`running_mean` is not an nn.Parameter"):
+        model.get_parameter("1.running_mean")
+    with pytest.raises(ModuleAttributeError, match="`weight` is not a buffer"):
+        model.get_buffer("0.weight")
+    with pytest.raises(ModuleAttributeError, match="Linear has no attribute `scale`"):
+        model.get_parameter("0.scale")

@@ -187,6 +187,29 @@ class Module:
                 raise ModuleAttributeError(f"`{item}` is not an nn.Module")
         return module
 
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at the dotted path ``target`` (``"encoder.0.weight"``), as torch."""
+        owner, name = self._owner_of(target)
+        param = getattr(owner, name)
+        if not isinstance(param, Parameter):
+            raise ModuleAttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at the dotted path ``target`` (``"bn.running_mean"``), as torch."""
+        owner, name = self._owner_of(target)
+        buffers = dict(owner.named_buffers(recurse=False))
+        if name not in buffers:
+            raise ModuleAttributeError(f"`{name}` is not a buffer")
+        return buffers[name]
+
+    def _owner_of(self, target: str) -> tuple[Module, str]:
+        module_path, _, name = target.rpartition(".")
+        owner = self.get_submodule(module_path)
+        if not hasattr(owner, name):
+            raise ModuleAttributeError(f"{type(owner).__name__} has no attribute `{name}`")
+        return owner, name
+
     def __setattr__(self, name: str, value: Any) -> None:
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
