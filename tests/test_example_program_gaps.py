@@ -1,7 +1,7 @@
 """What the pytorch/examples programs reached for and KernBench lacked, against NumPy:
 ``torch.Tensor(n, m)`` (the legacy constructor), ``torch.spmm`` / ``torch.sparse.*``,
-``torch.sparse_coo_tensor`` and ``to_sparse()`` (sparse tensors held dense, ADR 0026),
-``nn.DataParallel`` on one device (ADR 0025)."""
+``torch.sparse_coo_tensor`` and ``to_sparse()`` (sparse tensors held dense, ADR 0029),
+``nn.DataParallel`` on one device (ADR 0028)."""
 
 from __future__ import annotations
 

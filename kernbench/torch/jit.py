@@ -1,4 +1,4 @@
-"""``torch.jit``: TorchScript's entry points, run eagerly (ADR 0027).
+"""``torch.jit``: TorchScript's entry points, run eagerly (ADR 0030).
 
 Model code carries TorchScript's annotations (``@torch.jit.ignore``, ``@torch.jit.unused``,
 ``torch.jit.is_scripting()`` branches, ``torch.jit.Final``) and programs script or trace

@@ -30,7 +30,7 @@ _NO_COMPLEX = "there are no complex tensors here; keep the real and imaginary pa
 
 NO_SPARSE = (
     "sparse tensors are held dense here (torch.sparse_coo_tensor and t.to_sparse() make "
-    "dense tensors; ADR 0026): use them as dense tensors (t.nonzero() gives the indices); "
+    "dense tensors; ADR 0029): use them as dense tensors (t.nonzero() gives the indices); "
     "torch.spmm and torch.sparse.mm multiply them"
 )
 
@@ -94,7 +94,7 @@ MODULE_HINTS = {
     **dict.fromkeys(
         ("sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor"),
         "build it with torch.sparse_coo_tensor(indices, values, size) (held dense here, "
-        "ADR 0026), or dense",
+        "ADR 0029), or dense",
     ),
     "hub": "there is no download here: build the model in the script and load a checkpoint "
     "with torch.load",

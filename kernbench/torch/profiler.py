@@ -1,4 +1,4 @@
-"""``torch.profiler`` on the simulated clock (ADR 0027).
+"""``torch.profiler`` on the simulated clock (ADR 0030).
 
 Programs wrap training steps in ``with torch.profiler.profile(...) as prof:``, label
 regions with ``record_function("forward")``, call ``prof.step()`` per iteration and print

@@ -1,6 +1,6 @@
 """``torch.sparse`` and ``torch.spmm`` over dense tensors.
 
-Sparse tensors are held dense here (:mod:`~kernbench.torch.sparse_layouts`, ADR 0026),
+Sparse tensors are held dense here (:mod:`~kernbench.torch.sparse_layouts`, ADR 0029),
 so what torch does with sparse or dense operands, this module does with dense ones:
 ``torch.spmm(a, b)`` and ``torch.sparse.mm(a, b)`` are ``torch.mm``,
 ``torch.sparse.addmm`` is ``torch.addmm``, ``torch.sparse.sum`` is ``torch.sum``,

@@ -3,7 +3,7 @@
 Graph programs (pytorch/examples' gcn and gat) build their adjacency with
 ``torch.sparse_coo_tensor(indices, values, size)`` and turn diagonal matrices sparse with
 ``torch.diag(d).to_sparse()`` before ``torch.sparse.mm``/``@``.  Here such a tensor is an
-ordinary dense one (ADR 0026): ``sparse_coo_tensor`` writes the values at their indices
+ordinary dense one (ADR 0029): ``sparse_coo_tensor`` writes the values at their indices
 into zeros (repeated indices add up, as ``coalesce`` does), ``to_sparse()`` (and
 ``to_sparse_coo``/``_csr``/``_csc``) is a copy, and ``to_dense()`` is the tensor itself.
 Every result is torch's value; the simulated time is the dense ops' (the zeros are
