@@ -406,10 +406,6 @@ int = int32  # noqa: A001 - torch's name
 complex64 = UNSUPPORTED["complex64"]
 complex128 = cdouble = UNSUPPORTED["complex128"]
 
-# The release whose API this package mirrors (its defaults: torch 2.6's), marked as KernBench's
-# own build, as a local version label does (programs compare or print it).
-__version__ = "2.6.0+kernbench"
-
 __all__ = [
     "memory_format",
     "contiguous_format",
