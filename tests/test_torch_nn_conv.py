@@ -299,6 +299,6 @@ def test_what_has_no_kernel_says_so_and_torch_level_forms_point_at_functional():
         torch.conv2d  # noqa: B018
     with pytest.raises(TensorAttributeError, match="only Conv1d/2d/3d, ConvTranspose1d/2d/3d"):
         torch.nn.LPPool2d  # noqa: B018
-    with pytest.raises(TensorAttributeError, match="'grid_sample': only conv1d/2d/3d, conv_trans"):
-        F.grid_sample  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="'lp_pool2d': only conv1d/2d/3d, conv_trans"):
+        F.lp_pool2d  # noqa: B018
     assert hasattr(torch.nn, "Conv2d") and hasattr(F, "adaptive_max_pool2d")

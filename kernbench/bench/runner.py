@@ -292,8 +292,8 @@ def _missing_name_hint(exc: BaseException) -> str:
     so ask again."""
     if not isinstance(exc, ImportError):
         return ""
-    parts = (getattr(exc, "name", None) or "").split(".")
-    package = parts[1] if parts[0] == "kernbench" and len(parts) > 1 else parts[0]
+    top, _, rest = (getattr(exc, "name", None) or "").partition(".")
+    package = rest.partition(".")[0] if top == "kernbench" and rest else top
     if isinstance(exc, ModuleNotFoundError) and package in _NOT_MIRRORED:
         return (
             f"KernBench does not mirror {package} (it runs on torch itself, not on the "
