@@ -537,7 +537,6 @@ def test_mm_takes_only_matrices_as_torch(ctx):
 @pytest.mark.parametrize(
     ("name", "hint"),
     [
-        ("share_memory_", "there is no host tensor"),
         ("sizee", "nearest supported: size"),
         ("xyzzy", "the README's 'What kernbench.torch supports' lists what there is"),
         ("histogramdd", "there is no device kernel for it"),

@@ -14,7 +14,7 @@ import kernbench
 import kernbench.kernels.language as tl
 import kernbench.torch as torch
 import kernbench.torch.distributed as dist
-from kernbench.errors import TensorAttributeError, TensorError, TensorIndexError, TensorTypeError
+from kernbench.errors import TensorError, TensorIndexError, TensorTypeError
 from kernbench.kernels.jit import jit
 from kernbench.placement import DPPolicy
 from kernbench.runtime import RuntimeContext, use_context
@@ -327,9 +327,7 @@ def test_description_of_views(ctx):
 
 def test_unsupported_attributes_name_the_nearest_supported_one(ctx):
     t = torch.ones(2)
-    assert not hasattr(t, "share_memory_")
-    with pytest.raises(TensorAttributeError, match="'share_memory_'.*no host tensor"):
-        t.share_memory_()
+    assert t.share_memory_() is t  # a device tensor: a no-op, as torch's for CUDA
     with pytest.raises(AttributeError, match="histogramdd.*no device kernel"):
         t.histogramdd(t)
     with pytest.raises(TensorError, match="nearest supported: transpose"):

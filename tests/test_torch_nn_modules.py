@@ -637,3 +637,17 @@ def test_multihead_attention_sequence_first_unbatched_and_errors(ctx):
     ]
     out, _ = separate(torch.zeros(3, 2, E), torch.zeros(5, 2, 4), torch.zeros(5, 2, 5))
     assert tuple(out.shape) == (3, 2, E)
+
+
+def test_share_memory_is_a_no_op_on_device_tensors_as_torch_s_on_cuda(ctx):
+    # Hogwild-style programs call model.share_memory() before handing the model to
+    # mp.Process workers; the ranks of a run share one process, so they share the model.
+    model = nn.Linear(3, 2)
+    before = {name: p for name, p in model.named_parameters()}
+    values = {name: p.detach().numpy().copy() for name, p in before.items()}
+    assert model.share_memory() is model
+    for name, p in model.named_parameters():
+        assert p is before[name]
+        np.testing.assert_array_equal(p.detach().numpy(), values[name])
+    t = torch.ones(4)
+    assert t.share_memory_() is t

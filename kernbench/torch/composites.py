@@ -134,6 +134,12 @@ class TensorComposites:
     def ndimension(self: Tensor) -> int:
         return self.ndim
 
+    def share_memory_(self: Tensor) -> Tensor:
+        """A no-op returning ``self``, as torch's for a CUDA tensor: a device tensor is
+        already reachable by every rank (the ranks of a run share one process, so a
+        model handed to ``mp.Process`` workers, Hogwild-style, is the same object)."""
+        return self
+
     def logsumexp(self: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
         """``log(sum(exp(self)))`` over ``dim``, stably."""
         keepdim = flag_argument(keepdim, "logsumexp", "keepdim")

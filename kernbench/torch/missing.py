@@ -1,6 +1,6 @@
 """What to say when a script asks a tensor for something kernbench.torch does not have.
 
-A PyTorch script that calls ``t.share_memory_()`` or ``t.histogramdd(...)`` gets a
+A PyTorch script that calls ``t.pin_memory_()`` or ``t.histogramdd(...)`` gets a
 :class:`~kernbench.errors.TensorAttributeError` (also an ``AttributeError``,
 so ``hasattr`` and ``getattr(t, name, default)`` keep working) that names the
 call and the nearest supported one: a hint written for the PyTorch methods
@@ -63,7 +63,6 @@ HINTS = {  # (the named entries after the groups win)
         ),
         NO_SPARSE,
     ),
-    "share_memory_": "there is no host tensor; numpy() reads values back",
     "gelu": "torch.nn.functional.gelu(t)",
     "silu": "torch.nn.functional.silu(t)",
     "is_floating_point": "t.dtype.is_floating_point",

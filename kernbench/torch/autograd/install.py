@@ -109,7 +109,7 @@ _LEFT_ALONE = {
     "new", "new_empty", "new_zeros", "new_ones", "new_full", "new_tensor", "free", "size", "stride",
     "dim", "numel", "nelement", "element_size", "storage_offset", "data_ptr",
     "is_contiguous", "get_device", "contiguous_device_tensor",
-    "register_post_accumulate_grad_hook",
+    "register_post_accumulate_grad_hook", "share_memory_",
 }  # fmt: skip
 _PROPERTIES = {"T", "mT"}
 # torch.<name> that call the tensor method of the same name, or torch functions, which

@@ -107,6 +107,13 @@ class Module:
     def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
         return RemovableHandle(self._forward_pre_hooks, hook)
 
+    def share_memory(self) -> Module:
+        """``share_memory_()`` on every parameter and buffer (no-ops for device tensors,
+        as torch's for CUDA ones); returns the module."""
+        for t in (*self.parameters(), *self.buffers()):
+            t.share_memory_()
+        return self
+
     def register_forward_hook(self, hook: Callable) -> RemovableHandle:
         return RemovableHandle(self._forward_hooks, hook)
 
