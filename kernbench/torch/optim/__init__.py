@@ -1,12 +1,14 @@
 """``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``,
-``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam`` over the ``grad`` slots ``backward()``
-filled (or a script assigned), ``LBFGS`` over a closure, ``torch.optim.lr_scheduler`` and
-``torch.optim.swa_utils`` (:mod:`~kernbench.torch.optim.swa_utils`).
+``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD`` over the ``grad`` slots
+``backward()`` filled (or a script assigned), ``LBFGS`` over a closure,
+``torch.optim.lr_scheduler`` and ``torch.optim.swa_utils``
+(:mod:`~kernbench.torch.optim.swa_utils`).
 
 ``step()`` updates each parameter whose ``grad`` is set with torch's
 single-tensor formulas as in-place device ops, so it costs device time
 (:mod:`~kernbench.torch.optim.optimizers`,
-:mod:`~kernbench.torch.optim.optimizers_more`, :mod:`~kernbench.torch.optim.lbfgs`).
+:mod:`~kernbench.torch.optim.optimizers_more`,
+:mod:`~kernbench.torch.optim.optimizers_classic`, :mod:`~kernbench.torch.optim.lbfgs`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kernbench.torch.optim import lr_scheduler, swa_utils
 from kernbench.torch.optim.lbfgs import LBFGS
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
+from kernbench.torch.optim.optimizers_classic import ASGD, Rprop
 from kernbench.torch.optim.optimizers_more import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 
 __all__ = [
@@ -31,6 +34,8 @@ __all__ = [
     "NAdam",
     "RAdam",
     "LBFGS",
+    "Rprop",
+    "ASGD",
     "Optimizer",
     "lr_scheduler",
     "swa_utils",
