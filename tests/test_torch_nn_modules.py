@@ -640,8 +640,8 @@ def test_multihead_attention_sequence_first_unbatched_and_errors(ctx):
 
 
 def test_share_memory_is_a_no_op_on_device_tensors_as_torch_s_on_cuda(ctx):
-    # Hogwild-style programs call model.share_memory() before handing the model to
-    # mp.Process workers; the ranks of a run share one process, so they share the model.
+    # Programs call model.share_memory() before handing the model to mp.Process workers;
+    # the ranks of a run share one process, so they hold the same model object.
     model = nn.Linear(3, 2)
     before = {name: p for name, p in model.named_parameters()}
     values = {name: p.detach().numpy().copy() for name, p in before.items()}

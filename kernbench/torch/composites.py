@@ -135,9 +135,9 @@ class TensorComposites:
         return self.ndim
 
     def share_memory_(self: Tensor) -> Tensor:
-        """A no-op returning ``self``, as torch's for a CUDA tensor: a device tensor is
-        already reachable by every rank (the ranks of a run share one process, so a
-        model handed to ``mp.Process`` workers, Hogwild-style, is the same object)."""
+        """A no-op returning ``self``, as torch's for a CUDA tensor (the ranks of a run
+        share one process, so a model handed to ``mp.Process`` workers is the same
+        object; each rank still computes on its own device)."""
         return self
 
     def logsumexp(self: Tensor, dim: Any, keepdim: bool = False) -> Tensor:
