@@ -13,9 +13,9 @@ that says how sparse tensors are held.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
+import kernbench.torch as torch  # its ops as autograd wraps them, looked up at the call
 from kernbench.errors import unsupported_name
 from kernbench.torch.missing import NO_SPARSE
 
@@ -33,46 +33,40 @@ __all__ = [
 ]
 
 
-def _torch() -> Any:
-    """The torch package, looked up at the call: its ops are the ones autograd wraps."""
-    return sys.modules["kernbench.torch"]
-
-
 def mm(mat1: Any, mat2: Any) -> Any:
     """``torch.sparse.mm``: the matrix product of two dense matrices (``torch.mm``)."""
-    return _torch().mm(mat1, mat2)
+    return torch.mm(mat1, mat2)
 
 
 def spmm(input: Any, mat2: Any) -> Any:  # noqa: A002 - torch's name
     """``torch.spmm``: the matrix product of two dense matrices (``torch.mm``)."""
-    return _torch().mm(input, mat2)
+    return torch.mm(input, mat2)
 
 
 def addmm(mat: Any, mat1: Any, mat2: Any, *, beta: float = 1, alpha: float = 1) -> Any:
     """``torch.sparse.addmm``: ``beta * mat + alpha * (mat1 @ mat2)`` (``torch.addmm``)."""
-    return _torch().addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+    return torch.addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def sum(input: Any, dim: Any = None, dtype: Any = None) -> Any:  # noqa: A001,A002
     """``torch.sparse.sum``: ``torch.sum`` of the whole tensor or over ``dim``."""
     if dim is None:
-        return _torch().sum(input, dtype=dtype)
-    return _torch().sum(input, dim, dtype=dtype)
+        return torch.sum(input, dtype=dtype)
+    return torch.sum(input, dim, dtype=dtype)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
     """``torch.sparse.softmax``: ``torch.softmax`` (every element is present)."""
-    return _torch().softmax(input, dim, dtype=dtype)
+    return torch.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
     """``torch.sparse.log_softmax``: ``torch.log_softmax`` (every element is present)."""
-    return _torch().log_softmax(input, dim, dtype=dtype)
+    return torch.log_softmax(input, dim, dtype=dtype)
 
 
 def _legacy(dtype_name: str) -> Any:
     def construct(indices: Any, values: Any, size: Any = None) -> Any:
-        torch = _torch()
         return torch.sparse_coo_tensor(indices, values, size, dtype=getattr(torch, dtype_name))
 
     construct.__name__ = construct.__qualname__ = {

@@ -13,12 +13,12 @@ multiplied too), and the first such call warns so.  The tensor says what it is:
 
 from __future__ import annotations
 
-import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+import kernbench.torch as torch  # its ops as autograd wraps them, looked up at the call
 from kernbench.errors import TensorValueError, user_stacklevel
 from kernbench.torch.dtypes import as_torch_dtype
 
@@ -60,17 +60,11 @@ sparse_csr = Layout("sparse_csr")
 sparse_csc = Layout("sparse_csc")
 
 
-def _torch() -> Any:
-    """The torch package, looked up at the call: its ops are the ones autograd wraps."""
-    return sys.modules["kernbench.torch"]
-
-
 def _warn_held_dense(what: str) -> None:
     warnings.warn(_HELD_DENSE.format(what=what), stacklevel=user_stacklevel())
 
 
 def _host_indices(indices: Any) -> np.ndarray:
-    torch = _torch()
     array = indices.numpy() if isinstance(indices, torch.Tensor) else np.asarray(indices)
     if array.ndim != 2 or not np.issubdtype(array.dtype, np.integer):
         raise TensorValueError(
@@ -94,7 +88,6 @@ def sparse_coo_tensor(
 ) -> Tensor:
     """``torch.sparse_coo_tensor``: a dense tensor of ``size`` with ``values`` at
     ``indices`` (summed where indices repeat) and zeros elsewhere."""
-    torch = _torch()
     where = _host_indices(indices)
     if not isinstance(values, torch.Tensor):
         values = torch.tensor(values, device=device)

@@ -11,9 +11,9 @@ them.
 from __future__ import annotations
 
 import math
-import sys
 from typing import Any
 
+import kernbench.torch as torch  # its ops as autograd wraps them, looked up at the call
 from kernbench.errors import unsupported_name
 
 __all__ = [
@@ -42,11 +42,6 @@ __all__ = [
 ]
 
 
-def _torch() -> Any:
-    """The torch package, looked up at the call: its ops are the ones autograd wraps."""
-    return sys.modules["kernbench.torch"]
-
-
 def _out(result: Any, out: Any) -> Any:
     if out is None:
         return result
@@ -56,45 +51,44 @@ def _out(result: Any, out: Any) -> Any:
 
 def expit(input: Any, *, out: Any = None) -> Any:
     """``1 / (1 + exp(-input))``: ``torch.sigmoid``."""
-    return _out(_torch().sigmoid(input), out)
+    return _out(torch.sigmoid(input), out)
 
 
 def erf(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().erf(input), out)
+    return _out(torch.erf(input), out)
 
 
 def erfc(input: Any, *, out: Any = None) -> Any:
     """``1 - erf(input)``."""
-    return _out(1.0 - _torch().erf(input), out)
+    return _out(1.0 - torch.erf(input), out)
 
 
 def erfinv(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().erfinv(input), out)
+    return _out(torch.erfinv(input), out)
 
 
 def exp2(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().exp2(input), out)
+    return _out(torch.exp2(input), out)
 
 
 def expm1(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().expm1(input), out)
+    return _out(torch.expm1(input), out)
 
 
 def log1p(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().log1p(input), out)
+    return _out(torch.log1p(input), out)
 
 
 def logit(input: Any, eps: float | None = None, *, out: Any = None) -> Any:
-    return _out(_torch().logit(input, eps), out)
+    return _out(torch.logit(input, eps), out)
 
 
 def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:
-    return _out(_torch().xlogy(input, other), out)
+    return _out(torch.xlogy(input, other), out)
 
 
 def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:
     """``input * log1p(other)``, 0 where ``input`` is 0 (NaN ``other`` stays NaN)."""
-    torch = _torch()
     other = other if isinstance(other, torch.Tensor) else torch.tensor(float(other))
     product = input * torch.log1p(other)
     zero = (input == 0) & ~torch.isnan(other) if isinstance(input, torch.Tensor) else None
@@ -104,19 +98,19 @@ def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:
 
 
 def sinc(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().sinc(input), out)
+    return _out(torch.sinc(input), out)
 
 
 def round(input: Any, *, decimals: int = 0, out: Any = None) -> Any:  # noqa: A001
-    return _out(_torch().round(input, decimals=decimals), out)
+    return _out(torch.round(input, decimals=decimals), out)
 
 
 def i0(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().i0(input), out)
+    return _out(torch.i0(input), out)
 
 
 def digamma(input: Any, *, out: Any = None) -> Any:
-    return _out(_torch().digamma(input), out)
+    return _out(torch.digamma(input), out)
 
 
 psi = digamma
@@ -124,36 +118,35 @@ psi = digamma
 
 def gammaln(input: Any, *, out: Any = None) -> Any:
     """``log|Gamma(input)|``: ``torch.lgamma``."""
-    return _out(_torch().lgamma(input), out)
+    return _out(torch.lgamma(input), out)
 
 
 def ndtr(input: Any, *, out: Any = None) -> Any:
     """The standard normal's CDF, ``(1 + erf(input / sqrt(2))) / 2``."""
-    return _out((1.0 + _torch().erf(input * (1.0 / math.sqrt(2.0)))) * 0.5, out)
+    return _out((1.0 + torch.erf(input * (1.0 / math.sqrt(2.0)))) * 0.5, out)
 
 
 def log_ndtr(input: Any, *, out: Any = None) -> Any:
     """``log(ndtr(input))``."""
-    return _out(_torch().log(ndtr(input)), out)
+    return _out(torch.log(ndtr(input)), out)
 
 
 def entr(input: Any, *, out: Any = None) -> Any:
     """``-input * log(input)`` elementwise: 0 at 0, ``-inf`` below 0."""
-    torch = _torch()
     value = torch.where(input > 0, -torch.xlogy(input, input), torch.zeros_like(input))
     return _out(torch.where(input < 0, torch.full_like(input, -math.inf), value), out)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:
-    return _torch().softmax(input, dim, dtype=dtype)
+    return torch.softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:
-    return _torch().log_softmax(input, dim, dtype=dtype)
+    return torch.log_softmax(input, dim, dtype=dtype)
 
 
 def logsumexp(input: Any, dim: Any, keepdim: bool = False, *, out: Any = None) -> Any:
-    return _out(_torch().logsumexp(input, dim, keepdim=keepdim), out)
+    return _out(torch.logsumexp(input, dim, keepdim=keepdim), out)
 
 
 _NOT_HERE = (

@@ -13,17 +13,12 @@ runs, which carry no values.
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
+import kernbench.torch as torch  # its ops as autograd wraps them, looked up at the call
 from kernbench.runtime.current import current_context
 
-__all__ = ["Distribution", "torch_module"]
-
-
-def torch_module() -> Any:
-    """The torch package, looked up at the call: its ops are the ones autograd wraps."""
-    return sys.modules["kernbench.torch"]
+__all__ = ["Distribution"]
 
 
 class Distribution:
@@ -35,7 +30,6 @@ class Distribution:
     def __init__(
         self, batch_shape: Any = (), event_shape: Any = (), validate_args: bool | None = None
     ) -> None:
-        torch = torch_module()
         self._batch_shape = torch.Size(batch_shape)
         self._event_shape = torch.Size(event_shape)
         self._validate_args = self._validation(validate_args)
@@ -60,7 +54,6 @@ class Distribution:
         return self._event_shape
 
     def _extended_shape(self, sample_shape: Any = ()) -> Any:
-        torch = torch_module()
         if not isinstance(sample_shape, torch.Size | tuple | list):
             raise TypeError(
                 f"{type(self).__name__}.sample: sample_shape must be a torch.Size or a tuple, "
@@ -80,7 +73,7 @@ class Distribution:
             )
 
     def sample(self, sample_shape: Any = ()) -> Any:
-        with torch_module().no_grad():
+        with torch.no_grad():
             return self.rsample(sample_shape)
 
     def rsample(self, sample_shape: Any = ()) -> Any:
@@ -104,7 +97,7 @@ class Distribution:
         raise NotImplementedError
 
     def perplexity(self) -> Any:
-        return torch_module().exp(self.entropy())
+        return torch.exp(self.entropy())
 
     @property
     def stddev(self) -> Any:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from kernbench.torch.distributions.distribution import Distribution, torch_module
+import kernbench.torch as torch  # its ops as autograd wraps them, looked up at the call
+from kernbench.torch.distributions.distribution import Distribution
 
 __all__ = ["Normal", "Uniform"]
 
 
 def _broadcast(*values: Any) -> list[Any]:
     """Parameters as tensors of one shape (numbers become tensors of the default dtype)."""
-    torch = torch_module()
     tensors = [v for v in values if isinstance(v, torch.Tensor)]
     dtype = tensors[0].dtype if tensors else torch.get_default_dtype()
     made = [
@@ -48,19 +48,16 @@ class Normal(Distribution):
         return self.scale.pow(2)
 
     def sample(self, sample_shape: Any = ()) -> Any:
-        torch = torch_module()
         shape = self._extended_shape(sample_shape)
         with torch.no_grad():
             return torch.normal(self.loc.expand(shape), self.scale.expand(shape))
 
     def rsample(self, sample_shape: Any = ()) -> Any:
-        torch = torch_module()
         shape = self._extended_shape(sample_shape)
         eps = torch.randn(tuple(shape), dtype=self.loc.dtype)
         return self.loc + eps * self.scale
 
     def log_prob(self, value: Any) -> Any:
-        torch = torch_module()
         var = self.scale**2
         return (
             -((value - self.loc) ** 2) / (2 * var)
@@ -69,15 +66,12 @@ class Normal(Distribution):
         )
 
     def cdf(self, value: Any) -> Any:
-        torch = torch_module()
         return 0.5 * (1 + torch.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value: Any) -> Any:
-        torch = torch_module()
         return self.loc + self.scale * torch.erfinv(2 * value - 1) * math.sqrt(2)
 
     def entropy(self) -> Any:
-        torch = torch_module()
         return 0.5 + 0.5 * math.log(2 * math.pi) + torch.log(self.scale)
 
     def _shown(self) -> dict:
@@ -100,7 +94,6 @@ class Uniform(Distribution):
 
     @property
     def mode(self) -> Any:
-        torch = torch_module()
         return torch.full_like(self.high, float("nan"))
 
     @property
@@ -112,13 +105,11 @@ class Uniform(Distribution):
         return (self.high - self.low).pow(2) / 12
 
     def rsample(self, sample_shape: Any = ()) -> Any:
-        torch = torch_module()
         shape = self._extended_shape(sample_shape)
         rand = torch.rand(tuple(shape), dtype=self.low.dtype)
         return self.low + rand * (self.high - self.low)
 
     def log_prob(self, value: Any) -> Any:
-        torch = torch_module()
         inside = self.low.le(value).type_as(self.low) * self.high.gt(value).type_as(self.low)
         return torch.log(inside) - torch.log(self.high - self.low)
 
@@ -129,7 +120,6 @@ class Uniform(Distribution):
         return value * (self.high - self.low) + self.low
 
     def entropy(self) -> Any:
-        torch = torch_module()
         return torch.log(self.high - self.low)
 
     def _shown(self) -> dict:
