@@ -15,6 +15,7 @@ from typing import Any
 
 import kernbench.torch as torch  # its ops as autograd wraps them, looked up at the call
 from kernbench.errors import unsupported_name
+from kernbench.torch.functions import into_out
 
 __all__ = [
     "digamma",
@@ -43,10 +44,8 @@ __all__ = [
 
 
 def _out(result: Any, out: Any) -> Any:
-    if out is None:
-        return result
-    out.copy_(result)
-    return out
+    """``result``, or copied into ``out=`` with torch's checks (:func:`into_out`)."""
+    return result if out is None else into_out("torch.special", out, result)
 
 
 def expit(input: Any, *, out: Any = None) -> Any:
