@@ -8,7 +8,7 @@
 single-tensor formulas as in-place device ops, so it costs device time
 (:mod:`~kernbench.torch.optim.optimizers`,
 :mod:`~kernbench.torch.optim.optimizers_more`,
-:mod:`~kernbench.torch.optim.optimizers_classic`, :mod:`~kernbench.torch.optim.lbfgs`).
+:mod:`~kernbench.torch.optim.lbfgs`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,16 @@ from kernbench.torch.optim import lr_scheduler, swa_utils
 from kernbench.torch.optim.lbfgs import LBFGS
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
-from kernbench.torch.optim.optimizers_classic import ASGD, Rprop
-from kernbench.torch.optim.optimizers_more import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
+from kernbench.torch.optim.optimizers_more import (
+    ASGD,
+    Adadelta,
+    Adagrad,
+    Adamax,
+    NAdam,
+    RAdam,
+    RMSprop,
+    Rprop,
+)
 
 __all__ = [
     "SGD",

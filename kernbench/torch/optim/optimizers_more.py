@@ -1,4 +1,5 @@
-"""``torch.optim.RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam`` and ``RAdam``:
+"""``torch.optim.RMSprop``, ``Adagrad``, ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``,
+``Rprop`` and ``ASGD``:
 torch's single-tensor (for-loop) update formulas, run as in-place device ops on each
 parameter whose ``grad`` is set.
 
@@ -18,10 +19,11 @@ from kernbench.errors import OptimizerValueError
 from kernbench.torch.autograd import no_grad
 from kernbench.torch.factories import full_like, zeros_like
 from kernbench.torch.functions import maximum
+from kernbench.torch.logic import where
 from kernbench.torch.optim.optimizer import Optimizer, parameters_with_grads
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "RMSprop"]
+__all__ = ["ASGD", "Adadelta", "Adagrad", "Adamax", "NAdam", "RAdam", "RMSprop", "Rprop"]
 
 
 def _at_least_zero(**values: float) -> None:
@@ -43,7 +45,7 @@ def _gradient(param: Tensor, group: dict[str, Any]) -> Tensor:
     """The gradient the update follows: negated for ``maximize``, plus ``weight_decay * p``
     unless the optimizer decays the parameter itself."""
     grad = param.grad if not group.get("maximize", False) else -param.grad
-    decay = group["weight_decay"]
+    decay = group.get("weight_decay", 0)  # Rprop has none
     if decay != 0:
         if group.get("decoupled_weight_decay", False):
             param.mul_(1 - group["lr"] * decay)
@@ -422,4 +424,118 @@ class RAdam(Optimizer):
                     param.add_(corrected_avg * lr * adaptive * rect, alpha=-1.0)
                 else:
                     param.add_(corrected_avg * lr, alpha=-1.0)
+        return loss
+
+
+class Rprop(Optimizer):
+    """``Rprop(params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable,
+    foreach, maximize, differentiable)``, as torch's: a per-element step size grown by
+    ``etaplus`` while the gradient's sign holds and shrunk by ``etaminus`` when it flips (that
+    element then does not move); each element moves by its step against its sign."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        etas: tuple[float, float] = (0.5, 1.2),
+        step_sizes: tuple[float, float] = (1e-6, 50),
+        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        _at_least_zero(lr=lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise OptimizerValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = {
+            "lr": lr,
+            "etas": etas,
+            "step_sizes": step_sizes,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    @no_grad()  # as torch: the update is not recorded (the closure is, see _closure_loss)
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = group["etas"]
+            low, high = group["step_sizes"]
+            for param in parameters_with_grads(group):
+                state = self.state[param]
+                if not state:
+                    state["step"] = 0.0
+                    state["prev"] = zeros_like(param)
+                    state["step_size"] = full_like(param.grad, group["lr"])
+                state["step"] += 1
+                grad = _gradient(param, group)
+                sign = grad.mul(state["prev"]).sign()
+                factor = where(sign > 0, etaplus, where(sign < 0, etaminus, 1.0)).to(grad.dtype)
+                state["step_size"].mul_(factor).clamp_(low, high)
+                kept = where(sign < 0, 0.0, grad).to(grad.dtype)  # a flipped sign: no move
+                param.addcmul_(kept.sign(), state["step_size"], value=-1)
+                state["prev"].copy_(kept)
+        return loss
+
+
+class ASGD(Optimizer):
+    """``ASGD(params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach,
+    maximize, differentiable, capturable)``, as torch's: SGD with the step ``eta = lr / (1 +
+    lambd * lr * step) ** alpha``, the parameter shrunk by ``1 - lambd * eta``, and ``ax``
+    averaging the iterates after ``t0`` steps (``eta`` and ``mu`` Python floats)."""
+
+    def __init__(
+        self,
+        params: Any,
+        lr: float = 1e-2,
+        lambd: float = 1e-4,
+        alpha: float = 0.75,
+        t0: float = 1e6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+        capturable: bool = False,
+    ) -> None:
+        _at_least_zero(lr=lr, weight_decay=weight_decay)
+        defaults = {
+            "lr": lr,
+            "lambd": lambd,
+            "alpha": alpha,
+            "t0": t0,
+            "weight_decay": weight_decay,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    @no_grad()  # as torch: the update is not recorded (the closure is, see _closure_loss)
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+            for param in parameters_with_grads(group):
+                state = self.state[param]
+                if not state:
+                    state["step"] = 0.0
+                    state["eta"] = float(lr)
+                    state["mu"] = 1.0
+                    state["ax"] = zeros_like(param)
+                state["step"] += 1
+                grad = _gradient(param, group)
+                eta = state["eta"]
+                param.mul_(1 - lambd * eta)
+                param.add_(grad, alpha=-eta)
+                if state["mu"] != 1:
+                    state["ax"].add_(param.sub(state["ax"]).mul_(state["mu"]))
+                else:
+                    state["ax"].copy_(param)
+                state["eta"] = lr / ((1 + lambd * lr * state["step"]) ** alpha)
+                state["mu"] = 1 / max(1, state["step"] - t0)
         return loss
