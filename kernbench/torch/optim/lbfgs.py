@@ -5,8 +5,8 @@ The vectors (the flat gradient, the direction ``d``, the curvature pairs
 ``old_dirs``/``old_stps``, ``prev_flat_grad``) are device tensors and every update of
 them is a device op, so a step costs device time as torch's does.  The scalars the
 algorithm branches on or scales by (``|g|_inf``, ``|g|_1``, ``y.s``, ``y.y``, ``g.d``,
-the two-loop coefficients, the loss) are reduced on the device (an inner product as a
-product and a sum, :func:`~kernbench.torch.optim.line_search.inner`) and read back to
+the two-loop coefficients, the loss) are reduced on the device (``Tensor.dot``, a product
+and a parallel sum) and read back to
 the host, one transfer each, where torch reads them with ``.item()`` or a tensor
 ``alpha``; so ``ro``, ``al`` and ``H_diag`` are host floats here (torch keeps 0-d
 tensors).  The state sits on the first parameter under torch's keys: ``func_evals``,
@@ -31,7 +31,7 @@ from typing import Any
 from kernbench.errors import OptimizerStateError, OptimizerValueError, TensorTypeError
 from kernbench.torch.autograd import no_grad
 from kernbench.torch.factories import cat, zeros
-from kernbench.torch.optim.line_search import host_scalar, inner, strong_wolfe
+from kernbench.torch.optim.line_search import host_scalar, strong_wolfe
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.tensor import Tensor
 
@@ -155,7 +155,7 @@ class LBFGS(Optimizer):
             else:
                 y = flat_grad.sub(prev_flat_grad)
                 s = d.mul(t)
-                ys = host_scalar(inner(y, s))
+                ys = host_scalar(y.dot(s))
                 if ys is None or ys > CURVATURE_THRESHOLD:
                     if len(old_dirs) == history_size:
                         old_dirs.pop(0)
@@ -163,7 +163,7 @@ class LBFGS(Optimizer):
                         ro.pop(0)
                     old_dirs.append(y)
                     old_stps.append(s)
-                    yy = host_scalar(inner(y, y))
+                    yy = host_scalar(y.dot(y))
                     ro.append(1.0 if ys is None else 1.0 / ys)
                     h_diag = 1.0 if ys is None or yy is None else ys / yy
                 if "al" not in state:
@@ -172,11 +172,11 @@ class LBFGS(Optimizer):
                 # the two-loop recursion: d = -H g with H from the stored pairs
                 q = flat_grad.neg()
                 for i in range(len(old_dirs) - 1, -1, -1):
-                    al[i] = _known_or(host_scalar(inner(old_stps[i], q)), 1.0) * ro[i]
+                    al[i] = _known_or(host_scalar(old_stps[i].dot(q)), 1.0) * ro[i]
                     q.add_(old_dirs[i], alpha=-al[i])
                 d = r = q.mul(h_diag)
                 for i in range(len(old_dirs)):
-                    be_i = _known_or(host_scalar(inner(old_dirs[i], r)), 1.0) * ro[i]
+                    be_i = _known_or(host_scalar(old_dirs[i].dot(r)), 1.0) * ro[i]
                     r.add_(old_stps[i], alpha=al[i] - be_i)
 
             if prev_flat_grad is None:
@@ -191,7 +191,7 @@ class LBFGS(Optimizer):
                 t = lr if g_sum is None else min(1.0, 1.0 / g_sum) * lr
             else:
                 t = lr
-            gtd = host_scalar(inner(flat_grad, d))
+            gtd = host_scalar(flat_grad.dot(d))
             if gtd is not None and gtd > -tolerance_change:
                 break
 

@@ -4,7 +4,7 @@ Thuente's scheme as ``lswolfe.lua`` has it) with the same constants and the same
 tests, so it tries the same step lengths and calls the closure the same number of times.
 
 The step lengths, losses and directional derivatives are host floats: each directional
-derivative is an inner product on the device (:func:`inner`) read back to the host, as
+derivative is an inner product on the device (``Tensor.dot``) read back to the host, as
 torch's comparisons read it.  In timing-only mode there are no values to compare; the
 search then takes the first trial step (one evaluation), as a search whose first step
 satisfies the Wolfe conditions does, so a timing-only step costs one closure call per
@@ -19,7 +19,7 @@ from collections.abc import Callable
 from kernbench.torch.host_values import checked_read
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["cubic_interpolate", "host_scalar", "inner", "strong_wolfe"]
+__all__ = ["cubic_interpolate", "host_scalar", "strong_wolfe"]
 
 SUFFICIENT_DECREASE = 1e-4  # c1, the Armijo constant
 CURVATURE = 0.9  # c2, the strong-Wolfe curvature constant
@@ -35,14 +35,6 @@ def host_scalar(value: Tensor | float) -> float | None:
         return float(value)
     values = checked_read(value)
     return None if values is None else float(values.reshape(-1)[0])
-
-
-def inner(a: Tensor, b: Tensor) -> Tensor:
-    """``a . b`` of two flat vectors as an element-wise product and a sum: two kernels
-    spread over the device, where ``Tensor.dot`` runs the matmul kernel, whose 1 x n by
-    n x 1 product takes about six times the simulated time (and far more host time) for
-    the vectors of a model's size (see ADR 0026)."""
-    return a.mul(b).sum()
 
 
 def cubic_interpolate(
@@ -104,7 +96,7 @@ def strong_wolfe(
     g = g.clone()
     f_new, g_new = evaluate(x, t, d)
     evaluations = 1
-    gtd_new = host_scalar(inner(g_new, d))
+    gtd_new = host_scalar(g_new.dot(d))
     if f_new is None or gtd_new is None or d_norm is None:
         return f_new, g_new, t, evaluations
     t_prev, f_prev, g_prev, gtd_prev = 0.0, f, g, gtd
@@ -133,7 +125,7 @@ def strong_wolfe(
         t_prev, f_prev, g_prev, gtd_prev = previous, f_new, g_new.clone(), gtd_new
         f_new, g_new = evaluate(x, t, d)
         evaluations += 1
-        gtd_new = _known(host_scalar(inner(g_new, d)))
+        gtd_new = _known(host_scalar(g_new.dot(d)))
         f_new = _known(f_new)
         ls_iter += 1
     if ls_iter == MAX_LINE_SEARCH_ITERATIONS:
@@ -162,7 +154,7 @@ def strong_wolfe(
         f_trial, g_new = evaluate(x, t, d)
         f_new = _known(f_trial)
         evaluations += 1
-        gtd_new = _known(host_scalar(inner(g_new, d)))
+        gtd_new = _known(host_scalar(g_new.dot(d)))
         ls_iter += 1
         if f_new > f + SUFFICIENT_DECREASE * t * gtd or f_new >= bracket.f[low]:
             bracket.set(high, t, f_new, g_new.clone(), gtd_new)
