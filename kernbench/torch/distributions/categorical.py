@@ -21,7 +21,38 @@ def _as_tensor(value: Any) -> Any:
     return torch.tensor(value, dtype=torch.get_default_dtype())
 
 
-class Categorical(Distribution):
+class _ProbsOrLogits(Distribution):
+    """A discrete distribution given ``probs`` or ``logits``: the other is made from it
+    when first read (``_from_logits`` / ``_from_probs``), as torch's lazy properties."""
+
+    def _from_logits(self, logits: Any) -> Any:
+        raise NotImplementedError
+
+    def _from_probs(self, probs: Any) -> Any:
+        raise NotImplementedError
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "probs":
+            made = self.__dict__["probs"] = self._from_logits(self.__dict__["logits"])
+            return made
+        if name == "logits":
+            made = self.__dict__["logits"] = self._from_probs(self.__dict__["probs"])
+            return made
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+
+    def _support(self, count: int, dtype: Any, expand: bool) -> Any:
+        """``0 .. count-1`` along a new first dim, over the batch dims (expanded or 1)."""
+        values = torch.arange(count, dtype=dtype)
+        values = values.view((-1,) + (1,) * len(self._batch_shape))
+        if expand:
+            values = values.expand((-1, *tuple(self._batch_shape)))
+        return values
+
+    def _shown(self) -> dict:
+        return {"probs": self.probs} if "probs" in self.__dict__ else {"logits": self.logits}
+
+
+class Categorical(_ProbsOrLogits):
     """One of ``K`` categories per batch entry, with ``probs`` (normalised along the last
     dim) or ``logits`` (normalised to log-probabilities), as torch's."""
 
@@ -49,17 +80,12 @@ class Categorical(Distribution):
         self._num_events = self._param.size()[-1]
         super().__init__(tuple(self._param.shape)[:-1], (), validate_args)
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "probs":
-            probs = torch.softmax(self.__dict__["logits"], -1)
-            self.__dict__["probs"] = probs
-            return probs
-        if name == "logits":
-            eps = torch.finfo(self.__dict__["probs"].dtype).eps
-            logits = torch.log(self.__dict__["probs"].clamp(min=eps, max=1 - eps))
-            self.__dict__["logits"] = logits
-            return logits
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+    def _from_logits(self, logits: Any) -> Any:
+        return torch.softmax(logits, -1)
+
+    def _from_probs(self, probs: Any) -> Any:
+        eps = torch.finfo(probs.dtype).eps
+        return torch.log(probs.clamp(min=eps, max=1 - eps))
 
     @property
     def param_shape(self) -> Any:
@@ -99,17 +125,10 @@ class Categorical(Distribution):
         return -(logits * self.probs).sum(-1)
 
     def enumerate_support(self, expand: bool = True) -> Any:
-        values = torch.arange(self._num_events, dtype=torch.int64)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1, *tuple(self._batch_shape)))
-        return values
-
-    def _shown(self) -> dict:
-        return {"probs": self.probs} if "probs" in self.__dict__ else {"logits": self.logits}
+        return self._support(self._num_events, torch.int64, expand)
 
 
-class Bernoulli(Distribution):
+class Bernoulli(_ProbsOrLogits):
     """1 with probability ``probs`` (or ``sigmoid(logits)``), else 0, as torch's."""
 
     has_enumerate_support = True
@@ -134,19 +153,13 @@ class Bernoulli(Distribution):
             self._param = self.logits
         super().__init__(tuple(self._param.shape), (), validate_args)
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "probs":
-            probs = torch.sigmoid(self.__dict__["logits"])
-            self.__dict__["probs"] = probs
-            return probs
-        if name == "logits":
-            probs = self.__dict__["probs"]
-            eps = torch.finfo(probs.dtype).eps
-            clamped = probs.clamp(min=eps, max=1 - eps)
-            logits = torch.log(clamped) - torch.log1p(-clamped)
-            self.__dict__["logits"] = logits
-            return logits
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute {name!r}")
+    def _from_logits(self, logits: Any) -> Any:
+        return torch.sigmoid(logits)
+
+    def _from_probs(self, probs: Any) -> Any:
+        eps = torch.finfo(probs.dtype).eps
+        clamped = probs.clamp(min=eps, max=1 - eps)
+        return torch.log(clamped) - torch.log1p(-clamped)
 
     @property
     def mean(self) -> Any:
@@ -178,11 +191,4 @@ class Bernoulli(Distribution):
         )
 
     def enumerate_support(self, expand: bool = True) -> Any:
-        values = torch.arange(2, dtype=self._param.dtype)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
-        if expand:
-            values = values.expand((-1, *tuple(self._batch_shape)))
-        return values
-
-    def _shown(self) -> dict:
-        return {"probs": self.probs} if "probs" in self.__dict__ else {"logits": self.logits}
+        return self._support(2, self._param.dtype, expand)
