@@ -133,10 +133,10 @@ def runs_as_main(path: str | Path, source: str | None = None) -> bool:
     ``python`` runs it.
     """
     _, _, tree = _compiled(path, source)
-    return _has_main_block(tree)
+    return _runs_as_main(tree)
 
 
-def _has_main_block(tree: ast.Module) -> bool:
+def _runs_as_main(tree: ast.Module) -> bool:
     if not any(_is_main_guard(node) for node in tree.body):
         return not _defines(tree, "main") and not _defines(tree, "run")
     return not _defines(tree, "main") or _main_needs_arguments(tree)
@@ -629,7 +629,7 @@ def run_script(
     source = read_text(script, what="bench script", limit=SCRIPT_LIMIT)
     script_digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     _, _, tree = _compiled(script, source)  # a syntax error is reported here, once
-    as_main = _has_main_block(tree)
+    as_main = _runs_as_main(tree)
     # A script calling its own main() at module level is run whole in each rank, as
     # torchrun runs it: imported once and then main() per rank, main() would run twice.
     per_rank = per_rank or _starts_itself(tree)

@@ -38,28 +38,25 @@ class _MirrorFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """First on ``sys.meta_path`` while a run lasts: ``torch[.X]`` is found as
     ``kernbench.torch[.X]`` (imported if it is not yet) and loaded as that very module."""
 
-    def __init__(self) -> None:
-        self._specs: dict[str, Any] = {}  # each alias being loaded -> its module's own spec
-
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         real = _mirror(fullname)
         if real is None:
             return None
         module = importlib.import_module(real)  # its own error (a hint) if the mirror lacks it
-        self._specs[fullname] = getattr(module, "__spec__", None)  # a namespace may have none
-        return importlib.machinery.ModuleSpec(
+        spec = importlib.machinery.ModuleSpec(
             fullname, self, is_package=hasattr(module, "__path__")
         )
+        spec.loader_state = getattr(module, "__spec__", None)  # a namespace may have none
+        return spec
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
         return sys.modules[_mirror(spec.name) or spec.name]
 
     def exec_module(self, module: ModuleType) -> None:
         # The import system stamped the alias's spec on the module: give it its own back.
-        for name, spec in list(self._specs.items()):
-            if spec is not None and sys.modules.get(spec.name) is module:
-                module.__spec__ = spec
-                del self._specs[name]
+        alias = getattr(module, "__spec__", None)
+        if alias is not None and alias.loader is self and alias.loader_state is not None:
+            module.__spec__ = alias.loader_state
 
 
 @contextmanager
