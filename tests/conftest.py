@@ -10,15 +10,33 @@ directory and in an installed package.
 
 from __future__ import annotations
 
+import compileall
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+import kernbench
 from kernbench.topology import bundled_names, bundled_path
 
 #: The checkout these tests belong to (resolved: ``__file__`` may be relative).
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Byte-compile the package once, before any worker or child interpreter imports it.
+
+    Hundreds of tests start ``kernbench`` in a child process (the CLI, sweeps and their
+    points).  An editable install leaves no bytecode, and with ``PYTHONDONTWRITEBYTECODE``
+    set none is ever written, so every child would compile some 300 modules again
+    (half a second of its start).  Python still reads bytecode that is there and
+    checks it against each source's size and time, so a stale file is never used.
+    A package that cannot be written to (installed read-only) is left as it is.
+    """
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller did it
+        return
+    compileall.compile_dir(Path(kernbench.__file__).parent, quiet=2)
 
 
 @pytest.fixture(scope="session")
