@@ -265,3 +265,34 @@ def test_a_one_gib_timing_only_tensor_on_a_rack_costs_no_memory():
     assert int(match.group(1)) * 1024 < 1 << 30
     simulated = re.search(r"simulated time: (\d+) ps", done.stdout)
     assert simulated and int(simulated.group(1)) > 0
+
+
+def test_a_clashing_map_fails_its_command_at_the_first_install_and_the_machine_goes_on():
+    """Mapping a page already mapped fails the MmuMap with the PE's MMU and the page named,
+    when the first PE's install would have finished; every PE clashes, and the fabric
+    neither stops nor lets the other faults escape.  Later commands run as usual."""
+    from kernbench.errors import AllocationError
+    from kernbench.machine import MmuMap
+
+    ctx = RuntimeContext(TINY)
+    t = ctx.empty((4, 8), "int32")  # one page, mapped on the cube's four PEs
+    (placement,) = t.placements
+    again = MmuMap(
+        src="host",
+        dst="sip0.cube0.m_cpu",
+        nbytes=MMU_ENTRY,
+        targets=tuple(f"sip0.cube0.pe{k}" for k in range(4)),
+        entries=((placement.va, placement.pa, 128),),
+        tag="again",
+    )
+    machine = ctx.machine
+    start = ctx.now
+    handle = machine.submit(again)
+    with pytest.raises(
+        AllocationError, match=r"sip0\.cube0\.pe0\.mmu: cannot map VA .* already mapped"
+    ):
+        machine.wait(handle)
+    assert ctx.now - start == map_ps(4, pages=1)
+    before = ctx.now
+    t.free()  # the mapping the failed command left alone is still there to unmap
+    assert ctx.now - before == map_ps(4, pages=1)

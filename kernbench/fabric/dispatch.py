@@ -9,9 +9,11 @@ overlapping (ADR 0006).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from functools import partial
 
 import simpy
 
+from kernbench.fabric.flows import Delivery
 from kernbench.fabric.pe import PeEngines, PeUnit
 from kernbench.machine import ProgramWork, RunPrograms
 from kernbench.machine.messages import TraceRow
@@ -26,19 +28,23 @@ class KernelDispatch:
         self,
         env: simpy.Environment,
         transfer: Callable[..., simpy.Event],
+        send: Callable[[str, str, int, simpy.Event | Callable[[], None], int], None],
         engines: PeEngines,
         record: Callable[..., TraceRow],
         command_latency_ps: int,
     ) -> None:
         self.env = env
         self.transfer = transfer
+        self.send = send  # (src, dst, nbytes, done, after), as Fabric.send
         self.engines = engines
         self.record = record
         self.command_latency_ps = command_latency_ps
 
     def serve(self, msg: RunPrograms) -> Generator:
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-        yield self.env.timeout(self.command_latency_ps)
+        # The command reaches the M_CPU, which takes its latency: one timer for both.
+        accepted = Delivery(self.env)
+        self.send(msg.src, msg.dst, msg.nbytes, accepted, self.command_latency_ps)
+        yield accepted
         runs = [
             self.env.process(self._run_on_pe(msg, pe, programs))
             for pe, programs in msg.programs.items()
@@ -47,10 +53,15 @@ class KernelDispatch:
 
     def _run_on_pe(self, msg: RunPrograms, pe: str, programs: list) -> Generator:
         unit = self.engines.unit(pe)
-        yield self.transfer(msg.dst, pe, msg.nbytes)
-        start, moved = self.env.now, 0
-        for program in programs:
-            yield self.env.timeout(unit.launch_overhead_ps)
+        overhead = unit.launch_overhead_ps if programs else 0
+        # The programs reach the PE, and the first pays its launch overhead: one timer.
+        ready = Delivery(self.env)
+        self.send(msg.dst, pe, msg.nbytes, ready, overhead)
+        yield ready
+        start, moved = self.env.now - overhead, 0
+        for i, program in enumerate(programs):
+            if i:
+                yield self.env.timeout(overhead)
             work = program()
             moved += sum(n for _, n in work.loads) + sum(n for _, n in work.stores)
             yield self.env.all_of(list(self._program_events(unit, work)))
@@ -58,15 +69,14 @@ class KernelDispatch:
 
     def _program_events(self, unit: PeUnit, work: ProgramWork) -> Generator:
         """Events for one program's memory traffic and engine work, which overlap."""
+        pe = unit.name
         for node, nbytes in work.loads:
-            yield self.env.process(self._load(unit.name, node, nbytes))
+            # The request travels to the memory (latency only), then the data comes back.
+            loaded = Delivery(self.env)
+            self.send(pe, node, 0, partial(self.send, node, pe, nbytes, loaded, 0), 0)
+            yield loaded
         for node, nbytes in work.stores:
             yield self.transfer(unit.name, node, nbytes)
         for engine, flops in (("matrix", work.matrix_flops), ("vector", work.vector_flops)):
             if flops:
                 yield self.engines.compute(unit, engine, flops)
-
-    def _load(self, pe: str, node: str, nbytes: int) -> Generator:
-        # The request travels to the memory (latency only), then the data comes back.
-        yield self.transfer(pe, node, 0)
-        yield self.transfer(node, pe, nbytes)

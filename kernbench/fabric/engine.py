@@ -108,9 +108,9 @@ class Fabric:
         )
         self.memory = MemoryAccess(self.transfer, self._complete, self._fail)
         self.memory.store = store
-        self.mmus = Mmus(self.env, self.transfer, parts.pe_mmu.attrs, command_ps)
+        self.mmus = Mmus(self.env, self.send, parts.pe_mmu.attrs, command_ps)
         self.dispatch = KernelDispatch(
-            self.env, self.transfer, self.engines, self.record, command_ps
+            self.env, self.transfer, self.send, self.engines, self.record, command_ps
         )
         self.ipcq = Ipcq(
             self.env,
@@ -273,6 +273,18 @@ class Fabric:
         ``stream=True``: bandwidth only, the access latency hidden (see FlowNetwork).
         """
         return self.links.transfer(self.graph.route(src, dst), nbytes, stream=stream)
+
+    def send(
+        self,
+        src: str,
+        dst: str,
+        nbytes: int,
+        done: simpy.Event | Callable[[], None],
+        after: int,
+    ) -> None:
+        """Move ``nbytes`` from ``src`` to ``dst``; succeed ``done`` (or call it) ``after`` ps
+        past the arrival: a transfer and what follows it, for one timer and no process."""
+        self.links.start(self.graph.route(src, dst), nbytes, done, after=after)
 
     def stream(
         self,

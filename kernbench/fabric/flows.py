@@ -174,6 +174,7 @@ class FlowNetwork:
         *,
         stream: bool = False,
         weight: int = 1,
+        after: int = 0,
     ) -> None:
         """Move ``nbytes`` over ``route``; then succeed ``done`` (an event) or call it.
 
@@ -181,17 +182,19 @@ class FlowNetwork:
         the simulation loop, and must only start work (flows, timers, events).
         ``weight`` > 1 moves that many copies of the transfer side by side, as
         separate flows sharing the links would (a PE reading two buffers in
-        the same memory, say), for the cost of one.
+        the same memory, say), for the cost of one.  ``after`` > 0 succeeds or
+        calls ``done`` that many picoseconds after the arrival instead (work
+        the receiver does on the data, with one timer for both).
         """
         env = self.env
         if not route:
-            _deliver(env, done, 0)
+            _deliver(env, done, after)
             return
         if stream:
-            tail = 0
+            tail = after
         else:
             cost = self._route_costs.get(route) or self.route_cost(route)
-            tail = cost.tail_ps(nbytes, self.packet_bytes)
+            tail = cost.tail_ps(nbytes, self.packet_bytes) + after
         if nbytes <= 0:
             _deliver(env, done, tail)
             return

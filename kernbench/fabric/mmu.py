@@ -8,9 +8,12 @@ each installing its pages at ``map_latency_per_page`` apiece (ADR 0007).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from functools import partial
 
 import simpy
 
+from kernbench.errors import KernBenchError
+from kernbench.fabric.flows import Delivery
 from kernbench.machine import MmuMap, MmuUnmap
 from kernbench.memory.mmu import PageTable
 from kernbench.topology import names
@@ -25,12 +28,12 @@ class Mmus:
     def __init__(
         self,
         env: simpy.Environment,
-        transfer: Callable[[str, str, int], simpy.Event],
+        send: Callable[[str, str, int, Callable[[], None], int], None],
         attrs: MmuAttrs,
         command_latency_ps: int,
     ) -> None:
         self.env = env
-        self.transfer = transfer
+        self.send = send  # (src, dst, nbytes, done, after): done() ``after`` ps past arrival
         self.attrs = attrs
         self.command_latency_ps = command_latency_ps
         self._tables: dict[str, PageTable] = {}
@@ -43,24 +46,43 @@ class Mmus:
         return table
 
     def serve(self, msg: MmuMap | MmuUnmap) -> Generator:
-        yield self.transfer(msg.src, msg.dst, msg.nbytes)
-        yield self.env.timeout(self.command_latency_ps)
+        # The command reaches the M_CPU, which takes its latency: one timer for both.
+        accepted = Delivery(self.env)
+        self.send(msg.src, msg.dst, msg.nbytes, accepted, self.command_latency_ps)
+        yield accepted
+        if not msg.targets:
+            return
         page_size = self.attrs.page_size
         pages = sum(-(-entry[-1] // page_size) for entry in msg.entries)
         install_ps = pages * self.attrs.map_latency_per_page
-        installs = [self.env.process(self._install(msg, pe, install_ps)) for pe in msg.targets]
-        yield self.env.all_of(installs)
-        for process in installs:  # surface a fault from any target
-            if not process.ok:
-                raise process.value
+        # Each target receives the entries, then installs them: one timer per target at
+        # the end of both (a map is tens of installs, made for every tensor a run creates).
+        installed = self.env.event()
+        pending = [len(msg.targets)]
+        for pe in msg.targets:
+            done = partial(self._install, msg, pe, installed, pending)
+            self.send(msg.dst, pe, msg.nbytes, done, install_ps)
+        yield installed
 
-    def _install(self, msg: MmuMap | MmuUnmap, target: str, install_ps: int) -> Generator:
-        yield self.transfer(msg.dst, target, msg.nbytes)
-        yield self.env.timeout(install_ps)
+    def _install(
+        self, msg: MmuMap | MmuUnmap, target: str, installed: simpy.Event, pending: list[int]
+    ) -> None:
+        """Apply the entries on ``target``; the last target done completes the command.
+
+        A fault fails the command at once (the first one; the other targets go on
+        installing, as each PE's MMU does on its own)."""
         table = self.page_table(target)
-        if isinstance(msg, MmuMap):
-            for va, pa, nbytes in msg.entries:
-                table.map(va, pa, nbytes)
-        else:
-            for va, nbytes in msg.entries:
-                table.unmap(va, nbytes)
+        try:
+            if isinstance(msg, MmuMap):
+                for va, pa, nbytes in msg.entries:
+                    table.map(va, pa, nbytes)
+            else:
+                for va, nbytes in msg.entries:
+                    table.unmap(va, nbytes)
+        except KernBenchError as fault:
+            if not installed.triggered:
+                installed.fail(fault)
+            return
+        pending[0] -= 1
+        if not pending[0] and not installed.triggered:
+            installed.succeed()
