@@ -250,7 +250,7 @@ def test_convolution_errors_as_torch(ctx):
         nn.Conv3d(3, 4, 2, groups=2)
     assert "padding_mode=replicate" in repr(nn.Conv3d(3, 4, 2, padding_mode="replicate"))
     with pytest.raises(TensorAttributeError, match="only Conv1d/2d/3d, ConvTranspose1d/2d/3d"):
-        nn.LPPool3d  # noqa: B018
+        nn.FractionalMaxPool3d  # noqa: B018
 
 
 def test_conv3d_gradients(ctx):

@@ -298,7 +298,7 @@ def test_what_has_no_kernel_says_so_and_torch_level_forms_point_at_functional():
     with pytest.raises(UnsupportedNameError, match="torch.nn.functional.conv2d takes the same"):
         torch.conv2d  # noqa: B018
     with pytest.raises(TensorAttributeError, match="only Conv1d/2d/3d, ConvTranspose1d/2d/3d"):
-        torch.nn.LPPool2d  # noqa: B018
-    with pytest.raises(TensorAttributeError, match="'lp_pool2d': only conv1d/2d/3d, conv_trans"):
-        F.lp_pool2d  # noqa: B018
+        torch.nn.FractionalMaxPool2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="'fractional_max_pool2d': only conv1d/2d/3d"):
+        F.fractional_max_pool2d  # noqa: B018
     assert hasattr(torch.nn, "Conv2d") and hasattr(F, "adaptive_max_pool2d")

@@ -88,6 +88,8 @@ from kernbench.torch.nn.margin_losses import __all__ as margin_loss_names
 from kernbench.torch.nn.module import Module
 from kernbench.torch.nn.sampling_grids import __all__ as sampling_grid_names
 from kernbench.torch.nn.shrink_activations import __all__ as shrink_activation_names
+from kernbench.torch.nn.unpooling import AVG_POOLS
+from kernbench.torch.nn.unpooling import __all__ as unpooling_names
 from kernbench.torch.tensor import Tensor
 
 __all__ = ["install_autograd"]
@@ -121,7 +123,7 @@ _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",
     *shrink_activation_names, *channel_ops_names, *margin_loss_names, *likelihood_loss_names,
-    *bag_names, *sampling_grid_names, "gumbel_softmax",
+    *bag_names, *sampling_grid_names, *unpooling_names, "gumbel_softmax",
 }  # fmt: skip
 # torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
 # device or values copied as a new leaf), seeds, files, predicates.
@@ -314,6 +316,7 @@ def install_autograd(torch_module: ModuleType) -> None:
         torch_module, "", torch_module.__all__, _FUNCTION_RULES, _PASS_THROUGH | _TORCH_LEFT_ALONE
     )
     _install_functions(F, "nn.functional.", F.__all__, _NN_RULES, _F_PASS_THROUGH | {"one_hot"})
+    AVG_POOLS.update({dims: getattr(F, f"avg_pool{dims}d") for dims in AVG_POOLS})
     linalg_rules = {**POINTWISE_LINALG_RULES, **PRODUCT_LINALG_RULES, **MATH_MORE_LINALG_RULES}
     _install_functions(linalg, "linalg.", linalg.__all__, linalg_rules, set())
     for name in nn_init.__all__:

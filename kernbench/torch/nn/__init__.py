@@ -11,7 +11,7 @@ fills their ``grad`` (:mod:`kernbench.torch.autograd`), which ``torch.optim`` re
 (:mod:`~kernbench.torch.nn.data_parallel`); ``nn.parallel`` (DistributedDataParallel,
 DataParallel, data_parallel) is registered by
 :mod:`kernbench.torch.distributed.data_parallel`.  Names torch has and this package
-does not (``nn.MaxUnpool2d``, ...) raise a
+does not (``nn.FractionalMaxPool2d``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
 instead.
 """
@@ -171,6 +171,14 @@ from kernbench.torch.nn.transformer import (
     TransformerEncoder,
     TransformerEncoderLayer,
 )
+from kernbench.torch.nn.unpool_layers import (
+    LPPool1d,
+    LPPool2d,
+    LPPool3d,
+    MaxUnpool1d,
+    MaxUnpool2d,
+    MaxUnpool3d,
+)
 
 __all__ = [
     "functional",
@@ -282,6 +290,12 @@ __all__ = [
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",
+    "LPPool1d",
+    "LPPool2d",
+    "LPPool3d",
+    "MaxUnpool1d",
+    "MaxUnpool2d",
+    "MaxUnpool3d",
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
@@ -321,11 +335,11 @@ from kernbench.torch.nn import modules  # noqa: E402,F401
 
 # What to write for the nn names model code reaches for.
 HINTS = {
-    **dict.fromkeys(("LPPool1d", "LPPool2d", "LPPool3d", "FractionalMaxPool2d",
-                     "FractionalMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"),
+    **dict.fromkeys(("FractionalMaxPool2d", "FractionalMaxPool3d"),
                     "only Conv1d/2d/3d, ConvTranspose1d/2d/3d, the 1-D, 2-D and 3-D max, "
-                    "average and adaptive pools, Upsample, PixelShuffle/PixelUnshuffle and "
-                    "Unfold/Fold have kernels here"),
+                    "average, power-average (LPPool) and adaptive pools, MaxUnpool, "
+                    "Upsample, PixelShuffle/PixelUnshuffle and Unfold/Fold have kernels "
+                    "here"),
     "parallel": "import kernbench.torch (its distributed package registers nn.parallel, "
     "DistributedDataParallel)",
 }  # fmt: skip

@@ -137,6 +137,14 @@ from kernbench.torch.nn.shrink_activations import (
     threshold,
     threshold_,
 )
+from kernbench.torch.nn.unpooling import (
+    lp_pool1d,
+    lp_pool2d,
+    lp_pool3d,
+    max_unpool1d,
+    max_unpool2d,
+    max_unpool3d,
+)
 from kernbench.torch.pointwise import gelu, layer_norm, rms_norm, silu
 from kernbench.torch.sampling import keep_mask
 from kernbench.torch.shapes import flag_argument, int_sequence, tensor_argument
@@ -225,6 +233,12 @@ __all__ = [
     "max_pool1d",
     "max_pool2d",
     "max_pool3d",
+    "lp_pool1d",
+    "lp_pool2d",
+    "lp_pool3d",
+    "max_unpool1d",
+    "max_unpool2d",
+    "max_unpool3d",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",
@@ -648,12 +662,11 @@ def pad(
 
 # What to write for the functional names CNN code reaches for that have no kernel here.
 _HINTS = dict.fromkeys(
-    ("lp_pool1d", "lp_pool2d", "lp_pool3d", "max_unpool1d",
-     "max_unpool2d", "max_unpool3d"),
-    "only conv1d/2d/3d, conv_transpose1d/2d/3d, the 1-D, 2-D and 3-D max, average and "
-    "adaptive pools, interpolate (upsample), pixel_shuffle/unshuffle and unfold/fold have "
-    "kernels here; ",
-)  # fmt: skip
+    ("fractional_max_pool2d", "fractional_max_pool3d"),
+    "only conv1d/2d/3d, conv_transpose1d/2d/3d, the 1-D, 2-D and 3-D max, average, "
+    "power-average (lp) and adaptive pools, max_unpool, interpolate (upsample), "
+    "pixel_shuffle/unshuffle and unfold/fold have kernels here; ",
+)
 
 
 def __getattr__(name: str) -> Any:
