@@ -123,7 +123,7 @@ _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {
 _F_PASS_THROUGH = {
     "softmax", "log_softmax", "relu", "sigmoid", "tanh",
     *shrink_activation_names, *channel_ops_names, *margin_loss_names, *likelihood_loss_names,
-    *bag_names, *sampling_grid_names, *unpooling_names, "gumbel_softmax",
+    *bag_names, *sampling_grid_names, *unpooling_names, "gumbel_softmax", "ctc_loss",
 }  # fmt: skip
 # torch.<name> outside the graph: factories (a tensor argument gives only a dtype, a
 # device or values copied as a new leaf), seeds, files, predicates.

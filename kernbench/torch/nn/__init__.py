@@ -121,6 +121,7 @@ from kernbench.torch.nn.layers import (
 from kernbench.torch.nn.loss_layers import (
     CosineEmbeddingLoss,
     CosineSimilarity,
+    CTCLoss,
     GaussianNLLLoss,
     HingeEmbeddingLoss,
     MarginRankingLoss,
@@ -279,6 +280,7 @@ __all__ = [
     "TripletMarginWithDistanceLoss",
     "PoissonNLLLoss",
     "GaussianNLLLoss",
+    "CTCLoss",
     "CosineSimilarity",
     "PairwiseDistance",
     "Conv1d",

@@ -76,6 +76,7 @@ from kernbench.torch.nn.conv_transpose import (
     conv_transpose3d,
 )
 from kernbench.torch.nn.convolution import conv1d, conv2d, conv3d
+from kernbench.torch.nn.ctc import ctc_loss
 from kernbench.torch.nn.edge_padding import edge_pad
 from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
 from kernbench.torch.nn.folding import fold, unfold
@@ -239,6 +240,7 @@ __all__ = [
     "max_unpool1d",
     "max_unpool2d",
     "max_unpool3d",
+    "ctc_loss",
     "avg_pool1d",
     "avg_pool2d",
     "avg_pool3d",

@@ -21,6 +21,7 @@ from kernbench.torch.nn.module import Module
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
+    "CTCLoss",
     "CosineEmbeddingLoss",
     "CosineSimilarity",
     "GaussianNLLLoss",
@@ -197,6 +198,22 @@ class PoissonNLLLoss(LossBase):
         return F.poisson_nll_loss(
             log_input, target, log_input=self.log_input, full=self.full, eps=self.eps,
             reduction=self.reduction,
+        )  # fmt: skip
+
+
+class CTCLoss(LossBase):
+    """The connectionist temporal classification loss (:func:`F.ctc_loss`)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction=reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(
+        self, log_probs: Tensor, targets: Tensor, input_lengths: Any, target_lengths: Any
+    ) -> Tensor:
+        return F.ctc_loss(
+            log_probs, targets, input_lengths, target_lengths, self.blank, self.reduction,
+            self.zero_infinity,
         )  # fmt: skip
 
 
