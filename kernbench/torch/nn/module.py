@@ -22,7 +22,7 @@ from kernbench.errors import ModuleAttributeError, TensorError, TensorTypeError
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType, as_torch_dtype
 from kernbench.torch.hooks import RemovableHandle
 from kernbench.torch.memory_formats import check_memory_format
-from kernbench.torch.nn.parameter import Buffer, Parameter
+from kernbench.torch.nn.parameter import Buffer, Parameter, is_lazy
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
 
@@ -368,12 +368,13 @@ class Module:
             given = (destination, prefix, keep_vars)
             destination, prefix, keep_vars = (*args[:3], *given[len(args[:3]) :])
         out = OrderedDict() if destination is None else destination
+        # an uninitialized (lazy) parameter or buffer is kept itself, as torch's lazy modules
         for name, param in self._parameters.items():
             if param is not None:
-                out[prefix + name] = param if keep_vars else param.detach()
+                out[prefix + name] = param if keep_vars or is_lazy(param) else param.detach()
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
-                out[prefix + name] = buf if keep_vars else buf.detach()
+                out[prefix + name] = buf if keep_vars or is_lazy(buf) else buf.detach()
         for name, module in self._modules.items():
             if module is not None:
                 module.state_dict(destination=out, prefix=prefix + name + ".", keep_vars=keep_vars)
@@ -405,6 +406,8 @@ class Module:
                     f'While copying the parameter named "{key}", expected torch.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(value)}"
                 )
+            elif is_lazy(target) and is_lazy(value):
+                continue  # both without a shape yet (torch's copy of nothing)
             elif tuple(value.shape) != tuple(target.shape):
                 errors.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
