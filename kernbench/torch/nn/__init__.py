@@ -118,6 +118,21 @@ from kernbench.torch.nn.layers import (
     RMSNorm,
     Unflatten,
 )
+from kernbench.torch.nn.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
 from kernbench.torch.nn.loss_layers import (
     CosineEmbeddingLoss,
     CosineSimilarity,
@@ -153,7 +168,12 @@ from kernbench.torch.nn.padding_layers import (
     ZeroPad2d,
     ZeroPad3d,
 )
-from kernbench.torch.nn.parameter import Buffer, Parameter
+from kernbench.torch.nn.parameter import (
+    Buffer,
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 from kernbench.torch.nn.recurrent import GRU, LSTM, RNN, RNNBase
 from kernbench.torch.nn.resample_layers import (
     Fold,
@@ -188,6 +208,8 @@ __all__ = [
     "Module",
     "Parameter",
     "Buffer",
+    "UninitializedParameter",
+    "UninitializedBuffer",
     "Sequential",
     "DataParallel",
     "ModuleList",
@@ -196,6 +218,7 @@ __all__ = [
     "ParameterDict",
     "Identity",
     "Linear",
+    "LazyLinear",
     "Bilinear",
     "MultiheadAttention",
     "TransformerEncoderLayer",
@@ -219,9 +242,15 @@ __all__ = [
     "BatchNorm1d",
     "BatchNorm2d",
     "BatchNorm3d",
+    "LazyBatchNorm1d",
+    "LazyBatchNorm2d",
+    "LazyBatchNorm3d",
     "InstanceNorm1d",
     "InstanceNorm2d",
     "InstanceNorm3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
     "LocalResponseNorm",
     "ChannelShuffle",
     "Dropout",
@@ -289,6 +318,12 @@ __all__ = [
     "ConvTranspose1d",
     "ConvTranspose2d",
     "ConvTranspose3d",
+    "LazyConv1d",
+    "LazyConv2d",
+    "LazyConv3d",
+    "LazyConvTranspose1d",
+    "LazyConvTranspose2d",
+    "LazyConvTranspose3d",
     "MaxPool1d",
     "MaxPool2d",
     "MaxPool3d",

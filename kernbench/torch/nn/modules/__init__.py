@@ -4,7 +4,7 @@ Programs reach past ``torch.nn`` into them: pytorch/examples' ``word_language_mo
 allowlists ``torch.nn.modules.rnn.LSTM`` and ``torch.nn.modules.dropout.Dropout`` for
 ``torch.load``, and library code subclasses ``torch.nn.modules.loss._Loss`` or calls
 ``torch.nn.modules.utils._pair``.  Each submodule here (``activation``, ``container``,
-``conv``, ``dropout``, ``linear``, ``loss``, ``normalization``, ``rnn``, ``sparse``,
+``conv``, ``dropout``, ``lazy``, ``linear``, ``loss``, ``normalization``, ``rnn``, ``sparse``,
 ``transformer``, ...) gives the layers of torch's file of that name; they are the
 classes of :mod:`kernbench.torch.nn` themselves, so ``torch.nn.modules.rnn.LSTM is
 torch.nn.LSTM``.  A name torch's file has and KernBench lacks raises what
@@ -35,7 +35,8 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
     ),
     "conv": (
         "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-        "_ConvNd", "_ConvTransposeNd",
+        "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+        "LazyConvTranspose3d", "_ConvNd", "_ConvTransposeNd",
     ),
     "dropout": (
         "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
@@ -44,9 +45,14 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
     "linear": ("Identity", "Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"),
     "normalization": ("LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"),
     "batchnorm": (
-        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "_BatchNorm", "_NormBase",
+        "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
+        "LazyBatchNorm2d", "LazyBatchNorm3d", "_BatchNorm", "_NormBase", "_LazyNormBase",
     ),
-    "instancenorm": ("InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"),
+    "instancenorm": (
+        "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d",
+        "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+    ),
+    "lazy": ("LazyModuleMixin",),
     "sparse": ("Embedding", "EmbeddingBag"),
     "rnn": ("RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"),
     "transformer": (
@@ -94,6 +100,8 @@ _INTERNAL = {
     ),
     "_BatchNorm": ("kernbench.torch.nn.layers", "_BatchNorm"),
     "_NormBase": ("kernbench.torch.nn.layers", "_NormBase"),
+    "_LazyNormBase": ("kernbench.torch.nn.lazy", "_LazyNormBase"),
+    "LazyModuleMixin": ("kernbench.torch.nn.lazy", "LazyModuleMixin"),
     "RNNBase": ("kernbench.torch.nn.recurrent", "RNNBase"),
     "RNNCellBase": ("kernbench.torch.nn.rnn_cells", "RNNCellBase"),
     "_Loss": ("kernbench.torch.nn.functional_modules", "_Loss"),
