@@ -297,3 +297,11 @@ def test_the_names_are_where_torch_has_them(ctx):
     assert nn.UninitializedParameter is UninitializedParameter
     assert nn.UninitializedBuffer is UninitializedBuffer
     assert issubclass(nn.LazyLinear, nn.Linear) and issubclass(nn.LazyConv3d, nn.Conv3d)
+
+
+def test_cuda_and_module_device_moves_keep_the_parameters_lazy(ctx):
+    m = nn.LazyConv1d(2, 1).cuda()
+    assert is_lazy(m.weight) and m.weight.get_device() == 0
+    m.to(torch.float16)
+    m(torch.randn(1, 3, 4).half())
+    assert m.weight.dtype == torch.float16 and m.in_channels == 3
