@@ -305,3 +305,21 @@ def test_cuda_and_module_device_moves_keep_the_parameters_lazy(ctx):
     m.to(torch.float16)
     m(torch.randn(1, 3, 4).half())
     assert m.weight.dtype == torch.float16 and m.in_channels == 3
+
+
+def test_torch_save_keeps_a_lazy_state_dict_and_module_uninitialized(ctx, tmp_path):
+    m = nn.LazyLinear(3)
+    assert f"{m.weight}" == str(m.weight) == "<UninitializedParameter>"
+    torch.save(m.state_dict(), tmp_path / "lazy.pt")
+    state = torch.load(tmp_path / "lazy.pt")
+    assert type(state["weight"]) is UninitializedParameter and state["weight"].requires_grad
+    fresh = nn.LazyLinear(3)
+    fresh.load_state_dict(state)
+    assert fresh.has_uninitialized_params()
+
+    b = nn.LazyBatchNorm1d()
+    torch.save(b, tmp_path / "bn.pt")
+    loaded = torch.load(tmp_path / "bn.pt", weights_only=False)
+    assert type(loaded) is nn.LazyBatchNorm1d and type(loaded.running_mean) is UninitializedBuffer
+    loaded(torch.randn(4, 3))
+    assert type(loaded) is nn.BatchNorm1d and loaded.num_features == 3

@@ -60,7 +60,12 @@ from kernbench.torch.devices import device as torch_device
 from kernbench.torch.dtypes import DTYPE_OBJECTS, TorchDType
 from kernbench.torch.factories import tensor as make_tensor
 from kernbench.torch.host_values import checked_read
-from kernbench.torch.nn.parameter import Parameter
+from kernbench.torch.nn.parameter import (
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+    is_lazy,
+)
 from kernbench.torch.shapes import Size
 from kernbench.torch.tensor import Tensor
 
@@ -279,6 +284,8 @@ class _Writer:
         return None
 
     def _tensor(self, t: Tensor) -> dict:
+        if is_lazy(t):  # a lazy module's parameter or buffer: no shape, no values
+            return self._uninitialized(t)
         index = self._tensors.get(id(t))
         if index is None:
             values = checked_read(t)  # the read to the host, in either mode
@@ -294,6 +301,23 @@ class _Writer:
             "requires_grad": bool(t.requires_grad),
             "parameter": isinstance(t, Parameter),
             "device": str(t.device),  # what a dict map_location maps from
+        }
+
+    def _uninitialized(self, t: Tensor) -> dict:
+        """An uninitialized parameter or buffer as an entry of no elements that says so."""
+        index = self._tensors.get(id(t))
+        if index is None:
+            index = self._tensors[id(t)] = len(self.arrays)
+            self.arrays.append(np.zeros((0,), dtype=np.dtype(_host_dtype(t.dtype))))
+            self._keep.append(t)
+        return {
+            "tensor": index,
+            "dtype": t.dtype.name,
+            "shape": [0],
+            "requires_grad": bool(t.requires_grad),
+            "parameter": isinstance(t, Parameter),
+            "uninitialized": True,
+            "device": str(t.device),
         }
 
 
@@ -440,7 +464,13 @@ class _Reader:
             array = np.load(io.BytesIO(raw), allow_pickle=False)
         except (ValueError, OSError, EOFError):
             raise self.bad(f"tensor {index}'s values") from None
-        t = make_tensor(array, dtype=dt, device=self.device(node.get("device")))
+        where = self.device(node.get("device"))
+        if node.get("uninitialized") is True and shape == [0]:
+            lazy = UninitializedParameter if node.get("parameter") else UninitializedBuffer
+            made = lazy(bool(node.get("requires_grad")), device=where, dtype=dt)
+            self._made[index] = made
+            return made
+        t = make_tensor(array, dtype=dt, device=where)
         if node.get("parameter"):
             t = Parameter(t, requires_grad=bool(node.get("requires_grad")))
         elif node.get("requires_grad"):

@@ -200,6 +200,9 @@ class UninitializedTensorMixin:
 
     __str__ = __repr__
 
+    def __format__(self, format_spec: str) -> str:
+        return format(repr(self), format_spec)
+
     def __reduce_ex__(self, protocol: Any) -> tuple:
         return (type(self), (self.requires_grad,))
 
@@ -215,7 +218,7 @@ def _refuse_tensor_api(cls: type) -> None:
     layout is the one ``materialize`` switches to; the mixin's methods are set here to win
     over the tensor's.)"""
     for name, value in vars(UninitializedTensorMixin).items():
-        if inspect.isfunction(value) or name == "__str__":
+        if inspect.isfunction(value) or name == "__str__":  # (__str__ is __repr__)
             setattr(cls, name, value)
     for name in dir(Tensor):
         if name in _UNINITIALIZED_ALLOWED or name in _UNINITIALIZED_MACHINERY:
