@@ -5,6 +5,11 @@ has ``requires_grad=True`` by default; it is a
 :class:`~kernbench.torch.Tensor` in every other way, and the results of its
 operations are plain tensors.  Nothing computes its gradient: ``grad`` is the
 slot a script assigns.
+
+``UninitializedParameter`` and ``UninitializedBuffer`` are the lazy modules' tensors
+without a shape yet (:mod:`~kernbench.torch.nn.lazy`, ADR 0032): every use but a few
+raises torch's message until ``materialize(shape)`` gives the same object memory and
+makes it a Parameter (a plain tensor for a buffer).
 """
 
 from __future__ import annotations
@@ -72,7 +77,7 @@ class Buffer(Tensor):
 # (the rest are shape or values, which it does not have yet).
 _UNINITIALIZED_ALLOWED = frozenset(
     {
-        "size", "copy_", "is_complex", "is_floating_point", "half", "float", "double",
+        "copy_", "is_complex", "is_floating_point", "half", "float", "double",
         "char", "short", "int", "long", "bfloat16", "cuda", "cpu", "to", "get_device",
         "requires_grad", "requires_grad_", "grad", "data", "dtype", "device", "is_leaf",
         "grad_fn", "is_cuda", "layout", "itemsize", "output_nr", "retains_grad",
@@ -131,7 +136,10 @@ def _entry_call(name: str) -> str:
         frame = frame.f_back
     if found is None or found.f_globals.get("__name__") == __name__:
         return f"Tensor.{name}"
-    return f"{found.f_code.co_qualname}() (via Tensor.{name})"
+    called = found.f_code.co_qualname
+    if called.startswith("Tensor"):  # a method of one of Tensor's mixins
+        called = "Tensor." + found.f_code.co_name
+    return f"{called}() (via Tensor.{name})"
 
 
 def _refused_property(name: str) -> property:
