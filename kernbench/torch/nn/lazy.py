@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import kernbench.torch as torch  # no_grad, as the facade provides it, looked up at the call
 from kernbench.errors import TensorError, user_stacklevel
 from kernbench.torch.factories import tensor
 from kernbench.torch.nn.channel_layers import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
@@ -50,9 +51,7 @@ __all__ = [
 def _infer_parameters(module: Any, args: tuple) -> None:
     """The forward pre-hook: initialize from the first call's input, then become the eager
     class (the hooks removed)."""
-    from kernbench.torch.autograd.grad_mode import no_grad
-
-    with no_grad():
+    with torch.no_grad():
         module.initialize_parameters(*args)
     if module.has_uninitialized_params():
         raise TensorError(f"module {type(module).__name__} has not been fully initialized")
@@ -76,9 +75,7 @@ def _lazy_load_hook(
 ) -> None:
     """Materialize each uninitialized parameter and buffer the state dict has a tensor
     for, with that tensor's shape (its values are then copied in by the load)."""
-    from kernbench.torch.autograd.grad_mode import no_grad
-
-    with no_grad():
+    with torch.no_grad():
         for name, value in [*module._parameters.items(), *module._buffers.items()]:  # noqa: SLF001
             key = prefix + name
             if key in state_dict and is_lazy(value):
