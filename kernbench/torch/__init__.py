@@ -407,6 +407,7 @@ complex64 = UNSUPPORTED["complex64"]
 complex128 = cdouble = UNSUPPORTED["complex128"]
 
 __all__ = [
+    "vmap",
     "memory_format",
     "contiguous_format",
     "preserve_format",
@@ -798,11 +799,12 @@ install_import_hints()
 
 # The subpackages users import as torch.distributed, torch.multiprocessing, torch.nn,
 # torch.optim, torch.linalg, torch.special, torch.sparse, torch.utils, torch.onnx,
-# torch.distributions, torch.jit, torch.profiler and torch.version.
+# torch.distributions, torch.func, torch.jit, torch.profiler and torch.version.
 from kernbench.torch import (  # noqa: E402,F401
     amp,
     distributed,
     distributions,
+    func,
     jit,
     linalg,
     multiprocessing,
@@ -817,6 +819,7 @@ from kernbench.torch import (  # noqa: E402,F401
 )
 
 ahbm.provide("amp", amp.CudaAmp())
+vmap = func.vmap  # torch.vmap is torch.func.vmap
 
 # Autograd over every entry point above (ADR 0020), once they all exist.
 from kernbench.torch.autograd import module_hooks  # noqa: E402,F401 - Module's backward hooks

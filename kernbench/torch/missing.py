@@ -86,11 +86,6 @@ MODULE_HINTS = {
     **dict.fromkeys(KERNEL_NAMES, _NO_KERNEL),
     "is_floating_point": HINTS["is_floating_point"],
     **dict.fromkeys(
-        ("func", "vmap"),
-        "there is no vmap or functional transform: use batched ops (matmul broadcasts its "
-        "batch dims) or loop over the batch",
-    ),
-    **dict.fromkeys(
         ("sparse_csr_tensor", "sparse_csc_tensor", "sparse_compressed_tensor"),
         "build it with torch.sparse_coo_tensor(indices, values, size) (held dense here, "
         "ADR 0029), or dense",

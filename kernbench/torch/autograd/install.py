@@ -117,7 +117,7 @@ _PROPERTIES = {"T", "mT"}
 # torch.<name> that call the tensor method of the same name, or torch functions, which
 # record (torch.spmm is torch.mm; sparse_coo_tensor an index_put into zeros).
 _PASS_THROUGH = (set(functions.__all__) - {"where", "isclose"}) | {
-    "neg", "negative", "spmm", "sparse_coo_tensor",
+    "neg", "negative", "spmm", "sparse_coo_tensor", "vmap",
 }  # fmt: skip
 # torch.nn.functional.<name> composed only of tensor methods (which record).
 _F_PASS_THROUGH = {

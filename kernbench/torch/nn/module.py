@@ -26,7 +26,7 @@ from kernbench.torch.nn.parameter import Buffer, Parameter, is_lazy
 from kernbench.torch.shapes import flag_argument
 from kernbench.torch.tensor import Tensor
 
-__all__ = ["Module", "add_indent", "forward_pre_hooks", "persistent_buffers"]
+__all__ = ["Module", "add_indent", "forward_pre_hooks", "persistent_buffers", "swap_tensor"]
 
 
 class _IncompatibleKeys(NamedTuple):
@@ -579,3 +579,16 @@ def forward_pre_hooks(module: Module) -> OrderedDict[int, Callable]:
     """``module``'s forward pre-hooks by handle id, the registry itself (torch's
     ``weight_norm`` and ``spectral_norm`` find and remove their hook there)."""
     return module._forward_pre_hooks  # noqa: SLF001 - this module's registry
+
+
+def swap_tensor(module: Module, name: str, value: Any) -> Any:
+    """Put ``value`` (any tensor) in the slot of ``module``'s own parameter or buffer
+    ``name`` and return what was there: ``torch.func.functional_call``'s swap, which keeps
+    the slot's place and takes a tensor that is not a ``Parameter``.  ``KeyError`` when
+    ``name`` is neither."""
+    for registry in (module._parameters, module._buffers):  # noqa: SLF001 - its registries
+        if name in registry:
+            before = registry[name]
+            registry[name] = value
+            return before
+    raise KeyError(name)
