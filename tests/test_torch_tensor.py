@@ -837,3 +837,21 @@ def test_writes_that_partly_overlap_their_source_are_refused_as_torch_does(ctx):
     assert x.tolist() == [0.0, 0.0, 1.0, 2.0, 0.0, 1.0]
     assert square.tolist() == [[2.0, 2.0], [2.0, 2.0]]
     assert grid.tolist() == [[1.0, 1.0, 2.0, 3.0], [5.0, 5.0, 6.0, 7.0]]
+
+
+def test_select_is_a_view_of_one_index_with_torchs_gradient_and_error(ctx):
+    values = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    x = torch.from_numpy(values).requires_grad_()
+    np.testing.assert_array_equal(x.select(1, -1).detach().numpy(), values[:, -1])
+    np.testing.assert_array_equal(torch.select(x.detach(), 0, 1).numpy(), values[1])
+    out = x.select(2, 1)
+    assert out.grad_fn.name() == "SelectBackward0"
+    out.sum().backward()
+    expected = np.zeros_like(values)
+    expected[:, :, 1] = 1
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    with pytest.raises(
+        TensorError,
+        match=r"select\(\): index 3 out of range for tensor of size \[2, 3, 4\] at dimension 1",
+    ):
+        x.select(1, 3)

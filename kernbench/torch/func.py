@@ -382,9 +382,7 @@ def _pairs(tree: Any, dims: Any) -> list[tuple[Tensor, int | None]]:
 
 def _select(tree: Any, dims: Any, i: int) -> Any:
     if isinstance(tree, Tensor):
-        if dims is None:
-            return tree
-        return tree[(slice(None),) * (dims % tree.ndim) + (i,)]  # torch's select(dims, i)
+        return tree if dims is None else tree.select(dims, i)
     if isinstance(tree, tuple | list):
         return type(tree)(_select(t, d, i) for t, d in zip(tree, dims, strict=True))
     if isinstance(tree, dict):

@@ -449,6 +449,18 @@ class TensorLayout:
             )
         return self._view(geometry)
 
+    def select(self: Tensor, dim: int, index: int) -> Tensor:
+        """The slice at ``index`` along ``dim``, that dimension removed (a view)."""
+        d = dim_index(dim, self.ndim, "select", scalar=False)
+        size = self.shape[d]
+        index = int_argument(index, "select", "index")
+        if not -size <= index < size:
+            raise TensorError(
+                f"select(): index {index} out of range for tensor of size {list(self.shape)} "
+                f"at dimension {d}"
+            )
+        return self[(*[slice(None)] * d, index + size if index < 0 else index)]
+
     def narrow(self: Tensor, dim: int, start: int, length: int) -> Tensor:
         d = dim_index(dim, self.ndim, "narrow", scalar=False)
         size = self.shape[d]

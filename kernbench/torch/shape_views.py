@@ -31,6 +31,7 @@ __all__ = [
     "broadcast_tensors",
     "broadcast_to",
     "narrow",
+    "select",
     "swapaxes",
     "swapdims",
     "tensor_split",
@@ -142,6 +143,11 @@ def broadcast_tensors(*tensors: Tensor) -> tuple[Tensor, ...]:
 def narrow(input: Tensor, dim: int, start: Any, length: int) -> Tensor:  # noqa: A002
     """``torch.narrow``: ``input.narrow(dim, start, length)``, a view."""
     return _tensor(input, "narrow").narrow(dim, start, length)
+
+
+def select(input: Tensor, dim: int, index: int) -> Tensor:  # noqa: A002
+    """``torch.select``: ``input.select(dim, index)``, a view."""
+    return _tensor(input, "select").select(dim, index)
 
 
 def tensor_split(

@@ -209,6 +209,14 @@ def _narrow(fn: Callable, self: Tensor, dim: Any, start: Any, length: Any) -> An
     return recorded(out, "SliceBackward0", (self,), _placed(shape, key))
 
 
+def _select(fn: Callable, self: Tensor, dim: Any, index: Any) -> Any:
+    out = untracked(fn, self, dim, index)
+    shape = tuple(self.shape)
+    d = int(dim) % self.ndim
+    at = int(index) + (shape[d] if int(index) < 0 else 0)
+    return recorded(out, "SelectBackward0", (self,), _placed(shape, (slice(None),) * d + (at,)))
+
+
 def _pieces(self: Tensor, outs: Any, dim: Any, name: str, drop: bool) -> Any:
     """Each of ``outs`` (consecutive pieces of ``self`` along ``dim``, that dim removed
     when ``drop``) made the result of a node of its own."""
@@ -249,6 +257,7 @@ ATTENTION_RULES: dict[str, Callable[..., Any]] = {
     "tril": _triangle("TrilBackward0"),
     "triu": _triangle("TriuBackward0"),
     "narrow": _narrow,
+    "select": _select,
     "split": _split,
     "chunk": _chunk,
     "unbind": _unbind,
@@ -260,6 +269,7 @@ ATTENTION_FUNCTION_RULES: dict[str, Callable[..., Any]] = {
     "chunk": _through,
     "unbind": _through,
     "narrow": _through,
+    "select": _through,
 }
 
 ATTENTION_NN_RULES: dict[str, Callable[..., Any]] = {
