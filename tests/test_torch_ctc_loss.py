@@ -178,3 +178,18 @@ def test_ctc_errors(ctx):
         F.ctc_loss(lp, targets.float(), [4, 4], [2, 2])
     with pytest.raises(ValueError, match="'avg' is not a valid value for reduction"):
         F.ctc_loss(lp, targets, [4, 4], [2, 2], reduction="avg")
+
+
+def test_empty_batches_and_inputs_without_frames(ctx):
+    lp = torch.from_numpy(_log_probs(3, 2, 4, seed=7))
+    none = F.ctc_loss(lp, torch.tensor([[1], [1]]), [3, 0], [1, 0], reduction="none")
+    assert none.tolist()[1] == 0.0 and str(none.tolist()[1]) == "0.0"
+    np.testing.assert_allclose(none.tolist()[0], ctc_by_recursion(lp.numpy()[:, 0], [1]))
+    no_frames = F.ctc_loss(
+        torch.zeros(0, 2, 4), torch.tensor([[1], [1]]), [0, 0], [1, 0], reduction="none"
+    )
+    assert no_frames.tolist() == [float("inf"), 0.0]
+    empty = F.ctc_loss(
+        torch.zeros(3, 0, 4), torch.zeros(0, 2, dtype=torch.int64), [], [], reduction="sum"
+    )
+    assert empty.item() == 0.0

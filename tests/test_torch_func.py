@@ -197,3 +197,10 @@ def test_refusals(ctx):
         vmap(lambda u: u, randomness="maybe")
     with pytest.raises(TensorError, match="argnums=5"):
         grad(lambda a: a.sum(), argnums=5)(x)
+
+
+def test_an_empty_batch_and_a_non_module_are_refused(ctx):
+    with pytest.raises(TensorError, match="torch.vmap: the mapped dimension has size 0"):
+        vmap(lambda x: x * 2)(torch.zeros(0, 3))
+    with pytest.raises(KernBenchError, match="module must be a torch.nn.Module, got int"):
+        functional_call(3, {}, ())

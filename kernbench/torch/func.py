@@ -29,7 +29,7 @@ import kernbench.torch as torch  # stack and the RNG as the facade provides them
 from kernbench.errors import KernBenchError, TensorError
 from kernbench.torch.autograd.engine import grad as autograd_grad
 from kernbench.torch.autograd.grad_mode import is_grad_enabled
-from kernbench.torch.nn.module import swap_tensor
+from kernbench.torch.nn.module import Module, swap_tensor
 from kernbench.torch.tensor import Tensor
 
 __all__ = [
@@ -66,6 +66,11 @@ def functional_call(
     strict: bool = False,
 ) -> Any:
     """``module(*args, **kwargs)`` with the named parameters and buffers replaced."""
+    if not isinstance(module, Module):
+        raise KernBenchError(
+            f"torch.func.functional_call: module must be a torch.nn.Module, got "
+            f"{type(module).__name__}"
+        )
     dicts = (
         [parameter_and_buffer_dicts]
         if isinstance(parameter_and_buffer_dicts, Mapping)
@@ -458,6 +463,11 @@ def vmap(
                 f"got sizes {sorted(sizes)} for the mapped dimension"
             )
         (size,) = sizes
+        if not size:
+            raise TensorError(
+                f"{call}: the mapped dimension has size 0; vmap calls the function once per "
+                "index, so there is nothing to call it on (make the batch non-empty)"
+            )
         results = []
         start_state = torch.get_rng_state()
         for i in range(size):

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from kernbench.errors import TensorError
+from kernbench.torch.dtypes import DTYPE_OBJECTS
 from kernbench.torch.factories import tensor
 from kernbench.torch.nn.argument_checks import (
     call_name,
@@ -178,7 +179,16 @@ def ctc_loss(
     def const(values: Any) -> Tensor:  # host-made values as the loss's dtype, on its device
         return tensor(values, dtype=dtype, device=device)
 
-    emit = lp.gather(2, tensor(ext, device=device).unsqueeze(0).expand(frames, batch, states))
+    if not batch or not max(inputs, default=0):  # no frames anywhere: nothing to recurse
+        empty_loss = [0.0 if m == 0 else float("inf") for m in lengths]
+        if zero_inf:
+            empty_loss = [0.0] * batch
+        loss = const(np.array(empty_loss)) + lp.sum() * 0.0  # zero gradients for log_probs
+        if reduction == "mean":
+            loss = loss / const(np.maximum(np.array(lengths, dtype=np.float64), 1.0))
+        return loss.reshape(()) if unbatched and reduction == "none" else reduced(loss, reduction)
+    index = tensor(ext, dtype=DTYPE_OBJECTS["int64"], device=device)
+    emit = lp.gather(2, index.unsqueeze(0).expand(frames, batch, states))
     step_mask = const(np.where(s == 0, IMPOSSIBLE, 0.0))  # no state before the first
     skip_mask = const(skip)
     back_one = tensor(np.maximum(s - 1, 0), device=device)
@@ -204,7 +214,7 @@ def ctc_loss(
     has_input = const(np.array([float(n > 0) for n in inputs]))
     empty = const(np.array([IMPOSSIBLE if n == 0 and m > 0 else 0.0
                             for n, m in zip(inputs, lengths, strict=True)]))  # fmt: skip
-    loss = -(likelihood * has_input + empty)
+    loss = -(likelihood * has_input + empty) + 0.0  # + 0.0: a zero loss is +0.0, not -0.0
     loss = loss.masked_fill(loss > -IMPOSSIBLE / 10, 0.0 if zero_inf else float("inf"))
     if reduction == "mean":
         loss = loss / const(np.maximum(np.array(lengths, dtype=np.float64), 1.0))
