@@ -193,3 +193,32 @@ def test_empty_batches_and_inputs_without_frames(ctx):
         torch.zeros(3, 0, 4), torch.zeros(0, 2, dtype=torch.int64), [], [], reduction="sum"
     )
     assert empty.item() == 0.0
+
+
+def test_timing_only_prices_tensor_lengths_as_the_longest_and_matches_a_functional_run():
+    """A timing-only run keeps no values: lengths given as tensors count as the longest the
+    shapes allow, so with full lengths it costs what the functional run costs."""
+    costs = []
+    for timing_only in (False, True):
+        context = RuntimeContext("tiny", timing_only=timing_only)
+        with use_context(context):
+            lp = torch.randn(8, 2, 5).log_softmax(-1)
+            targets = torch.randint(1, 5, (2, 3))
+            start = context.now
+            loss = F.ctc_loss(
+                lp, targets, torch.full((2,), 8, dtype=torch.int64),
+                torch.full((2,), 3, dtype=torch.int64),
+            )  # fmt: skip
+            costs.append(context.now - start)
+            assert tuple(loss.shape) == ()
+    assert costs[0] == costs[1] > 0
+    with use_context(RuntimeContext("tiny", timing_only=True)):
+        with pytest.raises(
+            TensorError, match=r"input_lengths must be of size batch_size \(2\), got 3"
+        ):
+            F.ctc_loss(
+                torch.zeros(4, 2, 3),
+                torch.zeros(2, 1, dtype=torch.int64),
+                torch.full((3,), 4),
+                [1, 1],
+            )

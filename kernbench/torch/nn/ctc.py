@@ -15,8 +15,9 @@ every gradient finite; a sample no alignment fits (a target longer than its inpu
 allows) gets an infinite loss, or zero with ``zero_infinity=True`` (its gradient zero
 too), as torch's.  The targets and lengths are read on the host, as torch's kernels read
 them; a timing-only run, which has no values, prices the recursion for targets without
-repeats.  ``reduction='mean'`` divides each loss by its target length (at least 1) and
-averages over the batch, as torch does.
+repeats, and lengths given as tensors as the longest the shapes allow.
+``reduction='mean'`` divides each loss by its target length (at least 1) and averages
+over the batch, as torch does.
 """
 
 from __future__ import annotations
@@ -44,14 +45,18 @@ __all__ = ["ctc_loss"]
 IMPOSSIBLE = -1e30
 
 
-def _lengths(value: Any, what: str, name: str, batch: int) -> list[int]:
+def _lengths(value: Any, what: str, name: str, batch: int, longest: list[int]) -> list[int]:
+    """The lengths as ints; a tensor of them in a timing-only run, which keeps no values,
+    counts as ``longest`` (every sample as long as the input allows: the dearest case)."""
     if isinstance(value, Tensor):
-        values = host_values(value)
-        if values is None:  # timing-only: the lengths are sizes the caller chose
+        if value.numel() != batch:
             raise TensorError(
-                f"{call_name(what)}: {name} must be a tuple or list of ints in a timing-only "
-                "run (a tensor's values are not kept)"
+                f"{call_name(what)}: {name} must be of size batch_size ({batch}), got "
+                f"{value.numel()}"
             )
+        values = host_values(value)
+        if values is None:
+            return list(longest)
         items = [int(v) for v in np.asarray(values).reshape(-1).tolist()]
     elif isinstance(value, list | tuple):
         items = [int_argument(v, call_name(what), name) for v in value]
@@ -145,8 +150,13 @@ def ctc_loss(
         raise TensorError(
             f"{call_name(what)}: blank must be in label range [0, {classes}), got {blank}"
         )
-    inputs = _lengths(input_lengths, what, "input_lengths", batch)
-    lengths = _lengths(target_lengths, what, "target_lengths", batch)
+    inputs = _lengths(input_lengths, what, "input_lengths", batch, [frames] * batch)
+    if tgt.ndim == 2:
+        widest = [int(tgt.shape[1])] * batch
+    else:  # concatenated: shared out evenly
+        share, extra = divmod(int(tgt.shape[0]), max(batch, 1))
+        widest = [share + (n < extra) for n in range(batch)]
+    lengths = _lengths(target_lengths, what, "target_lengths", batch, widest)
     if max(inputs, default=0) > frames:
         raise TensorError(
             f"{call_name(what)}: Expected input_lengths to have value at most {frames}, but "
