@@ -182,8 +182,12 @@ def test_vmap_randomness(ctx):
 
 def test_refusals(ctx):
     x = torch.ones(3)
-    with pytest.raises(TensorError, match="grad of grad, hessian.*first-order gradients only"):
+    with pytest.raises(TensorError, match="grad of grad, jacrev of grad, hessian.*first-order"):
         grad(lambda a: grad(lambda b: (b * b).sum())(a).sum())(x)
+    with pytest.raises(TensorError, match="torch.func.grad_and_value inside torch.func.jacrev"):
+        jacrev(grad(lambda b: (b * b * b).sum()))(x)  # a hessian
+    with pytest.raises(TensorError, match="inside torch.func.vjp"):
+        vjp(lambda a: grad(lambda b: (b * b).sum())(a), x)
     with pytest.raises(
         TensorError,
         match="Expected f\\(\\*args\\) to return a scalar Tensor, got tensor with 1 dims",

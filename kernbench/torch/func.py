@@ -21,8 +21,9 @@ that reverse-mode autograd can give.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import kernbench.torch as torch  # stack and the RNG as the facade provides them
@@ -200,6 +201,27 @@ def _rebuild(tree: Any, flat: Iterable[Any]) -> Any:
     return go(tree)
 
 
+_ACTIVE: list[str] = []  # the transforms running their function now
+
+
+@contextlib.contextmanager
+def _differentiating(call: str) -> Iterator[None]:
+    """Run a transform's function, refusing one started inside another: differentiating
+    a gradient needs second order, and the inner transform's leaves would be cut off
+    from the outer's (a silent zero)."""
+    if _ACTIVE:
+        raise TensorError(
+            f"{call} inside {_ACTIVE[-1]}: a transform of a transform that differentiates "
+            "twice (grad of grad, jacrev of grad, hessian) is not supported: the autograd "
+            "engine here gives first-order gradients only"
+        )
+    _ACTIVE.append(call)
+    try:
+        yield
+    finally:
+        _ACTIVE.pop()
+
+
 def _first_order(call: str) -> None:
     if not is_grad_enabled():
         raise TensorError(f"{call}: gradients are off (torch.no_grad); call it outside no_grad")
@@ -224,18 +246,9 @@ def grad_and_value(
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _first_order(call)
-        if _ACTIVE:
-            raise TensorError(
-                f"{call}: a transform of a transform that differentiates twice (grad of "
-                "grad, hessian) is not supported: the autograd engine here gives first-order "
-                "gradients only"
-            )
         inputs, chosen = _leaves(args, argnums, call)
-        _ACTIVE.append(call)
-        try:
+        with _differentiating(call):
             result = func(*inputs, **kwargs)
-        finally:
-            _ACTIVE.pop()
         aux = None
         if has_aux:
             if not (isinstance(result, tuple | list) and len(result) == 2):
@@ -260,9 +273,6 @@ def grad_and_value(
     return wrapper
 
 
-_ACTIVE: list[str] = []  # the transforms running now (a nested one needs second order)
-
-
 def grad(
     func: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False
 ) -> Callable[..., Any]:
@@ -284,7 +294,8 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
     call = "torch.func.vjp"
     _first_order(call)
     inputs, chosen = _leaves(primals, tuple(range(len(primals))), call)
-    result = func(*inputs)
+    with _differentiating(call):
+        result = func(*inputs)
     aux = None
     if has_aux:
         result, aux = result
@@ -330,7 +341,8 @@ def jacrev(
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         _first_order(call)
         inputs, chosen = _leaves(args, argnums, call)
-        result = func(*inputs, **kwargs)
+        with _differentiating(call):
+            result = func(*inputs, **kwargs)
         aux = None
         if has_aux:
             result, aux = result
