@@ -227,13 +227,38 @@ def _first_order(call: str) -> None:
         raise TensorError(f"{call}: gradients are off (torch.no_grad); call it outside no_grad")
 
 
-def _gradients(output: Tensor, chosen: Any, call: str, grad_output: Any = None) -> Any:
-    leaves = _flat(chosen)
-    if not output.requires_grad:  # the output does not depend on the inputs
-        return _rebuild(chosen, [torch.zeros_like(t) for t in leaves])
-    grads = autograd_grad([output], leaves, grad_outputs=grad_output, allow_unused=True)
-    filled = [torch.zeros_like(t) if g is None else g for g, t in zip(grads, leaves, strict=True)]
-    return _rebuild(chosen, filled)
+def _engine_grads(outputs: list[Tensor], leaves: list[Tensor], grad_outputs: Any = None) -> list:
+    """``torch.autograd.grad`` of ``outputs`` for ``leaves`` (graph kept, for another
+    call), a zero tensor for each leaf the outputs do not depend on."""
+    live = [k for k, o in enumerate(outputs) if o.requires_grad]
+    grads: Any = [None] * len(leaves)
+    if live:
+        vs = None if grad_outputs is None else [grad_outputs[k] for k in live]
+        grads = autograd_grad(
+            [outputs[k] for k in live], leaves, grad_outputs=vs, retain_graph=True,
+            allow_unused=True,
+        )  # fmt: skip
+    return [torch.zeros_like(t) if g is None else g for g, t in zip(grads, leaves, strict=True)]
+
+
+def _call_on_leaves(
+    func: Callable[..., Any], args: tuple, kwargs: dict, argnums: Any, has_aux: bool, call: str
+) -> tuple[Any, Any, Any]:
+    """Run ``func`` with the arguments at ``argnums`` made leaves: its output, its aux
+    (``has_aux``: the output must be a pair) and the leaves in ``argnums``' structure."""
+    _first_order(call)
+    inputs, chosen = _leaves(args, argnums, call)
+    with _differentiating(call):
+        result = func(*inputs, **kwargs)
+    aux = None
+    if has_aux:
+        if not (isinstance(result, tuple | list) and len(result) == 2):
+            raise TensorError(
+                f"{call}(f)(*args): output of function f should be a tuple: (output, aux) "
+                "if has_aux is True"
+            )
+        result, aux = result
+    return result, aux, chosen
 
 
 def grad_and_value(
@@ -245,18 +270,7 @@ def grad_and_value(
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        _first_order(call)
-        inputs, chosen = _leaves(args, argnums, call)
-        with _differentiating(call):
-            result = func(*inputs, **kwargs)
-        aux = None
-        if has_aux:
-            if not (isinstance(result, tuple | list) and len(result) == 2):
-                raise TensorError(
-                    f"{call}(f)(*args): output of function f should be a tuple: (output, aux) "
-                    "if has_aux is True"
-                )
-            result, aux = result
+        result, aux, chosen = _call_on_leaves(func, args, kwargs, argnums, has_aux, call)
         if not isinstance(result, Tensor) or result.numel() != 1:
             what = (
                 f"tensor with {result.ndim} dims"
@@ -266,7 +280,7 @@ def grad_and_value(
             raise TensorError(
                 f"{call}(f)(*args): Expected f(*args) to return a scalar Tensor, got {what}"
             )
-        gradient = _gradients(result, chosen, call)
+        gradient = _rebuild(chosen, _engine_grads([result], _flat(chosen)))
         value = result.detach()
         return (gradient, (value, aux)) if has_aux else (gradient, value)
 
@@ -292,13 +306,9 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
     """``(output, vjp_fn)``: ``vjp_fn(v)`` gives ``v``'s vector-Jacobian product with each
     primal (reverse mode, once per call of ``vjp_fn``)."""
     call = "torch.func.vjp"
-    _first_order(call)
-    inputs, chosen = _leaves(primals, tuple(range(len(primals))), call)
-    with _differentiating(call):
-        result = func(*inputs)
-    aux = None
-    if has_aux:
-        result, aux = result
+    result, aux, chosen = _call_on_leaves(
+        func, primals, {}, tuple(range(len(primals))), has_aux, call
+    )
     outputs = _flat(result)
 
     def vjp_fn(*cotangents: Any) -> tuple:
@@ -307,23 +317,7 @@ def vjp(func: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple
             raise TensorError(
                 f"{call}: expected {len(outputs)} cotangents (one per output), got {len(vs)}"
             )
-        leaves = _flat(chosen)
-        live = [(o, v) for o, v in zip(outputs, vs, strict=True) if o.requires_grad]
-        grads = (
-            autograd_grad(
-                [o for o, _ in live],
-                leaves,
-                grad_outputs=[v for _, v in live],
-                retain_graph=True,
-                allow_unused=True,
-            )  # fmt: skip
-            if live
-            else [None] * len(leaves)
-        )
-        filled = [
-            torch.zeros_like(t) if g is None else g for g, t in zip(grads, leaves, strict=True)
-        ]
-        return tuple(_rebuild(chosen, filled))
+        return tuple(_rebuild(chosen, _engine_grads(outputs, _flat(chosen), vs)))
 
     detached = _map(lambda t: t.detach(), result)
     return (detached, vjp_fn, aux) if has_aux else (detached, vjp_fn)
@@ -339,25 +333,15 @@ def jacrev(
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        _first_order(call)
-        inputs, chosen = _leaves(args, argnums, call)
-        with _differentiating(call):
-            result = func(*inputs, **kwargs)
-        aux = None
-        if has_aux:
-            result, aux = result
+        result, aux, chosen = _call_on_leaves(func, args, kwargs, argnums, has_aux, call)
         if not isinstance(result, Tensor):
             raise TensorError(f"{call}: the function must return a Tensor here, got {result!r}")
         leaves = _flat(chosen)
         flat = result.reshape(-1)
         rows: list[list[Tensor]] = [[] for _ in leaves]
         for i in range(flat.numel()):
-            if result.requires_grad:
-                grads = autograd_grad([flat[i]], leaves, retain_graph=True, allow_unused=True)
-            else:
-                grads = [None] * len(leaves)
-            for k, (g, t) in enumerate(zip(grads, leaves, strict=True)):
-                rows[k].append(torch.zeros_like(t) if g is None else g)
+            for k, g in enumerate(_engine_grads([flat[i]], leaves)):
+                rows[k].append(g)
         jac = [
             torch.stack(r).reshape(*result.shape, *leaf.shape)
             if r
@@ -454,8 +438,6 @@ def vmap(
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         dims = _dims_for(args, tuple(in_dims) if isinstance(in_dims, list) else in_dims, call)
-        if isinstance(in_dims, int | type(None)):
-            dims = tuple(_dims_for(a, in_dims, call) for a in args)
         sizes = set()
         for t, d in _pairs(args, dims):
             if d is not None:

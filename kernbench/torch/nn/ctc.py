@@ -22,6 +22,7 @@ over the batch, as torch does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -171,6 +172,36 @@ def ctc_loss(
                 f"[0, {classes})"
             )
 
+    device, dtype = lp.device, lp.dtype
+
+    def const(values: Any) -> Tensor:  # host-made values as the loss's dtype, on its device
+        return tensor(values, dtype=dtype, device=device)
+
+    if batch and max(inputs, default=0):
+        loss = _alignment_loss(lp, labels, inputs, lengths, blank, const)
+    else:  # no frames anywhere: the empty target has likelihood 1, any other none
+        loss = const(np.array([0.0 if m == 0 else -IMPOSSIBLE for m in lengths]))
+        loss = loss + lp.sum() * 0.0  # zero gradients for log_probs
+    loss = loss.masked_fill(loss > -IMPOSSIBLE / 10, 0.0 if zero_inf else float("inf"))
+    if reduction == "mean":
+        loss = loss / const(np.maximum(np.array(lengths, dtype=np.float64), 1.0))
+    if unbatched and reduction == "none":
+        return loss.reshape(())
+    return reduced(loss, reduction)
+
+
+def _alignment_loss(
+    lp: Tensor,
+    labels: list[list[int]],
+    inputs: list[int],
+    lengths: list[int],
+    blank: int,
+    const: Callable[[Any], Tensor],
+) -> Tensor:
+    """Each sample's negative log-likelihood by the forward recursion over (T, N, C)
+    ``lp`` (``-IMPOSSIBLE`` or more where no alignment fits)."""
+    frames, batch, _ = (int(n) for n in lp.shape)
+    device = lp.device
     # The extended targets (blank, l1, blank, ..., blank), padded with blanks.
     states = 2 * max(lengths, default=0) + 1
     ext = np.full((batch, states), blank, dtype=np.int64)
@@ -184,19 +215,6 @@ def ctc_loss(
     start[:, 0] = 0.0
     if states > 1:
         start[np.array(lengths) > 0, 1] = 0.0
-    device, dtype = lp.device, lp.dtype
-
-    def const(values: Any) -> Tensor:  # host-made values as the loss's dtype, on its device
-        return tensor(values, dtype=dtype, device=device)
-
-    if not batch or not max(inputs, default=0):  # no frames anywhere: nothing to recurse
-        empty_loss = [0.0 if m == 0 else float("inf") for m in lengths]
-        if zero_inf:
-            empty_loss = [0.0] * batch
-        loss = const(np.array(empty_loss)) + lp.sum() * 0.0  # zero gradients for log_probs
-        if reduction == "mean":
-            loss = loss / const(np.maximum(np.array(lengths, dtype=np.float64), 1.0))
-        return loss.reshape(()) if unbatched and reduction == "none" else reduced(loss, reduction)
     index = tensor(ext, dtype=DTYPE_OBJECTS["int64"], device=device)
     emit = lp.gather(2, index.unsqueeze(0).expand(frames, batch, states))
     step_mask = const(np.where(s == 0, IMPOSSIBLE, 0.0))  # no state before the first
@@ -205,7 +223,7 @@ def ctc_loss(
     back_two = tensor(np.maximum(s - 2, 0), device=device)
 
     alpha = emit[0] + const(start)
-    for t in range(1, max(inputs, default=0)):
+    for t in range(1, max(inputs)):
         moved = _log_add(alpha, alpha[:, back_one] + step_mask, alpha[:, back_two] + skip_mask)
         moved = moved + emit[t]
         running = np.array([t < n for n in inputs])
@@ -224,10 +242,4 @@ def ctc_loss(
     has_input = const(np.array([float(n > 0) for n in inputs]))
     empty = const(np.array([IMPOSSIBLE if n == 0 and m > 0 else 0.0
                             for n, m in zip(inputs, lengths, strict=True)]))  # fmt: skip
-    loss = -(likelihood * has_input + empty) + 0.0  # + 0.0: a zero loss is +0.0, not -0.0
-    loss = loss.masked_fill(loss > -IMPOSSIBLE / 10, 0.0 if zero_inf else float("inf"))
-    if reduction == "mean":
-        loss = loss / const(np.maximum(np.array(lengths, dtype=np.float64), 1.0))
-    if unbatched and reduction == "none":
-        return loss.reshape(())
-    return reduced(loss, reduction)
+    return -(likelihood * has_input + empty) + 0.0  # + 0.0: a zero loss is +0.0, not -0.0
