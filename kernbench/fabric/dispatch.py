@@ -41,10 +41,8 @@ class KernelDispatch:
         self.command_latency_ps = command_latency_ps
 
     def serve(self, msg: RunPrograms) -> Generator:
-        # The command reaches the M_CPU, which takes its latency: one timer for both.
-        accepted = Delivery(self.env)
-        self.send(msg.src, msg.dst, msg.nbytes, accepted, self.command_latency_ps)
-        yield accepted
+        # The command reaches the M_CPU, which takes its latency.
+        yield self.transfer(msg.src, msg.dst, msg.nbytes, after=self.command_latency_ps)
         runs = [
             self.env.process(self._run_on_pe(msg, pe, programs))
             for pe, programs in msg.programs.items()
@@ -54,10 +52,8 @@ class KernelDispatch:
     def _run_on_pe(self, msg: RunPrograms, pe: str, programs: list) -> Generator:
         unit = self.engines.unit(pe)
         overhead = unit.launch_overhead_ps if programs else 0
-        # The programs reach the PE, and the first pays its launch overhead: one timer.
-        ready = Delivery(self.env)
-        self.send(msg.dst, pe, msg.nbytes, ready, overhead)
-        yield ready
+        # The programs reach the PE, and the first pays its launch overhead.
+        yield self.transfer(msg.dst, pe, msg.nbytes, after=overhead)
         start, moved = self.env.now - overhead, 0
         for i, program in enumerate(programs):
             if i:

@@ -108,7 +108,7 @@ class Fabric:
         )
         self.memory = MemoryAccess(self.transfer, self._complete, self._fail)
         self.memory.store = store
-        self.mmus = Mmus(self.env, self.send, parts.pe_mmu.attrs, command_ps)
+        self.mmus = Mmus(self.env, self.transfer, self.send, parts.pe_mmu.attrs, command_ps)
         self.dispatch = KernelDispatch(
             self.env, self.transfer, self.send, self.engines, self.record, command_ps
         )
@@ -267,23 +267,21 @@ class Fabric:
         yield self.env.timeout(msg.duration_ps)
 
     # -- services components and the layers above use -------------------------------------------
-    def transfer(self, src: str, dst: str, nbytes: int, *, stream: bool = False) -> simpy.Event:
-        """An event for moving ``nbytes`` from ``src`` to ``dst``.
+    def transfer(
+        self, src: str, dst: str, nbytes: int, *, stream: bool = False, after: int = 0
+    ) -> simpy.Event:
+        """An event for moving ``nbytes`` from ``src`` to ``dst``, fired ``after`` ps past
+        the arrival (the fixed work that follows it, for one timer).
 
         ``stream=True``: bandwidth only, the access latency hidden (see FlowNetwork).
         """
-        return self.links.transfer(self.graph.route(src, dst), nbytes, stream=stream)
+        return self.links.transfer(self.graph.route(src, dst), nbytes, stream=stream, after=after)
 
     def send(
-        self,
-        src: str,
-        dst: str,
-        nbytes: int,
-        done: simpy.Event | Callable[[], None],
-        after: int,
+        self, src: str, dst: str, nbytes: int, done: simpy.Event | Callable[[], None], after: int
     ) -> None:
-        """Move ``nbytes`` from ``src`` to ``dst``; succeed ``done`` (or call it) ``after`` ps
-        past the arrival: a transfer and what follows it, for one timer and no process."""
+        """Move ``nbytes`` from ``src`` to ``dst`` and succeed ``done`` (or call it) ``after``
+        ps past the arrival: :meth:`transfer` with the event (or a callback) given."""
         self.links.start(self.graph.route(src, dst), nbytes, done, after=after)
 
     def stream(

@@ -156,14 +156,17 @@ class FlowNetwork:
             self._route_costs[route] = cost
         return cost
 
-    def transfer(self, route: tuple[int, ...], nbytes: int, *, stream: bool = False) -> Delivery:
-        """An event that fires when the last byte has arrived at the route's end.
+    def transfer(
+        self, route: tuple[int, ...], nbytes: int, *, stream: bool = False, after: int = 0
+    ) -> Delivery:
+        """An event that fires when the last byte has arrived at the route's end (``after``
+        ps later, for work that follows the arrival: one timer for both).
 
         ``stream=True`` charges bandwidth only (no latency, no packet fill): a
         PE streaming data through its memory with the access latency hidden.
         """
         delivered = Delivery(self.env)
-        self.start(route, nbytes, delivered, stream=stream)
+        self.start(route, nbytes, delivered, stream=stream, after=after)
         return delivered
 
     def start(

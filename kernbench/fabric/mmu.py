@@ -13,7 +13,6 @@ from functools import partial
 import simpy
 
 from kernbench.errors import KernBenchError
-from kernbench.fabric.flows import Delivery
 from kernbench.machine import MmuMap, MmuUnmap
 from kernbench.memory.mmu import PageTable
 from kernbench.topology import names
@@ -28,11 +27,13 @@ class Mmus:
     def __init__(
         self,
         env: simpy.Environment,
+        transfer: Callable[..., simpy.Event],
         send: Callable[[str, str, int, Callable[[], None], int], None],
         attrs: MmuAttrs,
         command_latency_ps: int,
     ) -> None:
         self.env = env
+        self.transfer = transfer  # (src, dst, nbytes, after=ps), as Fabric.transfer
         self.send = send  # (src, dst, nbytes, done, after): done() ``after`` ps past arrival
         self.attrs = attrs
         self.command_latency_ps = command_latency_ps
@@ -46,10 +47,8 @@ class Mmus:
         return table
 
     def serve(self, msg: MmuMap | MmuUnmap) -> Generator:
-        # The command reaches the M_CPU, which takes its latency: one timer for both.
-        accepted = Delivery(self.env)
-        self.send(msg.src, msg.dst, msg.nbytes, accepted, self.command_latency_ps)
-        yield accepted
+        # The command reaches the M_CPU, which takes its latency.
+        yield self.transfer(msg.src, msg.dst, msg.nbytes, after=self.command_latency_ps)
         if not msg.targets:
             return
         page_size = self.attrs.page_size
