@@ -93,3 +93,25 @@ def test_closed_rates_are_what_filling_gives(seed):
     rates, necks, _ = maxmin.fill(group, active, capacity)
     expected = {fid: (rates[fid], necks[fid]) for fid in group}
     assert maxmin.closed_rates(group, active, capacity) == expected
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_filling_by_scan_and_by_heap_give_the_same_bits(seed, monkeypatch):
+    """A region's levels found by a scan over its links or from a heap of their shares:
+    same rates to the last bit, same links frozen at, with rates held fixed outside."""
+    rng = random.Random(seed)
+    capacity, flows = _random_case(rng, 40, 20)
+    for f in flows[::3]:  # the outside flows run at some fixed rate
+        f.rate = rng.choice([0.1, 0.25, 0.4]) * 1e9
+    active: list[dict[int, Flow]] = [{} for _ in capacity]
+    for f in flows:
+        for e in f.edges:
+            active[e][f.fid] = f
+    region = {f.fid: f for i, f in enumerate(flows) if i % 3}
+    monkeypatch.setattr(maxmin, "SCAN_LINKS", 10**9)
+    by_scan = maxmin.fill(region, active, capacity)
+    monkeypatch.setattr(maxmin, "SCAN_LINKS", 0)
+    by_heap = maxmin.fill(region, active, capacity)
+    assert by_scan[0] == by_heap[0] and by_scan[1] == by_heap[1]
+    assert list(by_scan[2].items()) == list(by_heap[2].items())
+    assert len(set(by_scan[0].values())) > 2  # several levels were filled

@@ -51,6 +51,9 @@ SATURATED = 1 - 1e-9
 # level of progressive filling is then a few passes over arrays instead of a
 # Python loop over every link of every flow frozen at it.
 VECTOR_REGION = 128
+# Regions of at most this many links find each filling level by a scan over
+# them rather than a heap of their shares.
+SCAN_LINKS = 32
 
 Active = Sequence[dict[int, "Flow"]]  # per link: the flows on it, by id, in arrival order
 
@@ -106,40 +109,80 @@ def fill(
 
     Repeatedly take the link whose remaining capacity per unfrozen flow is the
     smallest (ties: the lowest link index), freeze its flows at that share and
-    take their rate off every link they cross.  Every change pushes the link's
-    new share; an entry whose share is out of date is skipped when popped.
-    Returns each flow's rate and the link it was frozen at, and the links,
-    each with the flows on it from outside the region (in arrival order).
+    take their rate off every link they cross.  Returns each flow's rate and
+    the link it was frozen at, and the links, each with the flows on it from
+    outside the region (in arrival order).
+
+    A region of few links (the usual re-solve around one change) finds each
+    level's link by a scan; a larger one keeps the shares in a heap, where
+    every change pushes the link's new share and an out-of-date entry is
+    skipped when popped.  Both take the same links in the same order and do
+    the same arithmetic, so they give the same bits.
     """
     links: dict[int, list[Flow]] = {}
-    for flow in region.values():
-        for e in flow.edges:
-            if e not in links:
-                links[e] = []
     residual: dict[int, float] = {}
     count: dict[int, int] = {}
     members: dict[int, list[Flow]] = {}  # link -> the region's flows on it, in arrival order
-    heap = []
-    for e, outside in links.items():
-        free, n = capacity[e], 0
-        inside = []
-        for fid, other in active[e].items():
-            if fid in region:
-                n += other.weight
-                inside.append(other)
-            else:
-                free -= other.rate * other.weight
-                outside.append(other)
-        if free < 0.0:
-            free = 0.0
-        residual[e] = free
-        count[e] = n
-        members[e] = inside
-        heap.append((free / n, e))
-    heapq.heapify(heap)
+    for flow in region.values():
+        for e in flow.edges:
+            if e in links:
+                continue
+            links[e] = outside = []
+            free, n = capacity[e], 0
+            inside = []
+            for fid, other in active[e].items():
+                if fid in region:
+                    n += other.weight
+                    inside.append(other)
+                else:
+                    free -= other.rate * other.weight
+                    outside.append(other)
+            residual[e] = free if free > 0.0 else 0.0
+            count[e] = n
+            members[e] = inside
+    if len(links) > SCAN_LINKS:
+        rate, neck = _fill_by_heap(len(region), residual, count, members)
+        return rate, neck, links
+    order = sorted(links)
     rate: dict[int, float] = {}
     neck: dict[int, int] = {}
     todo = len(region)
+    share = 0.0
+    while todo:
+        link = -1
+        for e in order:  # ascending, so a tie keeps the lower link
+            n = count[e]
+            if n:
+                s = residual[e] / n
+                if link < 0 or s < share:
+                    share, link = s, e
+        for flow in members[link]:
+            fid = flow.fid
+            if fid in rate:
+                continue
+            rate[fid] = share
+            neck[fid] = link
+            todo -= 1
+            weight = flow.weight
+            used = share * weight
+            for e in flow.edges:
+                left = residual[e] - used
+                residual[e] = left if left > 0.0 else 0.0
+                count[e] -= weight
+    return rate, neck, links
+
+
+def _fill_by_heap(
+    todo: int,
+    residual: dict[int, float],
+    count: dict[int, int],
+    members: dict[int, list[Flow]],
+) -> tuple[dict[int, float], dict[int, int]]:
+    """:func:`fill`'s levels with the links' shares in a heap (for regions of many links)."""
+    heap = [(free / count[e], e) for e, free in residual.items()]
+    heapq.heapify(heap)
+    rate: dict[int, float] = {}
+    neck: dict[int, int] = {}
     heappop, heappush = heapq.heappop, heapq.heappush
     while todo:
         share, link = heappop(heap)
@@ -157,17 +200,15 @@ def fill(
             weight = flow.weight
             used = share * weight
             for e in flow.edges:
-                residual[e] -= used
+                left = residual[e] - used
+                residual[e] = left if left > 0.0 else 0.0
                 count[e] -= weight
                 touched[e] = None
         for e in touched:  # one new share per link the frozen flows cross
-            left = residual[e]
-            if left < 0.0:
-                residual[e] = left = 0.0
             n = count[e]
             if n:
-                heappush(heap, (left / n, e))
-    return rate, neck, links
+                heappush(heap, (residual[e] / n, e))
+    return rate, neck
 
 
 def unfair(
