@@ -38,6 +38,7 @@ __all__ = [
     "TensorTypeError",
     "TensorValueError",
     "TensorNotImplementedError",
+    "TensorRuntimeError",
     "TensorIndexError",
     "TensorZeroDivisionError",
     "ModuleAttributeError",
@@ -208,6 +209,11 @@ class TensorTypeError(TensorError, TypeError):
 class TensorValueError(TensorError, ValueError):
     """A tensor or module argument torch refuses with ``ValueError`` (a recurrent layer
     given a 4-D input or a ``dropout`` outside [0, 1], ...)."""
+
+
+class TensorRuntimeError(TensorError, RuntimeError):
+    """A tensor operation torch refuses with ``RuntimeError`` (``numpy()`` of a tensor
+    that requires grad, ...)."""
 
 
 class TensorNotImplementedError(TensorError, NotImplementedError):

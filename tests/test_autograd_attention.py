@@ -291,7 +291,7 @@ def test_tiny_gpt_sgd_step_matches_central_differences(ctx):
                ("wte.weight", (2, 3))]  # fmt: skip
     params = dict(model.named_parameters())
     with torch.no_grad():
-        before = {n: params[n].numpy().copy() for n, _ in entries}
+        before = {n: params[n].detach().numpy().copy() for n, _ in entries}
 
     def loss_at(name, index, delta):
         with torch.no_grad():

@@ -69,7 +69,7 @@ def test_a_parameter_made_from_torch_tensor_and_initialised(ctx) -> None:
     kernel = nn.Parameter(torch.Tensor(6, 4))
     nn.init.xavier_normal_(kernel)
     assert isinstance(kernel, nn.Parameter) and kernel.requires_grad
-    assert kernel.shape == (6, 4) and np.isfinite(kernel.numpy()).all()
+    assert kernel.shape == (6, 4) and np.isfinite(kernel.detach().numpy()).all()
 
 
 def test_subclasses_still_wrap_tensors(ctx) -> None:
@@ -87,7 +87,7 @@ def test_spmm_and_sparse_mm_are_the_dense_product_with_gradients(ctx) -> None:
         a = torch.tensor(a_np)
         b = torch.tensor(b_np, requires_grad=True)
         out = product(a, b)
-        np.testing.assert_allclose(out.numpy(), a_np @ b_np, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out.detach().numpy(), a_np @ b_np, rtol=1e-5, atol=1e-5)
         out.sum().backward()
         np.testing.assert_allclose(b.grad.numpy(), np.repeat(a_np.sum(0)[:, None], 3, 1), rtol=1e-5)
 
@@ -153,9 +153,9 @@ def test_to_sparse_is_a_copy_and_to_dense_the_tensor(ctx) -> None:
     d = torch.tensor(d_np, requires_grad=True)
     s = d.to_sparse()
     assert s is not d and s.is_sparse is False
-    np.testing.assert_array_equal(s.numpy(), d_np)
+    np.testing.assert_array_equal(s.detach().numpy(), d_np)
     for convert in ("to_sparse_coo", "to_sparse_csr", "to_sparse_csc"):
-        np.testing.assert_array_equal(getattr(d, convert)().numpy(), d_np)
+        np.testing.assert_array_equal(getattr(d, convert)().detach().numpy(), d_np)
     x_np = _values((3, 2), 7)
     (s @ torch.tensor(x_np)).sum().backward()  # through the copy
     np.testing.assert_allclose(d.grad.numpy(), np.repeat(x_np.sum(1)[None, :], 3, 0), rtol=1e-5)

@@ -49,7 +49,7 @@ def _synced(rank, world):
         "var": net[1].running_var.numpy().copy(),
     }
     net.eval()
-    out["eval"] = net(torch.tensor(x[rows])).numpy().copy()
+    out["eval"] = net(torch.tensor(x[rows])).detach().numpy().copy()
     dist.destroy_process_group()
     return out
 
@@ -66,7 +66,7 @@ def test_sync_batch_norm_is_batch_norm_over_every_ranks_batch():
         want_dw = net[1].weight.grad.numpy()
         want_mean, want_var = net[1].running_mean.numpy(), net[1].running_var.numpy()
         net.eval()
-        want_eval = net(xt.detach()).numpy()
+        want_eval = net(xt.detach()).detach().numpy()
     dweights = []
     for rank in range(2):
         got = result.returns[rank]

@@ -84,11 +84,14 @@ def test_linear_casts_its_bias_and_attention_and_softmax_take_their_lists(ctx):
     with torch.autocast("cuda", dtype=BF16):
         y = layer(x)
         assert y.dtype is BF16
-        np.testing.assert_array_equal(y.float().numpy(), expected.float().numpy())
+        np.testing.assert_array_equal(y.float().detach().numpy(), expected.float().detach().numpy())
         probabilities = F.softmax(y, dim=-1)  # float32's list: cast up
         assert probabilities.dtype is torch.float32
         np.testing.assert_allclose(
-            probabilities.numpy(), F.softmax(y.float(), dim=-1).numpy(), rtol=0, atol=0
+            probabilities.detach().numpy(),
+            F.softmax(y.float(), dim=-1).detach().numpy(),
+            rtol=0,
+            atol=0,
         )
         loss = F.cross_entropy(y, torch.tensor([0, 1, 2, 3]))
         assert loss.dtype is torch.float32
@@ -168,7 +171,7 @@ def test_grad_scaler_scales_unscales_skips_and_updates(ctx):
     scaler = torch.amp.GradScaler("cuda", init_scale=8.0, growth_interval=2)
     assert scaler.get_scale() == 8.0
     assert scaler.scale(torch.tensor(1.5)).item() == 12.0
-    before = [p.numpy().copy() for p in model.parameters()]
+    before = [p.detach().numpy().copy() for p in model.parameters()]
     for p in model.parameters():
         p.grad = torch.full(p.shape, 8.0)
     scaler.unscale_(opt)
@@ -177,14 +180,16 @@ def test_grad_scaler_scales_unscales_skips_and_updates(ctx):
         scaler.unscale_(opt)
     scaler.step(opt)
     for p, b in zip(model.parameters(), before, strict=True):
-        np.testing.assert_allclose(p.numpy(), b - 0.1, rtol=1e-6)
+        np.testing.assert_allclose(p.detach().numpy(), b - 0.1, rtol=1e-6)
     scaler.update()
     assert scaler.get_scale() == 8.0  # one good step of two
     for p in model.parameters():
         p.grad = torch.full(p.shape, float("inf"))
-    kept = [p.numpy().copy() for p in model.parameters()]
+    kept = [p.detach().numpy().copy() for p in model.parameters()]
     scaler.step(opt)  # unscales, finds the inf, skips the step
-    assert all(np.array_equal(p.numpy(), k) for p, k in zip(model.parameters(), kept, strict=True))
+    assert all(
+        np.array_equal(p.detach().numpy(), k) for p, k in zip(model.parameters(), kept, strict=True)
+    )
     scaler.update()
     assert scaler.get_scale() == 4.0  # backed off
     for _ in range(2):

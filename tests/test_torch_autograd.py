@@ -261,7 +261,7 @@ def test_in_place_and_unsupported_ops_raise(ctx):
         h[:2].relu_()  # (in-place ops on whole tensors are recorded: test_autograd_in_place.py)
     with torch.no_grad():
         w.add_(1)  # as torch: allowed without recording
-    np.testing.assert_allclose(w.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_allclose(w.detach().numpy(), [2.0, 2.0, 2.0])
     out = torch.digamma(w * 2).sum()  # no formula for digamma: a node that refuses
     assert out.requires_grad
     with pytest.raises(TensorError, match=r"backward through torch\.digamma is not supported yet"):
@@ -340,3 +340,28 @@ def test_a_path_that_gives_no_gradient_does_not_hold_back_the_others(ctx):
     w = recorded(untracked(lambda t: t * 1.0, z), "Blocked", (z,), lambda g: (None,))
     (w * 5.0).sum().backward()
     assert z.grad is None
+
+
+def test_numpy_of_a_tensor_that_requires_grad_is_refused_as_in_torch(ctx):
+    from kernbench.errors import TensorRuntimeError
+
+    w = torch.tensor([1.5, -2.0, 0.25], requires_grad=True)
+    y = w * 2.0
+    for t in (w, y):
+        with pytest.raises(
+            TensorRuntimeError,
+            match=r"Can't call numpy\(\) on Tensor that "
+            r"requires grad\. Use tensor\.detach\(\)\.numpy\(\) instead",
+        ) as err:
+            t.numpy()
+        assert isinstance(err.value, RuntimeError)  # what torch raises
+        with pytest.raises(RuntimeError, match="requires grad"):
+            np.asarray(t)  # torch's __array__ refuses it too
+    np.testing.assert_array_equal(w.detach().numpy(), [1.5, -2.0, 0.25])
+    np.testing.assert_array_equal(y.numpy(force=True), [3.0, -4.0, 0.5])
+    # What torch reads from any tensor: item(), tolist(), allclose, equal.
+    assert y.sum().item() == -0.5 and w.tolist() == [1.5, -2.0, 0.25]
+    assert torch.allclose(y, 2 * w) and torch.equal(w, w)
+    with torch.no_grad():
+        z = w * 2.0
+    np.testing.assert_array_equal(z.numpy(), [3.0, -4.0, 0.5])

@@ -175,17 +175,17 @@ def test_modules_initialise_with_torchs_fan_in_and_take_output_size(ctx):
     # (32, 8, 3, 3) weight of the Conv2d with these channels would give 8 * 9
     bound = 1 / math.sqrt(16 * 9)
     for p in (up.weight, up.bias):
-        values = np.abs(p.numpy())
+        values = np.abs(p.detach().numpy())
         assert values.max() <= bound and values.max() > 0.8 * bound
     assert repr(up) == ("ConvTranspose2d(16, 32, kernel_size=(3, 3), stride=(2, 2), "
                         "padding=(1, 1), groups=2)")  # fmt: skip
     x = torch.randn(2, 16, 4, 5)
-    params = (up.weight.numpy(), up.bias.numpy())
+    params = (up.weight.detach().numpy(), up.bias.detach().numpy())
     for size, extra in ((None, (0, 0)), ([8, 10], (1, 1)), ((2, 32, 7, 10), (0, 1))):
         got = up(x, output_size=size)
         expected = conv_transpose_reference(x.numpy(), *params, (2, 2), (1, 1), extra, (1, 1), 2)
         assert tuple(got.shape) == expected.shape
-        np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-5, atol=1e-5)
     outside = (
         r"requested an output size of \[9, 9\], but valid sizes range from \[7, 9\] to "
         r"\[8, 10\] \(for an input of \[4, 5\]\)"
@@ -201,8 +201,10 @@ def test_modules_initialise_with_torchs_fan_in_and_take_output_size(ctx):
     assert repr(one) == ("ConvTranspose1d(4, 6, kernel_size=(3,), stride=(2,), dilation=(2,), "
                          "output_padding=(1,), bias=False)")  # fmt: skip
     s = torch.randn(4, 5)  # unbatched
-    expected = reference_1d(s.numpy()[None], one.weight.numpy(), None, 2, 0, 1, 2, 1)[0]
-    np.testing.assert_allclose(one(s).numpy(), expected, rtol=1e-5, atol=1e-5)
+    expected = reference_1d(
+        s.detach().numpy()[None], one.weight.detach().numpy(), None, 2, 0, 1, 2, 1
+    )[0]
+    np.testing.assert_allclose(one(s).detach().numpy(), expected, rtol=1e-5, atol=1e-5)
     assert tuple(one(s, output_size=[13]).shape) == (6, 13)
     with pytest.raises(ValueError, match='Only "zeros" padding mode is supported for '
                        "ConvTranspose2d"):  # fmt: skip

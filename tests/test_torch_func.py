@@ -47,7 +47,7 @@ def test_functional_call_runs_the_module_with_other_tensors_and_restores_its_own
     )
     w2, b2 = before["2.weight"], before["2.bias"]
     expected = np.maximum(x @ w0.T + b0, 0) @ w2.T + b2
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-12)
     assert {k: v.numpy().tolist() for k, v in model.state_dict().items()} == {
         k: v.tolist() for k, v in before.items()
     }
@@ -92,7 +92,7 @@ def test_tied_weights_follow_the_one_given(ctx):
     assert functional_call(model, {"a.weight": eye2}, torch.ones(1, 2)).tolist() == [[4.0, 4.0]]
     untied = functional_call(model, {"a.weight": eye2}, torch.ones(1, 2), tie_weights=False)
     w = model.a.weight.detach().numpy()
-    np.testing.assert_allclose(untied.numpy(), (np.full((1, 2), 2.0) @ w.T), rtol=1e-6)
+    np.testing.assert_allclose(untied.detach().numpy(), (np.full((1, 2), 2.0) @ w.T), rtol=1e-6)
 
 
 def test_an_ensemble_by_stack_module_state_and_vmap(ctx):
@@ -108,7 +108,7 @@ def test_an_ensemble_by_stack_module_state_and_vmap(ctx):
 
     out = vmap(run, in_dims=(0, 0, None))(params, buffers, x)
     expected = np.stack([m(x).detach().numpy() for m in models])
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-12)
 
 
 def test_grad_of_a_scalar_function_and_its_argnums_and_aux(ctx):

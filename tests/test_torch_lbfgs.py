@@ -223,7 +223,7 @@ PROBLEMS = {
 
 
 def _flat(params) -> np.ndarray:
-    return np.concatenate([p.numpy().ravel() for p in params])
+    return np.concatenate([p.detach().numpy().ravel() for p in params])
 
 
 def _traced(params, loss_fn, opt, trace):
@@ -299,15 +299,15 @@ def test_converges_to_the_least_squares_solution(ctx, line_search_fn):
         opt.step(closure)
     design = np.hstack([FEATURES, np.ones((len(FEATURES), 1))])
     solution = np.linalg.lstsq(design, TARGETS, rcond=None)[0]
-    np.testing.assert_allclose(params[0].numpy(), solution[:3].T, atol=1e-9)
-    np.testing.assert_allclose(params[1].numpy(), solution[3], atol=1e-9)
+    np.testing.assert_allclose(params[0].detach().numpy(), solution[:3].T, atol=1e-9)
+    np.testing.assert_allclose(params[1].detach().numpy(), solution[3], atol=1e-9)
 
 
 def test_rosenbrock_reaches_its_minimum_with_strong_wolfe(ctx):
     params, loss_fn = _rosenbrock_params()
     opt = optim.LBFGS(params, line_search_fn="strong_wolfe", max_iter=100, max_eval=200)
     opt.step(_traced(params, loss_fn, opt, []))
-    np.testing.assert_allclose(params[0].numpy(), np.ones(4), atol=1e-5)
+    np.testing.assert_allclose(params[0].detach().numpy(), np.ones(4), atol=1e-5)
 
 
 def test_the_closure_is_called_max_iter_times_without_line_search(ctx):
@@ -354,7 +354,7 @@ def test_a_parameter_without_a_gradient_stays_put(ctx):
     opt = optim.LBFGS([params[0], unused, params[1]], max_iter=5)
     opt.step(_traced(params, loss_fn, opt, []))
     assert unused.grad is None
-    np.testing.assert_array_equal(unused.numpy(), [3.0, -4.0])
+    np.testing.assert_array_equal(unused.detach().numpy(), [3.0, -4.0])
     assert opt.state[params[0]]["d"].shape == (10,)
     np.testing.assert_array_equal(opt.state[params[0]]["d"].numpy()[6:8], [0.0, 0.0])
 
@@ -381,7 +381,7 @@ def test_state_dict_round_trip(ctx):
     }  # fmt: skip
     assert saved["param_groups"][0]["params"] == [0, 1]
     assert saved["param_groups"][0]["max_eval"] == 5
-    copies = [nn.Parameter(torch.from_numpy(p.numpy().copy())) for p in params]
+    copies = [nn.Parameter(torch.from_numpy(p.detach().numpy().copy())) for p in params]
     features, targets = torch.from_numpy(FEATURES), torch.from_numpy(TARGETS)
     second = optim.LBFGS(copies, history_size=100, max_iter=20)
     second.load_state_dict(saved)

@@ -204,7 +204,7 @@ def test_each_optimizer_step_uses_the_lr_the_scheduler_set(ctx):
     lrs = [BASE * (0.25 + 0.75 * t / 2) for t in range(2)]
     lrs += [BASE * (1 + math.cos(math.pi * (t - 2) / (STEPS - 2))) / 2 for t in range(2, STEPS)]
     expected = p0 - sum(lr * g for lr, g in zip(lrs, grads, strict=True))
-    np.testing.assert_allclose(p.numpy(), expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(p.detach().numpy(), expected, rtol=1e-12, atol=1e-14)
 
 
 def test_sequential_constant_then_exponential_as_torchs_example(ctx):

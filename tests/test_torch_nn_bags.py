@@ -51,12 +51,15 @@ def test_bilinear_module_parameters_init_and_repr():
     m = nn.Bilinear(4, 3, 2)
     assert list(m.state_dict()) == ["weight", "bias"]
     assert tuple(m.weight.shape) == (2, 4, 3) and tuple(m.bias.shape) == (2,)
-    assert np.abs(m.weight.numpy()).max() <= 0.5 and np.abs(m.bias.numpy()).max() <= 0.5
+    assert (
+        np.abs(m.weight.detach().numpy()).max() <= 0.5
+        and np.abs(m.bias.detach().numpy()).max() <= 0.5
+    )
     assert repr(m) == "Bilinear(in1_features=4, in2_features=3, out_features=2, bias=True)"
     assert nn.Bilinear(1, 2, 3, bias=False).bias is None
     x1 = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
     x2 = np.random.default_rng(1).standard_normal((5, 3)).astype(np.float32)
-    want = _np_bilinear(x1, x2, m.weight.numpy(), m.bias.numpy())
+    want = _np_bilinear(x1, x2, m.weight.detach().numpy(), m.bias.detach().numpy())
     got = m(torch.from_numpy(x1), torch.from_numpy(x2))
     np.testing.assert_allclose(got.detach().numpy(), want, rtol=1e-5, atol=1e-6)
 

@@ -140,22 +140,29 @@ def test_conv_modules_initialise_as_torchs_reset_parameters(ctx):
     assert tuple(conv.weight.shape) == (16, 3, 3, 3) and tuple(conv.bias.shape) == (16,)
     bound = 1 / math.sqrt(3 * 3 * 3)  # kaiming_uniform(a=sqrt(5)) and the bias: 1/sqrt(fan_in)
     for p in (conv.weight, conv.bias):
-        values = p.numpy()
+        values = p.detach().numpy()
         assert np.abs(values).max() <= bound and np.abs(values).max() > 0.8 * bound
     assert repr(conv) == "Conv2d(3, 16, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))"
     x = torch.randn(2, 3, 10, 10)
     y = conv(x)
     expected = conv_reference(
-        x.numpy(), conv.weight.numpy(), conv.bias.numpy(), (2, 2), (1, 1), (1, 1), (1, 1), 1
+        x.detach().numpy(),
+        conv.weight.detach().numpy(),
+        conv.bias.detach().numpy(),
+        (2, 2),
+        (1, 1),
+        (1, 1),
+        (1, 1),
+        1,
     )
-    np.testing.assert_allclose(y.numpy(), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y.detach().numpy(), expected, rtol=1e-5, atol=1e-5)
     same = torch.nn.Conv1d(4, 8, 4, padding="same", dilation=2, groups=2, bias=False)
     assert same.bias is None and tuple(same.weight.shape) == (8, 2, 4)
     assert tuple(same(torch.randn(3, 4, 11)).shape) == (3, 8, 11)
     assert "padding=same" in repr(same) and "groups=2" in repr(same)
     torch.manual_seed(0)
     again = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
-    np.testing.assert_array_equal(again.weight.numpy(), conv.weight.numpy())
+    np.testing.assert_array_equal(again.weight.detach().numpy(), conv.weight.detach().numpy())
 
 
 def test_conv_errors_are_torchs(ctx):
@@ -289,7 +296,7 @@ def test_the_mnist_example_network_runs_forward_as_written(ctx):
     h = (h @ p["fc1.weight"].T + p["fc1.bias"]).clip(0) @ p["fc2.weight"].T + p["fc2.bias"]
     shifted = h - h.max(1, keepdims=True)
     expected = shifted - np.log(np.exp(shifted).sum(1, keepdims=True))
-    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
 def test_what_has_no_kernel_says_so_and_torch_level_forms_point_at_functional():

@@ -107,11 +107,11 @@ def test_state_dict_shares_memory_and_load_copies(ctx):
     sd = a.state_dict()
     assert not isinstance(sd["weight"], nn.Parameter)
     sd["weight"].fill_(0.5)  # same memory as the parameter, as torch
-    np.testing.assert_array_equal(a.weight.numpy(), np.full((2, 3), 0.5, np.float32))
+    np.testing.assert_array_equal(a.weight.detach().numpy(), np.full((2, 3), 0.5, np.float32))
     result = b.load_state_dict(a.state_dict())
     assert repr(result) == "<All keys matched successfully>"
-    np.testing.assert_array_equal(b.weight.numpy(), a.weight.numpy())
-    np.testing.assert_array_equal(b.bias.numpy(), a.bias.numpy())
+    np.testing.assert_array_equal(b.weight.detach().numpy(), a.weight.detach().numpy())
+    np.testing.assert_array_equal(b.bias.detach().numpy(), a.bias.detach().numpy())
     assert isinstance(b.weight, nn.Parameter)
     assert list(a.state_dict(None, "lin.")) == ["lin.weight", "lin.bias"]  # torch's positional
     assert a.state_dict(keep_vars=True)["weight"] is a.weight
@@ -131,7 +131,7 @@ def test_load_state_dict_strict_errors_are_torchs(ctx):
     )
     keys = m.load_state_dict(sd, strict=False)
     assert keys.missing_keys == ["bias"] and keys.unexpected_keys == ["extra"]
-    np.testing.assert_array_equal(m.weight.numpy(), np.zeros((2, 3), np.float32))
+    np.testing.assert_array_equal(m.weight.detach().numpy(), np.zeros((2, 3), np.float32))
     with pytest.raises(TensorError, match=r"size mismatch for weight: copying a param with "
                        r"shape torch.Size\(\[3, 3\]\) from checkpoint, the shape in current "
                        r"model is torch.Size\(\[2, 3\]\)."):  # fmt: skip
@@ -298,7 +298,7 @@ def test_sequential_indexing_slicing_and_forward(ctx):
     assert isinstance(head, nn.Sequential) and len(head) == 2 and head[0] is seq[0]
     x = torch.from_numpy(_values((5, 3)))
     expected = seq[2](seq[1](seq[0](x)))
-    np.testing.assert_allclose(seq(x).numpy(), expected.numpy())
+    np.testing.assert_allclose(seq(x).detach().numpy(), expected.detach().numpy())
     seq.append(nn.Tanh())
     assert [n for n, _ in seq.named_children()] == ["0", "1", "2", "3"]
     with pytest.raises(IndexError, match="index 7 is out of range"):
@@ -345,14 +345,16 @@ def test_linear_init_is_torchs_bound_drawn_from_the_seeded_generator(ctx):
             np.float32
         )
 
-    np.testing.assert_allclose(m.weight.numpy(), draw((3, 5)), rtol=1e-6)
-    np.testing.assert_allclose(m.bias.numpy(), draw((3,)), rtol=1e-6)
+    np.testing.assert_allclose(m.weight.detach().numpy(), draw((3, 5)), rtol=1e-6)
+    np.testing.assert_allclose(m.bias.detach().numpy(), draw((3,)), rtol=1e-6)
     torch.manual_seed(7)
     again = nn.Linear(5, 3)
-    np.testing.assert_array_equal(again.weight.numpy(), m.weight.numpy())
+    np.testing.assert_array_equal(again.weight.detach().numpy(), m.weight.detach().numpy())
     x = _values((2, 4, 5))
-    expected = x @ m.weight.numpy().T + m.bias.numpy()
-    np.testing.assert_allclose(m(torch.from_numpy(x)).numpy(), expected, rtol=1e-5, atol=1e-6)
+    expected = x @ m.weight.detach().numpy().T + m.bias.detach().numpy()
+    np.testing.assert_allclose(
+        m(torch.from_numpy(x)).detach().numpy(), expected, rtol=1e-5, atol=1e-6
+    )
     half = nn.Linear(5, 3, bias=False, dtype=torch.float16)
     assert half.weight.dtype is torch.float16 and half.bias is None
 
@@ -363,11 +365,11 @@ def test_embedding_rows_and_padding(ctx):
     rng = np.random.Generator(np.random.PCG64(3))
     weights = rng.standard_normal((6, 4), dtype=np.float32)
     weights[2] = 0
-    np.testing.assert_allclose(emb.weight.numpy(), weights, rtol=1e-6)
+    np.testing.assert_allclose(emb.weight.detach().numpy(), weights, rtol=1e-6)
     idx = np.array([[0, 2, 5], [1, 1, 3]])
     out = emb(torch.tensor(idx))
     assert tuple(out.shape) == (2, 3, 4)
-    np.testing.assert_array_equal(out.numpy(), weights[idx])
+    np.testing.assert_array_equal(out.detach().numpy(), weights[idx])
     with pytest.raises(TensorError, match="indices. to have one of the following scalar types"):
         emb(torch.zeros(2))
     frozen = nn.Embedding.from_pretrained(torch.from_numpy(weights))
@@ -383,15 +385,17 @@ def test_norm_layers_match_numpy(ctx):
         ln.bias.fill_(0.5)
     mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
     np.testing.assert_allclose(
-        ln(t).numpy(), (x - mean) / np.sqrt(var + 1e-5) * 2 + 0.5, rtol=1e-4, atol=1e-5
+        ln(t).detach().numpy(), (x - mean) / np.sqrt(var + 1e-5) * 2 + 0.5, rtol=1e-4, atol=1e-5
     )
     rms = nn.RMSNorm([5], eps=1e-6)
     expected = x / np.sqrt((x**2).mean(-1, keepdims=True) + 1e-6)
-    np.testing.assert_allclose(rms(t).numpy(), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(rms(t).detach().numpy(), expected, rtol=1e-4, atol=1e-5)
     gn = nn.GroupNorm(3, 6)
     g = x.reshape(4, 3, 10)
     expected = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-5)
-    np.testing.assert_allclose(gn(t).numpy(), expected.reshape(x.shape), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        gn(t).detach().numpy(), expected.reshape(x.shape), rtol=1e-4, atol=1e-5
+    )
     assert (
         not nn.LayerNorm(5, bias=False).bias
         and nn.LayerNorm(5, elementwise_affine=False).weight is None
@@ -403,7 +407,9 @@ def test_batch_norm_running_stats_in_train_and_eval(ctx):
     bn = nn.BatchNorm1d(3)
     out = bn(torch.from_numpy(x))
     mean, var = x.mean(0), x.var(0)
-    np.testing.assert_allclose(out.numpy(), (x - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        out.detach().numpy(), (x - mean) / np.sqrt(var + 1e-5), rtol=1e-4, atol=1e-5
+    )
     np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * mean, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(
         bn.running_var.numpy(), 0.9 + 0.1 * x.var(0, ddof=1), rtol=1e-5, atol=1e-6
@@ -412,7 +418,10 @@ def test_batch_norm_running_stats_in_train_and_eval(ctx):
     bn.eval()
     rm, rv = bn.running_mean.numpy(), bn.running_var.numpy()
     np.testing.assert_allclose(
-        bn(torch.from_numpy(x)).numpy(), (x - rm) / np.sqrt(rv + 1e-5), rtol=1e-4, atol=1e-5
+        bn(torch.from_numpy(x)).detach().numpy(),
+        (x - rm) / np.sqrt(rv + 1e-5),
+        rtol=1e-4,
+        atol=1e-5,
     )
     assert bn.num_batches_tracked.item() == 1
     with pytest.raises(ValueError, match=r"expected 2D or 3D input \(got 4D input\)"):
@@ -544,8 +553,8 @@ def _mha_reference(q, k, v, mha, mask=None):
     L, N, E = q.shape
     S, H = k.shape[0], mha.num_heads
     D = E // H
-    W, b = mha.in_proj_weight.numpy(), mha.in_proj_bias.numpy()
-    Wo, bo = mha.out_proj.weight.numpy(), mha.out_proj.bias.numpy()
+    W, b = mha.in_proj_weight.detach().numpy(), mha.in_proj_bias.detach().numpy()
+    Wo, bo = mha.out_proj.weight.detach().numpy(), mha.out_proj.bias.detach().numpy()
 
     def heads(x, i, n):
         y = x @ W[i * E : (i + 1) * E].T + b[i * E : (i + 1) * E]
@@ -592,8 +601,10 @@ def test_multihead_attention_matches_numpy_with_masks(ctx):
         q.transpose(1, 0, 2), k.transpose(1, 0, 2), v.transpose(1, 0, 2), mha, mask
     )
     assert tuple(out.shape) == (N, L, E) and tuple(weights.shape) == (N, L, S)
-    np.testing.assert_allclose(out.numpy(), ref_out.transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(weights.numpy(), ref_attn.mean(1), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(
+        out.detach().numpy(), ref_out.transpose(1, 0, 2), rtol=1e-4, atol=1e-5
+    )
+    np.testing.assert_allclose(weights.detach().numpy(), ref_attn.mean(1), rtol=1e-4, atol=1e-6)
     fast, none = mha(
         torch.from_numpy(q),
         torch.from_numpy(k),
@@ -603,7 +614,7 @@ def test_multihead_attention_matches_numpy_with_masks(ctx):
         attn_mask=torch.from_numpy(causal),
     )
     assert none is None
-    np.testing.assert_allclose(fast.numpy(), out.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fast.detach().numpy(), out.detach().numpy(), rtol=1e-4, atol=1e-5)
     _, per_head = mha(
         torch.from_numpy(q), torch.from_numpy(k), torch.from_numpy(v), average_attn_weights=False
     )
@@ -617,8 +628,8 @@ def test_multihead_attention_sequence_first_unbatched_and_errors(ctx):
     out, weights = mha(torch.from_numpy(x), torch.from_numpy(x), torch.from_numpy(x))
     ref_out, ref_attn = _mha_reference(x[:, None], x[:, None], x[:, None], mha)
     assert tuple(out.shape) == (4, E) and tuple(weights.shape) == (4, 4)
-    np.testing.assert_allclose(out.numpy(), ref_out[:, 0], rtol=1e-4, atol=1e-5)
-    np.testing.assert_allclose(weights.numpy(), ref_attn[0].mean(0), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), ref_out[:, 0], rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(weights.detach().numpy(), ref_attn[0].mean(0), rtol=1e-4, atol=1e-6)
     with pytest.raises(TensorError, match="Need attn_mask if specifying the is_causal hint"):
         mha(torch.from_numpy(x), torch.from_numpy(x), torch.from_numpy(x), is_causal=True)
     with pytest.raises(

@@ -135,7 +135,7 @@ def test_prelu_values_and_gradients(shape, weights):
 def test_prelu_module_parameters_init_and_errors():
     m = nn.PReLU(4, init=0.1)
     assert list(m.state_dict()) == ["weight"] and tuple(m.weight.shape) == (4,)
-    np.testing.assert_allclose(m.weight.numpy(), [0.1] * 4, rtol=1e-6)
+    np.testing.assert_allclose(m.weight.detach().numpy(), [0.1] * 4, rtol=1e-6)
     assert repr(m) == "PReLU(num_parameters=4)" and nn.PReLU().weight.tolist() == [0.25]
     with pytest.raises(TensorError, match="parameter numbers = 4 and channel size = 3"):
         m(torch.ones(2, 3))

@@ -38,7 +38,7 @@ def _run(make, p0: np.ndarray, grads: list[np.ndarray]) -> np.ndarray:
     for g in grads:
         p.grad = torch.from_numpy(g)
         opt.step()
-    return p.numpy()
+    return p.detach().numpy()
 
 
 def sgd_reference(p, grads, lr, momentum=0, dampening=0, weight_decay=0, nesterov=False,
@@ -134,8 +134,8 @@ def test_param_groups_defaults_and_repr(ctx):
     assert opt.param_groups[1]["momentum"] == 0.9 and opt.param_groups[1]["params"] == [b]
     w.grad, b.grad = torch.ones(2), torch.ones(2)
     opt.step()
-    np.testing.assert_allclose(w.numpy(), [0.9, 0.9])
-    np.testing.assert_allclose(b.numpy(), [0.5, 0.5])
+    np.testing.assert_allclose(w.detach().numpy(), [0.9, 0.9])
+    np.testing.assert_allclose(b.detach().numpy(), [0.5, 0.5])
     assert repr(opt).startswith("SGD (\nParameter Group 0\n    dampening: 0\n    differentiable")
     assert optim.AdamW([w]).defaults["weight_decay"] == 1e-2
 
@@ -175,7 +175,7 @@ def test_state_dict_round_trip_continues_the_same_trajectory(ctx):
     for g in grads[2:]:
         p.grad = torch.from_numpy(g)
         second.step()
-    np.testing.assert_allclose(p.numpy(), straight, rtol=1e-6)
+    np.testing.assert_allclose(p.detach().numpy(), straight, rtol=1e-6)
     with pytest.raises(ValueError, match="different number of parameter groups"):
         second.load_state_dict({"state": {}, "param_groups": []})
 
@@ -274,7 +274,7 @@ def _train_rank(steps: int) -> dict:
     dist.init_process_group()
     torch.manual_seed(0)
     model = MLP()
-    initial = {n: p.numpy() for n, p in model.named_parameters()}
+    initial = {n: p.detach().numpy() for n, p in model.named_parameters()}
     opt = optim.AdamW(model.parameters(), lr=LR, weight_decay=DECAY)
     world = dist.get_world_size()
     for step in range(steps):
@@ -294,7 +294,10 @@ def _train_rank(steps: int) -> dict:
         opt.step()
         opt.zero_grad()
     dist.destroy_process_group()
-    return {"initial": initial, "final": {n: p.numpy() for n, p in model.named_parameters()}}
+    return {
+        "initial": initial,
+        "final": {n: p.detach().numpy() for n, p in model.named_parameters()},
+    }
 
 
 def _numpy_training(params: dict, steps: int, world: int) -> dict:

@@ -34,7 +34,7 @@ def _run(make, p0: np.ndarray, grads: list[np.ndarray]) -> np.ndarray:
     for g in grads:
         p.grad = torch.from_numpy(g.copy())
         opt.step()
-    return p.numpy()
+    return p.detach().numpy()
 
 
 def _decayed(p, g, weight_decay, maximize, decoupled=False, lr=0.0):
@@ -265,7 +265,7 @@ def test_state_dict_round_trip_continues_the_same_trajectory(ctx, name, kwargs):
     for g in grads[5:]:
         p.grad = torch.from_numpy(g.copy())
         second.step()
-    np.testing.assert_allclose(p.numpy(), straight, rtol=1e-12)
+    np.testing.assert_allclose(p.detach().numpy(), straight, rtol=1e-12)
 
 
 def test_defaults_are_torchs(ctx):

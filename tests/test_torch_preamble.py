@@ -158,7 +158,7 @@ def _compile_run(compiled: bool):
             run = model
         start = context.now
         out = run(x)
-        return out.numpy(), context.now - start
+        return out.detach().numpy(), context.now - start
 
 
 def test_compile_returns_the_model_run_eagerly_and_says_so():

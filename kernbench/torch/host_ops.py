@@ -57,7 +57,7 @@ class TensorHostOps:
         flag_argument(sorted, "unique", "sorted")
         inverse = flag_argument(return_inverse, "unique", "return_inverse")
         counts = flag_argument(return_counts, "unique", "return_counts")
-        values = self.numpy()
+        values = self.numpy(force=True)
         if dim is None:
             found, where, many = np.unique(
                 values, return_inverse=True, return_counts=True, equal_nan=False
@@ -86,7 +86,7 @@ class TensorHostOps:
                 f"bincount only supports 1-d non-negative integral inputs (got {self.dtype!r} "
                 f"of shape {tuple(self.shape)})"
             )
-        values = self.numpy().astype(np.int64)
+        values = self.numpy(force=True).astype(np.int64)
         if values.size and values.min() < 0:
             raise TensorError(
                 f"bincount only supports 1-d non-negative integral inputs (got {values.min()})"
@@ -108,7 +108,7 @@ class TensorHostOps:
                 f"{tuple(weights.shape)} for {tuple(self.shape)})"
             )
         dtype = _FLOAT32 if weights.dtype is _FLOAT32 else _FLOAT64
-        w = weights.numpy().astype(np.float64)
+        w = weights.numpy(force=True).astype(np.float64)
         found = np.bincount(values, weights=w, minlength=minlength)
         return _copied_in(self, found.astype(np.dtype(dtype.name)), dtype)
 
@@ -139,7 +139,7 @@ class TensorHostOps:
         if self.storage_device_tensor.context.timing_only:  # the shape is known: no values
             drawn = np.zeros((*self.shape[:-1], n), np.int64)
             return _copied_in(self, drawn, _INT64)
-        rows = self.numpy().astype(np.float64).reshape(-1, categories)
+        rows = self.numpy(force=True).astype(np.float64).reshape(-1, categories)
         drawn = np.empty((rows.shape[0], n), np.int64)
         for r, p in enumerate(rows):
             if not np.isfinite(p).all() or (p < 0).any():

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from kernbench.errors import TensorError
+from kernbench.errors import TensorError, TensorRuntimeError
 from kernbench.torch.dtypes import BOOL, DTYPE_OBJECTS, get_default_dtype
 from kernbench.torch.printing import format_values
 
@@ -48,7 +48,17 @@ class TensorHostValues:
     __slots__ = ()
 
     def numpy(self: Tensor, *, force: bool = False) -> np.ndarray:
-        """The values, read to the host through the fabric (a copy; costs time)."""
+        """The values, read to the host through the fabric (a copy; costs time).
+
+        As in torch, a tensor that requires grad is refused unless ``force=True``
+        (torch's ``t.detach().numpy()``); ``item()``, ``tolist()`` and the host-side
+        checks read any tensor.
+        """
+        if self.requires_grad and not force:
+            raise TensorRuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                f"instead (tensor {self.storage_device_tensor.name!r}; or numpy(force=True))"
+            )
         found = self.contiguous_device_tensor()
         if found is not None:
             return found.numpy()
@@ -79,7 +89,7 @@ class TensorHostValues:
         return values if dtype is None else values.astype(dtype)
 
     def tolist(self: Tensor) -> Any:
-        return self.numpy().tolist()
+        return self.numpy(force=True).tolist()
 
     def item(self: Tensor) -> int | float:
         if self.numel() != 1:
@@ -87,7 +97,7 @@ class TensorHostValues:
                 f"item() needs a one-element tensor; {self.storage_device_tensor.name!r} has "
                 f"{self.numel()} elements"
             )
-        return self.numpy().reshape(()).item()
+        return self.numpy(force=True).reshape(()).item()
 
     def __format__(self: Tensor, format_spec: str) -> str:
         """As torch: a 0-d tensor formats its value (``f"{loss:.4f}"``); others only as str."""

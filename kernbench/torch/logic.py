@@ -499,7 +499,7 @@ class TensorLogic:
         """The indices of the nonzero elements, (count, ndim) ``int64``, or one 1-D tensor
         per dim with ``as_tuple``; the values are read to the host (the count decides the
         shape), the indices copied back in."""
-        found = np.argwhere(self.numpy()).astype(np.int64)
+        found = np.argwhere(self.numpy(force=True)).astype(np.int64)
         if not as_tuple:
             return self.new_empty(found.shape, dtype=DTYPE_OBJECTS["int64"]).copy_(found)
         if not self.ndim:

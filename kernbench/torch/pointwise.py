@@ -447,7 +447,13 @@ class TensorPointwise:
             )
         try:
             return bool(
-                np.allclose(self.numpy(), other.numpy(), rtol=rtol, atol=atol, equal_nan=equal_nan)
+                np.allclose(
+                    self.numpy(force=True),
+                    other.numpy(force=True),
+                    rtol=rtol,
+                    atol=atol,
+                    equal_nan=equal_nan,
+                )
             )
         except ValueError:
             raise TensorError(
@@ -460,7 +466,7 @@ class TensorPointwise:
         _tensor_argument(other, "equal")
         if self.shape != other.shape:
             return False
-        return bool(np.array_equal(self.numpy(), other.numpy()))
+        return bool(np.array_equal(self.numpy(force=True), other.numpy(force=True)))
 
 
 def _as_batched_matrix(

@@ -200,7 +200,7 @@ def set_rng_state(new_state: Any) -> None:
         )
     if t.storage_device_tensor.context.timing_only:
         return
-    packed = t.numpy().tobytes()
+    packed = t.numpy(force=True).tobytes()
     generator = torch_random.current_generator()
     generator.set_state(
         {

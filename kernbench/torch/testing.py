@@ -39,7 +39,7 @@ def _values(value: Any) -> tuple[np.ndarray, Any, str]:
     as float32), the dtype ``check_dtype`` compares (None for a number against an array)
     and the dtype's name that picks the default tolerances."""
     if isinstance(value, Tensor):
-        return np.asarray(value.numpy()), value.dtype, value.dtype.name
+        return np.asarray(value.numpy(force=True)), value.dtype, value.dtype.name
     if isinstance(value, np.ndarray):
         name = value.dtype.name
         return value, DTYPE_OBJECTS.get(name, value.dtype), name

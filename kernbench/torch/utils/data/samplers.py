@@ -152,7 +152,7 @@ class WeightedRandomSampler(Sampler):
     ) -> None:
         self.num_samples = positive_int(num_samples, "num_samples")
         self.replacement = boolean(replacement, "replacement")
-        values = weights.numpy() if isinstance(weights, Tensor) else weights
+        values = weights.numpy(force=True) if isinstance(weights, Tensor) else weights
         self.weights = np.asarray(values, dtype=np.float64)
         if self.weights.ndim != 1:
             raise DataError(
