@@ -1,6 +1,6 @@
 """``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``,
-``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD`` over the ``grad`` slots
-``backward()`` filled (or a script assigned), ``LBFGS`` over a closure,
+``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor`` over the
+``grad`` slots ``backward()`` filled (or a script assigned), ``LBFGS`` over a closure,
 ``torch.optim.lr_scheduler`` and ``torch.optim.swa_utils``
 (:mod:`~kernbench.torch.optim.swa_utils`).
 
@@ -8,7 +8,7 @@
 single-tensor formulas as in-place device ops, so it costs device time
 (:mod:`~kernbench.torch.optim.optimizers`,
 :mod:`~kernbench.torch.optim.optimizers_more`,
-:mod:`~kernbench.torch.optim.lbfgs`).
+:mod:`~kernbench.torch.optim.adafactor`, :mod:`~kernbench.torch.optim.lbfgs`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from kernbench.errors import TensorAttributeError
 from kernbench.torch.optim import lr_scheduler, swa_utils
+from kernbench.torch.optim.adafactor import Adafactor
 from kernbench.torch.optim.lbfgs import LBFGS
 from kernbench.torch.optim.optimizer import Optimizer
 from kernbench.torch.optim.optimizers import SGD, Adam, AdamW
@@ -44,6 +45,7 @@ __all__ = [
     "LBFGS",
     "Rprop",
     "ASGD",
+    "Adafactor",
     "Optimizer",
     "lr_scheduler",
     "swa_utils",
