@@ -1,6 +1,8 @@
 """``torch.optim`` for KernBench: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``,
 ``Adadelta``, ``Adamax``, ``NAdam``, ``RAdam``, ``Rprop``, ``ASGD``, ``Adafactor`` over the
 ``grad`` slots ``backward()`` filled (or a script assigned), ``LBFGS`` over a closure,
+``SparseAdam`` (its arguments and checks; its step refuses the dense gradients that are all
+there are here, :mod:`~kernbench.torch.optim.sparse_adam`),
 ``torch.optim.lr_scheduler`` and ``torch.optim.swa_utils``
 (:mod:`~kernbench.torch.optim.swa_utils`).
 
@@ -31,6 +33,7 @@ from kernbench.torch.optim.optimizers_more import (
     RMSprop,
     Rprop,
 )
+from kernbench.torch.optim.sparse_adam import SparseAdam
 
 __all__ = [
     "SGD",
@@ -46,6 +49,7 @@ __all__ = [
     "Rprop",
     "ASGD",
     "Adafactor",
+    "SparseAdam",
     "Optimizer",
     "lr_scheduler",
     "swa_utils",
