@@ -1043,3 +1043,16 @@ def test_an_integer_sum_past_int32_is_an_int64_sum_as_torchs(ctx):
     # asked for int32 explicitly, it wraps as torch's int32 sum does
     assert x.sum(0, dtype=torch.int32).tolist() == [-(2**31), 2**30]
     assert x.float().sum().item() == float(big.astype(np.int64).sum())
+
+
+def test_lerp_of_float64_takes_one_minus_the_weight_in_double_as_torch(ctx):
+    """torch's lerp kernel computes 1 - weight in its opmath type: double for float64."""
+    a0 = np.linspace(-3.0, 5.0, 16)
+    b0 = np.cos(np.arange(16.0)) * 7.0
+    w = 0.7  # 1 - 0.7 differs between float32 and float64
+    expected = b0 - (b0 - a0) * (1.0 - w)
+    a, b = torch.from_numpy(a0), torch.from_numpy(b0)
+    np.testing.assert_array_equal(torch.lerp(a, b, w).numpy(), expected)
+    assert not np.array_equal(expected, b0 - (b0 - a0) * float(np.float32(1) - np.float32(w)))
+    a.lerp_(b, w)
+    np.testing.assert_array_equal(a.numpy(), expected)

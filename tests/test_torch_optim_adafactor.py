@@ -13,9 +13,8 @@ from kernbench.runtime import RuntimeContext, use_context
 from kernbench.torch import nn, optim
 
 STEPS = 6
-# kernbench's lerp_ takes 1 - weight in float32 for a weight of 0.5 or more (step 2's
-# 1 - beta2_t = 2**-0.8), so the float64 runs agree with the reference to about 1e-9
-RTOL = 1e-7
+# float64 runs against a float64 reference: only the order of sums differs
+RTOL = 1e-12
 
 
 @pytest.fixture
