@@ -350,9 +350,9 @@ def test_nn_functional_softmax_and_what_nn_lacks(ctx):
     x = torch.tensor([[1.0, 2.0, 3.0]])
     assert torch.allclose(F.softmax(x, dim=-1), torch.softmax(x, -1))
     assert torch.nn.functional.softmax(x, 1).shape == (1, 3)
-    assert hasattr(torch.nn, "Conv3d") and not hasattr(torch.nn, "FractionalMaxPool2d")
-    with pytest.raises(AttributeError, match="only Conv1d/2d/3d") as info:
-        _ = torch.nn.FractionalMaxPool2d
+    assert hasattr(torch.nn, "Conv3d") and not hasattr(torch.nn, "CrossMapLRN2d")
+    with pytest.raises(AttributeError, match="README's 'What kernbench.torch supports'") as info:
+        _ = torch.nn.CrossMapLRN2d
     assert f"nn has {', '.join(torch.nn.__all__)}" in str(info.value)
     with pytest.raises(AttributeError, match="no attribute .no_such_op.: there are .*gelu, "):
         _ = F.no_such_op

@@ -304,8 +304,8 @@ def test_what_has_no_kernel_says_so_and_torch_level_forms_point_at_functional():
 
     with pytest.raises(UnsupportedNameError, match="torch.nn.functional.conv2d takes the same"):
         torch.conv2d  # noqa: B018
-    with pytest.raises(TensorAttributeError, match="only Conv1d/2d/3d, ConvTranspose1d/2d/3d"):
-        torch.nn.FractionalMaxPool2d  # noqa: B018
-    with pytest.raises(TensorAttributeError, match="'fractional_max_pool2d': only conv1d/2d/3d"):
-        F.fractional_max_pool2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="'CrossMapLRN2d': the README's 'What kernb"):
+        torch.nn.CrossMapLRN2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="'no_such_pool2d': there are .*conv2d"):
+        F.no_such_pool2d  # noqa: B018
     assert hasattr(torch.nn, "Conv2d") and hasattr(F, "adaptive_max_pool2d")

@@ -77,8 +77,8 @@ def test_utils_spreads_one_size_over_the_dimensions() -> None:
 
 
 def test_a_name_torch_s_file_has_and_kernbench_lacks_raises_torch_nn_s_error() -> None:
-    with pytest.raises(TensorAttributeError, match="no attribute 'FractionalMaxPool2d'.*kernels"):
-        torch.nn.modules.pooling.FractionalMaxPool2d  # noqa: B018
+    with pytest.raises(TensorAttributeError, match="no attribute 'CrossMapLRN2d'.*README"):
+        torch.nn.modules.normalization.CrossMapLRN2d  # noqa: B018
     with pytest.raises(AttributeError, match=r"torch/nn/modules/rnn.py names here are RNNBase"):
         torch.nn.modules.rnn.LSTMM  # noqa: B018
-    assert not hasattr(torch.nn.modules.pooling, "FractionalMaxPool2d")
+    assert not hasattr(torch.nn.modules.normalization, "CrossMapLRN2d")

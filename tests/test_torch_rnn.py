@@ -437,8 +437,8 @@ def test_errors_are_torchs(ctx):
         TensorError, match="hidden0 has inconsistent hidden_size: got 2, expected 3"
     ):
         nn.LSTMCell(2, 3)(torch.zeros(1, 2), (torch.zeros(1, 2), torch.zeros(1, 3)))
-    with pytest.raises(TensorAttributeError, match="has no attribute 'FractionalMaxPool2d'"):
-        _ = nn.FractionalMaxPool2d
+    with pytest.raises(TensorAttributeError, match="has no attribute 'CrossMapLRN2d'"):
+        _ = nn.CrossMapLRN2d
 
 
 # ---------------------------------------------------------------------------- word language model

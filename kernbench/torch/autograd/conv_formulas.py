@@ -238,9 +238,10 @@ def _conv_transpose(dims: int) -> Callable[..., Any]:
 
 
 # -- max pools ------------------------------------------------------------------------------
-def _max_pool(dims: int, name: str) -> Callable[..., Any]:
-    """``max_pool{1,2}d`` and ``adaptive_max_pool{1,2}d``: the forward with indices, the
-    gradient scattered back to them."""
+def _max_pool(dims: int, name: str, pair: bool = False) -> Callable[..., Any]:
+    """``max_pool{1,2,3}d``, ``adaptive_max_pool{1,2,3}d`` and ``fractional_max_pool{2,3}d``:
+    the forward with indices, the gradient scattered back to them (``pair``: the op gives
+    the indices whatever ``return_indices`` says, as the ``*_with_indices`` forms do)."""
 
     def rule(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         bound = _bind(fn, *args, **kwargs)
@@ -260,7 +261,7 @@ def _max_pool(dims: int, name: str) -> Callable[..., Any]:
             return (gx.reshape(shape),)
 
         values = recorded(values, name, (x,), backward, (indices,))
-        return (values, indices) if want else values
+        return (values, indices) if want or pair else values
 
     return rule
 
@@ -490,5 +491,9 @@ CONV_NN_RULES: dict[str, Callable[..., Any]] = {
     "adaptive_max_pool3d": _max_pool(3, "AdaptiveMaxPool3DBackward0"),
     "avg_pool3d": _avg_pool(3),
     "adaptive_avg_pool3d": _adaptive_avg_pool(3),
+    "fractional_max_pool2d": _max_pool(2, "FractionalMaxPool2DBackward0"),
+    "fractional_max_pool2d_with_indices": _max_pool(2, "FractionalMaxPool2DBackward0", True),
+    "fractional_max_pool3d": _max_pool(3, "FractionalMaxPool3DBackward0"),
+    "fractional_max_pool3d_with_indices": _max_pool(3, "FractionalMaxPool3DBackward0", True),
     "batch_norm": _batch_norm,
 }

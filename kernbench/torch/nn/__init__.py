@@ -11,7 +11,7 @@ fills their ``grad`` (:mod:`kernbench.torch.autograd`), which ``torch.optim`` re
 (:mod:`~kernbench.torch.nn.data_parallel`); ``nn.parallel`` (DistributedDataParallel,
 DataParallel, data_parallel) is registered by
 :mod:`kernbench.torch.distributed.data_parallel`.  Names torch has and this package
-does not (``nn.FractionalMaxPool2d``, ...) raise a
+does not (``nn.CrossMapLRN2d``, ...) raise a
 :class:`~kernbench.errors.TensorAttributeError` that says what to write
 instead.
 """
@@ -80,6 +80,7 @@ from kernbench.torch.nn.conv_transpose_layers import (
 )
 from kernbench.torch.nn.data_parallel import DataParallel
 from kernbench.torch.nn.feature_dropout import Dropout1d, Dropout2d, Dropout3d
+from kernbench.torch.nn.fractional_pool_layers import FractionalMaxPool2d, FractionalMaxPool3d
 from kernbench.torch.nn.functional_modules import (
     ELU,
     GELU,
@@ -333,6 +334,8 @@ __all__ = [
     "MaxUnpool1d",
     "MaxUnpool2d",
     "MaxUnpool3d",
+    "FractionalMaxPool2d",
+    "FractionalMaxPool3d",
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
@@ -372,11 +375,6 @@ from kernbench.torch.nn import modules  # noqa: E402,F401
 
 # What to write for the nn names model code reaches for.
 HINTS = {
-    **dict.fromkeys(("FractionalMaxPool2d", "FractionalMaxPool3d"),
-                    "only Conv1d/2d/3d, ConvTranspose1d/2d/3d, the 1-D, 2-D and 3-D max, "
-                    "average, power-average (LPPool) and adaptive pools, MaxUnpool, "
-                    "Upsample, PixelShuffle/PixelUnshuffle and Unfold/Fold have kernels "
-                    "here"),
     "parallel": "import kernbench.torch (its distributed package registers nn.parallel, "
     "DistributedDataParallel)",
 }  # fmt: skip

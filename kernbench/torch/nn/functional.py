@@ -24,7 +24,8 @@ and embedding losses in :mod:`~kernbench.torch.nn.margin_losses`, ``poisson_nll_
 :mod:`~kernbench.torch.nn.convolution`), ``conv_transpose1d``/``2d``/``3d`` (the same
 kernel on the input spread out, :mod:`~kernbench.torch.nn.conv_transpose`)
 and the max, average and adaptive pools (one kernel each,
-:mod:`~kernbench.torch.nn.pooling`) take torch's arguments, as do ``interpolate``
+:mod:`~kernbench.torch.nn.pooling`; the fractional max pools in
+:mod:`~kernbench.torch.nn.fractional_pooling`) take torch's arguments, as do ``interpolate``
 (``upsample``), ``pixel_shuffle``/``pixel_unshuffle``
 (:mod:`~kernbench.torch.nn.interpolation`), ``unfold``/``fold``
 (:mod:`~kernbench.torch.nn.folding`) and ``affine_grid``/``grid_sample``
@@ -80,6 +81,12 @@ from kernbench.torch.nn.ctc import ctc_loss
 from kernbench.torch.nn.edge_padding import edge_pad
 from kernbench.torch.nn.feature_dropout import dropout1d, dropout2d, dropout3d
 from kernbench.torch.nn.folding import fold, unfold
+from kernbench.torch.nn.fractional_pooling import (
+    fractional_max_pool2d,
+    fractional_max_pool2d_with_indices,
+    fractional_max_pool3d,
+    fractional_max_pool3d_with_indices,
+)
 from kernbench.torch.nn.gumbel import gumbel_softmax
 from kernbench.torch.nn.interpolation import (
     interpolate,
@@ -240,6 +247,10 @@ __all__ = [
     "max_unpool1d",
     "max_unpool2d",
     "max_unpool3d",
+    "fractional_max_pool2d",
+    "fractional_max_pool2d_with_indices",
+    "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices",
     "ctc_loss",
     "avg_pool1d",
     "avg_pool2d",
@@ -662,17 +673,8 @@ def pad(
     return out
 
 
-# What to write for the functional names CNN code reaches for that have no kernel here.
-_HINTS = dict.fromkeys(
-    ("fractional_max_pool2d", "fractional_max_pool3d"),
-    "only conv1d/2d/3d, conv_transpose1d/2d/3d, the 1-D, 2-D and 3-D max, average, "
-    "power-average (lp) and adaptive pools, max_unpool, interpolate (upsample), "
-    "pixel_shuffle/unshuffle and unfold/fold have kernels here; ",
-)
-
-
 def __getattr__(name: str) -> Any:
     raise TensorAttributeError(
         f"module 'kernbench.torch.nn.functional' has no attribute {name!r}: "
-        f"{_HINTS.get(name, '')}there are {', '.join(__all__)} (as device kernels)"
+        f"there are {', '.join(__all__)} (as device kernels)"
     )

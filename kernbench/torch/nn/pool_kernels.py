@@ -9,6 +9,14 @@ starting from the window's first position inside the input; the average sums in 
 (float64 for float64) and divides by torch's divisor.  A 2-D pool is the 3-D one of
 depth 1 and a 1-D pool also of rows of height 1 (the extra index arithmetic is integer
 work, which the cost model does not charge).
+
+The fractional max pool has a kernel of its own: its windows start where torch's
+pseudo-random sequence puts them, one sequence per plane and dimension drawn from the
+plane's sample ``u``.  Each program computes the starts of its outputs from the samples
+(torch's ``generate_intervals``: ``int((i + u) * alpha) - int(u * alpha)``, the last
+window at ``in - k``, in the input's type, so float16 and bfloat16 round every step as
+torch's CPU kernel does) and then walks the window as the max pool does, with the same
+rule for ties and NaN.
 """
 
 from __future__ import annotations
@@ -18,7 +26,7 @@ from kernbench.kernels.jit import jit
 from kernbench.runtime.tensor import DeviceTensor
 from kernbench.torch.device_kernels import BLOCK, check_elements, float_type
 
-__all__ = ["adaptive_window", "launch_pool"]
+__all__ = ["adaptive_window", "launch_fractional_pool", "launch_pool"]
 
 
 @jit
@@ -161,6 +169,115 @@ def launch_pool(
         INDICES=indices is not None,
         INCLUDE_PAD=include_pad,
         OVERRIDE=divisor is not None,
+        FT=float_type(x.dtype),
+        BLOCK=block,
+    )  # fmt: skip
+
+
+@jit
+def _window_start(o, u, alpha, size, out, K: tl.constexpr, ST: tl.constexpr, FT: tl.constexpr):
+    """torch's ``generate_intervals`` for outputs ``o`` of a dim of ``size`` pooled into
+    ``out``: each step in the samples' type ``ST`` (computed in ``FT``, then rounded), the
+    start kept inside the input (a sample outside [0, 1) cannot read past it)."""
+    a = alpha.to(ST).to(FT)
+    moved = ((o.to(ST).to(FT) + u).to(ST).to(FT) * a).to(ST).to(tl.int32)
+    offset = (u * a).to(ST).to(tl.int32)
+    start = tl.where(o == out - 1, size - K, moved - offset)
+    return tl.minimum(tl.maximum(start, 0), size - K)
+
+
+@jit
+def _fractional_pool_kernel(
+    x_ptr,
+    out_ptr,
+    idx_ptr,
+    u_ptr,
+    n_out,
+    D,
+    H,
+    W,
+    OD,
+    OH,
+    OW,
+    alpha_d,
+    alpha_h,
+    alpha_w,
+    KD: tl.constexpr,
+    KH: tl.constexpr,
+    KW: tl.constexpr,
+    SAMPLES: tl.constexpr,
+    UD: tl.constexpr,
+    UH: tl.constexpr,
+    UW: tl.constexpr,
+    ST: tl.constexpr,
+    FT: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = o < n_out
+    plane = o // (OD * OH * OW)
+    place = o % (OD * OH * OW)
+    od = place // (OH * OW)
+    oh = (place % (OH * OW)) // OW
+    ow = place % OW
+    samples = u_ptr + plane * SAMPLES
+    if UD >= 0:
+        u_d = tl.load(samples + UD, mask=mask, other=0).to(FT)
+        d0 = _window_start(od, u_d, alpha_d, D, OD, KD, ST, FT)
+    else:  # a 2-D pool: the one plane of depth 1
+        d0 = od * 0
+    u_h = tl.load(samples + UH, mask=mask, other=0).to(FT)
+    u_w = tl.load(samples + UW, mask=mask, other=0).to(FT)
+    h0 = _window_start(oh, u_h, alpha_h, H, OH, KH, ST, FT)
+    w0 = _window_start(ow, u_w, alpha_w, W, OW, KW, ST, FT)
+    base = x_ptr + plane * (D * H * W)
+    best = tl.full((BLOCK,), float("-inf"), FT)
+    index = (d0 * H + h0) * W + w0
+    for t in range(KD):
+        for i in range(KH):
+            row = (d0 + t) * H + h0 + i
+            for j in range(KW):
+                v = tl.load(base + row * W + w0 + j, mask=mask, other=0).to(FT)
+                take = mask & ((v > best) | (v != v))
+                best = tl.where(take, v, best)
+                index = tl.where(take, row * W + w0 + j, index)
+    tl.store(out_ptr + o, best, mask=mask)
+    tl.store(idx_ptr + o, index, mask=mask)
+
+
+def launch_fractional_pool(
+    x: DeviceTensor,
+    samples: DeviceTensor,
+    out: DeviceTensor,
+    indices: DeviceTensor,
+    spatial: tuple[int, int, int],
+    out_spatial: tuple[int, int, int],
+    kernel: tuple[int, int, int],
+    slots: tuple[int, int, int],
+    alphas: tuple[float, float, float],
+) -> None:
+    """Fractional-max-pool contiguous ``x`` (planes, D, H, W) into ``out`` and ``indices``
+    (planes, OD, OH, OW), the windows ``kernel`` (KD, KH, KW) starting where torch's
+    sequences for ``samples`` (contiguous, ``len(slots)`` or more planes of ``dims`` values)
+    put them.  ``slots`` says which of a plane's samples each dim takes (-1: none, a 2-D
+    pool's depth); ``alphas`` are torch's ``(in - k) / (out - 1)`` in the input's type."""
+    (d, h, w), (od, oh, ow), (kd, kh, kw) = spatial, out_spatial, kernel
+    n_out = out.numel
+    check_elements(max(x.numel, n_out), "a fractional max pooling")
+    window = tl.next_power_of_2(kd * kh * kw)
+    block = min(max(256, BLOCK // window), tl.next_power_of_2(n_out))
+    name = x.dtype.name
+    sample_type = getattr(tl, name) if name in ("float16", "bfloat16") else float_type(x.dtype)
+    _fractional_pool_kernel[(max(1, -(-n_out // block)),)](
+        x, out, indices, samples, n_out, d, h, w, od, oh, ow, *alphas,
+        KD=kd,
+        KH=kh,
+        KW=kw,
+        SAMPLES=sum(1 for s in slots if s >= 0),
+        UD=slots[0],
+        UH=slots[1],
+        UW=slots[2],
+        ST=sample_type,
         FT=float_type(x.dtype),
         BLOCK=block,
     )  # fmt: skip

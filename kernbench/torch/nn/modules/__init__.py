@@ -43,7 +43,9 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
         "FeatureAlphaDropout", "_DropoutNd",
     ),
     "linear": ("Identity", "Linear", "Bilinear", "LazyLinear", "NonDynamicallyQuantizableLinear"),
-    "normalization": ("LocalResponseNorm", "LayerNorm", "GroupNorm", "RMSNorm"),
+    "normalization": (
+        "LocalResponseNorm", "CrossMapLRN2d", "LayerNorm", "GroupNorm", "RMSNorm",
+    ),
     "batchnorm": (
         "BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d",
         "LazyBatchNorm2d", "LazyBatchNorm3d", "_BatchNorm", "_NormBase", "_LazyNormBase",
