@@ -41,6 +41,7 @@ from kernbench.torch.nn.activation_layers import (
     Tanhshrink,
     Threshold,
 )
+from kernbench.torch.nn.adaptive import AdaptiveLogSoftmaxWithLoss
 from kernbench.torch.nn.bag_layers import Bilinear, EmbeddingBag
 from kernbench.torch.nn.channel_layers import (
     ChannelShuffle,
@@ -311,6 +312,7 @@ __all__ = [
     "PoissonNLLLoss",
     "GaussianNLLLoss",
     "CTCLoss",
+    "AdaptiveLogSoftmaxWithLoss",
     "CosineSimilarity",
     "PairwiseDistance",
     "Conv1d",

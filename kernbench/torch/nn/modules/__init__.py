@@ -3,12 +3,12 @@
 Programs reach past ``torch.nn`` into them: pytorch/examples' ``word_language_model``
 allowlists ``torch.nn.modules.rnn.LSTM`` and ``torch.nn.modules.dropout.Dropout`` for
 ``torch.load``, and library code subclasses ``torch.nn.modules.loss._Loss`` or calls
-``torch.nn.modules.utils._pair``.  Each submodule here (``activation``, ``container``,
-``conv``, ``dropout``, ``lazy``, ``linear``, ``loss``, ``normalization``, ``rnn``, ``sparse``,
-``transformer``, ...) gives the layers of torch's file of that name; they are the
-classes of :mod:`kernbench.torch.nn` themselves, so ``torch.nn.modules.rnn.LSTM is
-torch.nn.LSTM``.  A name torch's file has and KernBench lacks raises what
-``torch.nn.<name>`` raises.  Every ``torch.nn`` name is here too, as in torch.
+``torch.nn.modules.utils._pair``.  Each submodule here (``activation``, ``adaptive``,
+``container``, ``conv``, ``dropout``, ``lazy``, ``linear``, ``loss``, ``normalization``,
+``rnn``, ``sparse``, ``transformer``, ...) gives the layers of torch's file of that name;
+they are the classes of :mod:`kernbench.torch.nn` themselves, so
+``torch.nn.modules.rnn.LSTM is torch.nn.LSTM``.  A name torch's file has and KernBench
+lacks raises what ``torch.nn.<name>`` raises.  Every ``torch.nn`` name is here too, as in torch.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ NAMESPACES: dict[str, tuple[str, ...]] = {
     "upsampling": ("Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"),
     "distance": ("PairwiseDistance", "CosineSimilarity"),
     "channelshuffle": ("ChannelShuffle",),
+    "adaptive": ("AdaptiveLogSoftmaxWithLoss", "_ASMoutput"),
     "utils": ("_single", "_pair", "_triple", "_quadruple", "_ntuple"),
 }  # fmt: skip
 
@@ -111,6 +112,7 @@ _INTERNAL = {
     "_MaxPoolNd": ("kernbench.torch.nn.conv_layers", "_MaxPoolNd"),
     "_AvgPoolNd": ("kernbench.torch.nn.conv_layers", "_AvgPoolNd"),
     "_ConstantPadNd": ("kernbench.torch.nn.padding_layers", "_ConstantPadNd"),
+    "_ASMoutput": ("kernbench.torch.nn.adaptive", "_ASMoutput"),
     "_single": ("kernbench.torch.nn.modules.utils", "_single"),
     "_pair": ("kernbench.torch.nn.modules.utils", "_pair"),
     "_triple": ("kernbench.torch.nn.modules.utils", "_triple"),
