@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from run_modes import assert_same_values, in_every_mode
 
 import kernbench.torch as torch
 from kernbench.errors import TensorError
@@ -131,21 +132,24 @@ def test_parameters_are_named_as_torch_s(ctx):
     assert torch.nn.modules.adaptive.AdaptiveLogSoftmaxWithLoss is nn.AdaptiveLogSoftmaxWithLoss
 
 
+def _adaptive(context):
+    m = _module()
+    x = torch.from_numpy(np.random.default_rng(6).standard_normal((8, 8)).astype(np.float32))
+    target = torch.tensor([0, 1, 4, 5, 10, 11, 15, 19])  # two rows a part, in order
+    start = context.now
+    out, loss = m(x, target)
+    results = [out, loss, m.log_prob(x)]
+    elapsed = context.now - start
+    results.append(m.predict(x))
+    return elapsed, results
+
+
 def test_a_timing_only_run_splits_the_rows_evenly_and_costs_what_that_split_costs():
-    costs = []
-    for timing_only in (False, True):
-        context = RuntimeContext("tiny", timing_only=timing_only)
-        with use_context(context):
-            m = _module()
-            x = torch.zeros(8, 8)
-            target = torch.tensor([0, 1, 4, 5, 10, 11, 15, 19])  # two rows a part, in order
-            start = context.now
-            out, loss = m(x, target)
-            m.log_prob(x)
-            costs.append(context.now - start)
-            assert tuple(out.shape) == (8,) and tuple(loss.shape) == ()
-            assert tuple(m.predict(x).shape) == (8,)
-    assert costs[0] == costs[1] > 0
+    """Targets that fall in the even split cost in a functional run what a timing-only
+    run (no values: the even split) costs; the fast backend gives the same values."""
+    times, (detailed, fast) = in_every_mode(_adaptive)
+    assert times[0] > 0 and times[0] == times[1] and times[2] > 0
+    assert_same_values(detailed, fast)
 
 
 def test_errors_as_torch(ctx):

@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
+from run_modes import assert_same_values, in_every_mode
 
 import kernbench.torch as torch
 import kernbench.torch.nn.functional as F  # noqa: N812 - PyTorch's spelling
@@ -167,17 +168,21 @@ def test_drawn_samples_come_from_the_rank_s_generator(ctx):
     np.testing.assert_array_equal(taken.reshape(2, 3, 4, 4), first[0].numpy())
 
 
-def test_a_timing_only_run_prices_the_pool_as_a_functional_run():
-    costs = []
-    for timing_only in (False, True):
-        context = RuntimeContext("tiny", timing_only=timing_only)
-        with use_context(context):
-            x = torch.zeros(2, 4, 16, 16)
-            start = context.now
-            out = nn.FractionalMaxPool2d(3, output_ratio=0.5)(x)
-            costs.append(context.now - start)
-            assert tuple(out.shape) == (2, 4, 8, 8)
-    assert costs[0] == costs[1] > 0
+def _pools(context):
+    torch.manual_seed(0)  # the same drawn samples on both backends
+    x = torch.from_numpy(_data((2, 4, 16, 15), seed=11))
+    u = torch.from_numpy(np.random.default_rng(12).random((2, 4, 2)).astype(np.float32))
+    start = context.now
+    results = [nn.FractionalMaxPool2d(3, output_ratio=0.5)(x)]
+    results += F.fractional_max_pool2d(x, 2, (9, 11), return_indices=True, _random_samples=u)
+    results += F.fractional_max_pool3d_with_indices(x, (2, 3, 2), (2, 6, 5))
+    return context.now - start, results
+
+
+def test_timing_only_and_the_fast_backend_run_and_price_the_pools_as_a_functional_run():
+    times, (detailed, fast) = in_every_mode(_pools)
+    assert times[0] > 0 and times[0] == times[1] and times[2] > 0
+    assert_same_values(detailed, fast)
 
 
 def test_argument_errors_as_torch(ctx):
