@@ -258,9 +258,10 @@ def launch_fractional_pool(
 ) -> None:
     """Fractional-max-pool contiguous ``x`` (planes, D, H, W) into ``out`` and ``indices``
     (planes, OD, OH, OW), the windows ``kernel`` (KD, KH, KW) starting where torch's
-    sequences for ``samples`` (contiguous, ``len(slots)`` or more planes of ``dims`` values)
-    put them.  ``slots`` says which of a plane's samples each dim takes (-1: none, a 2-D
-    pool's depth); ``alphas`` are torch's ``(in - k) / (out - 1)`` in the input's type."""
+    sequences for ``samples`` put them (contiguous: each plane's samples in a row, in the
+    planes' order; rows past the last plane are not read).  ``slots`` says which of a
+    plane's samples each dim takes (-1: none, a 2-D pool's depth); ``alphas`` are
+    torch's ``(in - k) / (out - 1)``, in float32 (float64 for a float64 input)."""
     (d, h, w), (od, oh, ow), (kd, kh, kw) = spatial, out_spatial, kernel
     n_out = out.numel
     check_elements(max(x.numel, n_out), "a fractional max pooling")
