@@ -27,7 +27,7 @@ def in_every_mode(run: Run, topology: str = "tiny") -> tuple[list[int], list[lis
             elapsed, results = run(context)
             times.append(elapsed)
             if not timing_only:
-                values.append([r.numpy() for r in results])
+                values.append([r.detach().numpy() for r in results])
     return times, values
 
 

@@ -29,11 +29,14 @@ def _log_softmax(z):
 
 
 def _weights(m):
-    head = (m.head.weight.numpy().astype(np.float64), None)
+    head = (m.head.weight.detach().numpy().astype(np.float64), None)
     if m.head.bias is not None:
-        head = (head[0], m.head.bias.numpy().astype(np.float64))
+        head = (head[0], m.head.bias.detach().numpy().astype(np.float64))
     tails = [
-        (p[0].weight.numpy().astype(np.float64), p[1].weight.numpy().astype(np.float64))
+        (
+            p[0].weight.detach().numpy().astype(np.float64),
+            p[1].weight.detach().numpy().astype(np.float64),
+        )
         for p in m.tail
     ]
     return head, tails
@@ -64,11 +67,11 @@ def test_output_loss_and_log_prob_match_numpy(ctx, head_bias):
     out, loss = m(torch.from_numpy(x), torch.from_numpy(target))
     expected = full_log_prob(m, x.astype(np.float64))
     picked = expected[np.arange(7), target]
-    np.testing.assert_allclose(out.numpy(), picked, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out.detach().numpy(), picked, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(loss.item(), -picked.mean(), rtol=1e-5)
     result = m(torch.from_numpy(x), torch.from_numpy(target))
     assert type(result).__name__ == "_ASMoutput" and result._fields == ("output", "loss")
-    log_prob = m.log_prob(torch.from_numpy(x)).numpy()
+    log_prob = m.log_prob(torch.from_numpy(x)).detach().numpy()
     np.testing.assert_allclose(log_prob, expected, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(np.exp(log_prob).sum(1), 1.0, rtol=1e-5)
     one = m(torch.from_numpy(x[4]), torch.tensor(12))  # unbatched: 1-D input, 0-D target
