@@ -53,7 +53,7 @@ SATURATED = 1 - 1e-9
 VECTOR_REGION = 128
 # Regions of at most this many links find each filling level by a scan over
 # them rather than a heap of their shares.
-SCAN_LINKS = 32
+SCAN_LINKS = 40
 
 Active = Sequence[dict[int, "Flow"]]  # per link: the flows on it, by id, in arrival order
 
@@ -156,20 +156,36 @@ def fill(
                 s = residual[e] / n
                 if link < 0 or s < share:
                     share, link = s, e
-        for flow in members[link]:
-            fid = flow.fid
-            if fid in rate:
-                continue
-            rate[fid] = share
-            neck[fid] = link
-            todo -= 1
-            weight = flow.weight
-            used = share * weight
-            for e in flow.edges:
-                left = residual[e] - used
-                residual[e] = left if left > 0.0 else 0.0
-                count[e] -= weight
+        todo -= len(_freeze(members[link], share, link, rate, neck, residual, count))
     return rate, neck, links
+
+
+def _freeze(
+    flows: list[Flow],
+    share: float,
+    link: int,
+    rate: dict[int, float],
+    neck: dict[int, int],
+    residual: dict[int, float],
+    count: dict[int, int],
+) -> list[Flow]:
+    """Freeze the flows on ``link`` not yet frozen at ``share``, taking their rate off every
+    link they cross; the flows frozen."""
+    frozen = []
+    for flow in flows:
+        fid = flow.fid
+        if fid in rate:
+            continue
+        rate[fid] = share
+        neck[fid] = link
+        frozen.append(flow)
+        weight = flow.weight
+        used = share * weight
+        for e in flow.edges:
+            left = residual[e] - used
+            residual[e] = left if left > 0.0 else 0.0
+            count[e] -= weight
+    return frozen
 
 
 def _fill_by_heap(
@@ -189,21 +205,12 @@ def _fill_by_heap(
         n = count[link]
         if not n or share != residual[link] / n:
             continue  # stale: a newer entry for this link is in the heap
-        touched: dict[int, None] = {}
-        for flow in members[link]:
-            fid = flow.fid
-            if fid in rate:
-                continue
-            rate[fid] = share
-            neck[fid] = link
-            todo -= 1
-            weight = flow.weight
-            used = share * weight
-            for e in flow.edges:
-                left = residual[e] - used
-                residual[e] = left if left > 0.0 else 0.0
-                count[e] -= weight
-                touched[e] = None
+        frozen = _freeze(members[link], share, link, rate, neck, residual, count)
+        todo -= len(frozen)
+        if len(frozen) == 1:  # a route crosses a link once
+            touched = frozen[0].edges
+        else:
+            touched = dict.fromkeys(e for flow in frozen for e in flow.edges)
         for e in touched:  # one new share per link the frozen flows cross
             n = count[e]
             if n:

@@ -201,6 +201,28 @@ def _fractional(
     return out, indices
 
 
+def _values_or_pair(
+    dims: int,
+    input: Tensor,  # noqa: A002 - torch's name
+    kernel_size: Any,
+    output_size: Any,
+    output_ratio: Any,
+    return_indices: bool,
+    _random_samples: Tensor | None,
+) -> Any:
+    """``fractional_max_pool{dims}d``: the values, and the indices with ``return_indices``."""
+    flag = flag_argument(
+        return_indices, f"torch.nn.functional.fractional_max_pool{dims}d", "return_indices"
+    )
+    values, indices = _fractional(
+        dims, input, kernel_size, output_size, output_ratio, _random_samples
+    )
+    if flag:
+        return values, indices
+    indices.free()
+    return values
+
+
 def fractional_max_pool2d_with_indices(
     input: Tensor,  # noqa: A002 - torch's name
     kernel_size: Any,
@@ -224,14 +246,9 @@ def fractional_max_pool2d(
 ) -> Any:
     """The maximum of each fractional window of (N, C, H, W) or (C, H, W) ``input`` (and its
     index in the flattened H x W plane with ``return_indices``)."""
-    flag = flag_argument(
-        return_indices, "torch.nn.functional.fractional_max_pool2d", "return_indices"
+    return _values_or_pair(
+        2, input, kernel_size, output_size, output_ratio, return_indices, _random_samples
     )
-    values, indices = _fractional(2, input, kernel_size, output_size, output_ratio, _random_samples)
-    if flag:
-        return values, indices
-    indices.free()
-    return values
 
 
 def fractional_max_pool3d_with_indices(
@@ -257,11 +274,6 @@ def fractional_max_pool3d(
 ) -> Any:
     """The maximum of each fractional window of (N, C, D, H, W) or (C, D, H, W) ``input``
     (and its index in the flattened D x H x W volume with ``return_indices``)."""
-    flag = flag_argument(
-        return_indices, "torch.nn.functional.fractional_max_pool3d", "return_indices"
+    return _values_or_pair(
+        3, input, kernel_size, output_size, output_ratio, return_indices, _random_samples
     )
-    values, indices = _fractional(3, input, kernel_size, output_size, output_ratio, _random_samples)
-    if flag:
-        return values, indices
-    indices.free()
-    return values
