@@ -174,18 +174,13 @@ class TensorArithmetic:
         scalar = python_scalar(weight)
         if scalar is None or abs(scalar) < 0.5:
             return self._with_temporary("add", weight * (end - self), out=out)
+        gap = end - self
         # 1 - weight in torch's kernel's opmath type: double for a float64 result,
         # float32 for every other float dtype
-        end_scalar = python_scalar(end)
-        if end_scalar is None:
-            result_dtype = promote_types(self.dtype, end.dtype)
-        else:
-            result_dtype = scalar_result_dtype(self.dtype, end_scalar)
-        if result_dtype.name == "float64":
+        if gap.dtype.name == "float64":
             rest = 1.0 - scalar
         else:
             rest = float(np.float32(1) - np.float32(scalar))
-        gap = end - self
         scaled = gap * rest
         result = end - scaled
         free_temporaries(gap, scaled)
