@@ -11,7 +11,8 @@ multiply a gradient); the scale stays on the device, so nothing is read to
 the host unless ``error_if_nonfinite`` asks (torch reads it too).
 ``rnn`` is :mod:`kernbench.torch.nn.utils.rnn` (packed sequences); ``parametrize``
 and ``parametrizations`` are :mod:`kernbench.torch.nn.utils.parametrize` and
-:mod:`kernbench.torch.nn.utils.parametrizations`.
+:mod:`kernbench.torch.nn.utils.parametrizations`; ``prune`` is
+:mod:`kernbench.torch.nn.utils.prune` (pruning by masks and forward pre-hooks).
 ``clip_grad_value_`` clamps each gradient in place.  The gradients are
 the ``grad`` slots (filled by ``backward()`` or assigned); the functions named in
 ``UNTRACKED`` run with recording off, as torch runs them under ``no_grad``.
@@ -27,6 +28,7 @@ from kernbench.errors import TensorAttributeError, TensorError, TensorTypeError
 from kernbench.torch.factories import stack, tensor
 from kernbench.torch.nn.utils import parametrizations as parametrizations  # submodule
 from kernbench.torch.nn.utils import parametrize as parametrize  # submodule, not wrapped
+from kernbench.torch.nn.utils import prune as prune  # torch.nn.utils.prune, not wrapped
 from kernbench.torch.nn.utils import rnn as rnn  # torch.nn.utils.rnn, not wrapped
 from kernbench.torch.nn.utils.convert_parameters import (
     parameters_to_vector,
@@ -202,5 +204,5 @@ def clip_grad_value_(parameters: Any, clip_value: float, foreach: bool | None = 
 def __getattr__(name: str) -> Any:
     raise TensorAttributeError(
         f"module 'kernbench.torch.nn.utils' has no attribute {name!r}: there are "
-        f"{', '.join(__all__)} and the modules parametrize, parametrizations and rnn"
+        f"{', '.join(__all__)} and the modules parametrize, parametrizations, prune and rnn"
     )
