@@ -124,6 +124,12 @@ def test_ln_structured_keeps_the_largest_norms(ctx):
     expected2 = np.ones_like(raw2)
     expected2[:, np.argmin(cols)] = 0
     np.testing.assert_array_equal(layer.weight_mask.numpy(), expected2)
+    cubic = _linear(4, 3, seed=3)
+    raw3 = cubic.weight.detach().numpy().copy()
+    prune.ln_structured(cubic, "weight", amount=0.5, n=3, dim=0)  # round(2.0) = 2 rows
+    expected3 = np.zeros_like(raw3)
+    expected3[np.sort(np.argsort(-(np.abs(raw3) ** 3).sum(1), kind="stable")[:2])] = 1
+    np.testing.assert_array_equal(cubic.weight_mask.numpy(), expected3)
 
 
 def test_importance_scores_choose_instead_of_the_values(ctx):
@@ -249,7 +255,18 @@ def test_argument_errors_as_torch(ctx):
     with pytest.raises(ValueError, match="amount=11 should be smaller"):
         prune.l1_unstructured(layer, "weight", amount=11)  # 10 left
     assert layer._forward_pre_hooks[next(iter(layer._forward_pre_hooks))] is hook
-    container = prune.PruningContainer(hook)
+    with pytest.raises(AssertionError, match="importance_scores should have the same shape"):
+        prune.l1_unstructured(layer, "weight", 1, importance_scores=torch.ones(4, 3))
+    with pytest.raises(AttributeError, match="has no attribute 'missing'"):
+        prune.l1_unstructured(layer, "missing", 1)
+    assert len(list(layer._forward_pre_hooks.values())) == 1
+    prune.random_unstructured(layer, "weight", amount=1)
+    (container,) = layer._forward_pre_hooks.values()
+    assert len(container) == 2 and container[0] is hook
+    assert int(layer.weight_mask.numpy().sum()) == 9
+    with pytest.raises(ValueError, match="amount=10 should be smaller"):
+        prune.l1_unstructured(layer, "weight", amount=10)  # 9 left
+    assert len(container) == 2 and int(layer.weight_mask.numpy().sum()) == 9
     other = prune.L1Unstructured(amount=1)
     other._tensor_name = "bias"
     with pytest.raises(ValueError, match="Can only add pruning methods acting on the parameter"):

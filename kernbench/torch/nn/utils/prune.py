@@ -211,6 +211,13 @@ class BasePruningMethod(ABC):
             )
         new = cls(*args, **kwargs)
         new._tensor_name = name
+        orig = getattr(module, name)
+        if importance_scores is None:
+            importance_scores = orig
+        elif tuple(importance_scores.shape) != tuple(orig.shape):
+            raise AssertionError(
+                f"importance_scores should have the same shape as parameter {name} of {module}"
+            )
         old_key, old = found[0] if found else (None, None)
         method: BasePruningMethod = new
         if isinstance(old, PruningContainer):
@@ -219,13 +226,6 @@ class BasePruningMethod(ABC):
         elif old is not None:
             method = PruningContainer(old)
             method.add_pruning_method(new)
-        orig = getattr(module, name)
-        if importance_scores is None:
-            importance_scores = orig
-        elif tuple(importance_scores.shape) != tuple(orig.shape):
-            raise AssertionError(
-                f"importance_scores should have the same shape as parameter {name} of {module}"
-            )
         first = old is None
         if first:
             module.register_parameter(name + "_orig", orig)
@@ -290,17 +290,16 @@ def _name_of(method: BasePruningMethod) -> str | None:
 class PruningContainer(BasePruningMethod):
     """A sequence of pruning methods on one tensor, applied one after the other: each new
     method computes its mask over the entries (unstructured) or channels (structured)
-    the ones before left, and its ``PRUNING_TYPE`` says which."""
+    the ones before left, and its ``PRUNING_TYPE`` says which.  ``PruningContainer(m1,
+    m2, ...)`` takes the tensor's name from ``m1`` (torch's does so for one method and
+    fails for more)."""
 
     def __init__(self, *args: Any) -> None:
         self._pruning_methods: tuple[BasePruningMethod, ...] = ()
-        if len(args) == 1 and not isinstance(args[0], Iterable):
+        if args and _name_of(self) is None:
             self._tensor_name = _name_of(args[0])  # type: ignore[assignment]
-            self.add_pruning_method(args[0])
-        else:
-            methods = args[0] if len(args) == 1 else args
-            for method in methods:
-                self.add_pruning_method(method)
+        for method in args:
+            self.add_pruning_method(method)
 
     def add_pruning_method(self, method: BasePruningMethod | None) -> None:
         """Append ``method``, which must prune the same tensor."""
@@ -352,9 +351,11 @@ class PruningContainer(BasePruningMethod):
                     "`dim` defined."
                 )
             ndim = t.dim()
+            _validate_structured(t)
             dim = method.dim + ndim if method.dim < 0 else method.dim
             if dim < 0:
                 raise TensorIndexError(f"Index is out of bounds for tensor with dimensions {ndim}")
+            dim = _validate_dim(t, dim)
             sums = _host(default_mask.sum([d for d in range(ndim) if d != dim]))
             index = (
                 np.arange(t.shape[dim], dtype=np.int64)
