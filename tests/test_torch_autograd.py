@@ -365,3 +365,16 @@ def test_numpy_of_a_tensor_that_requires_grad_is_refused_as_in_torch(ctx):
     with torch.no_grad():
         z = w * 2.0
     np.testing.assert_array_equal(z.numpy(), [3.0, -4.0, 0.5])
+
+
+def test_view_reshape_and_expand_as_take_grad_from_self_only(ctx):
+    """As torch: ``other`` in view_as/reshape_as/expand_as gives a shape, not a history."""
+    a = torch.ones(4)
+    b = torch.ones(2, 2, requires_grad=True)
+    wide = torch.ones(3, 4, requires_grad=True)
+    for out in (a.view_as(b), a.reshape_as(b), a.expand_as(wide)):
+        assert not out.requires_grad and out.grad_fn is None
+    w = torch.ones(4, requires_grad=True)
+    (w.view_as(b) * 2.0).sum().backward()
+    (w.expand_as(wide) * 3.0).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), np.full(4, 2.0 + 9.0, np.float32))

@@ -289,6 +289,8 @@ def _reduction(mean: bool) -> Callable[..., Any]:
 def _reshaping(name: str) -> Callable[..., Any]:
     def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
         out = untracked(fn, self, *args, **kwargs)
+        if not self.requires_grad:  # view_as/reshape_as: ``other`` gives only a shape
+            return out
         shape = tuple(self.shape)
         return recorded(out, name, (self,), lambda g: (g.reshape(shape),))
 
@@ -327,6 +329,8 @@ def _permute(fn: Callable, self: Tensor, *dims: Any) -> Any:
 
 def _expand(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
     out = untracked(fn, self, *args, **kwargs)
+    if not self.requires_grad:  # expand_as: ``other`` gives only a shape
+        return out
     shape = tuple(self.shape)
     return recorded(out, "ExpandBackward0", (self,), lambda g: (sum_to(g, shape),))
 
