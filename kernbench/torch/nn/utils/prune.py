@@ -385,8 +385,9 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prune ``amount`` (a count or a fraction) of the entries left, at random."""
+class _UnstructuredPruning(BasePruningMethod):
+    """Prune ``amount`` (a count or a fraction) of the entries left: the ones
+    :meth:`_pruned` picks."""
 
     PRUNING_TYPE = "unstructured"
 
@@ -400,33 +401,30 @@ class RandomUnstructured(BasePruningMethod):
         _validate_amount(count, size)
         mask = default_mask.clone()
         if count:
-            prob = current_generator().rng.random(size)
-            mask.view(-1)[_largest(prob, count)] = 0
+            mask.view(-1)[self._pruned(t, count)] = 0
         return mask
+
+    def _pruned(self, t: Tensor, count: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RandomUnstructured(_UnstructuredPruning):
+    """Prune ``amount`` (a count or a fraction) of the entries left, at random."""
+
+    def _pruned(self, t: Tensor, count: int) -> np.ndarray:
+        return _largest(current_generator().rng.random(t.numel()), count)
 
     @classmethod
     def apply(cls, module: Module, name: str, amount: int | float) -> BasePruningMethod:  # type: ignore[override]
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredPruning):
     """Prune ``amount`` (a count or a fraction) of the entries left with the smallest
     magnitude."""
 
-    PRUNING_TYPE = "unstructured"
-
-    def __init__(self, amount: int | float) -> None:
-        _validate_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        size = t.numel()
-        count = _count_to_prune(self.amount, size)
-        _validate_amount(count, size)
-        mask = default_mask.clone()
-        if count:
-            mask.view(-1)[_smallest(_host(t.abs()), count)] = 0
-        return mask
+    def _pruned(self, t: Tensor, count: int) -> np.ndarray:
+        return _smallest(_host(t.abs()), count)
 
     @classmethod
     def apply(  # type: ignore[override]
@@ -439,8 +437,9 @@ class L1Unstructured(BasePruningMethod):
         return super().apply(module, name, amount=amount, importance_scores=importance_scores)
 
 
-class RandomStructured(BasePruningMethod):
-    """Prune ``amount`` (a count or a fraction) of the channels along ``dim``, at random."""
+class _StructuredPruning(BasePruningMethod):
+    """Prune ``amount`` (a count or a fraction) of the channels along ``dim``: all but
+    the ones :meth:`_kept` keeps, by the scores :meth:`_scores` gives."""
 
     PRUNING_TYPE = "structured"
 
@@ -455,15 +454,29 @@ class RandomStructured(BasePruningMethod):
         size = t.shape[dim]
         count = _count_to_prune(self.amount, size)
         _validate_amount(count, size)
+        scores = self._scores(t, dim)
         if not count:
             return default_mask
-        prob = current_generator().rng.random(size)
-        keep = np.sort(_largest(prob, size - count))
+        keep = np.sort(self._kept(scores, size, size - count))
         mask = torch.zeros_like(t)
         if keep.size:
             mask[_along(dim, keep)] = 1
         mask *= default_mask.to(dtype=mask.dtype)
         return mask
+
+    def _scores(self, t: Tensor, dim: int) -> Tensor | None:
+        """What the channels are ranked by, computed whether or not any is pruned."""
+        return None
+
+    def _kept(self, scores: Tensor | None, size: int, kept: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+class RandomStructured(_StructuredPruning):
+    """Prune ``amount`` (a count or a fraction) of the channels along ``dim``, at random."""
+
+    def _kept(self, scores: Tensor | None, size: int, kept: int) -> np.ndarray:
+        return _largest(current_generator().rng.random(size), kept)
 
     @classmethod
     def apply(  # type: ignore[override]
@@ -472,33 +485,19 @@ class RandomStructured(BasePruningMethod):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_StructuredPruning):
     """Prune ``amount`` (a count or a fraction) of the channels along ``dim`` with the
     smallest ``n``-norm (the others kept as ``topk(norm, kept)``)."""
 
-    PRUNING_TYPE = "structured"
-
     def __init__(self, amount: int | float, n: Any, dim: int = -1) -> None:
-        _validate_amount_init(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        _validate_structured(t)
-        dim = _validate_dim(t, self.dim)
-        size = t.shape[dim]
-        count = _count_to_prune(self.amount, size)
-        _validate_amount(count, size)
-        norms = _norm(t, self.n, dim)
-        if not count:
-            return default_mask
-        keep = np.sort(_largest(_host(norms), size - count))
-        mask = torch.zeros_like(t)
-        if keep.size:
-            mask[_along(dim, keep)] = 1
-        mask *= default_mask.to(dtype=mask.dtype)
-        return mask
+    def _scores(self, t: Tensor, dim: int) -> Tensor | None:
+        return _norm(t, self.n, dim)
+
+    def _kept(self, scores: Tensor | None, size: int, kept: int) -> np.ndarray:
+        return _largest(_host(scores), kept)
 
     @classmethod
     def apply(  # type: ignore[override]
