@@ -50,9 +50,13 @@ def recorded(
     backward: Callable[..., Sequence[Any]],
     keep: Sequence[Any] = (),
 ) -> Any:
-    """``out`` made the result of a new node ``name`` over ``inputs`` (unless it is one of
-    them: an op that returned its input records nothing)."""
+    """``out`` made the result of a new node ``name`` over ``inputs``; nothing is recorded
+    when ``out`` is one of them (an op that returned its input) or when none of them
+    requires grad (the rule ran for an argument that is not differentiated: view_as's
+    ``other`` gives only a shape), as in torch."""
     if any(out is t for t in inputs):
+        return out
+    if not any(_needs(t) for t in inputs):
         return out
     return record(out, Node(name, inputs, backward, [saved(t) for t in keep]))
 
@@ -289,8 +293,6 @@ def _reduction(mean: bool) -> Callable[..., Any]:
 def _reshaping(name: str) -> Callable[..., Any]:
     def rule(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
         out = untracked(fn, self, *args, **kwargs)
-        if not self.requires_grad:  # view_as/reshape_as: ``other`` gives only a shape
-            return out
         shape = tuple(self.shape)
         return recorded(out, name, (self,), lambda g: (g.reshape(shape),))
 
@@ -329,8 +331,6 @@ def _permute(fn: Callable, self: Tensor, *dims: Any) -> Any:
 
 def _expand(fn: Callable, self: Tensor, *args: Any, **kwargs: Any) -> Any:
     out = untracked(fn, self, *args, **kwargs)
-    if not self.requires_grad:  # expand_as: ``other`` gives only a shape
-        return out
     shape = tuple(self.shape)
     return recorded(out, "ExpandBackward0", (self,), lambda g: (sum_to(g, shape),))
 
